@@ -1,0 +1,125 @@
+"""The model interface the conversation actor talks to.
+
+A model takes OpenAI-style chat messages (plain dicts) and OpenAI tool schemas and
+returns one assembled :class:`Completion`. While it works it reports
+:data:`Delta` values to ``on_delta`` as they arrive, so the front end can relay a
+stream as it happens; a model never buffers a stream to its end before
+reporting it. Any object with a matching ``complete`` method is a model
+(:class:`Model` is a Protocol): the OpenAI-compatible client, the offline models
+of :mod:`yao_actors.testing`, or a user's own class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+Message = Mapping[str, Any]
+"""An OpenAI Chat Completions message: ``{"role": ..., "content": ..., ...}``."""
+
+ToolSchema = Mapping[str, Any]
+"""An OpenAI tool: ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool call as the model asked for it; ``arguments`` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str = ""
+
+    def to_message(self) -> dict[str, Any]:
+        """The entry of an assistant message's ``tool_calls`` list."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@attrs.frozen
+class Usage:
+    """Token counts; usages add up over the model calls of a run."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@attrs.frozen
+class Completion:
+    """One model answer: text and/or tool calls, why it stopped, and what it cost."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = "stop"
+    usage: Usage | None = None
+    reasoning: str | None = None
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message that records this completion in a history."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_message() for call in self.tool_calls]
+        return message
+
+
+@attrs.frozen
+class TextDelta:
+    """A fragment of the answer's text."""
+
+    text: str
+
+
+@attrs.frozen
+class ReasoningDelta:
+    """A fragment of reasoning text (``reasoning_content``), when the endpoint sends it."""
+
+    text: str
+
+
+@attrs.frozen
+class ToolCallDelta:
+    """A fragment of a tool call: ``id`` and ``name`` arrive once, ``arguments`` in pieces.
+
+    ``index`` is the call's position in the completion's ``tool_calls``.
+    """
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+Delta = TextDelta | ReasoningDelta | ToolCallDelta
+OnDelta = Callable[[Delta], Awaitable[None]]
+
+
+@runtime_checkable
+class Model(Protocol):
+    """What the conversation actor needs from a model.
+
+    ``complete`` streams one completion: it awaits ``on_delta`` for every
+    fragment as it arrives (backpressure flows to the model) and returns the
+    assembled completion. It raises :class:`~yao_actors.errors.ModelError`
+    when the call failed after the model's own retries. Deadlines are set by the
+    caller with cancel scopes.
+    """
+
+    name: str
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        *,
+        on_delta: OnDelta | None = None,
+    ) -> Completion: ...

@@ -1,0 +1,115 @@
+"""Values describing what happened to a tool call, and how results are shown to a model.
+
+``ToolOutcome`` is what a server actor returns for one ``tools/call``;
+``ToolCallResult`` is what dispatch returns for one of a model's tool calls (the
+outcome plus the call's identity). ``parse_content`` applies the seed's
+``ParsedContent`` rules (reference spec §8.1) and ``tool_message_content`` renders
+a result the way the model receives it (DESIGN §4.2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from yao_actors.errors import ErrorKind, is_retryable
+
+
+@attrs.frozen
+class ToolOutcome:
+    """The outcome of one ``tools/call`` through a server actor.
+
+    ``result`` is the parsed content (also set for ``isError`` results, as in the
+    seed); ``error`` is the error text or ``None``; ``kind`` the error kind or
+    ``None`` on success; ``duration`` seconds from the request to the answer.
+    """
+
+    result: Any = None
+    error: str | None = None
+    kind: ErrorKind | None = None
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.kind is None
+
+    @property
+    def retryable(self) -> bool:
+        return is_retryable(self.kind, self.error or "")
+
+
+@attrs.frozen
+class ToolCallResult:
+    """The result of one tool call a model asked for.
+
+    ``arguments`` is the raw argument string the model sent; ``server`` and
+    ``tool`` are empty when the name could not be resolved. ``repaired`` says the
+    arguments were not strict JSON and were repaired; ``sequential_retry`` says
+    the call was run a second time, alone, after a retryable failure.
+    """
+
+    call_id: str
+    name: str
+    server: str
+    tool: str
+    arguments: str
+    result: Any = None
+    error: str | None = None
+    kind: ErrorKind | None = None
+    retryable: bool = False
+    duration: float = 0.0
+    repaired: bool = False
+    sequential_retry: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.kind is None
+
+
+def _try_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_content(blocks: Sequence[Any]) -> Any:
+    """Apply the seed's ``ParsedContent`` rules to MCP content blocks.
+
+    Text blocks are parsed as JSON where possible, images become
+    ``{"type", "data", "mimeType"}``, embedded resources their resource, other
+    blocks their whole dict; a single item is unwrapped and no item gives ``None``.
+    ``blocks`` may hold MCP pydantic content models or plain dicts.
+    """
+    items: list[Any] = []
+    for block in blocks:
+        data = block if isinstance(block, dict) else block.model_dump(by_alias=True, exclude_none=True)
+        kind = data.get("type")
+        if kind == "text":
+            text = data.get("text")
+            if isinstance(text, str) and text != "":
+                items.append(_try_json(text))
+        elif kind == "image":
+            items.append({"type": "image", "data": data.get("data"), "mimeType": data.get("mimeType")})
+        elif kind == "resource":
+            items.append(data.get("resource"))
+        else:
+            items.append(data)
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else items
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def tool_message_content(result: ToolCallResult) -> str:
+    """The content of the ``role: tool`` message a model gets for ``result``."""
+    if result.error is not None:
+        return f"Error: {result.error}"
+    return compact_json(result.result)
