@@ -1,0 +1,332 @@
+"""load_config: every accepted form, and one message with its key path per problem."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from yao_actors.config import (
+    AssistantSpec,
+    Config,
+    Hooks,
+    HttpTransport,
+    RestartPolicy,
+    RunTimeouts,
+    Sample,
+    ServerRef,
+    StdioTransport,
+    default_config,
+    load_config,
+    max_turns,
+    parse_config,
+    tool_loop_enabled,
+)
+from yao_actors.errors import ConfigError
+
+ENV = {"TOKEN": "s3cret", "HOME": "/home/u"}
+
+
+def base(**sections: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "mcpServers": {
+            "weather": {"command": "python", "args": ["-m", "yao_actors.demo.weather"]},
+            "clothing": {"command": "python", "args": ["-m", "yao_actors.demo.clothing"]},
+        },
+        "models": {"demo": {"provider": "demo"}},
+        "assistants": {"default": {"model": "demo", "mcp": {"servers": ["weather", "clothing"]}}},
+    }
+    data.update(sections)
+    return data
+
+
+def problems_of(data: Any) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data, environ=ENV)
+    return list(caught.value.problems)
+
+
+def test_full_file_round_trip(tmp_path: Path) -> None:
+    data = {
+        "mcpServers": {
+            "weather": {
+                "command": "python",
+                "args": ["-m", "yao_actors.demo.weather"],
+                "env": {"API_TOKEN": "${TOKEN}", "PLAIN": "x", "DEFAULTED": "${MISSING:-fallback}"},
+                "cwd": "/tmp",
+                "timeout": 5,
+                "max_concurrency": 4,
+                "dispatch": "sequential",
+                "restart": {"max_restarts": 2, "backoff": {"initial": 0.1, "max": 2}},
+                "samples": {"get": [{"name": "bj", "input": {"city": "Beijing"}, "output": {"temp": 3}}]},
+            },
+            "github.enterprise": {"url": "https://example.test/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+        },
+        "models": {
+            "gpt": {
+                "provider": "openai",
+                "base_url": "http://127.0.0.1:11434/v1",
+                "model": "qwen2.5",
+                "api_key_env": None,
+                "params": {"temperature": 0.2, "parallel_tool_calls": True},
+            },
+            "demo": {"provider": "demo"},
+        },
+        "assistants": {
+            "default": {
+                "model": "gpt",
+                "prompt": ["You are helpful.", "Be brief."],
+                "mcp": {
+                    "servers": ["weather", {"server_id": "github.enterprise", "tools": ["search"]}],
+                    "options": {"tool_loop": True, "max_turn": 3},
+                },
+                "timeouts": {"run": 60, "model": 20, "turn": 30},
+                "hooks": {"create": "my.hooks:create", "next": "my.hooks:next"},
+                "fallback_model": "demo",
+                "max_tools": 10,
+            }
+        },
+        "server": {"host": "0.0.0.0", "port": 9000, "token": "${TOKEN}", "allowed_origins": ["http://localhost"]},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    config = load_config(path, environ=ENV)
+
+    weather = config.servers["weather"]
+    assert weather.transport == StdioTransport(
+        "python",
+        ("-m", "yao_actors.demo.weather"),
+        {"API_TOKEN": "s3cret", "PLAIN": "x", "DEFAULTED": "fallback"},
+        "/tmp",
+    )
+    assert (weather.timeout, weather.max_concurrency, weather.dispatch) == (5.0, 4, "sequential")
+    assert weather.restart == RestartPolicy(max_restarts=2, backoff_initial=0.1, backoff_max=2.0)
+    assert weather.samples == {"get": (Sample(input={"city": "Beijing"}, output={"temp": 3}, name="bj"),)}
+    remote = config.servers["github.enterprise"]
+    assert remote.transport == HttpTransport("https://example.test/mcp", {"Authorization": "Bearer s3cret"})
+    assert (remote.timeout, remote.max_concurrency, remote.dispatch) == (60.0, 16, "parallel")
+
+    gpt = config.models["gpt"]
+    assert (gpt.provider, gpt.base_url, gpt.model, gpt.api_key_env) == (
+        "openai",
+        "http://127.0.0.1:11434/v1",
+        "qwen2.5",
+        None,
+    )
+    assert gpt.params == {"temperature": 0.2, "parallel_tool_calls": True}
+
+    assistant = config.assistants["default"]
+    assert assistant == AssistantSpec(
+        id="default",
+        model="gpt",
+        prompt=("You are helpful.", "Be brief."),
+        servers=(ServerRef("weather"), ServerRef("github.enterprise", ("search",))),
+        tool_loop=True,
+        max_turn=3,
+        max_tools=10,
+        timeouts=RunTimeouts(run=60, model=20, turn=30),
+        hooks=Hooks(create="my.hooks:create", next="my.hooks:next"),
+        fallback_model="demo",
+    )
+    assert config.service.host == "0.0.0.0"
+    assert config.service.port == 9000
+    assert config.service.token == "s3cret"
+    assert config.service.allowed_origins == ("http://localhost",)
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ("weather", ServerRef("weather")),
+        ({"server_id": "weather", "tools": ["get"]}, ServerRef("weather", ("get",))),
+        ({"server_id": "weather"}, ServerRef("weather")),
+        ({"weather": ["get"]}, ServerRef("weather", ("get",))),
+        ({"weather": {"tools": ["get"]}}, ServerRef("weather", ("get",))),
+        ({"weather": {}}, ServerRef("weather")),
+    ],
+)
+def test_every_seed_form_of_mcp_servers(entry: Any, expected: ServerRef) -> None:
+    data = base(assistants={"a": {"model": "demo", "mcp": {"servers": [entry]}}})
+    assert parse_config(data).assistants["a"].servers == (expected,)
+
+
+@pytest.mark.parametrize(
+    ("value", "enabled"),
+    [(None, True), (True, True), (False, False), ("false", True), (0, True), ("no", True)],
+)
+def test_tool_loop_only_real_false_disables(value: Any, enabled: bool) -> None:
+    assert tool_loop_enabled(value) is enabled
+    options = {} if value is None else {"tool_loop": value}
+    data = base(assistants={"a": {"model": "demo", "mcp": {"servers": [], "options": options}}})
+    assert parse_config(data).assistants["a"].tool_loop is enabled
+
+
+@pytest.mark.parametrize(
+    ("value", "turns"),
+    [(None, 5), (3, 3), (2.7, 2), (0.5, 0), ("3", 5), (0, 5), (-1, 5), (True, 5), ([3], 5), (10, 10)],
+)
+def test_max_turn_follows_the_seed(value: Any, turns: int) -> None:
+    assert max_turns(value) == turns
+    options = {} if value is None else {"max_turn": value}
+    data = base(assistants={"a": {"model": "demo", "mcp": {"options": options}}})
+    assert parse_config(data).assistants["a"].max_turn == turns
+
+
+def test_minimal_file_gets_a_default_assistant_over_all_servers() -> None:
+    data = {
+        "mcpServers": {"a": {"command": "x"}, "b": {"url": "http://127.0.0.1:1/mcp"}},
+        "models": {"demo": {"provider": "demo"}},
+    }
+    config = parse_config(data)
+    assistant = config.assistants["default"]
+    assert assistant.model == "demo"
+    assert assistant.servers == (ServerRef("a"), ServerRef("b"))
+    assert assistant.prompt
+
+
+def test_prompt_as_string() -> None:
+    data = base(assistants={"a": {"model": "demo", "prompt": "Be nice."}})
+    assert parse_config(data).assistants["a"].prompt == ("Be nice.",)
+
+
+def test_builtin_offline_models_need_no_declaration() -> None:
+    data = base(models={}, assistants={"a": {"model": "test"}})
+    assert parse_config(data).assistants["a"].model == "test"
+
+
+def test_default_config_is_the_embedded_demo() -> None:
+    config = default_config(environ={})
+    assert set(config.servers) == {"weather", "clothing"}
+    weather = config.servers["weather"].transport
+    assert isinstance(weather, StdioTransport)
+    assert weather.command == sys.executable
+    assert weather.args == ("-m", "yao_actors.demo.weather")
+    assistant = config.assistants["default"]
+    assert config.models[assistant.model].provider == "demo"
+    assert [ref.server_id for ref in assistant.servers] == ["weather", "clothing"]
+
+
+def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> None:
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "qwen2.5"}
+    config = default_config(environ=env)
+    model = config.models[config.assistants["default"].model]
+    assert (model.provider, model.base_url, model.model) == ("openai", "http://127.0.0.1:11434/v1", "qwen2.5")
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ([], "expected an object, got a list"),
+        ({"mcpservers": {}}, "mcpservers: unknown key"),
+        (base(mcpServers={"w": {}}), "mcpServers.w: needs 'command' (a stdio server) or 'url'"),
+        (base(mcpServers={"w": {"command": "x", "url": "http://h"}}), "mcpServers.w: give either 'command'"),
+        (base(mcpServers={"w": {"command": "x", "argz": []}}), "mcpServers.w.argz: unknown key"),
+        (base(mcpServers={"w": {"command": ""}}), "mcpServers.w.command: expected a non-empty string"),
+        (base(mcpServers={"w": {"command": "x", "args": "a b"}}), "mcpServers.w.args: expected a list of strings"),
+        (
+            base(mcpServers={"w": {"command": "x", "args": ["a", 1]}}),
+            "mcpServers.w.args[1]: expected a non-empty string",
+        ),
+        (
+            base(mcpServers={"w": {"command": "x", "env": {"A": "${NOPE}"}}}),
+            "mcpServers.w.env.A: environment variable NOPE",
+        ),
+        (base(mcpServers={"w": {"url": "ftp://h"}}), "mcpServers.w.url: must be an http:// or https:// URL"),
+        (base(mcpServers={"w": {"url": "http://h", "headers": {"X": 1}}}), "mcpServers.w.headers.X: expected a string"),
+        (base(mcpServers={"w": {"url": "http://h", "env": {}}}), "mcpServers.w.env: only for stdio servers"),
+        (base(mcpServers={"w": {"command": "x", "timeout": 0}}), "mcpServers.w.timeout: must be > 0"),
+        (base(mcpServers={"w": {"command": "x", "timeout": "5s"}}), "mcpServers.w.timeout: expected a number"),
+        (base(mcpServers={"w": {"command": "x", "max_concurrency": 0}}), "mcpServers.w.max_concurrency: must be >= 1"),
+        (base(mcpServers={"w": {"command": "x", "dispatch": "fast"}}), "mcpServers.w.dispatch: must be one of"),
+        (
+            base(mcpServers={"w": {"command": "x", "restart": {"backoff": {"initial": 2, "max": 1}}}}),
+            "mcpServers.w.restart.backoff.max: must be >= backoff.initial",
+        ),
+        (
+            base(mcpServers={"w": {"command": "x", "restart": {"max_restarts": -1}}}),
+            "mcpServers.w.restart.max_restarts: must be >= 0",
+        ),
+        (base(mcpServers={"w": {"command": "x", "samples": {"get": {}}}}), "mcpServers.w.samples.get: expected a list"),
+        (base(mcpServers={"bad id": {"command": "x"}}), "mcpServers.bad id: a server id must start"),
+        (base(models={"m": {"provider": "anthropic"}}), "models.m.provider: must be one of"),
+        (base(models={"m": {"provider": "openai"}}), "models.m.model: required for provider 'openai'"),
+        (base(models={"m": {"provider": "demo", "api_key": "x"}}), "models.m.api_key: unknown key"),
+        (base(models={"m": {"provider": "demo", "stream": "yes"}}), "models.m.stream: expected true or false"),
+        (base(assistants={"a": {"model": "gpt4"}}), "assistants.a.model: unknown model 'gpt4'"),
+        (base(assistants={"a": {}}), "assistants.a.model: expected a non-empty string"),
+        (
+            base(assistants={"default": {"model": "demo", "mcp": {"servers": ["weather", "wether"]}}}),
+            'assistants.default.mcp.servers[1]: unknown server "wether"',
+        ),
+        (
+            base(assistants={"a": {"model": "demo", "mcp": {"servers": [{"wether": ["get"]}]}}}),
+            'assistants.a.mcp.servers[0].wether: unknown server "wether"',
+        ),
+        (
+            base(assistants={"a": {"model": "demo", "mcp": {"servers": [{"weather": ["get", 2]}]}}}),
+            "assistants.a.mcp.servers[0].weather.tools[1]: expected a non-empty string",
+        ),
+        (base(assistants={"a": {"model": "demo", "mcp": {"servers": [3]}}}), "assistants.a.mcp.servers[0]: expected"),
+        (
+            base(assistants={"a": {"model": "demo", "mcp": {"options": {"max_turns": 3}}}}),
+            "options.max_turns: unknown key",
+        ),
+        (
+            base(assistants={"a": {"model": "demo", "hooks": {"next": "nocolon"}}}),
+            'assistants.a.hooks.next: expected "module:function"',
+        ),
+        (base(assistants={"a": {"model": "demo", "timeouts": {"run": -1}}}), "assistants.a.timeouts.run: must be > 0"),
+        (
+            base(assistants={"__yao.x": {"model": "demo"}}),
+            "assistants.__yao.x: ids starting with '__yao.' are reserved",
+        ),
+        (base(server={"port": 70000}), "server.port: must be between 0 and 65535"),
+        (base(server={"hots": "x"}), "server.hots: unknown key"),
+    ],
+)
+def test_bad_files_name_the_key_path(data: Any, expected: str) -> None:
+    problems = problems_of(data)
+    assert any(p.startswith(expected) or expected in p for p in problems), problems
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    data = base(
+        mcpServers={"w": {"command": "x", "timeout": -1, "dispatch": "fast"}},
+        assistants={"a": {"model": "nope", "mcp": {"servers": ["zzz"]}}},
+        server={"port": "80"},
+    )
+    problems = problems_of(data)
+    assert len(problems) == 5, problems
+    for path in (
+        "mcpServers.w.timeout",
+        "mcpServers.w.dispatch",
+        "assistants.a.model",
+        "assistants.a.mcp.servers[0]",
+        "server.port",
+    ):
+        assert any(p.startswith(path + ":") for p in problems), (path, problems)
+
+
+def test_not_json_names_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text('{\n  "mcpServers": {,}\n}', encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "line 2 column" in caught.value.problems[0]
+    assert str(path) in str(caught.value)
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read the file"):
+        load_config(tmp_path / "absent.json")
+
+
+def test_config_records_can_be_built_in_code() -> None:
+    config = Config(servers={}, assistants={"a": AssistantSpec(id="a", model="demo")})
+    assert config.service.port == 8765
