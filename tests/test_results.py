@@ -1,0 +1,77 @@
+"""The seed's ParsedContent rules (reference spec §8.1, §12 item 26) and the tool message content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp.types import ImageContent, TextContent
+
+from yao_actors.errors import ErrorKind
+from yao_actors.results import ToolCallResult, ToolOutcome, compact_json, parse_content, tool_message_content
+
+
+@pytest.mark.parametrize(
+    ("blocks", "expected"),
+    [
+        ([{"type": "text", "text": '{"a":1}'}], {"a": 1}),
+        ([{"type": "text", "text": "plain"}], "plain"),
+        ([{"type": "text", "text": "123"}], 123),
+        ([{"type": "text", "text": "null"}], None),
+        ([{"type": "text", "text": "a"}, {"type": "text", "text": "[1]"}], ["a", [1]]),
+        (
+            [{"type": "image", "data": "QUJD", "mimeType": "image/png"}],
+            {"type": "image", "data": "QUJD", "mimeType": "image/png"},
+        ),
+        ([{"type": "text"}], None),
+        ([], None),
+        ([{"type": "resource", "resource": {"uri": "file:///x", "text": "t"}}], {"uri": "file:///x", "text": "t"}),
+        (
+            [{"type": "audio", "data": "x", "mimeType": "audio/wav"}],
+            {"type": "audio", "data": "x", "mimeType": "audio/wav"},
+        ),
+    ],
+)
+def test_parse_content_follows_the_seed(blocks: list[dict[str, Any]], expected: Any) -> None:
+    assert parse_content(blocks) == expected
+
+
+def test_parse_content_accepts_mcp_models() -> None:
+    blocks = [
+        TextContent(type="text", text='{"temp": 3}'),
+        ImageContent(type="image", data="QQ==", mimeType="image/png"),
+    ]
+    assert parse_content(blocks) == [{"temp": 3}, {"type": "image", "data": "QQ==", "mimeType": "image/png"}]
+
+
+def test_compact_json_keeps_order_and_text() -> None:
+    assert compact_json({"z": 1, "a": "北京 <b>&"}) == '{"z":1,"a":"北京 <b>&"}'
+
+
+def _result(**fields: Any) -> ToolCallResult:
+    return ToolCallResult(call_id="c1", name="w__get", server="w", tool="get", arguments="{}", **fields)
+
+
+def test_tool_message_content() -> None:
+    assert tool_message_content(_result(result={"temp": 3, "city": "北京"})) == '{"temp":3,"city":"北京"}'
+    assert tool_message_content(_result(result=None)) == "null"
+    failed = _result(result="bad input", error="bad input", kind=ErrorKind.TOOL_ERROR)
+    assert tool_message_content(failed) == "Error: bad input"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "retryable"),
+    [
+        (ErrorKind.UNKNOWN_TOOL, "", True),
+        (ErrorKind.INVALID_ARGUMENTS, "", True),
+        (ErrorKind.TOOL_ERROR, "bad input", True),
+        (ErrorKind.TOOL_ERROR, "upstream Timeout", False),
+        (ErrorKind.TOOL_ERROR, "Service Unavailable", False),
+        (ErrorKind.TIMEOUT, "", False),
+        (ErrorKind.SERVER_UNAVAILABLE, "", False),
+        (ErrorKind.CANCELLED, "", False),
+        (None, "", False),
+    ],
+)
+def test_retryability_by_kind(kind: ErrorKind | None, text: str, retryable: bool) -> None:
+    assert ToolOutcome(error=text or None, kind=kind).retryable is retryable
