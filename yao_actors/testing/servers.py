@@ -1,0 +1,154 @@
+"""An MCP server with the tools everyone's tests need, in process or as its own process.
+
+``build_test_server()`` returns a fresh ``MCPServer`` (give it to
+``InMemoryTransport``); ``python -m yao_actors.testing.servers`` serves the same
+tools over stdio, or over streamable HTTP with ``--http`` (printing
+``LISTENING http://HOST:PORT/mcp`` once the socket is bound, so callers can ask
+for port 0).
+
+Tools: ``echo``, ``add``, ``sleep``, ``fail`` (an ``isError`` result with exactly
+the given text), ``progress`` (reports progress notifications), ``crash`` (exits
+the process), ``stats`` (executions per tool, and how many executions were
+cancelled by the client), ``register`` (adds a tool and announces
+``tools/list_changed``), and with ``--tools N`` / ``extra_tools=N`` trivial tools
+``t0..t{N-1}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+
+P = ParamSpec("P")
+
+
+def tool_error(message: str) -> CallToolResult:
+    """An ``isError`` tool result whose only text is ``message``."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+class _Stats:
+    """Executions per tool, and executions ended by the client's cancellation."""
+
+    def __init__(self) -> None:
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.cancelled = 0
+
+    def counted(self, fn: Callable[P, Awaitable[Any]]) -> Callable[P, Awaitable[Any]]:
+        @functools.wraps(fn)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+            self.calls[fn.__name__] += 1
+            try:
+                return await fn(*args, **kwargs)
+            except anyio.get_cancelled_exc_class():
+                self.cancelled += 1
+                raise
+
+        return wrapper
+
+
+def build_test_server(name: str = "test", *, extra_tools: int = 0) -> MCPServer:
+    """A fresh test server named ``name`` with its own statistics."""
+    server = MCPServer(name)
+    stats = _Stats()
+
+    @server.tool(description="Return the text it was given: {'text': text}.")
+    @stats.counted
+    async def echo(text: str) -> dict[str, Any]:
+        return {"text": text}
+
+    @server.tool(description="Add two numbers: {'sum': a + b}.")
+    @stats.counted
+    async def add(a: int | float, b: int | float) -> dict[str, Any]:
+        return {"sum": a + b}
+
+    @server.tool(description="Sleep for the given seconds, then return {'slept': seconds}.")
+    @stats.counted
+    async def sleep(seconds: float) -> dict[str, Any]:
+        await anyio.sleep(seconds)
+        return {"slept": seconds}
+
+    @server.tool(description="Fail with exactly the given message (an isError result).")
+    @stats.counted
+    async def fail(message: str) -> CallToolResult:
+        return tool_error(message)
+
+    @server.tool(description="Report `steps` progress notifications, then return {'steps': steps}.")
+    @stats.counted
+    async def progress(steps: int, ctx: Context) -> dict[str, Any]:
+        for i in range(1, steps + 1):
+            await ctx.report_progress(i, steps, f"step {i} of {steps}")
+        return {"steps": steps}
+
+    @server.tool(description="Write a line to stderr and exit the server process with `code`.")
+    async def crash(code: int = 1) -> dict[str, Any]:
+        print(f"test server {name}: crashing on purpose with code {code}", file=sys.stderr, flush=True)
+        os._exit(code)
+
+    @server.tool(name="stats", description="Executions per tool, and how many executions the client cancelled.")
+    async def stats_tool() -> dict[str, Any]:
+        return {"calls": dict(stats.calls), "cancelled": stats.cancelled}
+
+    @server.tool(description="Add a tool named `tool` that echoes, and announce tools/list_changed.")
+    async def register(tool: str, ctx: Context) -> dict[str, Any]:
+        async def added(text: str) -> dict[str, Any]:
+            return {"text": text}
+
+        server.add_tool(added, name=tool, description="An echo added at run time.")
+        await ctx.request_context.session.send_tool_list_changed()
+        return {"registered": tool}
+
+    for i in range(extra_tools):
+        server.add_tool(_trivial(i), name=f"t{i}", description=f"Trivial tool number {i}.")
+    return server
+
+
+def _trivial(i: int) -> Callable[[], Awaitable[dict[str, Any]]]:
+    async def trivial() -> dict[str, Any]:
+        return {"tool": i}
+
+    return trivial
+
+
+async def _serve_http(server: MCPServer, host: str, port: int) -> None:
+    """Serve streamable HTTP on an already bound socket, then announce the bound address."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(server.streamable_http_app(host=host), log_level="warning", lifespan="on")
+    uvicorn_server = uvicorn.Server(config)
+    print(f"LISTENING http://{host}:{bound}/mcp", flush=True)
+    await uvicorn_server.serve(sockets=[sock])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: serve a test server over stdio, or over streamable HTTP with ``--http``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--name", default="test")
+    parser.add_argument("--tools", type=int, default=0, help="add trivial tools t0..t{N-1}")
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = build_test_server(args.name, extra_tools=args.tools)
+    if args.http:
+        anyio.run(_serve_http, server, args.host, args.port)
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()
