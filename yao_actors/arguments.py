@@ -1,0 +1,125 @@
+"""A model's argument string made into a checked object, or a precise reason why not.
+
+Models send arguments as JSON text, sometimes malformed. The rules (DESIGN §4.1):
+an empty string is ``{}``; strict ``json.loads`` first, ``json_repair`` only when
+that fails (and the repair is recorded, since it may silently complete a value
+that was cut off); the value must be an object; it must satisfy the tool's
+``inputSchema``. Validators are compiled once per schema and cached, keyed by the
+schema's canonical JSON, because compiling costs far more than validating.
+Problems are values, not exceptions: every call gets a result.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import json_repair
+from jsonschema import exceptions as jsonschema_exceptions  # type: ignore[import-untyped]
+from jsonschema import validators
+from jsonschema.protocols import Validator  # type: ignore[import-untyped]
+
+_JSON_TYPE_NAMES: dict[type, str] = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+@attrs.frozen
+class Arguments:
+    """The outcome of checking one argument string.
+
+    ``value`` is the object to send (``None`` when the arguments are unusable);
+    ``problems`` lists what is wrong, in a stable order; ``repaired`` says the
+    text was not strict JSON and ``json_repair`` produced the value.
+    """
+
+    value: dict[str, Any] | None
+    problems: tuple[str, ...] = ()
+    repaired: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def error(self) -> str | None:
+        """One message for the model, or ``None`` when the arguments are usable."""
+        if not self.problems:
+            return None
+        return "invalid arguments: " + "; ".join(self.problems)
+
+
+def parse_arguments(raw: str) -> Arguments:
+    """Parse a model's argument text leniently into an object (no schema check)."""
+    if not raw.strip():
+        return Arguments({})
+    repaired = False
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        value = json_repair.repair_json(raw, return_objects=True, skip_json_loads=True)
+        # json_repair answers '' for text it cannot make anything of.
+        if value == "":
+            return Arguments(None, (f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",))
+        repaired = True
+    if not isinstance(value, dict):
+        kind = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+        return Arguments(None, (f"arguments must be a JSON object, got {kind}",), repaired)
+    return Arguments(value, (), repaired)
+
+
+def check_arguments(raw: str, schema: Mapping[str, Any] | None) -> Arguments:
+    """Parse ``raw`` and validate it against ``schema`` (a tool's ``inputSchema``)."""
+    parsed = parse_arguments(raw)
+    if parsed.value is None or not schema:
+        return parsed
+    problems = schema_problems(parsed.value, schema)
+    if not problems:
+        return parsed
+    return attrs.evolve(parsed, value=None, problems=problems)
+
+
+def schema_problems(value: Any, schema: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every way ``value`` violates ``schema``, each naming its field, sorted by field.
+
+    A schema that is itself invalid is not held against the call: the server
+    remains the judge of its own tool's input.
+    """
+    validator = compiled_validator(schema)
+    if validator is None:
+        return ()
+    errors = sorted(validator.iter_errors(value), key=lambda e: (_field(e), e.message))
+    return tuple(f"{field}: {e.message}" if (field := _field(e)) else e.message for e in errors)
+
+
+def compiled_validator(schema: Mapping[str, Any]) -> Validator | None:
+    """The cached compiled validator of ``schema``, or ``None`` if the schema is invalid."""
+    return _compile(json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(canonical: str) -> Validator | None:
+    schema = json.loads(canonical)
+    cls = validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema_exceptions.SchemaError:
+        return None
+    validator: Validator = cls(schema)
+    return validator
+
+
+def _field(error: jsonschema_exceptions.ValidationError) -> str:
+    """``a.b[0].c`` for the path of the failing value; ``""`` for the object itself."""
+    text = ""
+    for part in error.absolute_path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
