@@ -1,0 +1,321 @@
+"""AG-UI 1.0 events of a run, built with the ``ag_ui.core`` models.
+
+A run's stream (DESIGN §4.5)::
+
+    RUN_STARTED
+      STEP_STARTED                      one step per model call
+        TEXT_MESSAGE_START/CONTENT/END  text deltas as the model streams them
+        TOOL_CALL_START/ARGS/END        tool-call deltas as the model streams them
+      STEP_FINISHED
+      TOOL_CALL_RESULT                  as each call finishes, not at the end of the batch
+      CUSTOM                            tool_progress, tool_retry, sequential_retry, server_status, usage
+      SUBAGENT_STARTED ... SUBAGENT_FINISHED | SUBAGENT_ERROR   around the fallback assistant
+    RUN_FINISHED | RUN_ERROR            exactly one terminal event
+
+:class:`RunEvents` is the emitter of one run. Every event is built by its
+``ag_ui`` model, so it is validated where it is made, then dumped to the
+camelCase JSON-ready dict that goes on the wire, with the run's ``runId`` and a
+per-run, strictly increasing ``seq`` added. The emitter refuses a second
+terminal event and any event after the first, so "exactly one terminal event"
+holds by construction. :func:`parse_event` turns such a dict back into its
+``ag_ui`` model (for tests and the chat client).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+import attrs
+import pydantic
+import trio
+from ag_ui.core import (
+    BaseEvent,
+    CustomEvent,
+    Event,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    SubagentErrorEvent,
+    SubagentFinishedEvent,
+    SubagentStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from yao_actors.models.base import Usage
+from yao_actors.results import ToolCallResult, tool_message_content
+
+EventDict = dict[str, Any]
+"""An event as it goes on the wire: camelCase keys, JSON-ready values, ``runId`` and ``seq``."""
+
+SendEvent = Callable[[EventDict], Awaitable[None]]
+"""Where an emitter delivers events: an async callable, e.g. a bounded memory channel's ``send``."""
+
+TERMINAL_TYPES = frozenset({"RUN_FINISHED", "RUN_ERROR"})
+
+
+class CustomName(enum.StrEnum):
+    """The names of this project's ``CUSTOM`` events."""
+
+    TOOL_PROGRESS = "tool_progress"
+    TOOL_RETRY = "tool_retry"
+    SEQUENTIAL_RETRY = "sequential_retry"
+    SERVER_STATUS = "server_status"
+    USAGE = "usage"
+
+
+class Outcome(enum.StrEnum):
+    """How a run that reached ``RUN_FINISHED`` ended; ``result.outcome`` of that event.
+
+    ``answered``: the assistant answered. ``fallback``: the tool loop failed and
+    the fallback assistant answered. ``degraded``: the fallback failed too, the
+    run finished with what it had. ``data``: a ``next`` hook returned data.
+    ``cancelled``: the run was cancelled (the AG-UI outcome is ``cancelled``).
+    """
+
+    ANSWERED = "answered"
+    FALLBACK = "fallback"
+    DEGRADED = "degraded"
+    DATA = "data"
+    CANCELLED = "cancelled"
+
+
+class StreamClosedError(RuntimeError):
+    """An event was emitted after the run's terminal event (a bug in the caller)."""
+
+
+_EVENT_ADAPTER: pydantic.TypeAdapter[Event] = pydantic.TypeAdapter(Event)
+
+
+def parse_event(data: EventDict) -> Event:
+    """Validate a wire dict back into its ``ag_ui`` model; ``runId`` and ``seq`` stay as extras.
+
+    Raises ``pydantic.ValidationError`` when the dict is not a valid AG-UI event.
+    """
+    return _EVENT_ADAPTER.validate_python(data)
+
+
+def token_usage(usage: Usage, model: str | None = None) -> TokenUsage:
+    """The AG-UI form of a :class:`Usage`."""
+    return TokenUsage(
+        model=model,
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+    )
+
+
+def _usage_value(usage: Usage) -> dict[str, int]:
+    return {
+        "promptTokens": usage.prompt_tokens,
+        "completionTokens": usage.completion_tokens,
+        "totalTokens": usage.total_tokens,
+    }
+
+
+def _as_send(target: SendEvent | trio.MemorySendChannel[EventDict]) -> SendEvent:
+    if isinstance(target, trio.MemorySendChannel):
+        return target.send
+    return target
+
+
+@attrs.define(eq=False)
+class RunEvents:
+    """The event emitter of one run.
+
+    ``send`` is awaited for every event (an async callable, or a bounded
+    ``trio.MemorySendChannel`` whose ``send`` is used), so a slow consumer slows
+    the run instead of growing a buffer. While :meth:`attributed_to` is active,
+    events that may carry a ``subagentRunId`` carry it.
+    """
+
+    run_id: str
+    thread_id: str
+    _send: SendEvent = attrs.field(converter=_as_send, alias="send")
+    seq: int = attrs.field(default=0, init=False)
+    terminal: EventDict | None = attrs.field(default=None, init=False)
+    _subagent_run_id: str | None = attrs.field(default=None, init=False)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the terminal event has been emitted (or attempted)."""
+        return self.terminal is not None
+
+    @contextlib.contextmanager
+    def attributed_to(self, subagent_run_id: str) -> Iterator[None]:
+        """Attribute the events emitted inside the block to a subagent invocation."""
+        previous, self._subagent_run_id = self._subagent_run_id, subagent_run_id
+        try:
+            yield
+        finally:
+            self._subagent_run_id = previous
+
+    async def emit(self, event: BaseEvent) -> EventDict:
+        """Number, dump and send one event; returns the dict that was sent.
+
+        The terminal state is recorded before sending, so a terminal event whose
+        delivery was cancelled still closes the stream.
+        """
+        if self.terminal is not None:
+            raise StreamClosedError(f"run {self.run_id}: {event.type.value} after the terminal event")
+        if self._subagent_run_id is not None and getattr(event, "subagent_run_id", "") is None:
+            event = event.model_copy(update={"subagent_run_id": self._subagent_run_id})
+        event.timestamp = int(time.time() * 1000)
+        data = event.model_dump(by_alias=True, exclude_none=True, mode="json")
+        self.seq += 1
+        data["runId"] = self.run_id
+        data["seq"] = self.seq
+        if data["type"] in TERMINAL_TYPES:
+            self.terminal = data
+        await self._send(data)
+        return data
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run_started(self) -> EventDict:
+        return await self.emit(RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
+
+    async def run_finished(
+        self,
+        result: Any,
+        *,
+        cancelled: bool = False,
+        usage: Usage | None = None,
+        model: str | None = None,
+    ) -> EventDict:
+        """The terminal event of a run that ended without an error (also when cancelled)."""
+        outcome = RunFinishedCancelledOutcome() if cancelled else RunFinishedSuccessOutcome()
+        return await self.emit(
+            RunFinishedEvent(
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                result=result,
+                outcome=outcome,
+                usage=None if usage is None else [token_usage(usage, model)],
+            )
+        )
+
+    async def run_error(
+        self, message: str, *, code: str, usage: Usage | None = None, model: str | None = None
+    ) -> EventDict:
+        """The terminal event of a run that failed."""
+        return await self.emit(
+            RunErrorEvent(message=message, code=code, usage=None if usage is None else [token_usage(usage, model)])
+        )
+
+    async def step_started(self, name: str) -> EventDict:
+        return await self.emit(StepStartedEvent(step_name=name))
+
+    async def step_finished(self, name: str) -> EventDict:
+        return await self.emit(StepFinishedEvent(step_name=name))
+
+    # ------------------------------------------------------------------ model stream
+
+    async def text_start(self, message_id: str) -> EventDict:
+        return await self.emit(TextMessageStartEvent(message_id=message_id, role="assistant"))
+
+    async def text_content(self, message_id: str, delta: str) -> EventDict:
+        return await self.emit(TextMessageContentEvent(message_id=message_id, delta=delta))
+
+    async def text_end(self, message_id: str) -> EventDict:
+        return await self.emit(TextMessageEndEvent(message_id=message_id))
+
+    async def reasoning_start(self, message_id: str) -> EventDict:
+        return await self.emit(ReasoningMessageStartEvent(message_id=message_id))
+
+    async def reasoning_content(self, message_id: str, delta: str) -> EventDict:
+        return await self.emit(ReasoningMessageContentEvent(message_id=message_id, delta=delta))
+
+    async def reasoning_end(self, message_id: str) -> EventDict:
+        return await self.emit(ReasoningMessageEndEvent(message_id=message_id))
+
+    async def tool_call_start(self, call_id: str, name: str, *, parent_message_id: str | None = None) -> EventDict:
+        return await self.emit(
+            ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=parent_message_id)
+        )
+
+    async def tool_call_args(self, call_id: str, delta: str) -> EventDict:
+        return await self.emit(ToolCallArgsEvent(tool_call_id=call_id, delta=delta))
+
+    async def tool_call_end(self, call_id: str) -> EventDict:
+        return await self.emit(ToolCallEndEvent(tool_call_id=call_id))
+
+    # ------------------------------------------------------------------ tools
+
+    async def tool_call_result(self, message_id: str, result: ToolCallResult) -> EventDict:
+        """A call's result, with the content the model gets and the details in ``metadata``."""
+        metadata: dict[str, Any] = {
+            "server": result.server,
+            "tool": result.tool,
+            "durationMs": round(result.duration * 1000, 3),
+        }
+        if result.kind is not None:
+            metadata["kind"] = result.kind.value
+            metadata["retryable"] = result.retryable
+        if result.repaired:
+            metadata["repaired"] = True
+        if result.sequential_retry:
+            metadata["sequentialRetry"] = True
+        return await self.emit(
+            ToolCallResultEvent(
+                message_id=message_id,
+                tool_call_id=result.call_id,
+                content=tool_message_content(result),
+                role="tool",
+                metadata=metadata,
+            )
+        )
+
+    async def custom(self, name: CustomName, value: Any) -> EventDict:
+        return await self.emit(CustomEvent(name=name.value, value=value))
+
+    async def tool_progress(
+        self, call_id: str, progress: float, total: float | None = None, message: str | None = None
+    ) -> EventDict:
+        value = {"toolCallId": call_id, "progress": progress, "total": total, "message": message}
+        return await self.custom(CustomName.TOOL_PROGRESS, value)
+
+    async def tool_retry(self, attempt: int, call_ids: Sequence[str]) -> EventDict:
+        """The model is asked to fix the failed calls of execution ``attempt`` (1-based)."""
+        return await self.custom(CustomName.TOOL_RETRY, {"attempt": attempt, "toolCallIds": list(call_ids)})
+
+    async def sequential_retry(self, call_ids: Sequence[str]) -> EventDict:
+        return await self.custom(CustomName.SEQUENTIAL_RETRY, {"toolCallIds": list(call_ids)})
+
+    async def server_status(self, server: str, state: str, detail: str | None = None) -> EventDict:
+        value = {"server": server, "state": state, "detail": detail}
+        return await self.custom(CustomName.SERVER_STATUS, value)
+
+    async def usage(self, usage: Usage, *, model: str | None = None) -> EventDict:
+        """The usage of one model call."""
+        return await self.custom(CustomName.USAGE, {"model": model, **_usage_value(usage)})
+
+    # ------------------------------------------------------------------ subagents
+
+    async def subagent_started(self, subagent_run_id: str, name: str, *, description: str | None = None) -> EventDict:
+        return await self.emit(
+            SubagentStartedEvent(subagent_run_id=subagent_run_id, name=name, description=description)
+        )
+
+    async def subagent_finished(self, subagent_run_id: str, result: Any = None) -> EventDict:
+        return await self.emit(SubagentFinishedEvent(subagent_run_id=subagent_run_id, result=result))
+
+    async def subagent_error(self, subagent_run_id: str, message: str, *, code: str) -> EventDict:
+        return await self.emit(SubagentErrorEvent(subagent_run_id=subagent_run_id, message=message, code=code))

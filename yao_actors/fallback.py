@@ -1,0 +1,157 @@
+"""The fallback assistant, its brief, and the argument-retry instruction.
+
+When the tool loop fails (max turns reached, or a model call failed after its
+own retries) the run delegates to the built-in assistant
+:data:`FALLBACK_ASSISTANT_ID`: no tools, the seed's synthesiser prompt
+(:data:`FALLBACK_PROMPT`, verbatim from reference spec §7.3), and one user
+message built by :func:`build_fallback_brief` in the seed's Markdown layout
+(§7.2). Two of the seed's faults are fixed here on purpose (DESIGN §4.4 step 6):
+the brief carries the assistant's own system prompts under
+``## Assistant Context`` (Yao left it empty), and **all** tool results of the
+run (Yao sent only the first round).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from yao_actors.models.base import Message
+from yao_actors.results import ToolCallResult, compact_json
+
+FALLBACK_ASSISTANT_ID = "__yao.loop_fallback"
+"""The id of the built-in fallback assistant (the seed's)."""
+
+FALLBACK_NAME = "Loop Fallback"
+FALLBACK_DESCRIPTION = "Synthesize tool call results into natural language when tool loop fails or reaches max turns"
+
+FALLBACK_PROMPT = """\
+You are a response synthesizer for an AI assistant.
+You are the FALLBACK — you are called only when the primary tool loop has been exhausted.
+
+## Your Input
+
+You will receive a single message containing three sections in Markdown format:
+
+### "## Assistant Context"
+This is the system prompt / personality of the original assistant that the user is talking to.
+You MUST adopt this context as your own — respond as if you ARE that assistant.
+Follow its tone, domain expertise, language preferences, and constraints.
+
+### "## Conversation"
+This shows the recent conversation between the user and the assistant.
+The last user message is the question you need to answer.
+
+### "## Tool Results"
+These are the results from tools that were executed to help answer the user's question.
+Each result is labeled with the tool name and contains JSON data or an error message.
+
+## Your Task
+
+1. Read the Assistant Context — adopt that persona
+2. Understand what the user asked in the Conversation
+3. Use the Tool Results data to formulate your answer
+4. Respond naturally as the original assistant would
+
+## Rules
+
+- Respond in the SAME LANGUAGE as the user's message
+- Be concise and directly answer what was asked
+- Do NOT mention tool names, server IDs, JSON structures, or any technical internals
+- Do NOT say "based on the tool results" or "according to the data" — just answer naturally
+- If results contain structured data (lists, tables), format them readably
+- If the Assistant Context has specific formatting/style rules, follow them
+- You have NO access to any tools — do NOT suggest calling tools, retrying, or trying alternative methods
+- Work ONLY with the Tool Results provided — do NOT fabricate or guess data
+- If all tool results are errors or empty, honestly tell the user the request could not be completed and suggest rephrasing
+"""
+"""The fallback assistant's system prompt, verbatim from the seed (a YAML ``|`` block: one trailing newline)."""
+
+TOOL_RETRY_PROMPT = (
+    "Some of your tool calls failed; the tool messages above give the error of each one. "
+    "Fix the arguments of the failed calls using those errors and the tools' parameter schemas, "
+    "and call the tools again. Calls that succeeded already have their results above: do not repeat them. "
+    "If a failed call cannot be fixed (the tool does not exist, or it cannot do what was asked), "
+    "do not call it again: answer the user without it, and say what could not be done."
+)
+"""The system message that closes an argument-retry request (the seed sent an untranslated i18n key)."""
+
+_CLOSING = (
+    "---\n"
+    "Please answer the user's question based on the above context and tool results.\n"
+    "Respond in the same language as the user.\n"
+)
+
+
+def message_text(content: Any) -> str:
+    """The text of a message's content (reference spec §7.2 ``messageText``).
+
+    ``None`` is empty; a string is itself; a list of parts gives the ``text`` of
+    its ``type: "text"`` parts joined by newlines; anything else its ``str``.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        )
+    return str(content)
+
+
+def result_heading(result: ToolCallResult) -> str:
+    """``server.tool`` when the server is known, else the tool (or the flat name the model used)."""
+    if result.server:
+        return f"{result.server}.{result.tool}"
+    return result.tool or result.name
+
+
+def _context_section(system_prompts: Iterable[str], messages: Sequence[Message]) -> str:
+    texts = [*system_prompts, *(message_text(m.get("content")) for m in messages if m.get("role") == "system")]
+    return "## Assistant Context\n\n" + "".join(f"{text}\n\n" for text in texts if text)
+
+
+def _conversation_section(messages: Sequence[Message]) -> str:
+    labels = {"user": "**User**", "assistant": "**Assistant**"}
+    lines = []
+    for message in messages:
+        label = labels.get(str(message.get("role")))
+        text = message_text(message.get("content"))
+        if label and text:
+            lines.append(f"{label}: {text}\n\n")
+    return "## Conversation\n\n" + "".join(lines)
+
+
+def _result_block(result: ToolCallResult) -> str:
+    heading = f"### {result_heading(result)}\n"
+    if result.error is not None:
+        return f"{heading}Error: {result.error}\n\n"
+    return f"{heading}```json\n{compact_json(result.result)}\n```\n\n"
+
+
+def build_fallback_brief(
+    system_prompts: Sequence[str],
+    messages: Sequence[Message],
+    tool_results: Sequence[ToolCallResult],
+) -> str:
+    """The fallback assistant's one user message, in the seed's exact Markdown layout.
+
+    ``system_prompts`` are the assistant's prompts; system messages found in
+    ``messages`` follow them in ``## Assistant Context``. ``messages`` are the
+    conversation (history and input), ``tool_results`` every result of the run.
+    """
+    return (
+        _context_section(system_prompts, messages)
+        + _conversation_section(messages)
+        + "## Tool Results\n\n"
+        + "".join(_result_block(result) for result in tool_results)
+        + _CLOSING
+    )
+
+
+def fallback_messages(brief: str) -> list[dict[str, Any]]:
+    """The whole request of the fallback assistant: its prompt and the brief."""
+    return [{"role": "system", "content": FALLBACK_PROMPT}, {"role": "user", "content": brief}]
