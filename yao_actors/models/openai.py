@@ -1,0 +1,405 @@
+"""The client of any OpenAI-compatible Chat Completions endpoint, on ``httpx2``.
+
+OpenAI, vLLM, Ollama, llama.cpp server, LiteLLM, DeepSeek and Qwen all speak
+this dialect. A call streams (``stream: true`` with
+``stream_options.include_usage``) and reports every fragment to ``on_delta`` as
+it arrives: text, ``reasoning_content`` (or ``reasoning``), and tool-call
+fragments, which are assembled by their ``index`` (several calls may be
+interleaved; ids and names arrive once, arguments in pieces).
+
+Deadlines are Trio cancel scopes owned by this client, never ``timeout=``
+arguments of the HTTP stack:
+
+- the **connect deadline** (``ModelSpec.connect_timeout``) bounds opening the
+  connection, sending the request and receiving the response headers of a
+  streamed call (OpenAI-compatible servers send them before generating);
+- the **read deadline** (``ModelSpec.read_timeout``) bounds every wait for the
+  next chunk of the body, so a stream that stalls midway fails even if it
+  started well; for ``stream: false`` it bounds the whole answer.
+
+Either firing raises :class:`~yao_actors.errors.ModelTimeout`; timeouts are not
+retried (the caller's own deadline is the budget for patience).
+
+Retries: connection errors, 429 and 5xx are retried with exponential backoff and
+jitter, honouring ``Retry-After``, at most ``max_retries`` times and never past
+``retry_budget`` seconds since the first attempt — and only while no delta was
+delivered, so a half-relayed stream is never replayed. Other failures raise at
+once: a 4xx raises :class:`~yao_actors.errors.ModelHTTPError` carrying the
+endpoint's own message; a wrong content type, a malformed chunk, an error
+object in the stream, or a stream that ends before ``[DONE]`` or a finish
+reason raise :class:`~yao_actors.errors.ModelStreamError`.
+
+Each call opens its own connection pool unless the model is given an
+``httpx2.AsyncClient`` to share (its owner closes it).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager, contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import httpx2
+import trio
+
+from yao_actors.config import ModelSpec
+from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
+from yao_actors.models.base import (
+    Completion,
+    Delta,
+    Message,
+    OnDelta,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolSchema,
+    Usage,
+)
+from yao_actors.models.sse import ServerSentEvent, SSEDecoder
+
+BACKOFF_INITIAL = 0.5
+"""Seconds before the first retry; doubled for every further one (before jitter)."""
+BACKOFF_MAX = 20.0
+"""Cap of one backoff delay, in seconds (a longer ``Retry-After`` still wins)."""
+_SNIPPET = 300
+
+
+class _Retryable(Exception):
+    """An attempt failed in a way worth retrying; ``error`` is what to raise if no retry is left."""
+
+    def __init__(self, error: ModelError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+@attrs.define
+class _Relay:
+    """Passes deltas on to the caller and remembers whether any went out."""
+
+    on_delta: OnDelta | None
+    delivered: bool = False
+
+    async def send(self, delta: Delta) -> None:
+        self.delivered = True
+        if self.on_delta is not None:
+            await self.on_delta(delta)
+
+
+@attrs.define(eq=False)
+class OpenAIModel:
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``spec`` says where and how (see :class:`~yao_actors.config.ModelSpec`);
+    the API key is read from the environment variable ``spec.api_key_env``
+    when the model is built unless ``api_key`` is given (no key, no
+    ``Authorization`` header: fine for a local Ollama). ``http_client`` shares a caller-owned client and its
+    connection pool between calls.
+    """
+
+    spec: ModelSpec
+    http_client: httpx2.AsyncClient | None = None
+    api_key: str | None = None
+    name: str = attrs.field(init=False)
+    _url: str = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.api_key is None and self.spec.api_key_env:
+            self.api_key = os.environ.get(self.spec.api_key_env)
+        self.name = self.spec.model or self.spec.id
+        self._url = self.spec.base_url.rstrip("/") + "/chat/completions"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        *,
+        on_delta: OnDelta | None = None,
+    ) -> Completion:
+        """Run one completion, relaying its deltas; see the module docstring for failures."""
+        body = self._body(messages, tools)
+        relay = _Relay(on_delta)
+        started = trio.current_time()
+        async with self._client() as client:
+            attempt = 0
+            while True:
+                try:
+                    return await self._attempt(client, body, relay)
+                except _Retryable as failure:
+                    delay = _backoff(attempt, failure.retry_after)
+                    out_of_budget = trio.current_time() - started + delay > self.spec.retry_budget
+                    if attempt >= self.spec.max_retries or out_of_budget:
+                        raise failure.error from failure.__cause__
+                attempt += 1
+                await trio.sleep(delay)
+
+    def _body(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> dict[str, Any]:
+        """The request body; ``params`` override defaults, and a ``None`` param removes a field."""
+        body: dict[str, Any] = {"model": self.spec.model, "messages": list(messages)}
+        if tools:
+            body["tools"] = list(tools)
+        if self.spec.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        body.update(self.spec.params)
+        return {key: value for key, value in body.items() if value is not None}
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream" if self.spec.stream else "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        headers.update(self.spec.headers)
+        return headers
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
+        if self.http_client is not None:
+            yield self.http_client
+            return
+        async with httpx2.AsyncClient(timeout=None) as client:
+            yield client
+
+    async def _attempt(self, client: httpx2.AsyncClient, body: dict[str, Any], relay: _Relay) -> Completion:
+        request = client.build_request("POST", self._url, json=body, headers=self._headers())
+        headers_deadline = self.spec.connect_timeout if self.spec.stream else self.spec.read_timeout
+        response: httpx2.Response | None = None
+        try:
+            with self._deadline(headers_deadline, "connect" if self.spec.stream else "read"):
+                response = await client.send(request, stream=True)
+            await self._refuse_error_status(response)
+            if self.spec.stream:
+                return await self._read_stream(response, relay)
+            return await self._read_whole(response, relay)
+        except httpx2.RequestError as exc:
+            message = f"the connection to the model endpoint {self._url} failed: {exc!r}"
+            if relay.delivered:
+                raise ModelStreamError(message) from exc
+            raise _Retryable(ModelError(message)) from exc
+        finally:
+            if response is not None:
+                await response.aclose()
+
+    @contextmanager
+    def _deadline(self, seconds: float, what: str) -> Iterator[None]:
+        try:
+            with trio.fail_after(seconds):
+                yield
+        except trio.TooSlowError:
+            raise ModelTimeout(f"{what} deadline of {seconds:g} s fired waiting for {self._url}") from None
+
+    async def _read_body(self, response: httpx2.Response) -> str:
+        with self._deadline(self.spec.read_timeout, "read"):
+            return (await response.aread()).decode("utf-8", errors="replace")
+
+    async def _refuse_error_status(self, response: httpx2.Response) -> None:
+        if response.status_code < 300:
+            return
+        try:
+            text = await self._read_body(response)
+        except httpx2.TransportError as exc:
+            text = f"(error body unreadable: {exc!r})"
+        error = ModelHTTPError(response.status_code, _error_message(text), url=self._url)
+        if response.status_code == 429 or response.status_code >= 500:
+            raise _Retryable(error, _retry_after(response.headers.get("retry-after")))
+        raise error
+
+    async def _require_content_type(self, response: httpx2.Response, expected: str) -> None:
+        content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if content_type != expected:
+            snippet = (await self._read_body(response))[:_SNIPPET]
+            raise ModelStreamError(
+                f"expected {expected} from {self._url}, got {content_type or 'no content type'!r} "
+                f"(is base_url an OpenAI-compatible endpoint?): {snippet!r}"
+            )
+
+    async def _read_stream(self, response: httpx2.Response, relay: _Relay) -> Completion:
+        await self._require_content_type(response, "text/event-stream")
+        assembly = _Assembly()
+        async with aclosing(self._events(response)) as events:
+            async for event in events:
+                if event.data == "[DONE]":
+                    assembly.done = True
+                    break
+                for delta in assembly.apply(_parse_chunk(event.data)):
+                    await relay.send(delta)
+        if not (assembly.done or assembly.finish_reason):
+            raise ModelStreamError(f"the stream from {self._url} ended before [DONE] or a finish reason")
+        return assembly.completion()
+
+    async def _events(self, response: httpx2.Response) -> AsyncGenerator[ServerSentEvent, None]:
+        """The body's events, each wait for a chunk under the read deadline."""
+        decoder = SSEDecoder()
+        async with aclosing(response.aiter_bytes()) as chunks:
+            while True:
+                with self._deadline(self.spec.read_timeout, "read"):
+                    chunk = await anext(chunks, None)
+                if chunk is None:
+                    break
+                for event in decoder.feed(chunk):
+                    yield event
+        for event in decoder.flush():
+            yield event
+
+    async def _read_whole(self, response: httpx2.Response, relay: _Relay) -> Completion:
+        await self._require_content_type(response, "application/json")
+        data = _parse_chunk(await self._read_body(response))
+        try:
+            choice = data["choices"][0]
+            message = dict(choice["message"])
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ModelStreamError(f"no choices[0].message in the answer of {self._url}") from exc
+        message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message.get("tool_calls") or ())]
+        assembly = _Assembly()
+        chunk = {"choices": [{"delta": message, "finish_reason": choice.get("finish_reason")}]}
+        for delta in assembly.apply({**chunk, "usage": data.get("usage")}):
+            await relay.send(delta)
+        return assembly.completion()
+
+
+def _parse_chunk(data: str) -> dict[str, Any]:
+    """One JSON object of the stream (or the whole answer); an ``error`` object raises."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise ModelStreamError(f"malformed JSON from the model endpoint: {data[:_SNIPPET]!r}") from None
+    if not isinstance(chunk, dict):
+        raise ModelStreamError(f"expected a JSON object from the model endpoint, got {data[:_SNIPPET]!r}")
+    if chunk.get("error"):
+        raise ModelStreamError(f"the model endpoint reported an error: {_error_message(json.dumps(chunk))}")
+    return chunk
+
+
+@attrs.define
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class _Assembly:
+    """Accumulates chunks into a completion and turns each into the deltas it carries."""
+
+    text: list[str] = attrs.field(factory=list)
+    reasoning: list[str] = attrs.field(factory=list)
+    calls: list[_PartialCall] = attrs.field(factory=list)
+    positions: dict[Any, int] = attrs.field(factory=dict)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    done: bool = False
+
+    def apply(self, chunk: Mapping[str, Any]) -> list[Delta]:
+        if chunk.get("usage"):
+            self.usage = _usage(chunk["usage"])
+        choices = chunk.get("choices") or ()
+        if not choices:
+            return []
+        choice = choices[0]
+        self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        delta = choice.get("delta") or {}
+        deltas: list[Delta] = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self.reasoning.append(reasoning)
+            deltas.append(ReasoningDelta(reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self.text.append(content)
+            deltas.append(TextDelta(content))
+        for entry in delta.get("tool_calls") or ():
+            call_delta = self._call_fragment(entry)
+            if call_delta is not None:
+                deltas.append(call_delta)
+        return deltas
+
+    def _call_fragment(self, entry: Mapping[str, Any]) -> ToolCallDelta | None:
+        position = self._position(entry)
+        call = self.calls[position]
+        function = entry.get("function") or {}
+        new_id = entry.get("id") if entry.get("id") and not call.id else None
+        new_name = function.get("name") if function.get("name") and not call.name else None
+        arguments = function.get("arguments") or ""
+        call.id = new_id or call.id
+        call.name = new_name or call.name
+        call.arguments.append(arguments)
+        if new_id is None and new_name is None and not arguments:
+            return None
+        return ToolCallDelta(index=position, id=new_id, name=new_name, arguments=arguments)
+
+    def _position(self, entry: Mapping[str, Any]) -> int:
+        """The call a fragment belongs to: by ``index``, else by ``id``, else the latest call."""
+        call_id = entry.get("id")
+        key = entry.get("index")
+        if key is None:
+            key = call_id
+        if key is None and self.calls:
+            return len(self.calls) - 1
+        position = self.positions.get(key)
+        if position is None or (call_id and self.calls[position].id not in ("", call_id)):
+            position = len(self.calls)
+            self.calls.append(_PartialCall())
+            self.positions[key] = position
+        return position
+
+    def completion(self) -> Completion:
+        calls = tuple(
+            ToolCall(id=call.id or f"call_{i}", name=call.name, arguments="".join(call.arguments))
+            for i, call in enumerate(self.calls)
+        )
+        return Completion(
+            text="".join(self.text),
+            tool_calls=calls,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            reasoning="".join(self.reasoning) or None,
+        )
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    prompt = int(raw.get("prompt_tokens") or 0)
+    completion = int(raw.get("completion_tokens") or 0)
+    return Usage(prompt, completion, int(raw.get("total_tokens") or prompt + completion))
+
+
+def _error_message(text: str) -> str:
+    """The endpoint's own message from an error body (OpenAI, FastAPI and plain-text shapes)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()[:_SNIPPET] or "(empty body)"
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            error = error.get("message") or error.get("detail") or error
+        if isinstance(error, str):
+            return error
+        return json.dumps(error, ensure_ascii=False)[:_SNIPPET]
+    return text.strip()[:_SNIPPET]
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds asked for by a ``Retry-After`` header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _backoff(attempt: int, retry_after: float | None) -> float:
+    """Exponential backoff with jitter (half to all of the step), or longer if the endpoint asked."""
+    step = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0**attempt)
+    return max(step * random.uniform(0.5, 1.0), retry_after or 0.0)
