@@ -1,0 +1,141 @@
+"""In-memory server handles for fast catalog and dispatch tests.
+
+:class:`FakeServer` has the surface of a real server handle (``id``, ``spec``,
+``tools_version``, ``list_tools``, ``call_tool``) with scripted tools, counts
+every execution on the "server side", applies ``spec.timeout`` the way the real
+actor does, and records calls that were cancelled mid-flight (what a real server
+sees as ``notifications/cancelled``). Sleeps are Trio sleeps, so tests run them
+under ``autojump_clock``.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp.types
+import trio
+
+from yao_actors.config import InMemoryTransport, ServerSpec
+from yao_actors.dispatch import ProgressFn
+from yao_actors.errors import ErrorKind, ServerUnavailable
+from yao_actors.results import ToolOutcome
+
+ToolFn = Callable[[dict[str, Any], ProgressFn | None, int], Awaitable[ToolOutcome]]
+"""A scripted tool: ``(arguments, progress, execution number) -> outcome``."""
+
+OBJECT_SCHEMA: dict[str, Any] = {"type": "object"}
+
+
+async def echo(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
+    return ToolOutcome(result=arguments)
+
+
+async def sleep(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
+    await trio.sleep(float(arguments.get("seconds", 0)))
+    return ToolOutcome(result={"slept": arguments.get("seconds", 0)})
+
+
+async def fail(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
+    text = str(arguments.get("message", "bad input"))
+    return ToolOutcome(result=text, error=text, kind=ErrorKind.TOOL_ERROR)
+
+
+async def flaky(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
+    """Fails retryably on its first execution, succeeds afterwards."""
+    if n == 1:
+        return ToolOutcome(result="busy, try again", error="busy, try again", kind=ErrorKind.TOOL_ERROR)
+    return ToolOutcome(result={"attempt": n})
+
+
+async def report_progress(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
+    steps = int(arguments.get("steps", 3))
+    for step in range(1, steps + 1):
+        if progress is not None:
+            await progress(float(step), float(steps), f"step {step}")
+        await trio.sleep(0.01)
+    return ToolOutcome(result={"steps": steps})
+
+
+SCRIPTS: dict[str, ToolFn] = {
+    "echo": echo,
+    "sleep": sleep,
+    "fail": fail,
+    "flaky": flaky,
+    "progress": report_progress,
+}
+
+
+def tool(name: str, schema: dict[str, Any] | None = None, description: str = "") -> mcp.types.Tool:
+    return mcp.types.Tool(name=name, description=description or None, input_schema=schema or OBJECT_SCHEMA)
+
+
+@attrs.define(eq=False)
+class FakeServer:
+    """A scripted in-memory stand-in for a server handle."""
+
+    spec: ServerSpec
+    tools: list[mcp.types.Tool] = attrs.field(factory=list)
+    scripts: dict[str, ToolFn] = attrs.field(factory=lambda: dict(SCRIPTS))
+    tools_version: int = 0
+    down: bool = False
+    executions: collections.Counter[str] = attrs.field(factory=collections.Counter)
+    cancelled: list[str] = attrs.field(factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    list_calls: int = 0
+    log: list[tuple[str, dict[str, Any] | None]] = attrs.field(factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def set_tools(self, tools: list[mcp.types.Tool]) -> None:
+        """Change the catalog, as a ``tools/list_changed`` would."""
+        self.tools = tools
+        self.tools_version += 1
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        self.list_calls += 1
+        if self.down:
+            raise ServerUnavailable(self.id, "down for the test")
+        return tuple(self.tools)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+    ) -> ToolOutcome:
+        start = trio.current_time()
+        if self.down:
+            return ToolOutcome(error=f"server {self.id!r} is down", kind=ErrorKind.SERVER_UNAVAILABLE)
+        self.executions[name] += 1
+        self.log.append((name, arguments))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            with trio.move_on_after(self.spec.timeout) as scope:
+                outcome = await self.scripts[name](dict(arguments or {}), progress, self.executions[name])
+                return attrs.evolve(outcome, duration=trio.current_time() - start)
+            assert scope.cancelled_caught
+            self.cancelled.append(name)
+            return ToolOutcome(
+                error=f"timed out after {self.spec.timeout} s",
+                kind=ErrorKind.TIMEOUT,
+                duration=trio.current_time() - start,
+            )
+        except trio.Cancelled:
+            self.cancelled.append(name)
+            raise
+        finally:
+            self.in_flight -= 1
+
+
+def fake_server(server_id: str, tools: list[mcp.types.Tool] | None = None, **spec: Any) -> FakeServer:
+    """A fake server with ``tools`` (default: one per script, open schema)."""
+    listed = tools if tools is not None else [tool(name) for name in SCRIPTS]
+    return FakeServer(ServerSpec(server_id, InMemoryTransport(None), **spec), listed)
+
+
+def servers_of(*fakes: FakeServer) -> dict[str, FakeServer]:
+    return {fake.id: fake for fake in fakes}

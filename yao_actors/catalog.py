@@ -1,0 +1,208 @@
+"""The tools a model sees for one assistant (DESIGN §3.2), and the cache that keeps them.
+
+A :class:`Catalog` is built from the assistant's server list (or a per-run
+override that replaces it, unless empty — seed rule) in order: each server's
+listed tools, narrowed by the entry's ``tools`` filter, up to ``max_tools``
+included tools. It holds the OpenAI tool schemas, the samples system message
+(the seed's layout with JSON values), the name table that resolves a model's
+flat names back to tools, and the warnings of the build. A server that is down
+contributes no tools and a warning instead of failing the build.
+
+A :class:`CatalogCache` rebuilds a catalog only when the tool list of one of its
+servers changed (the handles' ``tools_version``), not on every request.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+import mcp.types
+
+from yao_actors.config import AssistantSpec, Sample, ServerRef, ServerSpec
+from yao_actors.errors import ServerUnavailable
+from yao_actors.naming import ToolNameTable, ToolRef
+from yao_actors.results import compact_json
+
+SAMPLES_HEADER = (
+    "\n\n## MCP Tool Usage Examples\n\nThe following examples demonstrate how to use MCP tools correctly:\n\n"
+)
+MAX_SAMPLES_PER_TOOL = 3
+
+
+class ToolSource(Protocol):
+    """What a catalog needs from a server handle."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def spec(self) -> ServerSpec: ...
+
+    @property
+    def tools_version(self) -> int: ...
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]: ...
+
+
+@attrs.frozen
+class CatalogEntry:
+    """One tool as offered to the model: its flat name and where it leads."""
+
+    name: str
+    server: str
+    tool: str
+    description: str
+    input_schema: Mapping[str, Any]
+    samples: tuple[Sample, ...] = ()
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI tool schema of this entry (reference spec §3)."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+
+@attrs.frozen
+class Catalog:
+    """The tools of one assistant (or one run), ready for a model request and for dispatch.
+
+    ``complete`` is false when some selected server could not list its tools;
+    a cache does not keep such a catalog.
+    """
+
+    entries: tuple[CatalogEntry, ...] = ()
+    warnings: tuple[str, ...] = ()
+    complete: bool = True
+    table: ToolNameTable = attrs.field(factory=lambda: ToolNameTable({}))
+    _by_ref: Mapping[ToolRef, CatalogEntry] = attrs.field(init=False, repr=False)
+
+    @_by_ref.default
+    def _index(self) -> Mapping[ToolRef, CatalogEntry]:
+        return {ToolRef(entry.server, entry.tool): entry for entry in self.entries}
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The OpenAI tool schemas, in catalog order."""
+        return [entry.to_openai() for entry in self.entries]
+
+    @property
+    def samples_message(self) -> str:
+        """The samples system message (seed layout, JSON values), or ``""`` when no tool has samples."""
+        sections = [_samples_section(entry) for entry in self.entries if entry.samples]
+        return SAMPLES_HEADER + "".join(sections) if sections else ""
+
+    def resolve(self, name: str) -> CatalogEntry | None:
+        """The entry a model's flat tool name stands for (through the name table), or ``None``."""
+        ref = self.table.resolve(name)
+        return None if ref is None else self._by_ref.get(ref)
+
+
+def _samples_section(entry: CatalogEntry) -> str:
+    text = f"### {entry.name}\n\n"
+    if entry.description:
+        text += f"**Description**: {entry.description}\n\n"
+    for number, sample in enumerate(entry.samples[:MAX_SAMPLES_PER_TOOL], start=1):
+        text += f"**Example {number}" + (f" - {sample.name}" if sample.name else "") + "**:\n"
+        if sample.description:
+            text += f"- Description: {sample.description}\n"
+        if sample.input is not None:
+            text += f"- Input: `{compact_json(sample.input)}`\n"
+        if sample.output is not None:
+            text += f"- Output: `{compact_json(sample.output)}`\n"
+        text += "\n"
+    return text
+
+
+def select_servers(assistant: AssistantSpec, override: Sequence[ServerRef] = ()) -> tuple[ServerRef, ...]:
+    """The server list of a run: a non-empty ``override`` (from a hook) replaces the assistant's."""
+    return tuple(override) if override else assistant.servers
+
+
+async def build_catalog(
+    refs: Sequence[ServerRef], servers: Mapping[str, ToolSource], *, max_tools: int = 20
+) -> Catalog:
+    """Build the catalog of ``refs`` in order from the running ``servers``.
+
+    Tools past ``max_tools`` are skipped with one warning naming them. A server
+    that is not running or is down adds a warning and no tools. Two tools with
+    one flat name raise :class:`~yao_actors.errors.ConfigError` naming both.
+    """
+    included: dict[ToolRef, CatalogEntry] = {}
+    skipped: dict[str, list[str]] = {}
+    warnings: list[str] = []
+    complete = True
+    for ref in refs:
+        tools = await _list(ref.server_id, servers, warnings)
+        if tools is None:
+            complete = False
+            continue
+        wanted = set(ref.tools)
+        for tool in tools:
+            key = ToolRef(ref.server_id, tool.name)
+            if (wanted and tool.name not in wanted) or key in included:
+                continue
+            if len(included) >= max_tools:
+                skipped.setdefault(ref.server_id, []).append(tool.name)
+                continue
+            samples = servers[ref.server_id].spec.samples.get(tool.name, ())
+            included[key] = CatalogEntry(
+                "", ref.server_id, tool.name, tool.description or "", tool.input_schema, samples
+            )
+    if skipped:
+        listed = "; ".join(f"{server}: {', '.join(names)}" for server, names in skipped.items())
+        warnings.append(f"tool limit of {max_tools} reached; skipped {listed}")
+    table = ToolNameTable.build(included)
+    entries = tuple(attrs.evolve(entry, name=name) for name, entry in zip(table.names, included.values(), strict=True))
+    return Catalog(entries, tuple(warnings), complete, table)
+
+
+async def _list(
+    server_id: str, servers: Mapping[str, ToolSource], warnings: list[str]
+) -> tuple[mcp.types.Tool, ...] | None:
+    source = servers.get(server_id)
+    if source is None:
+        warnings.append(f"server {server_id!r} is not running; its tools are not offered")
+        return None
+    try:
+        return await source.list_tools()
+    except ServerUnavailable as exc:
+        warnings.append(f"server {server_id!r} is unavailable ({exc.reason}); its tools are not offered")
+        return None
+
+
+@attrs.define(eq=False)
+class CatalogCache:
+    """Catalogs by server selection, rebuilt only when a selected server's tool list changed.
+
+    Holds at most ``maxsize`` selections (least recently used dropped first).
+    """
+
+    maxsize: int = 64
+    _entries: OrderedDict[tuple[tuple[ServerRef, ...], int], tuple[tuple[int | None, ...], Catalog]] = attrs.field(
+        factory=OrderedDict, init=False
+    )
+
+    async def get(
+        self, assistant: AssistantSpec, servers: Mapping[str, ToolSource], *, override: Sequence[ServerRef] = ()
+    ) -> Catalog:
+        """The catalog of ``assistant`` (or of ``override``), from the cache when still current."""
+        refs = select_servers(assistant, override)
+        key = (refs, assistant.max_tools)
+        versions = tuple(source.tools_version if (source := servers.get(ref.server_id)) else None for ref in refs)
+        cached = self._entries.get(key)
+        if cached is not None and cached[0] == versions:
+            self._entries.move_to_end(key)
+            return cached[1]
+        catalog = await build_catalog(refs, servers, max_tools=assistant.max_tools)
+        if catalog.complete:
+            self._entries[key] = (versions, catalog)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        else:
+            self._entries.pop(key, None)
+        return catalog
