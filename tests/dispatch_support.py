@@ -74,7 +74,7 @@ def tool(name: str, schema: dict[str, Any] | None = None, description: str = "")
 
 @attrs.define(eq=False)
 class FakeServer:
-    """A scripted in-memory stand-in for a server handle."""
+    """A scripted in-memory stand-in for a server handle; a tool without a script echoes."""
 
     spec: ServerSpec
     tools: list[mcp.types.Tool] = attrs.field(factory=list)
@@ -115,7 +115,7 @@ class FakeServer:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             with trio.move_on_after(self.spec.timeout) as scope:
-                outcome = await self.scripts[name](dict(arguments or {}), progress, self.executions[name])
+                outcome = await self.scripts.get(name, echo)(dict(arguments or {}), progress, self.executions[name])
                 return attrs.evolve(outcome, duration=trio.current_time() - start)
             assert scope.cancelled_caught
             self.cancelled.append(name)

@@ -1,0 +1,257 @@
+"""Execute one model turn's tool calls: every server at once, every call answered, in order.
+
+``execute_tool_calls`` follows DESIGN §4.1. Every call is checked the same way
+before it reaches a server (name through the catalog's table, lenient argument
+parse, object check, schema); calls are grouped by server and **all groups run at
+once** in one nursery; inside a group calls run concurrently up to the server's
+``max_concurrency``, or one by one for a server configured
+``dispatch: "sequential"``. Each call runs under its server's own deadline (the
+handle applies ``spec.timeout``), and one failure never cancels a sibling. Calls
+of a concurrent group that failed with a retryable server-reported error are run
+again once, alone, one by one (the seed's sequential fallback, narrowed to the
+failed calls). Results come back in ``tool_calls`` order, one per call, by
+position — duplicate or empty call ids never collapse.
+
+``on_event`` receives :class:`CallStarted`, :class:`CallProgress`,
+:class:`CallFinished` and :class:`SequentialRetry` values as things happen; each
+call gets exactly one ``CallFinished`` (a call that is about to be retried
+reports only its final result). ``index`` in an event is the call's position in
+``calls``. When the caller's scope is cancelled, ``trio.Cancelled`` propagates;
+``batch_timeout`` instead turns what is still running into ``timeout`` results.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol
+
+import attrs
+import trio
+
+from yao_actors.arguments import check_arguments
+from yao_actors.catalog import Catalog, CatalogEntry, ToolSource
+from yao_actors.errors import ErrorKind, is_retryable
+from yao_actors.models.base import ToolCall
+from yao_actors.results import ToolCallResult, ToolOutcome
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class ToolServer(ToolSource, Protocol):
+    """What dispatch needs from a server handle (``yao_actors.server_actor``)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+    ) -> ToolOutcome: ...
+
+
+@attrs.frozen
+class CallStarted:
+    """A call was sent to its server."""
+
+    call: ToolCall
+    server: str
+    tool: str
+    index: int = 0
+
+
+@attrs.frozen
+class CallProgress:
+    """A server reported progress of a running call."""
+
+    call: ToolCall
+    progress: float
+    total: float | None
+    message: str | None
+    index: int = 0
+
+
+@attrs.frozen
+class CallFinished:
+    """A call has its final result (exactly once per call)."""
+
+    result: ToolCallResult
+    index: int = 0
+
+
+@attrs.frozen
+class SequentialRetry:
+    """These calls failed retryably while running concurrently and now run again, one by one."""
+
+    call_ids: tuple[str, ...]
+    indices: tuple[int, ...] = ()
+
+
+DispatchEvent = CallStarted | CallProgress | CallFinished | SequentialRetry
+OnEvent = Callable[[DispatchEvent], Awaitable[None]]
+
+
+@attrs.frozen
+class _Planned:
+    """A call that passed the checks and will reach its server."""
+
+    index: int
+    call: ToolCall
+    entry: CatalogEntry
+    server: ToolServer = attrs.field(eq=False)
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+    repaired: bool = False
+
+
+@attrs.define(eq=False)
+class _Batch:
+    """The state of one ``execute_tool_calls``: a result slot per call, and the start times."""
+
+    calls: Sequence[ToolCall]
+    on_event: OnEvent | None
+    results: list[ToolCallResult | None]
+    planned: dict[int, _Planned] = attrs.field(factory=dict)
+    started: dict[int, float] = attrs.field(factory=dict)
+
+    async def emit(self, event: DispatchEvent) -> None:
+        if self.on_event is not None:
+            await self.on_event(event)
+
+    async def finish(self, index: int, result: ToolCallResult) -> None:
+        self.results[index] = result
+        await self.emit(CallFinished(result, index))
+
+    async def run(self, planned: _Planned, *, sequential_retry: bool = False) -> ToolCallResult:
+        """Send one call to its server and turn the outcome into a result (not yet recorded)."""
+        call, entry = planned.call, planned.entry
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            await self.emit(CallProgress(call, value, total, message, planned.index))
+
+        self.started[planned.index] = trio.current_time()
+        await self.emit(CallStarted(call, entry.server, entry.tool, planned.index))
+        outcome = await planned.server.call_tool(entry.tool, planned.arguments, progress=progress)
+        return ToolCallResult(
+            call_id=call.id,
+            name=call.name,
+            server=entry.server,
+            tool=entry.tool,
+            arguments=call.arguments,
+            result=outcome.result,
+            error=outcome.error,
+            kind=outcome.kind,
+            retryable=outcome.retryable,
+            duration=outcome.duration,
+            repaired=planned.repaired,
+            sequential_retry=sequential_retry,
+        )
+
+
+async def execute_tool_calls(
+    calls: Sequence[ToolCall],
+    catalog: Catalog,
+    servers: Mapping[str, ToolServer],
+    *,
+    mode: Literal["parallel", "sequential"] = "parallel",
+    batch_timeout: float | None = None,
+    on_event: OnEvent | None = None,
+) -> list[ToolCallResult]:
+    """Run ``calls`` against ``servers`` and return one result per call, in ``calls`` order.
+
+    ``mode="sequential"`` runs every call one after another across servers (a
+    baseline for benchmarks). ``batch_timeout`` (seconds) bounds the whole batch:
+    calls still running then are cancelled (their servers get
+    ``notifications/cancelled``) and get ``timeout`` results.
+    """
+    batch = _Batch(calls, on_event, [None] * len(calls))
+    groups: dict[str, list[_Planned]] = {}
+    for index, call in enumerate(calls):
+        planned = await _check(batch, index, call, catalog, servers)
+        if planned is not None:
+            batch.planned[index] = planned
+            groups.setdefault(planned.entry.server, []).append(planned)
+    with trio.move_on_after(math.inf if batch_timeout is None else batch_timeout):
+        async with trio.open_nursery() as nursery:
+            if mode == "sequential":
+                ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
+                nursery.start_soon(_run_one_by_one, batch, ordered)
+            else:
+                for group in groups.values():
+                    nursery.start_soon(_run_group, batch, group)
+    for index, planned in batch.planned.items():
+        if batch.results[index] is None:
+            await batch.finish(index, _timed_out(batch, planned))
+    return [result for result in batch.results if result is not None]
+
+
+async def _check(
+    batch: _Batch, index: int, call: ToolCall, catalog: Catalog, servers: Mapping[str, ToolServer]
+) -> _Planned | None:
+    """Validate one call; a call that fails here gets its result at once and reaches no server."""
+    entry = catalog.resolve(call.name)
+    if entry is None:
+        available = ", ".join(e.name for e in catalog.entries) or "none"
+        message = f"unknown tool {call.name!r}; available tools: {available}"
+        await batch.finish(index, _failed(call, None, message, ErrorKind.UNKNOWN_TOOL))
+        return None
+    if entry.server not in servers:
+        message = f"server {entry.server!r} is not running"
+        await batch.finish(index, _failed(call, entry, message, ErrorKind.SERVER_UNAVAILABLE))
+        return None
+    arguments = check_arguments(call.arguments, entry.input_schema)
+    if arguments.value is None:
+        error = arguments.error or "invalid arguments"
+        failed = _failed(call, entry, error, ErrorKind.INVALID_ARGUMENTS)
+        await batch.finish(index, attrs.evolve(failed, repaired=arguments.repaired))
+        return None
+    return _Planned(index, call, entry, servers[entry.server], arguments.value, arguments.repaired)
+
+
+async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
+    """Run one server's calls; concurrently unless the server asks for one at a time."""
+    spec = group[0].server.spec
+    if spec.dispatch == "sequential" or spec.max_concurrency < 2 or len(group) < 2:
+        await _run_one_by_one(batch, group)
+        return
+    retry: list[_Planned] = []
+    limiter = trio.CapacityLimiter(spec.max_concurrency)
+
+    async def run_limited(planned: _Planned) -> None:
+        async with limiter:
+            result = await batch.run(planned)
+        if result.kind is ErrorKind.TOOL_ERROR and result.retryable:
+            retry.append(planned)
+        else:
+            await batch.finish(planned.index, result)
+
+    async with trio.open_nursery() as nursery:
+        for planned in group:
+            nursery.start_soon(run_limited, planned)
+    if retry:
+        retry.sort(key=lambda p: p.index)
+        await batch.emit(SequentialRetry(tuple(p.call.id for p in retry), tuple(p.index for p in retry)))
+        for planned in retry:
+            await batch.finish(planned.index, await batch.run(planned, sequential_retry=True))
+
+
+async def _run_one_by_one(batch: _Batch, planned: list[_Planned]) -> None:
+    for item in planned:
+        await batch.finish(item.index, await batch.run(item))
+
+
+def _failed(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:
+    return ToolCallResult(
+        call_id=call.id,
+        name=call.name,
+        server=entry.server if entry else "",
+        tool=entry.tool if entry else "",
+        arguments=call.arguments,
+        error=error,
+        kind=kind,
+        retryable=is_retryable(kind),
+    )
+
+
+def _timed_out(batch: _Batch, planned: _Planned) -> ToolCallResult:
+    """The result of a call the batch deadline cut off (before or while it ran)."""
+    started = batch.started.get(planned.index)
+    duration = trio.current_time() - started if started is not None else 0.0
+    message = "the batch deadline expired before the call finished"
+    failed = _failed(planned.call, planned.entry, message, ErrorKind.TIMEOUT)
+    return attrs.evolve(failed, duration=duration, repaired=planned.repaired)
