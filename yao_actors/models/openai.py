@@ -222,13 +222,19 @@ class OpenAIModel:
     async def _read_stream(self, response: httpx2.Response, relay: _Relay) -> Completion:
         await self._require_content_type(response, "text/event-stream")
         assembly = _Assembly()
-        async with aclosing(self._events(response)) as events:
-            async for event in events:
-                if event.data == "[DONE]":
-                    assembly.done = True
-                    break
-                for delta in assembly.apply(_parse_chunk(event.data)):
-                    await relay.send(delta)
+        try:
+            async with aclosing(self._events(response)) as events:
+                async for event in events:
+                    if assembly.done:
+                        continue  # read on to the end of the body, so the HTTP stack finishes cleanly
+                    if event.data == "[DONE]":
+                        assembly.done = True
+                        continue
+                    for delta in assembly.apply(_parse_chunk(event.data)):
+                        await relay.send(delta)
+        except ModelTimeout:
+            if not assembly.done:
+                raise
         if not (assembly.done or assembly.finish_reason):
             raise ModelStreamError(f"the stream from {self._url} ended before [DONE] or a finish reason")
         return assembly.completion()
