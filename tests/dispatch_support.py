@@ -20,8 +20,9 @@ import trio
 
 from yao_actors.config import InMemoryTransport, ServerSpec
 from yao_actors.dispatch import ProgressFn
-from yao_actors.errors import ErrorKind, ServerUnavailable
+from yao_actors.errors import ErrorKind
 from yao_actors.results import ToolOutcome
+from yao_actors.server_actor import ServerState
 
 ToolFn = Callable[[dict[str, Any], ProgressFn | None, int], Awaitable[ToolOutcome]]
 """A scripted tool: ``(arguments, progress, execution number) -> outcome``."""
@@ -92,6 +93,10 @@ class FakeServer:
     def id(self) -> str:
         return self.spec.id
 
+    @property
+    def state(self) -> ServerState:
+        return ServerState.RESTARTING if self.down else ServerState.READY
+
     def set_tools(self, tools: list[mcp.types.Tool]) -> None:
         """Change the catalog, as a ``tools/list_changed`` would."""
         self.tools = tools
@@ -99,8 +104,6 @@ class FakeServer:
 
     async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
         self.list_calls += 1
-        if self.down:
-            raise ServerUnavailable(self.id, "down for the test")
         return tuple(self.tools)
 
     async def call_tool(

@@ -119,7 +119,7 @@ async def test_a_down_or_missing_server_contributes_a_warning_not_a_failure() ->
     assert names(catalog) == ["a__x"]
     assert not catalog.complete
     assert len(catalog.warnings) == 2
-    assert "'down' is unavailable" in catalog.warnings[0]
+    assert "'down' is restarting" in catalog.warnings[0]
     assert "'ghost' is not running" in catalog.warnings[1]
 
 

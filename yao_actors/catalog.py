@@ -22,9 +22,9 @@ import attrs
 import mcp.types
 
 from yao_actors.config import AssistantSpec, Sample, ServerRef, ServerSpec
-from yao_actors.errors import ServerUnavailable
 from yao_actors.naming import ToolNameTable, ToolRef
 from yao_actors.results import compact_json
+from yao_actors.server_actor import ServerState
 
 SAMPLES_HEADER = (
     "\n\n## MCP Tool Usage Examples\n\nThe following examples demonstrate how to use MCP tools correctly:\n\n"
@@ -40,6 +40,9 @@ class ToolSource(Protocol):
 
     @property
     def spec(self) -> ServerSpec: ...
+
+    @property
+    def state(self) -> ServerState: ...
 
     @property
     def tools_version(self) -> int: ...
@@ -167,11 +170,10 @@ async def _list(
     if source is None:
         warnings.append(f"server {server_id!r} is not running; its tools are not offered")
         return None
-    try:
-        return await source.list_tools()
-    except ServerUnavailable as exc:
-        warnings.append(f"server {server_id!r} is unavailable ({exc.reason}); its tools are not offered")
+    if source.state is not ServerState.READY:
+        warnings.append(f"server {server_id!r} is {source.state.value}; its tools are not offered")
         return None
+    return await source.list_tools()
 
 
 @attrs.define(eq=False)
