@@ -144,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = build_test_server(args.name, extra_tools=args.tools)
+    # One stderr line up front, so supervision reports have a tail to show even after a kill -9.
+    print(f"test server {args.name} started (pid {os.getpid()})", file=sys.stderr, flush=True)
     if args.http:
         anyio.run(_serve_http, server, args.host, args.port)
     else:

@@ -1,0 +1,84 @@
+"""Behaviour every server actor must show, whatever its transport (in-memory, stdio, HTTP).
+
+Each check takes a handle connected to ``yao_actors.testing.servers`` and
+asserts one behaviour; the transport test modules run them all.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from yao_actors.errors import ErrorKind
+from yao_actors.server_actor import ServerHandle, ServerState
+
+TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "register"}
+
+
+async def stats(handle: ServerHandle) -> dict[str, object]:
+    outcome = await handle.call_tool("stats", {})
+    assert outcome.ok, outcome
+    assert isinstance(outcome.result, dict)
+    return outcome.result
+
+
+async def check_list_and_call(handle: ServerHandle) -> None:
+    assert handle.state is ServerState.READY
+    names = {tool.name for tool in await handle.list_tools()}
+    assert names >= TEST_TOOLS
+    outcome = await handle.call_tool("add", {"a": 2, "b": 3})
+    assert outcome.ok
+    assert outcome.result == {"sum": 5}
+    assert outcome.duration > 0
+    failed = await handle.call_tool("fail", {"message": "no such thing"})
+    assert failed.kind is ErrorKind.TOOL_ERROR
+    assert failed.error == "no such thing"
+
+
+async def check_concurrent_calls(handle: ServerHandle, count: int = 24) -> None:
+    results: dict[int, object] = {}
+
+    async def one(i: int) -> None:
+        outcome = await handle.call_tool("echo", {"text": f"call {i}"})
+        assert outcome.ok, outcome
+        results[i] = outcome.result
+
+    async with trio.open_nursery() as nursery:
+        for i in range(count):
+            nursery.start_soon(one, i)
+    assert results == {i: {"text": f"call {i}"} for i in range(count)}
+    assert handle.statistics().in_flight == 0
+
+
+async def check_progress(handle: ServerHandle) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+
+    outcome = await handle.call_tool("progress", {"steps": 3}, progress=progress)
+    assert outcome.result == {"steps": 3}
+    assert seen == [(i, 3, f"step {i} of 3") for i in (1, 2, 3)]
+
+
+async def wait_for_cancellations(handle: ServerHandle, count: int) -> None:
+    """The server counts a cancelled execution once notifications/cancelled reached it."""
+    while (await stats(handle))["cancelled"] != count:
+        await trio.sleep(0.02)
+
+
+async def check_deadline(handle: ServerHandle) -> None:
+    """The handle's spec must have a short ``timeout`` (well under 30 s)."""
+    outcome = await handle.call_tool("sleep", {"seconds": 30})
+    assert outcome.kind is ErrorKind.TIMEOUT
+    assert "timed out" in (outcome.error or "")
+    await wait_for_cancellations(handle, 1)
+    after = await handle.call_tool("add", {"a": 1, "b": 1})
+    assert after.result == {"sum": 2}
+
+
+async def check_caller_cancellation(handle: ServerHandle, already_cancelled: int = 0) -> None:
+    with trio.move_on_after(0.2) as scope:
+        await handle.call_tool("sleep", {"seconds": 30})
+    assert scope.cancelled_caught
+    await wait_for_cancellations(handle, already_cancelled + 1)
+    assert handle.statistics().in_flight == 0

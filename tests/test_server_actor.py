@@ -1,0 +1,293 @@
+"""The server actor over in-memory servers: behaviour, limits, ownership of the client, supervision."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import mcp
+import mcp.types
+import pytest
+import trio
+from mcp.server.lowlevel import Server
+
+from tests.integration import actor_checks
+from yao_actors import server_actor
+from yao_actors.config import InMemoryTransport, RestartPolicy, ServerSpec
+from yao_actors.errors import ErrorKind
+from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.testing.servers import build_test_server
+from yao_actors.transports import Link, open_client
+
+
+def memory_spec(server: Any = None, **changes: Any) -> ServerSpec:
+    return ServerSpec(id="mem", transport=InMemoryTransport(server or build_test_server()), **changes)
+
+
+@asynccontextmanager
+async def running(spec: ServerSpec) -> AsyncIterator[ServerHandle]:
+    async with trio.open_nursery() as nursery:
+        handle: ServerHandle = await nursery.start(serve_mcp_server, spec)
+        yield handle
+        nursery.cancel_scope.cancel()
+
+
+async def test_list_and_call() -> None:
+    async with running(memory_spec()) as handle:
+        await actor_checks.check_list_and_call(handle)
+
+
+async def test_concurrent_calls() -> None:
+    async with running(memory_spec()) as handle:
+        await actor_checks.check_concurrent_calls(handle)
+
+
+async def test_progress_is_forwarded() -> None:
+    async with running(memory_spec()) as handle:
+        await actor_checks.check_progress(handle)
+
+
+async def test_deadline_cancels_the_call_and_keeps_the_session(autojump_clock: trio.abc.Clock) -> None:
+    async with running(memory_spec(timeout=2.0)) as handle:
+        await actor_checks.check_deadline(handle)
+
+
+async def test_caller_cancellation_reaches_the_server(autojump_clock: trio.abc.Clock) -> None:
+    async with running(memory_spec()) as handle:
+        await actor_checks.check_caller_cancellation(handle)
+
+
+async def test_unknown_tool_is_a_tool_error() -> None:
+    async with running(memory_spec()) as handle:
+        outcome = await handle.call_tool("no_such_tool", {})
+    assert outcome.kind is ErrorKind.TOOL_ERROR
+    assert outcome.retryable
+
+
+async def test_concurrency_is_capped_and_the_rest_queue(autojump_clock: trio.abc.Clock) -> None:
+    peak = 0
+    async with running(memory_spec(max_concurrency=3, queue_size=10)) as handle:
+        async with trio.open_nursery() as nursery:
+            for _ in range(8):
+                nursery.start_soon(handle.call_tool, "sleep", {"seconds": 1})
+            while handle.statistics().calls < 8:
+                stats = handle.statistics()
+                peak = max(peak, stats.in_flight)
+                assert stats.in_flight + stats.queued <= 8
+                await trio.sleep(0.1)
+        assert peak == 3
+        assert handle.statistics().errors == 0
+
+
+async def test_queue_full_fails_fast(autojump_clock: trio.abc.Clock) -> None:
+    outcomes: list[Any] = []
+    async with running(memory_spec(max_concurrency=1, queue_size=1)) as handle:
+
+        async def call() -> None:
+            outcomes.append(await handle.call_tool("sleep", {"seconds": 5}))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            nursery.start_soon(call)
+            await trio.sleep(1)
+            start = trio.current_time()
+            third = await handle.call_tool("sleep", {"seconds": 5})
+            assert trio.current_time() - start < 0.1
+    assert third.kind is ErrorKind.SERVER_UNAVAILABLE
+    assert "queue full" in (third.error or "")
+    assert [o.result for o in outcomes] == [{"slept": 5}, {"slept": 5}]
+
+
+async def test_slow_progress_consumer_never_blocks_the_call(autojump_clock: trio.abc.Clock) -> None:
+    received = 0
+
+    async def slow(value: float, total: float | None, message: str | None) -> None:
+        nonlocal received
+        received += 1
+        await trio.sleep(1)
+
+    async with running(memory_spec(timeout=1000)) as handle:
+        outcome = await handle.call_tool("progress", {"steps": 200}, progress=slow)
+    assert outcome.result == {"steps": 200}
+    # the server ran on while the caller slept; what the caller had no room for was dropped
+    assert 1 <= received <= server_actor.PROGRESS_BUFFER + 1
+
+
+async def test_catalog_is_refreshed_on_list_changed() -> None:
+    async with running(memory_spec()) as handle:
+        version = handle.tools_version
+        outcome = await handle.call_tool("register", {"tool": "late"})
+        assert outcome.ok
+        with trio.fail_after(5):
+            while handle.tools_version == version:
+                await trio.sleep(0.01)
+        assert "late" in {tool.name for tool in await handle.list_tools()}
+        assert (await handle.call_tool("late", {"text": "hi"})).result == {"text": "hi"}
+
+
+def paging_server(pages: int, per_page: int) -> Server[Any]:
+    """A low-level server that lists its tools over ``pages`` pages."""
+
+    async def list_tools(ctx: Any, params: mcp.types.PaginatedRequestParams | None) -> mcp.types.ListToolsResult:
+        page = int(params.cursor) if params and params.cursor else 0
+        tools = [mcp.types.Tool(name=f"p{page}_{i}", input_schema={"type": "object"}) for i in range(per_page)]
+        return mcp.types.ListToolsResult(tools=tools, next_cursor=str(page + 1) if page + 1 < pages else None)
+
+    return Server("paging", on_list_tools=list_tools)
+
+
+async def test_catalog_reads_every_page() -> None:
+    async with running(memory_spec(paging_server(pages=3, per_page=4))) as handle:
+        names = [tool.name for tool in await handle.list_tools()]
+    assert names == [f"p{page}_{i}" for page in range(3) for i in range(4)]
+
+
+async def test_only_the_actor_task_enters_and_exits_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    entered: list[trio.lowlevel.Task] = []
+    exited: list[trio.lowlevel.Task] = []
+    callers: list[trio.lowlevel.Task] = []
+    real_enter, real_exit, real_call = mcp.Client.__aenter__, mcp.Client.__aexit__, mcp.Client.call_tool
+
+    async def enter(self: mcp.Client) -> mcp.Client:
+        entered.append(trio.lowlevel.current_task())
+        return await real_enter(self)
+
+    async def exit_(self: mcp.Client, *exc_info: Any) -> None:
+        exited.append(trio.lowlevel.current_task())
+        await real_exit(self, *exc_info)
+
+    async def call(self: mcp.Client, *args: Any, **kwargs: Any) -> Any:
+        callers.append(trio.lowlevel.current_task())
+        return await real_call(self, *args, **kwargs)
+
+    monkeypatch.setattr(mcp.Client, "__aenter__", enter)
+    monkeypatch.setattr(mcp.Client, "__aexit__", exit_)
+    monkeypatch.setattr(mcp.Client, "call_tool", call)
+    async with trio.open_nursery() as nursery:
+        handle = await nursery.start(serve_mcp_server, memory_spec())
+        (actor,) = nursery.child_tasks
+        await actor_checks.check_concurrent_calls(handle, count=5)
+        nursery.cancel_scope.cancel()
+    assert entered == exited == [actor]
+    assert len(callers) == 5
+    for task in callers:  # every call ran in a task the actor owns, never in a caller's task
+        assert task is not trio.lowlevel.current_task()
+        assert _descends_from(task, actor)
+
+
+def _descends_from(task: trio.lowlevel.Task, ancestor: trio.lowlevel.Task) -> bool:
+    while task is not ancestor:
+        parent = task.parent_nursery
+        if parent is None or parent.parent_task is task:
+            return False
+        task = parent.parent_task
+    return True
+
+
+# --------------------------------------------------------------------------- supervision
+
+
+@attrs.define
+class FlakyConnect:
+    """Replaces ``open_client``: the first ``failures`` attempts fail, later ones connect for real."""
+
+    failures: int
+    attempts: list[float] = attrs.field(factory=list)
+    links: list[Link] = attrs.field(factory=list)
+
+    @asynccontextmanager
+    async def __call__(self, spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
+        self.attempts.append(trio.current_time())
+        self.links.append(link)
+        if len(self.attempts) <= self.failures:
+            raise OSError(f"attempt {len(self.attempts)} refused")
+        async with open_client(spec, link=link, **kwargs) as client:
+            yield client
+
+
+async def test_backoff_doubles_up_to_its_cap(monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock) -> None:
+    flaky = FlakyConnect(failures=5)
+    monkeypatch.setattr(server_actor, "open_client", flaky)
+    policy = RestartPolicy(max_restarts=10, backoff_initial=1.0, backoff_max=4.0)
+    async with running(memory_spec(restart=policy)) as handle:
+        assert handle.state is ServerState.RESTARTING
+        assert "attempt 1 refused" in (handle.statistics().last_error or "")
+        down = await handle.call_tool("echo", {"text": "x"})
+        assert down.kind is ErrorKind.SERVER_UNAVAILABLE
+        assert "attempt 1 refused" in (down.error or "")
+        await handle.wait_for_state(ServerState.READY)
+        assert (await handle.call_tool("echo", {"text": "x"})).ok
+        assert handle.statistics().restarts == 5
+    gaps = [b - a for a, b in zip(flaky.attempts, flaky.attempts[1:], strict=False)]
+    assert gaps == pytest.approx([1.0, 2.0, 4.0, 4.0, 4.0])
+
+
+async def test_gives_up_after_max_restarts(monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock) -> None:
+    flaky = FlakyConnect(failures=100)
+    monkeypatch.setattr(server_actor, "open_client", flaky)
+    policy = RestartPolicy(max_restarts=3, backoff_initial=0.5, backoff_max=30.0)
+    async with running(memory_spec(restart=policy)) as handle:
+        await handle.wait_for_state(ServerState.DOWN)
+        await trio.sleep(600)
+        assert len(flaky.attempts) == 4
+        assert handle.statistics().restarts == 3
+        start = trio.current_time()
+        outcome = await handle.call_tool("echo", {"text": "x"})
+        assert trio.current_time() == start
+    assert outcome.kind is ErrorKind.SERVER_UNAVAILABLE
+    assert "down" in (outcome.error or "")
+
+
+async def test_lost_connection_fails_in_flight_calls_and_restarts(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
+) -> None:
+    flaky = FlakyConnect(failures=0)
+    monkeypatch.setattr(server_actor, "open_client", flaky)
+    outcomes: list[Any] = []
+    async with running(memory_spec(timeout=100)) as handle:
+
+        async def call() -> None:
+            outcomes.append(await handle.call_tool("sleep", {"seconds": 50}))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(5):
+                nursery.start_soon(call)
+            await trio.sleep(1)
+            lost_at = trio.current_time()
+            flaky.links[0].lose("the transport broke", exit_code=9)
+        assert trio.current_time() - lost_at < 0.1
+        assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * 5
+        assert all("the transport broke (exit code 9)" in (o.error or "") for o in outcomes)
+        await handle.wait_for_state(ServerState.READY)
+        assert (await handle.call_tool("add", {"a": 1, "b": 2})).result == {"sum": 3}
+        assert handle.statistics().restarts == 1
+        assert handle.tools_version == 2
+
+
+async def test_connect_timeout_reports_and_retries(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
+) -> None:
+    @asynccontextmanager
+    async def hanging(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
+        await trio.sleep_forever()
+        yield  # type: ignore[misc]
+
+    monkeypatch.setattr(server_actor, "open_client", hanging)
+    async with trio.open_nursery() as nursery:
+        start = trio.current_time()
+        handle = await nursery.start(serve_mcp_server, memory_spec(connect_timeout=3.0))
+        assert trio.current_time() - start == pytest.approx(3.0)
+        assert handle.state is ServerState.RESTARTING
+        assert "no connection within 3s" in (handle.statistics().last_error or "")
+        nursery.cancel_scope.cancel()
+    assert handle.state is ServerState.STOPPED
+
+
+async def test_calls_after_the_actor_stopped_fail_fast() -> None:
+    async with running(memory_spec()) as handle:
+        pass
+    outcome = await handle.call_tool("echo", {"text": "x"})
+    assert outcome.kind is ErrorKind.SERVER_UNAVAILABLE
+    assert handle.state is ServerState.STOPPED
