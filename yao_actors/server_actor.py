@@ -129,6 +129,7 @@ class ServerHandle:
     tools_version: int = attrs.field(default=0, init=False)
     _catalog: tuple[mcp.types.Tool, ...] = attrs.field(default=(), init=False)
     _state_changed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _catalog_changed: trio.Event = attrs.field(factory=trio.Event, init=False)
     _restarts: int = attrs.field(default=0, init=False)
     _in_flight: int = attrs.field(default=0, init=False)
     _queued: int = attrs.field(default=0, init=False)
@@ -180,6 +181,11 @@ class ServerHandle:
         """Wait for the next change of ``state``; return the state then."""
         await self._state_changed.wait()
         return self.state
+
+    async def wait_catalog_change(self) -> int:
+        """Wait until the catalog is next fetched (a restart, or ``tools/list_changed``); return ``tools_version``."""
+        await self._catalog_changed.wait()
+        return self.tools_version
 
     async def wait_for_state(self, *states: ServerState) -> ServerState:
         """Return as soon as ``state`` is one of ``states`` (at once if it already is)."""
@@ -318,6 +324,8 @@ class ServerHandle:
                 break
         self._catalog = tuple(tools)
         self.tools_version += 1
+        self._catalog_changed.set()
+        self._catalog_changed = trio.Event()
 
     async def _refresh_catalog(self, life: _Life) -> None:
         """Fetch the catalog again whenever the server announces ``tools/list_changed``."""
