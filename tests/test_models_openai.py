@@ -1,0 +1,380 @@
+"""The OpenAI-compatible client against the fake endpoint over real loopback HTTP, plus its SSE decoder.
+
+Tests about waiting (backoff, ``Retry-After``, deadlines) run under the
+``autojump_clock``: the fake lives in the same Trio run, so virtual time jumps
+over every sleep and the assertions are about virtual time, never wall time.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import attrs
+import httpx2
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from yao_actors.config import ModelSpec
+from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
+from yao_actors.models import (
+    Completion,
+    Delta,
+    DemoModel,
+    OpenAIModel,
+    ReasoningDelta,
+    TestModel,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    build_model,
+    default_model_spec,
+)
+from yao_actors.models.sse import ServerSentEvent, SSEDecoder
+from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
+
+MESSAGES = [{"role": "user", "content": "Hello"}]
+TOOL = {"type": "function", "function": {"name": "weather__get", "parameters": {"type": "object"}}}
+
+
+def _spec(base_url: str, **changes: Any) -> ModelSpec:
+    spec = ModelSpec(id="m", provider="openai", base_url=base_url, model="gpt-test", api_key_env=None)
+    return attrs.evolve(spec, **changes)
+
+
+async def _complete(
+    script: Any, tools: Any = (), **changes: Any
+) -> tuple[Completion | BaseException, list[Delta], Any]:
+    """Run one completion against a fake playing ``script``: (completion or error, deltas, the fake)."""
+    deltas: list[Delta] = []
+
+    async def on_delta(delta: Delta) -> None:
+        deltas.append(delta)
+
+    with trio.fail_after(120):
+        async with open_fake_openai(script) as fake:
+            model = OpenAIModel(_spec(fake.base_url, **changes), api_key="sk-test")
+            try:
+                result: Completion | BaseException = await model.complete(MESSAGES, list(tools), on_delta=on_delta)
+            except ModelError as exc:
+                result = exc
+    return result, deltas, fake
+
+
+# --------------------------------------------------------------------------- answers
+
+
+async def test_text_streams_as_deltas_with_usage() -> None:
+    completion, deltas, fake = await _complete([Reply(text="Hello, world!", chunk_size=3, usage=Usage(7, 4, 11))])
+    assert completion == Completion(text="Hello, world!", finish_reason="stop", usage=Usage(7, 4, 11))
+    assert deltas == [TextDelta(piece) for piece in ("Hel", "lo,", " wo", "rld", "!")]
+    (request,) = fake.requests
+    assert request.body == {
+        "model": "gpt-test",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    assert request.headers["authorization"] == "Bearer sk-test"
+
+
+async def test_params_headers_and_tools_go_into_the_request() -> None:
+    params = {"temperature": 0.2, "parallel_tool_calls": False, "stream_options": None}
+    _completion, _deltas, fake = await _complete(
+        [Reply(text="ok")], tools=[TOOL], params=params, headers={"X-Org": "acme"}
+    )
+    body = fake.requests[0].body
+    assert body["tools"] == [TOOL]
+    assert body["temperature"] == 0.2
+    assert body["parallel_tool_calls"] is False
+    assert "stream_options" not in body
+    assert fake.requests[0].headers["x-org"] == "acme"
+
+
+async def test_api_key_is_read_from_the_configured_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_KEY", "sk-from-env")
+    with trio.fail_after(20):
+        async with open_fake_openai([Reply(text="ok")]) as fake:
+            await OpenAIModel(_spec(fake.base_url, api_key_env="MY_KEY")).complete(MESSAGES, [])
+    assert fake.requests[0].headers["authorization"] == "Bearer sk-from-env"
+
+
+async def test_one_tool_call() -> None:
+    reply = Reply(tool_calls=(FakeToolCall("weather__get", '{"city": "Beijing"}', id="call_1"),))
+    completion, deltas, _fake = await _complete([reply], tools=[TOOL])
+    assert completion.tool_calls == (ToolCall("call_1", "weather__get", '{"city": "Beijing"}'),)
+    assert completion.finish_reason == "tool_calls"
+    assert deltas[0] == ToolCallDelta(index=0, id="call_1", name="weather__get")
+    assert "".join(d.arguments for d in deltas if isinstance(d, ToolCallDelta)) == '{"city": "Beijing"}'
+
+
+async def test_three_interleaved_tool_calls_are_assembled_by_index() -> None:
+    calls = (
+        FakeToolCall("a__one", '{"n": 1, "text": "first"}'),
+        FakeToolCall("b__two", '{"n": 2, "text": "second"}'),
+        FakeToolCall("c__three", '{"n": 3, "text": "third"}'),
+    )
+    completion, deltas, _fake = await _complete([Reply(tool_calls=calls, interleave=True, chunk_size=5)])
+    assert isinstance(completion, Completion)
+    assert [(c.name, c.arguments) for c in completion.tool_calls] == [(c.name, c.arguments) for c in calls]
+    assert [c.id for c in completion.tool_calls] == ["call_fake_1_0", "call_fake_1_1", "call_fake_1_2"]
+    indices = [d.index for d in deltas if isinstance(d, ToolCallDelta)]
+    assert indices[:6] == [0, 1, 2, 0, 1, 2]
+    for index, call in enumerate(calls):
+        fragments = [d.arguments for d in deltas if isinstance(d, ToolCallDelta) and d.index == index]
+        assert "".join(fragments) == call.arguments
+
+
+async def test_reasoning_content_is_passed_through() -> None:
+    completion, deltas, _fake = await _complete([Reply(reasoning="Think first.", text="Answer.", chunk_size=6)])
+    assert isinstance(completion, Completion)
+    assert completion.reasoning == "Think first."
+    assert completion.text == "Answer."
+    assert deltas[:2] == [ReasoningDelta("Think "), ReasoningDelta("first.")]
+    assert completion.to_message()["reasoning_content"] == "Think first."
+
+
+async def test_malformed_tool_arguments_are_passed_on_verbatim() -> None:
+    reply = Reply(tool_calls=(FakeToolCall("weather__get", '{"city": "Bei'),))
+    completion, _deltas, _fake = await _complete([reply])
+    assert isinstance(completion, Completion)
+    assert completion.tool_calls[0].arguments == '{"city": "Bei'
+
+
+async def test_non_streaming_endpoint_still_reports_deltas() -> None:
+    reply = Reply(text="Whole answer.", tool_calls=(FakeToolCall("weather__get", '{"city": "Tokyo"}', id="c9"),))
+    completion, deltas, fake = await _complete([reply], stream=False)
+    assert completion == Completion(
+        text="Whole answer.",
+        tool_calls=(ToolCall("c9", "weather__get", '{"city": "Tokyo"}'),),
+        finish_reason="tool_calls",
+        usage=Usage(10, 5, 15),
+    )
+    assert deltas == [
+        TextDelta("Whole answer."),
+        ToolCallDelta(index=0, id="c9", name="weather__get", arguments='{"city": "Tokyo"}'),
+    ]
+    assert "stream" not in fake.requests[0].body
+    assert fake.requests[0].headers["accept"] == "application/json"
+
+
+# --------------------------------------------------------------------------- faults and retries
+
+
+async def test_500_is_retried_then_succeeds(autojump_clock: trio.abc.Clock) -> None:
+    completion, deltas, fake = await _complete([Reply.http_error(500), Reply.http_error(502), Reply(text="ok")])
+    assert isinstance(completion, Completion)
+    assert completion.text == "ok"
+    assert deltas == [TextDelta("ok")]
+    assert len(fake.requests) == 3
+
+
+async def test_429_retry_after_is_honoured(autojump_clock: trio.abc.Clock) -> None:
+    start = trio.current_time()
+    completion, _deltas, fake = await _complete(
+        [Reply.http_error(429, "rate limited", retry_after="7"), Reply(text="ok")]
+    )
+    assert isinstance(completion, Completion)
+    assert len(fake.requests) == 2
+    assert trio.current_time() - start >= 7
+
+
+async def test_retry_budget_exhausted_gives_the_endpoints_error(autojump_clock: trio.abc.Clock) -> None:
+    script = [Reply.http_error(503, "overloaded, try later", retry_after="2")] * 10
+    error, deltas, fake = await _complete(script, max_retries=10, retry_budget=5)
+    assert isinstance(error, ModelHTTPError)
+    assert (error.status, error.message) == (503, "overloaded, try later")
+    assert deltas == []
+    # Attempts at t=0, 2 and 4; a fourth at t=6 would pass the 5-second budget.
+    assert len(fake.requests) == 3
+
+
+async def test_retry_count_exhausted(autojump_clock: trio.abc.Clock) -> None:
+    error, _deltas, fake = await _complete([Reply.http_error(500, "boom")] * 10, max_retries=2)
+    assert isinstance(error, ModelHTTPError)
+    assert error.status == 500
+    assert len(fake.requests) == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+async def test_4xx_is_not_retried_and_carries_the_endpoints_message(status: int) -> None:
+    error, _deltas, fake = await _complete([Reply.http_error(status, "model 'gpt-test' does not exist")])
+    assert isinstance(error, ModelHTTPError)
+    assert error.status == status
+    assert error.message == "model 'gpt-test' does not exist"
+    assert "does not exist" in str(error)
+    assert len(fake.requests) == 1
+
+
+async def test_stall_mid_stream_fires_the_read_deadline(autojump_clock: trio.abc.Clock) -> None:
+    error, deltas, fake = await _complete([Reply(text="Hello there", stall_after=3, chunk_size=2)], read_timeout=5)
+    assert isinstance(error, ModelTimeout)
+    # The deltas before the stall were relayed as they came, not held back for the end.
+    assert deltas == [TextDelta("He"), TextDelta("ll")]
+    assert len(fake.requests) == 1
+
+
+async def test_no_response_headers_fires_the_connect_deadline(autojump_clock: trio.abc.Clock) -> None:
+    with trio.fail_after(60):
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        model = OpenAIModel(_spec(f"http://127.0.0.1:{port}/v1", connect_timeout=3))
+        with pytest.raises(ModelTimeout):
+            await model.complete(MESSAGES, [])
+        for listener in listeners:
+            await listener.aclose()
+
+
+async def test_stream_cut_before_done_is_an_error() -> None:
+    error, deltas, fake = await _complete([Reply(text="Hello there", cut_after=3, chunk_size=2)])
+    assert isinstance(error, ModelStreamError)
+    assert deltas == [TextDelta("He"), TextDelta("ll")]
+    assert len(fake.requests) == 1
+
+
+async def test_connection_dropped_after_deltas_is_an_error_not_a_replay() -> None:
+    error, deltas, fake = await _complete([Reply(text="Hello there", drop_after=3, chunk_size=2), Reply(text="again")])
+    assert isinstance(error, ModelStreamError)
+    assert deltas == [TextDelta("He"), TextDelta("ll")]
+    assert len(fake.requests) == 1
+
+
+async def test_connection_dropped_before_any_delta_is_retried(autojump_clock: trio.abc.Clock) -> None:
+    completion, deltas, fake = await _complete([Reply(text="lost", drop_after=1), Reply(text="again")])
+    assert isinstance(completion, Completion)
+    assert completion.text == "again"
+    assert deltas == [TextDelta("agai"), TextDelta("n")]
+    assert len(fake.requests) == 2
+
+
+async def test_wrong_content_type_is_a_clear_error() -> None:
+    error, _deltas, _fake = await _complete([Reply(content_type="text/html")])
+    assert isinstance(error, ModelStreamError)
+    assert "text/event-stream" in str(error)
+    assert "text/html" in str(error)
+
+
+async def test_unreachable_endpoint_is_retried_then_fails(autojump_clock: trio.abc.Clock) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model = OpenAIModel(_spec(f"http://127.0.0.1:{port}/v1", max_retries=2))
+    start = trio.current_time()
+    with trio.fail_after(60), pytest.raises(ModelError) as caught:
+        await model.complete(MESSAGES, [])
+    assert type(caught.value) is ModelError
+    assert isinstance(caught.value.__cause__, httpx2.ConnectError)
+    assert trio.current_time() - start > 0  # it backed off between attempts
+
+
+# --------------------------------------------------------------------------- other dialects (in memory)
+
+
+def _sse_client(body: bytes, content_type: str = "text/event-stream") -> httpx2.AsyncClient:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": content_type}, content=body)
+
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+
+
+async def _complete_in_memory(body: bytes) -> tuple[Completion, list[Delta]]:
+    deltas: list[Delta] = []
+
+    async def on_delta(delta: Delta) -> None:
+        deltas.append(delta)
+
+    async with _sse_client(body) as client:
+        model = OpenAIModel(_spec("http://model.invalid/v1"), http_client=client)
+        return await model.complete(MESSAGES, [], on_delta=on_delta), deltas
+
+
+async def test_multiline_data_comments_and_crlf() -> None:
+    body = (
+        b": keep-alive\r\n\r\n"
+        b'data: {"choices": [{"delta":\r\ndata: {"content": "Hi"}}]}\r\n\r\n'
+        b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\r\n\r\n'
+        b"data: [DONE]"
+    )
+    completion, deltas = await _complete_in_memory(body)
+    assert completion == Completion(text="Hi", finish_reason="stop")
+    assert deltas == [TextDelta("Hi")]
+
+
+async def test_calls_without_index_are_told_apart_by_id_and_reasoning_field_is_read() -> None:
+    chunks = [
+        {"choices": [{"delta": {"reasoning": "hmm"}}]},
+        {"choices": [{"delta": {"tool_calls": [{"id": "a", "function": {"name": "x__y", "arguments": "{"}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"function": {"arguments": "}"}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"id": "b", "function": {"name": "x__z", "arguments": "{}"}}]}}]},
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    body = b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks) + b"data: [DONE]\n\n"
+    completion, _deltas = await _complete_in_memory(body)
+    assert completion.tool_calls == (ToolCall("a", "x__y", "{}"), ToolCall("b", "x__z", "{}"))
+    assert completion.reasoning == "hmm"
+
+
+async def test_error_object_in_the_stream_is_an_error() -> None:
+    body = b'data: {"error": {"message": "context length exceeded"}}\n\n'
+    with pytest.raises(ModelStreamError, match="context length exceeded"):
+        await _complete_in_memory(body)
+
+
+async def test_finish_reason_without_done_is_a_complete_answer() -> None:
+    body = b'data: {"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}]}\n\n'
+    completion, _deltas = await _complete_in_memory(body)
+    assert completion == Completion(text="ok", finish_reason="stop")
+
+
+# --------------------------------------------------------------------------- SSE decoder
+
+
+def test_sse_decoder_events() -> None:
+    decoder = SSEDecoder()
+    events = decoder.feed(b": comment\nevent: ping\ndata: a\ndata: b\n\ndata: c\r\n\r\ndata: tail")
+    assert events == [ServerSentEvent("a\nb", "ping"), ServerSentEvent("c")]
+    assert decoder.flush() == [ServerSentEvent("tail")]
+
+
+@given(st.data())
+def test_sse_decoder_is_independent_of_chunk_boundaries(data: st.DataObject) -> None:
+    raw = 'data: 北京\r\n\r\n: note\ndata: {"a":\ndata: 1}\n\nevent: x\rdata: é\r\r'.encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=8)))
+    decoder = SSEDecoder()
+    events = []
+    for start, end in zip([0, *cuts], [*cuts, len(raw)], strict=True):
+        events += decoder.feed(raw[start:end])
+    events += decoder.flush()
+    assert events == [ServerSentEvent("北京"), ServerSentEvent('{"a":\n1}'), ServerSentEvent("é", "x")]
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def test_default_model_is_the_demo_without_environment() -> None:
+    spec = default_model_spec(environ={})
+    assert spec.provider == "demo"
+    assert isinstance(build_model(spec), DemoModel)
+
+
+def test_default_model_uses_the_three_environment_variables() -> None:
+    env = {"OPENAI_BASE_URL": "http://localhost:11434/v1", "OPENAI_MODEL": "qwen3", "OPENAI_API_KEY": "sk-x"}
+    spec = default_model_spec(environ=env)
+    assert (spec.provider, spec.base_url, spec.model, spec.api_key_env) == (
+        "openai",
+        "http://localhost:11434/v1",
+        "qwen3",
+        "OPENAI_API_KEY",
+    )
+    model = build_model(spec)
+    assert isinstance(model, OpenAIModel)
+    assert model.name == "qwen3"
+
+
+def test_build_model_by_provider() -> None:
+    assert isinstance(build_model(ModelSpec(id="t", provider="test")), TestModel)
+    assert isinstance(build_model(ModelSpec(id="d", provider="demo")), DemoModel)
