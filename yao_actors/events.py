@@ -82,12 +82,13 @@ class CustomName(enum.StrEnum):
 
 
 class Outcome(enum.StrEnum):
-    """How a run that reached ``RUN_FINISHED`` ended; ``result.outcome`` of that event.
+    """How a run ended; for ``RUN_FINISHED``, ``result.outcome`` of that event.
 
     ``answered``: the assistant answered. ``fallback``: the tool loop failed and
     the fallback assistant answered. ``degraded``: the fallback failed too, the
     run finished with what it had. ``data``: a ``next`` hook returned data.
     ``cancelled``: the run was cancelled (the AG-UI outcome is ``cancelled``).
+    ``error``: the run ended with ``RUN_ERROR``.
     """
 
     ANSWERED = "answered"
@@ -95,6 +96,7 @@ class Outcome(enum.StrEnum):
     DEGRADED = "degraded"
     DATA = "data"
     CANCELLED = "cancelled"
+    ERROR = "error"
 
 
 class StreamClosedError(RuntimeError):
