@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from yao_actors.errors import ErrorKind
 from yao_actors.fallback import (
     FALLBACK_ASSISTANT_ID,
@@ -41,7 +43,7 @@ def test_golden_with_system_message_in_history() -> None:
 
 
 def test_empty_texts_and_other_roles_are_skipped() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "Q"},
         {"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]},
         {"role": "tool", "content": "{}", "tool_call_id": "1"},
