@@ -104,7 +104,8 @@ def _integer(schema: Mapping[str, Any], rng: random.Random, _root: Mapping[str, 
     low, high, ex_low, ex_high = _bounds(schema)
     lower = max(low, math.floor(ex_low) + 1 if ex_low is not None else -math.inf)
     upper = min(high, math.ceil(ex_high) - 1 if ex_high is not None else math.inf)
-    lower, upper = _finite(math.ceil(lower), math.floor(upper))
+    lower, upper = _finite(lower, upper)
+    lower, upper = math.ceil(lower), math.floor(upper)
     step = schema.get("multipleOf")
     if isinstance(step, int) and step > 0:
         first, last = math.ceil(lower / step), math.floor(upper / step)

@@ -1,0 +1,337 @@
+"""The offline models: FunctionModel streaming and call log, TestModel arguments, DemoModel's scenario steps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import mcp
+import pytest
+import trio
+import trio.lowlevel
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from yao_actors.demo import clothing, weather
+from yao_actors.models import (
+    Completion,
+    Delta,
+    DemoModel,
+    FunctionModel,
+    Model,
+    ReasoningDelta,
+    TestModel,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+
+
+def _tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": name, "parameters": parameters}}
+
+
+async def _run(
+    model: Model, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[Completion, list[Delta]]:
+    deltas: list[Delta] = []
+
+    async def on_delta(delta: Delta) -> None:
+        deltas.append(delta)
+
+    return await model.complete(messages, tools, on_delta=on_delta), deltas
+
+
+# --------------------------------------------------------------------------- FunctionModel
+
+
+async def test_function_model_streams_text_and_tool_calls_in_chunks() -> None:
+    answer = Completion(
+        text="Hello world",
+        reasoning="why",
+        tool_calls=(ToolCall("c1", "a__b", '{"x":1}'),),
+        finish_reason="tool_calls",
+    )
+    model = FunctionModel(lambda messages, tools: answer, chunk_size=4)
+    completion, deltas = await _run(model, [{"role": "user", "content": "hi"}], [])
+    assert completion == answer
+    assert deltas == [
+        ReasoningDelta("why"),
+        TextDelta("Hell"),
+        TextDelta("o wo"),
+        TextDelta("rld"),
+        ToolCallDelta(index=0, id="c1", name="a__b"),
+        ToolCallDelta(index=0, arguments='{"x"'),
+        ToolCallDelta(index=0, arguments=":1}"),
+    ]
+
+
+async def test_function_model_accepts_async_functions_and_plain_text() -> None:
+    async def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        await trio.lowlevel.checkpoint()
+        return f"{len(messages)} messages, {len(tools)} tools"
+
+    model = FunctionModel(answer, name="counter")
+    completion, deltas = await _run(model, [{"role": "user", "content": "hi"}], [_tool("t", {})])
+    assert completion.text == "1 messages, 1 tools"
+    assert deltas == [TextDelta("1 messages, 1 tools")]
+    assert model.name == "counter"
+    assert isinstance(model, Model)
+
+
+async def test_function_model_keeps_a_log_of_copies() -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    model = FunctionModel(lambda m, t: "ok")
+    await model.complete(messages, [])
+    messages.append({"role": "assistant", "content": "later"})
+    (call,) = model.calls
+    assert call.messages == ({"role": "user", "content": "hi"},)
+    assert call.completion == Completion(text="ok")
+
+
+# --------------------------------------------------------------------------- TestModel
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "enum": ["Beijing", "Tokyo"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7},
+        "units": {"$ref": "#/$defs/Units"},
+        "where": {"type": "object", "properties": {"lat": {"type": "number", "minimum": -90, "maximum": 90}}},
+    },
+    "required": ["city", "days"],
+    "$defs": {"Units": {"type": "string", "enum": ["metric", "imperial"]}},
+}
+
+
+async def test_test_model_calls_every_tool_once_then_summarises() -> None:
+    tools = [_tool("weather__get", WEATHER_SCHEMA), _tool("time__now", {"type": "object", "properties": {}})]
+    model = TestModel(seed=3)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    first, deltas = await _run(model, messages, tools)
+    assert [call.name for call in first.tool_calls] == ["weather__get", "time__now"]
+    assert len({call.id for call in first.tool_calls}) == 2
+    assert [d.name for d in deltas if isinstance(d, ToolCallDelta) and d.name] == ["weather__get", "time__now"]
+    arguments = json.loads(first.tool_calls[0].arguments)
+    jsonschema.validate(arguments, WEATHER_SCHEMA)
+    assert arguments["units"] in ("metric", "imperial")
+
+    messages.append(first.to_message())
+    messages += [
+        {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": '{"temp":3}'},
+        {"role": "tool", "tool_call_id": first.tool_calls[1].id, "content": "Error: clock stopped"},
+    ]
+    second, _ = await _run(model, messages, tools)
+    assert second.tool_calls == ()
+    assert 'weather__get: {"temp":3}' in second.text
+    assert "time__now: Error: clock stopped" in second.text
+
+
+async def test_test_model_is_deterministic_per_seed() -> None:
+    tools = [_tool("weather__get", WEATHER_SCHEMA)]
+    messages = [{"role": "user", "content": "go"}]
+    same = [await TestModel(seed=7).complete(messages, tools) for _ in range(2)]
+    assert same[0] == same[1]
+    others = {(await TestModel(seed=seed).complete(messages, tools)).tool_calls[0].arguments for seed in range(8)}
+    assert len(others) > 1
+
+
+async def test_test_model_without_tools_says_so() -> None:
+    completion = await TestModel().complete([{"role": "user", "content": "go"}], [])
+    assert completion.tool_calls == ()
+    assert "No tools" in completion.text
+
+
+async def test_test_model_arguments_satisfy_the_demo_servers_real_schemas() -> None:
+    model = TestModel()
+    with trio.fail_after(30):
+        for server in (weather.build_server(), clothing.build_server()):
+            async with mcp.Client(server) as client:
+                listed = await client.list_tools()
+            for tool in listed.tools:
+                schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema
+                arguments = model.arguments_for(_tool(tool.name, schema))
+                jsonschema.validate(arguments, schema)
+
+
+def _integer_schema() -> st.SearchStrategy[dict[str, Any]]:
+    def build(low: int | None, step: int, span: int, ex_low: bool, ex_high: bool, high: bool) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer", "multipleOf": step} if step > 1 else {"type": "integer"}
+        base = 0 if low is None else low
+        if low is not None:
+            schema["exclusiveMinimum" if ex_low else "minimum"] = low
+        if high:
+            schema["exclusiveMaximum" if ex_high else "maximum"] = base + span
+        return schema
+
+    return st.integers(1, 5).flatmap(
+        lambda step: st.builds(
+            build,
+            st.none() | st.integers(-1000, 1000),
+            st.just(step),
+            st.integers(2 * step + 2, 60),
+            st.booleans(),
+            st.booleans(),
+            st.booleans(),
+        )
+    )
+
+
+def _number_schema() -> st.SearchStrategy[dict[str, Any]]:
+    def build(low: float | None, span: float, ex_low: bool, ex_high: bool, high: bool) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "number"}
+        base = 0.0 if low is None else low
+        if low is not None:
+            schema["exclusiveMinimum" if ex_low else "minimum"] = low
+        if high:
+            schema["exclusiveMaximum" if ex_high else "maximum"] = base + span
+        return schema
+
+    bound = st.floats(-1e4, 1e4, allow_nan=False)
+    return st.builds(build, st.none() | bound, st.floats(0.5, 100), st.booleans(), st.booleans(), st.booleans())
+
+
+def _string_schema() -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        lambda low, extra: {"type": "string", "minLength": low, "maxLength": low + extra},
+        st.integers(0, 5),
+        st.integers(0, 10),
+    )
+
+
+SCALARS = st.none() | st.booleans() | st.integers(-100, 100) | st.text(max_size=5)
+LEAVES = (
+    _integer_schema()
+    | _number_schema()
+    | _string_schema()
+    | st.just({"type": "boolean"})
+    | st.just({"type": "null"})
+    | st.lists(SCALARS, min_size=1, max_size=4, unique_by=lambda v: (type(v), v)).map(lambda e: {"enum": e})
+    | SCALARS.map(lambda v: {"const": v})
+)
+
+
+def _containers(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    objects = st.dictionaries(st.text(min_size=1, max_size=6), children, max_size=4).flatmap(
+        lambda props: st.builds(
+            lambda required: {"type": "object", "properties": props, "required": required},
+            st.lists(st.sampled_from(sorted(props)), unique=True) if props else st.just([]),
+        )
+    )
+    arrays = st.builds(
+        lambda items, low, extra: {"type": "array", "items": items, "minItems": low, "maxItems": low + extra},
+        children,
+        st.integers(0, 3),
+        st.integers(0, 3),
+    )
+    choices = st.lists(children, min_size=1, max_size=3).map(lambda options: {"anyOf": options})
+    return objects | arrays | choices
+
+
+SCHEMAS = st.recursive(LEAVES, _containers, max_leaves=8)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(properties=st.dictionaries(st.text(min_size=1, max_size=8), SCHEMAS, max_size=5), seed=st.integers(0, 99))
+def test_test_model_arguments_validate_against_generated_schemas(properties: dict[str, Any], seed: int) -> None:
+    schema = {"type": "object", "properties": properties, "required": sorted(properties)}
+    arguments = TestModel(seed=seed).arguments_for(_tool("any__tool", schema))
+    jsonschema.Draft202012Validator(schema).validate(arguments)
+    assert set(arguments) == set(properties)
+
+
+# --------------------------------------------------------------------------- DemoModel
+
+DEMO_TOOLS = [
+    _tool("weather__get", {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    _tool("clothing__advise", {"type": "object", "properties": {"temp": {}, "wind": {}, "lang": {}}}),
+]
+
+
+async def _demo_turns(
+    question: str, results: dict[str, str], tools: list[dict[str, Any]] = DEMO_TOOLS
+) -> list[Completion]:
+    """Drive the demo with canned tool results until it answers in text."""
+    model = DemoModel()
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": question},
+    ]
+    completions = []
+    for _ in range(4):
+        completion = await model.complete(messages, tools)
+        completions.append(completion)
+        if not completion.tool_calls:
+            return completions
+        messages.append(completion.to_message())
+        for call in completion.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": results[call.name]})
+    raise AssertionError("the demo never answered")
+
+
+RESULTS = {
+    "weather__get": '{"city":"Beijing","temp":3,"wind":4,"condition":"sunny"}',
+    "clothing__advise": '{"advice":"穿毛衣，外加保暖外套。"}',
+}
+
+
+async def test_demo_plays_the_scenario_in_chinese() -> None:
+    weather_call, clothing_call, answer = await _demo_turns("北京今天适合穿什么?", RESULTS)
+    assert [(c.name, json.loads(c.arguments)) for c in weather_call.tool_calls] == [
+        ("weather__get", {"city": "Beijing"})
+    ]
+    assert [(c.name, json.loads(c.arguments)) for c in clothing_call.tool_calls] == [
+        ("clothing__advise", {"temp": 3, "wind": 4, "lang": "zh"})
+    ]
+    assert "3°C" in answer.text
+    assert "北京" in answer.text
+    assert "穿毛衣，外加保暖外套。" in answer.text
+
+
+async def test_demo_plays_the_scenario_in_english() -> None:
+    results = {
+        "weather__get": '{"city":"New York","temp":1,"wind":6,"condition":"windy"}',
+        "clothing__advise": '{"advice":"Wear a warm coat over a sweater."}',
+    }
+    _weather, clothing_call, answer = await _demo_turns("What should I wear in new york today?", results)
+    assert json.loads(clothing_call.tool_calls[0].arguments) == {"temp": 1, "wind": 6, "lang": "en"}
+    assert "New York" in answer.text
+    assert "1°C" in answer.text
+    assert "Wear a warm coat over a sweater." in answer.text
+
+
+async def test_demo_reports_a_failed_tool_honestly() -> None:
+    results = {"weather__get": "Error: server 'weather' unavailable: restarting"}
+    (_call, answer) = await _demo_turns("What is the weather in Tokyo?", results)
+    assert "failed" in answer.text
+    assert "restarting" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Write me a poem about the sea.", "offline demo model"),
+        ("What is the population of Tokyo?", "offline demo model"),
+        ("What should I wear in Paris?", "Cities I know"),
+        ("帮我写一首诗", "离线演示模型"),
+    ],
+)
+async def test_demo_says_what_it_can_do_for_anything_else(question: str, expected: str) -> None:
+    (answer,) = await _demo_turns(question, {})
+    assert answer.tool_calls == ()
+    assert expected in answer.text
+
+
+async def test_demo_without_the_weather_tool_does_not_pretend() -> None:
+    (answer,) = await _demo_turns("北京今天适合穿什么?", {}, tools=[])
+    assert "没有可用的天气工具" in answer.text
+
+
+async def test_demo_streams_its_answer_in_chunks_and_names_itself() -> None:
+    model = DemoModel()
+    _completion, deltas = await _run(model, [{"role": "user", "content": "Tell me a joke"}], DEMO_TOOLS)
+    assert len(deltas) > 1
+    assert all(isinstance(delta, TextDelta) for delta in deltas)
+    assert "demo" in model.name
+    assert "offline" in model.name
