@@ -14,24 +14,17 @@ import trio
 from mcp.server.lowlevel import Server
 
 from tests.integration import actor_checks
+from tests.integration.actor_checks import running
 from yao_actors import server_actor
 from yao_actors.config import InMemoryTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.server_actor import ServerState, serve_mcp_server
 from yao_actors.testing.servers import build_test_server
 from yao_actors.transports import Link, open_client
 
 
 def memory_spec(server: Any = None, **changes: Any) -> ServerSpec:
     return ServerSpec(id="mem", transport=InMemoryTransport(server or build_test_server()), **changes)
-
-
-@asynccontextmanager
-async def running(spec: ServerSpec) -> AsyncIterator[ServerHandle]:
-    async with trio.open_nursery() as nursery:
-        handle: ServerHandle = await nursery.start(serve_mcp_server, spec)
-        yield handle
-        nursery.cancel_scope.cancel()
 
 
 async def test_list_and_call() -> None:

@@ -37,13 +37,26 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(config: Config, *, models: Mapping[str, Any] | None = None) -> AsyncIterator[Runtime]:
-    """Start every server actor of ``config`` at once; stop them all when the block exits."""
-    async with trio.open_nursery() as nursery:
-        servers = await _start_servers(nursery, config.servers.values())
-        try:
-            yield Runtime(config=config, servers=servers, models=dict(models or {}), nursery=nursery)
-        finally:
-            nursery.cancel_scope.cancel()
+    """Start every server actor of ``config`` at once; stop them all when the block exits.
+
+    An exception raised by the block comes out as itself, not wrapped in the
+    nursery's exception group.
+    """
+    body_error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            servers = await _start_servers(nursery, config.servers.values())
+            try:
+                yield Runtime(config=config, servers=servers, models=dict(models or {}), nursery=nursery)
+            except BaseException as exc:
+                body_error = exc
+                raise
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if body_error is not None and list(group.exceptions) == [body_error]:
+            raise body_error from None
+        raise
 
 
 async def _start_servers(nursery: trio.Nursery, specs: Iterable[ServerSpec]) -> dict[str, ServerHandle]:

@@ -55,8 +55,10 @@ logger = logging.getLogger(__name__)
 
 #: Lines of a stdio server's stderr kept for error reports.
 STDERR_TAIL_LINES = 20
-#: Seconds a stdio server gets to exit after its stdin closes, then after SIGTERM.
-EXIT_GRACE = 1.0
+#: Seconds a stdio server gets to exit after its stdin closes (SDK servers take seconds: do not wait for them).
+STDIN_GRACE = 0.2
+#: Seconds a stdio server gets to exit after SIGTERM, before SIGKILL.
+TERM_GRACE = 1.0
 #: Seconds the exit report waits for the last stderr lines of a dead server.
 STDERR_FLUSH_WAIT = 0.5
 #: HTTP timeouts: a response stream may stay open while a tool runs; call deadlines are the actor's.
@@ -303,22 +305,21 @@ def _signal_group(process: trio.Process, sig: signal.Signals) -> None:
         os.killpg(process.pid, sig)
 
 
-async def stop_process(process: trio.Process, grace: float = EXIT_GRACE) -> None:
+async def stop_process(process: trio.Process) -> None:
     """Stop a stdio server for sure: close stdin, then SIGTERM, then SIGKILL its process group.
 
-    Every wait is bounded by ``grace``; call it shielded. Idempotent. Whatever is
-    left of the child's process group afterwards is killed too.
+    Every wait is bounded (``STDIN_GRACE``, ``TERM_GRACE``); call it shielded.
+    Idempotent. Whatever is left of the child's process group afterwards is
+    killed too.
     """
-    if process.returncode is None:
-        if process.stdin is not None:
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                await process.stdin.aclose()
-        with trio.move_on_after(grace):
-            await process.wait()
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    if process.stdin is not None:
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await process.stdin.aclose()
+    for sig, grace in ((None, STDIN_GRACE), (signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, TERM_GRACE)):
         if process.returncode is not None:
             break
-        _signal_group(process, sig)
+        if sig is not None:
+            _signal_group(process, sig)
         with trio.move_on_after(grace):
             await process.wait()
     _signal_group(process, signal.SIGKILL)

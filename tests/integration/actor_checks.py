@@ -6,12 +6,37 @@ asserts one behaviour; the transport test modules run them all.
 
 from __future__ import annotations
 
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import trio
 
+from yao_actors.config import ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.server_actor import ServerHandle, ServerState
+from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
 
 TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "register"}
+
+
+@asynccontextmanager
+async def running(spec: ServerSpec) -> AsyncIterator[ServerHandle]:
+    """Run one server actor for the block's duration."""
+    async with trio.open_nursery() as nursery:
+        handle: ServerHandle = await nursery.start(serve_mcp_server, spec)
+        yield handle
+        nursery.cancel_scope.cancel()
+
+
+def process_gone(pid: int) -> bool:
+    """Whether no process (and no member of its process group) with ``pid`` is left."""
+    for probe in (os.kill, os.killpg):
+        try:
+            probe(pid, 0)
+        except ProcessLookupError:
+            continue
+        return False
+    return True
 
 
 async def stats(handle: ServerHandle) -> dict[str, object]:

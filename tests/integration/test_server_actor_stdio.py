@@ -1,0 +1,126 @@
+"""Server actors over real stdio subprocesses: behaviour, kill -9, a missing command, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+import pytest
+import trio
+
+from tests.integration import actor_checks
+from tests.integration.actor_checks import process_gone, running
+from yao_actors.config import Config, RestartPolicy, ServerSpec, StdioTransport
+from yao_actors.errors import ErrorKind
+from yao_actors.runtime import open_runtime
+from yao_actors.server_actor import ServerState
+
+FAST_RESTART = RestartPolicy(max_restarts=3, backoff_initial=0.05, backoff_max=0.5)
+
+
+def stdio_spec(server_id: str = "stdio", **changes: Any) -> ServerSpec:
+    transport = StdioTransport(command=sys.executable, args=("-m", "yao_actors.testing.servers", "--name", server_id))
+    return ServerSpec(id=server_id, transport=transport, restart=FAST_RESTART, **changes)
+
+
+async def test_behaviour_over_stdio() -> None:
+    with trio.fail_after(60):
+        async with running(stdio_spec(timeout=1.0)) as handle:
+            await actor_checks.check_list_and_call(handle)
+            await actor_checks.check_concurrent_calls(handle)
+            await actor_checks.check_progress(handle)
+            await actor_checks.check_deadline(handle)
+            await actor_checks.check_caller_cancellation(handle, already_cancelled=1)
+
+
+async def test_kill_9_fails_in_flight_calls_and_restarts() -> None:
+    outcomes: list[Any] = []
+    with trio.fail_after(60):
+        async with running(stdio_spec(timeout=30)) as handle:
+            first_pid = handle.statistics().pid
+            assert first_pid is not None
+
+            async def call() -> None:
+                outcomes.append(await handle.call_tool("sleep", {"seconds": 20}))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(5):
+                    nursery.start_soon(call)
+                while handle.statistics().in_flight < 5:  # noqa: ASYNC110 -- counters, no event to wait on
+                    await trio.sleep(0.01)
+                os.kill(first_pid, signal.SIGKILL)
+                with trio.fail_after(5):  # "quickly": long before the calls' own 20 s
+                    while len(outcomes) < 5:  # noqa: ASYNC110
+                        await trio.sleep(0.01)
+            assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * 5
+            for outcome in outcomes:
+                assert f"exit code {-signal.SIGKILL}" in (outcome.error or "")
+                assert "test server stdio started" in (outcome.error or "")
+
+            await handle.wait_for_state(ServerState.READY)
+            assert (await handle.call_tool("add", {"a": 1, "b": 2})).result == {"sum": 3}
+            stats = handle.statistics()
+            assert stats.restarts == 1
+            assert stats.pid not in (None, first_pid)
+            assert process_gone(first_pid)
+
+            crashed = await handle.call_tool("crash", {"code": 3})
+            assert crashed.kind is ErrorKind.SERVER_UNAVAILABLE
+            assert "exit code 3" in (crashed.error or "")
+            assert "crashing on purpose with code 3" in (crashed.error or "")
+            await handle.wait_for_state(ServerState.READY)
+            assert (await handle.call_tool("echo", {"text": "back"})).result == {"text": "back"}
+
+
+async def test_missing_command_is_reported_and_the_others_serve() -> None:
+    missing = ServerSpec(
+        id="missing", transport=StdioTransport(command="/nonexistent/mcp-server"), restart=FAST_RESTART
+    )
+    config = Config(servers={"missing": missing, "good": stdio_spec("good")})
+    with trio.fail_after(60):
+        async with open_runtime(config) as runtime:
+            assert list(runtime.servers) == ["missing", "good"]
+            bad = runtime.servers["missing"].statistics()
+            assert bad.state in (ServerState.RESTARTING, ServerState.DOWN)
+            assert "FileNotFoundError" in (bad.last_error or "")
+            assert "/nonexistent/mcp-server" in (bad.last_error or "")
+            assert (await runtime.servers["good"].call_tool("echo", {"text": "hi"})).result == {"text": "hi"}
+            outcome = await runtime.servers["missing"].call_tool("echo", {"text": "hi"})
+            assert outcome.kind is ErrorKind.SERVER_UNAVAILABLE
+            assert "FileNotFoundError" in (outcome.error or "")
+
+
+async def _start_and_collect_pids(config: Config, pids: list[int], *, then: str) -> None:
+    async with open_runtime(config) as runtime:
+        for handle in runtime.servers.values():
+            await handle.wait_for_state(ServerState.READY)
+            pid = handle.statistics().pid
+            assert pid is not None
+            pids.append(pid)
+        assert not any(process_gone(pid) for pid in pids)
+        if then == "raise":
+            raise RuntimeError("the body failed")
+
+
+@pytest.mark.parametrize("then", ["exit", "raise", "cancel"])
+async def test_no_child_survives_the_runtime(then: str) -> None:
+    config = Config(servers={f"s{i}": stdio_spec(f"s{i}") for i in range(3)})
+    pids: list[int] = []
+    with trio.fail_after(60):
+        if then == "cancel":
+            with trio.move_on_after(30) as outer:
+                async with open_runtime(config) as runtime:
+                    for handle in runtime.servers.values():
+                        await handle.wait_for_state(ServerState.READY)
+                        pids.append(handle.statistics().pid or 0)
+                    outer.cancel()
+                    await trio.sleep_forever()
+        elif then == "raise":
+            with pytest.raises(RuntimeError, match="the body failed"):
+                await _start_and_collect_pids(config, pids, then=then)
+        else:
+            await _start_and_collect_pids(config, pids, then=then)
+    assert len(pids) == 3
+    assert all(process_gone(pid) for pid in pids)
