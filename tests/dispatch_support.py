@@ -11,14 +11,17 @@ under ``autojump_clock``.
 from __future__ import annotations
 
 import collections
-from collections.abc import Awaitable, Callable
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
 import mcp.types
 import trio
 
-from yao_actors.config import InMemoryTransport, ServerSpec
+from yao_actors.config import InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.dispatch import ProgressFn
 from yao_actors.errors import ErrorKind
 from yao_actors.results import ToolOutcome
@@ -142,3 +145,58 @@ def fake_server(server_id: str, tools: list[mcp.types.Tool] | None = None, **spe
 
 def servers_of(*fakes: FakeServer) -> dict[str, FakeServer]:
     return {fake.id: fake for fake in fakes}
+
+
+TEST_SERVER_COMMAND = (sys.executable, "-m", "yao_actors.testing.servers")
+
+
+def stdio_test_server(server_id: str, **spec: Any) -> ServerSpec:
+    """A spec running ``yao_actors.testing.servers`` as a stdio subprocess."""
+    return ServerSpec(
+        server_id, StdioTransport(TEST_SERVER_COMMAND[0], (*TEST_SERVER_COMMAND[1:], "--name", server_id)), **spec
+    )
+
+
+@attrs.define(eq=False)
+class HttpTestServer:
+    """The test server running over streamable HTTP in its own process."""
+
+    process: trio.Process
+    _url: str | None = None
+
+    async def url(self) -> str:
+        """Wait until the server listens; its ``http://127.0.0.1:PORT/mcp`` URL."""
+        if self._url is None:
+            assert self.process.stdout is not None
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = await self.process.stdout.receive_some(1)
+                if not chunk:
+                    raise RuntimeError(f"the HTTP test server exited before listening (code {self.process.poll()})")
+                line += chunk
+            words = line.decode().split()
+            assert words[0] == "LISTENING", line
+            self._url = words[1]
+        return self._url
+
+
+@asynccontextmanager
+async def open_http_test_server(name: str = "test") -> AsyncIterator[HttpTestServer]:
+    """Start the test server over streamable HTTP on 127.0.0.1, port 0; stop it on exit.
+
+    It boots while the caller goes on; ``await server.url()`` waits until it listens.
+    """
+    process = await trio.lowlevel.open_process(
+        [*TEST_SERVER_COMMAND, "--http", "--port", "0", "--name", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield HttpTestServer(process)
+    finally:
+        with trio.CancelScope(shield=True):
+            process.terminate()
+            with trio.move_on_after(5):
+                await process.wait()
+            process.kill()
+            await process.wait()
