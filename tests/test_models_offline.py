@@ -150,9 +150,8 @@ async def test_test_model_arguments_satisfy_the_demo_servers_real_schemas() -> N
             async with mcp.Client(server) as client:
                 listed = await client.list_tools()
             for tool in listed.tools:
-                schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema
-                arguments = model.arguments_for(_tool(tool.name, schema))
-                jsonschema.validate(arguments, schema)
+                arguments = model.arguments_for(_tool(tool.name, tool.input_schema))
+                jsonschema.validate(arguments, tool.input_schema)
 
 
 def _integer_schema() -> st.SearchStrategy[dict[str, Any]]:
