@@ -126,7 +126,9 @@ class _Batch:
 
         self.started[planned.index] = trio.current_time()
         await self.emit(CallStarted(call, entry.server, entry.tool, planned.index))
-        outcome = await planned.server.call_tool(entry.tool, planned.arguments, progress=progress)
+        # Without a listener, ask for no progress: the server then sends none.
+        wanted = progress if self.on_event is not None else None
+        outcome = await planned.server.call_tool(entry.tool, planned.arguments, progress=wanted)
         return ToolCallResult(
             call_id=call.id,
             name=call.name,
