@@ -29,16 +29,18 @@ endpoint's own message; a wrong content type, a malformed chunk, an error
 object in the stream, or a stream that ends before ``[DONE]`` or a finish
 reason raise :class:`~yao_actors.errors.ModelStreamError`.
 
-Each call opens its own connection pool unless the model is given an
-``httpx2.AsyncClient`` to share (its owner closes it).
+Each call opens its own connection pool (sharing one TLS context) unless the
+model is given an ``httpx2.AsyncClient`` to share (its owner closes it).
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import os
 import random
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
@@ -100,8 +102,9 @@ class OpenAIModel:
     ``spec`` says where and how (see :class:`~yao_actors.config.ModelSpec`);
     the API key is read from the environment variable ``spec.api_key_env``
     when the model is built unless ``api_key`` is given (no key, no
-    ``Authorization`` header: fine for a local Ollama). ``http_client`` shares a caller-owned client and its
-    connection pool between calls.
+    ``Authorization`` header: fine for a local Ollama). ``http_client`` shares a
+    caller-owned client and its connection pool between calls (give it
+    ``timeout=None``: the deadlines here are the model's own).
     """
 
     spec: ModelSpec
@@ -163,7 +166,7 @@ class OpenAIModel:
         if self.http_client is not None:
             yield self.http_client
             return
-        async with httpx2.AsyncClient(timeout=None) as client:
+        async with httpx2.AsyncClient(timeout=None, verify=_ssl_context()) as client:
             yield client
 
     async def _attempt(self, client: httpx2.AsyncClient, body: dict[str, Any], relay: _Relay) -> Completion:
@@ -267,6 +270,12 @@ class OpenAIModel:
         for delta in assembly.apply({**chunk, "usage": data.get("usage")}):
             await relay.send(delta)
         return assembly.completion()
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every call: building one loads the CA bundle, which takes tens of milliseconds."""
+    return httpx2.create_ssl_context()
 
 
 def _parse_chunk(data: str) -> dict[str, Any]:
