@@ -274,7 +274,7 @@ async def test_unreachable_endpoint_is_retried_then_fails(autojump_clock: trio.a
 # --------------------------------------------------------------------------- other dialects (in memory)
 
 
-def _sse_client(body: bytes, content_type: str = "text/event-stream") -> httpx2.AsyncClient:
+def _canned_client(body: bytes, content_type: str = "text/event-stream") -> httpx2.AsyncClient:
     def handler(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, headers={"content-type": content_type}, content=body)
 
@@ -287,7 +287,7 @@ async def _complete_in_memory(body: bytes) -> tuple[Completion, list[Delta]]:
     async def on_delta(delta: Delta) -> None:
         deltas.append(delta)
 
-    async with _sse_client(body) as client:
+    async with _canned_client(body) as client:
         model = OpenAIModel(_spec("http://model.invalid/v1"), http_client=client)
         return await model.complete(MESSAGES, [], on_delta=on_delta), deltas
 
@@ -316,6 +316,20 @@ async def test_calls_without_index_are_told_apart_by_id_and_reasoning_field_is_r
     completion, _deltas = await _complete_in_memory(body)
     assert completion.tool_calls == (ToolCall("a", "x__y", "{}"), ToolCall("b", "x__z", "{}"))
     assert completion.reasoning == "hmm"
+
+
+async def test_json_answer_to_a_streamed_request_is_accepted() -> None:
+    answer = {"choices": [{"message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}]}
+    deltas: list[Delta] = []
+
+    async def on_delta(delta: Delta) -> None:
+        deltas.append(delta)
+
+    async with _canned_client(json.dumps(answer).encode(), "application/json; charset=utf-8") as client:
+        model = OpenAIModel(_spec("http://model.invalid/v1"), http_client=client)
+        completion = await model.complete(MESSAGES, [], on_delta=on_delta)
+    assert completion == Completion(text="whole", finish_reason="stop")
+    assert deltas == [TextDelta("whole")]
 
 
 async def test_error_object_in_the_stream_is_an_error() -> None:

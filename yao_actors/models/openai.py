@@ -25,9 +25,11 @@ jitter, honouring ``Retry-After``, at most ``max_retries`` times and never past
 ``retry_budget`` seconds since the first attempt — and only while no delta was
 delivered, so a half-relayed stream is never replayed. Other failures raise at
 once: a 4xx raises :class:`~yao_actors.errors.ModelHTTPError` carrying the
-endpoint's own message; a wrong content type, a malformed chunk, an error
-object in the stream, or a stream that ends before ``[DONE]`` or a finish
-reason raise :class:`~yao_actors.errors.ModelStreamError`.
+endpoint's own message; a content type other than ``text/event-stream`` or
+``application/json`` (accepted even for a streamed request, from endpoints
+that ignore ``stream``), a malformed chunk, an error object in the stream, or
+a stream that ends before ``[DONE]`` or a finish reason raise
+:class:`~yao_actors.errors.ModelStreamError`.
 
 Each call opens its own connection pool (sharing one TLS context) unless the
 model is given an ``httpx2.AsyncClient`` to share (its owner closes it).
@@ -177,9 +179,16 @@ class OpenAIModel:
             with self._deadline(headers_deadline, "connect" if self.spec.stream else "read"):
                 response = await client.send(request, stream=True)
             await self._refuse_error_status(response)
-            if self.spec.stream:
+            content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+            if content_type == "text/event-stream":
                 return await self._read_stream(response, relay)
-            return await self._read_whole(response, relay)
+            if content_type == "application/json":  # also what endpoints that ignore ``stream`` send
+                return await self._read_whole(response, relay)
+            snippet = (await self._read_body(response))[:_SNIPPET]
+            raise ModelStreamError(
+                f"expected text/event-stream or application/json from {self._url}, got "
+                f"{content_type or 'no content type'!r} (is base_url an OpenAI-compatible endpoint?): {snippet!r}"
+            )
         except httpx2.RequestError as exc:
             message = f"the connection to the model endpoint {self._url} failed: {exc!r}"
             if relay.delivered:
@@ -213,17 +222,7 @@ class OpenAIModel:
             raise _Retryable(error, _retry_after(response.headers.get("retry-after")))
         raise error
 
-    async def _require_content_type(self, response: httpx2.Response, expected: str) -> None:
-        content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if content_type != expected:
-            snippet = (await self._read_body(response))[:_SNIPPET]
-            raise ModelStreamError(
-                f"expected {expected} from {self._url}, got {content_type or 'no content type'!r} "
-                f"(is base_url an OpenAI-compatible endpoint?): {snippet!r}"
-            )
-
     async def _read_stream(self, response: httpx2.Response, relay: _Relay) -> Completion:
-        await self._require_content_type(response, "text/event-stream")
         assembly = _Assembly()
         try:
             async with aclosing(self._events(response)) as events:
@@ -257,7 +256,6 @@ class OpenAIModel:
             yield event
 
     async def _read_whole(self, response: httpx2.Response, relay: _Relay) -> Completion:
-        await self._require_content_type(response, "application/json")
         data = _parse_chunk(await self._read_body(response))
         try:
             choice = data["choices"][0]
