@@ -7,6 +7,11 @@ it arrives: text, ``reasoning_content`` (or ``reasoning``), and tool-call
 fragments, which are assembled by their ``index`` (several calls may be
 interleaved; ids and names arrive once, arguments in pieces).
 
+The request body is ``model``, ``messages``, ``tools`` (when there are any),
+the streaming fields, and then ``ModelSpec.params`` merged over them; a
+``None`` param removes a field (``{"stream_options": None}`` for an endpoint
+that refuses it).
+
 Deadlines are Trio cancel scopes owned by this client, never ``timeout=``
 arguments of the HTTP stack:
 
