@@ -203,7 +203,10 @@ class ServerHandle:
         with receive:
             try:
                 with trio.move_on_after(self.spec.timeout) as deadline:
-                    await self._mailbox.send(request)
+                    try:  # the actor drains its mailbox at once: skip a scheduling round when there is room
+                        self._mailbox.send_nowait(request)
+                    except trio.WouldBlock:
+                        await self._mailbox.send(request)
                     async for item in receive:
                         if isinstance(item, ToolOutcome):
                             return item
@@ -262,14 +265,18 @@ class ServerHandle:
         waiting = True
         try:
             with request.scope:
-                async with life.limiter:
-                    waiting = False
-                    self._queued -= 1
-                    self._in_flight += 1
-                    try:
-                        outcome = await self._execute(life, request)
-                    finally:
-                        self._in_flight -= 1
+                try:  # a free slot is taken without a scheduling round
+                    life.limiter.acquire_nowait()
+                except trio.WouldBlock:
+                    await life.limiter.acquire()
+                waiting = False
+                self._queued -= 1
+                self._in_flight += 1
+                try:
+                    outcome = await self._execute(life, request)
+                finally:
+                    self._in_flight -= 1
+                    life.limiter.release()
         finally:
             if waiting:
                 self._queued -= 1
