@@ -95,15 +95,35 @@ async def run_once(model: Model, question: str = "Q", **options: Any) -> RunResu
         return await manager.run("a", question)
 
 
+#: What opens a span of the stream, what closes it, and the field naming it.
+SPANS = {
+    "STEP_STARTED": (("STEP_FINISHED",), "stepName"),
+    "TEXT_MESSAGE_START": (("TEXT_MESSAGE_END",), "messageId"),
+    "REASONING_MESSAGE_START": (("REASONING_MESSAGE_END",), "messageId"),
+    "TOOL_CALL_START": (("TOOL_CALL_END",), "toolCallId"),
+    "SUBAGENT_STARTED": (("SUBAGENT_FINISHED", "SUBAGENT_ERROR"), "subagentRunId"),
+}
+CLOSERS = {closer: (opener, field) for opener, (closers, field) in SPANS.items() for closer in closers}
+
+
 def check_stream(events: Sequence[EventDict]) -> None:
-    """Every event parses, seq is strictly increasing, and exactly the last one is terminal."""
+    """Every event parses, seq is strictly increasing, exactly the last one is terminal, every span is closed."""
     for event in events:
         parse_event(event)
-    seqs = [event["seq"] for event in events]
-    assert seqs == sorted(set(seqs))
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
     terminal = [i for i, event in enumerate(events) if event["type"] in ("RUN_FINISHED", "RUN_ERROR")]
     assert terminal == [len(events) - 1]
     assert events[0]["type"] == "RUN_STARTED"
+    open_spans: set[tuple[str, str]] = set()
+    for event in events:
+        if event["type"] in SPANS:
+            span = (event["type"], event[SPANS[event["type"]][1]])
+            assert span not in open_spans
+            open_spans.add(span)
+        elif event["type"] in CLOSERS:
+            opener, field = CLOSERS[event["type"]]
+            open_spans.remove((opener, event[field]))
+    assert not open_spans, f"left open: {open_spans}"
 
 
 def types(events: Sequence[EventDict]) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pydantic
 import pytest
 import trio
@@ -168,14 +170,27 @@ async def test_a_bounded_channel_gets_backpressure() -> None:
     assert [e["type"] for e in got] == ["RUN_STARTED", "RUN_FINISHED"]
 
 
-async def test_terminal_whose_delivery_was_cancelled_still_closes_the_stream() -> None:
-    send, _receive = trio.open_memory_channel[EventDict](0)
+async def test_an_event_whose_delivery_was_cancelled_is_not_emitted() -> None:
+    send, receive = trio.open_memory_channel[EventDict](1)
     events = RunEvents("r", "t", send)
-    with trio.move_on_after(0):
-        await events.run_finished("ok")
+    await events.run_started()
+    with trio.move_on_after(0.01):
+        await events.run_finished("ok")  # the buffer is full: delivery blocks, then is cancelled
+    assert not events.finished
+    assert events.seq == 1
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(functools.partial(events.run_error, "cancelled", code="cancelled"))
+        got = [await receive.receive(), await receive.receive()]
+    assert [(e["type"], e["seq"]) for e in got] == [("RUN_STARTED", 1), ("RUN_ERROR", 2)]
     assert events.finished
-    with pytest.raises(StreamClosedError):
-        await events.run_error("x", code="y")
+
+
+async def test_concurrent_emitters_get_distinct_consecutive_seq() -> None:
+    events, sent = collecting()
+    async with trio.open_nursery() as nursery:
+        for i in range(20):
+            nursery.start_soon(events.tool_call_end, f"c{i}")
+    assert [e["seq"] for e in sent] == list(range(1, 21))
 
 
 def test_parse_event_refuses_invalid_dicts() -> None:

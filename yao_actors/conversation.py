@@ -171,16 +171,18 @@ class _DeltaRelay:
             await self._text(delta.text)
         elif isinstance(delta, ReasoningDelta):
             if self.reasoning_id is None:
-                self.reasoning_id = self.new_message_id()
-                await self.events.reasoning_start(self.reasoning_id)
+                message_id = self.new_message_id()
+                await self.events.reasoning_start(message_id)
+                self.reasoning_id = message_id
             await self.events.reasoning_content(self.reasoning_id, delta.text)
         elif isinstance(delta, ToolCallDelta):
             await self._tool_call(delta)
 
     async def _text(self, text: str) -> None:
         if self.text_id is None:
-            self.text_id = self.new_message_id()
-            await self.events.text_start(self.text_id)
+            message_id = self.new_message_id()
+            await self.events.text_start(message_id)
+            self.text_id = message_id
         await self.events.text_content(self.text_id, text)
 
     async def _tool_call(self, delta: ToolCallDelta) -> None:
@@ -189,8 +191,8 @@ class _DeltaRelay:
         stream.name = stream.name or delta.name
         stream.arguments += delta.arguments
         if not stream.started and stream.id and stream.name:
-            stream.started = True
             await self.events.tool_call_start(stream.id, stream.name, parent_message_id=self.text_id)
+            stream.started = True
         if stream.started and stream.arguments and stream.id:
             arguments, stream.arguments = stream.arguments, ""
             await self.events.tool_call_args(stream.id, arguments)
@@ -208,15 +210,15 @@ class _DeltaRelay:
     async def close(self) -> None:
         """End every message and tool call still open."""
         if self.reasoning_id is not None:
-            reasoning_id, self.reasoning_id = self.reasoning_id, None
-            await self.events.reasoning_end(reasoning_id)
+            await self.events.reasoning_end(self.reasoning_id)
+            self.reasoning_id = None
         if self.text_id is not None:
-            text_id, self.text_id = self.text_id, None
-            await self.events.text_end(text_id)
+            await self.events.text_end(self.text_id)
+            self.text_id = None
         for stream in self.calls.values():
             if stream.started and not stream.ended and stream.id:
-                stream.ended = True
                 await self.events.tool_call_end(stream.id)
+                stream.ended = True
 
 
 # --------------------------------------------------------------------------- the run
@@ -244,6 +246,8 @@ class _Run:
     last_text: str = ""
     batch: _Batch | None = None
     relay: _DeltaRelay | None = None
+    step: str | None = None
+    subagents: list[str] = attrs.field(factory=list)
     counter: int = 0
 
     def new_message_id(self) -> str:
@@ -338,10 +342,10 @@ class _Run:
         if depth >= MAX_DELEGATION_DEPTH:
             raise RunError(f"delegation deeper than {MAX_DELEGATION_DEPTH} assistants", code="hook_error")
         target = self.manager.assistant(assistant_id)
-        subagent_id = self.new_message_id()
-        await self.events.subagent_started(subagent_id, target.id)
+        subagent_id = await self.subagent_started(target.id)
         with self.events.attributed_to(subagent_id):
             answer = await self.answer(target, conversation, depth + 1)
+        self.subagents.remove(subagent_id)
         await self.events.subagent_finished(subagent_id, {"text": answer.text, "outcome": answer.outcome.value})
         return answer
 
@@ -349,23 +353,31 @@ class _Run:
         """Step 6: the fallback assistant synthesises an answer from everything the run has."""
         logger.warning("run %s: %s; delegating to %s", self.events.run_id, reason, FALLBACK_ASSISTANT_ID)
         brief = build_fallback_brief(assistant.prompt, conversation, self.results)
-        subagent_id = self.new_message_id()
-        await self.events.subagent_started(subagent_id, FALLBACK_ASSISTANT_ID, description=FALLBACK_DESCRIPTION)
+        subagent_id = await self.subagent_started(FALLBACK_ASSISTANT_ID, FALLBACK_DESCRIPTION)
         try:
             with self.events.attributed_to(subagent_id):
                 model = self.manager.model(assistant.fallback_model or assistant.model)
                 completion = await self.call_model(assistant, model, fallback_messages(brief), [], "fallback")
         except (ModelError, RunError) as error:
             code = error.code if isinstance(error, RunError) else "model_error"
+            self.subagents.remove(subagent_id)
             await self.events.subagent_error(subagent_id, str(error), code=code)
             note = f"{reason}; the fallback assistant failed too ({error}): finished with what the run has"
             return _Answer(self.last_text, Outcome.DEGRADED, note=note)
+        self.subagents.remove(subagent_id)
         await self.events.subagent_finished(subagent_id, {"text": completion.text})
         return _Answer(
             completion.text, Outcome.FALLBACK, {"role": "assistant", "content": completion.text}, note=reason
         )
 
     # ------------------------------------------------------------------ the pieces
+
+    async def subagent_started(self, name: str, description: str | None = None) -> str:
+        """Announce a subagent invocation; it stays open (``self.subagents``) until it finishes."""
+        subagent_id = self.new_message_id()
+        await self.events.subagent_started(subagent_id, name, description=description)
+        self.subagents.append(subagent_id)
+        return subagent_id
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
         try:
@@ -387,29 +399,31 @@ class _Run:
         """One streamed model call under the model deadline, as one step of events."""
         self.relay = _DeltaRelay(self.events, self.new_message_id)
         await self.events.step_started(step)
+        self.step = step
         try:
             with trio.fail_after(assistant.timeouts.model):
                 completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
         except trio.TooSlowError as error:
-            await self.end_step(step)
+            await self.end_step()
             raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
         except ModelError:
-            await self.end_step(step)
+            await self.end_step()
             raise
-        await self.relay.finish(completion)
-        self.relay = None
-        await self.events.step_finished(step)
+        await self.end_step(completion)
         self.last_text = completion.text or self.last_text
         if completion.usage is not None:
             self.usage += completion.usage
             await self.events.usage(completion.usage, model=model.name)
         return completion
 
-    async def end_step(self, step: str) -> None:
+    async def end_step(self, completion: Completion | None = None) -> None:
+        """Close the model call's open messages (filling in what was not streamed) and its step."""
         if self.relay is not None:
-            relay, self.relay = self.relay, None
-            await relay.close()
-        await self.events.step_finished(step)
+            await (self.relay.close() if completion is None else self.relay.finish(completion))
+            self.relay = None
+        if self.step is not None:
+            await self.events.step_finished(self.step)
+            self.step = None
 
     async def execute(
         self, assistant: AssistantSpec, messages: list[Message], completion: Completion, catalog: Catalog
@@ -464,12 +478,13 @@ class _Run:
         return [result for index, result in enumerate(results) if index not in batch.done]
 
     async def announce_settled(self, cancelled: Sequence[ToolCallResult]) -> None:
-        """Close the model messages left open and emit the results :meth:`settle` made."""
-        if self.relay is not None:
-            relay, self.relay = self.relay, None
-            await relay.close()
+        """Close what the run left open (messages, step, subagents) and emit the results :meth:`settle` made."""
+        await self.end_step()
         for result in cancelled:
             await self.events.tool_call_result(self.new_message_id(), result)
+        while self.subagents:
+            message = "the run ended before the subagent finished"
+            await self.events.subagent_error(self.subagents.pop(), message, code="run_ended")
 
 
 class _MaxTurns(Exception):

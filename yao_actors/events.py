@@ -154,10 +154,11 @@ class RunEvents:
     seq: int = attrs.field(default=0, init=False)
     terminal: EventDict | None = attrs.field(default=None, init=False)
     _subagent_run_id: str | None = attrs.field(default=None, init=False)
+    _lock: trio.StrictFIFOLock = attrs.field(factory=trio.StrictFIFOLock, init=False)
 
     @property
     def finished(self) -> bool:
-        """Whether the terminal event has been emitted (or attempted)."""
+        """Whether the terminal event has been sent."""
         return self.terminal is not None
 
     @contextlib.contextmanager
@@ -172,22 +173,30 @@ class RunEvents:
     async def emit(self, event: BaseEvent) -> EventDict:
         """Number, dump and send one event; returns the dict that was sent.
 
-        The terminal state is recorded before sending, so a terminal event whose
-        delivery was cancelled still closes the stream.
+        Emission is all or nothing: an event whose delivery was cancelled uses
+        no ``seq`` number (the numbers a consumer sees have no gaps), and a
+        terminal event whose delivery was cancelled does not close the stream,
+        so the run can still send its one terminal event. Events emitted from
+        several tasks are sent one at a time, in order.
         """
-        if self.terminal is not None:
-            raise StreamClosedError(f"run {self.run_id}: {event.type.value} after the terminal event")
+        self._check_open(event)
         if self._subagent_run_id is not None and getattr(event, "subagent_run_id", "") is None:
             event = event.model_copy(update={"subagent_run_id": self._subagent_run_id})
-        event.timestamp = int(time.time() * 1000)
-        data = event.model_dump(by_alias=True, exclude_none=True, mode="json")
-        self.seq += 1
-        data["runId"] = self.run_id
-        data["seq"] = self.seq
-        if data["type"] in TERMINAL_TYPES:
-            self.terminal = data
-        await self._send(data)
+        async with self._lock:
+            self._check_open(event)
+            event.timestamp = int(time.time() * 1000)
+            data = event.model_dump(by_alias=True, exclude_none=True, mode="json")
+            data["runId"] = self.run_id
+            data["seq"] = self.seq + 1
+            await self._send(data)
+            self.seq += 1
+            if data["type"] in TERMINAL_TYPES:
+                self.terminal = data
         return data
+
+    def _check_open(self, event: BaseEvent) -> None:
+        if self.terminal is not None:
+            raise StreamClosedError(f"run {self.run_id}: {event.type.value} after the terminal event")
 
     # ------------------------------------------------------------------ lifecycle
 
