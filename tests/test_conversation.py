@@ -653,3 +653,54 @@ def test_run_result_is_a_frozen_value() -> None:
     result = RunResult("r", "t", "x", (), Usage(), Outcome.ANSWERED)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         result.text = "y"  # type: ignore[misc]
+
+
+async def test_reasoning_and_an_unstreamed_completion_become_events() -> None:
+    class Silent:
+        """A model that never reports deltas (a non-streaming endpoint)."""
+
+        name = "silent"
+
+        async def complete(self, messages: Any, tools: Any, *, on_delta: Any = None) -> Completion:
+            return Completion(text="whole answer", reasoning="thought", tool_calls=())
+
+    result = await run_once(Silent())
+    check_stream(result.events)
+    assert [e["delta"] for e in result.events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["whole answer"]
+    reasoning = scripted(Completion(text="x", reasoning="because"))
+    streamed = await run_once(reasoning)
+    check_stream(streamed.events)
+    assert [e["delta"] for e in streamed.events if e["type"] == "REASONING_MESSAGE_CONTENT"] == ["beca", "use"]
+
+
+async def create_delegates(ctx: HookContext, messages: list[Message]) -> dict[str, Any]:
+    return {"delegate": "helper"}
+
+
+async def test_create_hook_delegates_the_whole_run() -> None:
+    model = scripted(text_reply("helper speaking"))
+    helper = AssistantSpec(id="helper", model="m", prompt=("H",))
+    async with open_manager(model, helper, hooks=Hooks(create="tests.test_conversation:create_delegates")) as manager:
+        result = await manager.run("a", "Q", thread_id="t")
+        history = manager.history("t")
+    check_stream(result.events)
+    assert result.text == "helper speaking"
+    assert model.calls[0].messages == ({"role": "system", "content": "H"}, {"role": "user", "content": "Q"})
+    started = next(e for e in result.events if e["type"] == "SUBAGENT_STARTED")
+    assert started["name"] == "helper"
+    assert history == ({"role": "user", "content": "Q"}, {"role": "assistant", "content": "helper speaking"})
+
+
+async def test_close_thread_ends_its_actor_and_forgets_the_history() -> None:
+    model = FunctionModel(lambda messages, tools: f"{len(messages)} messages")
+    with trio.fail_after(10):
+        async with open_manager(model) as manager:
+            await manager.run("a", "one", thread_id="t")
+            assert len(manager.history("t")) == 2
+            tasks_before = len(manager.nursery.child_tasks)
+            manager.close_thread("t")
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(manager.nursery.child_tasks) == tasks_before - 1
+            assert manager.history("t") == ()
+            again = await manager.run("a", "two", thread_id="t")
+    assert again.text == "2 messages"  # the system prompt and the new question only

@@ -554,6 +554,10 @@ class ConversationHandle:
     async def submit(self, order: _RunOrder) -> None:
         await self._mailbox.send(order)
 
+    def close(self) -> None:
+        """Take no more runs: the actor ends once the runs already submitted are done."""
+        self._mailbox.close()
+
     async def execute(self, manager: ConversationManager, order: _RunOrder) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6)."""
         order.started.set()
@@ -744,6 +748,12 @@ class ConversationManager:
             handle = self._threads[thread_id] = ConversationHandle(thread_id, send)
             self.nursery.start_soon(serve_conversation, handle, receive, self)
         return handle
+
+    def close_thread(self, thread_id: str) -> None:
+        """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""
+        handle = self._threads.pop(thread_id, None)
+        if handle is not None:
+            handle.close()
 
     def history(self, thread_id: str) -> tuple[Message, ...]:
         """The messages a thread has kept so far (empty for an unknown thread)."""
