@@ -1,0 +1,86 @@
+"""Helpers for service tests: a service on a loopback port, and a client that reads JSON frames."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+from trio_websocket import WebSocketConnection
+
+from yao_actors.config import ServiceSpec
+from yao_actors.service import Service, open_service
+from yao_actors.service.connection import RunOpener
+
+TERMINAL = {"RUN_FINISHED", "RUN_ERROR"}
+
+
+@asynccontextmanager
+async def running_service(runtime: RunOpener, **limits: Any) -> AsyncIterator[Service]:
+    """A service for ``runtime`` on 127.0.0.1 and a free port, with ``limits`` overriding the defaults."""
+    spec = attrs.evolve(ServiceSpec(host="127.0.0.1", port=0), **limits)
+    async with open_service(runtime, spec) as service:
+        yield service
+
+
+async def send(ws: WebSocketConnection, frame: dict[str, Any]) -> None:
+    await ws.send_message(json.dumps(frame))
+
+
+def run_frame(content: str, *, run_id: str, thread_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "run", "runId": run_id, "messages": [{"role": "user", "content": content}]}
+    if thread_id is not None:
+        frame["threadId"] = thread_id
+    return frame | extra
+
+
+async def receive(ws: WebSocketConnection) -> dict[str, Any]:
+    message = await ws.get_message()
+    assert isinstance(message, str)
+    frame: dict[str, Any] = json.loads(message)
+    return frame
+
+
+async def until_terminal(ws: WebSocketConnection, run_id: str) -> list[dict[str, Any]]:
+    """Read frames until the terminal event of ``run_id``; returns that run's events (others are dropped)."""
+    events: list[dict[str, Any]] = []
+    while True:
+        frame = await receive(ws)
+        if frame.get("runId") == run_id:
+            events.append(frame)
+            if frame["type"] in TERMINAL:
+                return events
+
+
+async def wait_until(predicate: Any) -> None:
+    """Poll a condition set by another task (a hang guard around the test bounds it)."""
+    while True:
+        if predicate():
+            return
+        await trio.sleep(0.01)
+
+
+async def handshake_status(port: int, headers: dict[str, str] | None = None) -> int:
+    """Send a websocket upgrade request with ``headers`` and return the HTTP status of the answer."""
+    lines = [
+        "GET / HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version: 13",
+        *(f"{name}: {value}" for name, value in (headers or {}).items()),
+    ]
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
+        response = b""
+        while b"\r\n" not in response:
+            chunk = await stream.receive_some()
+            if not chunk:
+                break
+            response += chunk
+    return int(response.split(b" ", 2)[1])

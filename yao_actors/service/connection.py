@@ -1,0 +1,273 @@
+"""One websocket connection: read frames, start and cancel runs, write their events back.
+
+A :class:`Connection` is served by one task (:meth:`Connection.serve`) that owns three kinds of child tasks:
+
+- the reader (in the serving task itself): validates each frame, answers ``ping``, cancels runs, starts runs;
+- one task per run, relaying the events of ``runtime.open_run`` to the client — several runs at once, each
+  on its own thread (the runtime routes runs to conversation actors by ``threadId``);
+- the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
+  client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2);
+- a keepalive that pings the client and drops it when the pong does not come back.
+
+Ends: the client leaving (or not answering pings) cancels everything at once, runs included — nobody is
+left to read their events. :meth:`Connection.stop` (service shutdown) ends gracefully: reading stops, every run
+is cancelled yet still writes its one terminal event, the writer drains, and the connection closes with 1001.
+A connection with no run and no frame for ``idle_timeout`` seconds is closed (1000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final, Protocol
+
+import attrs
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from yao_actors.config import ServiceSpec
+from yao_actors.errors import RunError
+from yao_actors.events import TERMINAL_TYPES, RunEvents
+from yao_actors.service.protocol import (
+    BAD_REQUEST,
+    PONG,
+    SHUTTING_DOWN,
+    TOO_MANY_RUNS,
+    CancelFrame,
+    FrameError,
+    PingFrame,
+    RunFrame,
+    encode,
+    parse_frame,
+)
+
+#: Frames buffered per connection before the runs feeding it wait for the client.
+OUTGOING_BUFFER: Final = 16
+#: Close codes (RFC 6455): normal, and going away (service shutdown, unanswered pings).
+CLOSE_NORMAL: Final = 1000
+CLOSE_GOING_AWAY: Final = 1001
+
+Event = Mapping[str, Any]
+
+
+class RunOpener(Protocol):
+    """What the front end needs of a runtime: ``Runtime.open_run`` (DESIGN §5.3)."""
+
+    def open_run(
+        self,
+        assistant: str,
+        messages: list[dict[str, Any]],
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> AbstractAsyncContextManager[trio.abc.ReceiveChannel[dict[str, Any]]]:
+        """Start a run; the context yields its events and cancels the run when left early."""
+        ...
+
+
+@attrs.define(eq=False)
+class RunBudget:
+    """The runs in flight across the whole service, at most ``limit``; shutdown waits on it until none is left."""
+
+    limit: int
+    active: int = 0
+    closing: bool = False
+    _changed: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot, init=False)
+
+    def try_acquire(self) -> bool:
+        """Take a slot for a new run, or ``False`` if the service is at its limit."""
+        if self.active >= self.limit:
+            return False
+        self.active += 1
+        return True
+
+    def release(self) -> None:
+        """Give back the slot of a run that ended."""
+        self.active -= 1
+        self._changed.unpark_all()
+
+    async def wait_idle(self) -> None:
+        """Return once no run is in flight."""
+        while self.active:
+            await self._changed.park()
+
+
+@attrs.define
+class _RunTrack:
+    """What the relay of one run has seen: enough to write a terminal event if the runtime wrote none."""
+
+    run_id: str
+    thread_id: str
+    last_seq: int = 0
+    ended: bool = False
+
+    def saw(self, event: Event) -> None:
+        """Note an event forwarded to the client."""
+        seq = event.get("seq")
+        if isinstance(seq, int):
+            self.last_seq = max(self.last_seq, seq)
+        if event.get("type") == "RUN_STARTED" and isinstance(event.get("threadId"), str):
+            self.thread_id = event["threadId"]
+        self.ended = self.ended or event.get("type") in TERMINAL_TYPES
+
+
+@attrs.define(eq=False)
+class Connection:
+    """The state of one accepted websocket; see the module docstring for its tasks and how it ends."""
+
+    ws: WebSocketConnection
+    runtime: RunOpener
+    spec: ServiceSpec
+    budget: RunBudget
+    close_code: int = CLOSE_NORMAL
+    close_reason: str | None = None
+    _runs: dict[str, trio.CancelScope] = attrs.field(factory=dict, init=False)
+    _reading: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _everything: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _outgoing: tuple[trio.MemorySendChannel[str], trio.MemoryReceiveChannel[str]] = attrs.field(
+        factory=lambda: trio.open_memory_channel[str](OUTGOING_BUFFER), init=False
+    )
+
+    @property
+    def active_runs(self) -> int:
+        """How many runs of this connection are in flight."""
+        return len(self._runs)
+
+    def stop(self) -> None:
+        """End gracefully: stop reading, cancel every run (each still writes its terminal event), close 1001."""
+        self.close_code, self.close_reason = CLOSE_GOING_AWAY, "service shutting down"
+        self._reading.cancel()
+
+    async def serve(self) -> None:
+        """Serve the connection until the client leaves, it idles out, or :meth:`stop`; closing is the caller's."""
+        send, receive = self._outgoing
+        with self._everything:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write, receive)
+                nursery.start_soon(self._keepalive)
+                async with send, trio.open_nursery() as runs:
+                    try:
+                        await self._read(runs)
+                    except ConnectionClosed:
+                        self._lost()
+                    for scope in self._runs.values():
+                        scope.cancel()
+
+    def _lost(self) -> None:
+        """The client is gone (or unresponsive): cancel everything of this connection at once."""
+        self._everything.cancel()
+
+    async def _read(self, runs: trio.Nursery) -> None:
+        """Read and handle frames until stopped or idle; raises ``ConnectionClosed`` when the client leaves."""
+        with self._reading:
+            while True:
+                with trio.move_on_after(self.spec.idle_timeout) as idle:
+                    message = await self.ws.get_message()
+                if not idle.cancelled_caught:
+                    await self._handle(message, runs)
+                elif not self._runs:
+                    self.close_reason = "idle timeout"
+                    return
+
+    async def _handle(self, message: str | bytes, runs: trio.Nursery) -> None:
+        """Handle one frame; a refused frame gets a ``RUN_ERROR`` and the connection goes on."""
+        try:
+            frame = parse_frame(message, max_bytes=self.spec.max_frame_bytes)
+            if isinstance(frame, PingFrame):
+                await self._emit(PONG)
+            elif isinstance(frame, CancelFrame):
+                self._cancel(frame.run_id)
+            else:
+                self._start_run(frame, runs)
+        except FrameError as error:
+            await self._emitter(error.run_id or "").run_error(str(error), code=error.code)
+
+    def _cancel(self, run_id: str) -> None:
+        """Cancel a run of this connection; a run that already ended (or never was) is left alone."""
+        scope = self._runs.get(run_id)
+        if scope is not None:
+            scope.cancel()
+
+    def _start_run(self, frame: RunFrame, runs: trio.Nursery) -> None:
+        """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
+        if frame.run_id in self._runs:
+            raise FrameError(BAD_REQUEST, f"runId {frame.run_id!r} is already running", run_id=frame.run_id)
+        if self.budget.closing:
+            raise FrameError(SHUTTING_DOWN, "the service is shutting down", run_id=frame.run_id)
+        if len(self._runs) >= self.spec.max_runs_per_connection:
+            raise FrameError(
+                TOO_MANY_RUNS,
+                f"this connection already has {len(self._runs)} runs in flight "
+                f"(limit {self.spec.max_runs_per_connection})",
+                run_id=frame.run_id,
+            )
+        if not self.budget.try_acquire():
+            raise FrameError(
+                TOO_MANY_RUNS, f"the service is at its limit of {self.budget.limit} runs", run_id=frame.run_id
+            )
+        scope = trio.CancelScope()
+        self._runs[frame.run_id] = scope
+        runs.start_soon(self._run, frame, scope)
+
+    async def _run(self, frame: RunFrame, scope: trio.CancelScope) -> None:
+        """Relay one run, then free its slots."""
+        try:
+            await self._relay(frame, scope)
+        finally:
+            del self._runs[frame.run_id]
+            self.budget.release()
+
+    async def _relay(self, frame: RunFrame, scope: trio.CancelScope) -> None:
+        """Forward the run's events; cancelled through ``scope``, the run still ends with one terminal event."""
+        track = _RunTrack(run_id=frame.run_id, thread_id=frame.thread_id or "")
+        try:
+            async with self.runtime.open_run(
+                frame.assistant,
+                [dict(message) for message in frame.messages],
+                thread_id=frame.thread_id,
+                run_id=frame.run_id,
+            ) as events:
+                with scope:
+                    async for event in events:
+                        track.saw(event)
+                        await self._emit(event)
+        except RunError as error:
+            if not track.ended:
+                track.ended = True
+                await self._emitter(frame.run_id, track).run_error(str(error), code=error.code)
+        if not track.ended:
+            await self._emitter(frame.run_id, track).run_finished(None, cancelled=True)
+
+    def _emitter(self, run_id: str, track: _RunTrack | None = None) -> RunEvents:
+        """An emitter for the events the front end writes itself, numbered after those already relayed."""
+        emitter = RunEvents(run_id=run_id, thread_id=track.thread_id if track else "", send=self._emit)
+        emitter.seq = track.last_seq if track else 0
+        return emitter
+
+    async def _emit(self, frame: Event) -> None:
+        """Queue a frame for the writer, waiting while the client is behind."""
+        await self._outgoing[0].send(encode(frame))
+
+    async def _write(self, receive: trio.MemoryReceiveChannel[str]) -> None:
+        """Send queued frames in order; when the queue is closed and drained, end the connection's tasks."""
+        try:
+            async with receive:
+                async for text in receive:
+                    await self.ws.send_message(text)
+        except ConnectionClosed:
+            self._lost()
+        self._everything.cancel()
+
+    async def _keepalive(self) -> None:
+        """Ping every half ``idle_timeout``; a client that does not answer within that long is gone."""
+        interval = self.spec.idle_timeout / 2
+        try:
+            while True:
+                await trio.sleep(interval)
+                with trio.move_on_after(interval) as late:
+                    await self.ws.ping()
+                if late.cancelled_caught:
+                    self.close_code, self.close_reason = CLOSE_GOING_AWAY, "ping timeout"
+                    self._lost()
+        except ConnectionClosed:
+            self._lost()

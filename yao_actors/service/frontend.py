@@ -1,0 +1,228 @@
+"""The websocket service: listen, admit connections within the limits, serve the page, shut down gracefully.
+
+Three ownership levels, as in trio-websocket:
+
+- :func:`open_service` — an async context manager that listens and serves until its block ends, then shuts
+  down gracefully (:meth:`Service.shutdown`); leaving by an exception or a cancellation stops at once.
+- :func:`serve_service` — for ``nursery.start``: serves until cancelled, or until someone calls
+  :meth:`Service.shutdown` on the handle it reports.
+- :class:`Service` — the handle: where it listens, :meth:`Service.statistics`, :meth:`Service.shutdown`.
+
+Each TCP connection first passes :mod:`yao_actors.service.gate` (a plain GET gets the page), then the
+handshake checks — Origin, bearer token (401), the connection limit (503) — and is then served by a
+:class:`~yao_actors.service.connection.Connection`. The runtime is the caller's: the service never starts or
+stops it, and a client can never make it spawn a process or reach a URL (servers come only from the config).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final
+
+import attrs
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, wrap_server_stream
+
+from yao_actors.config import ServiceSpec
+from yao_actors.service.auth import (
+    Handshake,
+    authorized,
+    check_listen,
+    origin_allowed,
+    resolve_token,
+    selected_subprotocol,
+)
+from yao_actors.service.connection import Connection, RunBudget, RunOpener
+from yao_actors.service.gate import ReplayStream, answer_http, read_head
+
+#: Seconds a new connection has to send its request head and finish the handshake.
+HANDSHAKE_TIMEOUT: Final = 10.0
+#: Seconds a connection has to flush its last frames and finish the closing handshake.
+CLOSE_TIMEOUT: Final = 5.0
+#: trio-websocket drops (close 1009) frames this many times larger than ``max_frame_bytes``; frames between
+#: the two limits are refused with ``frame_too_large`` and the connection goes on.
+HARD_FRAME_FACTOR: Final = 4
+
+
+@attrs.frozen
+class ServiceStatistics:
+    """A snapshot of the service: open websocket connections and runs in flight."""
+
+    connections: int
+    runs: int
+    closing: bool
+
+
+@attrs.define(eq=False)
+class Service:
+    """A listening websocket service (made by :func:`open_service`)."""
+
+    spec: ServiceSpec
+    host: str
+    port: int
+    _runtime: RunOpener
+    _token: str | None
+    _page: bytes
+    _nursery: trio.Nursery
+    _budget: RunBudget
+    _connections: set[Connection] = attrs.field(factory=set, init=False)
+    _admitted: int = attrs.field(default=0, init=False)
+    _listening: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _changed: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot, init=False)
+    _stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    @property
+    def url(self) -> str:
+        """The websocket URL clients connect to."""
+        return f"ws://{_url_host(self.host)}:{self.port}/"
+
+    @property
+    def page_url(self) -> str:
+        """The URL of the browser page."""
+        return f"http://{_url_host(self.host)}:{self.port}/"
+
+    def statistics(self) -> ServiceStatistics:
+        """Open connections and runs in flight, now."""
+        return ServiceStatistics(connections=self._admitted, runs=self._budget.active, closing=self._budget.closing)
+
+    async def shutdown(self) -> None:
+        """Shut down gracefully; idempotent.
+
+        Stops accepting at once, lets runs in flight finish for up to ``shutdown_grace`` seconds, then cancels
+        the rest (each still sends its terminal event) and closes every connection with code 1001.
+        """
+        if self._budget.closing:
+            await self._stopped.wait()
+            return
+        self._budget.closing = True
+        self._listening.cancel()
+        with trio.move_on_after(self.spec.shutdown_grace):
+            await self._budget.wait_idle()
+        for connection in list(self._connections):
+            connection.stop()
+        with trio.move_on_after(CLOSE_TIMEOUT):
+            while self._admitted:
+                await self._changed.park()
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        """Return once :meth:`shutdown` has finished."""
+        await self._stopped.wait()
+
+    async def _serve_listeners(self, listeners: list[trio.SocketListener]) -> None:
+        """Accept connections until shutdown; each is handled in the service's nursery."""
+        with self._listening:
+            await trio.serve_listeners(self._handle_stream, listeners, handler_nursery=self._nursery)
+
+    async def _handle_stream(self, stream: trio.SocketStream) -> None:
+        """One TCP connection: the page for a plain GET, else the websocket handshake and the connection."""
+        head = None
+        try:
+            with trio.move_on_after(HANDSHAKE_TIMEOUT):
+                head = await read_head(stream)
+                if head is not None and not head.is_websocket:
+                    await answer_http(stream, head, self._page)
+            if head is not None and head.is_websocket:
+                await self._serve_websocket(ReplayStream(head.raw, stream))
+        except* (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    async def _serve_websocket(self, stream: trio.abc.Stream) -> None:
+        """Finish the websocket handshake within its deadline, then serve the connection."""
+        async with trio.open_nursery() as nursery:
+            ws = None
+            with trio.move_on_after(HANDSHAKE_TIMEOUT):
+                request = await wrap_server_stream(
+                    nursery, stream, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR
+                )
+                ws = await self._admit(request)
+            if ws is not None:
+                await self._serve_connection(ws)
+            nursery.cancel_scope.cancel()
+
+    async def _admit(self, request: WebSocketRequest) -> WebSocketConnection | None:
+        """Check the handshake (Origin, token, limits) and accept it, or reject it with an HTTP status."""
+        handshake = Handshake.from_raw(request.headers, request.proposed_subprotocols)
+        if not origin_allowed(handshake, self.spec.allowed_origins):
+            await request.reject(403, body=b"origin not allowed\n")
+        elif not authorized(handshake, self._token):
+            await request.reject(
+                401, extra_headers=[(b"WWW-Authenticate", b"Bearer")], body=b"missing or wrong bearer token\n"
+            )
+        elif self._budget.closing or self._admitted >= self.spec.max_connections:
+            await request.reject(503, body=b"too many connections, or shutting down\n")
+        else:
+            self._admitted += 1
+            try:
+                return await request.accept(subprotocol=selected_subprotocol(handshake))
+            except BaseException:
+                self._release()
+                raise
+        return None
+
+    async def _serve_connection(self, ws: WebSocketConnection) -> None:
+        """Serve an accepted connection, then close it with its close code and free its slot."""
+        connection = Connection(ws=ws, runtime=self._runtime, spec=self.spec, budget=self._budget)
+        self._connections.add(connection)
+        try:
+            await connection.serve()
+            with trio.move_on_after(CLOSE_TIMEOUT):
+                await ws.aclose(connection.close_code, connection.close_reason)
+        finally:
+            self._connections.discard(connection)
+            self._release()
+
+    def _release(self) -> None:
+        """Free a connection slot."""
+        self._admitted -= 1
+        self._changed.unpark_all()
+
+
+@asynccontextmanager
+async def open_service(runtime: RunOpener, spec: ServiceSpec) -> AsyncIterator[Service]:
+    """Listen on ``spec.host:spec.port`` and serve ``runtime`` until the block ends, then shut down gracefully.
+
+    Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
+    a free port; read it from :attr:`Service.port`.
+    """
+    token = resolve_token(spec)
+    check_listen(spec.host, token)
+    page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
+    listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
+    async with trio.open_nursery() as nursery:
+        service = Service(
+            spec=spec,
+            host=spec.host,
+            port=listeners[0].socket.getsockname()[1],
+            runtime=runtime,
+            token=token,
+            page=page,
+            nursery=nursery,
+            budget=RunBudget(limit=spec.max_runs),
+        )
+        nursery.start_soon(service._serve_listeners, listeners)
+        try:
+            yield service
+            await service.shutdown()
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def serve_service(
+    runtime: RunOpener, spec: ServiceSpec, *, task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Serve until cancelled (stops at once) or until :meth:`Service.shutdown` is called on the reported handle."""
+    async with open_service(runtime, spec) as service:
+        task_status.started(service)
+        await service.wait_stopped()
+
+
+def _url_host(host: str) -> str:
+    """A host as it appears in a URL (IPv6 in brackets; a wildcard address shown as loopback)."""
+    if host in ("0.0.0.0", "", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,104 @@
+"""The door of every TCP connection: plain HTTP GETs get the browser page, websocket upgrades go on to trio-websocket.
+
+trio-websocket answers any request without ``Upgrade: websocket`` with a bare 400 before a handler sees it, so
+the service reads the request head itself first (:func:`read_head`). A plain request is answered here
+(:func:`answer_http`: the page on ``/``, 404 elsewhere); an upgrade is handed to trio-websocket over a
+:class:`ReplayStream` that gives back the bytes already read, so one port serves both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import attrs
+import trio
+
+#: The largest request head accepted (request line and headers).
+MAX_HEAD_BYTES: Final = 16 * 1024
+_END_OF_HEAD: Final = b"\r\n\r\n"
+_REASONS: Final = {200: "OK", 404: "Not Found", 405: "Method Not Allowed"}
+
+
+@attrs.frozen
+class RequestHead:
+    """The parsed head of an HTTP request, and every byte read so far (``raw``) for replay."""
+
+    method: str
+    target: str
+    headers: Mapping[str, str]
+    raw: bytes
+
+    @property
+    def is_websocket(self) -> bool:
+        """Whether the request asks to upgrade to a websocket."""
+        return self.headers.get("upgrade", "").lower() == "websocket"
+
+
+async def read_head(stream: trio.abc.ReceiveStream) -> RequestHead | None:
+    """Read up to the end of the request head; ``None`` if the peer closed early or sent something too large."""
+    buffer = bytearray()
+    while _END_OF_HEAD not in buffer:
+        if len(buffer) > MAX_HEAD_BYTES:
+            return None
+        data = await stream.receive_some(4096)
+        if not data:
+            return None
+        buffer += data
+    head = bytes(buffer).split(_END_OF_HEAD, 1)[0].decode("latin-1")
+    request_line, *header_lines = head.split("\r\n")
+    method, _, rest = request_line.partition(" ")
+    target = rest.rpartition(" ")[0] or rest
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers.setdefault(name.strip().lower(), value.strip())
+    return RequestHead(method=method, target=target, headers=headers, raw=bytes(buffer))
+
+
+async def answer_http(stream: trio.abc.SendStream, head: RequestHead, page: bytes) -> None:
+    """Answer a plain HTTP request: the page for ``GET /`` (or ``/index.html``), an error otherwise."""
+    path = head.target.split("?", 1)[0]
+    if head.method not in ("GET", "HEAD"):
+        status, body, kind = 405, b"method not allowed\n", "text/plain"
+    elif path in ("/", "/index.html"):
+        status, body, kind = 200, page, "text/html"
+    else:
+        status, body, kind = 404, b"not found\n", "text/plain"
+    response = (
+        f"HTTP/1.1 {status} {_REASONS[status]}\r\n"
+        f"Content-Type: {kind}; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Cache-Control: no-store\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("latin-1")
+    await stream.send_all(response if head.method == "HEAD" else response + body)
+
+
+class ReplayStream(trio.abc.Stream):
+    """A stream that first gives back ``prefix`` (bytes already read from ``inner``), then reads ``inner``."""
+
+    def __init__(self, prefix: bytes, inner: trio.abc.Stream) -> None:
+        self._prefix = prefix
+        self._inner = inner
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        """Return replayed bytes while any are left, then read from the inner stream."""
+        if self._prefix:
+            size = len(self._prefix) if max_bytes is None else max_bytes
+            chunk, self._prefix = self._prefix[:size], self._prefix[size:]
+            await trio.lowlevel.checkpoint()
+            return chunk
+        return await self._inner.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        """Send on the inner stream."""
+        await self._inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        """Delegate to the inner stream."""
+        await self._inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        """Close the inner stream."""
+        await self._inner.aclose()
