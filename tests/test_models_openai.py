@@ -7,6 +7,8 @@ over every sleep and the assertions are about virtual time, never wall time.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import socket
 from typing import Any
@@ -15,6 +17,7 @@ import attrs
 import httpx2
 import pytest
 import trio
+import trio.lowlevel
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -269,6 +272,35 @@ async def test_unreachable_endpoint_is_retried_then_fails(autojump_clock: trio.a
     assert type(caught.value) is ModelError
     assert isinstance(caught.value.__cause__, httpx2.ConnectError)
     assert trio.current_time() - start > 0  # it backed off between attempts
+
+
+class _Stop(Exception):
+    pass
+
+
+async def _stop(delta: Delta) -> None:
+    raise _Stop
+
+
+async def _hang(delta: Delta) -> None:
+    await trio.sleep_forever()
+
+
+@pytest.mark.parametrize("on_delta", [_stop, _hang])
+async def test_leaving_a_stream_midway_unwinds_the_http_stack(on_delta: Any) -> None:
+    """A consumer that raises or is cancelled mid-stream leaves no half-open generator behind.
+
+    Such a generator would be finalised by the garbage collector with a
+    ResourceWarning, which this suite turns into an error.
+    """
+    with trio.fail_after(20):
+        async with open_fake_openai([Reply(text="Hello there", chunk_size=2)]) as fake:
+            model = OpenAIModel(_spec(fake.base_url))
+            with trio.move_on_after(0.2), contextlib.suppress(_Stop):
+                await model.complete(MESSAGES, [], on_delta=on_delta)
+            gc.collect()
+            await trio.lowlevel.checkpoint()
+    assert len(fake.requests) == 1
 
 
 # --------------------------------------------------------------------------- other dialects (in memory)

@@ -49,7 +49,7 @@ import os
 import random
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager, contextmanager
+from contextlib import aclosing, asynccontextmanager, contextmanager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -249,7 +249,7 @@ class OpenAIModel:
     async def _events(self, response: httpx2.Response) -> AsyncGenerator[ServerSentEvent, None]:
         """The body's events, each wait for a chunk under the read deadline."""
         decoder = SSEDecoder()
-        async with aclosing(response.aiter_bytes()) as chunks:
+        async with _unwinding(response.aiter_bytes()) as chunks:
             while True:
                 with self._deadline(self.spec.read_timeout, "read"):
                     chunk = await anext(chunks, None)
@@ -273,6 +273,26 @@ class OpenAIModel:
         for delta in assembly.apply({**chunk, "usage": data.get("usage")}):
             await relay.send(delta)
         return assembly.completion()
+
+
+@asynccontextmanager
+async def _unwinding(chunks: AsyncGenerator[bytes, None]) -> AsyncIterator[AsyncGenerator[bytes, None]]:
+    """``response.aiter_bytes()``, unwound from the inside when left before its end.
+
+    Closing it at a ``yield`` (a consumer that raised or was cancelled
+    midway) leaves httpcore2's innermost generator suspended, because httpx2
+    does not close it; the garbage collector would finalise it later with a
+    ``ResourceWarning``. Reading on under a cancelled scope raises
+    ``Cancelled`` at the pending socket read instead, which unwinds every layer.
+    """
+    try:
+        yield chunks
+    finally:
+        with trio.CancelScope() as unwind, suppress(httpx2.HTTPError):
+            unwind.cancel()
+            while await anext(chunks, None) is not None:
+                pass
+        await chunks.aclose()
 
 
 @functools.cache
