@@ -18,6 +18,8 @@ call gets exactly one ``CallFinished`` (a call that is about to be retried
 reports only its final result). ``index`` in an event is the call's position in
 ``calls``. When the caller's scope is cancelled, ``trio.Cancelled`` propagates;
 ``batch_timeout`` instead turns what is still running into ``timeout`` results.
+An exception raised by ``on_event`` ends the batch and propagates (inside an
+``ExceptionGroup`` when it came from a running call, as Trio nurseries do).
 """
 
 from __future__ import annotations
