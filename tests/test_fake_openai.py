@@ -7,6 +7,7 @@ assembles from the same script.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -194,3 +195,16 @@ async def test_error_reply_has_openai_error_body_and_retry_after() -> None:
     assert response.status_code == 429
     assert response.headers["retry-after"] == "3"
     assert response.json()["error"]["message"] == "slow down"
+
+
+async def test_chunk_delay_paces_the_stream(autojump_clock: trio.abc.Clock) -> None:
+    arrivals: list[float] = []
+
+    async def on_delta(delta: Any) -> None:
+        arrivals.append(trio.current_time())
+
+    reply = Reply(text="abcdef", chunk_size=2, chunk_delay=1.5)
+    with trio.fail_after(60):
+        async with open_fake_openai([reply]) as fake:
+            await OpenAIModel(_spec(fake.base_url)).complete(MESSAGES, [], on_delta=on_delta)
+    assert [round(later - earlier, 6) for earlier, later in itertools.pairwise(arrivals)] == [1.5, 1.5]

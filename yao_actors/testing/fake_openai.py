@@ -57,7 +57,8 @@ class Reply:
     or ``"stop"``. Text, reasoning and arguments are cut into fragments of
     ``chunk_size`` characters; ``interleave`` sends the fragments of several
     tool calls in turn (call 0, call 1, call 0, ...) instead of one call after
-    the other.
+    the other. ``chunk_delay`` seconds pass before each chunk, to play a
+    model's pace.
 
     Faults: ``status`` >= 400 answers with an error body carrying
     ``error_message`` (and ``Retry-After: retry_after`` when set);
@@ -75,6 +76,7 @@ class Reply:
     finish_reason: str | None = None
     chunk_size: int = 4
     interleave: bool = False
+    chunk_delay: float = 0.0
     status: int = 200
     error_message: str = ""
     retry_after: str | None = None
@@ -227,6 +229,7 @@ async def _stream(
             return True
         if sent == reply.drop_after:
             return False
+        await trio.sleep(reply.chunk_delay)
         await _send(stream, connection, h11.Data(data=b"data: " + _json(chunk) + b"\n\n"))
     await _send(stream, connection, h11.Data(data=b"data: [DONE]\n\n"))
     await _send(stream, connection, h11.EndOfMessage())
