@@ -632,7 +632,10 @@ def test_any_script_gives_a_valid_stream_with_one_terminal_event(
                         stream.cancel()
             check_stream(events)
             assert stream.result is not None
-            assert_history_is_valid(manager.history("t"))
+            history = manager.history("t")
+            assert_history_is_valid(history)
+            results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+            assert len(results) == len(stream.result.tool_results) == sum(m["role"] == "tool" for m in history)
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 

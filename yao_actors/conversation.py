@@ -226,11 +226,12 @@ class _DeltaRelay:
 
 @attrs.define(eq=False)
 class _Batch:
-    """A batch of tool calls in flight, and the results it has so far (by position)."""
+    """A batch of tool calls in flight: the results it has so far, and which of them were announced (by position)."""
 
     calls: tuple[ToolCall, ...]
     catalog: Catalog
     done: dict[int, ToolCallResult] = attrs.field(factory=dict)
+    announced: set[int] = attrs.field(factory=set)
 
 
 @attrs.define(eq=False)
@@ -345,8 +346,8 @@ class _Run:
         subagent_id = await self.subagent_started(target.id)
         with self.events.attributed_to(subagent_id):
             answer = await self.answer(target, conversation, depth + 1)
-        self.subagents.remove(subagent_id)
         await self.events.subagent_finished(subagent_id, {"text": answer.text, "outcome": answer.outcome.value})
+        self.subagents.remove(subagent_id)
         return answer
 
     async def fallback(self, assistant: AssistantSpec, conversation: list[Message], reason: str) -> _Answer:
@@ -360,12 +361,12 @@ class _Run:
                 completion = await self.call_model(assistant, model, fallback_messages(brief), [], "fallback")
         except (ModelError, RunError) as error:
             code = error.code if isinstance(error, RunError) else "model_error"
-            self.subagents.remove(subagent_id)
             await self.events.subagent_error(subagent_id, str(error), code=code)
+            self.subagents.remove(subagent_id)
             note = f"{reason}; the fallback assistant failed too ({error}): finished with what the run has"
             return _Answer(self.last_text, Outcome.DEGRADED, note=note)
-        self.subagents.remove(subagent_id)
         await self.events.subagent_finished(subagent_id, {"text": completion.text})
+        self.subagents.remove(subagent_id)
         return _Answer(
             completion.text, Outcome.FALLBACK, {"role": "assistant", "content": completion.text}, note=reason
         )
@@ -446,9 +447,12 @@ class _Run:
 
     async def on_dispatch(self, event: DispatchEvent) -> None:
         if isinstance(event, CallFinished):
-            if self.batch is not None:
-                self.batch.done[event.index] = event.result
+            batch = self.batch
+            if batch is not None:
+                batch.done[event.index] = event.result
             await self.events.tool_call_result(self.new_message_id(), event.result)
+            if batch is not None:
+                batch.announced.add(event.index)
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 await self.events.server_status(event.result.server, "unavailable", event.result.error)
         elif isinstance(event, CallProgress):
@@ -468,19 +472,19 @@ class _Run:
     def settle(self) -> list[ToolCallResult]:
         """After a cancellation or failure: give every unanswered call of the batch a ``cancelled`` result.
 
-        Returns those results (their events are still to be emitted).
+        Returns the batch's results whose ``TOOL_CALL_RESULT`` is still to be emitted.
         """
         if self.batch is None:
             return []
         batch, self.batch = self.batch, None
         results = [batch.done.get(i) or _cancelled_result(call, batch.catalog) for i, call in enumerate(batch.calls)]
         self.record(results)
-        return [result for index, result in enumerate(results) if index not in batch.done]
+        return [result for index, result in enumerate(results) if index not in batch.announced]
 
-    async def announce_settled(self, cancelled: Sequence[ToolCallResult]) -> None:
+    async def announce_settled(self, unannounced: Sequence[ToolCallResult]) -> None:
         """Close what the run left open (messages, step, subagents) and emit the results :meth:`settle` made."""
         await self.end_step()
-        for result in cancelled:
+        for result in unannounced:
             await self.events.tool_call_result(self.new_message_id(), result)
         while self.subagents:
             message = "the run ended before the subagent finished"
@@ -573,11 +577,11 @@ class ConversationHandle:
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code="run_timeout")
         finally:
             with trio.CancelScope(shield=True):
-                cancelled = run.settle()
+                unannounced = run.settle()
                 order.result = _conclude(run, order, ending)
                 self._history.extend(run.transcript)
                 with trio.move_on_after(CLEANUP_GRACE):
-                    await _announce(run, order.result, cancelled)
+                    await _announce(run, order.result, unannounced)
                 order.events.close()
                 order.done.set()
 
@@ -644,12 +648,12 @@ def _conclude(run: _Run, order: _RunOrder, ending: _Ending) -> RunResult:
     return result
 
 
-async def _announce(run: _Run, result: RunResult, cancelled: Sequence[ToolCallResult]) -> None:
+async def _announce(run: _Run, result: RunResult, unannounced: Sequence[ToolCallResult]) -> None:
     """The last events of a run: what was left open, then exactly one terminal event."""
     events = run.events
     if events.seq == 0:
         await events.run_started()
-    await run.announce_settled(cancelled)
+    await run.announce_settled(unannounced)
     if result.outcome is Outcome.ERROR:
         await events.run_error(result.error or "", code=result.code or "run_error", usage=run.usage)
     else:
