@@ -105,7 +105,6 @@ class _Planned:
 class _Batch:
     """The state of one ``execute_tool_calls``: a result slot per call, and the start times."""
 
-    calls: Sequence[ToolCall]
     on_event: OnEvent | None
     results: list[ToolCallResult | None]
     planned: dict[int, _Planned] = attrs.field(factory=dict)
@@ -163,7 +162,7 @@ async def execute_tool_calls(
     calls still running then are cancelled (their servers get
     ``notifications/cancelled``) and get ``timeout`` results.
     """
-    batch = _Batch(calls, on_event, [None] * len(calls))
+    batch = _Batch(on_event, [None] * len(calls))
     groups: dict[str, list[_Planned]] = {}
     for index, call in enumerate(calls):
         planned = await _check(batch, index, call, catalog, servers)
@@ -181,6 +180,7 @@ async def execute_tool_calls(
     for index, planned in batch.planned.items():
         if batch.results[index] is None:
             await batch.finish(index, _timed_out(batch, planned))
+    # Every call was either answered by its check or planned, and every planned call finished or timed out.
     return [result for result in batch.results if result is not None]
 
 
