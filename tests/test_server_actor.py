@@ -283,3 +283,45 @@ async def test_calls_after_the_actor_stopped_fail_fast() -> None:
     outcome = await handle.call_tool("echo", {"text": "x"})
     assert outcome.kind is ErrorKind.SERVER_UNAVAILABLE
     assert handle.state is ServerState.STOPPED
+
+
+async def test_a_session_failing_as_a_whole_is_a_lost_server(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
+) -> None:
+    """The HTTP trap of DESIGN §8: an error escapes the client's own task group, as an exception group."""
+    fail = trio.Event()
+    lives = 0
+
+    @asynccontextmanager
+    async def breaking(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
+        nonlocal lives
+        lives += 1
+
+        async def session_task() -> None:
+            await fail.wait()
+            raise OSError("the session failed")
+
+        async with open_client(spec, link=link, **kwargs) as client, trio.open_nursery() as nursery:
+            if lives == 1:
+                nursery.start_soon(session_task)
+            yield client
+
+    monkeypatch.setattr(server_actor, "open_client", breaking)
+    outcomes: list[Any] = []
+    async with running(memory_spec(timeout=100)) as handle:
+
+        async def call() -> None:
+            outcomes.append(await handle.call_tool("sleep", {"seconds": 50}))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(call)
+            await trio.sleep(1)
+            failed_at = trio.current_time()
+            fail.set()
+        assert trio.current_time() - failed_at < 0.1
+        assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * 3
+        assert "OSError: the session failed" in (handle.statistics().last_error or "")
+        await handle.wait_for_state(ServerState.READY)
+        assert (await handle.call_tool("echo", {"text": "again"})).result == {"text": "again"}
+        assert lives == 2

@@ -46,8 +46,6 @@ logger = logging.getLogger(__name__)
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
-#: Requests waiting to be picked up by the actor (it never blocks on one, so few are needed).
-MAILBOX_SIZE = 64
 #: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
 PROGRESS_BUFFER = 16
 #: How long a call that saw its connection close waits for the reason (exit code, stderr).
@@ -109,14 +107,13 @@ class _CallRequest:
 
 @attrs.define(eq=False)
 class _Life:
-    """One connection of the actor: its client, its health report, and the nursery its calls run in."""
+    """One connection of the actor: its client, its health report, what it left unanswered."""
 
     client: mcp.Client
     link: Link
-    nursery: trio.Nursery
-    limiter: trio.CapacityLimiter
     catalog_changed: trio.Event
     answered: bool = False
+    unanswered: list[_CallRequest] = attrs.field(factory=list)
 
 
 @attrs.define(eq=False)
@@ -125,6 +122,8 @@ class ServerHandle:
 
     spec: ServerSpec
     _mailbox: trio.MemorySendChannel[_CallRequest] = attrs.field(alias="mailbox")
+    _inbox: trio.MemoryReceiveChannel[_CallRequest] = attrs.field(alias="inbox")
+    _nursery: trio.Nursery = attrs.field(alias="nursery")
     state: ServerState = attrs.field(default=ServerState.STARTING, init=False)
     tools_version: int = attrs.field(default=0, init=False)
     _catalog: tuple[mcp.types.Tool, ...] = attrs.field(default=(), init=False)
@@ -132,12 +131,11 @@ class ServerHandle:
     _catalog_changed: trio.Event = attrs.field(factory=trio.Event, init=False)
     _restarts: int = attrs.field(default=0, init=False)
     _in_flight: int = attrs.field(default=0, init=False)
-    _queued: int = attrs.field(default=0, init=False)
     _calls: int = attrs.field(default=0, init=False)
     _errors: int = attrs.field(default=0, init=False)
     _last_error: str | None = attrs.field(default=None, init=False)
     _pid: int | None = attrs.field(default=None, init=False)
-    _life: _Life | None = attrs.field(default=None, init=False)
+    _fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _last_loss: Link | None = attrs.field(default=None, init=False)
 
     @property
@@ -169,7 +167,7 @@ class ServerHandle:
             state=self.state,
             restarts=self._restarts,
             in_flight=self._in_flight,
-            queued=self._queued,
+            queued=self._mailbox.statistics().current_buffer_used,
             calls=self._calls,
             errors=self._errors,
             last_error=self._last_error,
@@ -203,10 +201,10 @@ class ServerHandle:
         with receive:
             try:
                 with trio.move_on_after(self.spec.timeout) as deadline:
-                    try:  # the actor drains its mailbox at once: skip a scheduling round when there is room
+                    try:
                         self._mailbox.send_nowait(request)
                     except trio.WouldBlock:
-                        await self._mailbox.send(request)
+                        return self._unavailable("queue full", started=started)
                     async for item in receive:
                         if isinstance(item, ToolOutcome):
                             return item
@@ -247,43 +245,36 @@ class ServerHandle:
         reason = f"{self.state.value} after: {link.reason}" if link else self.state.value
         return self._unavailable(reason, started=request.started, link=link)
 
-    async def _serve_mailbox(self, mailbox: trio.MemoryReceiveChannel[_CallRequest]) -> None:
-        """Admit each request into the current life, or answer it at once (down, or queue full)."""
-        capacity = self.spec.max_concurrency + self.spec.queue_size
-        async for request in mailbox:
-            life = self._life
-            if life is None or self.state is not ServerState.READY:
+    def _start_failing_fast(self) -> None:
+        """Answer every request at once with ``server_unavailable`` until a life serves calls again."""
+        if self._fail_fast_scope.cancel_called:
+            self._fail_fast_scope = trio.CancelScope()
+            self._nursery.start_soon(self._fail_fast, self._fail_fast_scope)
+
+    async def _fail_fast(self, scope: trio.CancelScope) -> None:
+        with scope:
+            async for request in self._inbox:
                 _reply(request, self._down_outcome(request))
-            elif self._in_flight + self._queued >= capacity:
-                _reply(request, self._unavailable("queue full", started=request.started))
-            else:
-                self._queued += 1
-                life.nursery.start_soon(self._run_call, life, request)
+
+    async def _work(self, life: _Life) -> None:
+        """One of ``max_concurrency`` workers of a life: take requests from the mailbox, one at a time."""
+        async for request in self._inbox:
+            await self._run_call(life, request)
 
     async def _run_call(self, life: _Life, request: _CallRequest) -> None:
         outcome: ToolOutcome | None = None
-        waiting = True
+        self._in_flight += 1
         try:
             with request.scope:
-                try:  # a free slot is taken without a scheduling round
-                    life.limiter.acquire_nowait()
-                except trio.WouldBlock:
-                    await life.limiter.acquire()
-                waiting = False
-                self._queued -= 1
-                self._in_flight += 1
-                try:
-                    outcome = await self._execute(life, request)
-                finally:
-                    self._in_flight -= 1
-                    life.limiter.release()
+                outcome = await self._execute(life, request)
         finally:
-            if waiting:
-                self._queued -= 1
-            if outcome is None:
-                reason = life.link.reason or "the server actor is stopping"
-                outcome = self._unavailable(reason, started=request.started, link=life.link)
-            _reply(request, outcome)
+            self._in_flight -= 1
+            if outcome is not None:
+                _reply(request, outcome)
+            elif request.scope.cancelled_caught:  # the caller gave up on it
+                request.reply.close()
+            else:  # the life ended under the call: answered once the reason is known
+                life.unanswered.append(request)
 
     async def _execute(self, life: _Life, request: _CallRequest) -> ToolOutcome:
         try:
@@ -345,46 +336,62 @@ class ServerHandle:
                 logger.warning("server %r: refreshing the catalog failed: %s", self.id, exc.error.message)
 
     async def _live(self, announce: Callable[[], None]) -> bool:
-        """One life: connect, fetch the catalog, serve until the connection is lost. Whether it was healthy."""
+        """One life: connect, serve until the connection is lost, fail what it left unanswered. Whether healthy."""
         link = Link()
+        lives: list[_Life] = []
+        self._set_state(ServerState.STARTING)
+        born = trio.current_time()
+        try:
+            with trio.CancelScope(deadline=born + self.spec.connect_timeout) as scope:
+                try:
+                    await self._connect_and_serve(link, scope, lives, announce)
+                except* Exception as group:
+                    link.lose("; ".join(f"{type(exc).__name__}: {exc}" for exc in _leaves(group)))
+            if scope.cancelled_caught:
+                link.lose(f"no connection within {self.spec.connect_timeout:g}s")
+            self._lost(link)
+            logger.warning("%s", self._last_error)
+        finally:
+            reason = link.reason or "the server actor has stopped"
+            for life in lives:
+                for request in life.unanswered:
+                    _reply(request, self._unavailable(reason, started=request.started, link=link))
+        answered = any(life.answered for life in lives)
+        return answered or trio.current_time() - born >= self.spec.restart.backoff_max
+
+    async def _connect_and_serve(
+        self, link: Link, scope: trio.CancelScope, lives: list[_Life], announce: Callable[[], None]
+    ) -> None:
+        """Connect and fetch the catalog within ``scope``'s deadline, then serve calls until ``link`` is lost."""
         catalog_changed = trio.Event()
 
         async def on_message(message: Any) -> None:
             if isinstance(message, mcp.types.ToolListChangedNotification):
                 catalog_changed.set()
 
-        self._set_state(ServerState.STARTING)
-        born = trio.current_time()
-        life: _Life | None = None
-        with trio.CancelScope(deadline=born + self.spec.connect_timeout) as scope:
-            try:
-                async with open_client(self.spec, link=link, message_handler=on_message) as client:
-                    self._pid = link.pid
-                    await self._fetch_catalog(client)
-                    scope.deadline = math.inf
-                    async with trio.open_nursery() as nursery:
-                        life = _Life(
-                            client, link, nursery, trio.CapacityLimiter(self.spec.max_concurrency), catalog_changed
-                        )
-                        self._life = life
-                        nursery.start_soon(self._refresh_catalog, life)
-                        self._set_state(ServerState.READY)
-                        announce()
-                        await link.lost.wait()
-                        self._lost(link)
-                        scope.cancel()
-            except* Exception as group:
-                link.lose("; ".join(f"{type(exc).__name__}: {exc}" for exc in _leaves(group)))
-        if scope.cancelled_caught:
-            link.lose(f"no connection within {self.spec.connect_timeout:g}s")
-        self._lost(link)
-        logger.warning("%s", self._last_error)
-        answered = life is not None and life.answered
-        return answered or trio.current_time() - born >= self.spec.restart.backoff_max
+        async with open_client(self.spec, link=link, message_handler=on_message) as client:
+            self._pid = link.pid
+            await self._fetch_catalog(client)
+            scope.deadline = math.inf
+            async with trio.open_nursery() as nursery:
+                life = _Life(client, link, catalog_changed)
+                lives.append(life)
+                nursery.start_soon(self._refresh_catalog, life)
+                for _ in range(self.spec.max_concurrency):
+                    nursery.start_soon(self._work, life)
+                self._fail_fast_scope.cancel()
+                try:
+                    self._set_state(ServerState.READY)
+                    announce()
+                    await link.lost.wait()
+                finally:
+                    self._start_failing_fast()  # even while the session fails under us
+                self._lost(link)
+                scope.cancel()
 
     def _lost(self, link: Link) -> None:
-        """The connection of ``link`` is gone: stop admitting calls, and remember why."""
-        self._life = None
+        """The connection of ``link`` is gone: fail calls fast, and remember why."""
+        self._start_failing_fast()
         self._last_loss = link
         self._last_error = str(
             ServerUnavailable(self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail())
@@ -444,20 +451,20 @@ async def serve_mcp_server(
     fails to start is reported through its handle (``state``, ``last_error``)
     and retried in the background.
     """
-    send, receive = trio.open_memory_channel[_CallRequest](MAILBOX_SIZE)
-    handle = ServerHandle(spec, mailbox=send)
-    announced = False
+    send, receive = trio.open_memory_channel[_CallRequest](spec.queue_size)
+    with receive:
+        async with trio.open_nursery() as nursery:
+            handle = ServerHandle(spec, mailbox=send, inbox=receive, nursery=nursery)
+            announced = False
 
-    def announce() -> None:
-        nonlocal announced
-        if not announced:
-            announced = True
-            task_status.started(handle)
+            def announce() -> None:
+                nonlocal announced
+                if not announced:
+                    announced = True
+                    task_status.started(handle)
 
-    try:
-        with receive:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(handle._serve_mailbox, receive)
+            try:
+                nursery.start_soon(handle._fail_fast, handle._fail_fast_scope)
                 await handle._supervise(announce)
-    finally:
-        handle._set_state(ServerState.STOPPED)
+            finally:
+                handle._set_state(ServerState.STOPPED)
