@@ -124,6 +124,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 async def main(rounds: int, calls: int, transports: list[str]) -> None:
+    load = [round(x, 2) for x in os.getloadavg()]
     rows: list[dict[str, Any]] = []
     for transport in transports:
         rows.extend(await measure(transport, rounds, calls))
@@ -134,6 +135,7 @@ async def main(rounds: int, calls: int, transports: list[str]) -> None:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
+        "load_average_at_start": load,
         "rounds": rounds,
         "calls_per_run": calls,
         "unit": "median microseconds per call over the rounds",

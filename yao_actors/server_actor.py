@@ -2,10 +2,12 @@
 
 ``await nursery.start(serve_mcp_server, spec)`` returns a :class:`ServerHandle`.
 The actor task alone enters and exits its ``mcp.Client`` (the SDK requires enter
-and exit in one task). Callers send requests through a bounded mailbox, each
-with a one-shot reply channel; the actor runs the calls concurrently in its own
-nursery, at most ``spec.max_concurrency`` at once with ``spec.queue_size`` more
-waiting, and answers anything beyond that with ``server_unavailable`` at once.
+and exit in one task). Callers put requests in a bounded mailbox, each with a
+one-shot reply channel (progress items, then the outcome). ``max_concurrency``
+workers in the actor's own nursery take requests from it, so that many calls run
+at once; the mailbox's buffer (``queue_size``) is the queue behind them, and a
+request finding it full is answered ``server_unavailable`` ("queue full") at
+once instead of waiting.
 
 Supervision: when the connection is lost as a whole (the process exited, the
 transport broke, the HTTP session failed), every in-flight call fails at once
@@ -118,7 +120,11 @@ class _Life:
 
 @attrs.define(eq=False)
 class ServerHandle:
-    """What others hold to use a server actor. All methods are safe from any task of the actor's run."""
+    """What others hold to use a server actor; made by :func:`serve_mcp_server`, never directly.
+
+    ``state`` and ``tools_version`` may be read at any time; the methods may be
+    called from any task of the same Trio run.
+    """
 
     spec: ServerSpec
     _mailbox: trio.MemorySendChannel[_CallRequest] = attrs.field(alias="mailbox")
