@@ -264,17 +264,17 @@ async def test_connect_timeout_reports_and_retries(
     @asynccontextmanager
     async def hanging(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
         await trio.sleep_forever()
-        yield  # type: ignore[misc]
+        yield
 
     monkeypatch.setattr(server_actor, "open_client", hanging)
     async with trio.open_nursery() as nursery:
         start = trio.current_time()
         handle = await nursery.start(serve_mcp_server, memory_spec(connect_timeout=3.0))
         assert trio.current_time() - start == pytest.approx(3.0)
-        assert handle.state is ServerState.RESTARTING
+        assert handle.statistics().state is ServerState.RESTARTING
         assert "no connection within 3s" in (handle.statistics().last_error or "")
         nursery.cancel_scope.cancel()
-    assert handle.state is ServerState.STOPPED
+    assert handle.statistics().state is ServerState.STOPPED
 
 
 async def test_calls_after_the_actor_stopped_fail_fast() -> None:

@@ -87,8 +87,9 @@ async def check_progress(handle: ServerHandle) -> None:
 
 async def wait_for_cancellations(handle: ServerHandle, count: int) -> None:
     """The server counts a cancelled execution once notifications/cancelled reached it."""
-    while (await stats(handle))["cancelled"] != count:  # noqa: ASYNC110 -- a counter in another process
-        await trio.sleep(0.02)
+    with trio.fail_after(10):
+        while (await stats(handle))["cancelled"] != count:  # noqa: ASYNC110 -- a counter in another process
+            await trio.sleep(0.02)
 
 
 async def check_deadline(handle: ServerHandle) -> None:
