@@ -16,7 +16,7 @@ from yao_actors.config import ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
 
-TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "register"}
+TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "whoami", "register"}
 
 
 @asynccontextmanager
@@ -57,6 +57,8 @@ async def check_list_and_call(handle: ServerHandle) -> None:
     failed = await handle.call_tool("fail", {"message": "no such thing"})
     assert failed.kind is ErrorKind.TOOL_ERROR
     assert failed.error == "no such thing"
+    caller = await handle.call_tool("whoami", {})
+    assert caller.result["name"] == "yao-actors"
 
 
 async def check_concurrent_calls(handle: ServerHandle, count: int = 24) -> None:

@@ -9,8 +9,8 @@ for port 0).
 Tools: ``echo``, ``add``, ``sleep``, ``fail`` (an ``isError`` result with exactly
 the given text), ``progress`` (reports progress notifications), ``crash`` (exits
 the process), ``stats`` (executions per tool, and how many executions were
-cancelled by the client), ``register`` (adds a tool and announces
-``tools/list_changed``), and with ``--tools N`` / ``extra_tools=N`` trivial tools
+cancelled by the client), ``whoami`` (the client's name and version),
+``register`` (adds a tool and announces ``tools/list_changed``), and with ``--tools N`` / ``extra_tools=N`` trivial tools
 ``t0..t{N-1}``.
 """
 
@@ -98,6 +98,12 @@ def build_test_server(name: str = "test", *, extra_tools: int = 0) -> MCPServer:
     @server.tool(name="stats", description="Executions per tool, and how many executions the client cancelled.")
     async def stats_tool() -> dict[str, Any]:
         return {"calls": dict(stats.calls), "cancelled": stats.cancelled}
+
+    @server.tool(description="Who is calling: the client's name and version from its initialize request.")
+    async def whoami(ctx: Context) -> dict[str, Any]:
+        params = ctx.request_context.session.client_params
+        info = params.client_info if params else None
+        return {"name": info.name if info else None, "version": info.version if info else None}
 
     @server.tool(description="Add a tool named `tool` that echoes, and announce tools/list_changed.")
     async def register(tool: str, ctx: Context) -> dict[str, Any]:
