@@ -130,6 +130,13 @@ def paging_server(pages: int, per_page: int) -> Server[Any]:
     return Server("paging", on_list_tools=list_tools)
 
 
+async def test_extra_trivial_tools_for_catalog_caps() -> None:
+    async with running(memory_spec(build_test_server(extra_tools=30))) as handle:
+        names = [tool.name for tool in await handle.list_tools()]
+        assert (await handle.call_tool("t29", {})).result == {"tool": 29}
+    assert names[-30:] == [f"t{i}" for i in range(30)]
+
+
 async def test_catalog_reads_every_page() -> None:
     async with running(memory_spec(paging_server(pages=3, per_page=4))) as handle:
         names = [tool.name for tool in await handle.list_tools()]
