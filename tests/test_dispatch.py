@@ -377,3 +377,20 @@ def test_every_call_gets_exactly_one_result_in_order(batch: list[tuple[str, str,
         assert finished == list(range(len(calls)))
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+class ListenerGone(Exception):
+    pass
+
+
+async def test_a_failing_listener_ends_the_batch_with_its_own_exception() -> None:
+    a = fake_server("a")
+
+    async def on_event(event: DispatchEvent) -> None:
+        if isinstance(event, CallStarted):
+            raise ListenerGone
+
+    with pytest.raises(ListenerGone):
+        await execute_tool_calls(
+            [call("1", "a__echo"), call("2", "a__echo")], await catalog_of(a), servers_of(a), on_event=on_event
+        )

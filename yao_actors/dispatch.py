@@ -18,8 +18,8 @@ call gets exactly one ``CallFinished`` (a call that is about to be retried
 reports only its final result). ``index`` in an event is the call's position in
 ``calls``. When the caller's scope is cancelled, ``trio.Cancelled`` propagates;
 ``batch_timeout`` instead turns what is still running into ``timeout`` results.
-An exception raised by ``on_event`` ends the batch and propagates (inside an
-``ExceptionGroup`` when it came from a running call, as Trio nurseries do).
+An exception raised by ``on_event`` ends the batch (cancelling what still runs)
+and propagates as itself, not wrapped in exception groups.
 """
 
 from __future__ import annotations
@@ -169,14 +169,18 @@ async def execute_tool_calls(
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)
-    with trio.move_on_after(math.inf if batch_timeout is None else batch_timeout):
-        async with trio.open_nursery() as nursery:
-            if mode == "sequential":
-                ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
-                nursery.start_soon(_run_one_by_one, batch, ordered)
-            else:
-                for group in groups.values():
-                    nursery.start_soon(_run_group, batch, group)
+    try:
+        with trio.move_on_after(math.inf if batch_timeout is None else batch_timeout):
+            async with trio.open_nursery() as nursery:
+                if mode == "sequential":
+                    ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
+                    nursery.start_soon(_run_one_by_one, batch, ordered)
+                else:
+                    for group in groups.values():
+                        nursery.start_soon(_run_group, batch, group)
+    except* Exception as group:
+        # Only a failing on_event gets here: give the caller its exception, not a tree of groups.
+        raise _first_leaf(group)  # noqa: B904 - the group is its context
     for index, planned in batch.planned.items():
         if batch.results[index] is None:
             await batch.finish(index, _timed_out(batch, planned))
@@ -237,6 +241,11 @@ async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
 async def _run_one_by_one(batch: _Batch, planned: list[_Planned]) -> None:
     for item in planned:
         await batch.finish(item.index, await batch.run(item))
+
+
+def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _failed(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:
