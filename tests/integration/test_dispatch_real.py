@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ImageContent, TextContent
 
 from tests.dispatch_support import open_http_test_server, stdio_test_server
 from yao_actors.catalog import build_catalog
@@ -12,6 +14,7 @@ from yao_actors.config import Config, HttpTransport, InMemoryTransport, ServerRe
 from yao_actors.dispatch import CallFinished, CallProgress, CallStarted, DispatchEvent, execute_tool_calls
 from yao_actors.errors import ErrorKind
 from yao_actors.models.base import ToolCall
+from yao_actors.results import tool_message_content
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.testing.servers import build_test_server
@@ -124,3 +127,51 @@ async def test_the_batch_deadline_cancels_on_the_server(autojump_clock: trio.tes
         await wait_for_cancelled(runtime.servers["m"], 2)
         (echo,) = await execute_tool_calls([ToolCall("3", "m__echo", '{"text": "up"}')], catalog, runtime.servers)
         assert echo.result == {"text": "up"}
+
+
+def content_server() -> MCPServer:
+    """Tools answering with the content shapes of the seed's ParsedContent rules (reference spec §12 item 26)."""
+    server = MCPServer("content")
+
+    def answer(*blocks: TextContent | ImageContent) -> CallToolResult:
+        return CallToolResult(content=list(blocks))
+
+    @server.tool()
+    async def json_text() -> CallToolResult:
+        return answer(TextContent(type="text", text='{"a":1}'))
+
+    @server.tool()
+    async def two_texts() -> CallToolResult:
+        return answer(TextContent(type="text", text="plain"), TextContent(type="text", text="[1, 2]"))
+
+    @server.tool()
+    async def image() -> CallToolResult:
+        return answer(ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"))
+
+    @server.tool()
+    async def empty_text() -> CallToolResult:
+        return answer(TextContent(type="text", text=""))
+
+    return server
+
+
+async def test_results_follow_the_parsed_content_rules() -> None:
+    spec = ServerSpec("c", InMemoryTransport(content_server()))
+    with trio.fail_after(30):
+        async with open_runtime(Config(servers={"c": spec})) as runtime:
+            catalog = await build_catalog([ServerRef("c")], runtime.servers)
+            names = ["json_text", "two_texts", "image", "empty_text"]
+            calls = [ToolCall(str(i), f"c__{name}") for i, name in enumerate(names)]
+            results = await execute_tool_calls(calls, catalog, runtime.servers)
+    assert [r.result for r in results] == [
+        {"a": 1},
+        ["plain", [1, 2]],
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        None,
+    ]
+    assert [tool_message_content(r) for r in results] == [
+        '{"a":1}',
+        '["plain",[1,2]]',
+        '{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}',
+        "null",
+    ]
