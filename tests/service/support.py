@@ -55,6 +55,19 @@ async def until_terminal(ws: WebSocketConnection, run_id: str) -> list[dict[str,
                 return events
 
 
+async def until_all_terminal(ws: WebSocketConnection, run_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """Read frames until every run in ``run_ids`` has ended; returns each run's events."""
+    events: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in run_ids}
+    pending = set(run_ids)
+    while pending:
+        frame = await receive(ws)
+        if frame.get("runId") in events:
+            events[frame["runId"]].append(frame)
+            if frame["type"] in TERMINAL:
+                pending.discard(frame["runId"])
+    return events
+
+
 async def wait_until(predicate: Any) -> None:
     """Poll a condition set by another task (a hang guard around the test bounds it)."""
     while True:

@@ -15,6 +15,7 @@ from tests.service.support import (
     run_frame,
     running_service,
     send,
+    until_all_terminal,
     until_terminal,
     wait_until,
 )
@@ -160,11 +161,11 @@ async def test_too_many_runs_on_one_connection() -> None:
                 await send(ws, run_frame("hold:x", run_id=f"r{n}", thread_id=f"t{n}"))
             frames = [await receive(ws) for _ in range(3)]
             runtime.release("x")
-            for n in range(2):
-                await until_terminal(ws, f"r{n}")
+            ended = await until_all_terminal(ws, {"r0", "r1"})
     refused = [f for f in frames if f["type"] == "RUN_ERROR"]
     assert [(f["runId"], f["code"]) for f in refused] == [("r2", "too_many_runs")]
     assert runtime.started == ["r0", "r1"]
+    assert all(events[-1]["type"] == "RUN_FINISHED" for events in ended.values())
 
 
 async def test_too_many_runs_in_the_whole_service() -> None:

@@ -7,13 +7,23 @@ code is 0 when the run finished, 1 on ``RUN_ERROR``, 2 when the service could no
 
 from __future__ import annotations
 
+import json
+import sys
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final
+from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
+import attrs
 import trio
-from trio_websocket import WebSocketConnection, wrap_client_stream
+from trio_websocket import (
+    ConnectionClosed,
+    ConnectionRejected,
+    HandshakeError,
+    WebSocketConnection,
+    wrap_client_stream,
+)
 
 from yao_actors.service.auth import BEARER_PREFIX, SUBPROTOCOL
 
@@ -39,19 +49,207 @@ async def open_client(
     subprotocols = [SUBPROTOCOL] + ([BEARER_PREFIX + token] if token and browser_style else [])
     with trio.fail_after(CONNECT_TIMEOUT):
         stream = await trio.open_tcp_stream(parts.hostname, parts.port or 80)
-    async with stream, trio.open_nursery() as nursery:
-        with trio.fail_after(CONNECT_TIMEOUT):
-            ws = await wrap_client_stream(
-                nursery,
-                stream,
-                parts.netloc,
-                parts.path or "/",
-                subprotocols=subprotocols,
-                extra_headers=headers,
-            )
-        try:
-            yield ws
-        finally:
-            with trio.move_on_after(CONNECT_TIMEOUT, shield=True):
-                await ws.aclose()
-            nursery.cancel_scope.cancel()
+    try:
+        async with stream, trio.open_nursery() as nursery:
+            with trio.fail_after(CONNECT_TIMEOUT):
+                ws = await wrap_client_stream(
+                    nursery, stream, parts.netloc, parts.path or "/", subprotocols=subprotocols, extra_headers=headers
+                )
+            try:
+                yield ws
+            finally:
+                with trio.move_on_after(CONNECT_TIMEOUT, shield=True):
+                    await ws.aclose()
+                nursery.cancel_scope.cancel()
+    except* (HandshakeError, trio.TooSlowError) as group:
+        raise _first_leaf(group) from None
+
+
+def _first_leaf(error: BaseException) -> BaseException:
+    """The first exception inside (possibly nested) exception groups."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+# --------------------------------------------------------------------------- rendering
+
+_CLEAR_LINE: Final = "\r\x1b[K"
+
+
+@attrs.define
+class _Call:
+    name: str
+    arguments: str = ""
+
+
+@attrs.define
+class Renderer:
+    """Prints a run's events readably as they arrive.
+
+    Text is written as it streams. A tool call gets a status line when the model has finished it, which on a
+    terminal (``live``) is rewritten in place with its progress and then its result; elsewhere each state is
+    its own line. Retries, server status, the fallback and the final usage get a line each.
+    """
+
+    out: TextIO
+    live: bool = False
+    _calls: dict[str, _Call] = attrs.field(factory=dict, init=False)
+    _mid_line: bool = attrs.field(default=False, init=False)
+    _status_of: str | None = attrs.field(default=None, init=False)
+
+    def render(self, event: dict[str, Any]) -> None:
+        """Print one event (events without a readable form are skipped)."""
+        kind = event.get("type")
+        if kind == "TEXT_MESSAGE_CONTENT":
+            self._text(str(event.get("delta", "")))
+        elif kind == "TEXT_MESSAGE_END" and self._mid_line:
+            self._line("")
+        elif kind == "TOOL_CALL_START":
+            self._calls[event["toolCallId"]] = _Call(name=str(event.get("toolCallName", "?")))
+        elif kind == "TOOL_CALL_ARGS" and event.get("toolCallId") in self._calls:
+            self._calls[event["toolCallId"]].arguments += str(event.get("delta", ""))
+        elif kind == "TOOL_CALL_END" and event.get("toolCallId") in self._calls:
+            self._status(event["toolCallId"], "… running")
+        elif kind == "TOOL_CALL_RESULT":
+            self._result(event)
+        elif kind == "CUSTOM":
+            self._custom(str(event.get("name")), event.get("value") or {})
+        elif kind == "SUBAGENT_STARTED":
+            self._line(f"⇢ fallback: {event.get('name', 'assistant')} takes over")
+        elif kind == "SUBAGENT_ERROR":
+            self._line(f"✗ fallback failed: {event.get('message', '')}")
+        elif kind == "RUN_FINISHED":
+            self._finished(event)
+        elif kind == "RUN_ERROR":
+            self._line(f"✗ error [{event.get('code', 'run_error')}]: {event.get('message', '')}")
+
+    def _text(self, delta: str) -> None:
+        self._end_status()
+        self.out.write(delta)
+        self.out.flush()
+        self._mid_line = not delta.endswith("\n") if delta else self._mid_line
+
+    def _line(self, text: str) -> None:
+        """Print a line of its own, after any text or status line in progress."""
+        self._end_status()
+        if self._mid_line and text:
+            self.out.write("\n")
+        self.out.write(text + "\n")
+        self.out.flush()
+        self._mid_line = False
+
+    def _status(self, call_id: str, state: str, *, mark: str = "⚙") -> None:
+        """Show a call's state: in place when it is the last line of a terminal, else as a new line."""
+        call = self._calls[call_id]
+        text = f"{mark} {call.name} {call.arguments or '{}'} {state}"
+        if not self.live:
+            self._line(text)
+            return
+        if self._status_of == call_id:
+            self.out.write(_CLEAR_LINE + text)
+        else:
+            self._end_status()
+            self.out.write(("\n" if self._mid_line else "") + text)
+            self._mid_line = False
+        self.out.flush()
+        self._status_of = call_id
+
+    def _end_status(self) -> None:
+        if self._status_of is not None:
+            self.out.write("\n")
+            self._status_of = None
+
+    def _result(self, event: dict[str, Any]) -> None:
+        """Settle a call's line with its result (✓) or error (✗) and its duration."""
+        call_id = str(event.get("toolCallId", ""))
+        metadata = event.get("metadata") or {}
+        self._calls.setdefault(call_id, _Call(name=str(metadata.get("tool", call_id))))
+        duration = f" ({metadata['durationMs']:.0f} ms)" if "durationMs" in metadata else ""
+        mark = "✗" if "kind" in metadata else "✓"
+        self._status(call_id, f"→ {_shorten(str(event.get('content', '')))}{duration}", mark=mark)
+        self._end_status()
+
+    def _custom(self, name: str, value: Any) -> None:
+        if name == "tool_progress" and value.get("toolCallId") in self._calls:
+            total = value.get("total")
+            amount = f"{value.get('progress')}/{total}" if total else f"{value.get('progress')}"
+            message = f" {value['message']}" if value.get("message") else ""
+            self._status(value["toolCallId"], f"… {amount}{message}")
+        elif name == "tool_retry":
+            count = len(value.get("toolCallIds", []))
+            self._line(f"↻ asking the model to fix {count} failed call(s) (attempt {value.get('attempt')})")
+        elif name == "sequential_retry":
+            self._line(f"↻ running {len(value.get('toolCallIds', []))} failed call(s) again, one by one")
+        elif name == "server_status":
+            detail = f" ({value['detail']})" if value.get("detail") else ""
+            self._line(f"⚠ server {value.get('server')}: {value.get('state')}{detail}")
+
+    def _finished(self, event: dict[str, Any]) -> None:
+        result = event.get("result")
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        outcome = outcome or (event.get("outcome") or {}).get("type", "finished")
+        usage = (event.get("usage") or [{}])[0]
+        tokens = (
+            f" · tokens: {usage.get('inputTokens', 0)} in, {usage.get('outputTokens', 0)} out,"
+            f" {usage.get('totalTokens', 0)} total"
+            if usage
+            else ""
+        )
+        self._line(f"— {outcome}{tokens}")
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- the command
+
+
+async def chat(
+    question: str,
+    *,
+    url: str = DEFAULT_URL,
+    token: str | None = None,
+    assistant: str | None = None,
+    raw: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """Ask ``question`` and print the run as it streams; returns the exit code (see the module docstring)."""
+    run_id = uuid.uuid4().hex
+    frame: dict[str, Any] = {"type": "run", "runId": run_id, "messages": [{"role": "user", "content": question}]}
+    if assistant:
+        frame["assistant"] = assistant
+    renderer = Renderer(out=out, live=out.isatty())
+    try:
+        async with open_client(url, token=token) as ws:
+            await ws.send_message(json.dumps(frame, ensure_ascii=False))
+            return await _follow(ws, run_id, renderer if not raw else None, out)
+    except ConnectionRejected as rejected:
+        body = (rejected.body or b"").decode(errors="replace").strip()
+        _complain(f"{url} refused the connection: HTTP {rejected.status_code} {body}")
+    except (OSError, HandshakeError, trio.TooSlowError) as error:
+        _complain(f"cannot reach {url}: {error or type(error).__name__}")
+    return 2
+
+
+async def _follow(ws: WebSocketConnection, run_id: str, renderer: Renderer | None, out: TextIO) -> int:
+    """Print events until the run's terminal one: 0 if it finished, 1 on ``RUN_ERROR`` or a lost connection."""
+    try:
+        while True:
+            event = json.loads(await ws.get_message())
+            if renderer is None:
+                out.write(json.dumps(event, ensure_ascii=False) + "\n")
+                out.flush()
+            else:
+                renderer.render(event)
+            if event.get("runId") == run_id and event.get("type") in ("RUN_FINISHED", "RUN_ERROR"):
+                return 0 if event["type"] == "RUN_FINISHED" else 1
+    except ConnectionClosed as closed:
+        _complain(f"the connection closed before the run ended ({closed.reason})")
+        return 1
+
+
+def _complain(message: str) -> None:
+    print(f"yao-actors chat: {message}", file=sys.stderr)

@@ -1,0 +1,151 @@
+"""Bearer token, Origin checks and the refusal to serve beyond loopback without a token."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from trio_websocket import ConnectionRejected
+
+from tests.service.fake_runtime import FakeRuntime
+from tests.service.support import handshake_status, receive, running_service, send
+from yao_actors.config import ServiceSpec
+from yao_actors.errors import ConfigError
+from yao_actors.service import open_service
+from yao_actors.service.auth import Handshake, authorized, is_loopback, origin_allowed, resolve_token
+from yao_actors.service.chat import open_client
+
+TOKEN = "s3cret-token"
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.0.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.4", False),
+        ("example.org", False),
+    ],
+)
+def test_loopback_hosts(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_the_token_comes_from_the_config_then_the_environment() -> None:
+    assert resolve_token(ServiceSpec(token="a"), {"YAO_ACTORS_TOKEN": "b"}) == "a"
+    assert resolve_token(ServiceSpec(), {"YAO_ACTORS_TOKEN": "b"}) == "b"
+    assert resolve_token(ServiceSpec(), {}) is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "subprotocols", "ok"),
+    [
+        ({}, (), False),
+        ({"authorization": f"Bearer {TOKEN}"}, (), True),
+        ({"authorization": f"bearer {TOKEN}"}, (), True),
+        ({"authorization": "Bearer wrong"}, (), False),
+        ({"authorization": f"Basic {TOKEN}"}, (), False),
+        ({}, ("yao-actors", f"bearer.{TOKEN}"), True),
+        ({}, ("yao-actors", "bearer.wrong"), False),
+        ({}, (TOKEN,), False),
+    ],
+)
+def test_authorized(headers: dict[str, str], subprotocols: tuple[str, ...], ok: bool) -> None:
+    assert authorized(Handshake(headers, subprotocols), TOKEN) is ok
+    assert authorized(Handshake(headers, subprotocols), None) is True
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed", "ok"),
+    [
+        (None, (), True),
+        ("http://127.0.0.1:8765", (), True),
+        ("http://localhost:3000", (), True),
+        ("null", (), True),
+        ("https://evil.example", (), False),
+        ("https://app.example", ("https://app.example",), True),
+        ("http://127.0.0.1:8765", ("https://app.example",), False),
+        ("https://evil.example", ("*",), True),
+    ],
+)
+def test_origin_allowed(origin: str | None, allowed: tuple[str, ...], ok: bool) -> None:
+    headers = {"host": "127.0.0.1:8765"} | ({"origin": origin} if origin else {})
+    assert origin_allowed(Handshake(headers), allowed) is ok
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param({}, id="no token"),
+        pytest.param({"Authorization": "Bearer wrong"}, id="wrong header token"),
+        pytest.param({"Sec-WebSocket-Protocol": "yao-actors, bearer.wrong"}, id="wrong subprotocol token"),
+    ],
+)
+async def test_a_missing_or_wrong_token_is_rejected_with_401(headers: dict[str, str]) -> None:
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime(), token=TOKEN) as service:
+            assert await handshake_status(service.port, headers) == 401
+            assert service.statistics().connections == 0
+
+
+@pytest.mark.parametrize("browser_style", [False, True], ids=["header", "subprotocol"])
+async def test_the_right_token_is_accepted(browser_style: bool) -> None:
+    with trio.fail_after(10):
+        async with (
+            running_service(FakeRuntime(), token=TOKEN) as service,
+            open_client(service.url, token=TOKEN, browser_style=browser_style) as ws,
+        ):
+            await send(ws, {"type": "ping"})
+            assert await receive(ws) == {"type": "pong"}
+            assert ws.subprotocol == "yao-actors"
+
+
+async def test_the_client_reports_a_rejection() -> None:
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime(), token=TOKEN) as service:
+            with pytest.raises(ConnectionRejected) as rejected:
+                async with open_client(service.url, token="wrong"):
+                    pass
+    assert rejected.value.status_code == 401
+
+
+async def test_the_token_from_the_environment_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("YAO_ACTORS_TOKEN", TOKEN)
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime()) as service:
+            assert await handshake_status(service.port) == 401
+            async with open_client(service.url, token=TOKEN) as ws:
+                await send(ws, {"type": "ping"})
+                assert await receive(ws) == {"type": "pong"}
+
+
+async def test_a_foreign_origin_is_rejected_with_403() -> None:
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime()) as service:
+            foreign = await handshake_status(service.port, {"Origin": "https://evil.example"})
+            own = await handshake_status(service.port, {"Origin": service.page_url.rstrip("/")})
+    assert (foreign, own) == (403, 101)
+
+
+async def test_refuses_to_listen_beyond_loopback_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("YAO_ACTORS_TOKEN", raising=False)
+    with pytest.raises(ConfigError) as refused:
+        async with open_service(FakeRuntime(), ServiceSpec(host="0.0.0.0", port=0)):
+            pass
+    message = str(refused.value)
+    assert "0.0.0.0" in message
+    assert "token" in message
+    assert "YAO_ACTORS_TOKEN" in message
+
+
+async def test_listens_beyond_loopback_with_a_token() -> None:
+    with trio.fail_after(10):
+        async with (
+            open_service(FakeRuntime(), ServiceSpec(host="0.0.0.0", port=0, token=TOKEN)) as service,
+            open_client(f"ws://127.0.0.1:{service.port}/", token=TOKEN) as ws,
+        ):
+            await send(ws, {"type": "ping"})
+            assert await receive(ws) == {"type": "pong"}
