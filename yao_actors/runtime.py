@@ -5,18 +5,24 @@ once (a stdio server takes about a second to start; they start side by side, and
 one that fails to start is reported and retried without holding up the others),
 exposes their handles as ``runtime.servers[id]``, and on exit stops them all: no
 stdio child is left running, even when the body raised or was cancelled.
+
+Runs go through ``runtime.open_run(assistant, messages)`` (an async context
+manager yielding the run's events) or ``runtime.run(...)`` (the whole result);
+both are served by the conversation actors living in the runtime's nursery.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import attrs
 import trio
 
-from yao_actors.config import Config, ServerSpec
+from yao_actors.config import BUILTIN_MODEL_IDS, Config, ModelSpec, ServerSpec
+from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream
+from yao_actors.errors import ConfigError
+from yao_actors.models import Model, build_model
 from yao_actors.server_actor import ServerHandle, serve_mcp_server
 
 
@@ -31,23 +37,60 @@ class Runtime:
 
     config: Config
     servers: Mapping[str, ServerHandle]
-    models: Mapping[str, Any]
+    models: Mapping[str, Model]
     nursery: trio.Nursery
+    conversations: ConversationManager
+
+    def open_run(
+        self,
+        assistant: str,
+        messages: MessagesInput,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> AbstractAsyncContextManager[RunStream]:
+        """Start a run; yields a receive channel of its AG-UI event dicts.
+
+        ``thread_id=None`` starts a new thread; a run on a busy thread waits for
+        the runs before it. Leaving the block early cancels the run (in-flight
+        model and tool calls are cancelled, unfinished tool calls get
+        ``cancelled`` results). ``stream.cancel()`` cancels it too while you keep
+        reading up to its terminal event. An unknown assistant raises
+        :class:`~yao_actors.errors.RunError` (code ``unknown_assistant``).
+        """
+        return self.conversations.open_run(assistant, messages, thread_id=thread_id, run_id=run_id)
+
+    async def run(
+        self,
+        assistant: str,
+        messages: MessagesInput,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+    ) -> RunResult:
+        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``."""
+        return await self.conversations.run(assistant, messages, thread_id=thread_id, run_id=run_id)
 
 
 @asynccontextmanager
-async def open_runtime(config: Config, *, models: Mapping[str, Any] | None = None) -> AsyncIterator[Runtime]:
+async def open_runtime(config: Config, *, models: Mapping[str, Model] | None = None) -> AsyncIterator[Runtime]:
     """Start every server actor of ``config`` at once; stop them all when the block exits.
 
-    An exception raised by the block comes out as itself, not wrapped in the
-    nursery's exception group.
+    ``models`` maps model ids to model objects (a ``FunctionModel``, a
+    ``TestModel``, or any object implementing :class:`~yao_actors.models.Model`),
+    overriding or adding to the models of ``config``. Every assistant's model
+    must resolve, or :class:`~yao_actors.errors.ConfigError` is raised before
+    anything starts. An exception raised by the block comes out as itself, not
+    wrapped in the nursery's exception group.
     """
+    resolved = resolve_models(config, models or {})
     body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             servers = await _start_servers(nursery, config.servers.values())
+            conversations = ConversationManager(config.assistants, servers, resolved, nursery)
             try:
-                yield Runtime(config=config, servers=servers, models=dict(models or {}), nursery=nursery)
+                yield Runtime(config, servers, resolved, nursery, conversations)
             except BaseException as exc:
                 body_error = exc
                 raise
@@ -71,3 +114,26 @@ async def _start_servers(nursery: trio.Nursery, specs: Iterable[ServerSpec]) -> 
         for spec in ordered:
             starters.start_soon(start, spec)
     return {spec.id: started[spec.id] for spec in ordered}
+
+
+def resolve_models(config: Config, overrides: Mapping[str, Model]) -> dict[str, Model]:
+    """The model objects of a runtime: the config's, the built-in offline ones, then ``overrides``.
+
+    Raises ``ConfigError`` naming every assistant whose model (or fallback model) resolves to nothing.
+    """
+    specs: dict[str, ModelSpec] = {
+        model_id: ModelSpec(id=model_id, provider=model_id)  # type: ignore[arg-type]
+        for model_id in BUILTIN_MODEL_IDS
+    }
+    specs.update(config.models)
+    models: dict[str, Model] = {model_id: build_model(spec) for model_id, spec in specs.items()}
+    models.update(overrides)
+    problems = [
+        f"assistants.{assistant.id}.{key}: unknown model {model_id!r} (known: {', '.join(sorted(models))})"
+        for assistant in config.assistants.values()
+        for key, model_id in (("model", assistant.model), ("fallback_model", assistant.fallback_model))
+        if model_id is not None and model_id not in models
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return models
