@@ -4,11 +4,12 @@ What a run does is chosen by the content of its last message:
 
 - ``hold:<name>`` — start, then wait until :meth:`FakeRuntime.release` is called with ``name``, then answer;
 - ``flood:<n>`` — stream ``n`` text deltas of 64 KiB each (for backpressure tests);
+- ``vanish`` — start, then end without a terminal event (a broken runtime);
 - anything else — answer ``echo: <content>`` in a few deltas, with one tool call when it mentions ``weather``.
 
-The fake records every run it started, which runs ended, and which were cancelled (left early by the front
-end, as the real runtime cancels a run whose context is left), and leaves the terminal event of a cancelled
-run to the front end.
+The fake records every run it started, which ended, and which were cancelled — through ``stream.cancel()``
+(the run still ends with ``RUN_FINISHED`` outcome ``cancelled``, as the real runtime does) or by the front end
+leaving the run's context early.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import trio
 from ag_ui.core import ToolCallResultEvent
 
 from yao_actors.errors import RunError
-from yao_actors.events import RunEvents
+from yao_actors.events import RunEvents, SendEvent
 
 
 @attrs.define(eq=False)
@@ -52,36 +53,49 @@ class FakeRuntime:
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[dict[str, Any]]]:
+    ) -> AsyncIterator[FakeStream]:
         if assistant not in self.assistants:
             raise RunError(f"unknown assistant {assistant!r}", code="unknown_assistant")
         run_id = run_id or f"run-{len(self.started)}"
         self.started.append(run_id)
         self.threads.append(thread_id)
         send, receive = trio.open_memory_channel[dict[str, Any]](0)
+        stream = FakeStream(receive)
+        events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=self._counted(send, run_id))
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._play, send, run_id, thread_id or f"thread-{run_id}", messages[-1]["content"])
+            nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"])
             try:
-                yield receive
+                yield stream
             finally:
                 nursery.cancel_scope.cancel()
 
-    async def _play(
-        self, send: trio.MemorySendChannel[dict[str, Any]], run_id: str, thread_id: str, content: str
-    ) -> None:
+    def _counted(self, send: trio.MemorySendChannel[dict[str, Any]], run_id: str) -> SendEvent:
         async def counted(event: dict[str, Any]) -> None:
             await send.send(event)
             self.sent[run_id] = self.sent.get(run_id, 0) + 1
 
-        events = RunEvents(run_id=run_id, thread_id=thread_id, send=counted)
+        return counted
+
+    async def _play(
+        self,
+        send: trio.MemorySendChannel[dict[str, Any]],
+        events: RunEvents,
+        scope: trio.CancelScope,
+        content: str,
+    ) -> None:
         try:
             async with send:
-                await events.run_started()
-                await self._answer(events, content)
-                await events.run_finished({"text": content})
-                self.finished.append(run_id)
+                with scope:
+                    await events.run_started()
+                    await self._answer(events, content)
+                if scope.cancelled_caught:
+                    self.cancelled.append(events.run_id)
+                    await events.run_finished(None, cancelled=True)
+                elif content != "vanish":
+                    self.finished.append(events.run_id)
+                    await events.run_finished({"text": content})
         except trio.Cancelled:
-            self.cancelled.append(run_id)
+            self.cancelled.append(events.run_id)
             raise
 
     async def _answer(self, events: RunEvents, content: str) -> None:
@@ -105,3 +119,17 @@ class FakeRuntime:
         for part in ("echo: ", content[: len(content) // 2], content[len(content) // 2 :]):
             await events.text_content("m1", part)
         await events.text_end("m1")
+
+
+class FakeStream:
+    """The stream of a fake run: its events, and ``cancel`` (the run still ends with its terminal event)."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[dict[str, Any]]) -> None:
+        self._receive = receive
+        self.scope = trio.CancelScope()
+
+    def cancel(self) -> None:
+        self.scope.cancel()
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self._receive.__aiter__()

@@ -335,3 +335,13 @@ async def test_no_new_runs_or_connections_while_shutting_down() -> None:
                 runtime.release("x")
                 await until_terminal(ws, "r1")
     assert (refused["code"], refused["runId"]) == ("shutting_down", "r2")
+
+
+async def test_a_run_that_ends_without_a_terminal_event_still_gets_one() -> None:
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime()) as service, open_client(service.url) as ws:
+            await send(ws, run_frame("vanish", run_id="r1"))
+            events = await until_terminal(ws, "r1")
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert events[-1]["code"] == "run_incomplete"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))

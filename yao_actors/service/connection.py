@@ -1,6 +1,6 @@
 """One websocket connection: read frames, start and cancel runs, write their events back.
 
-A :class:`Connection` is served by one task (:meth:`Connection.serve`) that owns three kinds of child tasks:
+A :class:`Connection` is served by one task (:meth:`Connection.serve`), with these parts:
 
 - the reader (in the serving task itself): validates each frame, answers ``ping``, cancels runs, starts runs;
 - one task per run, relaying the events of ``runtime.open_run`` to the client — several runs at once, each
@@ -17,7 +17,7 @@ A connection with no run and no frame for ``idle_timeout`` seconds is closed (10
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -50,6 +50,16 @@ CLOSE_GOING_AWAY: Final = 1001
 Event = Mapping[str, Any]
 
 
+class RunStream(Protocol):
+    """The events of one run (``Runtime.open_run`` yields one): iterate them; ``cancel`` still ends with one."""
+
+    def cancel(self) -> None:
+        """Cancel the run; its terminal event still comes through the stream."""
+        ...
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]: ...
+
+
 class RunOpener(Protocol):
     """What the front end needs of a runtime: ``Runtime.open_run`` (DESIGN §5.3)."""
 
@@ -60,7 +70,7 @@ class RunOpener(Protocol):
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
-    ) -> AbstractAsyncContextManager[trio.abc.ReceiveChannel[dict[str, Any]]]:
+    ) -> AbstractAsyncContextManager[RunStream]:
         """Start a run; the context yields its events and cancels the run when left early."""
         ...
 
@@ -92,17 +102,31 @@ class RunBudget:
             await self._changed.park()
 
 
-@attrs.define
-class _RunTrack:
-    """What the relay of one run has seen: enough to write a terminal event if the runtime wrote none."""
+@attrs.define(eq=False)
+class _Run:
+    """One run of a connection: its stream once open, a cancel that may come before it, what was relayed."""
 
     run_id: str
     thread_id: str
+    stream: RunStream | None = None
+    cancel_requested: bool = False
     last_seq: int = 0
     ended: bool = False
 
+    def attach(self, stream: RunStream) -> None:
+        """The run's stream is open; a cancel asked for before now takes effect."""
+        self.stream = stream
+        if self.cancel_requested:
+            stream.cancel()
+
+    def cancel(self) -> None:
+        """Cancel the run; the relay keeps reading up to its terminal event."""
+        self.cancel_requested = True
+        if self.stream is not None:
+            self.stream.cancel()
+
     def saw(self, event: Event) -> None:
-        """Note an event forwarded to the client."""
+        """Note an event relayed to the client."""
         seq = event.get("seq")
         if isinstance(seq, int):
             self.last_seq = max(self.last_seq, seq)
@@ -121,7 +145,7 @@ class Connection:
     budget: RunBudget
     close_code: int = CLOSE_NORMAL
     close_reason: str | None = None
-    _runs: dict[str, trio.CancelScope] = attrs.field(factory=dict, init=False)
+    _runs: dict[str, _Run] = attrs.field(factory=dict, init=False)
     _reading: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _everything: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _outgoing: tuple[trio.MemorySendChannel[str], trio.MemoryReceiveChannel[str]] = attrs.field(
@@ -150,8 +174,8 @@ class Connection:
                         await self._read(runs)
                     except ConnectionClosed:
                         self._lost()
-                    for scope in self._runs.values():
-                        scope.cancel()
+                    for run in self._runs.values():
+                        run.cancel()
 
     def _lost(self) -> None:
         """The client is gone (or unresponsive): cancel everything of this connection at once."""
@@ -180,13 +204,14 @@ class Connection:
             else:
                 self._start_run(frame, runs)
         except FrameError as error:
-            await self._emitter(error.run_id or "").run_error(str(error), code=error.code)
+            refused = _Run(run_id=error.run_id or "", thread_id="")
+            await self._emitter(refused).run_error(str(error), code=error.code)
 
     def _cancel(self, run_id: str) -> None:
         """Cancel a run of this connection; a run that already ended (or never was) is left alone."""
-        scope = self._runs.get(run_id)
-        if scope is not None:
-            scope.cancel()
+        run = self._runs.get(run_id)
+        if run is not None:
+            run.cancel()
 
     def _start_run(self, frame: RunFrame, runs: trio.Nursery) -> None:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
@@ -205,43 +230,41 @@ class Connection:
             raise FrameError(
                 TOO_MANY_RUNS, f"the service is at its limit of {self.budget.limit} runs", run_id=frame.run_id
             )
-        scope = trio.CancelScope()
-        self._runs[frame.run_id] = scope
-        runs.start_soon(self._run, frame, scope)
+        run = self._runs[frame.run_id] = _Run(run_id=frame.run_id, thread_id=frame.thread_id or "")
+        runs.start_soon(self._run, frame, run)
 
-    async def _run(self, frame: RunFrame, scope: trio.CancelScope) -> None:
+    async def _run(self, frame: RunFrame, run: _Run) -> None:
         """Relay one run, then free its slots."""
         try:
-            await self._relay(frame, scope)
+            await self._relay(frame, run)
         finally:
             del self._runs[frame.run_id]
             self.budget.release()
 
-    async def _relay(self, frame: RunFrame, scope: trio.CancelScope) -> None:
-        """Forward the run's events; cancelled through ``scope``, the run still ends with one terminal event."""
-        track = _RunTrack(run_id=frame.run_id, thread_id=frame.thread_id or "")
+    async def _relay(self, frame: RunFrame, run: _Run) -> None:
+        """Forward the run's events up to its terminal one; make sure the client gets exactly one."""
         try:
             async with self.runtime.open_run(
                 frame.assistant,
                 [dict(message) for message in frame.messages],
                 thread_id=frame.thread_id,
                 run_id=frame.run_id,
-            ) as events:
-                with scope:
-                    async for event in events:
-                        track.saw(event)
-                        await self._emit(event)
+            ) as stream:
+                run.attach(stream)
+                async for event in stream:
+                    run.saw(event)
+                    await self._emit(event)
         except RunError as error:
-            if not track.ended:
-                track.ended = True
-                await self._emitter(frame.run_id, track).run_error(str(error), code=error.code)
-        if not track.ended:
-            await self._emitter(frame.run_id, track).run_finished(None, cancelled=True)
+            if not run.ended:
+                run.ended = True
+                await self._emitter(run).run_error(str(error), code=error.code)
+        if not run.ended:
+            await self._emitter(run).run_error("the run ended without a terminal event", code="run_incomplete")
 
-    def _emitter(self, run_id: str, track: _RunTrack | None = None) -> RunEvents:
+    def _emitter(self, run: _Run) -> RunEvents:
         """An emitter for the events the front end writes itself, numbered after those already relayed."""
-        emitter = RunEvents(run_id=run_id, thread_id=track.thread_id if track else "", send=self._emit)
-        emitter.seq = track.last_seq if track else 0
+        emitter = RunEvents(run_id=run.run_id, thread_id=run.thread_id, send=self._emit)
+        emitter.seq = run.last_seq
         return emitter
 
     async def _emit(self, frame: Event) -> None:
