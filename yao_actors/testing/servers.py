@@ -133,6 +133,7 @@ async def _serve_http(server: MCPServer, host: str, port: int) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(128)  # listening before the announcement, so a client that reads it is never refused
     bound = sock.getsockname()[1]
     config = uvicorn.Config(server.streamable_http_app(host=host), log_level="warning", lifespan="on")
     uvicorn_server = uvicorn.Server(config)
