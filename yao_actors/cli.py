@@ -1,0 +1,115 @@
+"""The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it.
+
+``serve [--config FILE] [--host HOST] [--port PORT]`` — with no config, the embedded default (the bundled demo
+servers and the offline ``demo`` model, or a real model from ``OPENAI_*``) on 127.0.0.1:8765. It prints one line
+saying where it listens and how to try it, and on SIGINT/SIGTERM shuts down gracefully (a second signal stops
+at once) and exits 0 with every MCP server process stopped.
+
+``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME]`` — see
+:mod:`yao_actors.service.chat`; the token defaults to ``YAO_ACTORS_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Sequence
+from functools import partial
+
+import attrs
+import trio
+
+from yao_actors.config import Config, ServiceSpec, default_config, load_config
+from yao_actors.errors import ConfigError
+from yao_actors.runtime import open_runtime
+from yao_actors.service import Service, serve_service
+from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_token
+from yao_actors.service.chat import DEFAULT_URL, chat
+
+#: The question the service suggests trying (the seed's example).
+SAMPLE_QUESTION = "北京今天适合穿什么?"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = _parser().parse_args(argv)
+    code: int = args.command(args)
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="yao-actors", description=__doc__.split("\n", 1)[0])
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the websocket service")
+    serve.add_argument("--config", help="configuration file (default: the embedded demo)")
+    serve.add_argument("--host", help="address to listen on (default: the config's, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default: the config's, else 8765)")
+    serve.set_defaults(command=_serve_command)
+
+    ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
+    ask.add_argument("question")
+    ask.add_argument("--url", default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})")
+    ask.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
+    ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
+    ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
+    ask.set_defaults(command=_chat_command)
+    return parser
+
+
+def _chat_command(args: argparse.Namespace) -> int:
+    run = partial(chat, args.question, url=args.url, token=args.token, assistant=args.assistant, raw=args.json)
+    return trio.run(run)
+
+
+def _serve_command(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config) if args.config else default_config()
+        overrides = {"host": args.host, "port": args.port}
+        spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
+        check_listen(spec.host, resolve_token(spec))
+        trio.run(serve_until_signalled, config, spec)
+    except ConfigError as error:
+        print(f"yao-actors: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def serve_until_signalled(config: Config, spec: ServiceSpec) -> None:
+    """Serve ``config`` until SIGINT or SIGTERM, then shut down gracefully (a second signal stops at once)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_runtime(config) as runtime, trio.open_nursery() as nursery:
+            service: Service = await nursery.start(serve_service, runtime, spec)
+            print(_banner(service, config), flush=True)
+            await _next(signals)
+            nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope)
+            await service.shutdown()
+            nursery.cancel_scope.cancel()
+
+
+async def _next(signals: AsyncIterator[int]) -> None:
+    async for _ in signals:
+        return
+
+
+async def _stop_on_signal(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+    await _next(signals)
+    scope.cancel()
+
+
+def _banner(service: Service, config: Config) -> str:
+    """The one line printed at start: where the service listens and how to try it."""
+    token = " --token $YAO_ACTORS_TOKEN" if resolve_token(service.spec) else ""
+    url = "" if service.url == DEFAULT_URL else f" --url {service.url}"
+    models = sorted({config.models[a.model].provider for a in config.assistants.values() if a.model in config.models})
+    model = f" ({', '.join(models)} model)" if models else ""
+    return (
+        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} — try: "
+        f'yao-actors chat "{SAMPLE_QUESTION}"{url}{token}, or open {service.page_url} in a browser'
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
