@@ -5,9 +5,11 @@ tool, through a server actor (mailbox, admission, per-call task, reply channel,
 deadline scope) and through a raw ``mcp.Client`` connected by the same
 ``open_client`` (so the same transport code), in the same process. Runs of the
 two alternate, in alternating order, round after round; the table shows the
-median time per call of each and the difference.
+median time per call of each, the difference, and the Trio scheduler batches a
+sequential call takes on each path (a figure the machine's load cannot blur:
+each hand-off between tasks costs one batch).
 
-    python benchmarks/actor_overhead.py [--rounds 7] [--calls 300] [--transports memory stdio]
+    python benchmarks/actor_overhead.py [--rounds 21] [--calls 100] [--transports memory stdio]
 
 Writes ``benchmarks/results/actor_overhead.json``. A benchmark, not a test: it
 asserts nothing.
@@ -37,6 +39,27 @@ RESULTS = Path(__file__).parent / "results" / "actor_overhead.json"
 WIDTH = 20
 
 Call = Callable[[], Awaitable[Any]]
+
+
+class BatchCounter(trio.abc.Instrument):
+    """Counts Trio scheduler batches: the load-independent cost of a hand-off between tasks."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def after_io_wait(self, timeout: float) -> None:
+        self.batches += 1
+
+
+async def batches_per_call(call: Call, calls: int = 100) -> float:
+    counter = BatchCounter()
+    trio.lowlevel.add_instrument(counter)
+    try:
+        for _ in range(calls):
+            await call()
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+    return counter.batches / calls
 
 
 def make_spec(transport: str, server_id: str) -> ServerSpec:
@@ -87,6 +110,7 @@ async def measure(transport: str, rounds: int, calls: int) -> list[dict[str, Any
             for run in (sequential, concurrent):  # warm-up
                 for call in paths.values():
                     await run(call, min(calls, 50))
+            batches = {path: await batches_per_call(call) for path, call in paths.items()}
             for round_number in range(rounds):
                 order = ["raw", "actor"] if round_number % 2 == 0 else ["actor", "raw"]
                 for run in (sequential, concurrent):
@@ -105,6 +129,8 @@ async def measure(transport: str, rounds: int, calls: int) -> list[dict[str, Any
                 "actor_us": round(actor * 1e6, 1),
                 "overhead_us": round((actor - raw) * 1e6, 1),
                 "ratio": round(actor / raw, 3),
+                "raw_batches": batches["raw"],
+                "actor_batches": batches["actor"],
             }
         )
     return rows
@@ -112,14 +138,15 @@ async def measure(transport: str, rounds: int, calls: int) -> list[dict[str, Any
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     header = (
-        f"{'transport':<10} {'mode':<14} {'raw µs/call':>12} {'actor µs/call':>14} {'overhead µs':>12} {'ratio':>7}"
+        f"{'transport':<10} {'mode':<14} {'raw µs/call':>12} {'actor µs/call':>14} {'overhead µs':>12} "
+        f"{'ratio':>7} {'batches raw/actor':>18}"
     )
     print(header)
     print("-" * len(header))
     for row in rows:
         print(
             f"{row['transport']:<10} {row['mode']:<14} {row['raw_us']:>12.1f} {row['actor_us']:>14.1f} "
-            f"{row['overhead_us']:>12.1f} {row['ratio']:>7.3f}"
+            f"{row['overhead_us']:>12.1f} {row['ratio']:>7.3f} {row['raw_batches']:>9.2f}/{row['actor_batches']:<8.2f}"
         )
 
 
@@ -147,8 +174,8 @@ async def main(rounds: int, calls: int, transports: list[str]) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--transports", nargs="+", default=["memory", "stdio"], choices=["memory", "stdio"])
     args = parser.parse_args()
     trio.run(main, args.rounds, args.calls, args.transports)
