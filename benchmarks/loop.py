@@ -1,0 +1,292 @@
+"""Benchmark: what the conversation loop costs per turn, against the same tool calls with the plain ``mcp`` client.
+
+Two workloads, each over the test server as real stdio subprocesses:
+
+- ``echo``: a 20-turn run (``--turns``) whose instant ``FunctionModel`` asks for
+  one ``echo`` call per turn on one server, then answers. The ``raw`` row sends
+  the same 20 calls one after another with a plain ``mcp.Client``, no loop; the
+  ``handle`` row sends them through the runtime's server handle, which separates
+  the server actor's cost from the loop's own (model calls, events, history,
+  dispatch). This workload measures overhead: its tool costs almost nothing.
+- ``sleep``: 4 servers × 3 turns (``--servers``, ``--sleep-turns``), each turn one
+  100 ms ``sleep`` call on every server (``--latency-ms``), all at once. The
+  ``raw`` row runs each turn's calls from a plain nursery over one ``mcp.Client``
+  per server.
+
+Each run is a new thread, so no run carries the history of the one before.
+Rows run interleaved, repetition by repetition (``--repeat``), after a warm-up
+each, so machine noise hits them alike. The table shows the median wall time,
+the median per turn, the loop's overhead per turn over ``raw``, the ratio to
+``raw`` (the target: the loop costs at most 1.5 × raw per turn on ``echo``),
+and the CPU time of this process per turn (what the loop itself burns; the
+servers' CPU is not in it), which a busy machine disturbs less than wall time.
+Figures go to ``benchmarks/results/loop.json``. This measures; it asserts
+nothing.
+
+Run from the repository root: ``python benchmarks/loop.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import mcp
+import trio
+from mcp.client.stdio import StdioServerParameters
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the shared test-server launchers live in tests/
+
+from tests.dispatch_support import TEST_SERVER_COMMAND, stdio_test_server  # noqa: E402
+from yao_actors.config import AssistantSpec, Config, ServerRef  # noqa: E402
+from yao_actors.events import Outcome  # noqa: E402
+from yao_actors.models import Completion, FunctionModel, ToolCall  # noqa: E402
+from yao_actors.runtime import Runtime, open_runtime  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "loop.json"
+TARGET_RATIO = 1.5
+
+Job = Callable[[], Awaitable[None]]
+"""Runs one workload once."""
+
+
+@attrs.frozen
+class Workload:
+    """One workload: its tool calls per turn, on which servers, with which arguments."""
+
+    name: str
+    servers: int
+    turns: int
+    tool: str
+    arguments: dict[str, Any]
+
+
+@attrs.define(eq=False)
+class Setup:
+    """A workload, ready: the runtime (server actors, the model) and one plain ``mcp`` client per server."""
+
+    workload: Workload
+    runtime: Runtime
+    raw_clients: list[mcp.Client]
+
+
+def server_ids(count: int) -> list[str]:
+    return [f"s{i}" for i in range(count)]
+
+
+def scripted_model(workload: Workload) -> FunctionModel:
+    """An instant model: every turn one call per server, for ``turns`` turns, then a text answer."""
+    arguments = json.dumps(workload.arguments)
+    ids = server_ids(workload.servers)
+
+    def script(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        if turn >= workload.turns:
+            return Completion(text="done")
+        calls = tuple(ToolCall(f"call_{turn}_{s}", f"{s}__{workload.tool}", arguments) for s in ids)
+        return Completion(tool_calls=calls, finish_reason="tool_calls")
+
+    return FunctionModel(script, name="scripted")
+
+
+@asynccontextmanager
+async def open_setup(workload: Workload) -> AsyncIterator[Setup]:
+    """Start the workload's stdio servers: actors through the runtime, and the raw clients."""
+    ids = server_ids(workload.servers)
+    assistant = AssistantSpec(
+        "bench",
+        "scripted",
+        ("You are a benchmark.",),
+        tuple(ServerRef(i) for i in ids),
+        max_turn=workload.turns + 1,
+        max_tools=100,
+    )
+    config = Config(servers={i: stdio_test_server(i) for i in ids}, assistants={"bench": assistant})
+    command, *args = TEST_SERVER_COMMAND
+    async with AsyncExitStack() as stack:
+        runtime = await stack.enter_async_context(open_runtime(config, models={"scripted": scripted_model(workload)}))
+        raw_clients = [
+            await stack.enter_async_context(
+                mcp.Client(StdioServerParameters(command=command, args=[*args, "--name", i]), mode="legacy", cache=None)
+            )
+            for i in ids
+        ]
+        for client in raw_clients:
+            await client.list_tools()  # as warm as the actors: no tools/list per call
+        yield Setup(workload, runtime, raw_clients)
+
+
+def jobs(setup: Setup) -> dict[str, Job]:
+    """The rows of a workload: the same turns through the loop, the server handles, and the plain client."""
+    workload = setup.workload
+    handles = [setup.runtime.servers[i] for i in server_ids(workload.servers)]
+
+    async def turns(call: Callable[[int], Awaitable[None]]) -> None:
+        for _ in range(workload.turns):
+            if workload.servers == 1:
+                await call(0)
+                continue
+            async with trio.open_nursery() as nursery:
+                for index in range(workload.servers):
+                    nursery.start_soon(call, index)
+
+    async def raw_call(index: int) -> None:
+        result = await setup.raw_clients[index].call_tool(workload.tool, workload.arguments)
+        if result.is_error:
+            raise RuntimeError(f"raw call failed: {result.content}")
+
+    async def handle_call(index: int) -> None:
+        outcome = await handles[index].call_tool(workload.tool, workload.arguments)
+        if not outcome.ok:
+            raise RuntimeError(f"handle call failed: {outcome.error}")
+
+    async def raw() -> None:
+        await turns(raw_call)
+
+    async def handle() -> None:
+        await turns(handle_call)
+
+    async def loop() -> None:
+        result = await setup.runtime.run("bench", "go")
+        calls = workload.turns * workload.servers
+        if result.outcome is not Outcome.ANSWERED or len(result.tool_results) != calls:
+            raise RuntimeError(f"loop run ended {result.outcome}: {len(result.tool_results)} of {calls} calls")
+        failed = [r for r in result.tool_results if not r.ok]
+        if failed:
+            raise RuntimeError(f"{len(failed)} loop calls failed, first: {failed[0].error}")
+
+    return {"raw": raw, "handle": handle, "loop": loop}
+
+
+@attrs.frozen
+class Samples:
+    """Per row: wall seconds, and CPU seconds of this process (the servers' own CPU is not in it)."""
+
+    wall: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+
+
+async def measure(runs: dict[str, Job], repeat: int) -> Samples:
+    """One warm-up per row, then ``repeat`` interleaved rounds in alternating order."""
+    samples = Samples({row: [] for row in runs}, {row: [] for row in runs})
+    for run in runs.values():
+        await run()
+    for round_number in range(repeat):
+        order = list(runs) if round_number % 2 == 0 else list(reversed(runs))
+        for row in order:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            await runs[row]()
+            samples.cpu[row].append(time.process_time() - start_cpu)
+            samples.wall[row].append(time.perf_counter() - start)
+    return samples
+
+
+def summarise(workload: Workload, samples: Samples) -> list[dict[str, Any]]:
+    medians = {row: statistics.median(values) for row, values in samples.wall.items()}
+    cpu = {row: statistics.median(values) for row, values in samples.cpu.items()}
+    raw_turn = medians["raw"] / workload.turns
+    rows = []
+    for row, values in samples.wall.items():
+        per_turn = medians[row] / workload.turns
+        rows.append(
+            {
+                "workload": workload.name,
+                "row": row,
+                "servers": workload.servers,
+                "turns": workload.turns,
+                "calls_per_turn": workload.servers,
+                "samples_ms": [round(v * 1000, 2) for v in values],
+                "median_ms": round(medians[row] * 1000, 2),
+                "per_turn_ms": round(per_turn * 1000, 3),
+                "overhead_per_turn_ms": round((per_turn - raw_turn) * 1000, 3),
+                "vs_raw": round(medians[row] / medians["raw"], 3),
+                "cpu_per_turn_ms": round(cpu[row] / workload.turns * 1000, 3),
+                "cpu_vs_raw": round(cpu[row] / cpu["raw"], 3),
+            }
+        )
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    header = (
+        f"{'workload':<9} {'row':<7} {'S×T':>6} {'median ms':>10} {'ms/turn':>9} {'+ms/turn':>9} {'vs raw':>7}"
+        f" {'cpu ms/turn':>12} {'cpu vs raw':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        shape = f"{r['servers']}×{r['turns']}"
+        print(
+            f"{r['workload']:<9} {r['row']:<7} {shape:>6} {r['median_ms']:>10.1f} {r['per_turn_ms']:>9.3f} "
+            f"{r['overhead_per_turn_ms']:>9.3f} {r['vs_raw']:>7.3f} {r['cpu_per_turn_ms']:>12.3f} {r['cpu_vs_raw']:>11.3f}"
+        )
+    print(f"(target: loop at most {TARGET_RATIO} × raw per turn)")
+
+
+async def run_benchmark(workloads: list[Workload], repeat: int) -> dict[str, Any]:
+    load = [round(x, 2) for x in os.getloadavg()]
+    rows: list[dict[str, Any]] = []
+    for workload in workloads:
+        print(f"[{workload.name}] starting {workload.servers} stdio servers ...", file=sys.stderr, flush=True)
+        async with open_setup(workload) as setup:
+            rows.extend(summarise(workload, await measure(jobs(setup), repeat)))
+    return {
+        "benchmark": "loop",
+        "params": {
+            "repeat": repeat,
+            "workloads": [attrs.asdict(w) for w in workloads],
+            "target_vs_raw": TARGET_RATIO,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "trio": trio.__version__,
+            "load_average_at_start": load,
+        },
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "rows": rows,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=20, help="turns of the echo workload")
+    parser.add_argument("--servers", type=int, default=4, help="servers of the sleep workload")
+    parser.add_argument("--sleep-turns", type=int, default=3, help="turns of the sleep workload")
+    parser.add_argument("--latency-ms", type=float, default=100.0, help="how long each sleep call takes")
+    parser.add_argument("--repeat", type=int, default=9, help="interleaved repetitions per row")
+    parser.add_argument("--workloads", default="echo,sleep", help="comma-separated: echo,sleep")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
+    args = parser.parse_args(argv)
+    known = {
+        "echo": Workload("echo", 1, args.turns, "echo", {"text": "x"}),
+        "sleep": Workload("sleep", args.servers, args.sleep_turns, "sleep", {"seconds": args.latency_ms / 1000}),
+    }
+    names = [n for n in args.workloads.split(",") if n]
+    unknown = set(names) - set(known)
+    if unknown:
+        parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
+    # Before any MCPServer configures the root logger at INFO.
+    logging.basicConfig(level=logging.WARNING)
+    report = trio.run(run_benchmark, [known[n] for n in names], args.repeat)
+    print_table(report["rows"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"figures written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
