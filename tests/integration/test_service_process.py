@@ -1,0 +1,106 @@
+"""``python server.py`` as a real process: the banner, serving the embedded default, SIGTERM, no child left."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+from trio_websocket import ConnectionClosed
+
+from tests.integration.test_service_e2e import SEED_QUESTION
+from tests.service.support import receive, send
+from yao_actors.service.chat import open_client
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid``, from ``/proc``."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is still a running process (an exited, unreaped one does not count)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+async def _first_line(stream: trio.abc.ReceiveStream) -> str:
+    data = b""
+    while b"\n" not in data:
+        chunk = await stream.receive_some()
+        if not chunk:
+            break
+        data += chunk
+    return data.decode().partition("\n")[0]
+
+
+async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
+    with trio.fail_after(60):
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "server.py", "--port", "0"], cwd=REPO, env=env, stdout=subprocess.PIPE
+        )
+        try:
+            assert process.stdout is not None
+            banner = await _first_line(process.stdout)
+            match = re.search(r"ws://127\.0\.0\.1:\d+/", banner)
+            assert match, banner
+            async with open_client(match.group()) as ws:
+                await send(ws, {"type": "ping"})
+                assert await receive(ws) == {"type": "pong"}
+                children = _descendants(process.pid)
+                process.send_signal(signal.SIGTERM)
+                with pytest.raises(ConnectionClosed) as closed:
+                    await ws.get_message()
+            code = await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    assert f'yao-actors chat "{SEED_QUESTION}"' in banner
+    assert "http://127.0.0.1:" in banner
+    assert len(children) >= 2  # the two demo MCP servers
+    assert closed.value.reason is not None
+    assert closed.value.reason.code == 1001
+    assert code == 0
+    assert [pid for pid in children if _running(pid)] == []
+
+
+async def test_server_py_refuses_a_public_address_without_a_token() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_ACTORS_")}
+    with trio.fail_after(30):
+        result = await trio.run_process(
+            [sys.executable, "server.py", "--host", "0.0.0.0", "--port", "0"],
+            cwd=REPO,
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 2
+    assert b"0.0.0.0" in result.stderr
+    assert b"YAO_ACTORS_TOKEN" in result.stderr
+    assert result.stdout == b""
