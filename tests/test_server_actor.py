@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,12 +14,11 @@ import trio
 from mcp.server.lowlevel import Server
 
 from tests.integration import actor_checks
-from tests.integration.actor_checks import running
+from tests.integration.actor_checks import fail_in_flight, running
 from yao_actors import server_actor
 from yao_actors.config import InMemoryTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.results import ToolOutcome
-from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.server_actor import ServerState, serve_mcp_server
 from yao_actors.testing.servers import build_test_server
 from yao_actors.transports import Link, open_client
 
@@ -240,31 +239,15 @@ async def test_gives_up_after_max_restarts(monkeypatch: pytest.MonkeyPatch, auto
     assert "down" in (outcome.error or "")
 
 
-async def fail_in_flight(handle: ServerHandle, count: int, cause: Callable[[], object]) -> list[ToolOutcome]:
-    """Start ``count`` long calls, ``cause`` a loss once they run; check they all failed at once."""
-    outcomes: list[ToolOutcome] = []
-
-    async def call() -> None:
-        outcomes.append(await handle.call_tool("sleep", {"seconds": 50}))
-
-    async with trio.open_nursery() as nursery:
-        for _ in range(count):
-            nursery.start_soon(call)
-        await trio.sleep(1)
-        caused_at = trio.current_time()
-        cause()
-    assert trio.current_time() - caused_at < 0.1
-    assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * count
-    return outcomes
-
-
 async def test_lost_connection_fails_in_flight_calls_and_restarts(
     monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
 ) -> None:
     flaky = FlakyConnect(failures=0)
     monkeypatch.setattr(server_actor, "open_client", flaky)
     async with running(memory_spec(timeout=100)) as handle:
-        outcomes = await fail_in_flight(handle, 5, lambda: flaky.links[0].lose("the transport broke", exit_code=9))
+        outcomes = await fail_in_flight(
+            handle, 5, lambda: flaky.links[0].lose("the transport broke", exit_code=9), within=0.1
+        )
         assert all("the transport broke (exit code 9)" in (o.error or "") for o in outcomes)
         await handle.wait_for_state(ServerState.READY)
         assert (await handle.call_tool("add", {"a": 1, "b": 2})).result == {"sum": 3}
@@ -322,7 +305,7 @@ async def test_a_session_failing_as_a_whole_is_a_lost_server(
 
     monkeypatch.setattr(server_actor, "open_client", breaking)
     async with running(memory_spec(timeout=100)) as handle:
-        await fail_in_flight(handle, 3, fail.set)
+        await fail_in_flight(handle, 3, fail.set, within=0.1)
         assert "OSError: the session failed" in (handle.statistics().last_error or "")
         await handle.wait_for_state(ServerState.READY)
         assert (await handle.call_tool("echo", {"text": "again"})).result == {"text": "again"}

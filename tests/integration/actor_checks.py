@@ -7,13 +7,14 @@ asserts one behaviour; the transport test modules run them all.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import trio
 
 from yao_actors.config import ServerSpec
 from yao_actors.errors import ErrorKind
+from yao_actors.results import ToolOutcome
 from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
 
 TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "whoami", "register"}
@@ -110,3 +111,26 @@ async def check_caller_cancellation(handle: ServerHandle, already_cancelled: int
     assert scope.cancelled_caught
     await wait_for_cancellations(handle, already_cancelled + 1)
     assert handle.statistics().in_flight == 0
+
+
+async def fail_in_flight(
+    handle: ServerHandle, count: int, cause: Callable[[], object], *, within: float
+) -> list[ToolOutcome]:
+    """Start ``count`` 50 s calls, ``cause`` a loss once they all run; they must all fail ``within`` seconds."""
+    outcomes: list[ToolOutcome] = []
+
+    async def call() -> None:
+        outcomes.append(await handle.call_tool("sleep", {"seconds": 50}))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(count):
+            nursery.start_soon(call)
+        with trio.fail_after(10):
+            while handle.statistics().in_flight < count:  # noqa: ASYNC110 -- counters, no event to wait on
+                await trio.sleep(0.01)
+        cause()
+        with trio.fail_after(within):
+            while len(outcomes) < count:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+    assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * count
+    return outcomes

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from tests.integration import actor_checks
-from tests.integration.actor_checks import running
+from tests.integration.actor_checks import fail_in_flight, running
 from yao_actors.config import HttpTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.server_actor import ServerState
@@ -59,25 +59,11 @@ async def test_behaviour_over_http() -> None:
 
 
 async def test_server_goes_away_and_comes_back() -> None:
-    outcomes: list[Any] = []
     with trio.fail_after(60):
         async with http_test_server() as (url, process):
             port = int(url.rsplit(":", 1)[1].split("/")[0])
-            async with running(http_spec(url, timeout=30)) as handle:
-
-                async def call() -> None:
-                    outcomes.append(await handle.call_tool("sleep", {"seconds": 20}))
-
-                async with trio.open_nursery() as nursery:
-                    for _ in range(3):
-                        nursery.start_soon(call)
-                    while handle.statistics().in_flight < 3:  # noqa: ASYNC110 -- counters, no event to wait on
-                        await trio.sleep(0.01)
-                    process.kill()
-                    with trio.fail_after(10):  # "quickly": long before the calls' own 20 s
-                        while len(outcomes) < 3:  # noqa: ASYNC110
-                            await trio.sleep(0.01)
-                assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * 3
+            async with running(http_spec(url, timeout=100)) as handle:
+                await fail_in_flight(handle, 3, process.kill, within=10)  # long before the calls' own 50 s
 
                 while handle.state is ServerState.READY:
                     down = await handle.call_tool("echo", {"text": "x"})

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from tests.integration import actor_checks
-from tests.integration.actor_checks import process_gone, running
+from tests.integration.actor_checks import fail_in_flight, process_gone, running
 from yao_actors.config import Config, RestartPolicy, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
 from yao_actors.runtime import open_runtime
@@ -36,25 +36,12 @@ async def test_behaviour_over_stdio() -> None:
 
 
 async def test_kill_9_fails_in_flight_calls_and_restarts() -> None:
-    outcomes: list[Any] = []
     with trio.fail_after(60):
-        async with running(stdio_spec(timeout=30)) as handle:
+        async with running(stdio_spec(timeout=100)) as handle:
             first_pid = handle.statistics().pid
             assert first_pid is not None
-
-            async def call() -> None:
-                outcomes.append(await handle.call_tool("sleep", {"seconds": 20}))
-
-            async with trio.open_nursery() as nursery:
-                for _ in range(5):
-                    nursery.start_soon(call)
-                while handle.statistics().in_flight < 5:  # noqa: ASYNC110 -- counters, no event to wait on
-                    await trio.sleep(0.01)
-                os.kill(first_pid, signal.SIGKILL)
-                with trio.fail_after(5):  # "quickly": long before the calls' own 20 s
-                    while len(outcomes) < 5:  # noqa: ASYNC110
-                        await trio.sleep(0.01)
-            assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * 5
+            # "quickly": long before the calls' own 50 s
+            outcomes = await fail_in_flight(handle, 5, lambda: os.kill(first_pid, signal.SIGKILL), within=5)
             for outcome in outcomes:
                 assert f"exit code {-signal.SIGKILL}" in (outcome.error or "")
                 assert "test server stdio started" in (outcome.error or "")
