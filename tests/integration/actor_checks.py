@@ -134,3 +134,12 @@ async def fail_in_flight(
                 await trio.sleep(0.01)
     assert [o.kind for o in outcomes] == [ErrorKind.SERVER_UNAVAILABLE] * count
     return outcomes
+
+
+async def check_all(handle: ServerHandle) -> None:
+    """Every behaviour check in turn, on one server (its spec's ``timeout`` short, about a second)."""
+    await check_list_and_call(handle)
+    await check_concurrent_calls(handle)
+    await check_progress(handle)
+    await check_deadline(handle)
+    await check_caller_cancellation(handle, already_cancelled=1)

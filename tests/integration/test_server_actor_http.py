@@ -51,11 +51,7 @@ def http_spec(url: str, **changes: Any) -> ServerSpec:
 async def test_behaviour_over_http() -> None:
     with trio.fail_after(60):
         async with http_test_server() as (url, _process), running(http_spec(url, timeout=1.0)) as handle:
-            await actor_checks.check_list_and_call(handle)
-            await actor_checks.check_concurrent_calls(handle)
-            await actor_checks.check_progress(handle)
-            await actor_checks.check_deadline(handle)
-            await actor_checks.check_caller_cancellation(handle, already_cancelled=1)
+            await actor_checks.check_all(handle)
 
 
 async def test_server_goes_away_and_comes_back() -> None:

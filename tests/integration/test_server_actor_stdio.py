@@ -28,11 +28,7 @@ def stdio_spec(server_id: str = "stdio", **changes: Any) -> ServerSpec:
 async def test_behaviour_over_stdio() -> None:
     with trio.fail_after(60):
         async with running(stdio_spec(timeout=1.0)) as handle:
-            await actor_checks.check_list_and_call(handle)
-            await actor_checks.check_concurrent_calls(handle)
-            await actor_checks.check_progress(handle)
-            await actor_checks.check_deadline(handle)
-            await actor_checks.check_caller_cancellation(handle, already_cancelled=1)
+            await actor_checks.check_all(handle)
 
 
 async def test_kill_9_fails_in_flight_calls_and_restarts() -> None:
