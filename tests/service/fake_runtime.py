@@ -95,7 +95,8 @@ class FakeRuntime:
                     self.finished.append(events.run_id)
                     await events.run_finished({"text": content})
         except trio.Cancelled:
-            self.cancelled.append(events.run_id)
+            if events.run_id not in self.cancelled:
+                self.cancelled.append(events.run_id)
             raise
 
     async def _answer(self, events: RunEvents, content: str) -> None:

@@ -7,6 +7,8 @@ import json
 import pytest
 import trio
 from trio_websocket import ConnectionClosed, wrap_client_stream
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, Request, TextMessage
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import (
@@ -345,3 +347,34 @@ async def test_a_run_that_ends_without_a_terminal_event_still_gets_one() -> None
     assert events[-1]["type"] == "RUN_ERROR"
     assert events[-1]["code"] == "run_incomplete"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_a_client_that_stops_answering_pings_is_dropped_and_its_runs_cancelled() -> None:
+    runtime = FakeRuntime()
+    client = WSConnection(ConnectionType.CLIENT)
+    with trio.fail_after(10):
+        async with running_service(runtime, idle_timeout=0.4) as service:
+            stream = await trio.open_tcp_stream("127.0.0.1", service.port)
+            async with stream:
+                await stream.send_all(client.send(Request(host="127.0.0.1", target="/")))
+                client.receive_data(await stream.receive_some())
+                assert any(isinstance(event, AcceptConnection) for event in client.events())
+                frame = json.dumps(run_frame("hold:never", run_id="r1"))
+                await stream.send_all(client.send(TextMessage(data=frame)))
+                # from now on the client reads nothing: the service's pings go unanswered
+                await wait_until(lambda: runtime.cancelled == ["r1"])
+                await wait_until(lambda: service.statistics().connections == 0)
+    assert service.statistics().runs == 0
+
+
+async def test_an_oversized_request_head_is_dropped() -> None:
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime()) as service:
+            stream = await trio.open_tcp_stream("127.0.0.1", service.port)
+            async with stream:
+                await stream.send_all(b"GET / HTTP/1.1\r\n" + b"X-Filler: " + b"x" * 40_000)
+                try:
+                    answer = await stream.receive_some()
+                except trio.BrokenResourceError:  # closed with our bytes unread: a reset
+                    answer = b""
+    assert answer == b""

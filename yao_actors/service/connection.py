@@ -145,6 +145,8 @@ class Connection:
     budget: RunBudget
     close_code: int = CLOSE_NORMAL
     close_reason: str | None = None
+    #: The client left or stopped answering: nothing more can be sent, not even a close frame.
+    lost: bool = False
     _runs: dict[str, _Run] = attrs.field(factory=dict, init=False)
     _reading: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _everything: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
@@ -179,6 +181,7 @@ class Connection:
 
     def _lost(self) -> None:
         """The client is gone (or unresponsive): cancel everything of this connection at once."""
+        self.lost = True
         self._everything.cancel()
 
     async def _read(self, runs: trio.Nursery) -> None:
@@ -290,7 +293,6 @@ class Connection:
                 with trio.move_on_after(interval) as late:
                     await self.ws.ping()
                 if late.cancelled_caught:
-                    self.close_code, self.close_reason = CLOSE_GOING_AWAY, "ping timeout"
                     self._lost()
         except ConnectionClosed:
             self._lost()

@@ -170,8 +170,9 @@ class Service:
         self._connections.add(connection)
         try:
             await connection.serve()
-            with trio.move_on_after(CLOSE_TIMEOUT):
-                await ws.aclose(connection.close_code, connection.close_reason)
+            if not connection.lost:
+                with trio.move_on_after(CLOSE_TIMEOUT):
+                    await ws.aclose(connection.close_code, connection.close_reason)
         finally:
             self._connections.discard(connection)
             self._release()
