@@ -12,52 +12,34 @@ A run's stream (DESIGN §4.5)::
       SUBAGENT_STARTED ... SUBAGENT_FINISHED | SUBAGENT_ERROR   around the fallback assistant
     RUN_FINISHED | RUN_ERROR            exactly one terminal event
 
-:class:`RunEvents` is the emitter of one run. Every event is built by its
-``ag_ui`` model, so it is validated where it is made, then dumped to the
-camelCase JSON-ready dict that goes on the wire, with the run's ``runId`` and a
-per-run, strictly increasing ``seq`` added. The emitter refuses a second
-terminal event and any event after the first, so "exactly one terminal event"
-holds by construction. :func:`parse_event` turns such a dict back into its
-``ag_ui`` model (for tests and the chat client).
+:class:`RunEvents` is the emitter of one run. Each event is the camelCase,
+JSON-ready dict of its ``ag_ui`` model (the model's own serialisation: keys by
+alias, optional fields without a value left out), with the run's ``runId`` and a
+per-run, strictly increasing ``seq`` added. The emitter's helpers write these
+dicts directly rather than building and dumping a pydantic model for each event,
+which cost more than the rest of the loop's work per turn; :func:`parse_event`
+checks them, in the tests for every event of every run, and in the emitter
+itself when ``validate`` is on (debugging: ``YAO_ACTORS_VALIDATE_EVENTS=1``). An
+``ag_ui`` model can still be emitted as it is (:meth:`RunEvents.emit`). The
+emitter refuses a second terminal event and any event after the first, so
+"exactly one terminal event" holds by construction. :func:`parse_event` turns an
+event dict back into its ``ag_ui`` model (for tests and the chat client).
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import os
 import time
+import typing
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
 import pydantic
 import trio
-from ag_ui.core import (
-    BaseEvent,
-    CustomEvent,
-    Event,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    RunErrorEvent,
-    RunFinishedCancelledOutcome,
-    RunFinishedEvent,
-    RunFinishedSuccessOutcome,
-    RunStartedEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    SubagentErrorEvent,
-    SubagentFinishedEvent,
-    SubagentStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    TokenUsage,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-)
+from ag_ui.core import BaseEvent, Event
 
 from yao_actors.models.base import Usage
 from yao_actors.results import ToolCallResult, tool_message_content
@@ -114,14 +96,30 @@ def parse_event(data: EventDict) -> Event:
     return _EVENT_ADAPTER.validate_python(data)
 
 
-def token_usage(usage: Usage, model: str | None = None) -> TokenUsage:
-    """The AG-UI form of a :class:`Usage`."""
-    return TokenUsage(
-        model=model,
-        input_tokens=usage.prompt_tokens,
-        output_tokens=usage.completion_tokens,
-        total_tokens=usage.total_tokens,
+def _attributable_types() -> frozenset[str]:
+    """The event types whose ``ag_ui`` model has an optional ``subagentRunId`` (its ``Attributable`` part)."""
+    union = typing.get_args(Event)[0]
+    return frozenset(
+        model.model_fields["type"].default.value
+        for model in typing.get_args(union)
+        if (field := model.model_fields.get("subagent_run_id")) is not None and not field.is_required()
     )
+
+
+ATTRIBUTABLE_TYPES = _attributable_types()
+"""Event types that carry ``subagentRunId`` while :meth:`RunEvents.attributed_to` is active."""
+
+VALIDATE_EVENTS = os.environ.get("YAO_ACTORS_VALIDATE_EVENTS", "") not in ("", "0")
+"""The default of ``RunEvents.validate``: check every event with :func:`parse_event` before it is sent."""
+
+
+def token_usage(usage: Usage, model: str | None = None) -> dict[str, Any]:
+    """The AG-UI ``TokenUsage`` dict of a :class:`Usage` (``model`` left out when unknown)."""
+    value: dict[str, Any] = {} if model is None else {"model": model}
+    value["inputTokens"] = usage.prompt_tokens
+    value["outputTokens"] = usage.completion_tokens
+    value["totalTokens"] = usage.total_tokens
+    return value
 
 
 def _usage_value(usage: Usage) -> dict[str, int]:
@@ -130,6 +128,12 @@ def _usage_value(usage: Usage) -> dict[str, int]:
         "completionTokens": usage.completion_tokens,
         "totalTokens": usage.total_tokens,
     }
+
+
+def _with(data: EventDict, **optional: Any) -> EventDict:
+    """``data`` with the optional fields that have a value (an ``ag_ui`` model leaves the others out)."""
+    data.update((key, value) for key, value in optional.items() if value is not None)
+    return data
 
 
 def _as_send(target: SendEvent | trio.MemorySendChannel[EventDict]) -> SendEvent:
@@ -145,12 +149,16 @@ class RunEvents:
     ``send`` is awaited for every event (an async callable, or a bounded
     ``trio.MemorySendChannel`` whose ``send`` is used), so a slow consumer slows
     the run instead of growing a buffer. While :meth:`attributed_to` is active,
-    events that may carry a ``subagentRunId`` carry it.
+    events that may carry a ``subagentRunId`` carry it. With ``validate``, every
+    event is checked with :func:`parse_event` before it is sent (an invalid one
+    raises ``pydantic.ValidationError``: a bug here, not in the caller's data).
+    Values given to the helpers (``result``, ``value``) must be JSON-ready.
     """
 
     run_id: str
     thread_id: str
     _send: SendEvent = attrs.field(converter=_as_send, alias="send")
+    validate: bool = attrs.field(default=VALIDATE_EVENTS, kw_only=True)
     seq: int = attrs.field(default=0, init=False)
     terminal: EventDict | None = attrs.field(default=None, init=False)
     _subagent_run_id: str | None = attrs.field(default=None, init=False)
@@ -171,7 +179,11 @@ class RunEvents:
             self._subagent_run_id = previous
 
     async def emit(self, event: BaseEvent) -> EventDict:
-        """Number, dump and send one event; returns the dict that was sent.
+        """Emit an ``ag_ui`` model (validated when it was built); returns the dict that was sent."""
+        return await self.emit_dict(event.model_dump(by_alias=True, exclude_none=True, mode="json"))
+
+    async def emit_dict(self, data: EventDict) -> EventDict:
+        """Number, stamp and send one event dict (it is completed in place); returns it.
 
         Emission is all or nothing: an event whose delivery was cancelled uses
         no ``seq`` number (the numbers a consumer sees have no gaps), and a
@@ -179,29 +191,39 @@ class RunEvents:
         so the run can still send its one terminal event. Events emitted from
         several tasks are sent one at a time, in order.
         """
-        self._check_open(event)
-        if self._subagent_run_id is not None and getattr(event, "subagent_run_id", "") is None:
-            event = event.model_copy(update={"subagent_run_id": self._subagent_run_id})
-        async with self._lock:
-            self._check_open(event)
-            event.timestamp = int(time.time() * 1000)
-            data = event.model_dump(by_alias=True, exclude_none=True, mode="json")
+        kind = data["type"]
+        self._check_open(kind)
+        if self._subagent_run_id is not None and kind in ATTRIBUTABLE_TYPES:
+            data.setdefault("subagentRunId", self._subagent_run_id)
+        # The lock only matters when another task is in the middle of a send; when it is
+        # free, take it without the extra trip through the scheduler (the send checkpoints).
+        if self._lock.locked():
+            await self._lock.acquire()
+        else:
+            self._lock.acquire_nowait()
+        try:
+            self._check_open(kind)
+            data["timestamp"] = int(time.time() * 1000)
             data["runId"] = self.run_id
             data["seq"] = self.seq + 1
+            if self.validate:
+                parse_event(data)
             await self._send(data)
             self.seq += 1
-            if data["type"] in TERMINAL_TYPES:
+            if kind in TERMINAL_TYPES:
                 self.terminal = data
+        finally:
+            self._lock.release()
         return data
 
-    def _check_open(self, event: BaseEvent) -> None:
+    def _check_open(self, kind: str) -> None:
         if self.terminal is not None:
-            raise StreamClosedError(f"run {self.run_id}: {event.type.value} after the terminal event")
+            raise StreamClosedError(f"run {self.run_id}: {kind} after the terminal event")
 
     # ------------------------------------------------------------------ lifecycle
 
     async def run_started(self) -> EventDict:
-        return await self.emit(RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
+        return await self.emit_dict({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
 
     async def run_finished(
         self,
@@ -212,61 +234,57 @@ class RunEvents:
         model: str | None = None,
     ) -> EventDict:
         """The terminal event of a run that ended without an error (also when cancelled)."""
-        outcome = RunFinishedCancelledOutcome() if cancelled else RunFinishedSuccessOutcome()
-        return await self.emit(
-            RunFinishedEvent(
-                thread_id=self.thread_id,
-                run_id=self.run_id,
-                result=result,
-                outcome=outcome,
-                usage=None if usage is None else [token_usage(usage, model)],
-            )
-        )
+        data: EventDict = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
+        _with(data, result=result)
+        data["outcome"] = {"type": "cancelled" if cancelled else "success"}
+        if usage is not None:
+            data["usage"] = [token_usage(usage, model)]
+        return await self.emit_dict(data)
 
     async def run_error(
         self, message: str, *, code: str, usage: Usage | None = None, model: str | None = None
     ) -> EventDict:
         """The terminal event of a run that failed."""
-        return await self.emit(
-            RunErrorEvent(message=message, code=code, usage=None if usage is None else [token_usage(usage, model)])
-        )
+        data: EventDict = {"type": "RUN_ERROR", "message": message, "code": code}
+        if usage is not None:
+            data["usage"] = [token_usage(usage, model)]
+        return await self.emit_dict(data)
 
     async def step_started(self, name: str) -> EventDict:
-        return await self.emit(StepStartedEvent(step_name=name))
+        return await self.emit_dict({"type": "STEP_STARTED", "stepName": name})
 
     async def step_finished(self, name: str) -> EventDict:
-        return await self.emit(StepFinishedEvent(step_name=name))
+        return await self.emit_dict({"type": "STEP_FINISHED", "stepName": name})
 
     # ------------------------------------------------------------------ model stream
 
     async def text_start(self, message_id: str) -> EventDict:
-        return await self.emit(TextMessageStartEvent(message_id=message_id, role="assistant"))
+        return await self.emit_dict({"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"})
 
     async def text_content(self, message_id: str, delta: str) -> EventDict:
-        return await self.emit(TextMessageContentEvent(message_id=message_id, delta=delta))
+        return await self.emit_dict({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta})
 
     async def text_end(self, message_id: str) -> EventDict:
-        return await self.emit(TextMessageEndEvent(message_id=message_id))
+        return await self.emit_dict({"type": "TEXT_MESSAGE_END", "messageId": message_id})
 
     async def reasoning_start(self, message_id: str) -> EventDict:
-        return await self.emit(ReasoningMessageStartEvent(message_id=message_id))
+        return await self.emit_dict({"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"})
 
     async def reasoning_content(self, message_id: str, delta: str) -> EventDict:
-        return await self.emit(ReasoningMessageContentEvent(message_id=message_id, delta=delta))
+        return await self.emit_dict({"type": "REASONING_MESSAGE_CONTENT", "messageId": message_id, "delta": delta})
 
     async def reasoning_end(self, message_id: str) -> EventDict:
-        return await self.emit(ReasoningMessageEndEvent(message_id=message_id))
+        return await self.emit_dict({"type": "REASONING_MESSAGE_END", "messageId": message_id})
 
     async def tool_call_start(self, call_id: str, name: str, *, parent_message_id: str | None = None) -> EventDict:
-        return await self.emit(
-            ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=parent_message_id)
-        )
+        data = {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name}
+        return await self.emit_dict(_with(data, parentMessageId=parent_message_id))
 
     async def tool_call_args(self, call_id: str, delta: str) -> EventDict:
-        return await self.emit(ToolCallArgsEvent(tool_call_id=call_id, delta=delta))
+        return await self.emit_dict({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": delta})
 
     async def tool_call_end(self, call_id: str) -> EventDict:
-        return await self.emit(ToolCallEndEvent(tool_call_id=call_id))
+        return await self.emit_dict({"type": "TOOL_CALL_END", "toolCallId": call_id})
 
     # ------------------------------------------------------------------ tools
 
@@ -284,18 +302,19 @@ class RunEvents:
             metadata["repaired"] = True
         if result.sequential_retry:
             metadata["sequentialRetry"] = True
-        return await self.emit(
-            ToolCallResultEvent(
-                message_id=message_id,
-                tool_call_id=result.call_id,
-                content=tool_message_content(result),
-                role="tool",
-                metadata=metadata,
-            )
+        return await self.emit_dict(
+            {
+                "type": "TOOL_CALL_RESULT",
+                "metadata": metadata,
+                "messageId": message_id,
+                "toolCallId": result.call_id,
+                "content": tool_message_content(result),
+                "role": "tool",
+            }
         )
 
     async def custom(self, name: CustomName, value: Any) -> EventDict:
-        return await self.emit(CustomEvent(name=name.value, value=value))
+        return await self.emit_dict({"type": "CUSTOM", "name": name.value, "value": value})
 
     async def tool_progress(
         self, call_id: str, progress: float, total: float | None = None, message: str | None = None
@@ -321,12 +340,14 @@ class RunEvents:
     # ------------------------------------------------------------------ subagents
 
     async def subagent_started(self, subagent_run_id: str, name: str, *, description: str | None = None) -> EventDict:
-        return await self.emit(
-            SubagentStartedEvent(subagent_run_id=subagent_run_id, name=name, description=description)
-        )
+        data = {"type": "SUBAGENT_STARTED", "subagentRunId": subagent_run_id, "name": name}
+        return await self.emit_dict(_with(data, description=description))
 
     async def subagent_finished(self, subagent_run_id: str, result: Any = None) -> EventDict:
-        return await self.emit(SubagentFinishedEvent(subagent_run_id=subagent_run_id, result=result))
+        data = {"type": "SUBAGENT_FINISHED", "subagentRunId": subagent_run_id}
+        return await self.emit_dict(_with(data, result=result))
 
     async def subagent_error(self, subagent_run_id: str, message: str, *, code: str) -> EventDict:
-        return await self.emit(SubagentErrorEvent(subagent_run_id=subagent_run_id, message=message, code=code))
+        return await self.emit_dict(
+            {"type": "SUBAGENT_ERROR", "subagentRunId": subagent_run_id, "message": message, "code": code}
+        )

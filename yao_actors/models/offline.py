@@ -73,8 +73,8 @@ class FunctionModel:
         on_delta: OnDelta | None = None,
     ) -> Completion:
         """Ask ``fn`` for the answer, record the call, and stream the answer to ``on_delta``."""
-        given_messages = [json.loads(json.dumps(m)) for m in messages]
-        given_tools = [json.loads(json.dumps(t)) for t in tools]
+        given_messages = [_copied(m) for m in messages]
+        given_tools = [_copied(t) for t in tools]
         answer = self.fn(list(given_messages), list(given_tools))
         if inspect.isawaitable(answer):
             answer = await answer
@@ -97,6 +97,21 @@ class FunctionModel:
             await on_delta(ToolCallDelta(index=index, id=call.id, name=call.name))
             for piece in self._pieces(call.arguments):
                 await on_delta(ToolCallDelta(index=index, arguments=piece))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a JSON-like value: dicts and lists (and tuples, as lists) are copied, leaves are shared.
+
+    What ``fn`` gets can then be changed without touching the caller's history.
+    Leaves are strings, numbers, booleans and ``None``, all immutable; a
+    JSON round trip would give the same value at several times the cost, paid on
+    the whole growing history at every call.
+    """
+    if isinstance(value, Mapping):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copied(item) for item in value]
+    return value
 
 
 # --------------------------------------------------------------------------- conversation reading
