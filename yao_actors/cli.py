@@ -61,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _chat_command(args: argparse.Namespace) -> int:
     run = partial(chat, args.question, url=args.url, token=args.token, assistant=args.assistant, raw=args.json)
-    return trio.run(run)
+    try:
+        return trio.run(run)
+    except KeyboardInterrupt:  # leaving closes the connection, which cancels the run on the service
+        print(file=sys.stderr)
+        return 130
 
 
 def _serve_command(args: argparse.Namespace) -> int:
