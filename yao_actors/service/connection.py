@@ -154,11 +154,6 @@ class Connection:
         factory=lambda: trio.open_memory_channel[str](OUTGOING_BUFFER), init=False
     )
 
-    @property
-    def active_runs(self) -> int:
-        """How many runs of this connection are in flight."""
-        return len(self._runs)
-
     def stop(self) -> None:
         """End gracefully: stop reading, cancel every run (each still writes its terminal event), close 1001."""
         self.close_code, self.close_reason = CLOSE_GOING_AWAY, "service shutting down"
