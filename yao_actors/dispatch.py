@@ -24,6 +24,7 @@ and propagates as itself, not wrapped in exception groups.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
@@ -169,15 +170,21 @@ async def execute_tool_calls(
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)
+    if mode == "sequential":
+        ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
+        runs = [functools.partial(_run_one_by_one, batch, ordered)]
+    else:
+        runs = [functools.partial(_run_group, batch, group) for group in groups.values()]
     try:
         with trio.move_on_after(math.inf if batch_timeout is None else batch_timeout):
-            async with trio.open_nursery() as nursery:
-                if mode == "sequential":
-                    ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
-                    nursery.start_soon(_run_one_by_one, batch, ordered)
-                else:
-                    for group in groups.values():
-                        nursery.start_soon(_run_group, batch, group)
+            if len(runs) == 1:
+                # One server's calls (the usual turn): run them in this task; a nursery and a
+                # task of their own would cost more than a call to a fast server.
+                await runs[0]()
+            else:
+                async with trio.open_nursery() as nursery:
+                    for run in runs:
+                        nursery.start_soon(run)
     except* Exception as group:
         # Only a failing on_event gets here: give the caller its exception, not a tree of groups.
         raise _first_leaf(group)  # noqa: B904 - the group is its context

@@ -50,13 +50,20 @@ class RecordedCall:
 class FunctionModel:
     """A model whose answers come from ``fn(messages, tools)``.
 
-    ``fn`` gets copies of the messages and tools as lists of dicts and returns a
+    ``fn`` gets the messages and tools as new lists of dicts and returns a
     :class:`~yao_actors.models.base.Completion` or a string (a text answer);
     it may be async. The answer is reported to ``on_delta`` as a real stream
     would be: reasoning, then text, then each tool call (id and name first,
     then its arguments); with ``chunk_size`` set, text and arguments arrive in
     fragments of that many characters, else in one piece. Every call is kept
     in :attr:`calls` for tests to inspect.
+
+    The dicts in the lists are the caller's own, not copies: like any model
+    (the :class:`~yao_actors.models.base.Model` protocol takes them
+    read-only), ``fn`` reads them and must not change them. Copying them would
+    copy the whole, growing history at every call, once the largest part of
+    what a turn of a run cost beyond its tool call. A run never changes a
+    message once it is in a history, so the calls kept stay as they were made.
     """
 
     def __init__(self, fn: ModelFunction, *, name: str = "function model", chunk_size: int | None = None) -> None:
@@ -73,8 +80,8 @@ class FunctionModel:
         on_delta: OnDelta | None = None,
     ) -> Completion:
         """Ask ``fn`` for the answer, record the call, and stream the answer to ``on_delta``."""
-        given_messages = [_copied(m) for m in messages]
-        given_tools = [_copied(t) for t in tools]
+        given_messages = [_as_dict(m) for m in messages]
+        given_tools = [_as_dict(t) for t in tools]
         answer = self.fn(list(given_messages), list(given_tools))
         if inspect.isawaitable(answer):
             answer = await answer
@@ -99,19 +106,9 @@ class FunctionModel:
                 await on_delta(ToolCallDelta(index=index, arguments=piece))
 
 
-def _copied(value: Any) -> Any:
-    """A deep copy of a JSON-like value: dicts and lists (and tuples, as lists) are copied, leaves are shared.
-
-    What ``fn`` gets can then be changed without touching the caller's history.
-    Leaves are strings, numbers, booleans and ``None``, all immutable; a
-    JSON round trip would give the same value at several times the cost, paid on
-    the whole growing history at every call.
-    """
-    if isinstance(value, Mapping):
-        return {key: _copied(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_copied(item) for item in value]
-    return value
+def _as_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` itself when it is a dict (the usual case), else a dict of it."""
+    return value if isinstance(value, dict) else dict(value)
 
 
 # --------------------------------------------------------------------------- conversation reading
