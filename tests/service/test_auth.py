@@ -11,7 +11,14 @@ from tests.service.support import handshake_status, receive, running_service, se
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ConfigError
 from yao_actors.service import open_service
-from yao_actors.service.auth import Handshake, authorized, is_loopback, origin_allowed, resolve_token
+from yao_actors.service.auth import (
+    Handshake,
+    authorized,
+    is_loopback,
+    origin_allowed,
+    resolve_token,
+    selected_subprotocol,
+)
 from yao_actors.service.chat import open_client
 
 TOKEN = "s3cret-token"
@@ -149,3 +156,17 @@ async def test_listens_beyond_loopback_with_a_token() -> None:
         ):
             await send(ws, {"type": "ping"})
             assert await receive(ws) == {"type": "pong"}
+
+
+@pytest.mark.parametrize(
+    ("proposed", "selected"),
+    [
+        ((), None),
+        (("yao-actors",), "yao-actors"),
+        (("yao-actors", f"bearer.{TOKEN}"), "yao-actors"),
+        ((f"bearer.{TOKEN}",), f"bearer.{TOKEN}"),
+        (("other",), None),
+    ],
+)
+def test_selected_subprotocol(proposed: tuple[str, ...], selected: str | None) -> None:
+    assert selected_subprotocol(Handshake({}, proposed)) == selected

@@ -260,10 +260,10 @@ async def test_a_connection_with_a_run_in_flight_is_not_idle() -> None:
     assert events[-1]["type"] == "RUN_FINISHED"
 
 
-async def _http_get(port: int, path: str) -> bytes:
+async def _http_get(port: int, path: str, method: str = "GET") -> bytes:
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
-        await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        await stream.send_all(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
         response = b""
         while chunk := await stream.receive_some():
             response += chunk
@@ -275,6 +275,7 @@ async def test_the_page_is_served_over_plain_http_on_the_same_port() -> None:
         async with running_service(FakeRuntime()) as service:
             page = await _http_get(service.port, "/")
             missing = await _http_get(service.port, "/etc/passwd")
+            posted = await _http_get(service.port, "/", method="POST")
             async with open_client(service.url) as ws:
                 await send(ws, {"type": "ping"})
                 pong = await receive(ws)
@@ -283,6 +284,7 @@ async def test_the_page_is_served_over_plain_http_on_the_same_port() -> None:
     assert b"text/html" in head
     assert body.lower().startswith(b"<!doctype html>")
     assert missing.startswith(b"HTTP/1.1 404 ")
+    assert posted.startswith(b"HTTP/1.1 405 ")
     assert pong == {"type": "pong"}
 
 
