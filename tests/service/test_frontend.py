@@ -21,6 +21,8 @@ from tests.service.support import (
     until_terminal,
     wait_until,
 )
+from yao_actors.config import ServiceSpec
+from yao_actors.service import ServiceStatistics, serve_service
 from yao_actors.service.chat import open_client
 
 
@@ -380,3 +382,14 @@ async def test_an_oversized_request_head_is_dropped() -> None:
                 except trio.BrokenResourceError:  # closed with our bytes unread: a reset
                     answer = b""
     assert answer == b""
+
+
+async def test_serve_service_reports_its_handle_and_returns_after_shutdown() -> None:
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            service = await nursery.start(serve_service, FakeRuntime(), ServiceSpec(host="127.0.0.1", port=0))
+            async with open_client(service.url) as ws:
+                await send(ws, {"type": "ping"})
+                assert await receive(ws) == {"type": "pong"}
+            await service.shutdown()
+    assert service.statistics() == ServiceStatistics(connections=0, runs=0, closing=True)
