@@ -7,7 +7,11 @@ Two workloads, each over the test server as real stdio subprocesses:
   the same 20 calls one after another with a plain ``mcp.Client``, no loop; the
   ``handle`` row sends them through the runtime's server handle, which separates
   the server actor's cost from the loop's own (model calls, events, history,
-  dispatch). This workload measures overhead: its tool costs almost nothing.
+  dispatch). ``loop`` is ``Runtime.run``, which keeps the events and returns
+  them at the end; ``stream`` is the same run through ``Runtime.open_run`` with
+  a task reading every event as it comes (what a streaming front end adds: a
+  trip through the scheduler per event). This workload measures overhead: its
+  tool costs almost nothing.
 - ``sleep``: 4 servers × 3 turns (``--servers``, ``--sleep-turns``), each turn one
   100 ms ``sleep`` call on every server (``--latency-ms``), all at once. The
   ``raw`` row runs each turn's calls from a plain nursery over one ``mcp.Client``
@@ -51,6 +55,7 @@ sys.path.insert(0, str(ROOT))  # the shared test-server launchers live in tests/
 
 from tests.dispatch_support import TEST_SERVER_COMMAND, stdio_test_server  # noqa: E402
 from yao_actors.config import AssistantSpec, Config, ServerRef  # noqa: E402
+from yao_actors.conversation import RunResult  # noqa: E402
 from yao_actors.events import Outcome  # noqa: E402
 from yao_actors.models import Completion, FunctionModel, ToolCall  # noqa: E402
 from yao_actors.runtime import Runtime, open_runtime  # noqa: E402
@@ -158,16 +163,25 @@ def jobs(setup: Setup) -> dict[str, Job]:
     async def handle() -> None:
         await turns(handle_call)
 
-    async def loop() -> None:
-        result = await setup.runtime.run("bench", "go")
+    def check(result: RunResult | None) -> None:
         calls = workload.turns * workload.servers
-        if result.outcome is not Outcome.ANSWERED or len(result.tool_results) != calls:
-            raise RuntimeError(f"loop run ended {result.outcome}: {len(result.tool_results)} of {calls} calls")
+        if result is None or result.outcome is not Outcome.ANSWERED or len(result.tool_results) != calls:
+            ended = "without a result" if result is None else f"{result.outcome}: {len(result.tool_results)} calls"
+            raise RuntimeError(f"loop run ended {ended}, {calls} expected")
         failed = [r for r in result.tool_results if not r.ok]
         if failed:
             raise RuntimeError(f"{len(failed)} loop calls failed, first: {failed[0].error}")
 
-    return {"raw": raw, "handle": handle, "loop": loop}
+    async def loop() -> None:
+        check(await setup.runtime.run("bench", "go"))
+
+    async def stream() -> None:
+        async with setup.runtime.open_run("bench", "go") as events:
+            async for _ in events:
+                pass
+        check(events.result)
+
+    return {"raw": raw, "handle": handle, "loop": loop, "stream": stream}
 
 
 @attrs.frozen
@@ -267,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--servers", type=int, default=4, help="servers of the sleep workload")
     parser.add_argument("--sleep-turns", type=int, default=3, help="turns of the sleep workload")
     parser.add_argument("--latency-ms", type=float, default=100.0, help="how long each sleep call takes")
-    parser.add_argument("--repeat", type=int, default=9, help="interleaved repetitions per row")
+    parser.add_argument("--repeat", type=int, default=11, help="interleaved repetitions per row")
     parser.add_argument("--workloads", default="echo,sleep", help="comma-separated: echo,sleep")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
     args = parser.parse_args(argv)

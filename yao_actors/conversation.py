@@ -522,13 +522,20 @@ def build_request(assistant: AssistantSpec, catalog: Catalog, conversation: Sequ
 
 @attrs.define(eq=False)
 class _RunOrder:
-    """A run submitted to a thread's actor; the caller keeps it to cancel the run and read its result."""
+    """A run submitted to a thread's actor; the caller keeps it to cancel the run and read its result.
+
+    ``events`` is the consumer's channel (:meth:`ConversationManager.open_run`);
+    without one the events are kept in ``collected`` (:meth:`ConversationManager.run`,
+    which returns them all at the end: a channel and a task reading it would
+    only cost a trip through the scheduler per event).
+    """
 
     assistant: AssistantSpec
     messages: tuple[Message, ...]
     run_id: str
     thread_id: str
-    events: trio.MemorySendChannel[EventDict]
+    events: trio.MemorySendChannel[EventDict] | None
+    collected: list[EventDict] = attrs.field(factory=list)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -536,10 +543,19 @@ class _RunOrder:
 
     async def deliver(self, event: EventDict) -> None:
         """Send an event to the consumer; a consumer that is gone cancels the run."""
+        if self.events is None:
+            self.collected.append(event)
+            return
         try:
             await self.events.send(event)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.scope.cancel()
+
+    def end(self) -> None:
+        """The run is over: no more events; whoever waits for it may go on."""
+        if self.events is not None:
+            self.events.close()
+        self.done.set()
 
 
 @attrs.define(eq=False)
@@ -582,8 +598,7 @@ class ConversationHandle:
                 self._history.extend(run.transcript)
                 with trio.move_on_after(CLEANUP_GRACE):
                     await _announce(run, order.result, unannounced)
-                order.events.close()
-                order.done.set()
+                order.end()
 
 
 async def serve_conversation(
@@ -783,17 +798,12 @@ class ConversationManager:
         spec = self.assistant(assistant)
         order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
         order = _RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events)
-        handle = self.thread(order.thread_id)
-        stream = RunStream(order, receive)
         try:
             with receive:
-                await handle.submit(order)
-                yield stream
+                await self.thread(order.thread_id).submit(order)
+                yield RunStream(order, receive)
         finally:
-            order.scope.cancel()
-            if order.started.is_set():
-                with trio.CancelScope(shield=True), trio.move_on_after(2 * CLEANUP_GRACE):
-                    await order.done.wait()
+            await _wait_out(order)
 
     async def run(
         self,
@@ -803,11 +813,27 @@ class ConversationManager:
         thread_id: str | None = None,
         run_id: str | None = None,
     ) -> RunResult:
-        """Run to the end and return the result with every event."""
-        async with self.open_run(assistant, messages, thread_id=thread_id, run_id=run_id) as stream:
-            events = tuple([event async for event in stream])
-        assert stream.result is not None
-        return attrs.evolve(stream.result, events=events)
+        """Run to the end and return the result with every event.
+
+        Cancelling the caller cancels the run, as leaving :meth:`open_run` does.
+        """
+        spec = self.assistant(assistant)
+        order = _RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None)
+        try:
+            await self.thread(order.thread_id).submit(order)
+            await order.done.wait()
+        finally:
+            await _wait_out(order)
+        assert order.result is not None
+        return attrs.evolve(order.result, events=tuple(order.collected))
+
+
+async def _wait_out(order: _RunOrder) -> None:
+    """Cancel a run that is still going, and wait until it has recorded its result and ended (if it started)."""
+    order.scope.cancel()
+    if order.started.is_set():
+        with trio.CancelScope(shield=True), trio.move_on_after(2 * CLEANUP_GRACE):
+            await order.done.wait()
 
 
 __all__ = [
