@@ -100,9 +100,26 @@ def schema_problems(value: Any, schema: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(f"{field}: {e.message}" if (field := _field(e)) else e.message for e in errors)
 
 
+_IDENTITY_CACHE_SIZE = 1024
+_by_identity: dict[int, tuple[Mapping[str, Any], Validator | None]] = {}
+
+
 def compiled_validator(schema: Mapping[str, Any]) -> Validator | None:
-    """The cached compiled validator of ``schema``, or ``None`` if the schema is invalid."""
-    return _compile(json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str))
+    """The cached compiled validator of ``schema``, or ``None`` if the schema is invalid.
+
+    The same schema object (a catalog entry's, called turn after turn) is found
+    by identity without re-serialising it; schemas are treated as immutable.
+    Equal schemas in other objects share one compiled validator through the
+    canonical-JSON cache.
+    """
+    hit = _by_identity.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    validator = _compile(json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str))
+    if len(_by_identity) >= _IDENTITY_CACHE_SIZE:
+        del _by_identity[next(iter(_by_identity))]
+    _by_identity[id(schema)] = (schema, validator)
+    return validator
 
 
 @functools.lru_cache(maxsize=1024)
