@@ -84,6 +84,28 @@ def test_origin_allowed(origin: str | None, allowed: tuple[str, ...], ok: bool) 
 
 
 @pytest.mark.parametrize(
+    ("origin", "host", "allowed", "token_required", "ok"),
+    [
+        pytest.param("http://evil.example:8765", "evil.example:8765", (), False, False, id="DNS rebinding"),
+        pytest.param("http://evil.example:8765", "evil.example:8765", (), True, True, id="rebinding, token stops it"),
+        pytest.param("http://192.168.1.4:8765", "192.168.1.4:8765", (), False, False, id="own origin, LAN, no token"),
+        pytest.param("http://192.168.1.4:8765", "192.168.1.4:8765", (), True, True, id="own origin, LAN, token"),
+        pytest.param("http://127.0.0.1:8765", "127.0.0.1:8765", (), False, True, id="own origin, loopback"),
+        pytest.param("http://localhost:8765", "localhost:8765", (), False, True, id="own origin, localhost"),
+        pytest.param("http://[::1]:8765", "[::1]:8765", (), False, True, id="own origin, ::1"),
+        pytest.param("http://evil.example:8765", "127.0.0.1:8765", (), True, False, id="foreign, token"),
+        pytest.param("http://evil.example:80", "evil.example:8765", (), True, False, id="other port, token"),
+        pytest.param("http://app.example:1", "app.example:1", ("https://b.example",), True, False, id="allow-list"),
+    ],
+)
+def test_own_origin_counts_only_on_loopback_or_with_a_token(
+    origin: str, host: str, allowed: tuple[str, ...], token_required: bool, ok: bool
+) -> None:
+    handshake = Handshake({"origin": origin, "host": host})
+    assert origin_allowed(handshake, allowed, token_required=token_required) is ok
+
+
+@pytest.mark.parametrize(
     "headers",
     [
         pytest.param({}, id="no token"),

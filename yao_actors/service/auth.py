@@ -6,9 +6,10 @@ cannot set headers on a websocket — as a proposed subprotocol ``bearer.<token>
 :data:`SUBPROTOCOL`, which the service selects).
 
 Origins: a browser sends ``Origin``; clients without one (terminals, scripts) pass. With no allow-list
-configured a browser is accepted from the service's own origin (the page it serves), from loopback origins and
-from a page opened from disk (``null``), so a web site the user happens to visit cannot drive a local service;
-``"*"`` in the allow-list accepts any origin.
+configured a browser is accepted from loopback origins (which include the page the service serves on
+loopback) and from a page opened from disk (``null``), so a web site the user happens to visit cannot drive
+a local service; ``"*"`` in the allow-list accepts any origin. See :func:`origin_allowed` for why the
+service's own origin counts only when a token is required.
 """
 
 from __future__ import annotations
@@ -93,8 +94,17 @@ def selected_subprotocol(handshake: Handshake) -> str | None:
     return next((p for p in handshake.subprotocols if p.startswith(BEARER_PREFIX)), None)
 
 
-def origin_allowed(handshake: Handshake, allowed: Sequence[str]) -> bool:
-    """Whether the handshake's ``Origin`` (if any) may connect, per the rules in the module docstring."""
+def origin_allowed(handshake: Handshake, allowed: Sequence[str], *, token_required: bool = False) -> bool:
+    """Whether the handshake's ``Origin`` (if any) may connect.
+
+    An allow-list, when configured, decides alone (``"*"`` accepts any origin). Without one, no ``Origin``,
+    ``null`` and loopback origins (``localhost``, ``127.0.0.0/8``, ``[::1]``) pass. The service's own origin
+    (``Origin`` host:port equal to ``Host``) passes only when ``token_required``: both headers come from the
+    browser, so under DNS rebinding a hostile page at ``http://evil.example:8765`` whose name now resolves to
+    127.0.0.1 sends a matching pair, and only a token it cannot know stops it. On loopback the own origin is a
+    loopback origin anyway; beyond loopback a token is mandatory (:func:`check_listen`), so a caller passing
+    ``token_required`` accepts the page the service serves wherever it listens.
+    """
     origin = handshake.headers.get("origin")
     if origin is None or "*" in allowed or origin in allowed:
         return True
@@ -103,4 +113,5 @@ def origin_allowed(handshake: Handshake, allowed: Sequence[str]) -> bool:
     if origin == "null":
         return True
     parts = urlsplit(origin)
-    return parts.netloc == handshake.headers.get("host") or is_loopback(parts.hostname or "")
+    same_origin = parts.netloc == handshake.headers.get("host")
+    return is_loopback(parts.hostname or "") or (token_required and same_origin)
