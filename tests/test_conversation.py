@@ -707,3 +707,39 @@ async def test_close_thread_ends_its_actor_and_forgets_the_history() -> None:
             assert manager.history("t") == ()
             again = await manager.run("a", "two", thread_id="t")
     assert again.text == "2 messages"  # the system prompt and the new question only
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+async def test_threads_are_bounded_and_the_least_recently_used_idle_one_is_forgotten() -> None:
+    model = scripted(*(text_reply(f"answer {i}") for i in range(6)))
+    async with open_manager(model) as manager:
+        manager.max_threads = 3
+        first = await manager.run("a", "Q0", thread_id="t0")
+        for i in range(1, 4):
+            await manager.run("a", f"Q{i}", thread_id=f"t{i}")
+        await manager.run("a", "again", thread_id="t1")  # t1 becomes the most recently used
+        await manager.run("a", "Q5", thread_id="t5")
+        await trio.testing.wait_all_tasks_blocked()
+        actors = [task for task in manager.nursery.child_tasks if task.name.endswith("serve_conversation")]
+        assert len(actors) == 3
+        assert manager.history("t0") == ()
+        assert manager.history("t2") == ()
+        assert [m["content"] for m in manager.history("t1") if m["role"] == "user"] == ["Q1", "again"]
+        assert manager.history("t5")
+    assert first.text == "answer 0"
+
+
+async def test_a_consumer_too_slow_for_the_close_out_still_gets_one_terminal_event(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    long_text = "x" * 400  # with chunk_size=4: far more events than the stream's buffer holds
+    async with open_manager(scripted(text_reply(long_text))) as manager, manager.open_run("a", "Q") as stream:
+        await trio.sleep(1)  # the run fills the buffer and waits for the consumer
+        stream.cancel()
+        await trio.sleep(60)  # the close-out's grace runs out while nobody reads
+        events = [event async for event in stream]
+    check_stream(events)
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert events[-1]["outcome"] == {"type": "cancelled"}

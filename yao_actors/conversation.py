@@ -79,6 +79,9 @@ RUN_QUEUE = 8
 CLEANUP_GRACE = 5.0
 """Seconds a cancelled run has to record its results and emit its terminal event."""
 
+MAX_THREADS = 1000
+"""Threads a runtime keeps; past that the least recently used idle thread is forgotten."""
+
 MAX_DELEGATION_DEPTH = 4
 
 MessagesInput = str | Sequence[Message]
@@ -540,6 +543,7 @@ class _RunOrder:
     started: trio.Event = attrs.field(factory=trio.Event)
     done: trio.Event = attrs.field(factory=trio.Event)
     result: RunResult | None = None
+    late_events: list[EventDict] = attrs.field(factory=list)
 
     async def deliver(self, event: EventDict) -> None:
         """Send an event to the consumer; a consumer that is gone cancels the run."""
@@ -565,6 +569,8 @@ class ConversationHandle:
     thread_id: str
     _mailbox: trio.MemorySendChannel[_RunOrder]
     _history: list[Message] = attrs.field(factory=list)
+    pending: int = 0
+    """Runs submitted and not yet finished."""
 
     @property
     def history(self) -> tuple[Message, ...]:
@@ -572,7 +578,12 @@ class ConversationHandle:
         return tuple(self._history)
 
     async def submit(self, order: _RunOrder) -> None:
-        await self._mailbox.send(order)
+        self.pending += 1
+        try:
+            await self._mailbox.send(order)
+        except BaseException:
+            self.pending -= 1
+            raise
 
     def close(self) -> None:
         """Take no more runs: the actor ends once the runs already submitted are done."""
@@ -598,6 +609,10 @@ class ConversationHandle:
                 self._history.extend(run.transcript)
                 with trio.move_on_after(CLEANUP_GRACE):
                     await _announce(run, order.result, unannounced)
+                if not run.events.finished:
+                    # The consumer did not drain its channel in time: the rest of the close-out goes
+                    # past the channel, and the stream hands it over after the last buffered event.
+                    order.late_events = await _close_out_late(run, order.result, unannounced)
                 order.end()
 
 
@@ -612,7 +627,10 @@ async def serve_conversation(
     task_status.started()
     async with mailbox:
         async for order in mailbox:
-            await handle.execute(manager, order)
+            try:
+                await handle.execute(manager, order)
+            finally:
+                handle.pending -= 1
 
 
 async def _answer(run: _Run, order: _RunOrder, conversation: list[Message]) -> _Ending:
@@ -676,6 +694,18 @@ async def _announce(run: _Run, result: RunResult, unannounced: Sequence[ToolCall
         await events.run_finished(_finished_value(result), cancelled=cancelled_run, usage=run.usage)
 
 
+async def _close_out_late(run: _Run, result: RunResult, unannounced: Sequence[ToolCallResult]) -> list[EventDict]:
+    """The close-out events not delivered yet, numbered on from the last one sent, built without sending them."""
+    captured: list[EventDict] = []
+
+    async def capture(event: EventDict) -> None:
+        captured.append(event)
+
+    run.events.redirect(capture)
+    await _announce(run, result, unannounced)
+    return captured
+
+
 def _finished_value(result: RunResult) -> dict[str, Any]:
     """``RUN_FINISHED.result``: the answer, how the run ended, and its tool calls in brief."""
     value: dict[str, Any] = {
@@ -721,7 +751,13 @@ class RunStream(trio.abc.ReceiveChannel[EventDict]):
         self._order.scope.cancel()
 
     async def receive(self) -> EventDict:
-        return await self._receive.receive()
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            # A consumer too slow for the run's close-out still gets it, and its one terminal event.
+            if not self._order.late_events:
+                raise
+            return self._order.late_events.pop(0)
 
     async def aclose(self) -> None:
         await self._receive.aclose()
@@ -740,6 +776,7 @@ class ConversationManager:
     models: Mapping[str, Model]
     nursery: trio.Nursery
     catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+    max_threads: int = MAX_THREADS
     _threads: dict[str, ConversationHandle] = attrs.field(factory=dict, init=False)
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
@@ -760,13 +797,27 @@ class ConversationManager:
         return model
 
     def thread(self, thread_id: str) -> ConversationHandle:
-        """The actor of ``thread_id``, started on first use."""
-        handle = self._threads.get(thread_id)
+        """The actor of ``thread_id``, started on first use.
+
+        At most ``max_threads`` threads are kept: a new one forgets the least
+        recently used thread that has no run in progress or waiting, so the
+        actors and histories of a long-running service stay bounded.
+        """
+        handle = self._threads.pop(thread_id, None)
         if handle is None:
+            if len(self._threads) >= self.max_threads:
+                self._forget_an_idle_thread()
             send, receive = trio.open_memory_channel[_RunOrder](RUN_QUEUE)
-            handle = self._threads[thread_id] = ConversationHandle(thread_id, send)
+            handle = ConversationHandle(thread_id, send)
             self.nursery.start_soon(serve_conversation, handle, receive, self)
+        self._threads[thread_id] = handle  # most recently used last
         return handle
+
+    def _forget_an_idle_thread(self) -> None:
+        for thread_id, handle in self._threads.items():
+            if handle.pending == 0:
+                self.close_thread(thread_id)
+                return
 
     def close_thread(self, thread_id: str) -> None:
         """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""

@@ -169,6 +169,10 @@ class RunEvents:
         """Whether the terminal event has been sent."""
         return self.terminal is not None
 
+    def redirect(self, send: SendEvent | trio.MemorySendChannel[EventDict]) -> None:
+        """Send the events from now on to ``send`` (a run's close-out past a consumer that stopped reading)."""
+        self._send = _as_send(send)
+
     @contextlib.contextmanager
     def attributed_to(self, subagent_run_id: str) -> Iterator[None]:
         """Attribute the events emitted inside the block to a subagent invocation."""
