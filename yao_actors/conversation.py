@@ -41,6 +41,7 @@ from yao_actors.dispatch import (
     SequentialRetry,
     ToolServer,
     execute_tool_calls,
+    failed_result,
 )
 from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError
 from yao_actors.events import EventDict, Outcome, RunEvents
@@ -499,16 +500,8 @@ class _MaxTurns(Exception):
 
 
 def _cancelled_result(call: ToolCall, catalog: Catalog) -> ToolCallResult:
-    entry = catalog.resolve(call.name)
-    return ToolCallResult(
-        call_id=call.id,
-        name=call.name,
-        server=entry.server if entry else "",
-        tool=entry.tool if entry else "",
-        arguments=call.arguments,
-        error="the run was cancelled before the call finished",
-        kind=ErrorKind.CANCELLED,
-    )
+    message = "the run was cancelled before the call finished"
+    return failed_result(call, catalog.resolve(call.name), message, ErrorKind.CANCELLED)
 
 
 def build_request(assistant: AssistantSpec, catalog: Catalog, conversation: Sequence[Message]) -> list[Message]:

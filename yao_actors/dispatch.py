@@ -203,16 +203,16 @@ async def _check(
     if entry is None:
         available = ", ".join(e.name for e in catalog.entries) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"
-        await batch.finish(index, _failed(call, None, message, ErrorKind.UNKNOWN_TOOL))
+        await batch.finish(index, failed_result(call, None, message, ErrorKind.UNKNOWN_TOOL))
         return None
     if entry.server not in servers:
         message = f"server {entry.server!r} is not running"
-        await batch.finish(index, _failed(call, entry, message, ErrorKind.SERVER_UNAVAILABLE))
+        await batch.finish(index, failed_result(call, entry, message, ErrorKind.SERVER_UNAVAILABLE))
         return None
     arguments = check_arguments(call.arguments, entry.input_schema)
     if arguments.value is None:
         error = arguments.error or "invalid arguments"
-        failed = _failed(call, entry, error, ErrorKind.INVALID_ARGUMENTS)
+        failed = failed_result(call, entry, error, ErrorKind.INVALID_ARGUMENTS)
         await batch.finish(index, attrs.evolve(failed, repaired=arguments.repaired))
         return None
     return _Planned(index, call, entry, servers[entry.server], arguments.value, arguments.repaired)
@@ -255,7 +255,8 @@ def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
     return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-def _failed(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:
+def failed_result(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:
+    """The result of a call that failed before or instead of reaching its server."""
     return ToolCallResult(
         call_id=call.id,
         name=call.name,
@@ -273,5 +274,5 @@ def _timed_out(batch: _Batch, planned: _Planned) -> ToolCallResult:
     started = batch.started.get(planned.index)
     duration = trio.current_time() - started if started is not None else 0.0
     message = "the batch deadline expired before the call finished"
-    failed = _failed(planned.call, planned.entry, message, ErrorKind.TIMEOUT)
+    failed = failed_result(planned.call, planned.entry, message, ErrorKind.TIMEOUT)
     return attrs.evolve(failed, duration=duration, repaired=planned.repaired)
