@@ -275,7 +275,7 @@ def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> Non
         (base(assistants={"a": {"model": "demo", "mcp": {"servers": [3]}}}), "assistants.a.mcp.servers[0]: expected"),
         (
             base(assistants={"a": {"model": "demo", "mcp": {"options": {"max_turns": 3}}}}),
-            "options.max_turns: unknown key",
+            "assistants.a.mcp.options.max_turns: unknown key",
         ),
         (
             base(assistants={"a": {"model": "demo", "hooks": {"next": "nocolon"}}}),
@@ -292,7 +292,7 @@ def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> Non
 )
 def test_bad_files_name_the_key_path(data: Any, expected: str) -> None:
     problems = problems_of(data)
-    assert any(p.startswith(expected) or expected in p for p in problems), problems
+    assert any(p.startswith(expected) for p in problems), problems
 
 
 def test_every_problem_is_reported_at_once() -> None:
