@@ -424,3 +424,15 @@ def test_default_model_uses_the_three_environment_variables() -> None:
 def test_build_model_by_provider() -> None:
     assert isinstance(build_model(ModelSpec(id="t", provider="test")), TestModel)
     assert isinstance(build_model(ModelSpec(id="d", provider="demo")), DemoModel)
+
+
+def test_backoff_doubles_with_jitter_and_honours_retry_after() -> None:
+    from yao_actors.models.openai import BACKOFF_INITIAL, BACKOFF_MAX, _backoff
+
+    for attempt in range(8):
+        step = min(BACKOFF_MAX, BACKOFF_INITIAL * 2**attempt)
+        delays = {_backoff(attempt, None) for _ in range(50)}
+        assert all(step / 2 <= delay <= step for delay in delays)
+        assert len(delays) > 1, "no jitter"
+    assert _backoff(0, 7.0) == 7.0
+    assert _backoff(10, 1.0) >= BACKOFF_MAX / 2
