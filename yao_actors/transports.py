@@ -8,7 +8,9 @@ when the connection is lost as a whole and why:
   group; the transport keeps its exit code and the last lines of its stderr (a
   bounded ring), reports its death, and on exit makes sure it is dead: close
   stdin, wait a little, SIGTERM the group, wait, SIGKILL — shielded and bounded,
-  so a cancelled caller never leaves an orphan.
+  so a cancelled caller never leaves an orphan. Lines are bounded too: a stderr
+  line is cut at ``STDERR_LINE_LIMIT`` bytes, and a stdout line (a JSON-RPC
+  message) over ``STDOUT_LINE_LIMIT`` loses the link, so the server restarts.
 - **streamable HTTP**: ``streamable_http_client`` over an ``httpx2`` client whose
   transport turns network errors into ``503`` responses, so one failed request
   fails one call instead of the whole session (python-sdk #915). The session
@@ -55,6 +57,10 @@ logger = logging.getLogger(__name__)
 
 #: Lines of a stdio server's stderr kept for error reports.
 STDERR_TAIL_LINES = 20
+#: Bytes of one stdout line (one JSON-RPC message) of a stdio server; a longer line is a protocol failure.
+STDOUT_LINE_LIMIT = 16 * 1024 * 1024
+#: Bytes of one stderr line of a stdio server kept; the rest of a longer line is dropped.
+STDERR_LINE_LIMIT = 4096
 #: Seconds a stdio server gets to exit after its stdin closes (SDK servers take seconds: do not wait for them).
 STDIN_GRACE = 0.2
 #: Seconds a stdio server gets to exit after SIGTERM, before SIGKILL.
@@ -221,7 +227,7 @@ async def open_stdio_transport(
     stderr_done = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_pump_stdout, process, read_writer)
+            nursery.start_soon(_pump_stdout, process, read_writer, link)
             nursery.start_soon(_pump_stdin, process, write_reader, link)
             nursery.start_soon(_collect_stderr, process, link, stderr_done)
             nursery.start_soon(_watch_exit, process, link, stderr_done)
@@ -238,21 +244,73 @@ async def open_stdio_transport(
             await write_stream.aclose()
 
 
-async def _pump_stdout(process: trio.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-    """Parse the child's stdout, one JSON-RPC message a line, into the session's read stream."""
+@attrs.define
+class _LineSplitter:
+    """Splits a byte stream into lines, keeping at most ``limit`` bytes of each, so memory stays bounded.
+
+    ``cut`` says whether the unfinished line has already gone over ``limit`` (its excess was dropped).
+    """
+
+    limit: int
+    _partial: bytearray = attrs.field(factory=bytearray)
+    cut: bool = False
+
+    def feed(self, chunk: bytes | bytearray) -> list[tuple[bytes, bool]]:
+        """The lines ``chunk`` finishes (without their newline), each with whether it was cut at ``limit``."""
+        *ends, rest = chunk.split(b"\n")
+        lines = []
+        for piece in ends:
+            self._add(piece)
+            lines.append((bytes(self._partial), self.cut))
+            self._partial.clear()
+            self.cut = False
+        self._add(rest)
+        return lines
+
+    def rest(self) -> bytes:
+        """The unfinished last line (at most ``limit`` bytes of it)."""
+        return bytes(self._partial)
+
+    def _add(self, piece: bytes | bytearray) -> None:
+        room = self.limit - len(self._partial)
+        if len(piece) > room:
+            self.cut = True
+        self._partial += piece[:room]
+
+
+async def _pump_stdout(
+    process: trio.Process, sink: MemoryObjectSendStream[SessionMessage | Exception], link: Link
+) -> None:
+    """Parse the child's stdout, one JSON-RPC message a line, into the session's read stream.
+
+    A line over ``STDOUT_LINE_LIMIT`` loses ``link`` (the stream cannot be trusted past it) and ends the
+    read stream, so the session fails its pending requests and supervision restarts the server.
+    """
     assert process.stdout is not None
-    buffer = b""
     async with sink:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while chunk := await process.stdout.receive_some():
-                *lines, buffer = (buffer + chunk).split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        await sink.send(_parse_line(line))
-        # Reading on (and discarding) keeps a child that is still writing from blocking on a full pipe.
-        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while await process.stdout.receive_some():
-                pass
+            if await _forward_messages(process.stdout, sink):
+                link.lose(f"stdout line over {STDOUT_LINE_LIMIT} bytes")
+    # Reading on (and discarding) keeps a child that is still writing from blocking on a full pipe.
+    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while await process.stdout.receive_some():
+            pass
+
+
+async def _forward_messages(
+    stdout: trio.abc.ReceiveStream, sink: MemoryObjectSendStream[SessionMessage | Exception]
+) -> bool:
+    """Send each stdout line's message to ``sink`` until end of file; whether it stopped at a line too long."""
+    lines = _LineSplitter(STDOUT_LINE_LIMIT)
+    while chunk := await stdout.receive_some():
+        for line, cut in lines.feed(chunk):
+            if cut:
+                return True
+            if line.strip():
+                await sink.send(_parse_line(line))
+        if lines.cut:
+            return True
+    return False
 
 
 def _parse_line(line: bytes) -> SessionMessage | Exception:
@@ -277,19 +335,23 @@ async def _pump_stdin(process: trio.Process, source: MemoryObjectReceiveStream[S
 async def _collect_stderr(process: trio.Process, link: Link, done: trio.Event) -> None:
     """Keep the last lines of the child's stderr in ``link.stderr_lines``."""
     assert process.stderr is not None
-    buffer = b""
+    lines = _LineSplitter(STDERR_LINE_LIMIT)
     try:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             while chunk := await process.stderr.receive_some():
-                *lines, buffer = (buffer + chunk).split(b"\n")
-                for line in lines:
-                    text = line.decode(errors="replace").rstrip()
+                for line, cut in lines.feed(chunk):
+                    text = _stderr_text(line, cut)
                     logger.debug("server pid %s stderr: %s", process.pid, text)
                     link.stderr_lines.append(text)
-        if buffer:
-            link.stderr_lines.append(buffer.decode(errors="replace").rstrip())
+        if rest := lines.rest():
+            link.stderr_lines.append(_stderr_text(rest, lines.cut))
     finally:
         done.set()
+
+
+def _stderr_text(line: bytes, cut: bool) -> str:
+    text = line.decode(errors="replace").rstrip()
+    return f"{text} [line cut at {STDERR_LINE_LIMIT} bytes]" if cut else text
 
 
 async def _watch_exit(process: trio.Process, link: Link, stderr_done: trio.Event) -> None:

@@ -7,15 +7,18 @@ import signal
 import sys
 from typing import Any
 
+import anyio
 import pytest
 import trio
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, process_gone, running
+from yao_actors import transports
 from yao_actors.config import Config, RestartPolicy, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerState
+from yao_actors.transports import Link, open_stdio_transport
 
 FAST_RESTART = RestartPolicy(max_restarts=3, backoff_initial=0.05, backoff_max=0.5)
 
@@ -107,3 +110,53 @@ async def test_no_child_survives_the_runtime(then: str) -> None:
             await _start_and_collect_pids(config, pids, then=then)
     assert len(pids) == 3
     assert all(process_gone(pid) for pid in pids)
+
+
+# --------------------------------------------------------------------------- line limits
+
+#: A server that writes to stdout forever without a newline.
+ENDLESS_STDOUT_LINE = "import sys\nwhile True: sys.stdout.buffer.write(b'x' * 65536); sys.stdout.flush()"
+
+
+def script(source: str) -> StdioTransport:
+    return StdioTransport(command=sys.executable, args=("-c", source))
+
+
+async def test_an_endless_stdout_line_loses_the_link(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transports, "STDOUT_LINE_LIMIT", 100_000)
+    link = Link()
+    with trio.fail_after(30):
+        async with open_stdio_transport(script(ENDLESS_STDOUT_LINE), link) as (read_stream, _):
+            await link.lost.wait()
+            assert link.reason == "stdout line over 100000 bytes"
+            assert link.exit_code is None  # the server is still writing: the line alone failed it
+            with pytest.raises(anyio.EndOfStream):  # the session sees the connection close
+                await read_stream.receive()
+    assert process_gone(link.pid or 0)
+
+
+async def test_an_endless_stdout_line_restarts_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transports, "STDOUT_LINE_LIMIT", 100_000)
+    spec = ServerSpec(id="flood", transport=script(ENDLESS_STDOUT_LINE), restart=FAST_RESTART)
+    with trio.fail_after(30):
+        async with running(spec) as handle:
+            assert handle.state in (ServerState.RESTARTING, ServerState.STARTING, ServerState.DOWN)
+            assert "stdout line over 100000 bytes" in (handle.statistics().last_error or "")
+            outcome = await handle.call_tool("echo", {"text": "x"})
+    assert outcome.kind is ErrorKind.SERVER_UNAVAILABLE
+    assert "stdout line over 100000 bytes" in (outcome.error or "")
+
+
+async def test_long_stderr_lines_are_cut_and_the_tail_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transports, "STDERR_LINE_LIMIT", 50)
+    source = "import sys\nsys.stderr.write('a' * 1_000_000 + '\\nshort\\n' + 'b' * 1_000_000)\nsys.exit(4)"
+    link = Link()
+    with trio.fail_after(30):
+        async with open_stdio_transport(script(source), link):
+            await link.lost.wait()
+    assert link.exit_code == 4
+    assert list(link.stderr_lines) == [
+        "a" * 50 + " [line cut at 50 bytes]",
+        "short",
+        "b" * 50 + " [line cut at 50 bytes]",
+    ]
