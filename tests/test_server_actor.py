@@ -7,11 +7,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import httpx2
 import mcp
 import mcp.types
 import pytest
 import trio
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, running
@@ -20,7 +22,7 @@ from yao_actors.config import InMemoryTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.server_actor import ServerState, serve_mcp_server
 from yao_actors.testing.servers import build_test_server
-from yao_actors.transports import Link, open_client
+from yao_actors.transports import TRANSPORT_FAILURE, Link, ResilientTransport, open_client
 
 
 def memory_spec(server: Any = None, **changes: Any) -> ServerSpec:
@@ -128,6 +130,50 @@ def paging_server(pages: int, per_page: int) -> Server[Any]:
         return mcp.types.ListToolsResult(tools=tools, next_cursor=str(page + 1) if page + 1 < pages else None)
 
     return Server("paging", on_list_tools=list_tools)
+
+
+def failing_server(code: int) -> Server[Any]:
+    """A low-level server whose one tool answers every call with the JSON-RPC error ``code``."""
+
+    async def list_tools(ctx: Any, params: mcp.types.PaginatedRequestParams | None) -> mcp.types.ListToolsResult:
+        return mcp.types.ListToolsResult(tools=[mcp.types.Tool(name="fail", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: mcp.types.CallToolRequestParams) -> mcp.types.CallToolResult:
+        raise MCPError(code=code, message="the database is on fire")
+
+    return Server("failing", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+@pytest.mark.parametrize("code", [mcp.types.INTERNAL_ERROR, mcp.types.METHOD_NOT_FOUND, mcp.types.INVALID_PARAMS, 42])
+async def test_an_answered_json_rpc_error_is_a_tool_error(code: int) -> None:
+    async with running(memory_spec(failing_server(code))) as handle:
+        outcomes = [await handle.call_tool("fail", {}) for _ in range(2)]
+        stats = handle.statistics()
+    for outcome in outcomes:
+        assert outcome.kind is ErrorKind.TOOL_ERROR
+        assert outcome.error == f"the database is on fire (JSON-RPC error {code})"
+    assert (stats.state, stats.restarts, stats.last_error) == (ServerState.READY, 0, None)
+
+
+async def test_a_request_the_network_failed_is_server_unavailable() -> None:
+    async with running(memory_spec(failing_server(TRANSPORT_FAILURE))) as handle:
+        outcome = await handle.call_tool("fail", {})
+    assert outcome.kind is ErrorKind.SERVER_UNAVAILABLE
+    assert "the database is on fire" in (outcome.error or "")
+
+
+async def test_the_resilient_transport_answers_a_network_error_with_a_transport_failure() -> None:
+    def broken(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadError("connection reset", request=request)
+
+    link = Link()
+    transport = ResilientTransport(httpx2.MockTransport(broken), link)
+    response = await transport.handle_async_request(httpx2.Request("POST", "http://127.0.0.1:1/mcp"))
+    assert response.status_code == 503
+    answer = mcp.types.jsonrpc_message_adapter.validate_json(response.content, by_name=False)
+    assert isinstance(answer, mcp.types.JSONRPCError)
+    assert (answer.error.code, answer.error.message) == (TRANSPORT_FAILURE, "ReadError: connection reset")
+    assert not link.lost.is_set()  # one request failed, not the connection
 
 
 async def test_extra_trivial_tools_for_catalog_caps() -> None:

@@ -17,7 +17,10 @@ calls made while it is down fail fast. After ``max_restarts`` consecutive lives
 that failed (a life that answered a call, or lived ``backoff_max`` seconds,
 resets the count) it stays down.
 
-``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. Its
+``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. A
+JSON-RPC error the server answers is a ``tool_error`` (the server is up and
+keeps its state); ``server_unavailable`` is for a lost connection, a request the
+network failed, and anything else that went wrong on our side. A call's
 deadline (``spec.timeout``) is a cancel scope in the caller's task; when it
 fires, or when the caller is cancelled, the actor cancels the MCP request (the
 server receives ``notifications/cancelled``) and the session stays usable.
@@ -42,7 +45,7 @@ from mcp.shared.exceptions import MCPError
 from yao_actors.config import ServerSpec
 from yao_actors.errors import ErrorKind, ServerUnavailable
 from yao_actors.results import ToolOutcome, parse_content
-from yao_actors.transports import Link, open_client
+from yao_actors.transports import TRANSPORT_FAILURE, Link, open_client
 
 logger = logging.getLogger(__name__)
 
@@ -303,19 +306,25 @@ class ServerHandle:
         return ToolOutcome(result=parsed, duration=duration)
 
     async def _protocol_error(self, life: _Life, request: _CallRequest, exc: MCPError) -> ToolOutcome:
-        """Classify a JSON-RPC error answer by its code."""
+        """Classify a JSON-RPC error: the connection closed, the network failed the request, or the server answered.
+
+        An error the server answered (whatever its code) is the tool's failure, not the server's: the server
+        is up and serving, so its state stays as it is.
+        """
         if exc.code == mcp.types.CONNECTION_CLOSED:
             # The connection ended under the call: wait for the transport's report of why.
             with trio.move_on_after(LOSS_REPORT_WAIT):
                 await life.link.lost.wait()
             life.link.lose("the connection to the server closed")
             await trio.sleep_forever()  # the life is being cancelled; _run_call reports the loss
-        if exc.code == mcp.types.INVALID_PARAMS:
-            life.answered = True
-            return ToolOutcome(
-                error=exc.error.message, kind=ErrorKind.TOOL_ERROR, duration=trio.current_time() - request.started
-            )
-        return self._unavailable(f"the server answered error {exc.code}: {exc.error.message}", started=request.started)
+        if exc.code == TRANSPORT_FAILURE:
+            return self._unavailable(f"the request failed: {exc.error.message}", started=request.started)
+        life.answered = True
+        return ToolOutcome(
+            error=f"{exc.error.message} (JSON-RPC error {exc.code})",
+            kind=ErrorKind.TOOL_ERROR,
+            duration=trio.current_time() - request.started,
+        )
 
     async def _fetch_catalog(self, client: mcp.Client) -> None:
         tools: list[mcp.types.Tool] = []

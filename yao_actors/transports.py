@@ -67,6 +67,9 @@ STDIN_GRACE = 0.2
 TERM_GRACE = 1.0
 #: Seconds the exit report waits for the last stderr lines of a dead server.
 STDERR_FLUSH_WAIT = 0.5
+#: JSON-RPC error code of the answer :class:`ResilientTransport` makes up for a request the network failed
+#: (in the range JSON-RPC leaves to implementations, and used by neither MCP nor its SDK).
+TRANSPORT_FAILURE = -32050
 #: HTTP timeouts: a response stream may stay open while a tool runs; call deadlines are the actor's.
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
@@ -173,7 +176,10 @@ class ResilientTransport(httpx2.AsyncBaseTransport):
     """An ``httpx2`` transport that answers network errors with ``503`` instead of raising.
 
     The MCP SDK lets a raised transport error escape and fail the whole session;
-    a ``503`` fails only the request it answers. A refused connection, or ``404``
+    a ``503`` fails only the request it answers. Its body is a JSON-RPC error with
+    code :data:`TRANSPORT_FAILURE`, which the SDK hands to the caller as it is, so
+    the caller can tell the network failing a request from the server answering
+    one with an error. A refused connection, or ``404``
     for the session the client holds, still marks ``link`` lost: the server is
     gone or has forgotten the session, and only a new connection can help.
     """
@@ -188,7 +194,8 @@ class ResilientTransport(httpx2.AsyncBaseTransport):
         except httpx2.TransportError as exc:
             if isinstance(exc, httpx2.ConnectError):
                 self._link.lose(f"cannot connect to {request.url}: {type(exc).__name__}")
-            return httpx2.Response(503, request=request, text=f"{type(exc).__name__}: {exc}")
+            error = {"code": TRANSPORT_FAILURE, "message": f"{type(exc).__name__}: {exc}"}
+            return httpx2.Response(503, request=request, json={"jsonrpc": "2.0", "id": None, "error": error})
         if response.status_code == 404 and "mcp-session-id" in request.headers:
             self._link.lose("the server no longer knows this session (it restarted or expired it)")
         return response
