@@ -77,15 +77,15 @@ async def wait_until(predicate: Any) -> None:
 
 
 async def handshake_status(port: int, headers: dict[str, str] | None = None) -> int:
-    """Send a websocket upgrade request with ``headers`` and return the HTTP status of the answer."""
+    """Send a websocket upgrade request with ``headers`` (``Host`` may be replaced) and return the HTTP status."""
+    headers = {"Host": f"127.0.0.1:{port}", **(headers or {})}
     lines = [
         "GET / HTTP/1.1",
-        f"Host: 127.0.0.1:{port}",
         "Upgrade: websocket",
         "Connection: Upgrade",
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
         "Sec-WebSocket-Version: 13",
-        *(f"{name}: {value}" for name, value in (headers or {}).items()),
+        *(f"{name}: {value}" for name, value in headers.items()),
     ]
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:

@@ -159,6 +159,18 @@ async def test_a_foreign_origin_is_rejected_with_403() -> None:
     assert (foreign, own) == (403, 101)
 
 
+async def test_a_dns_rebinding_page_cannot_drive_a_service_without_a_token() -> None:
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime()) as service:
+            rebound = {"Origin": f"http://evil.example:{service.port}", "Host": f"evil.example:{service.port}"}
+            assert await handshake_status(service.port, rebound) == 403
+        async with running_service(FakeRuntime(), token=TOKEN) as guarded:
+            rebound = {"Origin": f"http://evil.example:{guarded.port}", "Host": f"evil.example:{guarded.port}"}
+            assert await handshake_status(guarded.port, rebound) == 401  # same origin passes; the token decides
+            bearer = {**rebound, "Authorization": f"Bearer {TOKEN}"}
+            assert await handshake_status(guarded.port, bearer) == 101
+
+
 async def test_refuses_to_listen_beyond_loopback_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("YAO_ACTORS_TOKEN", raising=False)
     with pytest.raises(ConfigError) as refused:

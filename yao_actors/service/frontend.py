@@ -146,8 +146,11 @@ class Service:
 
     async def _admit(self, request: WebSocketRequest) -> WebSocketConnection | None:
         """Check the handshake (Origin, token, limits) and accept it, or reject it with an HTTP status."""
-        handshake = Handshake.from_raw(request.headers, request.proposed_subprotocols)
-        if not origin_allowed(handshake, self.spec.allowed_origins):
+        # wsproto keeps the Host header out of the request's extra headers; the origin check needs it.
+        host: str | None = getattr(getattr(request, "_event", None), "host", None)
+        raw = [*request.headers, *([(b"host", host.encode("latin-1"))] if host else [])]
+        handshake = Handshake.from_raw(raw, request.proposed_subprotocols)
+        if not origin_allowed(handshake, self.spec.allowed_origins, token_required=self._token is not None):
             await request.reject(403, body=b"origin not allowed\n")
         elif not authorized(handshake, self._token):
             await request.reject(
