@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+import mcp.types
 
 from yao_actors.errors import ErrorKind, is_retryable
 
@@ -69,7 +70,13 @@ class ToolCallResult:
         return self.kind is None
 
 
+#: What a JSON text can start with after whitespace (``NaN`` and ``Infinity`` too, as ``json.loads`` reads them).
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
+
+
 def _try_json(text: str) -> Any:
+    if text.lstrip(" \t\n\r")[:1] not in _JSON_STARTS:
+        return text  # plain text for sure: spares the cost of a failed parse
     try:
         return json.loads(text)
     except ValueError:
@@ -86,7 +93,10 @@ def parse_content(blocks: Sequence[Any]) -> Any:
     """
     items: list[Any] = []
     for block in blocks:
-        data = block if isinstance(block, dict) else block.model_dump(by_alias=True, exclude_none=True)
+        if isinstance(block, mcp.types.TextContent):  # the common case, without a model_dump
+            data: dict[str, Any] = {"type": "text", "text": block.text}
+        else:
+            data = block if isinstance(block, dict) else block.model_dump(by_alias=True, exclude_none=True)
         kind = data.get("type")
         if kind == "text":
             text = data.get("text")

@@ -28,7 +28,7 @@ server receives ``notifications/cancelled``) and the session stays usable.
 
 from __future__ import annotations
 
-import contextlib
+import collections
 import enum
 import logging
 import math
@@ -95,19 +95,41 @@ class _Progress:
     message: str | None
 
 
-_Reply = _Progress | ToolOutcome
-
-
 @attrs.define(eq=False)
 class _CallRequest:
-    """One ``tools/call`` on its way to the actor; ``scope`` lets the caller abandon it."""
+    """One ``tools/call`` on its way to the actor, and its way back: progress items, then the outcome.
+
+    ``scope`` lets the caller abandon the call. The way back is an event the
+    caller waits on, not a memory channel: a channel per call costs more than the
+    rest of the actor's bookkeeping together. It is bounded all the same: at most
+    ``PROGRESS_BUFFER`` progress items wait, newer ones are dropped.
+    """
 
     name: str
     arguments: dict[str, Any]
-    reply: trio.MemorySendChannel[_Reply]
     started: float
     wants_progress: bool
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    outcome: ToolOutcome | None = attrs.field(default=None, init=False)
+    progress: collections.deque[_Progress] = attrs.field(factory=collections.deque, init=False)
+    _news: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    def answer(self, outcome: ToolOutcome) -> None:
+        """Deliver the outcome (the first one counts); a caller that gave up is not waiting for it."""
+        if self.outcome is None:
+            self.outcome = outcome
+            self._news.set()
+
+    def report(self, item: _Progress) -> None:
+        """Pass a progress item on, unless ``PROGRESS_BUFFER`` items already wait for a slow caller."""
+        if len(self.progress) < PROGRESS_BUFFER:
+            self.progress.append(item)
+            self._news.set()
+
+    async def wait_news(self) -> None:
+        """Wait until a progress item or the outcome has arrived since the last wait."""
+        await self._news.wait()
+        self._news = trio.Event()
 
 
 @attrs.define(eq=False)
@@ -205,31 +227,24 @@ class ServerHandle:
 
     async def _call(self, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None) -> ToolOutcome:
         started = trio.current_time()
-        send, receive = trio.open_memory_channel[_Reply](PROGRESS_BUFFER + 1)
-        request = _CallRequest(name, dict(arguments or {}), send, started, progress is not None)
-        with receive:
+        request = _CallRequest(name, dict(arguments or {}), started, progress is not None)
+        with trio.move_on_after(self.spec.timeout):
             try:
-                with trio.move_on_after(self.spec.timeout) as deadline:
-                    try:
-                        self._mailbox.send_nowait(request)
-                    except trio.WouldBlock:
-                        return self._unavailable("queue full", started=started)
-                    async for item in receive:
-                        if isinstance(item, ToolOutcome):
-                            return item
-                        if progress is not None:
-                            await progress(item.progress, item.total, item.message)
+                self._mailbox.send_nowait(request)
+            except trio.WouldBlock:
+                return self._unavailable("queue full", started=started)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+                return self._unavailable("the server actor has stopped", started=started)
+            try:
+                return await _await_outcome(request, progress)
             finally:
-                request.scope.cancel()
-        if deadline.cancelled_caught:
-            return ToolOutcome(
-                error=f"tool {name!r} on server {self.id!r} timed out after {self.spec.timeout:g}s",
-                kind=ErrorKind.TIMEOUT,
-                duration=trio.current_time() - started,
-            )
-        return self._unavailable("the server actor has stopped", started=started)
+                if request.outcome is None:  # timed out or cancelled: the server is told to stop
+                    request.scope.cancel()
+        return ToolOutcome(
+            error=f"tool {name!r} on server {self.id!r} timed out after {self.spec.timeout:g}s",
+            kind=ErrorKind.TIMEOUT,
+            duration=trio.current_time() - started,
+        )
 
     # ----------------------------------------------------------------- actor side
 
@@ -263,7 +278,7 @@ class ServerHandle:
     async def _fail_fast(self, scope: trio.CancelScope) -> None:
         with scope:
             async for request in self._inbox:
-                _reply(request, self._down_outcome(request))
+                request.answer(self._down_outcome(request))
 
     async def _work(self, life: _Life) -> None:
         """One of ``max_concurrency`` workers of a life: take requests from the mailbox, one at a time."""
@@ -279,10 +294,8 @@ class ServerHandle:
         finally:
             self._in_flight -= 1
             if outcome is not None:
-                _reply(request, outcome)
-            elif request.scope.cancelled_caught:  # the caller gave up on it
-                request.reply.close()
-            else:  # the life ended under the call: answered once the reason is known
+                request.answer(outcome)
+            elif not request.scope.cancelled_caught:  # the life ended under the call: answered once the reason is known
                 life.unanswered.append(request)
 
     async def _execute(self, life: _Life, request: _CallRequest) -> ToolOutcome:
@@ -370,7 +383,7 @@ class ServerHandle:
             reason = link.reason or "the server actor has stopped"
             for life in lives:
                 for request in life.unanswered:
-                    _reply(request, self._unavailable(reason, started=request.started, link=link))
+                    request.answer(self._unavailable(reason, started=request.started, link=link))
         answered = any(life.answered for life in lives)
         return answered or trio.current_time() - born >= self.spec.restart.backoff_max
 
@@ -430,23 +443,24 @@ class ServerHandle:
             self._restarts += 1
 
 
+async def _await_outcome(request: _CallRequest, progress: ProgressFn | None) -> ToolOutcome:
+    """The caller's side of a call: pass progress items to ``progress`` until the outcome arrives."""
+    while request.outcome is None:
+        await request.wait_news()
+        while request.progress:
+            item = request.progress.popleft()
+            if progress is not None:
+                await progress(item.progress, item.total, item.message)
+    return request.outcome
+
+
 def _progress_forwarder(request: _CallRequest) -> ProgressFnT:
     """A progress callback that never blocks the session: it drops items a slow caller has no room for."""
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
-        stats = request.reply.statistics()
-        if stats.current_buffer_used < stats.max_buffer_size - 1:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
-                request.reply.send_nowait(_Progress(progress, total, message))
+        request.report(_Progress(progress, total, message))
 
     return forward
-
-
-def _reply(request: _CallRequest, outcome: ToolOutcome) -> None:
-    """Deliver the outcome (there is always room for it); a caller that gave up is not waiting."""
-    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
-        request.reply.send_nowait(outcome)
-    request.reply.close()
 
 
 def _leaves(group: BaseExceptionGroup[Exception]) -> Iterator[Exception]:
