@@ -1,8 +1,20 @@
 """Test doubles for users' own tests: offline models and a fake OpenAI-compatible endpoint."""
 
+from typing import Any
+
 from yao_actors.models.offline import DemoModel, FunctionModel, RecordedCall, TestModel
 from yao_actors.testing.fake_openai import FakeOpenAI, FakeToolCall, RecordedRequest, Reply, open_fake_openai
-from yao_actors.testing.servers import build_test_server
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: the test server also runs as ``python -m yao_actors.testing.servers``,
+    # and importing it here would make runpy warn that it was already imported.
+    if name == "build_test_server":
+        from yao_actors.testing.servers import build_test_server
+
+        return build_test_server
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DemoModel",
