@@ -21,6 +21,7 @@ import attrs
 import mcp.types
 import trio
 
+from tests.process_support import read_line
 from yao_actors.config import InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.dispatch import ProgressFn
 from yao_actors.errors import ErrorKind
@@ -168,13 +169,13 @@ class HttpTestServer:
         """Wait until the server listens; its ``http://127.0.0.1:PORT/mcp`` URL."""
         if self._url is None:
             assert self.process.stdout is not None
-            line = b""
-            while not line.endswith(b"\n"):
-                chunk = await self.process.stdout.receive_some(1)
-                if not chunk:
-                    raise RuntimeError(f"the HTTP test server exited before listening (code {self.process.poll()})")
-                line += chunk
-            words = line.decode().split()
+            try:
+                line = await read_line(self.process.stdout)
+            except EOFError:
+                raise RuntimeError(
+                    f"the HTTP test server exited before listening (code {self.process.poll()})"
+                ) from None
+            words = line.split()
             assert words[0] == "LISTENING", line
             self._url = words[1]
         return self._url

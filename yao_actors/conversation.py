@@ -719,6 +719,18 @@ def _finished_value(result: RunResult) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the manager
 
 
+V = TypeVar("V")
+
+
+def _lookup(table: Mapping[str, V], key: str, what: str) -> V:
+    """``table[key]``, or a ``RunError`` (code ``unknown_<what>``) naming what is known."""
+    value = table.get(key)
+    if value is None:
+        known = ", ".join(sorted(table)) or "none"
+        raise RunError(f"unknown {what} {key!r} (known: {known})", code=f"unknown_{what}")
+    return value
+
+
 class RunStream(trio.abc.ReceiveChannel[EventDict]):
     """The events of one run, as a receive channel; also the run's ids, result and cancel."""
 
@@ -776,18 +788,11 @@ class ConversationManager:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
         if isinstance(ref, AssistantSpec):
             return ref
-        spec = self.assistants.get(ref)
-        if spec is None:
-            known = ", ".join(sorted(self.assistants)) or "none"
-            raise RunError(f"unknown assistant {ref!r} (known: {known})", code="unknown_assistant")
-        return spec
+        return _lookup(self.assistants, ref, "assistant")
 
     def model(self, model_id: str) -> Model:
-        model = self.models.get(model_id)
-        if model is None:
-            known = ", ".join(sorted(self.models)) or "none"
-            raise RunError(f"unknown model {model_id!r} (known: {known})", code="unknown_model")
-        return model
+        """A model by id; ``RunError`` code ``unknown_model`` if there is none."""
+        return _lookup(self.models, model_id, "model")
 
     def thread(self, thread_id: str) -> ConversationHandle:
         """The actor of ``thread_id``, started on first use.

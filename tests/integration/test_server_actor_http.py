@@ -13,6 +13,7 @@ import trio
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, running
+from tests.process_support import read_line
 from yao_actors.config import HttpTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.server_actor import ServerState
@@ -30,12 +31,7 @@ async def http_test_server(port: int = 0) -> AsyncIterator[tuple[str, trio.Proce
     process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, start_new_session=True)
     try:
         assert process.stdout is not None
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = await process.stdout.receive_some(1)
-            assert chunk, "the test server exited before listening"
-            line += chunk
-        word, url = line.decode().split()
+        word, url = (await read_line(process.stdout)).split()
         assert word == "LISTENING"
         yield url, process
     finally:

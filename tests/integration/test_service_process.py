@@ -14,6 +14,7 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from tests.integration.test_service_e2e import SEED_QUESTION
+from tests.process_support import read_line
 from tests.service.support import receive, send
 from yao_actors.service.chat import open_client
 
@@ -47,16 +48,6 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
-async def _first_line(stream: trio.abc.ReceiveStream) -> str:
-    data = b""
-    while b"\n" not in data:
-        chunk = await stream.receive_some()
-        if not chunk:
-            break
-        data += chunk
-    return data.decode().partition("\n")[0]
-
-
 async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
     with trio.fail_after(60):
@@ -65,7 +56,7 @@ async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
         )
         try:
             assert process.stdout is not None
-            banner = await _first_line(process.stdout)
+            banner = await read_line(process.stdout)
             match = re.search(r"ws://127\.0\.0\.1:\d+/", banner)
             assert match, banner
             async with open_client(match.group()) as ws:

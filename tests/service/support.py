@@ -11,6 +11,7 @@ import attrs
 import trio
 from trio_websocket import WebSocketConnection
 
+from tests.process_support import read_line
 from yao_actors.config import ServiceSpec
 from yao_actors.service import Service, open_service
 from yao_actors.service.connection import RunOpener
@@ -90,10 +91,5 @@ async def handshake_status(port: int, headers: dict[str, str] | None = None) -> 
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
         await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
-        response = b""
-        while b"\r\n" not in response:
-            chunk = await stream.receive_some()
-            if not chunk:
-                break
-            response += chunk
-    return int(response.split(b" ", 2)[1])
+        status_line = await read_line(stream, end=b"\r\n")
+    return int(status_line.split(" ", 2)[1])
