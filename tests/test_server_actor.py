@@ -89,7 +89,7 @@ async def test_queue_full_fails_fast(autojump_clock: trio.abc.Clock) -> None:
             await trio.sleep(1)
             start = trio.current_time()
             third = await handle.call_tool("sleep", {"seconds": 5})
-            assert trio.current_time() - start < 0.1
+            assert trio.current_time() == start  # answered at once: no virtual time passed
     assert third.kind is ErrorKind.SERVER_UNAVAILABLE
     assert "queue full" in (third.error or "")
     assert [o.result for o in outcomes] == [{"slept": 5}, {"slept": 5}]
