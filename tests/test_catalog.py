@@ -59,7 +59,7 @@ def test_a_non_empty_override_replaces_the_assistant_list_and_an_empty_one_does_
 async def test_openai_schema_passes_the_input_schema_through() -> None:
     a = fake_server("a", [tool("ping", SCHEMA, "Ping it"), tool("bare")])
     catalog = await build_catalog([ServerRef("a")], servers_of(a))
-    assert catalog.tools == [
+    assert list(catalog.tools) == [
         {"type": "function", "function": {"name": "a__ping", "description": "Ping it", "parameters": SCHEMA}},
         {"type": "function", "function": {"name": "a__bare", "description": "", "parameters": {"type": "object"}}},
     ]

@@ -14,6 +14,7 @@ servers changed (the handles' ``tools_version``), not on every request.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -87,12 +88,12 @@ class Catalog:
     def _index(self) -> Mapping[ToolRef, CatalogEntry]:
         return {ToolRef(entry.server, entry.tool): entry for entry in self.entries}
 
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        """The OpenAI tool schemas, in catalog order."""
-        return [entry.to_openai() for entry in self.entries]
+    @functools.cached_property
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        """The OpenAI tool schemas, in catalog order (built once: a catalog serves every turn of many runs)."""
+        return tuple(entry.to_openai() for entry in self.entries)
 
-    @property
+    @functools.cached_property
     def samples_message(self) -> str:
         """The samples system message (seed layout, JSON values), or ``""`` when no tool has samples."""
         sections = [_samples_section(entry) for entry in self.entries if entry.samples]

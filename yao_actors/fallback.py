@@ -22,7 +22,6 @@ from yao_actors.results import ToolCallResult, compact_json
 FALLBACK_ASSISTANT_ID = "__yao.loop_fallback"
 """The id of the built-in fallback assistant (the seed's)."""
 
-FALLBACK_NAME = "Loop Fallback"
 FALLBACK_DESCRIPTION = "Synthesize tool call results into natural language when tool loop fails or reaches max turns"
 
 FALLBACK_PROMPT = """\
