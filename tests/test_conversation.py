@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from tests.dispatch_support import FakeServer, fake_server, tool
 from yao_actors.config import AssistantSpec, Hooks, RunTimeouts, ServerRef, max_turns, tool_loop_enabled
 from yao_actors.conversation import ConversationManager, RunResult
+from yao_actors.conversation.run import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind, ModelHTTPError, RunError
 from yao_actors.events import EventDict, Outcome, parse_event
-from yao_actors.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_PROMPT, TOOL_RETRY_PROMPT
+from yao_actors.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_PROMPT
 from yao_actors.hooks import HookContext
 from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage
 from yao_actors.results import ToolOutcome

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from yao_actors.conversation.run import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind
 from yao_actors.fallback import (
     FALLBACK_ASSISTANT_ID,
     FALLBACK_PROMPT,
-    TOOL_RETRY_PROMPT,
     build_fallback_brief,
     fallback_messages,
     message_text,

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from yao_actors.demo import clothing, weather
+from yao_actors.demo.model import DemoModel
 from yao_actors.models import (
     Completion,
     Delta,
-    DemoModel,
     FunctionModel,
     Model,
     ReasoningDelta,

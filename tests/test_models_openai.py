@@ -22,11 +22,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yao_actors.config import ModelSpec
+from yao_actors.demo.model import DemoModel
 from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
 from yao_actors.models import (
     Completion,
     Delta,
-    DemoModel,
     OpenAIModel,
     ReasoningDelta,
     TestModel,
@@ -34,9 +34,8 @@ from yao_actors.models import (
     ToolCall,
     ToolCallDelta,
     Usage,
-    build_model,
-    default_model_spec,
 )
+from yao_actors.models.build import build_model, default_model_spec
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 

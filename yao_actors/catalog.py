@@ -22,10 +22,10 @@ from typing import Any, Protocol
 import attrs
 import mcp.types
 
-from yao_actors.config import AssistantSpec, Sample, ServerRef, ServerSpec
 from yao_actors.naming import ToolNameTable, ToolRef
 from yao_actors.results import compact_json
 from yao_actors.server_actor import ServerState
+from yao_actors.specs import AssistantSpec, Sample, ServerRef, ServerSpec
 
 SAMPLES_HEADER = (
     "\n\n## MCP Tool Usage Examples\n\nThe following examples demonstrate how to use MCP tools correctly:\n\n"

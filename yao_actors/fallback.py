@@ -1,4 +1,4 @@
-"""The fallback assistant, its brief, and the argument-retry instruction.
+"""The fallback assistant and its brief.
 
 When the tool loop fails (max turns reached, or a model call failed after its
 own retries) the run delegates to the built-in assistant
@@ -65,15 +65,6 @@ Each result is labeled with the tool name and contains JSON data or an error mes
 - If all tool results are errors or empty, honestly tell the user the request could not be completed and suggest rephrasing
 """
 """The fallback assistant's system prompt, verbatim from the seed (a YAML ``|`` block: one trailing newline)."""
-
-TOOL_RETRY_PROMPT = (
-    "Some of your tool calls failed; the tool messages above give the error of each one. "
-    "Fix the arguments of the failed calls using those errors and the tools' parameter schemas, "
-    "and call the tools again. Calls that succeeded already have their results above: do not repeat them. "
-    "If a failed call cannot be fixed (the tool does not exist, or it cannot do what was asked), "
-    "do not call it again: answer the user without it, and say what could not be done."
-)
-"""The system message that closes an argument-retry request (the seed sent an untranslated i18n key)."""
 
 _CLOSING = (
     "---\n"

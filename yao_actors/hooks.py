@@ -29,9 +29,9 @@ from typing import Any
 
 import attrs
 
-from yao_actors.config import Hooks, ServerRef
 from yao_actors.errors import RunError
 from yao_actors.models.base import Message
+from yao_actors.specs import Hooks, ServerRef
 
 HookFunction = Callable[..., Any]
 

@@ -19,11 +19,12 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import attrs
 import trio
 
-from yao_actors.config import BUILTIN_MODEL_IDS, Config, ModelSpec, ServerSpec
 from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream
 from yao_actors.errors import ConfigError
-from yao_actors.models import Model, build_model
+from yao_actors.models import Model
+from yao_actors.models.build import build_model
 from yao_actors.server_actor import ServerHandle, serve_mcp_server
+from yao_actors.specs import BUILTIN_MODEL_IDS, Config, ModelSpec, ServerSpec
 
 
 @attrs.define(eq=False)

@@ -42,9 +42,9 @@ import trio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from yao_actors.config import ServerSpec
 from yao_actors.errors import ErrorKind, ServerUnavailable
 from yao_actors.results import ToolOutcome, parse_content
+from yao_actors.specs import ServerSpec
 from yao_actors.transports import TRANSPORT_FAILURE, Link, open_client
 
 logger = logging.getLogger(__name__)

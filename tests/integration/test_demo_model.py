@@ -18,8 +18,9 @@ import trio
 from mcp.client.stdio import StdioServerParameters
 
 from yao_actors.demo.clothing import advise
+from yao_actors.demo.model import DemoModel
 from yao_actors.demo.weather import lookup
-from yao_actors.models import Completion, DemoModel
+from yao_actors.models import Completion
 from yao_actors.results import ToolCallResult, parse_content, tool_message_content
 
 

@@ -13,12 +13,11 @@ import trio
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, process_gone, running
-from yao_actors import transports
 from yao_actors.config import Config, RestartPolicy, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerState
-from yao_actors.transports import Link, open_stdio_transport
+from yao_actors.transports import Link, open_stdio_transport, stdio
 
 FAST_RESTART = RestartPolicy(max_restarts=3, backoff_initial=0.05, backoff_max=0.5)
 
@@ -123,7 +122,7 @@ def script(source: str) -> StdioTransport:
 
 
 async def test_an_endless_stdout_line_loses_the_link(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transports, "STDOUT_LINE_LIMIT", 100_000)
+    monkeypatch.setattr(stdio, "STDOUT_LINE_LIMIT", 100_000)
     link = Link()
     with trio.fail_after(30):
         async with open_stdio_transport(script(ENDLESS_STDOUT_LINE), link) as (read_stream, _):
@@ -136,7 +135,7 @@ async def test_an_endless_stdout_line_loses_the_link(monkeypatch: pytest.MonkeyP
 
 
 async def test_an_endless_stdout_line_restarts_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transports, "STDOUT_LINE_LIMIT", 100_000)
+    monkeypatch.setattr(stdio, "STDOUT_LINE_LIMIT", 100_000)
     spec = ServerSpec(id="flood", transport=script(ENDLESS_STDOUT_LINE), restart=FAST_RESTART)
     with trio.fail_after(30):
         async with running(spec) as handle:
@@ -148,7 +147,7 @@ async def test_an_endless_stdout_line_restarts_the_server(monkeypatch: pytest.Mo
 
 
 async def test_long_stderr_lines_are_cut_and_the_tail_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transports, "STDERR_LINE_LIMIT", 50)
+    monkeypatch.setattr(stdio, "STDERR_LINE_LIMIT", 50)
     source = "import sys\nsys.stderr.write('a' * 1_000_000 + '\\nshort\\n' + 'b' * 1_000_000)\nsys.exit(4)"
     link = Link()
     with trio.fail_after(30):

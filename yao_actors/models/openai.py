@@ -57,7 +57,6 @@ import attrs
 import httpx2
 import trio
 
-from yao_actors.config import ModelSpec
 from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
 from yao_actors.models.base import (
     Completion,
@@ -72,6 +71,7 @@ from yao_actors.models.base import (
     Usage,
 )
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
+from yao_actors.specs import ModelSpec
 
 BACKOFF_INITIAL = 0.5
 """Seconds before the first retry; doubled for every further one (before jitter)."""

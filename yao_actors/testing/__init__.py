@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from yao_actors.models.offline import DemoModel, FunctionModel, RecordedCall, TestModel
+from yao_actors.demo.model import DemoModel
+from yao_actors.models.offline import FunctionModel, RecordedCall, TestModel
 from yao_actors.testing.fake_openai import FakeOpenAI, FakeToolCall, RecordedRequest, Reply, open_fake_openai
 
 

@@ -1,62 +1,36 @@
-"""Turn a ``ServerSpec`` into a connected ``mcp.Client``, handling the SDK traps once (DESIGN §8).
+"""The stdio transport: a Trio transport of our own over a child process's stdin/stdout.
 
-``open_client(spec, link=...)`` is the one way a server actor connects. It yields
-an entered ``mcp.Client`` and reports, through the :class:`Link` it was given,
-when the connection is lost as a whole and why:
-
-- **stdio**: a Trio transport of our own. The child runs in its own process
-  group; the transport keeps its exit code and the last lines of its stderr (a
-  bounded ring), reports its death, and on exit makes sure it is dead: close
-  stdin, wait a little, SIGTERM the group, wait, SIGKILL — shielded and bounded,
-  so a cancelled caller never leaves an orphan. Lines are bounded too: a stderr
-  line is cut at ``STDERR_LINE_LIMIT`` bytes, and a stdout line (a JSON-RPC
-  message) over ``STDOUT_LINE_LIMIT`` loses the link, so the server restarts.
-- **streamable HTTP**: ``streamable_http_client`` over an ``httpx2`` client whose
-  transport turns network errors into ``503`` responses, so one failed request
-  fails one call instead of the whole session (python-sdk #915). The session
-  failing as a whole is still detected: a refused connection, or ``404`` for a
-  session the server no longer knows (it restarted), loses the link.
-- **in-memory**: ``mcp.Client(server_object)``.
-
-The client is pinned to ``mode="legacy"`` (the initialize handshake): no 10 s
-``server/discover`` probe can stall a start, and cancellation
-(``notifications/cancelled``), progress and ``notifications/tools/list_changed``
-work the same way on every transport. The response cache is off: the actor keeps
-the catalog itself.
+The child runs in its own process group; the transport keeps its exit code and
+the last lines of its stderr (a bounded ring), reports its death, and on exit
+makes sure it is dead: close stdin, wait a little, SIGTERM the group, wait,
+SIGKILL — shielded and bounded, so a cancelled caller never leaves an orphan.
+Lines are bounded too: a stderr line is cut at ``STDERR_LINE_LIMIT`` bytes, and a
+stdout line (a JSON-RPC message) over ``STDOUT_LINE_LIMIT`` loses the link, so
+the server restarts.
 """
 
 from __future__ import annotations
 
-import collections
-import importlib.metadata
 import logging
 import os
 import signal
 import subprocess
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from typing import Any
+from contextlib import asynccontextmanager, suppress
 
 import anyio
 import attrs
-import httpx2
-import mcp
 import mcp.types
 import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
-from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import get_default_environment
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from yao_actors.config import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from yao_actors.specs import StdioTransport
+from yao_actors.transports.link import Link
 
 logger = logging.getLogger(__name__)
 
-
-#: Lines of a stdio server's stderr kept for error reports.
-STDERR_TAIL_LINES = 20
 #: Bytes of one stdout line (one JSON-RPC message) of a stdio server; a longer line is a protocol failure.
 STDOUT_LINE_LIMIT = 16 * 1024 * 1024
 #: Bytes of one stderr line of a stdio server kept; the rest of a longer line is dropped.
@@ -67,144 +41,6 @@ STDIN_GRACE = 0.2
 TERM_GRACE = 1.0
 #: Seconds the exit report waits for the last stderr lines of a dead server.
 STDERR_FLUSH_WAIT = 0.5
-#: JSON-RPC error code of the answer :class:`ResilientTransport` makes up for a request the network failed
-#: (in the range JSON-RPC leaves to implementations, and used by neither MCP nor its SDK).
-TRANSPORT_FAILURE = -32050
-#: HTTP timeouts: a response stream may stay open while a tool runs; call deadlines are the actor's.
-HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-
-
-def _client_info() -> mcp.types.Implementation:
-    try:
-        version = importlib.metadata.version("yao-actors")
-    except importlib.metadata.PackageNotFoundError:
-        version = "0+unknown"
-    return mcp.types.Implementation(name="yao-actors", version=version)
-
-
-CLIENT_INFO = _client_info()
-
-
-@attrs.define(eq=False)
-class Link:
-    """What one connection tells its owner about its own health.
-
-    ``lost`` is set once the connection is gone as a whole; ``reason``,
-    ``exit_code`` and ``stderr_tail()`` say why. ``pid`` is the stdio child's pid.
-    """
-
-    lost: trio.Event = attrs.field(factory=trio.Event)
-    reason: str | None = None
-    exit_code: int | None = None
-    pid: int | None = None
-    stderr_lines: collections.deque[str] = attrs.field(factory=lambda: collections.deque(maxlen=STDERR_TAIL_LINES))
-
-    def lose(self, reason: str, *, exit_code: int | None = None) -> None:
-        """Record the first reason the connection was lost, and wake whoever waits on ``lost``."""
-        if self.lost.is_set():
-            return
-        self.reason = reason
-        if exit_code is not None:
-            self.exit_code = exit_code
-        self.lost.set()
-
-    def stderr_tail(self) -> str:
-        """The last lines the server wrote to stderr."""
-        return "\n".join(self.stderr_lines)
-
-
-@asynccontextmanager
-async def open_client(
-    spec: ServerSpec, *, link: Link, message_handler: MessageHandlerFnT | None = None
-) -> AsyncIterator[mcp.Client]:
-    """Connect to ``spec``'s server; yield the entered client. Enter and exit in one task."""
-    async with _open_transport(spec.transport, link) as target:
-        client = mcp.Client(
-            target,
-            mode="legacy",
-            client_info=CLIENT_INFO,
-            cache=None,
-            message_handler=message_handler,
-        )
-        async with client:
-            yield client
-
-
-@asynccontextmanager
-async def _open_transport(
-    transport: StdioTransport | HttpTransport | InMemoryTransport, link: Link
-) -> AsyncIterator[Any]:
-    """What ``mcp.Client`` connects to: transport streams, or the in-process server itself."""
-    match transport:
-        case StdioTransport():
-            async with open_stdio_transport(transport, link) as streams:
-                yield _Streams(streams)
-        case HttpTransport():
-            async with (
-                httpx2.AsyncClient(
-                    headers=dict(transport.headers),
-                    timeout=HTTP_TIMEOUT,
-                    transport=ResilientTransport(httpx2.AsyncHTTPTransport(), link),
-                ) as http_client,
-                streamable_http_client(transport.url, http_client=http_client) as streams,
-            ):
-                yield _Streams(streams)
-        case InMemoryTransport():
-            yield transport.server
-
-
-@attrs.frozen
-class _Streams(AbstractAsyncContextManager[TransportStreams]):
-    """An already open pair of streams, as the ``Transport`` context manager ``mcp.Client`` expects.
-
-    The streams' owner (``_open_transport``) closes them; entering and leaving this is free.
-    """
-
-    streams: TransportStreams
-
-    async def __aenter__(self) -> TransportStreams:
-        return self.streams
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
-
-
-# --------------------------------------------------------------------------- streamable HTTP
-
-
-class ResilientTransport(httpx2.AsyncBaseTransport):
-    """An ``httpx2`` transport that answers network errors with ``503`` instead of raising.
-
-    The MCP SDK lets a raised transport error escape and fail the whole session;
-    a ``503`` fails only the request it answers. Its body is a JSON-RPC error with
-    code :data:`TRANSPORT_FAILURE`, which the SDK hands to the caller as it is, so
-    the caller can tell the network failing a request from the server answering
-    one with an error. A refused connection, or ``404``
-    for the session the client holds, still marks ``link`` lost: the server is
-    gone or has forgotten the session, and only a new connection can help.
-    """
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport, link: Link) -> None:
-        self._inner = inner
-        self._link = link
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            response = await self._inner.handle_async_request(request)
-        except httpx2.TransportError as exc:
-            if isinstance(exc, httpx2.ConnectError):
-                self._link.lose(f"cannot connect to {request.url}: {type(exc).__name__}")
-            error = {"code": TRANSPORT_FAILURE, "message": f"{type(exc).__name__}: {exc}"}
-            return httpx2.Response(503, request=request, json={"jsonrpc": "2.0", "id": None, "error": error})
-        if response.status_code == 404 and "mcp-session-id" in request.headers:
-            self._link.lose("the server no longer knows this session (it restarted or expired it)")
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-# --------------------------------------------------------------------------- stdio
 
 
 @asynccontextmanager

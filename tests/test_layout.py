@@ -1,0 +1,96 @@
+"""The package's shape: no import circle between its modules, and no module grown past what a reader can hold.
+
+The import graph is read from the source (every ``import`` statement, also those
+inside functions): importing ``a.b.c`` from outside package ``a.b`` runs
+``a/b/__init__.py`` too, so that counts as an import of ``a.b`` as well. The root
+package is left out of that rule: it only re-exports, and is always entered first.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+import yao_actors
+
+ROOT = pathlib.Path(yao_actors.__file__).parent
+MAX_LINES = 500
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    modules = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = ["yao_actors", *path.relative_to(ROOT).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _package_of(module: str, modules: dict[str, pathlib.Path]) -> str:
+    return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _imports(module: str, modules: dict[str, pathlib.Path]) -> set[str]:
+    """The package's modules that importing ``module`` runs directly."""
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(modules[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            named.add(node.module)
+            named.update(f"{node.module}.{alias.name}" for alias in node.names)
+    targets = {name for name in named if name in modules}
+    own_package = _package_of(module, modules)
+    for target in list(targets):
+        parent = target.rpartition(".")[0]
+        while parent not in ("", "yao_actors"):
+            if not (own_package == parent or own_package.startswith(parent + ".")):
+                targets.add(parent)
+            parent = parent.rpartition(".")[0]
+    targets.discard(module)
+    targets.discard("yao_actors")
+    return targets
+
+
+def _find_circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of ``graph`` as the list of modules along it, or ``None``."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = "open"
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == "open":
+                return [*path[path.index(target) :], target]
+            if target not in state and (circle := visit(target)):
+                return circle
+        state[module] = "done"
+        path.pop()
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (circle := visit(module)):
+            return circle
+    return None
+
+
+def test_no_module_of_the_package_imports_itself_back() -> None:
+    modules = _modules()
+    graph = {module: _imports(module, modules) for module in modules}
+    circle = _find_circle(graph)
+    assert circle is None, "import circle: " + " -> ".join(circle or ())
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _find_circle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_no_module_is_over_the_size_a_reader_can_hold(module: str) -> None:
+    lines = len(_modules()[module].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{module} has {lines} lines (at most {MAX_LINES})"

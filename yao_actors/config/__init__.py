@@ -1,0 +1,64 @@
+"""Configuration: the records (:mod:`yao_actors.specs`) and reading them from JSON.
+
+One JSON file (DESIGN §5.1) with four sections::
+
+    {
+      "mcpServers": {"weather": {"command": "python", "args": ["-m", "yao_actors.demo.weather"]},
+                     "remote":  {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}},
+      "models":     {"demo": {"provider": "demo"}},
+      "assistants": {"default": {"model": "demo", "prompt": "...", "mcp": {"servers": ["weather"]}}},
+      "server":     {"host": "127.0.0.1", "port": 8765}
+    }
+
+The records are attrs values; build them in code for an embedded runtime, or load
+them from a file. ``load_config`` refuses a bad file with one message per
+problem, each naming its key path, and treats an unknown key as an error.
+
+The arrows point one way: :mod:`yao_actors.specs` (records, no imports from the
+package) ← :mod:`yao_actors.models` ← :mod:`.sections` (the reader) ← :mod:`.load`.
+"""
+
+from yao_actors.config.load import default_config, load_config, parse_config
+from yao_actors.config.sections import max_turns, tool_loop_enabled
+from yao_actors.specs import (
+    BUILTIN_MODEL_IDS,
+    DEFAULT_PROMPT,
+    AssistantSpec,
+    Config,
+    Hooks,
+    HttpTransport,
+    InMemoryTransport,
+    ModelSpec,
+    RestartPolicy,
+    RunTimeouts,
+    Sample,
+    ServerRef,
+    ServerSpec,
+    ServiceSpec,
+    StdioTransport,
+    Transport,
+)
+
+__all__ = [
+    "BUILTIN_MODEL_IDS",
+    "DEFAULT_PROMPT",
+    "AssistantSpec",
+    "Config",
+    "Hooks",
+    "HttpTransport",
+    "InMemoryTransport",
+    "ModelSpec",
+    "RestartPolicy",
+    "RunTimeouts",
+    "Sample",
+    "ServerRef",
+    "ServerSpec",
+    "ServiceSpec",
+    "StdioTransport",
+    "Transport",
+    "default_config",
+    "load_config",
+    "max_turns",
+    "parse_config",
+    "tool_loop_enabled",
+]

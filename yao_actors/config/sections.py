@@ -1,0 +1,430 @@
+"""The configuration reader's sections: servers, models, assistants and the service, with the seed's rules.
+
+Every section is checked even after a problem, so one load lists them all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from yao_actors.config.values import ValueReader, join_path, type_name
+from yao_actors.models.build import default_model_spec
+from yao_actors.specs import (
+    BUILTIN_MODEL_IDS,
+    DEFAULT_PROMPT,
+    AssistantSpec,
+    Config,
+    Hooks,
+    HttpTransport,
+    ModelSpec,
+    RestartPolicy,
+    RunTimeouts,
+    Sample,
+    ServerRef,
+    ServerSpec,
+    ServiceSpec,
+    StdioTransport,
+    Transport,
+)
+
+_SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class ConfigReader(ValueReader):
+    """Walks a decoded configuration into a :class:`~yao_actors.specs.Config`, one message per problem."""
+
+    def config(self, data: Any) -> Config | None:
+        root = self.obj(data, "", ("mcpServers", "models", "assistants", "server"))
+        if root is None:
+            return None
+        servers = self.servers(root.get("mcpServers", {}), "mcpServers")
+        if "models" in root:
+            models = self.models(root["models"], "models")
+        else:
+            default = default_model_spec(environ=self.environ)
+            models = {default.id: default}
+        if "assistants" in root:
+            assistants = self.assistants(root["assistants"], "assistants", servers, models)
+        else:
+            model_id = "default" if "default" in models else next(iter(models), "demo")
+            refs = tuple(ServerRef(server_id) for server_id in servers)
+            assistants = {"default": AssistantSpec("default", model_id, (DEFAULT_PROMPT,), refs)}
+        service = self.service(root.get("server", {}), "server")
+        return Config(servers=servers, models=models, assistants=assistants, service=service)
+
+    def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
+        if not isinstance(value, dict):
+            self.fail(path, f"expected an object of servers, got {type_name(value)}")
+            return {}
+        servers = {}
+        for server_id, item in value.items():
+            spec = self.server(server_id, item, join_path(path, server_id))
+            if spec is not None:
+                servers[server_id] = spec
+        return servers
+
+    def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
+        allowed = (
+            "type", "command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout",
+            "max_concurrency", "queue_size", "dispatch", "restart", "samples",
+        )  # fmt: skip
+        item = self.obj(value, path, allowed)
+        if item is None:
+            return None
+        if not _SERVER_ID.match(server_id):
+            self.fail(
+                path,
+                "a server id must start with a letter or digit and use only letters, digits, '.', '_', '-'",
+            )
+        transport = self.transport(item, path)
+        options: dict[str, Any] = {}
+        for key in ("timeout", "connect_timeout"):
+            if key in item and (number := self.number(item[key], join_path(path, key))) is not None:
+                options[key] = number
+        if "max_concurrency" in item:
+            options["max_concurrency"] = self.integer(
+                item["max_concurrency"], join_path(path, "max_concurrency"), minimum=1
+            )
+        if "queue_size" in item:
+            options["queue_size"] = self.integer(item["queue_size"], join_path(path, "queue_size"))
+        if "dispatch" in item:
+            options["dispatch"] = self.choice(item["dispatch"], join_path(path, "dispatch"), ("parallel", "sequential"))
+        if "restart" in item:
+            options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
+        if "samples" in item:
+            options["samples"] = self.samples(item["samples"], join_path(path, "samples"))
+        if transport is None or None in options.values():
+            return None
+        return ServerSpec(id=server_id, transport=transport, **options)
+
+    def transport(self, item: dict[str, Any], path: str) -> Transport | None:
+        kind = item.get("type")
+        if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
+            self.fail(join_path(path, "type"), f"must be 'stdio' or 'http', got {kind!r}")
+            return None
+        if "command" in item and "url" in item:
+            self.fail(path, "give either 'command' (stdio) or 'url' (streamable HTTP), not both")
+            return None
+        if "url" in item:
+            for key in ("args", "env", "cwd"):
+                if key in item:
+                    self.fail(join_path(path, key), "only for stdio servers (this server has a 'url')")
+            if kind == "stdio":
+                self.fail(join_path(path, "type"), "'stdio' needs a 'command', not a 'url'")
+            url = self.string(item["url"], join_path(path, "url"))
+            if url is not None and not url.startswith(("http://", "https://")):
+                self.fail(join_path(path, "url"), f"must be an http:// or https:// URL, got {url!r}")
+                return None
+            headers = self.string_map(item.get("headers", {}), join_path(path, "headers"))
+            return HttpTransport(url, headers) if url else None
+        if "command" in item:
+            if "headers" in item:
+                self.fail(join_path(path, "headers"), "only for HTTP servers (this server has a 'command')")
+            if kind not in (None, "stdio"):
+                self.fail(join_path(path, "type"), f"{kind!r} needs a 'url', not a 'command'")
+            command = self.string(item["command"], join_path(path, "command"))
+            args = self.strings(item.get("args", []), join_path(path, "args"))
+            env = self.string_map(item.get("env", {}), join_path(path, "env"))
+            cwd = self.string(item["cwd"], join_path(path, "cwd")) if "cwd" in item else None
+            return StdioTransport(command, args, env, cwd) if command else None
+        self.fail(path, "needs 'command' (a stdio server) or 'url' (a streamable HTTP server)")
+        return None
+
+    def restart(self, value: Any, path: str) -> RestartPolicy | None:
+        item = self.obj(value, path, ("max_restarts", "backoff"))
+        if item is None:
+            return None
+        policy = RestartPolicy()
+        if "max_restarts" in item:
+            count = self.integer(item["max_restarts"], join_path(path, "max_restarts"))
+            policy = attrs.evolve(policy, max_restarts=count if count is not None else policy.max_restarts)
+        if "backoff" in item:
+            backoff = self.obj(item["backoff"], join_path(path, "backoff"), ("initial", "max"))
+            if backoff is not None:
+                initial = self.number(
+                    backoff.get("initial", policy.backoff_initial), join_path(path, "backoff.initial")
+                )
+                top = self.number(backoff.get("max", policy.backoff_max), join_path(path, "backoff.max"))
+                if initial is not None and top is not None:
+                    if top < initial:
+                        self.fail(join_path(path, "backoff.max"), f"must be >= backoff.initial ({initial:g})")
+                    policy = attrs.evolve(policy, backoff_initial=initial, backoff_max=top)
+        return policy
+
+    def samples(self, value: Any, path: str) -> dict[str, tuple[Sample, ...]]:
+        if not isinstance(value, dict):
+            self.fail(path, f"expected an object mapping tool names to lists of examples, got {type_name(value)}")
+            return {}
+        result = {}
+        for tool, examples in value.items():
+            tool_path = join_path(path, tool)
+            if not isinstance(examples, list):
+                self.fail(tool_path, f"expected a list of examples, got {type_name(examples)}")
+                continue
+            parsed = []
+            for i, example in enumerate(examples):
+                item = self.obj(
+                    example, join_path(tool_path, i), ("name", "input", "output", "description", "metadata")
+                )
+                if item is None:
+                    continue
+                description = item.get("description", "")
+                metadata = item.get("metadata", {})
+                if isinstance(metadata, dict) and isinstance(metadata.get("description"), str):
+                    description = description or metadata["description"]
+                parsed.append(
+                    Sample(
+                        input=item.get("input"),
+                        output=item.get("output"),
+                        name=self.string(item.get("name", ""), join_path(join_path(tool_path, i), "name"), empty=True)
+                        or "",
+                        description=self.string(
+                            description, join_path(join_path(tool_path, i), "description"), empty=True
+                        )
+                        or "",
+                    )
+                )
+            result[tool] = tuple(parsed)
+        return result
+
+    def models(self, value: Any, path: str) -> dict[str, ModelSpec]:
+        if not isinstance(value, dict):
+            self.fail(path, f"expected an object of models, got {type_name(value)}")
+            return {}
+        models = {}
+        for model_id, item in value.items():
+            spec = self.model(model_id, item, join_path(path, model_id))
+            if spec is not None:
+                models[model_id] = spec
+        return models
+
+    def model(self, model_id: str, value: Any, path: str) -> ModelSpec | None:
+        allowed = (
+            "provider", "base_url", "model", "api_key_env", "headers", "params", "stream",
+            "connect_timeout", "read_timeout", "max_retries", "retry_budget",
+        )  # fmt: skip
+        item = self.obj(value, path, allowed)
+        if item is None:
+            return None
+        provider = self.choice(item.get("provider"), join_path(path, "provider"), ("openai", "demo", "test"))
+        options: dict[str, Any] = {}
+        if "base_url" in item:
+            options["base_url"] = self.string(item["base_url"], join_path(path, "base_url"))
+        if "model" in item:
+            options["model"] = self.string(item["model"], join_path(path, "model"))
+        elif provider == "openai":
+            self.fail(join_path(path, "model"), "required for provider 'openai' (the endpoint's model name)")
+            return None
+        if "api_key_env" in item:
+            key_env = item["api_key_env"]
+            options["api_key_env"] = None if key_env is None else self.string(key_env, join_path(path, "api_key_env"))
+        if "headers" in item:
+            options["headers"] = self.string_map(item["headers"], join_path(path, "headers"))
+        if "params" in item:
+            params = item["params"]
+            if not isinstance(params, dict):
+                self.fail(join_path(path, "params"), f"expected an object of request fields, got {type_name(params)}")
+                return None
+            options["params"] = params
+        if "stream" in item:
+            options["stream"] = self.boolean(item["stream"], join_path(path, "stream"))
+        for key in ("connect_timeout", "read_timeout", "retry_budget"):
+            if key in item:
+                options[key] = self.number(item[key], join_path(path, key))
+        if "max_retries" in item:
+            options["max_retries"] = self.integer(item["max_retries"], join_path(path, "max_retries"))
+        if provider is None or any(v is None for k, v in options.items() if k != "api_key_env"):
+            return None
+        return ModelSpec(id=model_id, provider=provider, **options)  # type: ignore[arg-type]
+
+    def assistants(
+        self, value: Any, path: str, servers: Mapping[str, ServerSpec], models: Mapping[str, ModelSpec]
+    ) -> dict[str, AssistantSpec]:
+        if not isinstance(value, dict):
+            self.fail(path, f"expected an object of assistants, got {type_name(value)}")
+            return {}
+        assistants = {}
+        for assistant_id, item in value.items():
+            spec = self.assistant(assistant_id, item, join_path(path, assistant_id), servers, models)
+            if spec is not None:
+                assistants[assistant_id] = spec
+        return assistants
+
+    def model_ref(self, value: Any, path: str, models: Mapping[str, ModelSpec]) -> str | None:
+        model_id = self.string(value, path)
+        if model_id is not None and model_id not in models and model_id not in BUILTIN_MODEL_IDS:
+            known = ", ".join(sorted({*models, *BUILTIN_MODEL_IDS}))
+            self.fail(path, f"unknown model {model_id!r} (known: {known})")
+            return None
+        return model_id
+
+    def assistant(
+        self,
+        assistant_id: str,
+        value: Any,
+        path: str,
+        servers: Mapping[str, ServerSpec],
+        models: Mapping[str, ModelSpec],
+    ) -> AssistantSpec | None:
+        allowed = ("model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools")
+        item = self.obj(value, path, allowed)
+        if item is None:
+            return None
+        if assistant_id.startswith("__yao."):
+            self.fail(path, "ids starting with '__yao.' are reserved for built-in assistants")
+        ok = True
+        model = self.model_ref(item.get("model"), join_path(path, "model"), models)
+        prompt = self.prompt(item.get("prompt", []), join_path(path, "prompt"))
+        options: dict[str, Any] = {}
+        if "mcp" in item:
+            options.update(self.mcp(item["mcp"], join_path(path, "mcp"), servers))
+        if "timeouts" in item:
+            options["timeouts"] = self.timeouts(item["timeouts"], join_path(path, "timeouts"))
+        if "hooks" in item:
+            options["hooks"] = self.hooks(item["hooks"], join_path(path, "hooks"))
+        if "fallback_model" in item:
+            options["fallback_model"] = self.model_ref(
+                item["fallback_model"], join_path(path, "fallback_model"), models
+            )
+            ok = ok and options["fallback_model"] is not None
+        if "max_tools" in item:
+            options["max_tools"] = self.integer(item["max_tools"], join_path(path, "max_tools"), minimum=1)
+        if model is None or prompt is None or not ok or None in options.values():
+            return None
+        return AssistantSpec(id=assistant_id, model=model, prompt=prompt, **options)
+
+    def prompt(self, value: Any, path: str) -> tuple[str, ...] | None:
+        if isinstance(value, str):
+            return (value,) if value else ()
+        if isinstance(value, list):
+            before = len(self.problems)
+            prompts = self.strings(value, path)
+            return prompts if len(self.problems) == before else None
+        self.fail(path, f"expected a string or a list of strings, got {type_name(value)}")
+        return None
+
+    def mcp(self, value: Any, path: str, servers: Mapping[str, ServerSpec]) -> dict[str, Any]:
+        item = self.obj(value, path, ("servers", "options"))
+        if item is None:
+            return {"servers": None}
+        result: dict[str, Any] = {}
+        if "servers" in item:
+            entries = item["servers"]
+            if not isinstance(entries, list):
+                self.fail(join_path(path, "servers"), f"expected a list, got {type_name(entries)}")
+                result["servers"] = None
+            else:
+                refs = [
+                    self.server_ref(entry, join_path(join_path(path, "servers"), i), servers)
+                    for i, entry in enumerate(entries)
+                ]
+                result["servers"] = None if None in refs else tuple(r for r in refs if r is not None)
+        if "options" in item:
+            options = self.obj(item["options"], join_path(path, "options"), ("tool_loop", "max_turn"))
+            if options is None:
+                result["tool_loop"] = None
+            else:
+                result["tool_loop"] = tool_loop_enabled(options.get("tool_loop"))
+                result["max_turn"] = max_turns(options.get("max_turn"))
+        return result
+
+    def server_ref(self, entry: Any, path: str, servers: Mapping[str, ServerSpec]) -> ServerRef | None:
+        """Every seed form: ``"id"``, ``{"server_id", "tools"}``, ``{"id": [...]}``, ``{"id": {"tools"}}``."""
+        server_id: Any
+        tools: Any = []
+        if isinstance(entry, str):
+            server_id = entry
+        elif isinstance(entry, dict) and "server_id" in entry:
+            item = self.obj(entry, path, ("server_id", "tools"))
+            if item is None:
+                return None
+            server_id, tools = item["server_id"], item.get("tools", [])
+        elif isinstance(entry, dict) and len(entry) == 1:
+            server_id, spec = next(iter(entry.items()))
+            path = join_path(path, server_id)
+            if isinstance(spec, list):
+                tools = spec
+            else:
+                item = self.obj(spec, path, ("tools",))
+                if item is None:
+                    return None
+                tools = item.get("tools", [])
+        else:
+            self.fail(
+                path,
+                'expected "id", {"server_id": "id", "tools": [...]}, {"id": ["tool", ...]} or {"id": {"tools": [...]}}',
+            )
+            return None
+        if not isinstance(server_id, str) or server_id not in servers:
+            known = ", ".join(f'"{s}"' for s in servers) or "none configured"
+            self.fail(path, f"unknown server {json.dumps(server_id, ensure_ascii=False)} (known: {known})")
+            return None
+        before = len(self.problems)
+        names = self.strings(tools, join_path(path, "tools"))
+        return ServerRef(server_id, names) if len(self.problems) == before else None
+
+    def timeouts(self, value: Any, path: str) -> RunTimeouts | None:
+        item = self.obj(value, path, ("run", "model", "turn"))
+        if item is None:
+            return None
+        numbers = {key: self.number(item[key], join_path(path, key)) for key in item if key in ("run", "model", "turn")}
+        if None in numbers.values():
+            return None
+        return RunTimeouts(**numbers)  # type: ignore[arg-type]
+
+    def hooks(self, value: Any, path: str) -> Hooks | None:
+        item = self.obj(value, path, ("create", "next"))
+        if item is None:
+            return None
+        refs: dict[str, str] = {}
+        for key, ref in item.items():
+            if key not in ("create", "next"):
+                continue
+            if not isinstance(ref, str) or not _HOOK_REF.match(ref):
+                self.fail(
+                    join_path(path, key), f'expected "module:function", got {json.dumps(ref, ensure_ascii=False)}'
+                )
+                return None
+            refs[key] = ref
+        return Hooks(**refs)
+
+    def service(self, value: Any, path: str) -> ServiceSpec:
+        allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
+        item = self.obj(value, path, allowed)
+        if item is None:
+            return ServiceSpec()
+        options: dict[str, Any] = {}
+        for key, raw in item.items():
+            key_path = join_path(path, key)
+            if key == "host":
+                options[key] = self.string(raw, key_path)
+            elif key == "port":
+                options[key] = self.integer(raw, key_path, maximum=65535)
+            elif key == "token":
+                options[key] = None if raw is None else self.expand(self.string(raw, key_path) or "", key_path)
+            elif key == "allowed_origins":
+                options[key] = self.strings(raw, key_path)
+            elif key in ("idle_timeout", "shutdown_grace"):
+                options[key] = self.number(raw, key_path)
+            elif key in allowed:
+                options[key] = self.integer(raw, key_path, minimum=1)
+        clean = {k: v for k, v in options.items() if v is not None or k == "token"}
+        return ServiceSpec(**clean)
+
+
+def tool_loop_enabled(value: Any) -> bool:
+    """The seed's rule: only a real boolean ``false`` disables the tool loop."""
+    return value is not False
+
+
+def max_turns(value: Any) -> int:
+    """The seed's rule for ``max_turn``: a number > 0, fractional part truncated; anything else → 5."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        return 5
+    return int(value)

@@ -1,0 +1,42 @@
+"""The conversation actor and the run (DESIGN §2 and §4.4).
+
+One actor per thread owns the thread's message history and executes that
+thread's runs one at a time, in the order they were submitted; runs of other
+threads go on concurrently. A run goes::
+
+    create hook ─▶ request (prompts, samples, history, input; tools) ─▶ first model call
+      ─▶ argument-retry block (≤ 3 executions) ─▶ next hook │ tool loop (≤ max_turn) │ standard response
+      ─▶ fallback assistant when the loop fails ─▶ exactly one RUN_FINISHED or RUN_ERROR
+
+Deadlines are cancel scopes set here, by the caller of each piece: the run's
+(``timeouts.run``), each model call's (``timeouts.model``), and each tool batch's
+(``timeouts.turn``, handed to dispatch). Cancelling a run (the caller left, the
+consumer of its events is gone, or its deadline fired) cancels every model and
+tool call under it; every tool call without a result then gets a ``cancelled``
+one, so the history the thread keeps stays valid (every ``tool_calls`` entry is
+answered by a ``role: tool`` message).
+
+:class:`ConversationManager` is what the runtime owns: it keeps the actors by
+thread id in the runtime's nursery and offers :meth:`~ConversationManager.open_run`
+(events as a bounded receive channel) and :meth:`~ConversationManager.run`.
+
+The package follows a run's data flow: :mod:`.relay` (model stream → events),
+:mod:`.run` (the steps of DESIGN §4.4), :mod:`.actor` (the per-thread actor:
+run orders and close-out), :mod:`.manager` (threads, ``RunStream``).
+"""
+
+from yao_actors.conversation.actor import ConversationHandle, RunResult, serve_conversation
+from yao_actors.conversation.manager import ConversationManager, MessagesInput, RunStream, input_messages
+from yao_actors.conversation.run import RunResources, build_request
+
+__all__ = [
+    "ConversationHandle",
+    "ConversationManager",
+    "MessagesInput",
+    "RunResources",
+    "RunResult",
+    "RunStream",
+    "build_request",
+    "input_messages",
+    "serve_conversation",
+]

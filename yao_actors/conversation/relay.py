@@ -1,0 +1,88 @@
+"""The delta relay: one model call's stream of deltas → TEXT_MESSAGE_*, REASONING_MESSAGE_* and TOOL_CALL_* events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from yao_actors.events import RunEvents
+from yao_actors.models.base import Completion, Delta, ReasoningDelta, TextDelta, ToolCallDelta
+
+
+@attrs.define(eq=False)
+class _CallStream:
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    started: bool = False
+    ended: bool = False
+
+
+@attrs.define(eq=False)
+class DeltaRelay:
+    """Turns one model call's deltas into TEXT_MESSAGE_*, REASONING_MESSAGE_* and TOOL_CALL_* events.
+
+    ``finish`` fills in what a model did not stream (a non-streaming model
+    still produces the same events) and closes everything still open.
+    """
+
+    events: RunEvents
+    new_message_id: Callable[[], str]
+    text_id: str | None = None
+    reasoning_id: str | None = None
+    calls: dict[int, _CallStream] = attrs.field(factory=dict)
+
+    async def on_delta(self, delta: Delta) -> None:
+        if isinstance(delta, TextDelta):
+            await self._text(delta.text)
+        elif isinstance(delta, ReasoningDelta):
+            if self.reasoning_id is None:
+                message_id = self.new_message_id()
+                await self.events.reasoning_start(message_id)
+                self.reasoning_id = message_id
+            await self.events.reasoning_content(self.reasoning_id, delta.text)
+        elif isinstance(delta, ToolCallDelta):
+            await self._tool_call(delta)
+
+    async def _text(self, text: str) -> None:
+        if self.text_id is None:
+            message_id = self.new_message_id()
+            await self.events.text_start(message_id)
+            self.text_id = message_id
+        await self.events.text_content(self.text_id, text)
+
+    async def _tool_call(self, delta: ToolCallDelta) -> None:
+        stream = self.calls.setdefault(delta.index, _CallStream())
+        stream.id = stream.id or delta.id
+        stream.name = stream.name or delta.name
+        stream.arguments += delta.arguments
+        if not stream.started and stream.id and stream.name:
+            await self.events.tool_call_start(stream.id, stream.name, parent_message_id=self.text_id)
+            stream.started = True
+        if stream.started and stream.arguments and stream.id:
+            arguments, stream.arguments = stream.arguments, ""
+            await self.events.tool_call_args(stream.id, arguments)
+
+    async def finish(self, completion: Completion) -> None:
+        if self.text_id is None and completion.text:
+            await self._text(completion.text)
+        streamed = {stream.id for stream in self.calls.values() if stream.started}
+        for call in completion.tool_calls:
+            if call.id not in streamed:
+                index = len(self.calls)
+                await self._tool_call(ToolCallDelta(index=index, id=call.id, name=call.name, arguments=call.arguments))
+        await self.close()
+
+    async def close(self) -> None:
+        """End every message and tool call still open."""
+        if self.reasoning_id is not None:
+            await self.events.reasoning_end(self.reasoning_id)
+            self.reasoning_id = None
+        if self.text_id is not None:
+            await self.events.text_end(self.text_id)
+            self.text_id = None
+        for stream in self.calls.values():
+            if stream.started and not stream.ended and stream.id:
+                await self.events.tool_call_end(stream.id)
+                stream.ended = True

@@ -1,0 +1,381 @@
+"""The run: the steps of DESIGN §4.4, in order, for one assistant over one conversation.
+
+``Run.answer`` goes: create hook → request → first model call → argument-retry
+block (≤ ``MAX_EXECUTIONS`` executions) → three-way branch (``next`` hook │
+tool loop (≤ ``max_turn``) │ standard response) → fallback assistant when the
+loop fails. Whatever ends it, :meth:`Run.settle` answers every tool call left
+without a result, so the history stays valid.
+
+A run uses only what its :class:`RunResources` give it: the assistants,
+servers, models and catalog cache of its runtime, never the manager itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+import attrs
+import trio
+
+from yao_actors.catalog import Catalog, CatalogCache
+from yao_actors.conversation.relay import DeltaRelay
+from yao_actors.dispatch import (
+    CallFinished,
+    CallProgress,
+    DispatchEvent,
+    SequentialRetry,
+    ToolServer,
+    execute_tool_calls,
+    failed_result,
+)
+from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError
+from yao_actors.events import Outcome, RunEvents
+from yao_actors.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_DESCRIPTION, build_fallback_brief, fallback_messages
+from yao_actors.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
+from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage
+from yao_actors.results import ToolCallResult, tool_message_content
+from yao_actors.specs import AssistantSpec, ServerRef
+
+logger = logging.getLogger(__name__)
+
+MAX_EXECUTIONS = 3
+"""Executions of one batch of tool calls in the argument-retry block (the seed's ``maxToolRetries``)."""
+
+MAX_DELEGATION_DEPTH = 4
+"""Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
+
+TOOL_RETRY_PROMPT = (
+    "Some of your tool calls failed; the tool messages above give the error of each one. "
+    "Fix the arguments of the failed calls using those errors and the tools' parameter schemas, "
+    "and call the tools again. Calls that succeeded already have their results above: do not repeat them. "
+    "If a failed call cannot be fixed (the tool does not exist, or it cannot do what was asked), "
+    "do not call it again: answer the user without it, and say what could not be done."
+)
+"""The system message that closes an argument-retry request (the seed sent an untranslated i18n key)."""
+
+V = TypeVar("V")
+
+
+def _lookup(table: Mapping[str, V], key: str, what: str) -> V:
+    """``table[key]``, or a ``RunError`` (code ``unknown_<what>``) naming what is known."""
+    value = table.get(key)
+    if value is None:
+        known = ", ".join(sorted(table)) or "none"
+        raise RunError(f"unknown {what} {key!r} (known: {known})", code=f"unknown_{what}")
+    return value
+
+
+@attrs.frozen
+class RunResources:
+    """What a run may use: the runtime's assistants, servers and models by id, and its catalog cache."""
+
+    assistants: Mapping[str, AssistantSpec]
+    servers: Mapping[str, ToolServer]
+    models: Mapping[str, Model]
+    catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+
+    def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
+        """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
+        if isinstance(ref, AssistantSpec):
+            return ref
+        return _lookup(self.assistants, ref, "assistant")
+
+    def model(self, model_id: str) -> Model:
+        """A model by id; ``RunError`` code ``unknown_model`` if there is none."""
+        return _lookup(self.models, model_id, "model")
+
+
+@attrs.frozen
+class Answer:
+    """How ``Run.answer`` ended: the text, the outcome, and the message the history gets for it."""
+
+    text: str
+    outcome: Outcome
+    message: Message | None = None
+    data: Any = None
+    note: str | None = None
+
+
+@attrs.define(eq=False)
+class PendingBatch:
+    """A batch of tool calls in flight: the results it has so far, and which of them were announced (by position)."""
+
+    calls: tuple[ToolCall, ...]
+    catalog: Catalog
+    done: dict[int, ToolCallResult] = attrs.field(factory=dict)
+    announced: set[int] = attrs.field(factory=set)
+
+
+@attrs.define(eq=False)
+class Run:
+    """The state and steps of one run; everything it learns is kept so a cancelled run can still be recorded."""
+
+    resources: RunResources
+    events: RunEvents
+    history: tuple[Message, ...]
+    transcript: list[Message] = attrs.field(factory=list)
+    results: list[ToolCallResult] = attrs.field(factory=list)
+    usage: Usage = attrs.field(factory=Usage)
+    last_text: str = ""
+    batch: PendingBatch | None = None
+    relay: DeltaRelay | None = None
+    step: str | None = None
+    subagents: list[str] = attrs.field(factory=list)
+    counter: int = 0
+
+    def new_message_id(self) -> str:
+        self.counter += 1
+        return f"{self.events.run_id}.{self.counter}"
+
+    # ------------------------------------------------------------------ the loop (DESIGN §4.4)
+
+    async def answer(self, assistant: AssistantSpec, conversation: list[Message], depth: int) -> Answer:
+        """Steps 1–6 for ``assistant`` over ``conversation`` (history and input, no system prompts)."""
+        hooks = resolve_hooks(assistant.hooks)
+        ctx = HookContext(assistant.id, self.events.thread_id, self.events.run_id)
+        created = await run_create(hooks, ctx, conversation)
+        if created.messages:
+            conversation = [*conversation, *created.messages]
+            if depth == 0:
+                self.transcript.extend(created.messages)
+        if created.delegate is not None:
+            return await self.delegate(created.delegate, conversation, depth)
+        catalog = await self.catalog(assistant, created.servers or ())
+        model = self.resources.model(assistant.model)
+        messages = build_request(assistant, catalog, conversation)
+        completion = await self.call_model(assistant, model, messages, catalog.tools, "model")
+        if not completion.tool_calls:
+            return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
+        try:
+            completion = await self.retry_block(assistant, model, messages, catalog, completion)
+            if not completion.tool_calls:
+                return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
+            if hooks.next is not None:
+                payload = {"messages": conversation, "completion": completion, "tool_results": list(self.results)}
+                return await self.next_branch(await run_next(hooks, ctx, payload), completion, conversation, depth)
+            if not assistant.tool_loop:
+                return Answer(completion.text, Outcome.ANSWERED)
+            return await self.tool_loop(assistant, model, messages, catalog)
+        except ModelError as error:
+            return await self.fallback(assistant, conversation, f"a model call failed: {error}")
+        except MaxTurns as reached:
+            return await self.fallback(assistant, conversation, str(reached))
+
+    async def retry_block(
+        self,
+        assistant: AssistantSpec,
+        model: Model,
+        messages: list[Message],
+        catalog: Catalog,
+        completion: Completion,
+    ) -> Completion:
+        """Execute the calls; re-ask the model to fix retryable failures, at most 3 executions in all.
+
+        Returns the last completion: its calls are executed, or it has none
+        (the model answered the retry in plain text, which is accepted).
+        Non-retryable failures are not retried: the model gets them as
+        ``Error: ...`` results like any other.
+        """
+        for execution in range(1, MAX_EXECUTIONS + 1):
+            results = await self.execute(assistant, messages, completion, catalog)
+            failed = [r.call_id for r in results if not r.ok and r.retryable]
+            if not failed or execution == MAX_EXECUTIONS:
+                break
+            await self.events.tool_retry(execution, failed)
+            retry_request = [*messages, {"role": "system", "content": TOOL_RETRY_PROMPT}]
+            completion = await self.call_model(assistant, model, retry_request, catalog.tools, f"retry {execution}")
+            if not completion.tool_calls:
+                break
+        return completion
+
+    async def tool_loop(
+        self, assistant: AssistantSpec, model: Model, messages: list[Message], catalog: Catalog
+    ) -> Answer:
+        """Up to ``max_turn`` model calls, executing each turn's calls, until the model asks for none."""
+        for turn in range(1, assistant.max_turn + 1):
+            completion = await self.call_model(assistant, model, messages, catalog.tools, f"turn {turn}")
+            if not completion.tool_calls:
+                return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
+            await self.execute(assistant, messages, completion, catalog)
+        raise MaxTurns(f"tool loop reached max turns ({assistant.max_turn})")
+
+    async def next_branch(
+        self, decided: NextResult | None, completion: Completion, conversation: list[Message], depth: int
+    ) -> Answer:
+        """What the ``next`` hook decided: the standard response, data, or a delegation."""
+        if decided is None:
+            return Answer(completion.text, Outcome.ANSWERED)
+        if decided.delegate is not None:
+            messages = conversation if decided.delegate.messages is None else list(decided.delegate.messages)
+            return await self.delegate(decided.delegate.assistant_id, messages, depth)
+        return Answer(completion.text, Outcome.DATA, data=decided.data)
+
+    async def delegate(self, assistant_id: str, conversation: list[Message], depth: int) -> Answer:
+        """Run another assistant on the conversation, as a subagent of this run."""
+        if depth >= MAX_DELEGATION_DEPTH:
+            raise RunError(f"delegation deeper than {MAX_DELEGATION_DEPTH} assistants", code="hook_error")
+        target = self.resources.assistant(assistant_id)
+        subagent_id = await self.subagent_started(target.id)
+        with self.events.attributed_to(subagent_id):
+            answer = await self.answer(target, conversation, depth + 1)
+        await self.events.subagent_finished(subagent_id, {"text": answer.text, "outcome": answer.outcome.value})
+        self.subagents.remove(subagent_id)
+        return answer
+
+    async def fallback(self, assistant: AssistantSpec, conversation: list[Message], reason: str) -> Answer:
+        """Step 6: the fallback assistant synthesises an answer from everything the run has."""
+        logger.warning("run %s: %s; delegating to %s", self.events.run_id, reason, FALLBACK_ASSISTANT_ID)
+        brief = build_fallback_brief(assistant.prompt, conversation, self.results)
+        subagent_id = await self.subagent_started(FALLBACK_ASSISTANT_ID, FALLBACK_DESCRIPTION)
+        try:
+            with self.events.attributed_to(subagent_id):
+                model = self.resources.model(assistant.fallback_model or assistant.model)
+                completion = await self.call_model(assistant, model, fallback_messages(brief), [], "fallback")
+        except (ModelError, RunError) as error:
+            code = error.code if isinstance(error, RunError) else "model_error"
+            await self.events.subagent_error(subagent_id, str(error), code=code)
+            self.subagents.remove(subagent_id)
+            note = f"{reason}; the fallback assistant failed too ({error}): finished with what the run has"
+            return Answer(self.last_text, Outcome.DEGRADED, note=note)
+        await self.events.subagent_finished(subagent_id, {"text": completion.text})
+        self.subagents.remove(subagent_id)
+        return Answer(completion.text, Outcome.FALLBACK, {"role": "assistant", "content": completion.text}, note=reason)
+
+    # ------------------------------------------------------------------ the pieces
+
+    async def subagent_started(self, name: str, description: str | None = None) -> str:
+        """Announce a subagent invocation; it stays open (``self.subagents``) until it finishes."""
+        subagent_id = self.new_message_id()
+        await self.events.subagent_started(subagent_id, name, description=description)
+        self.subagents.append(subagent_id)
+        return subagent_id
+
+    async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
+        try:
+            catalog = await self.resources.catalogs.get(assistant, self.resources.servers, override=override)
+        except ConfigError as error:
+            raise RunError(str(error), code="config_error") from error
+        for warning in catalog.warnings:
+            logger.warning("assistant %s: %s", assistant.id, warning)
+        return catalog
+
+    async def call_model(
+        self,
+        assistant: AssistantSpec,
+        model: Model,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]],
+        step: str,
+    ) -> Completion:
+        """One streamed model call under the model deadline, as one step of events."""
+        self.relay = DeltaRelay(self.events, self.new_message_id)
+        await self.events.step_started(step)
+        self.step = step
+        try:
+            with trio.fail_after(assistant.timeouts.model):
+                completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+        except trio.TooSlowError as error:
+            await self.end_step()
+            raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
+        except ModelError:
+            await self.end_step()
+            raise
+        await self.end_step(completion)
+        self.last_text = completion.text or self.last_text
+        if completion.usage is not None:
+            self.usage += completion.usage
+            await self.events.usage(completion.usage, model=model.name)
+        return completion
+
+    async def end_step(self, completion: Completion | None = None) -> None:
+        """Close the model call's open messages (filling in what was not streamed) and its step."""
+        if self.relay is not None:
+            await (self.relay.close() if completion is None else self.relay.finish(completion))
+            self.relay = None
+        if self.step is not None:
+            await self.events.step_finished(self.step)
+            self.step = None
+
+    async def execute(
+        self, assistant: AssistantSpec, messages: list[Message], completion: Completion, catalog: Catalog
+    ) -> list[ToolCallResult]:
+        """Run a completion's tool calls; append its assistant message and one tool message per call."""
+        message = completion.to_message()
+        messages.append(message)
+        self.transcript.append(message)
+        self.batch = PendingBatch(completion.tool_calls, catalog)
+        results = await execute_tool_calls(
+            completion.tool_calls,
+            catalog,
+            self.resources.servers,
+            batch_timeout=assistant.timeouts.turn,
+            on_event=self.on_dispatch,
+        )
+        self.batch = None
+        self.record(results, messages)
+        return results
+
+    async def on_dispatch(self, event: DispatchEvent) -> None:
+        if isinstance(event, CallFinished):
+            batch = self.batch
+            if batch is not None:
+                batch.done[event.index] = event.result
+            await self.events.tool_call_result(self.new_message_id(), event.result)
+            if batch is not None:
+                batch.announced.add(event.index)
+            if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
+                await self.events.server_status(event.result.server, "unavailable", event.result.error)
+        elif isinstance(event, CallProgress):
+            await self.events.tool_progress(event.call.id, event.progress, event.total, event.message)
+        elif isinstance(event, SequentialRetry):
+            await self.events.sequential_retry(event.call_ids)
+
+    def record(self, results: Sequence[ToolCallResult], messages: list[Message] | None = None) -> None:
+        """Keep a batch's results and answer each of its calls with a tool message."""
+        self.results.extend(results)
+        for result in results:
+            tool_message = {"role": "tool", "tool_call_id": result.call_id, "content": tool_message_content(result)}
+            self.transcript.append(tool_message)
+            if messages is not None:
+                messages.append(tool_message)
+
+    def settle(self) -> list[ToolCallResult]:
+        """After a cancellation or failure: give every unanswered call of the batch a ``cancelled`` result.
+
+        Returns the batch's results whose ``TOOL_CALL_RESULT`` is still to be emitted.
+        """
+        if self.batch is None:
+            return []
+        batch, self.batch = self.batch, None
+        results = [batch.done.get(i) or _cancelled_result(call, batch.catalog) for i, call in enumerate(batch.calls)]
+        self.record(results)
+        return [result for index, result in enumerate(results) if index not in batch.announced]
+
+    async def announce_settled(self, unannounced: Sequence[ToolCallResult]) -> None:
+        """Close what the run left open (messages, step, subagents) and emit the results :meth:`settle` made."""
+        await self.end_step()
+        for result in unannounced:
+            await self.events.tool_call_result(self.new_message_id(), result)
+        while self.subagents:
+            message = "the run ended before the subagent finished"
+            await self.events.subagent_error(self.subagents.pop(), message, code="run_ended")
+
+
+class MaxTurns(Exception):
+    """The tool loop used all its turns and the model still asked for tools."""
+
+
+def _cancelled_result(call: ToolCall, catalog: Catalog) -> ToolCallResult:
+    message = "the run was cancelled before the call finished"
+    return failed_result(call, catalog.resolve(call.name), message, ErrorKind.CANCELLED)
+
+
+def build_request(assistant: AssistantSpec, catalog: Catalog, conversation: Sequence[Message]) -> list[Message]:
+    """Step 1: the assistant's prompts, the samples message, then history and input (seed order)."""
+    messages: list[Message] = [{"role": "system", "content": prompt} for prompt in assistant.prompt if prompt]
+    if catalog.samples_message:
+        messages.append({"role": "system", "content": catalog.samples_message})
+    messages.extend(conversation)
+    return messages

@@ -1,0 +1,210 @@
+"""Configuration records: the attrs values every part of the runtime agrees on (DESIGN §5.1).
+
+They mirror the JSON file's four sections: ``mcpServers`` → :class:`ServerSpec`
+(one MCP server each), ``models`` → :class:`ModelSpec`, ``assistants`` →
+:class:`AssistantSpec`, and ``server`` → :class:`ServiceSpec` (the websocket
+*service* this runtime offers, not an MCP server). :class:`Config` holds them all.
+
+Build them in code for an embedded runtime, or read them from a file with
+:func:`yao_actors.config.load_config`. This module depends on nothing of the
+package, so every other module (models included) can import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+# --------------------------------------------------------------------------- MCP servers
+
+
+@attrs.frozen
+class StdioTransport:
+    """Run the server as a subprocess and speak MCP over its stdin/stdout."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    cwd: str | None = None
+
+
+@attrs.frozen
+class HttpTransport:
+    """Speak streamable HTTP to a server at ``url``."""
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class InMemoryTransport:
+    """Connect in-process to an ``mcp.server.mcpserver.MCPServer`` (or low-level ``Server``)."""
+
+    server: Any = attrs.field(eq=False)
+
+
+Transport = StdioTransport | HttpTransport | InMemoryTransport
+
+
+@attrs.frozen
+class RestartPolicy:
+    """How a server actor restarts its server after it died.
+
+    Delays grow from ``backoff_initial`` doubling up to ``backoff_max`` seconds;
+    after ``max_restarts`` consecutive failed lives the actor stays down and
+    fails calls fast.
+    """
+
+    max_restarts: int = 5
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+
+
+@attrs.frozen
+class Sample:
+    """A usage example of one tool, rendered into the samples system message."""
+
+    input: Any = None
+    output: Any = None
+    name: str = ""
+    description: str = ""
+
+
+@attrs.frozen
+class ServerSpec:
+    """One configured MCP server.
+
+    ``timeout`` is the per-call deadline in seconds; ``max_concurrency`` the
+    number of calls served at once, ``queue_size`` how many more may wait;
+    ``dispatch`` ``"sequential"`` makes dispatch run this server's calls one by
+    one. ``samples`` maps tool names to their examples.
+    """
+
+    id: str
+    transport: Transport
+    timeout: float = 60.0
+    max_concurrency: int = 16
+    queue_size: int = 256
+    dispatch: Literal["parallel", "sequential"] = "parallel"
+    restart: RestartPolicy = RestartPolicy()
+    samples: Mapping[str, tuple[Sample, ...]] = attrs.field(factory=dict)
+    connect_timeout: float = 30.0
+
+
+# --------------------------------------------------------------------------- models
+
+
+@attrs.frozen
+class ModelSpec:
+    """One configured model.
+
+    ``provider`` ``"openai"`` is any OpenAI-compatible Chat Completions endpoint;
+    ``"demo"`` and ``"test"`` are the offline stand-ins of :mod:`yao_actors.testing`.
+    ``params`` are extra request fields (``temperature``, ``parallel_tool_calls``, ...).
+    """
+
+    id: str
+    provider: Literal["openai", "demo", "test"]
+    base_url: str = "https://api.openai.com/v1"
+    model: str = ""
+    api_key_env: str | None = "OPENAI_API_KEY"
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    params: Mapping[str, Any] = attrs.field(factory=dict)
+    stream: bool = True
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+    max_retries: int = 3
+    retry_budget: float = 60.0
+
+
+# --------------------------------------------------------------------------- assistants
+
+
+@attrs.frozen
+class ServerRef:
+    """An entry of an assistant's ``mcp.servers``: a server and an optional tool filter."""
+
+    server_id: str
+    tools: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class RunTimeouts:
+    """Deadlines of a run, in seconds: the whole run, one model call, one tool batch (turn)."""
+
+    run: float = 300.0
+    model: float = 120.0
+    turn: float = 120.0
+
+
+@attrs.frozen
+class Hooks:
+    """Python hooks as ``"module:function"`` references (resolved when a run starts)."""
+
+    create: str | None = None
+    next: str | None = None
+
+
+@attrs.frozen
+class AssistantSpec:
+    """One assistant: its model, prompts, MCP servers and loop options.
+
+    ``tool_loop`` and ``max_turn`` follow the seed's rules (DESIGN §4.4 step 5):
+    only a real ``false`` disables the loop; ``max_turn`` is a number > 0
+    (fractional truncated), anything else means 5.
+    """
+
+    id: str
+    model: str
+    prompt: tuple[str, ...] = ()
+    servers: tuple[ServerRef, ...] = ()
+    tool_loop: bool = True
+    max_turn: int = 5
+    max_tools: int = 20
+    timeouts: RunTimeouts = RunTimeouts()
+    hooks: Hooks = Hooks()
+    fallback_model: str | None = None
+
+
+# --------------------------------------------------------------------------- service
+
+
+@attrs.frozen
+class ServiceSpec:
+    """The websocket service: where it listens, who may connect, and its limits."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    allowed_origins: tuple[str, ...] = ()
+    max_frame_bytes: int = 1 << 20
+    max_connections: int = 1000
+    max_runs_per_connection: int = 8
+    max_runs: int = 2000
+    idle_timeout: float = 120.0
+    shutdown_grace: float = 5.0
+
+
+# --------------------------------------------------------------------------- the whole
+
+
+@attrs.frozen
+class Config:
+    """A whole configuration: servers, models, assistants and the service."""
+
+    servers: Mapping[str, ServerSpec] = attrs.field(factory=dict)
+    models: Mapping[str, ModelSpec] = attrs.field(factory=dict)
+    assistants: Mapping[str, AssistantSpec] = attrs.field(factory=dict)
+    service: ServiceSpec = ServiceSpec()
+
+
+DEFAULT_PROMPT = (
+    "You are a helpful assistant. Use the available tools when they help answer the question, "
+    "and answer in the same language as the user."
+)
+"""The system prompt of the default assistant."""
+
+BUILTIN_MODEL_IDS = ("demo", "test")
+"""Model ids every runtime has without configuring them: the offline stand-ins."""

@@ -1,0 +1,107 @@
+"""Turn a ``ServerSpec`` into a connected ``mcp.Client``, handling the SDK traps once (DESIGN §8).
+
+``open_client(spec, link=...)`` is the one way a server actor connects. It yields
+an entered ``mcp.Client`` and reports, through the :class:`Link` it was given,
+when the connection is lost as a whole and why:
+
+- **stdio** (:mod:`.stdio`): a Trio transport of our own that owns the child
+  process, bounds its lines, keeps its stderr tail and stops it for sure.
+- **streamable HTTP** (:mod:`.http`): the SDK's client over an ``httpx2``
+  transport that fails one request, not the whole session, on a network error.
+- **in-memory**: ``mcp.Client(server_object)``.
+
+The client is pinned to ``mode="legacy"`` (the initialize handshake): no 10 s
+``server/discover`` probe can stall a start, and cancellation
+(``notifications/cancelled``), progress and ``notifications/tools/list_changed``
+work the same way on every transport. The response cache is off: the actor keeps
+the catalog itself.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import attrs
+import mcp
+import mcp.types
+from mcp.client._transport import TransportStreams
+from mcp.client.session import MessageHandlerFnT
+
+from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, open_http_transport
+from yao_actors.transports.link import Link
+from yao_actors.transports.stdio import open_stdio_transport, stop_process
+
+
+def _client_info() -> mcp.types.Implementation:
+    try:
+        version = importlib.metadata.version("yao-actors")
+    except importlib.metadata.PackageNotFoundError:
+        version = "0+unknown"
+    return mcp.types.Implementation(name="yao-actors", version=version)
+
+
+CLIENT_INFO = _client_info()
+
+
+@asynccontextmanager
+async def open_client(
+    spec: ServerSpec, *, link: Link, message_handler: MessageHandlerFnT | None = None
+) -> AsyncIterator[mcp.Client]:
+    """Connect to ``spec``'s server; yield the entered client. Enter and exit in one task."""
+    async with _open_transport(spec.transport, link) as target:
+        client = mcp.Client(
+            target,
+            mode="legacy",
+            client_info=CLIENT_INFO,
+            cache=None,
+            message_handler=message_handler,
+        )
+        async with client:
+            yield client
+
+
+@asynccontextmanager
+async def _open_transport(
+    transport: StdioTransport | HttpTransport | InMemoryTransport, link: Link
+) -> AsyncIterator[Any]:
+    """What ``mcp.Client`` connects to: transport streams, or the in-process server itself."""
+    match transport:
+        case StdioTransport():
+            async with open_stdio_transport(transport, link) as streams:
+                yield _Streams(streams)
+        case HttpTransport():
+            async with open_http_transport(transport, link) as streams:
+                yield _Streams(streams)
+        case InMemoryTransport():
+            yield transport.server
+
+
+@attrs.frozen
+class _Streams(AbstractAsyncContextManager[TransportStreams]):
+    """An already open pair of streams, as the ``Transport`` context manager ``mcp.Client`` expects.
+
+    The streams' owner (``_open_transport``) closes them; entering and leaving this is free.
+    """
+
+    streams: TransportStreams
+
+    async def __aenter__(self) -> TransportStreams:
+        return self.streams
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
+__all__ = [
+    "CLIENT_INFO",
+    "TRANSPORT_FAILURE",
+    "Link",
+    "ResilientTransport",
+    "open_client",
+    "open_stdio_transport",
+    "stop_process",
+]
