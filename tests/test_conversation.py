@@ -16,11 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.dispatch_support import FakeServer, fake_server, tool
+from tests.support import check_stream, open_manager
 from yao_actors.config import AssistantSpec, Hooks, RunTimeouts, ServerRef, max_turns, tool_loop_enabled
-from yao_actors.conversation import ConversationManager, RunResult
+from yao_actors.conversation import ConversationManager, ConversationStatistics, RunResult
+from yao_actors.conversation.manager import MAX_THREADS
 from yao_actors.conversation.run import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind, ModelHTTPError, RunError
-from yao_actors.events import EventDict, Outcome, parse_event
+from yao_actors.events import EventDict, Outcome
 from yao_actors.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_PROMPT
 from yao_actors.hooks import HookContext
 from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage
@@ -80,51 +82,23 @@ def assistant(**options: Any) -> AssistantSpec:
 
 
 @asynccontextmanager
-async def open_manager(
-    model: Model, *extra: AssistantSpec, server: FakeServer | None = None, **options: Any
+async def open_weather_manager(
+    model: Model,
+    *extra: AssistantSpec,
+    server: FakeServer | None = None,
+    max_threads: int = MAX_THREADS,
+    **options: Any,
 ) -> AsyncIterator[ConversationManager]:
-    spec = assistant(**options)
-    assistants = {a.id: a for a in (spec, *extra)}
-    servers = {"w": server or weather_server()}
-    async with trio.open_nursery() as nursery:
-        yield ConversationManager(assistants, servers, {"m": model}, nursery)
-        nursery.cancel_scope.cancel()
+    """Conversations of assistant ``a`` (``options`` change it) and ``extra`` over the weather server ``w``."""
+    async with open_manager(
+        {"w": server or weather_server()}, model, assistant(**options), *extra, max_threads=max_threads
+    ) as manager:
+        yield manager
 
 
 async def run_once(model: Model, question: str = "Q", **options: Any) -> RunResult:
-    async with open_manager(model, **options) as manager:
+    async with open_weather_manager(model, **options) as manager:
         return await manager.run("a", question)
-
-
-#: What opens a span of the stream, what closes it, and the field naming it.
-SPANS = {
-    "STEP_STARTED": (("STEP_FINISHED",), "stepName"),
-    "TEXT_MESSAGE_START": (("TEXT_MESSAGE_END",), "messageId"),
-    "REASONING_MESSAGE_START": (("REASONING_MESSAGE_END",), "messageId"),
-    "TOOL_CALL_START": (("TOOL_CALL_END",), "toolCallId"),
-    "SUBAGENT_STARTED": (("SUBAGENT_FINISHED", "SUBAGENT_ERROR"), "subagentRunId"),
-}
-CLOSERS = {closer: (opener, field) for opener, (closers, field) in SPANS.items() for closer in closers}
-
-
-def check_stream(events: Sequence[EventDict]) -> None:
-    """Every event parses, seq is strictly increasing, exactly the last one is terminal, every span is closed."""
-    for event in events:
-        parse_event(event)
-    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
-    terminal = [i for i, event in enumerate(events) if event["type"] in ("RUN_FINISHED", "RUN_ERROR")]
-    assert terminal == [len(events) - 1]
-    assert events[0]["type"] == "RUN_STARTED"
-    open_spans: set[tuple[str, str]] = set()
-    for event in events:
-        if event["type"] in SPANS:
-            span = (event["type"], event[SPANS[event["type"]][1]])
-            assert span not in open_spans
-            open_spans.add(span)
-        elif event["type"] in CLOSERS:
-            opener, field = CLOSERS[event["type"]]
-            open_spans.remove((opener, event[field]))
-    assert not open_spans, f"left open: {open_spans}"
 
 
 def types(events: Sequence[EventDict]) -> list[str]:
@@ -180,7 +154,7 @@ async def test_retry_then_success() -> None:
     good = call("w__get", {"city": "Beijing"}, "c2")
     model = scripted(tools_reply(bad), tools_reply(good), text_reply("done"))
     server = weather_server()
-    async with open_manager(model, server=server) as manager:
+    async with open_weather_manager(model, server=server) as manager:
         result = await manager.run("a", "Q")
     check_stream(result.events)
     assert result.text == "done"
@@ -225,7 +199,7 @@ async def test_non_retryable_failure_goes_to_the_model_without_retry() -> None:
 
     server.scripts["get"] = down
     model = scripted(tools_reply(call("w__get", {"city": "Beijing"})), text_reply("weather is unavailable"))
-    async with open_manager(model, server=server) as manager:
+    async with open_weather_manager(model, server=server) as manager:
         result = await manager.run("a", "Q")
     check_stream(result.events)
     assert [r.kind for r in result.tool_results] == [ErrorKind.SERVER_UNAVAILABLE]
@@ -242,7 +216,7 @@ async def test_max_turn_two_falls_back_with_all_results_of_all_turns() -> None:
 
     model = scripted(always_tools, always_tools, always_tools, text_reply("synthesised"))
     server = weather_server()
-    async with open_manager(model, server=server, max_turn=2) as manager:
+    async with open_weather_manager(model, server=server, max_turn=2) as manager:
         result = await manager.run("a", "Q")
     check_stream(result.events)
     assert server.executions["get"] == 3  # 1 + 2 turns, the last turn's calls executed too
@@ -395,7 +369,9 @@ async def test_next_hook_replaces_the_loop(hook: str, outcome: Outcome, data: An
 async def test_next_hook_delegates_to_another_assistant() -> None:
     model = scripted(tools_reply(call("w__get", {"city": "Beijing"})), text_reply("helper answer"))
     helper = AssistantSpec(id="helper", model="m", prompt=("H",))
-    async with open_manager(model, helper, hooks=Hooks(next="tests.test_conversation:next_delegate")) as manager:
+    async with open_weather_manager(
+        model, helper, hooks=Hooks(next="tests.test_conversation:next_delegate")
+    ) as manager:
         result = await manager.run("a", "Q")
     check_stream(result.events)
     assert result.text == "helper answer"
@@ -411,7 +387,7 @@ async def test_bad_hook_reference_is_a_run_error_naming_it() -> None:
 
 
 async def test_unknown_assistant_is_refused_before_any_event() -> None:
-    async with open_manager(scripted()) as manager:
+    async with open_weather_manager(scripted()) as manager:
         with pytest.raises(RunError) as caught:
             await manager.run("nobody", "Q")
     assert caught.value.code == "unknown_assistant"
@@ -434,7 +410,7 @@ async def test_history_is_kept_and_runs_on_a_thread_wait_their_turn() -> None:
 
     model = FunctionModel(answer)
     with trio.fail_after(10):
-        async with open_manager(model) as manager:
+        async with open_weather_manager(model) as manager:
             results: dict[str, RunResult] = {}
 
             async def ask(question: str) -> None:
@@ -470,7 +446,7 @@ async def test_other_threads_run_concurrently() -> None:
         return text_reply("ok")
 
     with trio.fail_after(10):
-        async with open_manager(FunctionModel(answer)) as manager, trio.open_nursery() as nursery:
+        async with open_weather_manager(FunctionModel(answer)) as manager, trio.open_nursery() as nursery:
             for thread in ("x", "y"):
                 nursery.start_soon(functools.partial(manager.run, "a", "Q", thread_id=thread))
     assert both_in.is_set()
@@ -489,7 +465,10 @@ def slow_batch_model(seconds: float) -> FunctionModel:
 
 async def test_tool_results_stream_as_each_call_finishes(autojump_clock: trio.testing.MockClock) -> None:
     server = weather_server()
-    async with open_manager(slow_batch_model(30), server=server) as manager, manager.open_run("a", "slow") as stream:
+    async with (
+        open_weather_manager(slow_batch_model(30), server=server) as manager,
+        manager.open_run("a", "slow") as stream,
+    ):
         async for event in stream:
             if event["type"] == "TOOL_CALL_RESULT" and event["toolCallId"] == "fast":
                 assert server.in_flight == 1  # the slow call is still running
@@ -505,7 +484,7 @@ async def test_cancel_mid_batch_records_cancelled_results_and_next_run_works(
 ) -> None:
     server = weather_server()
     model = slow_batch_model(1000)
-    async with open_manager(model, server=server) as manager:
+    async with open_weather_manager(model, server=server) as manager:
         async with manager.open_run("a", "slow", thread_id="t") as stream:
             events = []
             async for event in stream:
@@ -531,7 +510,7 @@ async def test_cancel_mid_batch_records_cancelled_results_and_next_run_works(
 
 async def test_leaving_the_block_early_cancels_the_run(autojump_clock: trio.testing.MockClock) -> None:
     server = weather_server()
-    async with open_manager(slow_batch_model(1000), server=server) as manager:
+    async with open_weather_manager(slow_batch_model(1000), server=server) as manager:
         async with manager.open_run("a", "slow", thread_id="t") as stream:
             async for event in stream:
                 if event["type"] == "TOOL_CALL_START":
@@ -625,7 +604,7 @@ def test_any_script_gives_a_valid_stream_with_one_terminal_event(
 
     async def main() -> None:
         events: list[EventDict] = []
-        async with open_manager(FunctionModel(answer, chunk_size=3), max_turn=max_turn) as manager:
+        async with open_weather_manager(FunctionModel(answer, chunk_size=3), max_turn=max_turn) as manager:
             async with manager.open_run("a", "Q", thread_id="t") as stream:
                 async for event in stream:
                     events.append(event)
@@ -684,7 +663,9 @@ async def create_delegates(ctx: HookContext, messages: list[Message]) -> dict[st
 async def test_create_hook_delegates_the_whole_run() -> None:
     model = scripted(text_reply("helper speaking"))
     helper = AssistantSpec(id="helper", model="m", prompt=("H",))
-    async with open_manager(model, helper, hooks=Hooks(create="tests.test_conversation:create_delegates")) as manager:
+    async with open_weather_manager(
+        model, helper, hooks=Hooks(create="tests.test_conversation:create_delegates")
+    ) as manager:
         result = await manager.run("a", "Q", thread_id="t")
         history = manager.history("t")
     check_stream(result.events)
@@ -695,16 +676,33 @@ async def test_create_hook_delegates_the_whole_run() -> None:
     assert history == ({"role": "user", "content": "Q"}, {"role": "assistant", "content": "helper speaking"})
 
 
+async def test_two_first_runs_of_a_thread_share_one_actor() -> None:
+    model = FunctionModel(lambda messages, tools: f"{len(messages)} messages")
+    with trio.fail_after(10):
+        async with open_weather_manager(model) as manager:
+            results: list[RunResult] = []
+
+            async def ask(question: str) -> None:
+                results.append(await manager.run("a", question, thread_id="t"))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(ask, "one")
+                nursery.start_soon(ask, "two")
+            assert manager.statistics() == ConversationStatistics(threads=1, actors=1)
+            assert len(manager.history("t")) == 4
+    assert sorted(r.text for r in results) == ["2 messages", "4 messages"]
+
+
 async def test_close_thread_ends_its_actor_and_forgets_the_history() -> None:
     model = FunctionModel(lambda messages, tools: f"{len(messages)} messages")
     with trio.fail_after(10):
-        async with open_manager(model) as manager:
+        async with open_weather_manager(model) as manager:
             await manager.run("a", "one", thread_id="t")
             assert len(manager.history("t")) == 2
-            tasks_before = len(manager.nursery.child_tasks)
+            assert manager.statistics() == ConversationStatistics(threads=1, actors=1)
             manager.close_thread("t")
             await trio.testing.wait_all_tasks_blocked()
-            assert len(manager.nursery.child_tasks) == tasks_before - 1
+            assert manager.statistics() == ConversationStatistics(threads=0, actors=0)
             assert manager.history("t") == ()
             again = await manager.run("a", "two", thread_id="t")
     assert again.text == "2 messages"  # the system prompt and the new question only
@@ -715,16 +713,14 @@ async def test_close_thread_ends_its_actor_and_forgets_the_history() -> None:
 
 async def test_threads_are_bounded_and_the_least_recently_used_idle_one_is_forgotten() -> None:
     model = scripted(*(text_reply(f"answer {i}") for i in range(6)))
-    async with open_manager(model) as manager:
-        manager.max_threads = 3
+    async with open_weather_manager(model, max_threads=3) as manager:
         first = await manager.run("a", "Q0", thread_id="t0")
         for i in range(1, 4):
             await manager.run("a", f"Q{i}", thread_id=f"t{i}")
         await manager.run("a", "again", thread_id="t1")  # t1 becomes the most recently used
         await manager.run("a", "Q5", thread_id="t5")
         await trio.testing.wait_all_tasks_blocked()
-        actors = [task for task in manager.nursery.child_tasks if task.name.endswith("serve_conversation")]
-        assert len(actors) == 3
+        assert manager.statistics() == ConversationStatistics(threads=3, actors=3)
         assert manager.history("t0") == ()
         assert manager.history("t2") == ()
         assert [m["content"] for m in manager.history("t1") if m["role"] == "user"] == ["Q1", "again"]
@@ -736,7 +732,7 @@ async def test_a_consumer_too_slow_for_the_close_out_still_gets_one_terminal_eve
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     long_text = "x" * 400  # with chunk_size=4: far more events than the stream's buffer holds
-    async with open_manager(scripted(text_reply(long_text))) as manager, manager.open_run("a", "Q") as stream:
+    async with open_weather_manager(scripted(text_reply(long_text))) as manager, manager.open_run("a", "Q") as stream:
         await trio.sleep(1)  # the run fills the buffer and waits for the consumer
         stream.cancel()
         await trio.sleep(60)  # the close-out's grace runs out while nobody reads

@@ -10,9 +10,9 @@ import mcp
 import pytest
 import trio
 
-from yao_actors import server_actor
 from yao_actors.config import Config, InMemoryTransport, ServerSpec
-from yao_actors.runtime import open_runtime
+from yao_actors.conversation import ConversationManager
+from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.server_actor import ServerHandle, ServerState
 from yao_actors.testing.servers import build_test_server
 from yao_actors.transports import Link, open_client
@@ -32,10 +32,9 @@ async def slow_connect(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncI
         yield client
 
 
-async def test_servers_start_all_at_once(monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock) -> None:
-    monkeypatch.setattr(server_actor, "open_client", slow_connect)
+async def test_servers_start_all_at_once(autojump_clock: trio.abc.Clock) -> None:
     start = trio.current_time()
-    async with open_runtime(memory_config("a", "b", "c", "d")) as runtime:
+    async with open_runtime(memory_config("a", "b", "c", "d"), connect=slow_connect) as runtime:
         assert trio.current_time() - start == pytest.approx(1.0)
         assert list(runtime.servers) == ["a", "b", "c", "d"]
         assert all(handle.state is ServerState.READY for handle in runtime.servers.values())
@@ -44,12 +43,9 @@ async def test_servers_start_all_at_once(monkeypatch: pytest.MonkeyPatch, autoju
             assert (await handle.call_tool("echo", {"text": server_id})).result == {"text": server_id}
 
 
-async def test_a_server_that_cannot_connect_does_not_block_the_others(
-    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
-) -> None:
-    monkeypatch.setattr(server_actor, "open_client", slow_connect)
+async def test_a_server_that_cannot_connect_does_not_block_the_others(autojump_clock: trio.abc.Clock) -> None:
     start = trio.current_time()
-    async with open_runtime(memory_config("hang", "ok", connect_timeout=5.0)) as runtime:
+    async with open_runtime(memory_config("hang", "ok", connect_timeout=5.0), connect=slow_connect) as runtime:
         assert trio.current_time() - start == pytest.approx(5.0)
         assert runtime.servers["hang"].state is ServerState.RESTARTING
         assert "no connection within 5s" in (runtime.servers["hang"].statistics().last_error or "")
@@ -92,3 +88,29 @@ async def test_cancelling_the_body_stops_every_actor() -> None:
             await trio.sleep_forever()
     assert scope.cancelled_caught
     assert [handle.state for handle in handles] == [ServerState.STOPPED] * 2
+
+
+async def test_handles_and_the_runtime_are_made_by_their_actors_only() -> None:
+    async with open_runtime(memory_config("a")) as runtime:
+        handle = runtime.servers["a"]
+        with pytest.raises(TypeError, match="no public constructor"):
+            ServerHandle(handle.spec, None, None)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="no public constructor"):
+            Runtime(runtime.config, runtime.servers, runtime.models, runtime.conversations)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="no public constructor"):
+            ConversationManager(None, None, 1)  # type: ignore[call-arg]
+        assert not hasattr(runtime, "nursery")
+
+
+async def test_a_connector_is_injected_not_patched(autojump_clock: trio.abc.Clock) -> None:
+    specs: list[str] = []
+
+    @asynccontextmanager
+    async def recording(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
+        specs.append(spec.id)
+        async with open_client(spec, link=link, **kwargs) as client:
+            yield client
+
+    async with open_runtime(memory_config("a", "b"), connect=recording) as runtime:
+        assert (await runtime.servers["b"].call_tool("echo", {"text": "x"})).ok
+    assert sorted(specs) == ["a", "b"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,10 +18,9 @@ from mcp.shared.exceptions import MCPError
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, running
-from yao_actors import server_actor
 from yao_actors.config import InMemoryTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.server_actor import ServerState, serve_mcp_server
+from yao_actors.server_actor import PROGRESS_BUFFER, ServerState, serve_mcp_server
 from yao_actors.testing.servers import build_test_server
 from yao_actors.transports import TRANSPORT_FAILURE, Link, ResilientTransport, open_client
 
@@ -107,7 +107,7 @@ async def test_slow_progress_consumer_never_blocks_the_call(autojump_clock: trio
         outcome = await handle.call_tool("progress", {"steps": 200}, progress=slow)
     assert outcome.result == {"steps": 200}
     # the server ran on while the caller slept; what the caller had no room for was dropped
-    assert 1 <= received <= server_actor.PROGRESS_BUFFER + 1
+    assert 1 <= received <= PROGRESS_BUFFER + 1
 
 
 async def test_catalog_is_refreshed_on_list_changed() -> None:
@@ -189,29 +189,33 @@ async def test_catalog_reads_every_page() -> None:
     assert names == [f"p{page}_{i}" for page in range(3) for i in range(4)]
 
 
-async def test_only_the_actor_task_enters_and_exits_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_only_the_actor_task_enters_and_exits_the_client() -> None:
     entered: list[trio.lowlevel.Task] = []
     exited: list[trio.lowlevel.Task] = []
     callers: list[trio.lowlevel.Task] = []
-    real_enter, real_exit, real_call = mcp.Client.__aenter__, mcp.Client.__aexit__, mcp.Client.call_tool
 
-    async def enter(self: mcp.Client) -> mcp.Client:
+    @attrs.frozen
+    class RecordingClient:
+        client: mcp.Client
+
+        async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+            callers.append(trio.lowlevel.current_task())
+            return await self.client.call_tool(*args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.client, name)
+
+    @asynccontextmanager
+    async def recording(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[Any]:
         entered.append(trio.lowlevel.current_task())
-        return await real_enter(self)
+        try:
+            async with open_client(spec, link=link, **kwargs) as client:
+                yield RecordingClient(client)
+        finally:
+            exited.append(trio.lowlevel.current_task())
 
-    async def exit_(self: mcp.Client, *exc_info: Any) -> None:
-        exited.append(trio.lowlevel.current_task())
-        await real_exit(self, *exc_info)
-
-    async def call(self: mcp.Client, *args: Any, **kwargs: Any) -> Any:
-        callers.append(trio.lowlevel.current_task())
-        return await real_call(self, *args, **kwargs)
-
-    monkeypatch.setattr(mcp.Client, "__aenter__", enter)
-    monkeypatch.setattr(mcp.Client, "__aexit__", exit_)
-    monkeypatch.setattr(mcp.Client, "call_tool", call)
     async with trio.open_nursery() as nursery:
-        handle = await nursery.start(serve_mcp_server, memory_spec())
+        handle = await nursery.start(functools.partial(serve_mcp_server, memory_spec(), connect=recording))
         (actor,) = nursery.child_tasks
         await actor_checks.check_concurrent_calls(handle, count=5)
         nursery.cancel_scope.cancel()
@@ -236,7 +240,7 @@ def _descends_from(task: trio.lowlevel.Task, ancestor: trio.lowlevel.Task) -> bo
 
 @attrs.define
 class FlakyConnect:
-    """Replaces ``open_client``: the first ``failures`` attempts fail, later ones connect for real."""
+    """A connector: the first ``failures`` attempts fail, later ones connect for real."""
 
     failures: int
     attempts: list[float] = attrs.field(factory=list)
@@ -252,11 +256,10 @@ class FlakyConnect:
             yield client
 
 
-async def test_backoff_doubles_up_to_its_cap(monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock) -> None:
+async def test_backoff_doubles_up_to_its_cap(autojump_clock: trio.abc.Clock) -> None:
     flaky = FlakyConnect(failures=5)
-    monkeypatch.setattr(server_actor, "open_client", flaky)
     policy = RestartPolicy(max_restarts=10, backoff_initial=1.0, backoff_max=4.0)
-    async with running(memory_spec(restart=policy)) as handle:
+    async with running(memory_spec(restart=policy), connect=flaky) as handle:
         assert handle.state is ServerState.RESTARTING
         assert "attempt 1 refused" in (handle.statistics().last_error or "")
         down = await handle.call_tool("echo", {"text": "x"})
@@ -269,11 +272,10 @@ async def test_backoff_doubles_up_to_its_cap(monkeypatch: pytest.MonkeyPatch, au
     assert gaps == pytest.approx([1.0, 2.0, 4.0, 4.0, 4.0])
 
 
-async def test_gives_up_after_max_restarts(monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock) -> None:
+async def test_gives_up_after_max_restarts(autojump_clock: trio.abc.Clock) -> None:
     flaky = FlakyConnect(failures=100)
-    monkeypatch.setattr(server_actor, "open_client", flaky)
     policy = RestartPolicy(max_restarts=3, backoff_initial=0.5, backoff_max=30.0)
-    async with running(memory_spec(restart=policy)) as handle:
+    async with running(memory_spec(restart=policy), connect=flaky) as handle:
         await handle.wait_for_state(ServerState.DOWN)
         await trio.sleep(600)
         assert len(flaky.attempts) == 4
@@ -285,14 +287,11 @@ async def test_gives_up_after_max_restarts(monkeypatch: pytest.MonkeyPatch, auto
     assert "down" in (outcome.error or "")
 
 
-async def test_lost_connection_fails_in_flight_calls_and_restarts(
-    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
-) -> None:
+async def test_lost_connection_fails_in_flight_calls_and_restarts(autojump_clock: trio.abc.Clock) -> None:
     flaky = FlakyConnect(failures=0)
-    monkeypatch.setattr(server_actor, "open_client", flaky)
-    async with running(memory_spec(timeout=100)) as handle:
+    async with running(memory_spec(timeout=100), connect=flaky) as handle:
         outcomes = await fail_in_flight(
-            handle, 5, lambda: flaky.links[0].lose("the transport broke", exit_code=9), within=0.1
+            handle, 5, lambda: flaky.links[0].mark_lost("the transport broke", exit_code=9), within=0.1
         )
         assert all("the transport broke (exit code 9)" in (o.error or "") for o in outcomes)
         await handle.wait_for_state(ServerState.READY)
@@ -301,18 +300,17 @@ async def test_lost_connection_fails_in_flight_calls_and_restarts(
         assert handle.tools_version == 2
 
 
-async def test_connect_timeout_reports_and_retries(
-    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
-) -> None:
+async def test_connect_timeout_reports_and_retries(autojump_clock: trio.abc.Clock) -> None:
     @asynccontextmanager
     async def hanging(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
         await trio.sleep_forever()
         yield
 
-    monkeypatch.setattr(server_actor, "open_client", hanging)
     async with trio.open_nursery() as nursery:
         start = trio.current_time()
-        handle = await nursery.start(serve_mcp_server, memory_spec(connect_timeout=3.0))
+        handle = await nursery.start(
+            functools.partial(serve_mcp_server, memory_spec(connect_timeout=3.0), connect=hanging)
+        )
         assert trio.current_time() - start == pytest.approx(3.0)
         assert handle.statistics().state is ServerState.RESTARTING
         assert "no connection within 3s" in (handle.statistics().last_error or "")
@@ -328,9 +326,7 @@ async def test_calls_after_the_actor_stopped_fail_fast() -> None:
     assert handle.state is ServerState.STOPPED
 
 
-async def test_a_session_failing_as_a_whole_is_a_lost_server(
-    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.abc.Clock
-) -> None:
+async def test_a_session_failing_as_a_whole_is_a_lost_server(autojump_clock: trio.abc.Clock) -> None:
     """The HTTP trap of DESIGN §8: an error escapes the client's own task group, as an exception group."""
     fail = trio.Event()
     lives = 0
@@ -349,8 +345,7 @@ async def test_a_session_failing_as_a_whole_is_a_lost_server(
                 nursery.start_soon(session_task)
             yield client
 
-    monkeypatch.setattr(server_actor, "open_client", breaking)
-    async with running(memory_spec(timeout=100)) as handle:
+    async with running(memory_spec(timeout=100), connect=breaking) as handle:
         await fail_in_flight(handle, 3, fail.set, within=0.1)
         assert "OSError: the session failed" in (handle.statistics().last_error or "")
         await handle.wait_for_state(ServerState.READY)

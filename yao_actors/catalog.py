@@ -24,7 +24,7 @@ import mcp.types
 
 from yao_actors.naming import ToolNameTable, ToolRef
 from yao_actors.results import compact_json
-from yao_actors.server_actor import ServerState
+from yao_actors.server_handle import ServerState
 from yao_actors.specs import AssistantSpec, Sample, ServerRef, ServerSpec
 
 SAMPLES_HEADER = (

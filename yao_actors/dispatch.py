@@ -34,11 +34,10 @@ import trio
 
 from yao_actors.arguments import check_arguments
 from yao_actors.catalog import Catalog, CatalogEntry, ToolSource
-from yao_actors.errors import ErrorKind, is_retryable
+from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
 from yao_actors.models.base import ToolCall
 from yao_actors.results import ToolCallResult, ToolOutcome
-
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+from yao_actors.server_handle import ProgressFn
 
 
 class ToolServer(ToolSource, Protocol):
@@ -187,7 +186,7 @@ async def execute_tool_calls(
                         nursery.start_soon(run)
     except* Exception as group:
         # Only a failing on_event gets here: give the caller its exception, not a tree of groups.
-        raise _first_leaf(group)  # noqa: B904 - the group is its context
+        raise exception_leaves(group)[0]  # noqa: B904 - the group is its context
     for index, planned in batch.planned.items():
         if batch.results[index] is None:
             await batch.finish(index, _timed_out(batch, planned))
@@ -248,11 +247,6 @@ async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
 async def _run_one_by_one(batch: _Batch, planned: list[_Planned]) -> None:
     for item in planned:
         await batch.finish(item.index, await batch.run(item))
-
-
-def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def failed_result(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:

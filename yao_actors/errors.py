@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from typing import TypeVar
+
+E = TypeVar("E", bound=BaseException)
 
 
 class ErrorKind(enum.StrEnum):
@@ -141,3 +144,18 @@ class RunError(YaoActorsError):
     def __init__(self, message: str, *, code: str = "run_error") -> None:
         self.code = code
         super().__init__(message)
+
+
+def exception_leaves(group: BaseExceptionGroup[E]) -> list[E]:
+    """The exceptions a (nested) exception group holds, in order, without the groups around them.
+
+    The one way this package unwraps what a nursery raised: a caller gets the
+    exception that happened, not a tree of groups.
+    """
+    leaves: list[E] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            leaves.extend(exception_leaves(exc))
+        else:
+            leaves.append(exc)
+    return leaves

@@ -8,38 +8,41 @@ stdio child is left running, even when the body raised or was cancelled.
 
 Runs go through ``runtime.open_run(assistant, messages)`` (an async context
 manager yielding the run's events) or ``runtime.run(...)`` (the whole result);
-both are served by the conversation actors living in the runtime's nursery.
+both are served by the conversation manager the runtime opens over its servers.
+The runtime's nursery is its own: nothing outside it starts tasks there.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import attrs
 import trio
 
-from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream
+from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream, open_conversations
 from yao_actors.errors import ConfigError
+from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
 from yao_actors.models.build import build_model
 from yao_actors.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.specs import BUILTIN_MODEL_IDS, Config, ModelSpec, ServerSpec
+from yao_actors.tasks import open_owned_nursery
+from yao_actors.transports import Connector, open_client
 
 
 @attrs.define(eq=False)
-class Runtime:
+class Runtime(metaclass=NoPublicConstructor):
     """A running configuration: its server handles and the models runs may use.
 
     ``models`` maps model ids to model objects given to ``open_runtime``
-    (overriding or adding to ``config.models``). ``nursery`` is the runtime's
-    own; conversations are opened inside it.
+    (overriding or adding to ``config.models``). Made by :func:`open_runtime` only.
     """
 
     config: Config
     servers: Mapping[str, ServerHandle]
     models: Mapping[str, Model]
-    nursery: trio.Nursery
     conversations: ConversationManager
 
     def open_run(
@@ -74,41 +77,34 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(config: Config, *, models: Mapping[str, Model] | None = None) -> AsyncIterator[Runtime]:
+async def open_runtime(
+    config: Config, *, models: Mapping[str, Model] | None = None, connect: Connector = open_client
+) -> AsyncIterator[Runtime]:
     """Start every server actor of ``config`` at once; stop them all when the block exits.
 
     ``models`` maps model ids to model objects (a ``FunctionModel``, a
     ``TestModel``, or any object implementing :class:`~yao_actors.models.Model`),
     overriding or adding to the models of ``config``. Every assistant's model
     must resolve, or :class:`~yao_actors.errors.ConfigError` is raised before
-    anything starts. An exception raised by the block comes out as itself, not
+    anything starts. ``connect`` is how server actors reach their servers (tests
+    pass their own). An exception raised by the block comes out as itself, not
     wrapped in the nursery's exception group.
     """
     resolved = resolve_models(config, models or {})
-    body_error: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            servers = await _start_servers(nursery, config.servers.values())
-            conversations = ConversationManager(config.assistants, servers, resolved, nursery)
-            try:
-                yield Runtime(config, servers, resolved, nursery, conversations)
-            except BaseException as exc:
-                body_error = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        if body_error is not None and list(group.exceptions) == [body_error]:
-            raise body_error from None
-        raise
+    async with open_owned_nursery() as nursery:
+        servers = await _start_servers(nursery, config.servers.values(), connect)
+        async with open_conversations(config.assistants, servers, resolved) as conversations:
+            yield Runtime._create(config, servers, resolved, conversations)
 
 
-async def _start_servers(nursery: trio.Nursery, specs: Iterable[ServerSpec]) -> dict[str, ServerHandle]:
+async def _start_servers(
+    nursery: trio.Nursery, specs: Iterable[ServerSpec], connect: Connector
+) -> dict[str, ServerHandle]:
     """Start one actor per spec, all at once, in ``nursery``; their handles by id, in config order."""
     started: dict[str, ServerHandle] = {}
 
     async def start(spec: ServerSpec) -> None:
-        started[spec.id] = await nursery.start(serve_mcp_server, spec)
+        started[spec.id] = await nursery.start(functools.partial(serve_mcp_server, spec, connect=connect))
 
     ordered = list(specs)
     async with trio.open_nursery() as starters:

@@ -6,6 +6,7 @@ asserts one behaviour; the transport test modules run them all.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -16,15 +17,16 @@ from yao_actors.config import ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.results import ToolOutcome
 from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.transports import Connector, open_client
 
 TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "whoami", "register"}
 
 
 @asynccontextmanager
-async def running(spec: ServerSpec) -> AsyncIterator[ServerHandle]:
-    """Run one server actor for the block's duration."""
+async def running(spec: ServerSpec, *, connect: Connector = open_client) -> AsyncIterator[ServerHandle]:
+    """Run one server actor for the block's duration (reaching its server through ``connect``)."""
     async with trio.open_nursery() as nursery:
-        handle: ServerHandle = await nursery.start(serve_mcp_server, spec)
+        handle: ServerHandle = await nursery.start(functools.partial(serve_mcp_server, spec, connect=connect))
         yield handle
         nursery.cancel_scope.cancel()
 

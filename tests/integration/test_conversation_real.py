@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from tests.dispatch_support import stdio_test_server
-from tests.integration.test_dispatch_real import server_stats
+from tests.support import check_stream, open_manager, server_stats
 from yao_actors.config import (
     AssistantSpec,
     Config,
@@ -24,7 +24,7 @@ from yao_actors.config import (
 )
 from yao_actors.conversation import ConversationManager
 from yao_actors.errors import ErrorKind
-from yao_actors.events import Outcome, parse_event
+from yao_actors.events import Outcome
 from yao_actors.fallback import FALLBACK_PROMPT
 from yao_actors.models.base import Completion, Model, ToolCall, Usage
 from yao_actors.models.openai import OpenAIModel
@@ -46,21 +46,16 @@ def in_memory_test_server(name: str) -> ServerSpec:
 
 
 @asynccontextmanager
-async def open_manager(
+async def open_real_manager(
     servers: Mapping[str, ServerSpec], model: Model, **options: Any
 ) -> AsyncIterator[tuple[Runtime, ConversationManager]]:
     """A runtime over real servers, and the conversations of one assistant ``a`` using all of them."""
     spec = AssistantSpec(id="a", model="m", servers=tuple(ServerRef(s) for s in servers), **options)
-    async with open_runtime(Config(servers=dict(servers))) as runtime:
-        yield runtime, ConversationManager({"a": spec}, runtime.servers, {"m": model}, runtime.nursery)
-
-
-def check_stream(events: list[dict[str, Any]]) -> None:
-    for event in events:
-        parse_event(event)
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert [e["type"] for e in events].count("RUN_FINISHED") + [e["type"] for e in events].count("RUN_ERROR") == 1
-    assert events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
+    async with (
+        open_runtime(Config(servers=dict(servers))) as runtime,
+        open_manager(runtime.servers, model, spec) as manager,
+    ):
+        yield runtime, manager
 
 
 @pytest.mark.parametrize(
@@ -69,7 +64,7 @@ def check_stream(events: list[dict[str, Any]]) -> None:
 )
 async def test_demo_scenario_over_stdio(question: str, expect_in_answer: list[str]) -> None:
     with trio.fail_after(60):
-        async with open_manager(DEMO_SERVERS, DemoModel()) as (_runtime, manager):
+        async with open_real_manager(DEMO_SERVERS, DemoModel()) as (_runtime, manager):
             result = await manager.run("a", question)
     check_stream(list(result.events))
     assert result.outcome is Outcome.ANSWERED
@@ -107,7 +102,7 @@ async def test_fake_openai_interleaved_calls_and_a_500_in_turn_two() -> None:
     with trio.fail_after(60):
         async with open_fake_openai(script) as fake:
             model = openai_model(fake.base_url, max_retries=2)
-            async with open_manager(servers, model) as (_runtime, manager):
+            async with open_real_manager(servers, model) as (_runtime, manager):
                 result = await manager.run("a", "echo and add")
     check_stream(list(result.events))
     assert result.outcome is Outcome.ANSWERED
@@ -138,7 +133,7 @@ async def test_fake_openai_retries_exhausted_falls_back() -> None:
     with trio.fail_after(60):
         async with open_fake_openai(script) as fake:
             model = openai_model(fake.base_url, max_retries=1)
-            async with open_manager({"s1": in_memory_test_server("s1")}, model) as (_runtime, manager):
+            async with open_real_manager({"s1": in_memory_test_server("s1")}, model) as (_runtime, manager):
                 result = await manager.run("a", "echo x")
     check_stream(list(result.events))
     assert result.outcome is Outcome.FALLBACK
@@ -170,7 +165,7 @@ async def test_cancel_mid_batch_over_stdio_then_next_run_on_the_thread() -> None
 
     model = FunctionModel(answer)
     with trio.fail_after(60):
-        async with open_manager({"s1": stdio_test_server("s1")}, model) as (runtime, manager):
+        async with open_real_manager({"s1": stdio_test_server("s1")}, model) as (runtime, manager):
             async with manager.open_run("a", "slow", thread_id="t") as stream:
                 events = []
                 async for event in stream:

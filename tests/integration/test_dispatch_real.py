@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from tests.dispatch_support import open_http_test_server, stdio_test_server
+from tests.support import server_stats
 from yao_actors.catalog import build_catalog
 from yao_actors.config import Config, HttpTransport, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.dispatch import CallFinished, CallProgress, CallStarted, DispatchEvent, execute_tool_calls
@@ -16,14 +17,8 @@ from yao_actors.errors import ErrorKind
 from yao_actors.models.base import ToolCall
 from yao_actors.results import tool_message_content
 from yao_actors.runtime import open_runtime
-from yao_actors.server_actor import ServerHandle, serve_mcp_server
+from yao_actors.server_actor import ServerHandle
 from yao_actors.testing.servers import build_test_server
-
-
-async def server_stats(handle: ServerHandle) -> dict[str, object]:
-    outcome = await handle.call_tool("stats", {})
-    assert isinstance(outcome.result, dict), outcome
-    return outcome.result
 
 
 async def wait_for_cancelled(handle: ServerHandle, count: int) -> None:
@@ -46,10 +41,10 @@ HTTP_SDK_GENERATORS = (
 async def test_a_batch_over_three_stdio_servers_and_one_http_server() -> None:
     with trio.fail_after(60):
         async with open_http_test_server("web") as web:
-            stdio = {name: stdio_test_server(name) for name in ("s1", "s2", "s3")}
-            async with open_runtime(Config(servers=stdio)) as runtime:
-                http = ServerSpec("web", HttpTransport(await web.url()))
-                servers = {**runtime.servers, "web": await runtime.nursery.start(serve_mcp_server, http)}
+            specs = {name: stdio_test_server(name) for name in ("s1", "s2", "s3")}
+            specs["web"] = ServerSpec("web", HttpTransport(await web.url()))
+            async with open_runtime(Config(servers=specs)) as runtime:
+                servers = runtime.servers
                 catalog = await build_catalog([ServerRef(s) for s in servers], servers, max_tools=100)
                 assert catalog.warnings == ()
                 calls = [

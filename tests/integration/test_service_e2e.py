@@ -12,8 +12,8 @@ from typing import Any
 import trio
 
 from tests.dispatch_support import stdio_test_server
-from tests.integration.test_dispatch_real import server_stats
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
+from tests.support import server_stats
 from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
 from yao_actors.events import parse_event
 from yao_actors.models.base import Completion, ToolCall

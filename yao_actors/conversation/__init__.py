@@ -16,8 +16,8 @@ tool call under it; every tool call without a result then gets a ``cancelled``
 one, so the history the thread keeps stays valid (every ``tool_calls`` entry is
 answered by a ``role: tool`` message).
 
-:class:`ConversationManager` is what the runtime owns: it keeps the actors by
-thread id in the runtime's nursery and offers :meth:`~ConversationManager.open_run`
+:class:`ConversationManager` (from :func:`open_conversations`) is what the
+runtime holds: it keeps the actors by thread id in a nursery of its own and offers :meth:`~ConversationManager.open_run`
 (events as a bounded receive channel) and :meth:`~ConversationManager.run`.
 
 The package follows a run's data flow: :mod:`.relay` (model stream → events),
@@ -26,17 +26,26 @@ run orders and close-out), :mod:`.manager` (threads, ``RunStream``).
 """
 
 from yao_actors.conversation.actor import ConversationHandle, RunResult, serve_conversation
-from yao_actors.conversation.manager import ConversationManager, MessagesInput, RunStream, input_messages
+from yao_actors.conversation.manager import (
+    ConversationManager,
+    ConversationStatistics,
+    MessagesInput,
+    RunStream,
+    input_messages,
+    open_conversations,
+)
 from yao_actors.conversation.run import RunResources, build_request
 
 __all__ = [
     "ConversationHandle",
     "ConversationManager",
+    "ConversationStatistics",
     "MessagesInput",
     "RunResources",
     "RunResult",
     "RunStream",
     "build_request",
     "input_messages",
+    "open_conversations",
     "serve_conversation",
 ]

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import trio
 
 from yao_actors.conversation.run import Answer, Run, RunResources
-from yao_actors.errors import ModelError, RunError
+from yao_actors.errors import ModelError, RunError, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
+from yao_actors.handles import NoPublicConstructor
 from yao_actors.models.base import Message, Usage
 from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
@@ -99,37 +100,71 @@ class RunOrder:
         self.done.set()
 
 
+RUN_QUEUE = 8
+"""Runs that may wait for their turn on one thread before submitting waits too."""
+
+
 @attrs.define(eq=False)
-class ConversationHandle:
-    """A thread's conversation actor: submit runs to it; it owns the thread's history."""
+class ThreadStatus:
+    """What a conversation actor publishes: the thread's history (only the actor appends) and its pending runs."""
+
+    history: list[Message] = attrs.field(factory=list)
+    pending: int = 0
+
+
+@attrs.define(eq=False)
+class ConversationHandle(metaclass=NoPublicConstructor):
+    """What the manager holds of a thread's actor: it submits runs and reads the history; made by the actor."""
 
     thread_id: str
     _mailbox: trio.MemorySendChannel[RunOrder]
-    _history: list[Message] = attrs.field(factory=list)
-    pending: int = 0
-    """Runs submitted and not yet finished."""
+    _status: ThreadStatus
 
     @property
     def history(self) -> tuple[Message, ...]:
         """A copy of the thread's messages so far (input, assistant and tool messages of finished runs)."""
-        return tuple(self._history)
+        return tuple(self._status.history)
+
+    @property
+    def pending(self) -> int:
+        """Runs submitted and not yet finished."""
+        return self._status.pending
 
     async def submit(self, order: RunOrder) -> None:
-        self.pending += 1
+        """Queue a run behind the thread's earlier ones (waits while ``RUN_QUEUE`` runs already wait)."""
+        self._status.pending += 1
         try:
             await self._mailbox.send(order)
         except BaseException:
-            self.pending -= 1
+            self._status.pending -= 1
             raise
 
     def close(self) -> None:
         """Take no more runs: the actor ends once the runs already submitted are done."""
         self._mailbox.close()
 
-    async def execute(self, resources: RunResources, order: RunOrder) -> None:
+
+@attrs.define(eq=False)
+class _ConversationActor:
+    """The actor's side: the inbox's receive end, the thread's history, and what its runs may use."""
+
+    resources: RunResources
+    inbox: trio.MemoryReceiveChannel[RunOrder]
+    status: ThreadStatus
+
+    async def serve(self) -> None:
+        """Execute the thread's runs one at a time until the inbox closes or the task is cancelled."""
+        async with self.inbox:
+            async for order in self.inbox:
+                try:
+                    await self.execute(order)
+                finally:
+                    self.status.pending -= 1
+
+    async def execute(self, order: RunOrder) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6)."""
         order.started.set()
-        run = Run(resources, RunEvents(order.run_id, order.thread_id, order.deliver), self.history)
+        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), tuple(self.status.history))
         ending: Ending = CANCELLED
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
@@ -140,34 +175,35 @@ class ConversationHandle:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code="run_timeout")
         finally:
+            # The close-out runs shielded: a cancelled run (its consumer left, the runtime is
+            # closing) must still record its history and emit its one terminal event. It is
+            # bounded by CLEANUP_GRACE, so a consumer that stopped reading cannot hold it.
             with trio.CancelScope(shield=True):
-                unannounced = run.settle()
+                unreported = run.settle()
                 order.result = _conclude(run, order, ending)
-                self._history.extend(run.transcript)
+                self.status.history.extend(run.transcript)
                 with trio.move_on_after(CLEANUP_GRACE):
-                    await _announce(run, order.result, unannounced)
+                    await _close_out(run, order.result, unreported)
                 if not run.events.finished:
                     # The consumer did not drain its channel in time: the rest of the close-out goes
-                    # past the channel, and the stream hands it over after the last buffered event.
-                    order.late_events = await _close_out_late(run, order.result, unannounced)
+                    # past the channel (late events), and the stream hands it over after the last
+                    # buffered event, so the consumer still sees exactly one terminal event.
+                    order.late_events = await _close_out_late(run, order.result, unreported)
                 order.end()
 
 
 async def serve_conversation(
-    handle: ConversationHandle,
-    mailbox: trio.MemoryReceiveChannel[RunOrder],
+    thread_id: str,
     resources: RunResources,
     *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The actor: execute the thread's runs one at a time until the mailbox closes or the task is cancelled."""
-    task_status.started()
-    async with mailbox:
-        async for order in mailbox:
-            try:
-                await handle.execute(resources, order)
-            finally:
-                handle.pending -= 1
+    """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order."""
+    send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
+    status = ThreadStatus()
+    actor = _ConversationActor(resources, receive, status)
+    task_status.started(ConversationHandle._create(thread_id, send, status))
+    await actor.serve()
 
 
 async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> Ending:
@@ -176,27 +212,15 @@ async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> End
     try:
         return await run.answer(order.assistant, conversation, 0)
     except* RunError as group:
-        failure = _first(group, RunError)
+        failure = exception_leaves(group)[0]
     except* ModelError as group:
-        failure = RunError(str(_first(group, ModelError)), code="model_error")
+        failure = RunError(str(exception_leaves(group)[0]), code="model_error")
     except* Exception as group:
-        error = _first(group, Exception)
+        error = exception_leaves(group)[0]
         logger.error("run %s failed", order.run_id, exc_info=error)
         failure = RunError(f"internal error: {type(error).__name__}: {error}", code="internal_error")
     assert failure is not None
     return failure
-
-
-E = TypeVar("E", bound=BaseException)
-
-
-def _first(group: BaseExceptionGroup[E], kind: type[E]) -> E:
-    """The first leaf exception of an exception group."""
-    leaf: BaseException = group
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    assert isinstance(leaf, kind)
-    return leaf
 
 
 def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
@@ -218,12 +242,12 @@ def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
     return result
 
 
-async def _announce(run: Run, result: RunResult, unannounced: Sequence[ToolCallResult]) -> None:
+async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> None:
     """The last events of a run: what was left open, then exactly one terminal event."""
     events = run.events
     if events.seq == 0:
         await events.run_started()
-    await run.announce_settled(unannounced)
+    await run.emit_settled(unreported)
     if result.outcome is Outcome.ERROR:
         await events.run_error(result.error or "", code=result.code or "run_error", usage=run.usage)
     else:
@@ -231,7 +255,7 @@ async def _announce(run: Run, result: RunResult, unannounced: Sequence[ToolCallR
         await events.run_finished(_finished_value(result), cancelled=cancelled_run, usage=run.usage)
 
 
-async def _close_out_late(run: Run, result: RunResult, unannounced: Sequence[ToolCallResult]) -> list[EventDict]:
+async def _close_out_late(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> list[EventDict]:
     """The close-out events not delivered yet, numbered on from the last one sent, built without sending them."""
     captured: list[EventDict] = []
 
@@ -239,7 +263,7 @@ async def _close_out_late(run: Run, result: RunResult, unannounced: Sequence[Too
         captured.append(event)
 
     run.events.redirect(capture)
-    await _announce(run, result, unannounced)
+    await _close_out(run, result, unreported)
     return captured
 
 

@@ -19,19 +19,16 @@ from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, Run
 from yao_actors.conversation.run import RunResources
 from yao_actors.dispatch import ToolServer
 from yao_actors.events import EventDict
+from yao_actors.handles import NoPublicConstructor
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
+from yao_actors.tasks import open_owned_nursery
 
 EVENT_BUFFER = 16
 """Events a run may get ahead of its consumer before it waits."""
 
-RUN_QUEUE = 8
-"""Runs that may wait for their turn on one thread before submitting waits too."""
-
 MAX_THREADS = 1000
 """Threads a runtime keeps; past that the least recently used idle thread is forgotten."""
-
-MAX_DELEGATION_DEPTH = 4
 
 MessagesInput = str | Sequence[Message]
 """A run's input: one user message as text, or a list of chat messages."""
@@ -85,32 +82,32 @@ class RunStream(trio.abc.ReceiveChannel[EventDict]):
         await self._receive.aclose()
 
 
+@attrs.frozen
+class ConversationStatistics:
+    """A snapshot of a manager: the threads it keeps, and the actors still running (closed threads finishing)."""
+
+    threads: int
+    actors: int
+
+
 @attrs.define(eq=False)
-class ConversationManager:
+class ConversationManager(metaclass=NoPublicConstructor):
     """The conversation actors of a runtime, by thread id, and the way to start runs on them.
 
-    ``assistants``, ``servers`` and ``models`` are what runs use (servers by id,
-    models by id); ``nursery`` is where the actors live (the runtime's).
+    Made by :func:`open_conversations`, which owns the nursery the actors live in.
     """
 
-    assistants: Mapping[str, AssistantSpec]
-    servers: Mapping[str, ToolServer]
-    models: Mapping[str, Model]
-    nursery: trio.Nursery
-    catalogs: CatalogCache = attrs.field(factory=CatalogCache)
-    max_threads: int = MAX_THREADS
-    _threads: dict[str, ConversationHandle] = attrs.field(factory=dict, init=False)
-    _resources: RunResources = attrs.field(init=False)
-
-    @_resources.default
-    def _what_runs_use(self) -> RunResources:
-        return RunResources(self.assistants, self.servers, self.models, self.catalogs)
+    _resources: RunResources
+    _nursery: trio.Nursery
+    _max_threads: int
+    _threads: dict[str, ConversationHandle] = attrs.field(factory=dict)
+    _starting: trio.Lock = attrs.field(factory=trio.Lock)
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
         return self._resources.assistant(ref)
 
-    def thread(self, thread_id: str) -> ConversationHandle:
+    async def thread(self, thread_id: str) -> ConversationHandle:
         """The actor of ``thread_id``, started on first use.
 
         At most ``max_threads`` threads are kept: a new one forgets the least
@@ -119,11 +116,13 @@ class ConversationManager:
         """
         handle = self._threads.pop(thread_id, None)
         if handle is None:
-            if len(self._threads) >= self.max_threads:
-                self._forget_an_idle_thread()
-            send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
-            handle = ConversationHandle(thread_id, send)
-            self.nursery.start_soon(serve_conversation, handle, receive, self._resources)
+            # One start at a time: two first runs of a thread must not start two actors for it.
+            async with self._starting:
+                handle = self._threads.pop(thread_id, None)
+                if handle is None:
+                    if len(self._threads) >= self._max_threads:
+                        self._forget_an_idle_thread()
+                    handle = await self._nursery.start(serve_conversation, thread_id, self._resources)
         self._threads[thread_id] = handle  # most recently used last
         return handle
 
@@ -143,6 +142,9 @@ class ConversationManager:
         """The messages a thread has kept so far (empty for an unknown thread)."""
         handle = self._threads.get(thread_id)
         return () if handle is None else handle.history
+
+    def statistics(self) -> ConversationStatistics:
+        return ConversationStatistics(threads=len(self._threads), actors=len(self._nursery.child_tasks))
 
     @asynccontextmanager
     async def open_run(
@@ -165,7 +167,7 @@ class ConversationManager:
         order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events)
         try:
             with receive:
-                await self.thread(order.thread_id).submit(order)
+                await (await self.thread(order.thread_id)).submit(order)
                 yield RunStream(order, receive)
         finally:
             await _wait_out(order)
@@ -185,7 +187,7 @@ class ConversationManager:
         spec = self.assistant(assistant)
         order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None)
         try:
-            await self.thread(order.thread_id).submit(order)
+            await (await self.thread(order.thread_id)).submit(order)
             await order.done.wait()
         finally:
             await _wait_out(order)
@@ -199,3 +201,22 @@ async def _wait_out(order: RunOrder) -> None:
     if order.started.is_set():
         with trio.CancelScope(shield=True), trio.move_on_after(2 * CLEANUP_GRACE):
             await order.done.wait()
+
+
+@asynccontextmanager
+async def open_conversations(
+    assistants: Mapping[str, AssistantSpec],
+    servers: Mapping[str, ToolServer],
+    models: Mapping[str, Model],
+    *,
+    max_threads: int = MAX_THREADS,
+) -> AsyncIterator[ConversationManager]:
+    """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
+
+    ``assistants``, ``servers`` and ``models`` (by id) are everything runs may
+    use. Cancelled runs still close out (history, one terminal event) before
+    the block exits.
+    """
+    resources = RunResources(assistants, servers, models, CatalogCache())
+    async with open_owned_nursery() as nursery:
+        yield ConversationManager._create(resources, nursery, max_threads)

@@ -100,12 +100,12 @@ class Answer:
 
 @attrs.define(eq=False)
 class PendingBatch:
-    """A batch of tool calls in flight: the results it has so far, and which of them were announced (by position)."""
+    """A batch of tool calls in flight: the results it has so far, and which of them were reported as events (by position)."""
 
     calls: tuple[ToolCall, ...]
     catalog: Catalog
     done: dict[int, ToolCallResult] = attrs.field(factory=dict)
-    announced: set[int] = attrs.field(factory=set)
+    reported: set[int] = attrs.field(factory=set)
 
 
 @attrs.define(eq=False)
@@ -324,7 +324,7 @@ class Run:
                 batch.done[event.index] = event.result
             await self.events.tool_call_result(self.new_message_id(), event.result)
             if batch is not None:
-                batch.announced.add(event.index)
+                batch.reported.add(event.index)
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 await self.events.server_status(event.result.server, "unavailable", event.result.error)
         elif isinstance(event, CallProgress):
@@ -351,12 +351,12 @@ class Run:
         batch, self.batch = self.batch, None
         results = [batch.done.get(i) or _cancelled_result(call, batch.catalog) for i, call in enumerate(batch.calls)]
         self.record(results)
-        return [result for index, result in enumerate(results) if index not in batch.announced]
+        return [result for index, result in enumerate(results) if index not in batch.reported]
 
-    async def announce_settled(self, unannounced: Sequence[ToolCallResult]) -> None:
+    async def emit_settled(self, unreported: Sequence[ToolCallResult]) -> None:
         """Close what the run left open (messages, step, subagents) and emit the results :meth:`settle` made."""
         await self.end_step()
-        for result in unannounced:
+        for result in unreported:
             await self.events.tool_call_result(self.new_message_id(), result)
         while self.subagents:
             message = "the run ended before the subagent finished"

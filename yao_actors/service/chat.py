@@ -25,6 +25,7 @@ from trio_websocket import (
     wrap_client_stream,
 )
 
+from yao_actors.errors import exception_leaves
 from yao_actors.service.auth import BEARER_PREFIX, SUBPROTOCOL
 
 DEFAULT_URL: Final = "ws://127.0.0.1:8765/"
@@ -62,14 +63,7 @@ async def open_client(
                     await ws.aclose()
                 nursery.cancel_scope.cancel()
     except* (HandshakeError, trio.TooSlowError) as group:
-        raise _first_leaf(group) from None
-
-
-def _first_leaf(error: BaseException) -> BaseException:
-    """The first exception inside (possibly nested) exception groups."""
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
+        raise exception_leaves(group)[0] from None
 
 
 # --------------------------------------------------------------------------- rendering

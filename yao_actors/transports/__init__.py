@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp
@@ -45,6 +45,14 @@ def _client_info() -> mcp.types.Implementation:
 
 
 CLIENT_INFO = _client_info()
+
+
+class Connector(Protocol):
+    """How a server actor reaches its server: :func:`open_client`, or a test's own (like httpx's ``transport=``)."""
+
+    def __call__(
+        self, spec: ServerSpec, *, link: Link, message_handler: MessageHandlerFnT | None = None
+    ) -> AbstractAsyncContextManager[mcp.Client]: ...
 
 
 @asynccontextmanager
@@ -99,6 +107,7 @@ class _Streams(AbstractAsyncContextManager[TransportStreams]):
 __all__ = [
     "CLIENT_INFO",
     "TRANSPORT_FAILURE",
+    "Connector",
     "Link",
     "ResilientTransport",
     "open_client",

@@ -61,11 +61,11 @@ class ResilientTransport(httpx2.AsyncBaseTransport):
             response = await self._inner.handle_async_request(request)
         except httpx2.TransportError as exc:
             if isinstance(exc, httpx2.ConnectError):
-                self._link.lose(f"cannot connect to {request.url}: {type(exc).__name__}")
+                self._link.mark_lost(f"cannot connect to {request.url}: {type(exc).__name__}")
             error = {"code": TRANSPORT_FAILURE, "message": f"{type(exc).__name__}: {exc}"}
             return httpx2.Response(503, request=request, json={"jsonrpc": "2.0", "id": None, "error": error})
         if response.status_code == 404 and "mcp-session-id" in request.headers:
-            self._link.lose("the server no longer knows this session (it restarted or expired it)")
+            self._link.mark_lost("the server no longer knows this session (it restarted or expired it)")
         return response
 
     async def aclose(self) -> None:

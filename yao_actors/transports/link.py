@@ -25,7 +25,7 @@ class Link:
     pid: int | None = None
     stderr_lines: collections.deque[str] = attrs.field(factory=lambda: collections.deque(maxlen=STDERR_TAIL_LINES))
 
-    def lose(self, reason: str, *, exit_code: int | None = None) -> None:
+    def mark_lost(self, reason: str, *, exit_code: int | None = None) -> None:
         """Record the first reason the connection was lost, and wake whoever waits on ``lost``."""
         if self.lost.is_set():
             return

@@ -133,7 +133,7 @@ async def _pump_stdout(
     async with sink:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             if await _forward_messages(process.stdout, sink):
-                link.lose(f"stdout line over {STDOUT_LINE_LIMIT} bytes")
+                link.mark_lost(f"stdout line over {STDOUT_LINE_LIMIT} bytes")
     # Reading on (and discarding) keeps a child that is still writing from blocking on a full pipe.
     with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         while await process.stdout.receive_some():
@@ -172,7 +172,7 @@ async def _pump_stdin(process: trio.Process, source: MemoryObjectReceiveStream[S
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 await process.stdin.send_all(data.encode())
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            link.lose("the server closed its stdin")
+            link.mark_lost("the server closed its stdin")
 
 
 async def _collect_stderr(process: trio.Process, link: Link, done: trio.Event) -> None:
@@ -202,7 +202,7 @@ async def _watch_exit(process: trio.Process, link: Link, stderr_done: trio.Event
     code = await process.wait()
     with trio.move_on_after(STDERR_FLUSH_WAIT):
         await stderr_done.wait()
-    link.lose("the server process exited", exit_code=code)
+    link.mark_lost("the server process exited", exit_code=code)
 
 
 def _signal_group(process: trio.Process, sig: signal.Signals) -> None:

@@ -1,0 +1,63 @@
+"""Helpers the test modules share: a conversation manager over given servers, the stream check, server statistics."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+
+from yao_actors.conversation import ConversationManager, open_conversations
+from yao_actors.conversation.manager import MAX_THREADS
+from yao_actors.dispatch import ToolServer
+from yao_actors.events import EventDict, parse_event
+from yao_actors.models.base import Model
+from yao_actors.server_handle import ServerHandle
+from yao_actors.specs import AssistantSpec
+
+
+@asynccontextmanager
+async def open_manager(
+    servers: Mapping[str, ToolServer], model: Model, *assistants: AssistantSpec, max_threads: int = MAX_THREADS
+) -> AsyncIterator[ConversationManager]:
+    """Conversations of ``assistants`` over ``servers``, every assistant's model being ``model`` (id ``"m"``)."""
+    async with open_conversations(
+        {a.id: a for a in assistants}, servers, {"m": model}, max_threads=max_threads
+    ) as manager:
+        yield manager
+
+
+#: What opens a span of the stream, what closes it, and the field naming it.
+SPANS = {
+    "STEP_STARTED": (("STEP_FINISHED",), "stepName"),
+    "TEXT_MESSAGE_START": (("TEXT_MESSAGE_END",), "messageId"),
+    "REASONING_MESSAGE_START": (("REASONING_MESSAGE_END",), "messageId"),
+    "TOOL_CALL_START": (("TOOL_CALL_END",), "toolCallId"),
+    "SUBAGENT_STARTED": (("SUBAGENT_FINISHED", "SUBAGENT_ERROR"), "subagentRunId"),
+}
+CLOSERS = {closer: (opener, field) for opener, (closers, field) in SPANS.items() for closer in closers}
+
+
+def check_stream(events: Sequence[EventDict]) -> None:
+    """Every event parses, seq is strictly increasing, exactly the last one is terminal, every span is closed."""
+    for event in events:
+        parse_event(event)
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+    terminal = [i for i, event in enumerate(events) if event["type"] in ("RUN_FINISHED", "RUN_ERROR")]
+    assert terminal == [len(events) - 1]
+    assert events[0]["type"] == "RUN_STARTED"
+    open_spans: set[tuple[str, str]] = set()
+    for event in events:
+        if event["type"] in SPANS:
+            span = (event["type"], event[SPANS[event["type"]][1]])
+            assert span not in open_spans
+            open_spans.add(span)
+        elif event["type"] in CLOSERS:
+            opener, field = CLOSERS[event["type"]]
+            open_spans.remove((opener, event[field]))
+    assert not open_spans, f"left open: {open_spans}"
+
+
+async def server_stats(handle: ServerHandle) -> dict[str, object]:
+    """The ``stats`` tool of ``yao_actors.testing.servers``: executions per tool, and how many were cancelled."""
+    outcome = await handle.call_tool("stats", {})
+    assert isinstance(outcome.result, dict), outcome
+    return outcome.result

@@ -1,0 +1,261 @@
+"""The public side of a server actor: :class:`ServerHandle`, and what it shares with its actor.
+
+A handle holds the send side of the actor's inbox and a read-only view of the
+actor's :class:`ServerStatus`; the actor (:mod:`yao_actors.server_actor`) owns
+the receive side, its nursery, the connection and its supervision. A caller puts
+a :class:`CallRequest` in the inbox and waits on the request itself for progress
+items, then the outcome. The call's deadline (``spec.timeout``) is a cancel scope
+in the caller's task: when it fires, or the caller is cancelled, the request's
+own scope is cancelled and the actor cancels the MCP request (the server gets
+``notifications/cancelled``).
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp.types
+import trio
+
+from yao_actors.errors import ErrorKind, ServerUnavailable
+from yao_actors.handles import NoPublicConstructor
+from yao_actors.results import ToolOutcome
+from yao_actors.specs import ServerSpec
+from yao_actors.transports import Link
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+"""Receives a running call's progress: ``(progress, total, message)``."""
+
+#: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
+PROGRESS_BUFFER = 16
+
+
+class ServerState(enum.StrEnum):
+    """Where a server actor is in its life."""
+
+    STARTING = "starting"  #: connecting (first start or a restart)
+    READY = "ready"  #: connected, serving calls
+    RESTARTING = "restarting"  #: lost, waiting out its backoff before reconnecting
+    DOWN = "down"  #: gave up after ``max_restarts`` consecutive failures
+    STOPPED = "stopped"  #: the actor has ended
+
+
+@attrs.frozen
+class ServerStatistics:
+    """A snapshot of a server actor.
+
+    ``calls`` counts ``call_tool`` requests and ``errors`` those whose outcome
+    was not a success; ``last_error`` says why the server last failed.
+    """
+
+    state: ServerState
+    restarts: int
+    in_flight: int
+    queued: int
+    calls: int
+    errors: int
+    last_error: str | None
+    tools_version: int
+    pid: int | None
+
+
+@attrs.define(eq=False)
+class ServerStatus:
+    """What a server actor publishes about itself: the actor writes it, its handles only read it."""
+
+    state: ServerState = ServerState.STARTING
+    tools_version: int = 0
+    catalog: tuple[mcp.types.Tool, ...] = ()
+    restarts: int = 0
+    in_flight: int = 0
+    calls: int = 0
+    errors: int = 0
+    last_error: str | None = None
+    last_loss: Link | None = None
+    pid: int | None = None
+    state_changed: trio.Event = attrs.field(factory=trio.Event)
+    catalog_changed: trio.Event = attrs.field(factory=trio.Event)
+
+    def set_state(self, state: ServerState) -> None:
+        """Change ``state`` and wake whoever waits for a change."""
+        if state is self.state:
+            return
+        self.state = state
+        self.state_changed.set()
+        self.state_changed = trio.Event()
+
+    def set_catalog(self, tools: tuple[mcp.types.Tool, ...]) -> None:
+        """Publish a freshly fetched catalog under a new ``tools_version``."""
+        self.catalog = tools
+        self.tools_version += 1
+        self.catalog_changed.set()
+        self.catalog_changed = trio.Event()
+
+
+@attrs.frozen
+class ProgressItem:
+    progress: float
+    total: float | None
+    message: str | None
+
+
+@attrs.define(eq=False)
+class CallRequest:
+    """One ``tools/call`` on its way to the actor, and its way back: progress items, then the outcome.
+
+    ``scope`` lets the caller abandon the call. The way back is an event the
+    caller waits on, not a memory channel: a channel per call costs more than the
+    rest of the actor's bookkeeping together. It is bounded all the same: at most
+    ``PROGRESS_BUFFER`` progress items wait, newer ones are dropped.
+    """
+
+    name: str
+    arguments: dict[str, Any]
+    started: float
+    wants_progress: bool
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    outcome: ToolOutcome | None = attrs.field(default=None, init=False)
+    progress: collections.deque[ProgressItem] = attrs.field(factory=collections.deque, init=False)
+    _updated: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    def answer(self, outcome: ToolOutcome) -> None:
+        """Deliver the outcome (the first one counts); a caller that gave up is not waiting for it."""
+        if self.outcome is None:
+            self.outcome = outcome
+            self._updated.set()
+
+    def report(self, item: ProgressItem) -> None:
+        """Pass a progress item on, unless ``PROGRESS_BUFFER`` items already wait for a slow caller."""
+        if len(self.progress) < PROGRESS_BUFFER:
+            self.progress.append(item)
+            self._updated.set()
+
+    async def wait_for_update(self) -> None:
+        """Wait until a progress item or the outcome has arrived since the last wait."""
+        await self._updated.wait()
+        self._updated = trio.Event()
+
+
+def unavailable_outcome(server_id: str, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:
+    """A ``server_unavailable`` outcome saying why (with the exit code and stderr tail ``link`` knows)."""
+    error = ServerUnavailable(
+        server_id,
+        reason,
+        exit_code=link.exit_code if link else None,
+        stderr_tail=link.stderr_tail() if link else "",
+    )
+    return ToolOutcome(error=str(error), kind=ErrorKind.SERVER_UNAVAILABLE, duration=trio.current_time() - started)
+
+
+@attrs.define(eq=False)
+class ServerHandle(metaclass=NoPublicConstructor):
+    """What others hold to use a server actor; made by :func:`~yao_actors.server_actor.serve_mcp_server` only.
+
+    It can send calls and read the actor's status, nothing more. ``state`` and
+    ``tools_version`` may be read at any time; the methods may be called from any
+    task of the same Trio run.
+    """
+
+    spec: ServerSpec
+    _mailbox: trio.MemorySendChannel[CallRequest]
+    _status: ServerStatus
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def state(self) -> ServerState:
+        return self._status.state
+
+    @property
+    def tools_version(self) -> int:
+        return self._status.tools_version
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        """The server's full catalog (every ``tools/list`` page) as last fetched; empty before the first."""
+        await trio.lowlevel.checkpoint()
+        return self._status.catalog
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+    ) -> ToolOutcome:
+        """Call tool ``name`` under the spec's deadline; a failure is an outcome, never an exception.
+
+        ``progress`` receives the call's progress notifications (some may be
+        dropped if it is slower than the server). Raises only ``trio.Cancelled``;
+        the server then receives ``notifications/cancelled`` for the request.
+        """
+        outcome = await self._call(name, arguments, progress)
+        self._status.calls += 1
+        if not outcome.ok:
+            self._status.errors += 1
+        return outcome
+
+    def statistics(self) -> ServerStatistics:
+        status = self._status
+        return ServerStatistics(
+            state=status.state,
+            restarts=status.restarts,
+            in_flight=status.in_flight,
+            queued=self._mailbox.statistics().current_buffer_used,
+            calls=status.calls,
+            errors=status.errors,
+            last_error=status.last_error,
+            tools_version=status.tools_version,
+            pid=status.pid,
+        )
+
+    async def wait_state_change(self) -> ServerState:
+        """Wait for the next change of ``state``; return the state then."""
+        await self._status.state_changed.wait()
+        return self.state
+
+    async def wait_catalog_change(self) -> int:
+        """Wait until the catalog is next fetched (a restart, or ``tools/list_changed``); return ``tools_version``."""
+        await self._status.catalog_changed.wait()
+        return self.tools_version
+
+    async def wait_for_state(self, *states: ServerState) -> ServerState:
+        """Return as soon as ``state`` is one of ``states`` (at once if it already is)."""
+        while self.state not in states:
+            await self.wait_state_change()
+        await trio.lowlevel.checkpoint()
+        return self.state
+
+    async def _call(self, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None) -> ToolOutcome:
+        started = trio.current_time()
+        request = CallRequest(name, dict(arguments or {}), started, progress is not None)
+        with trio.move_on_after(self.spec.timeout):
+            try:
+                # A full queue is answered at once: waiting for room would only move the queue into callers.
+                self._mailbox.send_nowait(request)
+            except trio.WouldBlock:
+                return unavailable_outcome(self.id, "queue full", started=started)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return unavailable_outcome(self.id, "the server actor has stopped", started=started)
+            try:
+                return await _await_outcome(request, progress)
+            finally:
+                if request.outcome is None:  # timed out or cancelled: the server is told to stop
+                    request.scope.cancel()
+        return ToolOutcome(
+            error=f"tool {name!r} on server {self.id!r} timed out after {self.spec.timeout:g}s",
+            kind=ErrorKind.TIMEOUT,
+            duration=trio.current_time() - started,
+        )
+
+
+async def _await_outcome(request: CallRequest, progress: ProgressFn | None) -> ToolOutcome:
+    """The caller's side of a call: pass progress items to ``progress`` until the outcome arrives."""
+    while request.outcome is None:
+        await request.wait_for_update()
+        while request.progress:
+            item = request.progress.popleft()
+            if progress is not None:
+                await progress(item.progress, item.total, item.message)
+    return request.outcome
