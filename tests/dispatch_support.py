@@ -1,16 +1,19 @@
-"""In-memory server handles for fast catalog and dispatch tests.
+"""Scripted MCP servers in process, served by real server actors, for fast dispatch and conversation tests.
 
-:class:`FakeServer` has the surface of a real server handle (``id``, ``spec``,
-``tools_version``, ``list_tools``, ``call_tool``) with scripted tools, counts
-every execution on the "server side", applies ``spec.timeout`` the way the real
-actor does, and records calls that were cancelled mid-flight (what a real server
-sees as ``notifications/cancelled``). Sleeps are Trio sleeps, so tests run them
-under ``autojump_clock``.
+A :class:`ScriptedServer` is a low-level ``mcp`` server whose tools run Python
+scripts; :func:`serving` starts a real server actor for each one (the handle's
+deadlines, queue and ``max_concurrency`` are the real ones) and connects it
+through the server's own connector, which a test can refuse (``go_down``). The
+server side counts every execution and records the calls that were cancelled
+mid-flight (what a server sees as ``notifications/cancelled``). Sleeps are Trio
+sleeps, so tests run them under ``autojump_clock``.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,20 +21,33 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import mcp
 import mcp.types
 import trio
+from mcp.server.lowlevel import Server
 
 from tests.process_support import read_line
-from yao_actors.config import InMemoryTransport, ServerSpec, StdioTransport
-from yao_actors.dispatch import ProgressFn
+from yao_actors.catalog import Catalog, build_catalog
+from yao_actors.config import InMemoryTransport, ServerRef, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
 from yao_actors.results import ToolOutcome
-from yao_actors.server_actor import ServerState
+from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.server_handle import ProgressFn
+from yao_actors.transports import Link, open_client
 
 ToolFn = Callable[[dict[str, Any], ProgressFn | None, int], Awaitable[ToolOutcome]]
 """A scripted tool: ``(arguments, progress, execution number) -> outcome``."""
 
 OBJECT_SCHEMA: dict[str, Any] = {"type": "object"}
+
+
+class Crash(Exception):
+    """Raised by a script: the server dies under the call (its connection is lost with ``exit_code``)."""
+
+    def __init__(self, reason: str, exit_code: int = 1) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.exit_code = exit_code
 
 
 async def echo(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
@@ -45,13 +61,13 @@ async def sleep(arguments: dict[str, Any], progress: ProgressFn | None, n: int) 
 
 async def fail(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
     text = str(arguments.get("message", "bad input"))
-    return ToolOutcome(result=text, error=text, kind=ErrorKind.TOOL_ERROR)
+    return ToolOutcome(error=text, kind=ErrorKind.TOOL_ERROR)
 
 
 async def flaky(arguments: dict[str, Any], progress: ProgressFn | None, n: int) -> ToolOutcome:
     """Fails retryably on its first execution, succeeds afterwards."""
     if n == 1:
-        return ToolOutcome(result="busy, try again", error="busy, try again", kind=ErrorKind.TOOL_ERROR)
+        return ToolOutcome(error="busy, try again", kind=ErrorKind.TOOL_ERROR)
     return ToolOutcome(result={"attempt": n})
 
 
@@ -77,75 +93,108 @@ def tool(name: str, schema: dict[str, Any] | None = None, description: str = "")
     return mcp.types.Tool(name=name, description=description or None, input_schema=schema or OBJECT_SCHEMA)
 
 
-@attrs.define(eq=False)
-class FakeServer:
-    """A scripted in-memory stand-in for a server handle; a tool without a script echoes."""
+def _call_result(outcome: ToolOutcome) -> mcp.types.CallToolResult:
+    """What a scripted outcome looks like on the wire: a text block, flagged ``isError`` for a tool error."""
+    if outcome.kind is ErrorKind.TOOL_ERROR:
+        return mcp.types.CallToolResult(
+            content=[mcp.types.TextContent(type="text", text=outcome.error or "")], is_error=True
+        )
+    value = outcome.result
+    text = value if isinstance(value, str) else json.dumps(value)
+    return mcp.types.CallToolResult(content=[mcp.types.TextContent(type="text", text=text)])
 
-    spec: ServerSpec
+
+@attrs.define(eq=False, slots=False)
+class ScriptedServer:
+    """A scripted MCP server in process; a tool without a script echoes. Tests read what it saw."""
+
+    spec_options: dict[str, Any]
+    server_id: str
     tools: list[mcp.types.Tool] = attrs.field(factory=list)
     scripts: dict[str, ToolFn] = attrs.field(factory=lambda: dict(SCRIPTS))
-    tools_version: int = 0
     down: bool = False
     executions: collections.Counter[str] = attrs.field(factory=collections.Counter)
     cancelled: list[str] = attrs.field(factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
-    list_calls: int = 0
     log: list[tuple[str, dict[str, Any] | None]] = attrs.field(factory=list)
+    link: Link | None = None
+    handle: ServerHandle | None = None
 
     @property
     def id(self) -> str:
-        return self.spec.id
+        return self.server_id
 
-    @property
-    def state(self) -> ServerState:
-        return ServerState.RESTARTING if self.down else ServerState.READY
+    @functools.cached_property
+    def spec(self) -> ServerSpec:
+        return ServerSpec(self.server_id, InMemoryTransport(self._mcp_server()), **self.spec_options)
 
-    def set_tools(self, tools: list[mcp.types.Tool]) -> None:
-        """Change the catalog, as a ``tools/list_changed`` would."""
-        self.tools = tools
-        self.tools_version += 1
-
-    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
-        self.list_calls += 1
-        return tuple(self.tools)
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
-    ) -> ToolOutcome:
-        start = trio.current_time()
+    @asynccontextmanager
+    async def connect(self, spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
+        """The connector its actor uses: refused while the server is down."""
         if self.down:
-            return ToolOutcome(error=f"server {self.id!r} is down", kind=ErrorKind.SERVER_UNAVAILABLE)
+            raise OSError(f"server {self.id!r} is down")
+        self.link = link
+        async with open_client(spec, link=link, **kwargs) as client:
+            yield client
+
+    async def go_down(self) -> None:
+        """Lose the connection and refuse new ones; return once the actor knows."""
+        assert self.link is not None
+        assert self.handle is not None
+        self.down = True
+        self.link.mark_lost(f"server {self.id!r} went down")
+        await self.handle.wait_for_state(ServerState.RESTARTING, ServerState.DOWN)
+
+    def _mcp_server(self) -> Server[Any]:
+        async def list_tools(ctx: Any, params: mcp.types.PaginatedRequestParams | None) -> mcp.types.ListToolsResult:
+            return mcp.types.ListToolsResult(tools=list(self.tools))
+
+        async def call_tool(ctx: Any, params: mcp.types.CallToolRequestParams) -> mcp.types.CallToolResult:
+            return await self._run(params.name, params.arguments, ctx.session.report_progress)
+
+        return Server(self.server_id, on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def _run(self, name: str, arguments: dict[str, Any] | None, progress: ProgressFn) -> mcp.types.CallToolResult:
         self.executions[name] += 1
         self.log.append((name, arguments))
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            with trio.move_on_after(self.spec.timeout) as scope:
-                outcome = await self.scripts.get(name, echo)(dict(arguments or {}), progress, self.executions[name])
-                return attrs.evolve(outcome, duration=trio.current_time() - start)
-            assert scope.cancelled_caught
-            self.cancelled.append(name)
-            return ToolOutcome(
-                error=f"timed out after {self.spec.timeout} s",
-                kind=ErrorKind.TIMEOUT,
-                duration=trio.current_time() - start,
-            )
+            outcome = await self.scripts.get(name, echo)(dict(arguments or {}), progress, self.executions[name])
         except trio.Cancelled:
             self.cancelled.append(name)
             raise
+        except Crash as crash:
+            assert self.link is not None
+            self.link.mark_lost(crash.reason, exit_code=crash.exit_code)
+            await trio.sleep_forever()  # the connection goes down under the call
         finally:
             self.in_flight -= 1
+        return _call_result(outcome)
 
 
-def fake_server(server_id: str, tools: list[mcp.types.Tool] | None = None, **spec: Any) -> FakeServer:
-    """A fake server with ``tools`` (default: one per script, open schema)."""
+def scripted_server(server_id: str, tools: list[mcp.types.Tool] | None = None, **spec: Any) -> ScriptedServer:
+    """A scripted server with ``tools`` (default: one per script, open schema); ``spec`` options for its ServerSpec."""
     listed = tools if tools is not None else [tool(name) for name in SCRIPTS]
-    return FakeServer(ServerSpec(server_id, InMemoryTransport(None), **spec), listed)
+    return ScriptedServer(spec, server_id, listed)
 
 
-def servers_of(*fakes: FakeServer) -> dict[str, FakeServer]:
-    return {fake.id: fake for fake in fakes}
+@asynccontextmanager
+async def serving(*scripted: ScriptedServer) -> AsyncIterator[dict[str, ServerHandle]]:
+    """A real server actor for each scripted server, connected through its connector; their handles by id."""
+    async with trio.open_nursery() as nursery:
+        handles = {}
+        for server in scripted:
+            start = functools.partial(serve_mcp_server, server.spec, connect=server.connect)
+            server.handle = handles[server.id] = await nursery.start(start)
+        yield handles
+        nursery.cancel_scope.cancel()
+
+
+async def catalog_of(servers: dict[str, ServerHandle]) -> Catalog:
+    """The catalog over every tool of ``servers``."""
+    return await build_catalog([ServerRef(server_id) for server_id in servers], servers, max_tools=100)
 
 
 TEST_SERVER_COMMAND = (sys.executable, "-m", "yao_actors.testing.servers")

@@ -4,14 +4,53 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+import mcp.types
 import pytest
 
-from tests.dispatch_support import fake_server, servers_of, tool
+from tests.dispatch_support import tool
 from yao_actors.catalog import SAMPLES_HEADER, Catalog, CatalogCache, build_catalog, select_servers
-from yao_actors.config import AssistantSpec, Sample, ServerRef
+from yao_actors.config import AssistantSpec, InMemoryTransport, Sample, ServerRef, ServerSpec
 from yao_actors.errors import ConfigError
+from yao_actors.server_handle import ServerState
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"count": {"type": "integer"}}, "x-extra": True}
+
+
+@attrs.define(eq=False)
+class ListedServer:
+    """What a catalog reads of a server (the ``ToolSource`` protocol), counting how often it lists the tools."""
+
+    spec: ServerSpec
+    tools: list[mcp.types.Tool]
+    tools_version: int = 0
+    down: bool = False
+    list_calls: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def state(self) -> ServerState:
+        return ServerState.RESTARTING if self.down else ServerState.READY
+
+    def set_tools(self, tools: list[mcp.types.Tool]) -> None:
+        """Change the tool list, as a ``tools/list_changed`` and the refetch after it would."""
+        self.tools = tools
+        self.tools_version += 1
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        self.list_calls += 1
+        return tuple(self.tools)
+
+
+def listed_server(server_id: str, tools: list[mcp.types.Tool] | None = None, **spec: Any) -> ListedServer:
+    return ListedServer(ServerSpec(server_id, InMemoryTransport(None), **spec), tools or [])
+
+
+def servers_of(*servers: ListedServer) -> dict[str, ListedServer]:
+    return {server.id: server for server in servers}
 
 
 def names(catalog: Catalog) -> list[str]:
@@ -19,8 +58,8 @@ def names(catalog: Catalog) -> list[str]:
 
 
 async def test_cap_keeps_the_first_tools_in_order_with_one_warning() -> None:
-    a = fake_server("a", [tool(f"t{i:02}") for i in range(25)])
-    b = fake_server("b", [tool("x")])
+    a = listed_server("a", [tool(f"t{i:02}") for i in range(25)])
+    b = listed_server("b", [tool("x")])
     catalog = await build_catalog([ServerRef("a"), ServerRef("b")], servers_of(a, b), max_tools=20)
     assert names(catalog) == [f"a__t{i:02}" for i in range(20)]
     (warning,) = catalog.warnings
@@ -30,14 +69,14 @@ async def test_cap_keeps_the_first_tools_in_order_with_one_warning() -> None:
 
 
 async def test_filter_keeps_named_tools_in_server_order_and_ignores_missing_names() -> None:
-    a = fake_server("a", [tool("ping"), tool("status"), tool("echo")])
+    a = listed_server("a", [tool("ping"), tool("status"), tool("echo")])
     catalog = await build_catalog([ServerRef("a", ("echo", "ping", "nope"))], servers_of(a))
     assert names(catalog) == ["a__ping", "a__echo"]
 
 
 async def test_server_order_follows_the_list() -> None:
-    a = fake_server("a", [tool("x")])
-    b = fake_server("b.c", [tool("y")])
+    a = listed_server("a", [tool("x")])
+    b = listed_server("b.c", [tool("y")])
     catalog = await build_catalog([ServerRef("b.c"), ServerRef("a")], servers_of(a, b))
     assert names(catalog) == ["b_c__y", "a__x"]
     assert catalog.resolve("b_c__y") is catalog.entries[0]
@@ -45,7 +84,7 @@ async def test_server_order_follows_the_list() -> None:
 
 
 async def test_a_server_listed_twice_gives_each_tool_once() -> None:
-    a = fake_server("a", [tool("x"), tool("y")])
+    a = listed_server("a", [tool("x"), tool("y")])
     catalog = await build_catalog([ServerRef("a", ("x",)), ServerRef("a")], servers_of(a))
     assert names(catalog) == ["a__x", "a__y"]
 
@@ -57,7 +96,7 @@ def test_a_non_empty_override_replaces_the_assistant_list_and_an_empty_one_does_
 
 
 async def test_openai_schema_passes_the_input_schema_through() -> None:
-    a = fake_server("a", [tool("ping", SCHEMA, "Ping it"), tool("bare")])
+    a = listed_server("a", [tool("ping", SCHEMA, "Ping it"), tool("bare")])
     catalog = await build_catalog([ServerRef("a")], servers_of(a))
     assert list(catalog.tools) == [
         {"type": "function", "function": {"name": "a__ping", "description": "Ping it", "parameters": SCHEMA}},
@@ -73,7 +112,7 @@ async def test_samples_message_has_the_seed_layout_with_json_values() -> None:
         Sample(input={"count": 4}, name="fourth"),
         Sample(input={"count": 5}, name="fifth"),
     )
-    a = fake_server(
+    a = listed_server(
         "echo", [tool("ping", SCHEMA, "Ping with optional count"), tool("other")], samples={"ping": samples}
     )
     catalog = await build_catalog([ServerRef("echo")], servers_of(a))
@@ -97,20 +136,20 @@ async def test_samples_message_has_the_seed_layout_with_json_values() -> None:
 
 
 async def test_no_samples_means_no_samples_message() -> None:
-    catalog = await build_catalog([ServerRef("a")], servers_of(fake_server("a")))
+    catalog = await build_catalog([ServerRef("a")], servers_of(listed_server("a")))
     assert catalog.samples_message == ""
     assert SAMPLES_HEADER.startswith("\n\n## MCP Tool Usage Examples")
 
 
 async def test_samples_of_a_skipped_tool_are_not_rendered() -> None:
-    a = fake_server("a", [tool("x"), tool("y")], samples={"y": (Sample(input={}),)})
+    a = listed_server("a", [tool("x"), tool("y")], samples={"y": (Sample(input={}),)})
     catalog = await build_catalog([ServerRef("a", ("x",))], servers_of(a))
     assert catalog.samples_message == ""
 
 
 async def test_a_down_or_missing_server_contributes_a_warning_not_a_failure() -> None:
-    a = fake_server("a", [tool("x")])
-    down = fake_server(
+    a = listed_server("a", [tool("x")])
+    down = listed_server(
         "down",
         [tool("y")],
     )
@@ -124,8 +163,8 @@ async def test_a_down_or_missing_server_contributes_a_warning_not_a_failure() ->
 
 
 async def test_colliding_names_are_a_config_error_naming_both() -> None:
-    dotted = fake_server("a.b", [tool("x")])
-    underscored = fake_server("a_b", [tool("x")])
+    dotted = listed_server("a.b", [tool("x")])
+    underscored = listed_server("a_b", [tool("x")])
     with pytest.raises(ConfigError) as caught:
         await build_catalog([ServerRef("a.b"), ServerRef("a_b")], servers_of(dotted, underscored))
     assert "'a.b'" in caught.value.problems[0]
@@ -133,7 +172,7 @@ async def test_colliding_names_are_a_config_error_naming_both() -> None:
 
 
 async def test_illegal_tool_names_are_offered_sanitised_and_still_resolve() -> None:
-    a = fake_server("a", [tool("get.weather"), tool("do__it")])
+    a = listed_server("a", [tool("get.weather"), tool("do__it")])
     catalog = await build_catalog([ServerRef("a")], servers_of(a))
     first, second = catalog.entries
     assert first.name.startswith("a__get_weather-")
@@ -144,8 +183,8 @@ async def test_illegal_tool_names_are_offered_sanitised_and_still_resolve() -> N
 
 
 async def test_the_cache_rebuilds_only_when_a_tool_list_changed() -> None:
-    a = fake_server("a", [tool("x")])
-    b = fake_server("b", [tool("y")])
+    a = listed_server("a", [tool("x")])
+    b = listed_server("b", [tool("y")])
     servers = servers_of(a, b)
     assistant = AssistantSpec("helper", "demo", servers=(ServerRef("a"), ServerRef("b")))
     cache = CatalogCache()
@@ -160,8 +199,8 @@ async def test_the_cache_rebuilds_only_when_a_tool_list_changed() -> None:
 
 
 async def test_the_cache_keeps_overrides_apart_and_retries_incomplete_catalogs() -> None:
-    a = fake_server("a", [tool("x")])
-    b = fake_server("b", [tool("y")])
+    a = listed_server("a", [tool("x")])
+    b = listed_server("b", [tool("y")])
     b.down = True
     servers = servers_of(a, b)
     assistant = AssistantSpec("helper", "demo", servers=(ServerRef("a"),))
@@ -173,7 +212,7 @@ async def test_the_cache_keeps_overrides_apart_and_retries_incomplete_catalogs()
 
 
 async def test_the_cache_is_bounded() -> None:
-    servers = servers_of(*(fake_server(f"s{i}", [tool("x")]) for i in range(5)))
+    servers = servers_of(*(listed_server(f"s{i}", [tool("x")]) for i in range(5)))
     assistant = AssistantSpec("helper", "demo")
     cache = CatalogCache(maxsize=2)
     for i in range(5):

@@ -15,7 +15,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.dispatch_support import FakeServer, fake_server, tool
+from tests.dispatch_support import Crash, ScriptedServer, scripted_server, serving, tool
 from tests.support import check_stream, open_manager
 from yao_actors.config import AssistantSpec, Hooks, RunTimeouts, ServerRef, max_turns, tool_loop_enabled
 from yao_actors.conversation import ConversationManager, ConversationStatistics, RunResult
@@ -65,8 +65,8 @@ def scripted(*replies: Reply) -> FunctionModel:
     return FunctionModel(answer, name="scripted", chunk_size=4)
 
 
-def weather_server() -> FakeServer:
-    server = fake_server("w")
+def weather_server() -> ScriptedServer:
+    server = scripted_server("w")
     server.tools.append(tool("get", CITY_SCHEMA))
 
     async def get(arguments: dict[str, Any], progress: Any, n: int) -> ToolOutcome:
@@ -85,14 +85,15 @@ def assistant(**options: Any) -> AssistantSpec:
 async def open_weather_manager(
     model: Model,
     *extra: AssistantSpec,
-    server: FakeServer | None = None,
+    server: ScriptedServer | None = None,
     max_threads: int = MAX_THREADS,
     **options: Any,
 ) -> AsyncIterator[ConversationManager]:
     """Conversations of assistant ``a`` (``options`` change it) and ``extra`` over the weather server ``w``."""
-    async with open_manager(
-        {"w": server or weather_server()}, model, assistant(**options), *extra, max_threads=max_threads
-    ) as manager:
+    async with (
+        serving(server or weather_server()) as servers,
+        open_manager(servers, model, assistant(**options), *extra, max_threads=max_threads) as manager,
+    ):
         yield manager
 
 
@@ -195,7 +196,7 @@ async def test_non_retryable_failure_goes_to_the_model_without_retry() -> None:
     server = weather_server()
 
     async def down(arguments: dict[str, Any], progress: Any, n: int) -> ToolOutcome:
-        return ToolOutcome(error="server 'w' crashed (exit code 1)", kind=ErrorKind.SERVER_UNAVAILABLE)
+        raise Crash("the server process exited", exit_code=1)
 
     server.scripts["get"] = down
     model = scripted(tools_reply(call("w__get", {"city": "Beijing"})), text_reply("weather is unavailable"))
@@ -204,7 +205,8 @@ async def test_non_retryable_failure_goes_to_the_model_without_retry() -> None:
     check_stream(result.events)
     assert [r.kind for r in result.tool_results] == [ErrorKind.SERVER_UNAVAILABLE]
     assert custom(result.events, "tool_retry") == []
-    assert model.calls[1].messages[-1]["content"] == "Error: server 'w' crashed (exit code 1)"
+    error = "Error: server 'w' unavailable: the server process exited (exit code 1)"
+    assert model.calls[1].messages[-1]["content"] == error
     assert custom(result.events, "server_status")[0]["server"] == "w"
     assert result.text == "weather is unavailable"
 
@@ -493,6 +495,7 @@ async def test_cancel_mid_batch_records_cancelled_results_and_next_run_works(
                     stream.cancel()
         check_stream(events)
         assert events[-1]["outcome"] == {"type": "cancelled"}
+        await trio.testing.wait_all_tasks_blocked()  # the server hears of the cancellation
         assert server.cancelled == ["sleep"]
         results = {e["toolCallId"]: e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
         assert results["slow"] == "Error: the run was cancelled before the call finished"
@@ -540,7 +543,7 @@ async def test_turn_deadline_turns_slow_calls_into_timeouts(autojump_clock: trio
 
 
 async def test_progress_and_sequential_retry_become_custom_events() -> None:
-    server = fake_server("w")
+    server = scripted_server("w")
     model = scripted(
         tools_reply(call("w__progress", {"steps": 2}, "p"), call("w__flaky", {}, "f1"), call("w__flaky", {}, "f2")),
         text_reply("ok"),

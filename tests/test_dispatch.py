@@ -10,9 +10,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.dispatch_support import FakeServer, fake_server, servers_of, tool
-from yao_actors.catalog import Catalog, build_catalog
-from yao_actors.config import ServerRef
+from tests.dispatch_support import catalog_of, scripted_server, serving, tool
 from yao_actors.dispatch import (
     CallFinished,
     CallProgress,
@@ -29,10 +27,6 @@ CITY: dict[str, Any] = {
     "properties": {"city": {"type": "string", "enum": ["Beijing", "Shanghai"]}},
     "required": ["city"],
 }
-
-
-async def catalog_of(*fakes: FakeServer) -> Catalog:
-    return await build_catalog([ServerRef(f.id) for f in fakes], servers_of(*fakes), max_tools=100)
 
 
 def call(call_id: str, name: str, arguments: str = "{}") -> ToolCall:
@@ -53,38 +47,42 @@ class Recorder:
 
 
 async def test_no_calls_give_no_results() -> None:
-    a = fake_server("a")
-    assert await execute_tool_calls([], await catalog_of(a), servers_of(a)) == []
+    a = scripted_server("a")
+    async with serving(a) as servers:
+        assert await execute_tool_calls([], await catalog_of(servers), servers) == []
 
 
 async def test_a_single_call_runs_and_carries_its_identity() -> None:
-    a = fake_server("a")
-    (result,) = await execute_tool_calls([call("c1", "a__echo", '{"x": 1}')], await catalog_of(a), servers_of(a))
-    assert (result.call_id, result.name, result.server, result.tool) == ("c1", "a__echo", "a", "echo")
-    assert result.arguments == '{"x": 1}'
-    assert result.result == {"x": 1}
-    assert result.ok
-    assert a.log == [("echo", {"x": 1})]
+    a = scripted_server("a")
+    async with serving(a) as servers:
+        (result,) = await execute_tool_calls([call("c1", "a__echo", '{"x": 1}')], await catalog_of(servers), servers)
+        assert (result.call_id, result.name, result.server, result.tool) == ("c1", "a__echo", "a", "echo")
+        assert result.arguments == '{"x": 1}'
+        assert result.result == {"x": 1}
+        assert result.ok
+        assert a.log == [("echo", {"x": 1})]
 
 
 async def test_empty_arguments_are_sent_as_an_empty_object() -> None:
-    a = fake_server("a")
-    await execute_tool_calls([call("c1", "a__echo", "")], await catalog_of(a), servers_of(a))
-    assert a.log == [("echo", {})]
+    a = scripted_server("a")
+    async with serving(a) as servers:
+        await execute_tool_calls([call("c1", "a__echo", "")], await catalog_of(servers), servers)
+        assert a.log == [("echo", {})]
 
 
 @pytest.mark.parametrize("several", [False, True])
 async def test_a_hallucinated_name_gets_a_retryable_unknown_tool_result(several: bool) -> None:
-    a = fake_server("a")
+    a = scripted_server("a")
     calls = [call("c1", "zzz__t")] + ([call("c2", "a__echo")] if several else [])
-    results = await execute_tool_calls(calls, await catalog_of(a), servers_of(a))
-    assert results[0].kind is ErrorKind.UNKNOWN_TOOL
-    assert results[0].retryable
-    assert results[0].error is not None
-    assert "'zzz__t'" in results[0].error
-    assert "a__echo" in results[0].error
-    assert (results[0].server, results[0].tool) == ("", "")
-    assert [r.ok for r in results[1:]] == [True] * (len(calls) - 1)
+    async with serving(a) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert results[0].kind is ErrorKind.UNKNOWN_TOOL
+        assert results[0].retryable
+        assert results[0].error is not None
+        assert "'zzz__t'" in results[0].error
+        assert "a__echo" in results[0].error
+        assert (results[0].server, results[0].tool) == ("", "")
+        assert [r.ok for r in results[1:]] == [True] * (len(calls) - 1)
 
 
 @pytest.mark.parametrize("several", [False, True])
@@ -99,51 +97,55 @@ async def test_a_hallucinated_name_gets_a_retryable_unknown_tool_result(several:
     ],
 )
 async def test_bad_arguments_get_their_own_result_in_every_path(arguments: str, fragment: str, several: bool) -> None:
-    a = fake_server("a", [tool("get", CITY), tool("echo")])
+    a = scripted_server("a", [tool("get", CITY), tool("echo")])
     calls = [call("c1", "a__get", arguments)] + ([call("c2", "a__echo")] if several else [])
-    results = await execute_tool_calls(calls, await catalog_of(a), servers_of(a))
-    assert len(results) == len(calls)
-    assert results[0].kind is ErrorKind.INVALID_ARGUMENTS
-    assert results[0].retryable
-    assert results[0].error is not None
-    assert fragment in results[0].error
-    assert a.executions["get"] == 0
-    assert [r.ok for r in results[1:]] == [True] * (len(calls) - 1)
+    async with serving(a) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert len(results) == len(calls)
+        assert results[0].kind is ErrorKind.INVALID_ARGUMENTS
+        assert results[0].retryable
+        assert results[0].error is not None
+        assert fragment in results[0].error
+        assert a.executions["get"] == 0
+        assert [r.ok for r in results[1:]] == [True] * (len(calls) - 1)
 
 
 async def test_repaired_arguments_are_marked() -> None:
-    a = fake_server("a", [tool("get", CITY)])
-    (result,) = await execute_tool_calls(
-        [call("c1", "a__get", '{"city": "Beijing"')], await catalog_of(a), servers_of(a)
-    )
-    assert result.ok
-    assert result.repaired
-    assert a.log == [("get", {"city": "Beijing"})]
+    a = scripted_server("a", [tool("get", CITY)])
+    async with serving(a) as servers:
+        (result,) = await execute_tool_calls(
+            [call("c1", "a__get", '{"city": "Beijing"')], await catalog_of(servers), servers
+        )
+        assert result.ok
+        assert result.repaired
+        assert a.log == [("get", {"city": "Beijing"})]
 
 
 async def test_a_tool_error_is_a_result_with_retryability_from_its_own_text() -> None:
-    a = fake_server("a")
+    a = scripted_server("a")
     calls = [
         call("c1", "a__fail", '{"message": "bad input"}'),
         call("c2", "a__fail", '{"message": "upstream timeout"}'),
     ]
-    results = await execute_tool_calls(calls, await catalog_of(a), servers_of(a), mode="sequential")
-    assert [(r.kind, r.retryable) for r in results] == [(ErrorKind.TOOL_ERROR, True), (ErrorKind.TOOL_ERROR, False)]
-    assert results[0].error == "bad input"
+    async with serving(a) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers, mode="sequential")
+        assert [(r.kind, r.retryable) for r in results] == [(ErrorKind.TOOL_ERROR, True), (ErrorKind.TOOL_ERROR, False)]
+        assert results[0].error == "bad input"
 
 
 async def test_a_server_that_is_not_running_gets_server_unavailable() -> None:
-    a = fake_server("a")
-    catalog = await catalog_of(a)
-    (result,) = await execute_tool_calls([call("c1", "a__echo")], catalog, {})
-    assert result.kind is ErrorKind.SERVER_UNAVAILABLE
-    assert not result.retryable
+    a = scripted_server("a")
+    async with serving(a) as servers:
+        catalog = await catalog_of(servers)
+        (result,) = await execute_tool_calls([call("c1", "a__echo")], catalog, {})
+        assert result.kind is ErrorKind.SERVER_UNAVAILABLE
+        assert not result.retryable
 
 
 async def test_multi_server_batch_runs_all_groups_at_once_in_call_order(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    a, b, c = fake_server("a"), fake_server("b"), fake_server("c")
+    a, b, c = scripted_server("a"), scripted_server("b"), scripted_server("c")
     calls = [
         call("1", "b__sleep", '{"seconds": 3}'),
         call("2", "a__sleep", '{"seconds": 1}'),
@@ -152,66 +154,72 @@ async def test_multi_server_batch_runs_all_groups_at_once_in_call_order(
         call("5", "b__echo", '{"n": 5}'),
     ]
     start = trio.current_time()
-    results = await execute_tool_calls(calls, await catalog_of(a, b, c), servers_of(a, b, c))
-    assert trio.current_time() - start == pytest.approx(3)
-    assert [r.call_id for r in results] == ["1", "2", "3", "4", "5"]
-    assert [r.server for r in results] == ["b", "a", "c", "a", "b"]
-    assert all(r.ok for r in results)
-    assert [r.duration for r in results] == pytest.approx([3, 1, 2, 2, 0])
+    async with serving(a, b, c) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert trio.current_time() - start == pytest.approx(3)
+        assert [r.call_id for r in results] == ["1", "2", "3", "4", "5"]
+        assert [r.server for r in results] == ["b", "a", "c", "a", "b"]
+        assert all(r.ok for r in results)
+        assert [r.duration for r in results] == pytest.approx([3, 1, 2, 2, 0])
 
 
 async def test_global_sequential_mode_runs_one_call_after_another(autojump_clock: trio.testing.MockClock) -> None:
-    a, b = fake_server("a"), fake_server("b")
+    a, b = scripted_server("a"), scripted_server("b")
     calls = [call(str(i), f"{'ab'[i % 2]}__sleep", '{"seconds": 1}') for i in range(4)]
     recorder = Recorder()
     start = trio.current_time()
-    await execute_tool_calls(calls, await catalog_of(a, b), servers_of(a, b), mode="sequential", on_event=recorder)
-    assert trio.current_time() - start == pytest.approx(4)
-    assert [e.call.id for e in recorder.of(CallStarted)] == ["0", "1", "2", "3"]
-    assert max(a.max_in_flight, b.max_in_flight) == 1
+    async with serving(a, b) as servers:
+        await execute_tool_calls(calls, await catalog_of(servers), servers, mode="sequential", on_event=recorder)
+        assert trio.current_time() - start == pytest.approx(4)
+        assert [e.call.id for e in recorder.of(CallStarted)] == ["0", "1", "2", "3"]
+        assert max(a.max_in_flight, b.max_in_flight) == 1
 
 
 async def test_max_concurrency_bounds_a_group(autojump_clock: trio.testing.MockClock) -> None:
-    a = fake_server("a", max_concurrency=3)
+    a = scripted_server("a", max_concurrency=3)
     calls = [call(str(i), "a__sleep", '{"seconds": 1}') for i in range(7)]
     start = trio.current_time()
-    results = await execute_tool_calls(calls, await catalog_of(a), servers_of(a))
-    assert a.max_in_flight == 3
-    assert trio.current_time() - start == pytest.approx(3)
-    assert all(r.ok for r in results)
+    async with serving(a) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert a.max_in_flight == 3
+        assert trio.current_time() - start == pytest.approx(3)
+        assert all(r.ok for r in results)
 
 
 async def test_a_sequential_server_runs_its_calls_one_by_one_while_others_run_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    a = fake_server("a", dispatch="sequential")
-    b = fake_server("b")
+    a = scripted_server("a", dispatch="sequential")
+    b = scripted_server("b")
     calls = [call(f"a{i}", "a__sleep", '{"seconds": 1}') for i in range(3)]
     calls += [call(f"b{i}", "b__sleep", '{"seconds": 1}') for i in range(3)]
     start = trio.current_time()
-    await execute_tool_calls(calls, await catalog_of(a, b), servers_of(a, b))
-    assert trio.current_time() - start == pytest.approx(3)
-    assert (a.max_in_flight, b.max_in_flight) == (1, 3)
+    async with serving(a, b) as servers:
+        await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert trio.current_time() - start == pytest.approx(3)
+        assert (a.max_in_flight, b.max_in_flight) == (1, 3)
 
 
 async def test_one_slow_call_times_out_alone(autojump_clock: trio.testing.MockClock) -> None:
-    a = fake_server("a", timeout=5)
-    b = fake_server("b", timeout=5)
+    a = scripted_server("a", timeout=5)
+    b = scripted_server("b", timeout=5)
     calls = [
         call("fast1", "a__sleep", '{"seconds": 1}'),
         call("slow", "a__sleep", '{"seconds": 60}'),
         call("fast2", "b__sleep", '{"seconds": 2}'),
     ]
-    results = await execute_tool_calls(calls, await catalog_of(a, b), servers_of(a, b))
-    assert [r.kind for r in results] == [None, ErrorKind.TIMEOUT, None]
-    assert not results[1].retryable
-    assert results[1].duration == pytest.approx(5)
-    assert a.cancelled == ["sleep"]
+    async with serving(a, b) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert [r.kind for r in results] == [None, ErrorKind.TIMEOUT, None]
+        assert not results[1].retryable
+        assert results[1].duration == pytest.approx(5)
+        await trio.testing.wait_all_tasks_blocked()  # the server hears of the cancellation
+        assert a.cancelled == ["sleep"]
 
 
 async def test_the_batch_deadline_turns_unfinished_calls_into_timeouts(autojump_clock: trio.testing.MockClock) -> None:
-    a = fake_server("a", max_concurrency=1)
-    b = fake_server("b")
+    a = scripted_server("a", max_concurrency=1)
+    b = scripted_server("b")
     calls = [
         call("done", "a__sleep", '{"seconds": 1}'),
         call("running", "a__sleep", '{"seconds": 10}'),
@@ -221,37 +229,38 @@ async def test_the_batch_deadline_turns_unfinished_calls_into_timeouts(autojump_
     ]
     recorder = Recorder()
     start = trio.current_time()
-    results = await execute_tool_calls(
-        calls, await catalog_of(a, b), servers_of(a, b), batch_timeout=4, on_event=recorder
-    )
-    assert trio.current_time() - start == pytest.approx(4)
-    assert [r.call_id for r in results] == ["done", "running", "queued", "other", "bad"]
-    assert [r.kind for r in results] == [
-        None,
-        ErrorKind.TIMEOUT,
-        ErrorKind.TIMEOUT,
-        ErrorKind.TIMEOUT,
-        ErrorKind.UNKNOWN_TOOL,
-    ]
-    assert [r.duration for r in results[1:4]] == pytest.approx([3, 0, 4])
-    assert sorted(a.cancelled + b.cancelled) == ["sleep", "sleep"]
-    assert sorted(e.result.call_id for e in recorder.of(CallFinished)) == sorted(r.call_id for r in results)
+    async with serving(a, b) as servers:
+        results = await execute_tool_calls(
+            calls, await catalog_of(servers), servers, batch_timeout=4, on_event=recorder
+        )
+        assert trio.current_time() - start == pytest.approx(4)
+        assert [r.call_id for r in results] == ["done", "running", "queued", "other", "bad"]
+        assert [r.kind for r in results] == [
+            None,
+            ErrorKind.TIMEOUT,
+            ErrorKind.TIMEOUT,
+            ErrorKind.TIMEOUT,
+            ErrorKind.UNKNOWN_TOOL,
+        ]
+        assert [r.duration for r in results[1:4]] == pytest.approx([3, 0, 4])
+        await trio.testing.wait_all_tasks_blocked()  # the server hears of the cancellation
+        assert sorted(a.cancelled + b.cancelled) == ["sleep", "sleep"]
+        assert sorted(e.result.call_id for e in recorder.of(CallFinished)) == sorted(r.call_id for r in results)
 
 
 async def test_after_a_deadline_the_server_answers_the_next_call(autojump_clock: trio.testing.MockClock) -> None:
-    a = fake_server("a")
-    catalog = await catalog_of(a)
-    (cut,) = await execute_tool_calls(
-        [call("1", "a__sleep", '{"seconds": 9}')], catalog, servers_of(a), batch_timeout=1
-    )
-    assert cut.kind is ErrorKind.TIMEOUT
-    (nxt,) = await execute_tool_calls([call("2", "a__echo", '{"again": true}')], catalog, servers_of(a))
-    assert nxt.result == {"again": True}
+    a = scripted_server("a")
+    async with serving(a) as servers:
+        catalog = await catalog_of(servers)
+        (cut,) = await execute_tool_calls([call("1", "a__sleep", '{"seconds": 9}')], catalog, servers, batch_timeout=1)
+        assert cut.kind is ErrorKind.TIMEOUT
+        (nxt,) = await execute_tool_calls([call("2", "a__echo", '{"again": true}')], catalog, servers)
+        assert nxt.result == {"again": True}
 
 
 async def test_the_sequential_retry_reruns_only_the_failed_call() -> None:
-    a = fake_server("a")
-    b = fake_server("b")
+    a = scripted_server("a")
+    b = scripted_server("b")
     calls = [
         call("ok", "a__echo", '{"n": 1}'),
         call("flaky", "a__flaky"),
@@ -259,85 +268,94 @@ async def test_the_sequential_retry_reruns_only_the_failed_call() -> None:
         call("other", "b__flaky"),
     ]
     recorder = Recorder()
-    results = await execute_tool_calls(calls, await catalog_of(a, b), servers_of(a, b), on_event=recorder)
-    assert a.executions == {"echo": 1, "flaky": 2, "fail": 1}
-    assert b.executions == {"flaky": 1}
-    assert [r.ok for r in results] == [True, True, False, False]
-    assert [r.sequential_retry for r in results] == [False, True, False, False]
-    assert results[1].result == {"attempt": 2}
-    assert recorder.of(SequentialRetry) == [SequentialRetry(("flaky",), (1,))]
-    finished = [e.result.call_id for e in recorder.of(CallFinished)]
-    assert sorted(finished) == ["flaky", "hard", "ok", "other"]
+    async with serving(a, b) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
+        assert a.executions == {"echo": 1, "flaky": 2, "fail": 1}
+        assert b.executions == {"flaky": 1}
+        assert [r.ok for r in results] == [True, True, False, False]
+        assert [r.sequential_retry for r in results] == [False, True, False, False]
+        assert results[1].result == {"attempt": 2}
+        assert recorder.of(SequentialRetry) == [SequentialRetry(("flaky",), (1,))]
+        finished = [e.result.call_id for e in recorder.of(CallFinished)]
+        assert sorted(finished) == ["flaky", "hard", "ok", "other"]
 
 
 async def test_a_retry_that_fails_again_is_final() -> None:
-    a = fake_server("a")
+    a = scripted_server("a")
     calls = [call("1", "a__fail"), call("2", "a__fail")]
-    results = await execute_tool_calls(calls, await catalog_of(a), servers_of(a))
-    assert a.executions["fail"] == 4
-    assert all(r.sequential_retry and r.kind is ErrorKind.TOOL_ERROR for r in results)
+    async with serving(a) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert a.executions["fail"] == 4
+        assert all(r.sequential_retry and r.kind is ErrorKind.TOOL_ERROR for r in results)
 
 
 async def test_no_retry_for_a_group_that_did_not_run_concurrently() -> None:
-    solo = fake_server("solo")
-    seq = fake_server("seq", dispatch="sequential")
+    solo = scripted_server("solo")
+    seq = scripted_server("seq", dispatch="sequential")
     calls = [call("1", "solo__flaky"), call("2", "seq__flaky"), call("3", "seq__echo")]
-    results = await execute_tool_calls(calls, await catalog_of(solo, seq), servers_of(solo, seq))
-    assert (solo.executions["flaky"], seq.executions["flaky"]) == (1, 1)
-    assert [r.kind for r in results] == [ErrorKind.TOOL_ERROR, ErrorKind.TOOL_ERROR, None]
+    async with serving(solo, seq) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        assert (solo.executions["flaky"], seq.executions["flaky"]) == (1, 1)
+        assert [r.kind for r in results] == [ErrorKind.TOOL_ERROR, ErrorKind.TOOL_ERROR, None]
 
 
 async def test_duplicate_and_empty_ids_do_not_collapse() -> None:
-    a = fake_server("a")
+    a = scripted_server("a")
     calls = [call("", "a__echo", '{"n": 1}'), call("", "a__echo", '{"n": 2}'), call("x", "a__echo", '{"n": 3}')]
     calls.append(call("x", "a__echo", '{"n": 4}'))
     recorder = Recorder()
-    results = await execute_tool_calls(calls, await catalog_of(a), servers_of(a), on_event=recorder)
-    assert [r.result for r in results] == [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]
-    assert [r.arguments for r in results] == [c.arguments for c in calls]
-    assert sorted(e.index for e in recorder.of(CallFinished)) == [0, 1, 2, 3]
+    async with serving(a) as servers:
+        results = await execute_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
+        assert [r.result for r in results] == [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]
+        assert [r.arguments for r in results] == [c.arguments for c in calls]
+        assert sorted(e.index for e in recorder.of(CallFinished)) == [0, 1, 2, 3]
 
 
 async def test_events_report_start_progress_and_finish_as_they_happen(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    a = fake_server("a")
+    a = scripted_server("a")
     calls = [call("p", "a__progress", '{"steps": 2}'), call("s", "a__sleep", '{"seconds": 5}')]
     recorder = Recorder()
-    await execute_tool_calls(calls, await catalog_of(a), servers_of(a), on_event=recorder)
-    started = recorder.of(CallStarted)
-    assert sorted((e.call.id, e.server, e.tool, e.index) for e in started) == [
-        ("p", "a", "progress", 0),
-        ("s", "a", "sleep", 1),
-    ]
-    progress = recorder.of(CallProgress)
-    assert [(e.call.id, e.progress, e.total, e.message) for e in progress] == [
-        ("p", 1.0, 2.0, "step 1"),
-        ("p", 2.0, 2.0, "step 2"),
-    ]
-    finish_times = {event.result.call_id: at for at, event in recorder.events if isinstance(event, CallFinished)}
-    assert finish_times["p"] < finish_times["s"]
+    async with serving(a) as servers:
+        await execute_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
+        started = recorder.of(CallStarted)
+        assert sorted((e.call.id, e.server, e.tool, e.index) for e in started) == [
+            ("p", "a", "progress", 0),
+            ("s", "a", "sleep", 1),
+        ]
+        progress = recorder.of(CallProgress)
+        assert [(e.call.id, e.progress, e.total, e.message) for e in progress] == [
+            ("p", 1.0, 2.0, "step 1"),
+            ("p", 2.0, 2.0, "step 2"),
+        ]
+        finish_times = {event.result.call_id: at for at, event in recorder.events if isinstance(event, CallFinished)}
+        assert finish_times["p"] < finish_times["s"]
 
 
 async def test_a_failing_sibling_never_cancels_the_others(autojump_clock: trio.testing.MockClock) -> None:
-    a = fake_server("a")
-    b = fake_server("b")
-    catalog = await catalog_of(a, b)
-    b.down = True
-    calls = [call("1", "b__echo"), call("2", "a__sleep", '{"seconds": 2}'), call("3", "a__fail")]
-    results = await execute_tool_calls(calls, catalog, servers_of(a, b))
-    assert [r.kind for r in results] == [ErrorKind.SERVER_UNAVAILABLE, None, ErrorKind.TOOL_ERROR]
+    a = scripted_server("a")
+    b = scripted_server("b")
+    async with serving(a, b) as servers:
+        catalog = await catalog_of(servers)
+        await b.go_down()
+        calls = [call("1", "b__echo"), call("2", "a__sleep", '{"seconds": 2}'), call("3", "a__fail")]
+        results = await execute_tool_calls(calls, catalog, servers)
+        assert [r.kind for r in results] == [ErrorKind.SERVER_UNAVAILABLE, None, ErrorKind.TOOL_ERROR]
 
 
 async def test_cancelling_the_caller_propagates_and_cancels_the_calls(autojump_clock: trio.testing.MockClock) -> None:
-    a = fake_server("a")
+    a = scripted_server("a")
     recorder = Recorder()
     calls = [call("1", "a__sleep", '{"seconds": 10}'), call("2", "a__echo")]
-    with trio.move_on_after(1) as scope:
-        await execute_tool_calls(calls, await catalog_of(a), servers_of(a), on_event=recorder)
-    assert scope.cancelled_caught
-    assert a.cancelled == ["sleep"]
-    assert [e.result.call_id for e in recorder.of(CallFinished)] == ["2"]
+    async with serving(a) as servers:
+        catalog = await catalog_of(servers)
+        with trio.move_on_after(1) as scope:
+            await execute_tool_calls(calls, catalog, servers, on_event=recorder)
+        assert scope.cancelled_caught
+        await trio.testing.wait_all_tasks_blocked()  # the server hears of the cancellation
+        assert a.cancelled == ["sleep"]
+        assert [e.result.call_id for e in recorder.of(CallFinished)] == ["2"]
 
 
 KINDS = st.sampled_from(["ok", "fail", "flaky", "bad_args", "unknown", "slow", "down"])
@@ -363,18 +381,19 @@ def test_every_call_gets_exactly_one_result_in_order(batch: list[tuple[str, str,
 
     async def main() -> None:
         tools = [tool("echo"), tool("fail"), tool("flaky"), tool("sleep"), tool("get", CITY)]
-        a, b, c = (fake_server(s, tools, timeout=10) for s in "abc")
-        catalog = await catalog_of(a, b, c)
-        c.down = True
-        events: list[DispatchEvent] = []
+        a, b, c = (scripted_server(s, tools, timeout=10) for s in "abc")
+        async with serving(a, b, c) as servers:
+            catalog = await catalog_of(servers)
+            await c.go_down()
+            events: list[DispatchEvent] = []
 
-        async def on_event(event: DispatchEvent) -> None:
-            events.append(event)
+            async def on_event(event: DispatchEvent) -> None:
+                events.append(event)
 
-        results = await execute_tool_calls(calls, catalog, servers_of(a, b, c), batch_timeout=50, on_event=on_event)
-        assert [(r.call_id, r.name, r.arguments) for r in results] == [(c.id, c.name, c.arguments) for c in calls]
-        finished = sorted(e.index for e in events if isinstance(e, CallFinished))
-        assert finished == list(range(len(calls)))
+            results = await execute_tool_calls(calls, catalog, servers, batch_timeout=50, on_event=on_event)
+            assert [(r.call_id, r.name, r.arguments) for r in results] == [(c.id, c.name, c.arguments) for c in calls]
+            finished = sorted(e.index for e in events if isinstance(e, CallFinished))
+            assert finished == list(range(len(calls)))
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -384,13 +403,13 @@ class ListenerGone(Exception):
 
 
 async def test_a_failing_listener_ends_the_batch_with_its_own_exception() -> None:
-    a = fake_server("a")
+    a = scripted_server("a")
 
     async def on_event(event: DispatchEvent) -> None:
         if isinstance(event, CallStarted):
             raise ListenerGone
 
-    with pytest.raises(ListenerGone):
-        await execute_tool_calls(
-            [call("1", "a__echo"), call("2", "a__echo")], await catalog_of(a), servers_of(a), on_event=on_event
-        )
+    async with serving(a) as servers:
+        catalog = await catalog_of(servers)
+        with pytest.raises(ListenerGone):
+            await execute_tool_calls([call("1", "a__echo"), call("2", "a__echo")], catalog, servers, on_event=on_event)

@@ -94,3 +94,42 @@ def test_the_circle_finder_finds_a_circle() -> None:
 def test_no_module_is_over_the_size_a_reader_can_hold(module: str) -> None:
     lines = len(_modules()[module].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{module} has {lines} lines (at most {MAX_LINES})"
+
+
+def _private_dependency_imports(module: str, modules: dict[str, pathlib.Path]) -> list[str]:
+    """The modules of other packages that ``module`` imports although their names mark them private."""
+    found = []
+    for node in ast.walk(ast.parse(modules[module].read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        found += [
+            name
+            for name in names
+            if not name.startswith(("yao_actors", "__future__"))
+            and any(part.startswith("_") for part in name.split("."))
+        ]
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_no_module_imports_a_private_module_of_a_dependency(module: str) -> None:
+    assert _private_dependency_imports(module, _modules()) == []
+
+
+def test_no_module_reads_a_private_attribute_of_a_dependency_object() -> None:
+    """``getattr(obj, "_name")`` is how a private attribute hides from the import check."""
+    offenders = [
+        f"{module}:{node.lineno}"
+        for module, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Constant)
+        and str(node.args[1].value).startswith("_")
+    ]
+    assert offenders == []

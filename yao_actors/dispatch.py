@@ -3,9 +3,9 @@
 ``execute_tool_calls`` follows DESIGN §4.1. Every call is checked the same way
 before it reaches a server (name through the catalog's table, lenient argument
 parse, object check, schema); calls are grouped by server and **all groups run at
-once** in one nursery; inside a group calls run concurrently up to the server's
-``max_concurrency``, or one by one for a server configured
-``dispatch: "sequential"``. Each call runs under its server's own deadline (the
+once** in one nursery; inside a group calls run concurrently (the server's actor
+runs at most ``max_concurrency`` of them at a time and queues the rest), or one
+by one for a server configured ``dispatch: "sequential"``. Each call runs under its server's own deadline (the
 handle applies ``spec.timeout``), and one failure never cancels a sibling. Calls
 of a concurrent group that failed with a retryable server-reported error are run
 again once, alone, one by one (the seed's sequential fallback, narrowed to the
@@ -220,15 +220,15 @@ async def _check(
 async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
     """Run one server's calls; concurrently unless the server asks for one at a time."""
     spec = group[0].server.spec
+    # The server's max_concurrency is enforced by its actor (its workers); here it only tells
+    # whether the group runs concurrently at all, which decides if a failure gets a sequential retry.
     if spec.dispatch == "sequential" or spec.max_concurrency < 2 or len(group) < 2:
         await _run_one_by_one(batch, group)
         return
     retry: list[_Planned] = []
-    limiter = trio.CapacityLimiter(spec.max_concurrency)
 
-    async def run_limited(planned: _Planned) -> None:
-        async with limiter:
-            result = await batch.run(planned)
+    async def run_concurrently(planned: _Planned) -> None:
+        result = await batch.run(planned)
         if result.kind is ErrorKind.TOOL_ERROR and result.retryable:
             retry.append(planned)
         else:
@@ -236,7 +236,7 @@ async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
 
     async with trio.open_nursery() as nursery:
         for planned in group:
-            nursery.start_soon(run_limited, planned)
+            nursery.start_soon(run_concurrently, planned)
     if retry:
         retry.sort(key=lambda p: p.index)
         await batch.emit(SequentialRetry(tuple(p.call.id for p in retry), tuple(p.index for p in retry)))

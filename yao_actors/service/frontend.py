@@ -125,13 +125,13 @@ class Service:
                 if head is not None and not head.is_websocket:
                     await answer_http(stream, head, self._page)
             if head is not None and head.is_websocket:
-                await self._serve_websocket(ReplayStream(head.raw, stream))
+                await self._serve_websocket(ReplayStream(head.raw, stream), head.headers.get("host"))
         except* (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
             await trio.aclose_forcefully(stream)
 
-    async def _serve_websocket(self, stream: trio.abc.Stream) -> None:
+    async def _serve_websocket(self, stream: trio.abc.Stream, host: str | None) -> None:
         """Finish the websocket handshake within its deadline, then serve the connection."""
         async with trio.open_nursery() as nursery:
             ws = None
@@ -139,15 +139,17 @@ class Service:
                 request = await wrap_server_stream(
                     nursery, stream, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR
                 )
-                ws = await self._admit(request)
+                ws = await self._admit(request, host)
             if ws is not None:
                 await self._serve_connection(ws)
             nursery.cancel_scope.cancel()
 
-    async def _admit(self, request: WebSocketRequest) -> WebSocketConnection | None:
-        """Check the handshake (Origin, token, limits) and accept it, or reject it with an HTTP status."""
-        # wsproto keeps the Host header out of the request's extra headers; the origin check needs it.
-        host: str | None = getattr(getattr(request, "_event", None), "host", None)
+    async def _admit(self, request: WebSocketRequest, host: str | None) -> WebSocketConnection | None:
+        """Check the handshake (Origin, token, limits) and accept it, or reject it with an HTTP status.
+
+        ``host`` is the Host header as the gate read it: wsproto keeps it out of the request's
+        extra headers, and the origin check needs it.
+        """
         raw = [*request.headers, *([(b"host", host.encode("latin-1"))] if host else [])]
         handshake = Handshake.from_raw(raw, request.proposed_subprotocols)
         if not origin_allowed(handshake, self.spec.allowed_origins, token_required=self._token is not None):

@@ -27,7 +27,6 @@ from typing import Any, Protocol
 import attrs
 import mcp
 import mcp.types
-from mcp.client._transport import TransportStreams
 from mcp.client.session import MessageHandlerFnT
 
 from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
@@ -88,16 +87,20 @@ async def _open_transport(
             yield transport.server
 
 
+StreamPair = tuple[Any, Any]
+"""A session's (read, write) streams, as ``mcp.Client`` takes them (the SDK names this type only privately)."""
+
+
 @attrs.frozen
-class _Streams(AbstractAsyncContextManager[TransportStreams]):
+class _Streams(AbstractAsyncContextManager[StreamPair]):
     """An already open pair of streams, as the ``Transport`` context manager ``mcp.Client`` expects.
 
     The streams' owner (``_open_transport``) closes them; entering and leaving this is free.
     """
 
-    streams: TransportStreams
+    streams: StreamPair
 
-    async def __aenter__(self) -> TransportStreams:
+    async def __aenter__(self) -> StreamPair:
         return self.streams
 
     async def __aexit__(self, *exc_info: object) -> None:
