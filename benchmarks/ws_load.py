@@ -40,7 +40,7 @@ from yao_actors.config import (
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.service import serve_service
-from yao_actors.service.chat import open_client
+from yao_actors.service.chat import open_service_connection
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.servers import build_test_server
 
@@ -96,7 +96,7 @@ async def one_client(url: str, index: int, latencies: list[float], errors: list[
     run_id = f"load-{index}"
     frame = {"type": "run", "runId": run_id, "messages": [{"role": "user", "content": "go"}]}
     try:
-        async with open_client(url) as ws:
+        async with open_service_connection(url) as ws:
             started = time.perf_counter()
             await ws.send_message(json.dumps(frame))
             while True:

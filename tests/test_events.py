@@ -16,8 +16,8 @@ from ag_ui.core import (
     ToolCallResultEvent,
 )
 
-from yao_actors.errors import ErrorKind
-from yao_actors.events import CustomName, EventDict, RunEvents, StreamClosedError, parse_event
+from yao_actors.errors import ErrorKind, StreamClosedError
+from yao_actors.events import CustomName, EventDict, RunEvents, parse_event
 from yao_actors.models.base import Usage
 from yao_actors.results import ToolCallResult
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -133,3 +134,33 @@ def test_no_module_reads_a_private_attribute_of_a_dependency_object() -> None:
         and str(node.args[1].value).startswith("_")
     ]
     assert offenders == []
+
+
+TESTS = pathlib.Path(__file__).parent
+README = TESTS.parent / "README.md"
+
+
+def test_no_test_monkeypatches_an_object() -> None:
+    """Collaborators are injected (``connect=``, ``models=``, ``line_limits``); tests patch only the environment."""
+    offenders = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr in ("setattr", "setitem", "delattr")
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "monkeypatch"
+    ]
+    assert offenders == []
+
+
+def test_the_readme_layout_names_every_module_of_the_package_once() -> None:
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index("## Layout") :].split("```")[1]
+    listed = re.findall(r"^  (\S+)", block.split("yao_actors/\n", 1)[1], flags=re.MULTILINE)
+    tree = sorted(
+        f"{path.name}/" if path.is_dir() else path.name
+        for path in ROOT.iterdir()
+        if (path.is_dir() and (path / "__init__.py").exists()) or (path.suffix == ".py" and path.name != "__init__.py")
+    )
+    assert sorted(listed) == tree

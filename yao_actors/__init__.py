@@ -30,7 +30,7 @@ from yao_actors.errors import (
     ErrorKind,
     ModelError,
     RunError,
-    ServerUnavailable,
+    RunErrorCode,
     YaoActorsError,
 )
 from yao_actors.events import Outcome, parse_event
@@ -51,12 +51,12 @@ __all__ = [
     "ModelSpec",
     "Outcome",
     "RunError",
+    "RunErrorCode",
     "RunResult",
     "RunStream",
     "Runtime",
     "ServerRef",
     "ServerSpec",
-    "ServerUnavailable",
     "StdioTransport",
     "ToolCall",
     "ToolCallResult",

@@ -1,22 +1,27 @@
-"""The error tree and the error kinds of tool calls.
+"""The error tree, the error kinds of tool calls, and the codes of ``RUN_ERROR``.
 
 Exceptions are for what a caller must handle; a tool call that failed is *not* an
 exception but a value (``ToolOutcome`` / ``ToolCallResult``) carrying an
 :class:`ErrorKind`, because every call in a model turn must still get a result.
-
-::
+Every exception this package raises on purpose is drawn here::
 
     YaoActorsError
     ├── ConfigError            a configuration was refused; ``.problems`` lists each one with its key path
-    ├── ServerUnavailable      an MCP server actor cannot serve (down, restarting, stopped)
     ├── ModelError             a model call failed after its own retries
     │   ├── ModelHTTPError     the endpoint answered with an error status (carries its own message)
     │   ├── ModelTimeout       a connect or read deadline fired
     │   └── ModelStreamError   the stream was malformed or ended before its finish
-    └── RunError               a run could not start (unknown assistant, hook failure, ...)
+    ├── RunError               a run could not start or go on; ``.code`` is its :class:`RunErrorCode`
+    └── FrameError             the service refused a client frame; ``.code`` is its :class:`RunErrorCode`
 
-Errors are classified by type and by :class:`ErrorKind`, never by searching the
-text of an exception (DESIGN §2, invariant 7).
+    RuntimeError
+    └── StreamClosedError      an event was emitted after the run's terminal event (a bug in the caller)
+
+A server that cannot serve is not an exception either: its calls get
+``server_unavailable`` outcomes whose text :func:`server_unavailable_message` writes.
+
+Errors are classified by type, :class:`ErrorKind` and :class:`RunErrorCode`,
+never by searching the text of an exception (DESIGN §2, invariant 7).
 """
 
 from __future__ import annotations
@@ -71,6 +76,58 @@ def is_retryable(kind: ErrorKind | None, tool_text: str = "") -> bool:
     return False
 
 
+class RunErrorCode(enum.StrEnum):
+    """The ``code`` of a ``RUN_ERROR`` event (and of a ``SUBAGENT_ERROR``): why a run ended in error.
+
+    ====================  ==========================================================================
+    code                  meaning
+    ====================  ==========================================================================
+    ``bad_request``       the client's frame was not valid (field named in the message), or its
+                          ``runId`` is already running
+    ``frame_too_large``   the client's frame is over the service's ``max_frame_bytes``
+    ``too_many_runs``     the connection or the service is at its limit of concurrent runs
+    ``shutting_down``     the service is shutting down and takes no new runs
+    ``unknown_assistant`` the run named an assistant the configuration does not have
+    ``unknown_model``     an assistant's model (or fallback model) is not configured
+    ``config_error``      the assistant's servers cannot form a catalog (e.g. colliding tool names)
+    ``hook_error``        a ``create`` / ``next`` hook failed, returned a bad value, or delegated too deep
+    ``model_error``       a model call failed after its own retries (and so did the fallback)
+    ``run_timeout``       the run's deadline (``timeouts.run``) expired
+    ``internal_error``    a bug: an unexpected exception inside the run (logged with its traceback)
+    ``run_incomplete``    a bug: the run ended without its terminal event; the service wrote one
+    ``run_ended``         (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
+    ``run_error``         a run failed for a reason no other code names
+    ====================  ==========================================================================
+    """
+
+    BAD_REQUEST = "bad_request"
+    FRAME_TOO_LARGE = "frame_too_large"
+    TOO_MANY_RUNS = "too_many_runs"
+    SHUTTING_DOWN = "shutting_down"
+    UNKNOWN_ASSISTANT = "unknown_assistant"
+    UNKNOWN_MODEL = "unknown_model"
+    CONFIG_ERROR = "config_error"
+    HOOK_ERROR = "hook_error"
+    MODEL_ERROR = "model_error"
+    RUN_TIMEOUT = "run_timeout"
+    INTERNAL_ERROR = "internal_error"
+    RUN_INCOMPLETE = "run_incomplete"
+    RUN_ENDED = "run_ended"
+    RUN_ERROR = "run_error"
+
+
+def server_unavailable_message(
+    server_id: str, reason: str, *, exit_code: int | None = None, stderr_tail: str = ""
+) -> str:
+    """Why a server cannot serve, with the exit code and last stderr lines of a stdio server when known."""
+    message = f"server {server_id!r} unavailable: {reason}"
+    if exit_code is not None:
+        message += f" (exit code {exit_code})"
+    if stderr_tail:
+        message += f"; stderr tail:\n{stderr_tail}"
+    return message
+
+
 class YaoActorsError(Exception):
     """Base of every exception this package raises on purpose."""
 
@@ -87,33 +144,6 @@ class ConfigError(YaoActorsError):
         self.source = source
         head = f"invalid configuration{f' in {source}' if source else ''}"
         super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in self.problems))
-
-
-class ServerUnavailable(YaoActorsError):
-    """An MCP server actor cannot serve a request right now.
-
-    ``exit_code`` and ``stderr_tail`` describe the last death of a stdio server
-    when known.
-    """
-
-    def __init__(
-        self,
-        server_id: str,
-        reason: str,
-        *,
-        exit_code: int | None = None,
-        stderr_tail: str = "",
-    ) -> None:
-        self.server_id = server_id
-        self.reason = reason
-        self.exit_code = exit_code
-        self.stderr_tail = stderr_tail
-        message = f"server {server_id!r} unavailable: {reason}"
-        if exit_code is not None:
-            message += f" (exit code {exit_code})"
-        if stderr_tail:
-            message += f"; stderr tail:\n{stderr_tail}"
-        super().__init__(message)
 
 
 class ModelError(YaoActorsError):
@@ -139,11 +169,24 @@ class ModelStreamError(ModelError):
 
 
 class RunError(YaoActorsError):
-    """A run could not start or continue; ``code`` is the ``RUN_ERROR`` code."""
+    """A run could not start or continue; ``code`` says why (the ``RUN_ERROR`` code)."""
 
-    def __init__(self, message: str, *, code: str = "run_error") -> None:
+    def __init__(self, message: str, *, code: RunErrorCode = RunErrorCode.RUN_ERROR) -> None:
         self.code = code
         super().__init__(message)
+
+
+class FrameError(YaoActorsError):
+    """A client frame was refused; ``code`` is the ``RUN_ERROR`` code, ``run_id`` the frame's run if it named one."""
+
+    def __init__(self, code: RunErrorCode, message: str, *, run_id: str | None = None) -> None:
+        self.code = code
+        self.run_id = run_id
+        super().__init__(message)
+
+
+class StreamClosedError(RuntimeError):
+    """An event was emitted after the run's terminal event (a bug in the caller)."""
 
 
 def exception_leaves(group: BaseExceptionGroup[E]) -> list[E]:

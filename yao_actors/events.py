@@ -41,6 +41,7 @@ import pydantic
 import trio
 from ag_ui.core import BaseEvent, Event
 
+from yao_actors.errors import RunErrorCode, StreamClosedError
 from yao_actors.models.base import Usage
 from yao_actors.results import ToolCallResult, tool_message_content
 
@@ -79,10 +80,6 @@ class Outcome(enum.StrEnum):
     DATA = "data"
     CANCELLED = "cancelled"
     ERROR = "error"
-
-
-class StreamClosedError(RuntimeError):
-    """An event was emitted after the run's terminal event (a bug in the caller)."""
 
 
 _EVENT_ADAPTER: pydantic.TypeAdapter[Event] = pydantic.TypeAdapter(Event)
@@ -246,7 +243,7 @@ class RunEvents:
         return await self.emit_dict(data)
 
     async def run_error(
-        self, message: str, *, code: str, usage: Usage | None = None, model: str | None = None
+        self, message: str, *, code: RunErrorCode, usage: Usage | None = None, model: str | None = None
     ) -> EventDict:
         """The terminal event of a run that failed."""
         data: EventDict = {"type": "RUN_ERROR", "message": message, "code": code}
@@ -351,7 +348,7 @@ class RunEvents:
         data = {"type": "SUBAGENT_FINISHED", "subagentRunId": subagent_run_id}
         return await self.emit_dict(_with(data, result=result))
 
-    async def subagent_error(self, subagent_run_id: str, message: str, *, code: str) -> EventDict:
+    async def subagent_error(self, subagent_run_id: str, message: str, *, code: RunErrorCode) -> EventDict:
         return await self.emit_dict(
             {"type": "SUBAGENT_ERROR", "subagentRunId": subagent_run_id, "message": message, "code": code}
         )

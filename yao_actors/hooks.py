@@ -29,13 +29,11 @@ from typing import Any
 
 import attrs
 
-from yao_actors.errors import RunError
+from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.models.base import Message
 from yao_actors.specs import Hooks, ServerRef
 
 HookFunction = Callable[..., Any]
-
-HOOK_ERROR = "hook_error"
 
 
 @attrs.frozen
@@ -81,7 +79,7 @@ class ResolvedHooks:
 
 
 def _hook_error(reference: str, problem: str) -> RunError:
-    return RunError(f"hook {reference!r}: {problem}", code=HOOK_ERROR)
+    return RunError(f"hook {reference!r}: {problem}", code=RunErrorCode.HOOK_ERROR)
 
 
 def resolve_reference(reference: str) -> HookFunction:
@@ -130,7 +128,7 @@ def _server_ref(value: Any) -> ServerRef:
         return ServerRef(value)
     if isinstance(value, Mapping) and isinstance(value.get("server_id"), str):
         return ServerRef(value["server_id"], tuple(value.get("tools") or ()))
-    raise RunError(f"create hook: not a server reference: {value!r}", code=HOOK_ERROR)
+    raise RunError(f"create hook: not a server reference: {value!r}", code=RunErrorCode.HOOK_ERROR)
 
 
 def _messages(value: Any, where: str) -> tuple[Message, ...] | None:
@@ -138,7 +136,7 @@ def _messages(value: Any, where: str) -> tuple[Message, ...] | None:
         return None
     if isinstance(value, Sequence) and not isinstance(value, str) and all(isinstance(m, Mapping) for m in value):
         return tuple(value)
-    raise RunError(f"{where}: messages must be a list of message objects, got {value!r}", code=HOOK_ERROR)
+    raise RunError(f"{where}: messages must be a list of message objects, got {value!r}", code=RunErrorCode.HOOK_ERROR)
 
 
 def _create_result(value: Any) -> CreateResult:
@@ -147,11 +145,14 @@ def _create_result(value: Any) -> CreateResult:
     if isinstance(value, CreateResult):
         return value
     if not isinstance(value, Mapping):
-        raise RunError(f"create hook returned {type(value).__name__}, expected a dict or CreateResult", code=HOOK_ERROR)
+        raise RunError(
+            f"create hook returned {type(value).__name__}, expected a dict or CreateResult",
+            code=RunErrorCode.HOOK_ERROR,
+        )
     servers = value.get("servers")
     delegate = value.get("delegate")
     if delegate is not None and not isinstance(delegate, str):
-        raise RunError(f"create hook: delegate must be an assistant id, got {delegate!r}", code=HOOK_ERROR)
+        raise RunError(f"create hook: delegate must be an assistant id, got {delegate!r}", code=RunErrorCode.HOOK_ERROR)
     return CreateResult(
         servers=None if servers is None else tuple(_server_ref(s) for s in servers),
         messages=_messages(value.get("messages"), "create hook"),
@@ -168,7 +169,7 @@ def _delegation(value: Any) -> Delegation:
         assistant = value.get("assistant_id", value.get("agent_id"))
         if isinstance(assistant, str):
             return Delegation(assistant, _messages(value.get("messages"), "next hook"))
-    raise RunError(f"next hook: not a delegation: {value!r}", code=HOOK_ERROR)
+    raise RunError(f"next hook: not a delegation: {value!r}", code=RunErrorCode.HOOK_ERROR)
 
 
 def _next_result(value: Any) -> NextResult | None:

@@ -43,7 +43,7 @@ import trio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from yao_actors.errors import ErrorKind, ServerUnavailable, exception_leaves
+from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_message
 from yao_actors.results import ToolOutcome, parse_content
 from yao_actors.server_handle import (
     PROGRESS_BUFFER,
@@ -100,7 +100,13 @@ class _ServerActor:
     # ----------------------------------------------------------------- failing fast while there is no connection
 
     def start_failing_fast(self) -> None:
-        """Answer every request at once with ``server_unavailable`` until a connection serves calls again."""
+        """Answer every request at once with ``server_unavailable`` until a connection serves calls again.
+
+        While no connection serves, one task drains the inbox and answers each request with why the
+        server is down, so a caller never waits out a backoff or a reconnect. A connection that comes
+        up cancels that task's scope (its workers take the inbox over); losing it starts a fresh one.
+        Idempotent: a scope not yet cancelled means the fail-fast task is already running.
+        """
         if self.fail_fast_scope.cancel_called:
             self.fail_fast_scope = trio.CancelScope()
             self.nursery.start_soon(self.fail_fast, self.fail_fast_scope)
@@ -263,8 +269,8 @@ class _ServerActor:
         """The connection of ``link`` is gone: fail calls fast, and remember why."""
         self.start_failing_fast()
         self.status.last_loss = link
-        self.status.last_error = str(
-            ServerUnavailable(self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail())
+        self.status.last_error = server_unavailable_message(
+            self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail()
         )
         self.status.set_state(ServerState.RESTARTING)
 

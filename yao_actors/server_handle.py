@@ -21,7 +21,7 @@ import attrs
 import mcp.types
 import trio
 
-from yao_actors.errors import ErrorKind, ServerUnavailable
+from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.results import ToolOutcome
 from yao_actors.specs import ServerSpec
@@ -142,13 +142,13 @@ class CallRequest:
 
 def unavailable_outcome(server_id: str, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:
     """A ``server_unavailable`` outcome saying why (with the exit code and stderr tail ``link`` knows)."""
-    error = ServerUnavailable(
+    error = server_unavailable_message(
         server_id,
         reason,
         exit_code=link.exit_code if link else None,
         stderr_tail=link.stderr_tail() if link else "",
     )
-    return ToolOutcome(error=str(error), kind=ErrorKind.SERVER_UNAVAILABLE, duration=trio.current_time() - started)
+    return ToolOutcome(error=error, kind=ErrorKind.SERVER_UNAVAILABLE, duration=trio.current_time() - started)
 
 
 @attrs.define(eq=False)

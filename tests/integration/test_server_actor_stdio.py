@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ from yao_actors.config import Config, RestartPolicy, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerState
-from yao_actors.transports import Link, open_stdio_transport, stdio
+from yao_actors.transports import LineLimits, Link, open_client, open_stdio_transport
 
 FAST_RESTART = RestartPolicy(max_restarts=3, backoff_initial=0.05, backoff_max=0.5)
 
@@ -121,11 +122,13 @@ def script(source: str) -> StdioTransport:
     return StdioTransport(command=sys.executable, args=("-c", source))
 
 
-async def test_an_endless_stdout_line_loses_the_link(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stdio, "STDOUT_LINE_LIMIT", 100_000)
+async def test_an_endless_stdout_line_loses_the_link() -> None:
     link = Link()
     with trio.fail_after(30):
-        async with open_stdio_transport(script(ENDLESS_STDOUT_LINE), link) as (read_stream, _):
+        async with open_stdio_transport(script(ENDLESS_STDOUT_LINE), link, LineLimits(stdout=100_000)) as (
+            read_stream,
+            _,
+        ):
             await link.lost.wait()
             assert link.reason == "stdout line over 100000 bytes"
             assert link.exit_code is None  # the server is still writing: the line alone failed it
@@ -134,11 +137,11 @@ async def test_an_endless_stdout_line_loses_the_link(monkeypatch: pytest.MonkeyP
     assert process_gone(link.pid or 0)
 
 
-async def test_an_endless_stdout_line_restarts_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stdio, "STDOUT_LINE_LIMIT", 100_000)
+async def test_an_endless_stdout_line_restarts_the_server() -> None:
     spec = ServerSpec(id="flood", transport=script(ENDLESS_STDOUT_LINE), restart=FAST_RESTART)
+    connect = functools.partial(open_client, line_limits=LineLimits(stdout=100_000))
     with trio.fail_after(30):
-        async with running(spec) as handle:
+        async with running(spec, connect=connect) as handle:
             assert handle.state in (ServerState.RESTARTING, ServerState.STARTING, ServerState.DOWN)
             assert "stdout line over 100000 bytes" in (handle.statistics().last_error or "")
             outcome = await handle.call_tool("echo", {"text": "x"})
@@ -146,12 +149,11 @@ async def test_an_endless_stdout_line_restarts_the_server(monkeypatch: pytest.Mo
     assert "stdout line over 100000 bytes" in (outcome.error or "")
 
 
-async def test_long_stderr_lines_are_cut_and_the_tail_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stdio, "STDERR_LINE_LIMIT", 50)
+async def test_long_stderr_lines_are_cut_and_the_tail_kept() -> None:
     source = "import sys\nsys.stderr.write('a' * 1_000_000 + '\\nshort\\n' + 'b' * 1_000_000)\nsys.exit(4)"
     link = Link()
     with trio.fail_after(30):
-        async with open_stdio_transport(script(source), link):
+        async with open_stdio_transport(script(source), link, LineLimits(stderr=50)):
             await link.lost.wait()
     assert link.exit_code == 4
     assert list(link.stderr_lines) == [

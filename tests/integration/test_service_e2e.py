@@ -19,7 +19,7 @@ from yao_actors.events import parse_event
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
-from yao_actors.service.chat import chat, open_client
+from yao_actors.service.chat import chat, open_service_connection
 from yao_actors.testing import FunctionModel
 
 SEED_QUESTION = "北京今天适合穿什么?"
@@ -63,7 +63,7 @@ async def _wait_for_cancelled_execution(runtime: Runtime) -> None:
 
 async def test_the_seeds_question_end_to_end() -> None:
     with trio.fail_after(60):
-        async with demo_service() as service, open_client(service.url) as ws:
+        async with demo_service() as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame(SEED_QUESTION, run_id="seed"))
             events = await until_terminal(ws, "seed")
     for event in events:
@@ -82,7 +82,7 @@ async def test_the_seeds_question_end_to_end() -> None:
 
 async def test_two_threads_at_once_over_the_real_runtime() -> None:
     with trio.fail_after(60):
-        async with demo_service() as service, open_client(service.url) as ws:
+        async with demo_service() as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame(SEED_QUESTION, run_id="zh", thread_id="t-zh"))
             await send(ws, run_frame("What should I wear in Beijing today?", run_id="en", thread_id="t-en"))
             order: list[str] = []
@@ -99,7 +99,7 @@ async def test_two_threads_at_once_over_the_real_runtime() -> None:
 
 async def test_cancel_over_the_real_runtime_cancels_the_tool_call() -> None:
     with trio.fail_after(60):
-        async with slow_tool_service() as (runtime, service), open_client(service.url) as ws:
+        async with slow_tool_service() as (runtime, service), open_service_connection(service.url) as ws:
             await send(ws, run_frame("go", run_id="r1"))
             while (await receive(ws))["type"] != "TOOL_CALL_END":
                 pass
@@ -117,7 +117,7 @@ async def test_cancel_over_the_real_runtime_cancels_the_tool_call() -> None:
 async def test_a_vanished_client_cancels_its_tool_calls() -> None:
     with trio.fail_after(60):
         async with slow_tool_service() as (runtime, service):
-            async with open_client(service.url) as ws:
+            async with open_service_connection(service.url) as ws:
                 await send(ws, run_frame("go", run_id="r1"))
                 while (await receive(ws))["type"] != "TOOL_CALL_END":
                     pass

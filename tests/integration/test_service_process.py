@@ -16,7 +16,7 @@ from trio_websocket import ConnectionClosed
 from tests.integration.test_service_e2e import SEED_QUESTION
 from tests.process_support import read_line
 from tests.service.support import receive, send
-from yao_actors.service.chat import open_client
+from yao_actors.service.chat import open_service_connection
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,7 @@ async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
             banner = await read_line(process.stdout)
             match = re.search(r"ws://127\.0\.0\.1:\d+/", banner)
             assert match, banner
-            async with open_client(match.group()) as ws:
+            async with open_service_connection(match.group()) as ws:
                 await send(ws, {"type": "ping"})
                 assert await receive(ws) == {"type": "pong"}
                 children = _descendants(process.pid)

@@ -19,7 +19,7 @@ from yao_actors.service.auth import (
     resolve_token,
     selected_subprotocol,
 )
-from yao_actors.service.chat import open_client
+from yao_actors.service.chat import open_service_connection
 
 TOKEN = "s3cret-token"
 
@@ -125,7 +125,7 @@ async def test_the_right_token_is_accepted(browser_style: bool) -> None:
     with trio.fail_after(10):
         async with (
             running_service(FakeRuntime(), token=TOKEN) as service,
-            open_client(service.url, token=TOKEN, browser_style=browser_style) as ws,
+            open_service_connection(service.url, token=TOKEN, browser_style=browser_style) as ws,
         ):
             await send(ws, {"type": "ping"})
             assert await receive(ws) == {"type": "pong"}
@@ -136,7 +136,7 @@ async def test_the_client_reports_a_rejection() -> None:
     with trio.fail_after(10):
         async with running_service(FakeRuntime(), token=TOKEN) as service:
             with pytest.raises(ConnectionRejected) as rejected:
-                async with open_client(service.url, token="wrong"):
+                async with open_service_connection(service.url, token="wrong"):
                     pass
     assert rejected.value.status_code == 401
 
@@ -146,7 +146,7 @@ async def test_the_token_from_the_environment_is_enforced(monkeypatch: pytest.Mo
     with trio.fail_after(10):
         async with running_service(FakeRuntime()) as service:
             assert await handshake_status(service.port) == 401
-            async with open_client(service.url, token=TOKEN) as ws:
+            async with open_service_connection(service.url, token=TOKEN) as ws:
                 await send(ws, {"type": "ping"})
                 assert await receive(ws) == {"type": "pong"}
 
@@ -186,7 +186,7 @@ async def test_listens_beyond_loopback_with_a_token() -> None:
     with trio.fail_after(10):
         async with (
             open_service(FakeRuntime(), ServiceSpec(host="0.0.0.0", port=0, token=TOKEN)) as service,
-            open_client(f"ws://127.0.0.1:{service.port}/", token=TOKEN) as ws,
+            open_service_connection(f"ws://127.0.0.1:{service.port}/", token=TOKEN) as ws,
         ):
             await send(ws, {"type": "ping"})
             assert await receive(ws) == {"type": "pong"}

@@ -23,13 +23,13 @@ from tests.service.support import (
 )
 from yao_actors.config import ServiceSpec
 from yao_actors.service import ServiceStatistics, serve_service
-from yao_actors.service.chat import open_client
+from yao_actors.service.chat import open_service_connection
 
 
 async def test_a_run_streams_its_events_in_order_and_ends_once() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_client(service.url) as ws:
+        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("what is the weather", run_id="r1", thread_id="t1"))
             events = await until_terminal(ws, "r1")
     types = [e["type"] for e in events]
@@ -46,7 +46,7 @@ async def test_a_run_streams_its_events_in_order_and_ends_once() -> None:
 async def test_two_threads_on_one_connection_interleave() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_client(service.url) as ws:
+        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("hold:a", run_id="ra", thread_id="ta"))
             await send(ws, run_frame("hold:b", run_id="rb", thread_id="tb"))
             started = {(await receive(ws))["runId"] for _ in range(2)}
@@ -63,7 +63,7 @@ async def test_two_threads_on_one_connection_interleave() -> None:
 async def test_cancel_stops_a_run_with_one_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_client(service.url) as ws:
+        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("hold:never", run_id="r1"))
             assert (await receive(ws))["type"] == "RUN_STARTED"
             await send(ws, {"type": "cancel", "runId": "r1"})
@@ -79,7 +79,7 @@ async def test_cancel_stops_a_run_with_one_terminal_event() -> None:
 
 async def test_cancel_of_an_unknown_run_is_ignored() -> None:
     with trio.fail_after(10):
-        async with running_service(FakeRuntime()) as service, open_client(service.url) as ws:
+        async with running_service(FakeRuntime()) as service, open_service_connection(service.url) as ws:
             await send(ws, {"type": "cancel", "runId": "nobody"})
             await send(ws, {"type": "ping"})
             assert await receive(ws) == {"type": "pong"}
@@ -110,7 +110,7 @@ async def test_a_malformed_frame_gets_its_code_and_the_connection_goes_on(frame:
     with trio.fail_after(10):
         async with (
             running_service(FakeRuntime(), max_frame_bytes=4096) as service,
-            open_client(service.url) as ws,
+            open_service_connection(service.url) as ws,
         ):
             await ws.send_message(frame)
             error = await receive(ws)
@@ -124,7 +124,7 @@ async def test_a_malformed_frame_gets_its_code_and_the_connection_goes_on(frame:
 
 async def test_a_bad_request_names_the_field() -> None:
     with trio.fail_after(10):
-        async with running_service(FakeRuntime()) as service, open_client(service.url) as ws:
+        async with running_service(FakeRuntime()) as service, open_service_connection(service.url) as ws:
             await send(ws, {"type": "run", "runId": "r9", "messages": [{"role": "robot", "content": "x"}]})
             error = await receive(ws)
     assert error["message"].startswith("messages[0].role:")
@@ -134,7 +134,7 @@ async def test_a_bad_request_names_the_field() -> None:
 async def test_a_frame_far_beyond_the_limit_closes_the_connection() -> None:
     with trio.fail_after(10):
         async with running_service(FakeRuntime(), max_frame_bytes=1024) as service:
-            async with open_client(service.url) as ws:
+            async with open_service_connection(service.url) as ws:
                 await ws.send_message("x" * 1024 * 10)
                 with pytest.raises(ConnectionClosed) as closed:
                     await ws.get_message()
@@ -144,7 +144,7 @@ async def test_a_frame_far_beyond_the_limit_closes_the_connection() -> None:
 async def test_a_duplicate_run_id_is_refused() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_client(service.url) as ws:
+        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("hold:x", run_id="same"))
             assert (await receive(ws))["type"] == "RUN_STARTED"
             await send(ws, run_frame("again", run_id="same"))
@@ -159,7 +159,7 @@ async def test_too_many_runs_on_one_connection() -> None:
     with trio.fail_after(10):
         async with (
             running_service(runtime, max_runs_per_connection=2) as service,
-            open_client(service.url) as ws,
+            open_service_connection(service.url) as ws,
         ):
             for n in range(3):
                 await send(ws, run_frame("hold:x", run_id=f"r{n}", thread_id=f"t{n}"))
@@ -177,8 +177,8 @@ async def test_too_many_runs_in_the_whole_service() -> None:
     with trio.fail_after(10):
         async with (
             running_service(runtime, max_runs=1) as service,
-            open_client(service.url) as first,
-            open_client(service.url) as second,
+            open_service_connection(service.url) as first,
+            open_service_connection(service.url) as second,
         ):
             await send(first, run_frame("hold:x", run_id="r1"))
             assert (await receive(first))["type"] == "RUN_STARTED"
@@ -195,9 +195,9 @@ async def test_too_many_runs_in_the_whole_service() -> None:
 async def test_too_many_connections_are_rejected_at_the_handshake() -> None:
     with trio.fail_after(10):
         async with running_service(FakeRuntime(), max_connections=1) as service:
-            async with open_client(service.url):
+            async with open_service_connection(service.url):
                 status = await handshake_status(service.port)
-            async with open_client(service.url) as ws:
+            async with open_service_connection(service.url) as ws:
                 await send(ws, {"type": "ping"})
                 assert await receive(ws) == {"type": "pong"}
     assert status == 503
@@ -224,7 +224,7 @@ async def test_a_vanished_client_cancels_its_runs_at_once() -> None:
 async def test_a_slow_reader_slows_its_run_instead_of_buffering() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(30):
-        async with running_service(runtime) as service, open_client(service.url) as ws:
+        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("flood:2000", run_id="r1"))
             previous = -1
             while runtime.sent.get("r1", 0) != previous:  # until the run stalls on the full pipe
@@ -242,7 +242,7 @@ async def test_an_idle_connection_is_closed() -> None:
     with trio.fail_after(10):
         async with (
             running_service(FakeRuntime(), idle_timeout=0.3) as service,
-            open_client(service.url) as ws,
+            open_service_connection(service.url) as ws,
         ):
             with pytest.raises(ConnectionClosed) as closed:
                 await ws.get_message()
@@ -253,7 +253,7 @@ async def test_an_idle_connection_is_closed() -> None:
 async def test_a_connection_with_a_run_in_flight_is_not_idle() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, idle_timeout=0.2) as service, open_client(service.url) as ws:
+        async with running_service(runtime, idle_timeout=0.2) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("hold:x", run_id="r1"))
             assert (await receive(ws))["type"] == "RUN_STARTED"
             await trio.sleep(0.6)
@@ -278,7 +278,7 @@ async def test_the_page_is_served_over_plain_http_on_the_same_port() -> None:
             page = await _http_get(service.port, "/")
             missing = await _http_get(service.port, "/etc/passwd")
             posted = await _http_get(service.port, "/", method="POST")
-            async with open_client(service.url) as ws:
+            async with open_service_connection(service.url) as ws:
                 await send(ws, {"type": "ping"})
                 pong = await receive(ws)
     head, _, body = page.partition(b"\r\n\r\n")
@@ -293,7 +293,7 @@ async def test_the_page_is_served_over_plain_http_on_the_same_port() -> None:
 async def test_graceful_shutdown_lets_short_runs_finish() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=5) as service, open_client(service.url) as ws:
+        async with running_service(runtime, shutdown_grace=5) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("hold:x", run_id="r1"))
             assert (await receive(ws))["type"] == "RUN_STARTED"
             async with trio.open_nursery() as nursery:
@@ -311,7 +311,7 @@ async def test_graceful_shutdown_lets_short_runs_finish() -> None:
 async def test_graceful_shutdown_cancels_long_runs_with_a_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=0.2) as service, open_client(service.url) as ws:
+        async with running_service(runtime, shutdown_grace=0.2) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("hold:never", run_id="r1"))
             assert (await receive(ws))["type"] == "RUN_STARTED"
             async with trio.open_nursery() as nursery:
@@ -328,7 +328,7 @@ async def test_graceful_shutdown_cancels_long_runs_with_a_terminal_event() -> No
 async def test_no_new_runs_or_connections_while_shutting_down() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=5) as service, open_client(service.url) as ws:
+        async with running_service(runtime, shutdown_grace=5) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("hold:x", run_id="r1"))
             assert (await receive(ws))["type"] == "RUN_STARTED"
             async with trio.open_nursery() as nursery:
@@ -345,7 +345,7 @@ async def test_no_new_runs_or_connections_while_shutting_down() -> None:
 
 async def test_a_run_that_ends_without_a_terminal_event_still_gets_one() -> None:
     with trio.fail_after(10):
-        async with running_service(FakeRuntime()) as service, open_client(service.url) as ws:
+        async with running_service(FakeRuntime()) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("vanish", run_id="r1"))
             events = await until_terminal(ws, "r1")
     assert events[-1]["type"] == "RUN_ERROR"
@@ -388,7 +388,7 @@ async def test_serve_service_reports_its_handle_and_returns_after_shutdown() -> 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             service = await nursery.start(serve_service, FakeRuntime(), ServiceSpec(host="127.0.0.1", port=0))
-            async with open_client(service.url) as ws:
+            async with open_service_connection(service.url) as ws:
                 await send(ws, {"type": "ping"})
                 assert await receive(ws) == {"type": "pong"}
             await service.shutdown()

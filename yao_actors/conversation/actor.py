@@ -15,7 +15,7 @@ import attrs
 import trio
 
 from yao_actors.conversation.run import Answer, Run, RunResources
-from yao_actors.errors import ModelError, RunError, exception_leaves
+from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models.base import Message, Usage
@@ -49,7 +49,7 @@ class RunResult:
     data: Any = None
     note: str | None = None
     error: str | None = None
-    code: str | None = None
+    code: RunErrorCode | None = None
     events: tuple[EventDict, ...] = ()
 
 
@@ -173,7 +173,7 @@ class _ConversationActor:
                 ending = await _answer(run, order, [*run.history, *order.messages])
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
-                ending = RunError(f"the run deadline of {timeout:g} s expired", code="run_timeout")
+                ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
         finally:
             # The close-out runs shielded: a cancelled run (its consumer left, the runtime is
             # closing) must still record its history and emit its one terminal event. It is
@@ -214,11 +214,11 @@ async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> End
     except* RunError as group:
         failure = exception_leaves(group)[0]
     except* ModelError as group:
-        failure = RunError(str(exception_leaves(group)[0]), code="model_error")
+        failure = RunError(str(exception_leaves(group)[0]), code=RunErrorCode.MODEL_ERROR)
     except* Exception as group:
         error = exception_leaves(group)[0]
         logger.error("run %s failed", order.run_id, exc_info=error)
-        failure = RunError(f"internal error: {type(error).__name__}: {error}", code="internal_error")
+        failure = RunError(f"internal error: {type(error).__name__}: {error}", code=RunErrorCode.INTERNAL_ERROR)
     assert failure is not None
     return failure
 
@@ -249,7 +249,7 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
         await events.run_started()
     await run.emit_settled(unreported)
     if result.outcome is Outcome.ERROR:
-        await events.run_error(result.error or "", code=result.code or "run_error", usage=run.usage)
+        await events.run_error(result.error or "", code=result.code or RunErrorCode.RUN_ERROR, usage=run.usage)
     else:
         cancelled_run = result.outcome is Outcome.CANCELLED
         await events.run_finished(_finished_value(result), cancelled=cancelled_run, usage=run.usage)

@@ -30,7 +30,7 @@ from yao_actors.dispatch import (
     execute_tool_calls,
     failed_result,
 )
-from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError
+from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
 from yao_actors.events import Outcome, RunEvents
 from yao_actors.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_DESCRIPTION, build_fallback_brief, fallback_messages
 from yao_actors.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
@@ -58,12 +58,12 @@ TOOL_RETRY_PROMPT = (
 V = TypeVar("V")
 
 
-def _lookup(table: Mapping[str, V], key: str, what: str) -> V:
-    """``table[key]``, or a ``RunError`` (code ``unknown_<what>``) naming what is known."""
+def _lookup(table: Mapping[str, V], key: str, what: str, code: RunErrorCode) -> V:
+    """``table[key]``, or a ``RunError`` with ``code`` naming what is known."""
     value = table.get(key)
     if value is None:
         known = ", ".join(sorted(table)) or "none"
-        raise RunError(f"unknown {what} {key!r} (known: {known})", code=f"unknown_{what}")
+        raise RunError(f"unknown {what} {key!r} (known: {known})", code=code)
     return value
 
 
@@ -80,11 +80,11 @@ class RunResources:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
         if isinstance(ref, AssistantSpec):
             return ref
-        return _lookup(self.assistants, ref, "assistant")
+        return _lookup(self.assistants, ref, "assistant", RunErrorCode.UNKNOWN_ASSISTANT)
 
     def model(self, model_id: str) -> Model:
         """A model by id; ``RunError`` code ``unknown_model`` if there is none."""
-        return _lookup(self.models, model_id, "model")
+        return _lookup(self.models, model_id, "model", RunErrorCode.UNKNOWN_MODEL)
 
 
 @attrs.frozen
@@ -215,7 +215,7 @@ class Run:
     async def delegate(self, assistant_id: str, conversation: list[Message], depth: int) -> Answer:
         """Run another assistant on the conversation, as a subagent of this run."""
         if depth >= MAX_DELEGATION_DEPTH:
-            raise RunError(f"delegation deeper than {MAX_DELEGATION_DEPTH} assistants", code="hook_error")
+            raise RunError(f"delegation deeper than {MAX_DELEGATION_DEPTH} assistants", code=RunErrorCode.HOOK_ERROR)
         target = self.resources.assistant(assistant_id)
         subagent_id = await self.subagent_started(target.id)
         with self.events.attributed_to(subagent_id):
@@ -234,7 +234,7 @@ class Run:
                 model = self.resources.model(assistant.fallback_model or assistant.model)
                 completion = await self.call_model(assistant, model, fallback_messages(brief), [], "fallback")
         except (ModelError, RunError) as error:
-            code = error.code if isinstance(error, RunError) else "model_error"
+            code = error.code if isinstance(error, RunError) else RunErrorCode.MODEL_ERROR
             await self.events.subagent_error(subagent_id, str(error), code=code)
             self.subagents.remove(subagent_id)
             note = f"{reason}; the fallback assistant failed too ({error}): finished with what the run has"
@@ -256,7 +256,7 @@ class Run:
         try:
             catalog = await self.resources.catalogs.get(assistant, self.resources.servers, override=override)
         except ConfigError as error:
-            raise RunError(str(error), code="config_error") from error
+            raise RunError(str(error), code=RunErrorCode.CONFIG_ERROR) from error
         for warning in catalog.warnings:
             logger.warning("assistant %s: %s", assistant.id, warning)
         return catalog
@@ -360,7 +360,7 @@ class Run:
             await self.events.tool_call_result(self.new_message_id(), result)
         while self.subagents:
             message = "the run ended before the subagent finished"
-            await self.events.subagent_error(self.subagents.pop(), message, code="run_ended")
+            await self.events.subagent_error(self.subagents.pop(), message, code=RunErrorCode.RUN_ENDED)
 
 
 class MaxTurns(Exception):

@@ -1,6 +1,6 @@
 """The terminal client: ``yao-actors chat "question"`` — ask over the websocket and print the stream as it arrives.
 
-:func:`open_client` is the connection (also what tests and the load benchmark use); :func:`chat` sends one
+:func:`open_service_connection` is the connection (also what tests and the load benchmark use); :func:`chat` sends one
 question and renders the run with a :class:`Renderer` (readable, or raw JSON lines with ``--json``). The exit
 code is 0 when the run finished, 1 on ``RUN_ERROR``, 2 when the service could not be reached or refused us.
 """
@@ -34,7 +34,7 @@ CONNECT_TIMEOUT: Final = 10.0
 
 
 @asynccontextmanager
-async def open_client(
+async def open_service_connection(
     url: str = DEFAULT_URL, *, token: str | None = None, browser_style: bool = False
 ) -> AsyncIterator[WebSocketConnection]:
     """Connect to the service at ``url`` (``ws://`` only), presenting ``token`` if given.
@@ -217,7 +217,7 @@ async def chat(
         frame["assistant"] = assistant
     renderer = Renderer(out=out, live=out.isatty())
     try:
-        async with open_client(url, token=token) as ws:
+        async with open_service_connection(url, token=token) as ws:
             await ws.send_message(json.dumps(frame, ensure_ascii=False))
             return await _follow(ws, run_id, renderer if not raw else None, out)
     except ConnectionRejected as rejected:

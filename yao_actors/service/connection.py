@@ -26,15 +26,11 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from yao_actors.config import ServiceSpec
-from yao_actors.errors import RunError
+from yao_actors.errors import FrameError, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, RunEvents
 from yao_actors.service.protocol import (
-    BAD_REQUEST,
     PONG,
-    SHUTTING_DOWN,
-    TOO_MANY_RUNS,
     CancelFrame,
-    FrameError,
     PingFrame,
     RunFrame,
     encode,
@@ -50,7 +46,7 @@ CLOSE_GOING_AWAY: Final = 1001
 Event = Mapping[str, Any]
 
 
-class RunStream(Protocol):
+class EventStream(Protocol):
     """The events of one run (``Runtime.open_run`` yields one): iterate them; ``cancel`` still ends with one."""
 
     def cancel(self) -> None:
@@ -70,7 +66,7 @@ class RunOpener(Protocol):
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
-    ) -> AbstractAsyncContextManager[RunStream]:
+    ) -> AbstractAsyncContextManager[EventStream]:
         """Start a run; the context yields its events and cancels the run when left early."""
         ...
 
@@ -103,17 +99,17 @@ class RunBudget:
 
 
 @attrs.define(eq=False)
-class _Run:
+class _RelayedRun:
     """One run of a connection: its stream once open, a cancel that may come before it, what was relayed."""
 
     run_id: str
     thread_id: str
-    stream: RunStream | None = None
+    stream: EventStream | None = None
     cancel_requested: bool = False
     last_seq: int = 0
     ended: bool = False
 
-    def attach(self, stream: RunStream) -> None:
+    def attach(self, stream: EventStream) -> None:
         """The run's stream is open; a cancel asked for before now takes effect."""
         self.stream = stream
         if self.cancel_requested:
@@ -147,7 +143,7 @@ class Connection:
     close_reason: str | None = None
     #: The client left or stopped answering: nothing more can be sent, not even a close frame.
     lost: bool = False
-    _runs: dict[str, _Run] = attrs.field(factory=dict, init=False)
+    _runs: dict[str, _RelayedRun] = attrs.field(factory=dict, init=False)
     _reading: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _everything: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _outgoing: tuple[trio.MemorySendChannel[str], trio.MemoryReceiveChannel[str]] = attrs.field(
@@ -202,7 +198,7 @@ class Connection:
             else:
                 self._start_run(frame, runs)
         except FrameError as error:
-            refused = _Run(run_id=error.run_id or "", thread_id="")
+            refused = _RelayedRun(run_id=error.run_id or "", thread_id="")
             await self._emitter(refused).run_error(str(error), code=error.code)
 
     def _cancel(self, run_id: str) -> None:
@@ -214,24 +210,28 @@ class Connection:
     def _start_run(self, frame: RunFrame, runs: trio.Nursery) -> None:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
         if frame.run_id in self._runs:
-            raise FrameError(BAD_REQUEST, f"runId {frame.run_id!r} is already running", run_id=frame.run_id)
+            raise FrameError(
+                RunErrorCode.BAD_REQUEST, f"runId {frame.run_id!r} is already running", run_id=frame.run_id
+            )
         if self.budget.closing:
-            raise FrameError(SHUTTING_DOWN, "the service is shutting down", run_id=frame.run_id)
+            raise FrameError(RunErrorCode.SHUTTING_DOWN, "the service is shutting down", run_id=frame.run_id)
         if len(self._runs) >= self.spec.max_runs_per_connection:
             raise FrameError(
-                TOO_MANY_RUNS,
+                RunErrorCode.TOO_MANY_RUNS,
                 f"this connection already has {len(self._runs)} runs in flight "
                 f"(limit {self.spec.max_runs_per_connection})",
                 run_id=frame.run_id,
             )
         if not self.budget.try_acquire():
             raise FrameError(
-                TOO_MANY_RUNS, f"the service is at its limit of {self.budget.limit} runs", run_id=frame.run_id
+                RunErrorCode.TOO_MANY_RUNS,
+                f"the service is at its limit of {self.budget.limit} runs",
+                run_id=frame.run_id,
             )
-        run = self._runs[frame.run_id] = _Run(run_id=frame.run_id, thread_id=frame.thread_id or "")
+        run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id=frame.thread_id or "")
         runs.start_soon(self._run, frame, run)
 
-    async def _run(self, frame: RunFrame, run: _Run) -> None:
+    async def _run(self, frame: RunFrame, run: _RelayedRun) -> None:
         """Relay one run, then free its slots."""
         try:
             await self._relay(frame, run)
@@ -239,7 +239,7 @@ class Connection:
             del self._runs[frame.run_id]
             self.budget.release()
 
-    async def _relay(self, frame: RunFrame, run: _Run) -> None:
+    async def _relay(self, frame: RunFrame, run: _RelayedRun) -> None:
         """Forward the run's events up to its terminal one; make sure the client gets exactly one."""
         try:
             async with self.runtime.open_run(
@@ -257,9 +257,11 @@ class Connection:
                 run.ended = True
                 await self._emitter(run).run_error(str(error), code=error.code)
         if not run.ended:
-            await self._emitter(run).run_error("the run ended without a terminal event", code="run_incomplete")
+            await self._emitter(run).run_error(
+                "the run ended without a terminal event", code=RunErrorCode.RUN_INCOMPLETE
+            )
 
-    def _emitter(self, run: _Run) -> RunEvents:
+    def _emitter(self, run: _RelayedRun) -> RunEvents:
         """An emitter for the events the front end writes itself, numbered after those already relayed."""
         emitter = RunEvents(run_id=run.run_id, thread_id=run.thread_id, send=self._emit)
         emitter.seq = run.last_seq

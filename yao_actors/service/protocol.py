@@ -29,13 +29,9 @@ from typing import Any, Final
 import attrs
 import jsonschema  # type: ignore[import-untyped]
 
-from yao_actors.errors import YaoActorsError
+from yao_actors.errors import FrameError, RunErrorCode
 
 #: ``RUN_ERROR`` codes of the front end.
-BAD_REQUEST: Final = "bad_request"
-FRAME_TOO_LARGE: Final = "frame_too_large"
-TOO_MANY_RUNS: Final = "too_many_runs"
-SHUTTING_DOWN: Final = "shutting_down"
 
 #: The assistant a ``run`` frame without ``assistant`` goes to.
 DEFAULT_ASSISTANT: Final = "default"
@@ -92,15 +88,6 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
 _VALIDATORS: Final = {name: jsonschema.Draft202012Validator(schema) for name, schema in FRAME_SCHEMAS.items()}
 
 
-class FrameError(YaoActorsError):
-    """A client frame was refused; ``code`` is the ``RUN_ERROR`` code, ``run_id`` the frame's run if it named one."""
-
-    def __init__(self, code: str, message: str, *, run_id: str | None = None) -> None:
-        self.code = code
-        self.run_id = run_id
-        super().__init__(message)
-
-
 @attrs.frozen
 class RunFrame:
     """Start a run of ``assistant`` on thread ``thread_id`` (``None``: a new thread) with new ``messages``."""
@@ -133,24 +120,28 @@ def parse_frame(message: str | bytes, *, max_bytes: int) -> Frame:
     schema violations are ``bad_request`` with a message naming the offending field.
     """
     if isinstance(message, bytes):
-        raise FrameError(BAD_REQUEST, "binary frames are not supported; send JSON text frames")
+        raise FrameError(RunErrorCode.BAD_REQUEST, "binary frames are not supported; send JSON text frames")
     size = len(message.encode())
     if size > max_bytes:
-        raise FrameError(FRAME_TOO_LARGE, f"frame of {size} bytes exceeds the limit of {max_bytes} bytes")
+        raise FrameError(RunErrorCode.FRAME_TOO_LARGE, f"frame of {size} bytes exceeds the limit of {max_bytes} bytes")
     try:
         data = json.loads(message)
     except json.JSONDecodeError as error:
-        raise FrameError(BAD_REQUEST, f"frame is not valid JSON: {error}") from None
+        raise FrameError(RunErrorCode.BAD_REQUEST, f"frame is not valid JSON: {error}") from None
     if not isinstance(data, dict):
-        raise FrameError(BAD_REQUEST, "frame must be a JSON object")
+        raise FrameError(RunErrorCode.BAD_REQUEST, "frame must be a JSON object")
     run_id = data.get("runId") if isinstance(data.get("runId"), str) else None
     kind = data.get("type")
     validator = _VALIDATORS.get(kind) if isinstance(kind, str) else None
     if validator is None:
-        raise FrameError(BAD_REQUEST, f"type: must be one of {sorted(FRAME_SCHEMAS)}, got {kind!r}", run_id=run_id)
+        raise FrameError(
+            RunErrorCode.BAD_REQUEST, f"type: must be one of {sorted(FRAME_SCHEMAS)}, got {kind!r}", run_id=run_id
+        )
     problem = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if problem is not None:
-        raise FrameError(BAD_REQUEST, f"{_json_path(problem.absolute_path)}: {problem.message}", run_id=run_id)
+        raise FrameError(
+            RunErrorCode.BAD_REQUEST, f"{_json_path(problem.absolute_path)}: {problem.message}", run_id=run_id
+        )
     return _build(data)
 
 

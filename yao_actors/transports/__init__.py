@@ -32,7 +32,7 @@ from mcp.client.session import MessageHandlerFnT
 from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, open_http_transport
 from yao_actors.transports.link import Link
-from yao_actors.transports.stdio import open_stdio_transport, stop_process
+from yao_actors.transports.stdio import DEFAULT_LINE_LIMITS, LineLimits, open_stdio_transport, stop_process
 
 
 def _client_info() -> mcp.types.Implementation:
@@ -56,10 +56,17 @@ class Connector(Protocol):
 
 @asynccontextmanager
 async def open_client(
-    spec: ServerSpec, *, link: Link, message_handler: MessageHandlerFnT | None = None
+    spec: ServerSpec,
+    *,
+    link: Link,
+    message_handler: MessageHandlerFnT | None = None,
+    line_limits: LineLimits = DEFAULT_LINE_LIMITS,
 ) -> AsyncIterator[mcp.Client]:
-    """Connect to ``spec``'s server; yield the entered client. Enter and exit in one task."""
-    async with _open_transport(spec.transport, link) as target:
+    """Connect to ``spec``'s server; yield the entered client. Enter and exit in one task.
+
+    ``line_limits`` bound the lines of a stdio server (``functools.partial`` it into a connector to change them).
+    """
+    async with _open_transport(spec.transport, link, line_limits) as target:
         client = mcp.Client(
             target,
             mode="legacy",
@@ -73,12 +80,12 @@ async def open_client(
 
 @asynccontextmanager
 async def _open_transport(
-    transport: StdioTransport | HttpTransport | InMemoryTransport, link: Link
+    transport: StdioTransport | HttpTransport | InMemoryTransport, link: Link, line_limits: LineLimits
 ) -> AsyncIterator[Any]:
     """What ``mcp.Client`` connects to: transport streams, or the in-process server itself."""
     match transport:
         case StdioTransport():
-            async with open_stdio_transport(transport, link) as streams:
+            async with open_stdio_transport(transport, link, line_limits) as streams:
                 yield _Streams(streams)
         case HttpTransport():
             async with open_http_transport(transport, link) as streams:
@@ -111,6 +118,7 @@ __all__ = [
     "CLIENT_INFO",
     "TRANSPORT_FAILURE",
     "Connector",
+    "LineLimits",
     "Link",
     "ResilientTransport",
     "open_client",

@@ -4,9 +4,9 @@ The child runs in its own process group; the transport keeps its exit code and
 the last lines of its stderr (a bounded ring), reports its death, and on exit
 makes sure it is dead: close stdin, wait a little, SIGTERM the group, wait,
 SIGKILL — shielded and bounded, so a cancelled caller never leaves an orphan.
-Lines are bounded too: a stderr line is cut at ``STDERR_LINE_LIMIT`` bytes, and a
-stdout line (a JSON-RPC message) over ``STDOUT_LINE_LIMIT`` loses the link, so
-the server restarts.
+Lines are bounded too (:class:`LineLimits`): a stderr line is cut at
+``stderr`` bytes, and a stdout line (a JSON-RPC message) over ``stdout`` bytes
+loses the link, so the server restarts.
 """
 
 from __future__ import annotations
@@ -31,10 +31,6 @@ from yao_actors.transports.link import Link
 
 logger = logging.getLogger(__name__)
 
-#: Bytes of one stdout line (one JSON-RPC message) of a stdio server; a longer line is a protocol failure.
-STDOUT_LINE_LIMIT = 16 * 1024 * 1024
-#: Bytes of one stderr line of a stdio server kept; the rest of a longer line is dropped.
-STDERR_LINE_LIMIT = 4096
 #: Seconds a stdio server gets to exit after its stdin closes (SDK servers take seconds: do not wait for them).
 STDIN_GRACE = 0.2
 #: Seconds a stdio server gets to exit after SIGTERM, before SIGKILL.
@@ -43,9 +39,21 @@ TERM_GRACE = 1.0
 STDERR_FLUSH_WAIT = 0.5
 
 
+@attrs.frozen
+class LineLimits:
+    """Bytes of one line of a stdio server: ``stdout`` (one JSON-RPC message; a longer one is a protocol
+    failure) and ``stderr`` (kept for reports; the rest of a longer line is dropped)."""
+
+    stdout: int = 16 * 1024 * 1024
+    stderr: int = 4096
+
+
+DEFAULT_LINE_LIMITS = LineLimits()
+
+
 @asynccontextmanager
 async def open_stdio_transport(
-    params: StdioTransport, link: Link
+    params: StdioTransport, link: Link, limits: LineLimits = DEFAULT_LINE_LIMITS
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -70,9 +78,9 @@ async def open_stdio_transport(
     stderr_done = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_pump_stdout, process, read_writer, link)
+            nursery.start_soon(_pump_stdout, process, read_writer, link, limits.stdout)
             nursery.start_soon(_pump_stdin, process, write_reader, link)
-            nursery.start_soon(_collect_stderr, process, link, stderr_done)
+            nursery.start_soon(_collect_stderr, process, link, stderr_done, limits.stderr)
             nursery.start_soon(_watch_exit, process, link, stderr_done)
             try:
                 yield read_stream, write_stream
@@ -122,18 +130,18 @@ class _LineSplitter:
 
 
 async def _pump_stdout(
-    process: trio.Process, sink: MemoryObjectSendStream[SessionMessage | Exception], link: Link
+    process: trio.Process, sink: MemoryObjectSendStream[SessionMessage | Exception], link: Link, limit: int
 ) -> None:
     """Parse the child's stdout, one JSON-RPC message a line, into the session's read stream.
 
-    A line over ``STDOUT_LINE_LIMIT`` loses ``link`` (the stream cannot be trusted past it) and ends the
+    A line over ``limit`` bytes loses ``link`` (the stream cannot be trusted past it) and ends the
     read stream, so the session fails its pending requests and supervision restarts the server.
     """
     assert process.stdout is not None
     async with sink:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            if await _forward_messages(process.stdout, sink):
-                link.mark_lost(f"stdout line over {STDOUT_LINE_LIMIT} bytes")
+            if await _forward_messages(process.stdout, sink, limit):
+                link.mark_lost(f"stdout line over {limit} bytes")
     # Reading on (and discarding) keeps a child that is still writing from blocking on a full pipe.
     with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         while await process.stdout.receive_some():
@@ -141,10 +149,10 @@ async def _pump_stdout(
 
 
 async def _forward_messages(
-    stdout: trio.abc.ReceiveStream, sink: MemoryObjectSendStream[SessionMessage | Exception]
+    stdout: trio.abc.ReceiveStream, sink: MemoryObjectSendStream[SessionMessage | Exception], limit: int
 ) -> bool:
     """Send each stdout line's message to ``sink`` until end of file; whether it stopped at a line too long."""
-    lines = _LineSplitter(STDOUT_LINE_LIMIT)
+    lines = _LineSplitter(limit)
     while chunk := await stdout.receive_some():
         for line, cut in lines.feed(chunk):
             if cut:
@@ -175,26 +183,26 @@ async def _pump_stdin(process: trio.Process, source: MemoryObjectReceiveStream[S
             link.mark_lost("the server closed its stdin")
 
 
-async def _collect_stderr(process: trio.Process, link: Link, done: trio.Event) -> None:
-    """Keep the last lines of the child's stderr in ``link.stderr_lines``."""
+async def _collect_stderr(process: trio.Process, link: Link, done: trio.Event, limit: int) -> None:
+    """Keep the last lines of the child's stderr in ``link.stderr_lines``, each cut at ``limit`` bytes."""
     assert process.stderr is not None
-    lines = _LineSplitter(STDERR_LINE_LIMIT)
+    lines = _LineSplitter(limit)
     try:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             while chunk := await process.stderr.receive_some():
                 for line, cut in lines.feed(chunk):
-                    text = _stderr_text(line, cut)
+                    text = _stderr_text(line, cut, limit)
                     logger.debug("server pid %s stderr: %s", process.pid, text)
                     link.stderr_lines.append(text)
         if rest := lines.rest():
-            link.stderr_lines.append(_stderr_text(rest, lines.cut))
+            link.stderr_lines.append(_stderr_text(rest, lines.cut, limit))
     finally:
         done.set()
 
 
-def _stderr_text(line: bytes, cut: bool) -> str:
+def _stderr_text(line: bytes, cut: bool, limit: int) -> str:
     text = line.decode(errors="replace").rstrip()
-    return f"{text} [line cut at {STDERR_LINE_LIMIT} bytes]" if cut else text
+    return f"{text} [line cut at {limit} bytes]" if cut else text
 
 
 async def _watch_exit(process: trio.Process, link: Link, stderr_done: trio.Event) -> None:

@@ -1,0 +1,48 @@
+"""The error tree and the RUN_ERROR codes: one enum, documented the same way in its docstring and in the README."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+import yao_actors
+from yao_actors import errors
+from yao_actors.errors import RunErrorCode, exception_leaves
+
+README = pathlib.Path(__file__).parent.parent / "README.md"
+
+
+def test_every_run_error_code_is_in_the_readme_table_and_nothing_else() -> None:
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("The `code` of a `RUN_ERROR`") :].split("\n\n")[1]
+    rows = re.findall(r"^\| `([a-z_]+)` \| ", table, flags=re.MULTILINE)
+    assert sorted(rows) == sorted(code.value for code in RunErrorCode)
+
+
+def test_every_run_error_code_is_in_the_docstring_table() -> None:
+    documented = re.findall(r"^ {4}``([a-z_]+)``", RunErrorCode.__doc__ or "", flags=re.MULTILINE)
+    assert sorted(documented) == sorted(code.value for code in RunErrorCode)
+
+
+def test_the_drawn_tree_names_every_exception_of_the_module() -> None:
+    drawn = set(re.findall(r"(?:[├└]── |^ {4})([A-Z]\w+)", errors.__doc__ or "", flags=re.MULTILINE))
+    defined = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == errors.__name__
+    }
+    assert drawn - {"RuntimeError"} == defined
+
+
+def test_exception_leaves_flattens_nested_groups_in_order() -> None:
+    first, second, third = KeyError("a"), ValueError("b"), OSError("c")
+    group = ExceptionGroup("outer", [first, ExceptionGroup("inner", [second, third])])
+    assert exception_leaves(group) == [first, second, third]
+
+
+def test_run_error_codes_are_public() -> None:
+    assert yao_actors.RunErrorCode is RunErrorCode
+    with pytest.raises(ValueError, match="no_such_code"):
+        RunErrorCode("no_such_code")
