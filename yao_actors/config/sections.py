@@ -5,6 +5,7 @@ Every section is checked even after a problem, so one load lists them all.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -59,15 +60,7 @@ class ConfigReader(ValueReader):
         return Config(servers=servers, models=models, assistants=assistants, service=service)
 
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
-        if not isinstance(value, dict):
-            self.fail(path, f"expected an object of servers, got {type_name(value)}")
-            return {}
-        servers = {}
-        for server_id, item in value.items():
-            spec = self.server(server_id, item, join_path(path, server_id))
-            if spec is not None:
-                servers[server_id] = spec
-        return servers
+        return self.entries(value, path, "servers", self.server)
 
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
         allowed = (
@@ -194,15 +187,7 @@ class ConfigReader(ValueReader):
         return result
 
     def models(self, value: Any, path: str) -> dict[str, ModelSpec]:
-        if not isinstance(value, dict):
-            self.fail(path, f"expected an object of models, got {type_name(value)}")
-            return {}
-        models = {}
-        for model_id, item in value.items():
-            spec = self.model(model_id, item, join_path(path, model_id))
-            if spec is not None:
-                models[model_id] = spec
-        return models
+        return self.entries(value, path, "models", self.model)
 
     def model(self, model_id: str, value: Any, path: str) -> ModelSpec | None:
         allowed = (
@@ -246,15 +231,9 @@ class ConfigReader(ValueReader):
     def assistants(
         self, value: Any, path: str, servers: Mapping[str, ServerSpec], models: Mapping[str, ModelSpec]
     ) -> dict[str, AssistantSpec]:
-        if not isinstance(value, dict):
-            self.fail(path, f"expected an object of assistants, got {type_name(value)}")
-            return {}
-        assistants = {}
-        for assistant_id, item in value.items():
-            spec = self.assistant(assistant_id, item, join_path(path, assistant_id), servers, models)
-            if spec is not None:
-                assistants[assistant_id] = spec
-        return assistants
+        return self.entries(
+            value, path, "assistants", functools.partial(self.assistant, servers=servers, models=models)
+        )
 
     def model_ref(self, value: Any, path: str, models: Mapping[str, ModelSpec]) -> str | None:
         model_id = self.string(value, path)

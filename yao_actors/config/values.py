@@ -8,8 +8,10 @@ builds the sections on top of it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -103,13 +105,22 @@ class ValueReader:
 
         return _ENV_REF.sub(substitute, value)
 
-    def string_map(self, value: Any, path: str) -> dict[str, str]:
+    def entries(self, value: Any, path: str, what: str, build: Callable[[str, Any, str], T | None]) -> dict[str, T]:
+        """An object of ``what`` by key, each entry made by ``build(key, item, path)``; entries it refuses are left out."""
         if not isinstance(value, dict):
-            self.fail(path, f"expected an object of strings, got {type_name(value)}")
+            self.fail(path, f"expected an object of {what}, got {type_name(value)}")
             return {}
-        result = {}
+        built = {}
         for key, item in value.items():
-            text = self.string(item, join_path(path, key), empty=True)
-            if text is not None:
-                result[key] = self.expand(text, join_path(path, key))
-        return result
+            entry = build(key, item, join_path(path, key))
+            if entry is not None:
+                built[key] = entry
+        return built
+
+    def string_map(self, value: Any, path: str) -> dict[str, str]:
+        """An object of strings, ``${VAR}`` references expanded."""
+        return self.entries(value, path, "strings", self._expanded)
+
+    def _expanded(self, key: str, item: Any, path: str) -> str | None:
+        text = self.string(item, path, empty=True)
+        return None if text is None else self.expand(text, path)
