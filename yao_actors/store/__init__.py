@@ -5,7 +5,8 @@
     ConversationStore     the interface (base.py): threads, runs, event logs, recovery
     ├── MemoryStore       the library's default; gone with the process
     ├── SqliteStore       one file on one machine; the service's default
-    └── RedisStore        shared by processes and machines (coredis)
+    └── RedisStore        shared by processes and machines (yao_actors.store.redis; needs the
+                          ``redis`` extra: coredis)
 
 ``open_store(StoreSpec)`` opens the one a ``store`` configuration section names
 (``parse_store_spec``) and closes the runs a dead process left running.
@@ -21,7 +22,6 @@ from yao_actors.store.base import (
     ThreadInfo,
 )
 from yao_actors.store.memory import MemoryStore
-from yao_actors.store.redis import RedisStore, open_redis_store
 from yao_actors.store.spec import StoreSpec, default_sqlite_path, open_store, parse_store_spec
 from yao_actors.store.sqlite import SqliteStore, open_sqlite_store
 
@@ -31,14 +31,12 @@ __all__ = [
     "INTERRUPTED_CODE",
     "ConversationStore",
     "MemoryStore",
-    "RedisStore",
     "RunRecord",
     "RunStatus",
     "SqliteStore",
     "StoreSpec",
     "ThreadInfo",
     "default_sqlite_path",
-    "open_redis_store",
     "open_sqlite_store",
     "open_store",
     "parse_store_spec",

@@ -145,13 +145,24 @@ return 1
 )
 
 
+_UNREACHABLE = (coredis.exceptions.ConnectionError, coredis.exceptions.AuthenticationError, OSError)
+
+
 @contextmanager
 def _reachable(url: str) -> Iterator[None]:
     """Turn the ways a Redis server can be out of reach into :class:`StoreUnavailable`."""
     try:
         yield
-    except (coredis.exceptions.ConnectionError, coredis.exceptions.AuthenticationError, OSError) as error:
+    except _UNREACHABLE as error:
         raise StoreUnavailable(f"Redis store at {url} is unreachable: {error}") from error
+
+
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception at the bottom of nested single-member groups (or the group itself)."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 @asynccontextmanager
@@ -166,11 +177,16 @@ async def open_redis_store(
 
     Raises :class:`~yao_actors.errors.StoreUnavailable` when it cannot be reached.
     """
-    with _reachable(url):
-        client = coredis.Redis.from_url(url, decode_responses=True, connect_timeout=CONNECT_TIMEOUT)
+    # coredis' client runs its connections in a task group, which wraps whatever leaves
+    # its block in an exception group: unwrap the one exception it was given back.
+    client = coredis.Redis.from_url(url, decode_responses=True, connect_timeout=CONNECT_TIMEOUT)
+    try:
         async with client:
-            await client.ping()
+            with _reachable(url):
+                await client.ping()
             yield RedisStore(client, url, prefix=prefix, event_ttl=event_ttl, clock=clock)
+    except BaseExceptionGroup as group:
+        raise _sole(group) from None
 
 
 @attrs.define(eq=False)

@@ -21,7 +21,6 @@ import attrs
 from yao_actors.errors import ConfigError
 from yao_actors.store.base import DEFAULT_EVENT_TTL, ConversationStore
 from yao_actors.store.memory import MemoryStore
-from yao_actors.store.redis import open_redis_store
 from yao_actors.store.sqlite import open_sqlite_store
 
 StoreType = Literal["memory", "sqlite", "redis"]
@@ -114,6 +113,10 @@ async def open_store(spec: StoreSpec, *, clock: Callable[[], float] = time.time)
         opened = open_sqlite_store(spec.path, event_ttl=spec.event_ttl, clock=clock)
     else:
         assert spec.url is not None
+        try:
+            from yao_actors.store.redis import open_redis_store  # coredis is an optional dependency
+        except ImportError as error:
+            raise ConfigError([f"store.type: 'redis' needs {error.name}: pip install 'yao-actors[redis]'"]) from error
         opened = open_redis_store(spec.url, prefix=spec.prefix, event_ttl=spec.event_ttl, clock=clock)
     async with opened as store:
         await store.close_interrupted_runs()
