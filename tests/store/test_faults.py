@@ -57,7 +57,7 @@ async def test_redis_down_at_open_is_unavailable(tmp_path: Path) -> None:
 
 
 async def test_redis_event_logs_expire(redis_server: RedisServer) -> None:
-    spec = StoreSpec("redis", url=redis_server.url, prefix="ttl:", event_ttl=0.3)
+    spec = StoreSpec("redis", url=redis_server.url, prefix="ttl:", event_ttl=1.0)
     with trio.fail_after(GUARD):
         async with open_store(spec) as store:
             await store.open_thread("t1", None)
