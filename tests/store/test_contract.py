@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,9 +173,11 @@ async def test_forget_deletes_the_thread_its_runs_and_their_events(store: Conver
         assert await store.load_history("t1") == []
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])  # Redis expires on its own clock: test_redis_event_logs_expire
 async def test_a_finished_runs_events_stay_for_event_ttl_after_its_last_event(
-    spec: StoreSpec, clock: Clock, redis_ttl_wait: None
+    kind: str, tmp_path: Path, clock: Clock
 ) -> None:
+    spec = StoreSpec("memory") if kind == "memory" else StoreSpec.sqlite(tmp_path / "conversations.sqlite3")
     with trio.fail_after(GUARD):
         async with open_store(spec, clock=clock) as store:
             await store.open_thread("t1", None)
@@ -187,12 +190,6 @@ async def test_a_finished_runs_events_stay_for_event_ttl_after_its_last_event(
             clock.advance(2)
             assert await store.read_events("r1") == []
             assert await store.get_run("r1") is not None  # the run outlives its log
-
-
-@pytest.fixture
-def redis_ttl_wait(spec: StoreSpec) -> None:
-    if spec.type == "redis":
-        pytest.skip("Redis expires keys on its own clock: test_redis_event_logs_expire covers it")
 
 
 @pytest.mark.parametrize("durable", ["sqlite", "redis"])
