@@ -12,7 +12,8 @@ Every exception this package raises on purpose is drawn here::
     │   ├── ModelTimeout       a connect or read deadline fired
     │   └── ModelStreamError   the stream was malformed or ended before its finish
     ├── RunError               a run could not start or go on; ``.code`` is its :class:`RunErrorCode`
-    └── FrameError             the service refused a client frame; ``.code`` is its :class:`RunErrorCode`
+    ├── FrameError             the service refused a client frame; ``.code`` is its :class:`RunErrorCode`
+    └── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
 
     RuntimeError
     └── StreamClosedError      an event was emitted after the run's terminal event (a bug in the caller)
@@ -95,6 +96,7 @@ class RunErrorCode(enum.StrEnum):
     ``run_timeout``       the run's deadline (``timeouts.run``) expired
     ``internal_error``    a bug: an unexpected exception inside the run (logged with its traceback)
     ``run_incomplete``    a bug: the run ended without its terminal event; the service wrote one
+    ``interrupted``       the process running the run ended first; a durable store closed the run
     ``run_ended``         (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
     ``run_error``         a run failed for a reason no other code names
     ====================  ==========================================================================
@@ -112,6 +114,7 @@ class RunErrorCode(enum.StrEnum):
     RUN_TIMEOUT = "run_timeout"
     INTERNAL_ERROR = "internal_error"
     RUN_INCOMPLETE = "run_incomplete"
+    INTERRUPTED = "interrupted"
     RUN_ENDED = "run_ended"
     RUN_ERROR = "run_error"
 
@@ -183,6 +186,10 @@ class FrameError(YaoActorsError):
         self.code = code
         self.run_id = run_id
         super().__init__(message)
+
+
+class StoreUnavailable(YaoActorsError):
+    """The conversation store cannot be reached or written; the call that raised it wrote nothing."""
 
 
 class StreamClosedError(RuntimeError):
