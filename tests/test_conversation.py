@@ -743,3 +743,10 @@ async def test_a_consumer_too_slow_for_the_close_out_still_gets_one_terminal_eve
     check_stream(events)
     assert events[-1]["type"] == "RUN_FINISHED"
     assert events[-1]["outcome"] == {"type": "cancelled"}
+
+
+async def test_a_thread_handle_holds_only_the_send_side_and_the_status() -> None:
+    async with open_weather_manager(scripted(text_reply("hi"))) as manager:
+        handle = await manager.thread("t")
+        held = [getattr(handle, field.name) for field in attrs.fields(type(handle))]
+    assert [type(value).__name__ for value in held] == ["str", "MemorySendChannel", "ThreadStatus"]

@@ -351,3 +351,10 @@ async def test_a_session_failing_as_a_whole_is_a_lost_server(autojump_clock: tri
         await handle.wait_for_state(ServerState.READY)
         assert (await handle.call_tool("echo", {"text": "again"})).result == {"text": "again"}
         assert lives == 2
+
+
+async def test_the_handle_holds_only_the_send_side_and_the_status() -> None:
+    async with running(memory_spec()) as handle:
+        held = [getattr(handle, field.name) for field in attrs.fields(type(handle))]
+    assert [type(value).__name__ for value in held] == ["ServerSpec", "MemorySendChannel", "ServerStatus"]
+    assert not any(isinstance(value, trio.Nursery | trio.MemoryReceiveChannel) for value in held)
