@@ -330,3 +330,13 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 def test_config_records_can_be_built_in_code() -> None:
     config = Config(servers={}, assistants={"a": AssistantSpec(id="a", model="demo")})
     assert config.service.port == 8765
+
+
+def test_expose_stderr_is_off_unless_set_to_true() -> None:
+    servers = {"quiet": {"command": "x"}, "loud": {"command": "x", "expose_stderr": True}}
+    config = parse_config({"mcpServers": servers}, environ=ENV)
+    assert not config.servers["quiet"].expose_stderr
+    assert config.servers["loud"].expose_stderr
+    assert problems_of({"mcpServers": {"s": {"command": "x", "expose_stderr": "yes"}}}) == [
+        "mcpServers.s.expose_stderr: expected true or false, got a string"
+    ]

@@ -90,7 +90,9 @@ class ServerSpec:
     ``timeout`` is the per-call deadline in seconds; ``max_concurrency`` the
     number of calls served at once, ``queue_size`` how many more may wait;
     ``dispatch`` ``"sequential"`` makes dispatch run this server's calls one by
-    one. ``samples`` maps tool names to their examples.
+    one. ``samples`` maps tool names to their examples. ``expose_stderr`` lets
+    the model and clients see the tail of a dead stdio server's stderr (it may
+    hold secrets; otherwise it goes to the logs and ``ToolOutcome.stderr_tail`` only).
     """
 
     id: str
@@ -102,6 +104,7 @@ class ServerSpec:
     restart: RestartPolicy = RestartPolicy()
     samples: Mapping[str, tuple[Sample, ...]] = attrs.field(factory=dict)
     connect_timeout: float = 30.0
+    expose_stderr: bool = False
 
 
 # --------------------------------------------------------------------------- models
@@ -407,7 +410,7 @@ class _Reader:
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
         allowed = (
             "type", "command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout",
-            "max_concurrency", "queue_size", "dispatch", "restart", "samples",
+            "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr",
         )  # fmt: skip
         item = self.obj(value, path, allowed)
         if item is None:
@@ -434,6 +437,8 @@ class _Reader:
             options["restart"] = self.restart(item["restart"], _join(path, "restart"))
         if "samples" in item:
             options["samples"] = self.samples(item["samples"], _join(path, "samples"))
+        if "expose_stderr" in item:
+            options["expose_stderr"] = self.boolean(item["expose_stderr"], _join(path, "expose_stderr"))
         if transport is None or None in options.values():
             return None
         return ServerSpec(id=server_id, transport=transport, **options)

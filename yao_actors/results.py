@@ -27,12 +27,16 @@ class ToolOutcome:
     ``result`` is the parsed content (also set for ``isError`` results, as in the
     seed); ``error`` is the error text or ``None``; ``kind`` the error kind or
     ``None`` on success; ``duration`` seconds from the request to the answer.
+    ``stderr_tail`` is the last stderr of a stdio server that died, for the
+    embedding program only: ``error`` (what the model and clients see) carries
+    it only when the server's ``expose_stderr`` is set.
     """
 
     result: Any = None
     error: str | None = None
     kind: ErrorKind | None = None
     duration: float = 0.0
+    stderr_tail: str = ""
 
     @property
     def ok(self) -> bool:

@@ -11,8 +11,9 @@ once instead of waiting.
 
 Supervision: when the connection is lost as a whole (the process exited, the
 transport broke, the HTTP session failed), every in-flight call fails at once
-with ``server_unavailable`` carrying the exit code and the server's last stderr
-lines; the actor reconnects with exponential backoff (``spec.restart``), and
+with ``server_unavailable`` carrying the exit code (the server's last stderr
+lines go to the log and ``ToolOutcome.stderr_tail``, and into the error the
+model and clients see only with ``expose_stderr``: stderr may hold secrets); the actor reconnects with exponential backoff (``spec.restart``), and
 calls made while it is down fail fast. After ``max_restarts`` consecutive lives
 that failed (a life that answered a call, or lived ``backoff_max`` seconds,
 resets the count) it stays down.
@@ -256,13 +257,20 @@ class ServerHandle:
         self._state_changed = trio.Event()
 
     def _unavailable(self, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:
+        """``server_unavailable``: the exit code and state for everyone, the stderr tail only if exposed."""
+        stderr_tail = link.stderr_tail() if link else ""
         error = ServerUnavailable(
             self.id,
             reason,
             exit_code=link.exit_code if link else None,
-            stderr_tail=link.stderr_tail() if link else "",
+            stderr_tail=stderr_tail if self.spec.expose_stderr else "",
         )
-        return ToolOutcome(error=str(error), kind=ErrorKind.SERVER_UNAVAILABLE, duration=trio.current_time() - started)
+        return ToolOutcome(
+            error=str(error),
+            kind=ErrorKind.SERVER_UNAVAILABLE,
+            duration=trio.current_time() - started,
+            stderr_tail=stderr_tail,
+        )
 
     def _down_outcome(self, request: _CallRequest) -> ToolOutcome:
         link = self._last_loss
