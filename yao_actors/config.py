@@ -27,6 +27,7 @@ from typing import Any, Literal
 import attrs
 
 from yao_actors.errors import ConfigError
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
 
 # --------------------------------------------------------------------------- MCP servers
 
@@ -187,7 +188,11 @@ class AssistantSpec:
 
 @attrs.frozen
 class ServiceSpec:
-    """The websocket service: where it listens, who may connect, and its limits."""
+    """The websocket service: where it listens, who may connect, and its limits.
+
+    ``max_thread_bytes`` and ``max_threads_bytes`` bound the conversation
+    histories kept in memory (they apply to embedded runtimes too).
+    """
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -199,6 +204,8 @@ class ServiceSpec:
     max_runs: int = 2000
     idle_timeout: float = 120.0
     shutdown_grace: float = 5.0
+    max_thread_bytes: int = MAX_THREAD_BYTES
+    max_threads_bytes: int = MAX_THREADS_BYTES
 
 
 # --------------------------------------------------------------------------- the whole

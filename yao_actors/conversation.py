@@ -52,6 +52,12 @@ from yao_actors.fallback import (
     build_fallback_brief,
     fallback_messages,
 )
+from yao_actors.history_budget import (
+    MAX_THREAD_BYTES,
+    MAX_THREADS_BYTES,
+    BoundedHistory,
+    idle_threads_to_forget,
+)
 from yao_actors.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
 from yao_actors.models.base import (
     Completion,
@@ -561,14 +567,19 @@ class ConversationHandle:
 
     thread_id: str
     _mailbox: trio.MemorySendChannel[_RunOrder]
-    _history: list[Message] = attrs.field(factory=list)
+    _history: BoundedHistory = attrs.field(factory=BoundedHistory)
     pending: int = 0
     """Runs submitted and not yet finished."""
 
     @property
     def history(self) -> tuple[Message, ...]:
-        """A copy of the thread's messages so far (input, assistant and tool messages of finished runs)."""
-        return tuple(self._history)
+        """A copy of the thread's messages kept so far (input, assistant and tool messages of finished runs)."""
+        return tuple(self._history.messages)
+
+    @property
+    def history_bytes(self) -> int:
+        """The estimated size of the history kept (:mod:`yao_actors.history_budget`)."""
+        return self._history.bytes
 
     async def submit(self, order: _RunOrder) -> None:
         self.pending += 1
@@ -600,6 +611,7 @@ class ConversationHandle:
                 unannounced = run.settle()
                 order.result = _conclude(run, order, ending)
                 self._history.extend(run.transcript)
+                manager.fit_memory_budget()
                 with trio.move_on_after(CLEANUP_GRACE):
                     await _announce(run, order.result, unannounced)
                 if not run.events.finished:
@@ -774,6 +786,8 @@ class ConversationManager:
 
     ``assistants``, ``servers`` and ``models`` are what runs use (servers by id,
     models by id); ``nursery`` is where the actors live (the runtime's).
+    ``max_thread_bytes`` bounds the history one thread keeps in memory and
+    ``max_threads_bytes`` all of them together (:mod:`yao_actors.history_budget`).
     """
 
     assistants: Mapping[str, AssistantSpec]
@@ -782,6 +796,8 @@ class ConversationManager:
     nursery: trio.Nursery
     catalogs: CatalogCache = attrs.field(factory=CatalogCache)
     max_threads: int = MAX_THREADS
+    max_thread_bytes: int = MAX_THREAD_BYTES
+    max_threads_bytes: int = MAX_THREADS_BYTES
     _threads: dict[str, ConversationHandle] = attrs.field(factory=dict, init=False)
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
@@ -806,7 +822,7 @@ class ConversationManager:
             if len(self._threads) >= self.max_threads:
                 self._forget_an_idle_thread()
             send, receive = trio.open_memory_channel[_RunOrder](RUN_QUEUE)
-            handle = ConversationHandle(thread_id, send)
+            handle = ConversationHandle(thread_id, send, BoundedHistory(self.max_thread_bytes))
             self.nursery.start_soon(serve_conversation, handle, receive, self)
         self._threads[thread_id] = handle  # most recently used last
         return handle
@@ -816,6 +832,12 @@ class ConversationManager:
             if handle.pending == 0:
                 self.close_thread(thread_id)
                 return
+
+    def fit_memory_budget(self) -> None:
+        """Forget least recently used idle threads while the histories together exceed ``max_threads_bytes``."""
+        threads = ((tid, handle.history_bytes, handle.pending == 0) for tid, handle in self._threads.items())
+        for thread_id in idle_threads_to_forget(threads, self.max_threads_bytes):
+            self.close_thread(thread_id)
 
     def close_thread(self, thread_id: str) -> None:
         """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""

@@ -88,7 +88,14 @@ async def open_runtime(config: Config, *, models: Mapping[str, Model] | None = N
     try:
         async with trio.open_nursery() as nursery:
             servers = await _start_servers(nursery, config.servers.values())
-            conversations = ConversationManager(config.assistants, servers, resolved, nursery)
+            conversations = ConversationManager(
+                config.assistants,
+                servers,
+                resolved,
+                nursery,
+                max_thread_bytes=config.service.max_thread_bytes,
+                max_threads_bytes=config.service.max_threads_bytes,
+            )
             try:
                 yield Runtime(config, servers, resolved, nursery, conversations)
             except BaseException as exc:
