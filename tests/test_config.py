@@ -340,3 +340,11 @@ def test_expose_stderr_is_off_unless_set_to_true() -> None:
     assert problems_of({"mcpServers": {"s": {"command": "x", "expose_stderr": "yes"}}}) == [
         "mcpServers.s.expose_stderr: expected true or false, got a string"
     ]
+
+
+def test_memory_budgets_of_the_conversations() -> None:
+    config = parse_config({"server": {"max_thread_bytes": 1000, "max_threads_bytes": 5000}}, environ=ENV)
+    assert (config.service.max_thread_bytes, config.service.max_threads_bytes) == (1000, 5000)
+    defaults = parse_config({}, environ=ENV).service
+    assert (defaults.max_thread_bytes, defaults.max_threads_bytes) == (4 << 20, 256 << 20)
+    assert problems_of({"server": {"max_thread_bytes": 0}}) == ["server.max_thread_bytes: must be >= 1, got 0"]

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_conversation import call, open_manager, scripted, text_reply, tools_reply
+from yao_actors.config import Config, ServiceSpec
 from yao_actors.history_budget import (
     VALUE_OVERHEAD,
     BoundedHistory,
@@ -20,6 +21,7 @@ from yao_actors.history_budget import (
     message_bytes,
     turn_starts,
 )
+from yao_actors.runtime import open_runtime
 
 
 def user(text: str) -> dict[str, Any]:
@@ -175,3 +177,11 @@ async def test_a_hundred_one_megabyte_runs_on_one_thread_grow_the_process_little
     figures = json.loads(done.stdout)
     assert figures["kept"] <= 4 << 20
     assert figures["growth"] < 20 << 20, f"grew by {figures['growth'] / 2**20:.1f} MB"
+
+
+async def test_the_runtime_takes_the_budgets_from_the_server_section() -> None:
+    service = ServiceSpec(max_thread_bytes=1234, max_threads_bytes=5678)
+    async with open_runtime(Config(service=service)) as runtime:
+        assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (1234, 5678)
+    async with open_runtime(Config()) as runtime:  # embedding without a config file: the same defaults
+        assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (4 << 20, 256 << 20)

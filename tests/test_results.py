@@ -103,3 +103,9 @@ def test_results_never_hold_lone_surrogates() -> None:
     ]
     result = ToolCallResult("c1", "s__t", "s", "t", "{}", result=parsed)
     assert tool_message_content(result).encode("utf-8")
+
+
+def test_an_error_text_with_lone_surrogates_is_encodable() -> None:
+    # An in-process server's error text never went through a JSON parser.
+    result = ToolCallResult("c1", "s__t", "s", "t", "{}", error="bad \ud800", kind=ErrorKind.TOOL_ERROR)
+    assert tool_message_content(result) == "Error: bad \ufffd"

@@ -133,7 +133,7 @@ def compact_json(value: Any) -> str:
 
 
 def tool_message_content(result: ToolCallResult) -> str:
-    """The content of the ``role: tool`` message a model gets for ``result``."""
+    """The content of the ``role: tool`` message a model gets for ``result`` (always encodable as UTF-8)."""
     if result.error is not None:
-        return f"Error: {result.error}"
+        return f"Error: {untrusted_json.scrub_text(result.error)}"
     return compact_json(result.result)
