@@ -441,7 +441,7 @@ def test_backoff_doubles_with_jitter_and_honours_retry_after() -> None:
 # --------------------------------------------------------------------------- hostile endpoints (issue 9)
 
 
-async def _serve_raw(listener: trio.SocketListener, body: bytes | None, content_type: str) -> None:
+async def _serve_raw(listener: trio.SocketListener, body: bytes | None, content_type: str, status: int = 200) -> None:
     """Answer one request with ``body`` verbatim (``None``: read the request and never answer)."""
     stream = await listener.accept()
     async with stream:
@@ -450,17 +450,19 @@ async def _serve_raw(listener: trio.SocketListener, body: bytes | None, content_
             request += await stream.receive_some()
         if body is None:
             await trio.sleep_forever()
-        head = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n"
+        head = f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n"
         await stream.send_all(head.encode() + body)
 
 
-async def _complete_raw(body: bytes | None, content_type: str = "text/event-stream", **changes: Any) -> Any:
+async def _complete_raw(
+    body: bytes | None, content_type: str = "text/event-stream", status: int = 200, **changes: Any
+) -> Any:
     """One completion against a loopback endpoint answering with ``body``: the completion or the error."""
     with trio.fail_after(60):
         (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
         port = listener.socket.getsockname()[1]
         async with listener, trio.open_nursery() as nursery:
-            nursery.start_soon(_serve_raw, listener, body, content_type)
+            nursery.start_soon(_serve_raw, listener, body, content_type, status)
             model = OpenAIModel(_spec(f"http://127.0.0.1:{port}/v1", max_retries=0, **changes))
             try:
                 result = await model.complete(MESSAGES, [])
@@ -574,3 +576,10 @@ async def test_a_lone_surrogate_in_the_history_is_sent_as_a_replacement_characte
         {"role": "user", "content": "hi \ufffd"},
         {"role": "tool", "tool_call_id": "c", "content": "\ufffd"},
     ]
+
+
+async def test_a_deeply_nested_error_body_is_quoted_not_parsed() -> None:
+    error = await _complete_raw(b'{"error": ' + _DEEP.encode() + b"}", "application/json", status=400)
+    assert isinstance(error, ModelHTTPError)
+    assert error.status == 400
+    assert error.message.startswith('{"error": [[[')

@@ -22,8 +22,9 @@ arguments of the HTTP stack:
   next chunk of the body, so a stream that stalls midway fails even if it
   started well; for ``stream: false`` it bounds the whole answer.
 
-Either firing raises :class:`~yao_actors.errors.ModelTimeout`; timeouts are not
-retried (the caller's own deadline is the budget for patience).
+Either firing raises :class:`~yao_actors.errors.ModelTimeout` saying that the
+endpoint (its URL) did not respond or stopped responding, within which setting;
+timeouts are not retried (the caller's own deadline is the budget for patience).
 
 Retries: connection errors, 429 and 5xx are retried with exponential backoff and
 jitter, honouring ``Retry-After``, at most ``max_retries`` times and never past
@@ -32,9 +33,14 @@ delivered, so a half-relayed stream is never replayed. Other failures raise at
 once: a 4xx raises :class:`~yao_actors.errors.ModelHTTPError` carrying the
 endpoint's own message; a content type other than ``text/event-stream`` or
 ``application/json`` (accepted even for a streamed request, from endpoints
-that ignore ``stream``), a malformed chunk, an error object in the stream, or
-a stream that ends before ``[DONE]`` or a finish reason raise
-:class:`~yao_actors.errors.ModelStreamError`.
+that ignore ``stream``), a malformed chunk (not JSON, nested deeper than
+:data:`~yao_actors.untrusted_json.MAX_DEPTH`, or a field of the wrong type), an
+error object in the stream, or a stream that ends before ``[DONE]`` or a
+finish reason raise :class:`~yao_actors.errors.ModelStreamError`.
+
+The request body is serialised by :func:`~yao_actors.untrusted_json.dumps_utf8`
+(lone surrogates in the history go as U+FFFD), and strings read from the
+stream have theirs replaced the same way.
 
 Each call opens its own connection pool (sharing one TLS context) unless the
 model is given an ``httpx2.AsyncClient`` to share (its owner closes it).
@@ -450,7 +456,7 @@ def _count(value: Any) -> int:
 def _error_message(text: str) -> str:
     """The endpoint's own message from an error body (OpenAI, FastAPI and plain-text shapes)."""
     try:
-        data = json.loads(text)
+        data = untrusted_json.loads(text)
     except ValueError:
         return text.strip()[:_SNIPPET] or "(empty body)"
     if isinstance(data, dict):
