@@ -348,3 +348,11 @@ def test_memory_budgets_of_the_conversations() -> None:
     defaults = parse_config({}, environ=ENV).service
     assert (defaults.max_thread_bytes, defaults.max_threads_bytes) == (4 << 20, 256 << 20)
     assert problems_of({"server": {"max_thread_bytes": 0}}) == ["server.max_thread_bytes: must be >= 1, got 0"]
+
+
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"a": ' + "9" * 5000 + "}"], ids=["deep", "digits"])
+def test_unusable_json_is_a_config_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match="not usable JSON"):
+        load_config(path)

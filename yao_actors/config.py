@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import attrs
 
+from yao_actors import untrusted_json
 from yao_actors.errors import ConfigError
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
 
@@ -247,11 +248,13 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
     except OSError as error:
         raise ConfigError([f"cannot read the file: {error.strerror or error}"], source=source) from None
     try:
-        data = json.loads(text)
+        data = untrusted_json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(
             [f"line {error.lineno} column {error.colno}: not valid JSON: {error.msg}"], source=source
         ) from None
+    except ValueError as error:  # nested too deep, or an integer with too many digits
+        raise ConfigError([f"not usable JSON: {error}"], source=source) from None
     return parse_config(data, environ=environ, source=source)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from yao_actors import untrusted_json
 from yao_actors.models.base import (
     Completion,
     Message,
@@ -238,7 +239,7 @@ def _parsed(content: str | None) -> dict[str, Any] | None:
     if content is None or content.startswith("Error:"):
         return None
     try:
-        value = json.loads(content)
+        value = untrusted_json.loads(content)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
