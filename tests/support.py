@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 from yao_actors.conversation import ConversationManager, open_conversations
-from yao_actors.conversation.manager import MAX_THREADS
 from yao_actors.dispatch import ToolServer
 from yao_actors.events import EventDict, parse_event
 from yao_actors.models.base import Model
@@ -16,12 +15,13 @@ from yao_actors.specs import AssistantSpec
 
 @asynccontextmanager
 async def open_manager(
-    servers: Mapping[str, ToolServer], model: Model, *assistants: AssistantSpec, max_threads: int = MAX_THREADS
+    servers: Mapping[str, ToolServer], model: Model, *assistants: AssistantSpec, **limits: int
 ) -> AsyncIterator[ConversationManager]:
-    """Conversations of ``assistants`` over ``servers``, every assistant's model being ``model`` (id ``"m"``)."""
-    async with open_conversations(
-        {a.id: a for a in assistants}, servers, {"m": model}, max_threads=max_threads
-    ) as manager:
+    """Conversations of ``assistants`` over ``servers``, every assistant's model being ``model`` (id ``"m"``).
+
+    ``limits`` are :func:`~yao_actors.conversation.open_conversations`' (``max_threads``, ``max_thread_bytes``, ...).
+    """
+    async with open_conversations({a.id: a for a in assistants}, servers, {"m": model}, **limits) as manager:
         yield manager
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -118,3 +119,34 @@ def test_one_compiled_validator_per_schema() -> None:
     assert first is not None
     assert compiled_validator(same_schema_other_key_order) is first
     assert compiled_validator({"type": "object"}) is not first
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 1000 + "]" * 1000,  # strict JSON that json.loads cannot read (RecursionError)
+        '{"a":' * 3000 + "1" + "}" * 3000,
+        "[" * 5000,  # malformed: json_repair would recurse into it
+        '{"a": ' + "[" * 2000 + "1",
+    ],
+    ids=["arrays", "objects", "unterminated", "unterminated-in-object"],
+)
+def test_deeply_nested_arguments_are_invalid_not_a_crash(raw: str) -> None:
+    parsed = check_arguments(raw, WEATHER)
+    assert parsed.value is None
+    assert parsed.error is not None
+    assert "nested deeper than" in parsed.error
+
+
+def test_an_integer_with_too_many_digits_is_invalid() -> None:
+    parsed = parse_arguments('{"days": ' + "9" * 5000 + "}")
+    assert parsed.value is None
+    assert parsed.error is not None
+    assert "digits" in parsed.error
+
+
+@pytest.mark.parametrize("raw", ['{"city": "\\ud800"}', '{"city": "\\ud800"'])
+def test_lone_surrogates_in_arguments_become_replacement_characters(raw: str) -> None:
+    parsed = parse_arguments(raw)
+    assert parsed.value == {"city": "\ufffd"}
+    assert json.dumps(parsed.value, ensure_ascii=False).encode("utf-8")

@@ -330,3 +330,29 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 def test_config_records_can_be_built_in_code() -> None:
     config = Config(servers={}, assistants={"a": AssistantSpec(id="a", model="demo")})
     assert config.service.port == 8765
+
+
+def test_expose_stderr_is_off_unless_set_to_true() -> None:
+    servers = {"quiet": {"command": "x"}, "loud": {"command": "x", "expose_stderr": True}}
+    config = parse_config({"mcpServers": servers}, environ=ENV)
+    assert not config.servers["quiet"].expose_stderr
+    assert config.servers["loud"].expose_stderr
+    assert problems_of({"mcpServers": {"s": {"command": "x", "expose_stderr": "yes"}}}) == [
+        "mcpServers.s.expose_stderr: expected true or false, got a string"
+    ]
+
+
+def test_memory_budgets_of_the_conversations() -> None:
+    config = parse_config({"server": {"max_thread_bytes": 1000, "max_threads_bytes": 5000}}, environ=ENV)
+    assert (config.service.max_thread_bytes, config.service.max_threads_bytes) == (1000, 5000)
+    defaults = parse_config({}, environ=ENV).service
+    assert (defaults.max_thread_bytes, defaults.max_threads_bytes) == (4 << 20, 256 << 20)
+    assert problems_of({"server": {"max_thread_bytes": 0}}) == ["server.max_thread_bytes: must be >= 1, got 0"]
+
+
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"a": ' + "9" * 5000 + "}"], ids=["deep", "digits"])
+def test_unusable_json_is_a_config_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match="not usable JSON"):
+        load_config(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,7 +19,6 @@ from tests.dispatch_support import Crash, ScriptedServer, scripted_server, servi
 from tests.support import check_stream, open_manager
 from yao_actors.config import AssistantSpec, Hooks, RunTimeouts, ServerRef, max_turns, tool_loop_enabled
 from yao_actors.conversation import ConversationManager, ConversationStatistics, RunResult
-from yao_actors.conversation.manager import MAX_THREADS
 from yao_actors.conversation.run import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind, ModelHTTPError, RunError
 from yao_actors.events import EventDict, Outcome
@@ -86,13 +85,16 @@ async def open_weather_manager(
     model: Model,
     *extra: AssistantSpec,
     server: ScriptedServer | None = None,
-    max_threads: int = MAX_THREADS,
+    limits: Mapping[str, int] | None = None,
     **options: Any,
 ) -> AsyncIterator[ConversationManager]:
-    """Conversations of assistant ``a`` (``options`` change it) and ``extra`` over the weather server ``w``."""
+    """Conversations of assistant ``a`` (``options`` change it) and ``extra`` over the weather server ``w``.
+
+    ``limits`` go to :func:`~yao_actors.conversation.open_conversations` (``max_threads``, ``max_thread_bytes``, ...).
+    """
     async with (
         serving(server or weather_server()) as servers,
-        open_manager(servers, model, assistant(**options), *extra, max_threads=max_threads) as manager,
+        open_manager(servers, model, assistant(**options), *extra, **(limits or {})) as manager,
     ):
         yield manager
 
@@ -716,7 +718,7 @@ async def test_close_thread_ends_its_actor_and_forgets_the_history() -> None:
 
 async def test_threads_are_bounded_and_the_least_recently_used_idle_one_is_forgotten() -> None:
     model = scripted(*(text_reply(f"answer {i}") for i in range(6)))
-    async with open_weather_manager(model, max_threads=3) as manager:
+    async with open_weather_manager(model, limits={"max_threads": 3}) as manager:
         first = await manager.run("a", "Q0", thread_id="t0")
         for i in range(1, 4):
             await manager.run("a", f"Q{i}", thread_id=f"t{i}")

@@ -333,3 +333,9 @@ async def test_demo_streams_its_answer_in_chunks_and_names_itself() -> None:
     assert all(isinstance(delta, TextDelta) for delta in deltas)
     assert "demo" in model.name
     assert "offline" in model.name
+
+
+async def test_demo_takes_a_deeply_nested_tool_result_as_a_failure() -> None:
+    results = {"weather__get": "[" * 5000 + "]" * 5000}
+    (_call, answer) = await _demo_turns("What is the weather in Tokyo?", results)
+    assert answer.tool_calls == ()

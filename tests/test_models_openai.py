@@ -435,3 +435,150 @@ def test_backoff_doubles_with_jitter_and_honours_retry_after() -> None:
         assert len(delays) > 1, "no jitter"
     assert _backoff(0, 7.0) == 7.0
     assert _backoff(10, 1.0) >= BACKOFF_MAX / 2
+
+
+# --------------------------------------------------------------------------- hostile endpoints (issue 9)
+
+
+async def _serve_raw(listener: trio.SocketListener, body: bytes | None, content_type: str, status: int = 200) -> None:
+    """Answer one request with ``body`` verbatim (``None``: read the request and never answer)."""
+    stream = await listener.accept()
+    async with stream:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += await stream.receive_some()
+        if body is None:
+            await trio.sleep_forever()
+        head = f"HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n"
+        await stream.send_all(head.encode() + body)
+
+
+async def _complete_raw(
+    body: bytes | None, content_type: str = "text/event-stream", status: int = 200, **changes: Any
+) -> Any:
+    """One completion against a loopback endpoint answering with ``body``: the completion or the error."""
+    with trio.fail_after(60):
+        (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listener.socket.getsockname()[1]
+        async with listener, trio.open_nursery() as nursery:
+            nursery.start_soon(_serve_raw, listener, body, content_type, status)
+            model = OpenAIModel(_spec(f"http://127.0.0.1:{port}/v1", max_retries=0, **changes))
+            try:
+                result = await model.complete(MESSAGES, [])
+            except ModelError as exc:
+                result = exc
+            nursery.cancel_scope.cancel()
+    return result
+
+
+def _sse(*data: str) -> bytes:
+    return "".join(f"data: {item}\n\n" for item in data).encode()
+
+
+_TEXT_CHUNK = json.dumps({"choices": [{"delta": {"content": "hi"}, "finish_reason": None}]})
+_DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "message"),
+    [
+        (_sse(_TEXT_CHUNK, _DEEP, "[DONE]"), "text/event-stream", "nested deeper than"),
+        (_sse('{"choices": ' + _DEEP + "}"), "text/event-stream", "nested deeper than"),
+        (_sse('{"usage": {"prompt_tokens": ' + "9" * 5000 + "}}"), "text/event-stream", "digits"),
+        (_DEEP.encode(), "application/json", "nested deeper than"),
+        (_sse('{"choices": "abc"}'), "text/event-stream", "choices must be an array"),
+        (_sse('{"choices": [1]}'), "text/event-stream", "choices[0] must be an object"),
+        (_sse('{"choices": [{"delta": []}]}'), "text/event-stream", "choices[0].delta must be an object"),
+        (_sse('{"choices": [{"finish_reason": 3}]}'), "text/event-stream", "finish_reason must be a string"),
+        (_sse('{"choices": [{"delta": {"tool_calls": {}}}]}'), "text/event-stream", "tool_calls must be an array"),
+        (_sse('{"choices": [{"delta": {"tool_calls": [7]}}]}'), "text/event-stream", "tool_calls entry"),
+        (_sse('{"choices": [{"delta": {"tool_calls": [{"index": []}]}}]}'), "text/event-stream", "index"),
+        (
+            _sse('{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": {}}}]}}]}'),
+            "text/event-stream",
+            "arguments must be a string",
+        ),
+        (_sse('{"usage": []}'), "text/event-stream", "usage must be an object"),
+        (b'{"choices": [{"message": "x"}]}', "application/json", "choices[0].message"),
+        (
+            b'{"choices": [{"message": {"tool_calls": "abc"}}]}',
+            "application/json",
+            "tool_calls must be an array",
+        ),
+    ],
+    ids=[
+        "deep-chunk",
+        "deep-field",
+        "digits",
+        "deep-whole-answer",
+        "choices-string",
+        "choice-number",
+        "delta-array",
+        "finish-number",
+        "tool-calls-object",
+        "tool-call-number",
+        "index-array",
+        "arguments-object",
+        "usage-array",
+        "message-string",
+        "whole-tool-calls-string",
+    ],
+)
+async def test_hostile_chunks_are_stream_errors(body: bytes, content_type: str, message: str) -> None:
+    error = await _complete_raw(body, content_type, stream=content_type == "text/event-stream")
+    assert isinstance(error, ModelStreamError)
+    assert message in str(error)
+
+
+async def test_bad_counts_in_usage_count_as_missing() -> None:
+    chunk = {"choices": [{"delta": {"content": "hi"}, "finish_reason": "stop"}]}
+    usage = {"prompt_tokens": "7", "completion_tokens": 1.5, "total_tokens": True}
+    completion = await _complete_raw(_sse(json.dumps(chunk), json.dumps({"usage": usage}), "[DONE]"))
+    assert completion == Completion(text="hi", finish_reason="stop", usage=Usage(0, 0, 0))
+
+
+async def test_lone_surrogates_and_bad_utf8_from_the_endpoint_become_replacement_characters() -> None:
+    text_chunk = json.dumps({"choices": [{"delta": {"content": "a\ud800"}}]})  # ASCII: the escape travels as is
+    call = {"index": 0, "id": "c\udfff", "function": {"name": "t", "arguments": '{"x": "\ud800"}'}}
+    call_chunk = json.dumps({"choices": [{"delta": {"tool_calls": [call]}, "finish_reason": "tool_calls"}]})
+    body = _sse(text_chunk).replace(b"a\\ud800", b"a\\ud800\xff") + _sse(call_chunk, "[DONE]")
+    completion = await _complete_raw(body)
+    assert isinstance(completion, Completion)
+    assert completion.text == "a\ufffd\ufffd"  # the escape, then the byte 0xff
+    assert completion.tool_calls == (ToolCall("c\ufffd", "t", '{"x": "\ufffd"}'),)
+    json.dumps(completion.to_message(), ensure_ascii=False).encode("utf-8")
+
+
+async def test_accepted_but_unanswered_request_says_the_endpoint_did_not_respond(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    error = await _complete_raw(None, connect_timeout=7)
+    assert isinstance(error, ModelTimeout)
+    message = str(error)
+    assert "/v1/chat/completions did not respond" in message
+    assert "within 7 s (models.m.connect_timeout)" in message
+    assert "connect deadline" not in message
+
+
+async def test_a_lone_surrogate_in_the_history_is_sent_as_a_replacement_character() -> None:
+    async with open_fake_openai([Reply(text="ok")]) as fake:
+        model = OpenAIModel(_spec(fake.base_url), api_key="sk-test")
+        messages = [
+            {"role": "user", "content": "hi \ud800"},
+            {"role": "tool", "tool_call_id": "c", "content": "\udc00"},
+        ]
+        with trio.fail_after(60):
+            completion = await model.complete(messages, [])
+    assert completion.text == "ok"
+    (request,) = fake.requests
+    assert request.body["messages"] == [
+        {"role": "user", "content": "hi \ufffd"},
+        {"role": "tool", "tool_call_id": "c", "content": "\ufffd"},
+    ]
+
+
+async def test_a_deeply_nested_error_body_is_quoted_not_parsed() -> None:
+    error = await _complete_raw(b'{"error": ' + _DEEP.encode() + b"}", "application/json", status=400)
+    assert isinstance(error, ModelHTTPError)
+    assert error.status == 400
+    assert error.message.startswith('{"error": [[[')

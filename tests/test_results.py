@@ -75,3 +75,37 @@ def test_tool_message_content() -> None:
 )
 def test_retryability_by_kind(kind: ErrorKind | None, text: str, retryable: bool) -> None:
     assert ToolOutcome(error=text or None, kind=kind).retryable is retryable
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 1000 + "]" * 1000, '{"a":' * 3000 + "1" + "}" * 3000, "[" * 100_000, "1" * 5000],
+    ids=["arrays", "objects", "unterminated", "digits"],
+)
+def test_text_that_is_not_usable_json_stays_text(text: str) -> None:
+    assert parse_content([{"type": "text", "text": text}]) == text
+    assert parse_content([TextContent(type="text", text=text)]) == text
+
+
+def test_results_never_hold_lone_surrogates() -> None:
+    blocks = [
+        TextContent(type="text", text='{"k\\ud800": "v\\udfff"}'),
+        {"type": "text", "text": "plain \ud800"},
+        {"type": "image", "data": "\udc00", "mimeType": "image/png"},
+        {"type": "custom", "x": ["\ud800"]},
+    ]
+    parsed = parse_content(blocks)
+    assert parsed == [
+        {"k\ufffd": "v\ufffd"},
+        "plain \ufffd",
+        {"type": "image", "data": "\ufffd", "mimeType": "image/png"},
+        {"type": "custom", "x": ["\ufffd"]},
+    ]
+    result = ToolCallResult("c1", "s__t", "s", "t", "{}", result=parsed)
+    assert tool_message_content(result).encode("utf-8")
+
+
+def test_an_error_text_with_lone_surrogates_is_encodable() -> None:
+    # An in-process server's error text never went through a JSON parser.
+    result = ToolCallResult("c1", "s__t", "s", "t", "{}", error="bad \ud800", kind=ErrorKind.TOOL_ERROR)
+    assert tool_message_content(result) == "Error: bad \ufffd"

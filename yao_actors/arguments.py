@@ -1,7 +1,8 @@
 """A model's argument string made into a checked object, or a precise reason why not.
 
 Models send arguments as JSON text, sometimes malformed. The rules (DESIGN §4.1):
-an empty string is ``{}``; strict ``json.loads`` first, ``json_repair`` only when
+an empty string is ``{}``; strict ``json.loads`` first (nesting bounded and
+lone surrogates replaced, :mod:`yao_actors.untrusted_json`), ``json_repair`` only when
 that fails (and the repair is recorded, since it may silently complete a value
 that was cut off); the value must be an object; it must satisfy the tool's
 ``inputSchema``. Validators are compiled once per schema and cached, keyed by the
@@ -21,6 +22,8 @@ import json_repair
 from jsonschema import exceptions as jsonschema_exceptions  # type: ignore[import-untyped]
 from jsonschema import validators
 from jsonschema.protocols import Validator  # type: ignore[import-untyped]
+
+from yao_actors import untrusted_json
 
 _JSON_TYPE_NAMES: dict[type, str] = {
     list: "array",
@@ -63,17 +66,33 @@ def parse_arguments(raw: str) -> Arguments:
         return Arguments({})
     repaired = False
     try:
-        value = json.loads(raw)
+        value = untrusted_json.loads(raw)
+    except untrusted_json.JSONTooDeep as exc:
+        return Arguments(None, (f"not usable JSON ({exc})",))
     except json.JSONDecodeError as exc:
-        value = json_repair.repair_json(raw, return_objects=True, skip_json_loads=True)
+        value = _repair(raw)
         # json_repair answers '' for text it cannot make anything of.
         if value == "":
             return Arguments(None, (f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",))
         repaired = True
+    except ValueError as exc:  # an integer with more digits than the interpreter converts
+        return Arguments(None, (f"not usable JSON ({exc})",))
     if not isinstance(value, dict):
         kind = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
         return Arguments(None, (f"arguments must be a JSON object, got {kind}",), repaired)
     return Arguments(value, (), repaired)
+
+
+def _repair(raw: str) -> Any:
+    """``json_repair``'s reading of ``raw`` (lone surrogates replaced), or ``""`` when it has none.
+
+    ``raw`` is known to nest no deeper than the limit, but the repair's own
+    recursion may still give up on what it makes of broken text.
+    """
+    try:
+        return untrusted_json.scrub(json_repair.repair_json(raw, return_objects=True, skip_json_loads=True))
+    except RecursionError:
+        return ""
 
 
 def check_arguments(raw: str, schema: Mapping[str, Any] | None) -> Arguments:

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import mcp.types
 
+from yao_actors import untrusted_json
 from yao_actors.errors import ErrorKind, is_retryable
 
 
@@ -26,12 +27,16 @@ class ToolOutcome:
     ``result`` is the parsed content (also set for ``isError`` results, as in the
     seed); ``error`` is the error text or ``None``; ``kind`` the error kind or
     ``None`` on success; ``duration`` seconds from the request to the answer.
+    ``stderr_tail`` is the last stderr of a stdio server that died, for the
+    embedding program only: ``error`` (what the model and clients see) carries
+    it only when the server's ``expose_stderr`` is set.
     """
 
     result: Any = None
     error: str | None = None
     kind: ErrorKind | None = None
     duration: float = 0.0
+    stderr_tail: str = ""
 
     @property
     def ok(self) -> bool:
@@ -75,12 +80,17 @@ _JSON_STARTS = frozenset('{["-0123456789tfnNI')
 
 
 def _try_json(text: str) -> Any:
+    """The JSON value of a text block, or the text itself (lone surrogates replaced either way).
+
+    JSON that cannot be used (malformed, nested too deep, too many digits) is
+    just text: a tool's result is never a reason to fail.
+    """
     if text.lstrip(" \t\n\r")[:1] not in _JSON_STARTS:
-        return text  # plain text for sure: spares the cost of a failed parse
+        return untrusted_json.scrub_text(text)  # plain text for sure: spares the cost of a failed parse
     try:
-        return json.loads(text)
+        return untrusted_json.loads(text)
     except ValueError:
-        return text
+        return untrusted_json.scrub_text(text)
 
 
 def parse_content(blocks: Sequence[Any]) -> Any:
@@ -89,6 +99,8 @@ def parse_content(blocks: Sequence[Any]) -> Any:
     Text blocks are parsed as JSON where possible, images become
     ``{"type", "data", "mimeType"}``, embedded resources their resource, other
     blocks their whole dict; a single item is unwrapped and no item gives ``None``.
+    Strings in the result are always encodable as UTF-8 (lone surrogates become
+    U+FFFD), and text nested too deep to be used as JSON stays text.
     ``blocks`` may hold MCP pydantic content models or plain dicts.
     """
     items: list[Any] = []
@@ -103,11 +115,13 @@ def parse_content(blocks: Sequence[Any]) -> Any:
             if isinstance(text, str) and text != "":
                 items.append(_try_json(text))
         elif kind == "image":
-            items.append({"type": "image", "data": data.get("data"), "mimeType": data.get("mimeType")})
+            items.append(
+                untrusted_json.scrub({"type": "image", "data": data.get("data"), "mimeType": data.get("mimeType")})
+            )
         elif kind == "resource":
-            items.append(data.get("resource"))
+            items.append(untrusted_json.scrub(data.get("resource")))
         else:
-            items.append(data)
+            items.append(untrusted_json.scrub(data))
     if not items:
         return None
     return items[0] if len(items) == 1 else items
@@ -119,7 +133,7 @@ def compact_json(value: Any) -> str:
 
 
 def tool_message_content(result: ToolCallResult) -> str:
-    """The content of the ``role: tool`` message a model gets for ``result``."""
+    """The content of the ``role: tool`` message a model gets for ``result`` (always encodable as UTF-8)."""
     if result.error is not None:
-        return f"Error: {result.error}"
+        return f"Error: {untrusted_json.scrub_text(result.error)}"
     return compact_json(result.result)

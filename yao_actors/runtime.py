@@ -93,7 +93,13 @@ async def open_runtime(
     resolved = resolve_models(config, models or {})
     async with open_owned_nursery() as nursery:
         servers = await _start_servers(nursery, config.servers.values(), connect)
-        async with open_conversations(config.assistants, servers, resolved) as conversations:
+        async with open_conversations(
+            config.assistants,
+            servers,
+            resolved,
+            max_thread_bytes=config.service.max_thread_bytes,
+            max_threads_bytes=config.service.max_threads_bytes,
+        ) as conversations:
             yield Runtime._create(config, servers, resolved, conversations)
 
 

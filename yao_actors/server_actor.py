@@ -17,8 +17,10 @@ an httpx client.
 
 Supervision: when the connection is lost as a whole (the process exited, the
 transport broke, the HTTP session failed), every in-flight call fails at once
-with ``server_unavailable`` carrying the exit code and the server's last stderr
-lines; the actor reconnects with exponential backoff (``spec.restart``), and
+with ``server_unavailable`` carrying the exit code (the server's last stderr
+lines go to the log and ``ToolOutcome.stderr_tail``, and into the error the
+model and clients see only with ``expose_stderr``: stderr may hold secrets); the
+actor reconnects with exponential backoff (``spec.restart``), and
 calls made while it is down fail fast. After ``max_restarts`` consecutive
 connections that failed (one that answered a call, or lived ``backoff_max``
 seconds, resets the count) it stays down.
@@ -119,7 +121,7 @@ class _ServerActor:
     def _down_outcome(self, request: CallRequest) -> ToolOutcome:
         link = self.status.last_loss
         reason = f"{self.status.state.value} after: {link.reason}" if link else self.status.state.value
-        return unavailable_outcome(self.id, reason, started=request.started, link=link)
+        return unavailable_outcome(self.spec, reason, started=request.started, link=link)
 
     # ----------------------------------------------------------------- serving calls
 
@@ -154,7 +156,7 @@ class _ServerActor:
             return await self._protocol_error(connection, request, exc)
         except Exception as exc:
             logger.warning("server %r: tools/call %r failed", self.id, request.name, exc_info=True)
-            return unavailable_outcome(self.id, f"{type(exc).__name__}: {exc}", started=request.started)
+            return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
         connection.answered = True
         duration = trio.current_time() - request.started
         parsed = parse_content(result.content)
@@ -176,7 +178,7 @@ class _ServerActor:
             connection.link.mark_lost("the connection to the server closed")
             await trio.sleep_forever()  # the connection is being cancelled; _run_call reports the loss
         if exc.code == TRANSPORT_FAILURE:
-            return unavailable_outcome(self.id, f"the request failed: {exc.error.message}", started=request.started)
+            return unavailable_outcome(self.spec, f"the request failed: {exc.error.message}", started=request.started)
         connection.answered = True
         return ToolOutcome(
             error=f"{exc.error.message} (JSON-RPC error {exc.code})",
@@ -230,7 +232,7 @@ class _ServerActor:
             # Also when the actor itself is cancelled: no caller waits forever for an answer.
             reason = link.reason or "the server actor has stopped"
             for request in connection.unanswered:
-                request.answer(unavailable_outcome(self.id, reason, started=request.started, link=link))
+                request.answer(unavailable_outcome(self.spec, reason, started=request.started, link=link))
         return connection.answered or trio.current_time() - born >= self.spec.restart.backoff_max
 
     async def _connect_and_serve(

@@ -140,15 +140,22 @@ class CallRequest:
         self._updated = trio.Event()
 
 
-def unavailable_outcome(server_id: str, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:
-    """A ``server_unavailable`` outcome saying why (with the exit code and stderr tail ``link`` knows)."""
+def unavailable_outcome(spec: ServerSpec, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:
+    """A ``server_unavailable`` outcome saying why: the exit code ``link`` knows for everyone, its stderr tail
+    in ``stderr_tail`` and, only with ``spec.expose_stderr``, in the error the model and clients see."""
+    stderr_tail = link.stderr_tail() if link else ""
     error = server_unavailable_message(
-        server_id,
+        spec.id,
         reason,
         exit_code=link.exit_code if link else None,
-        stderr_tail=link.stderr_tail() if link else "",
+        stderr_tail=stderr_tail if spec.expose_stderr else "",
     )
-    return ToolOutcome(error=error, kind=ErrorKind.SERVER_UNAVAILABLE, duration=trio.current_time() - started)
+    return ToolOutcome(
+        error=error,
+        kind=ErrorKind.SERVER_UNAVAILABLE,
+        duration=trio.current_time() - started,
+        stderr_tail=stderr_tail,
+    )
 
 
 @attrs.define(eq=False)
@@ -235,9 +242,9 @@ class ServerHandle(metaclass=NoPublicConstructor):
                 # A full queue is answered at once: waiting for room would only move the queue into callers.
                 self._mailbox.send_nowait(request)
             except trio.WouldBlock:
-                return unavailable_outcome(self.id, "queue full", started=started)
+                return unavailable_outcome(self.spec, "queue full", started=started)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return unavailable_outcome(self.id, "the server actor has stopped", started=started)
+                return unavailable_outcome(self.spec, "the server actor has stopped", started=started)
             try:
                 return await _await_outcome(request, progress)
             finally:

@@ -7,7 +7,8 @@ They mirror the JSON file's four sections: ``mcpServers`` → :class:`ServerSpec
 
 Build them in code for an embedded runtime, or read them from a file with
 :func:`yao_actors.config.load_config`. This module depends on nothing of the
-package, so every other module (models included) can import it.
+package but the history budget's defaults, so every other module (models
+included) can import it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
+
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
 
 # --------------------------------------------------------------------------- MCP servers
 
@@ -79,7 +82,9 @@ class ServerSpec:
     ``timeout`` is the per-call deadline in seconds; ``max_concurrency`` the
     number of calls served at once, ``queue_size`` how many more may wait;
     ``dispatch`` ``"sequential"`` makes dispatch run this server's calls one by
-    one. ``samples`` maps tool names to their examples.
+    one. ``samples`` maps tool names to their examples. ``expose_stderr`` lets
+    the model and clients see the tail of a dead stdio server's stderr (it may
+    hold secrets; otherwise it goes to the logs and ``ToolOutcome.stderr_tail`` only).
     """
 
     id: str
@@ -91,6 +96,7 @@ class ServerSpec:
     restart: RestartPolicy = RestartPolicy()
     samples: Mapping[str, tuple[Sample, ...]] = attrs.field(factory=dict)
     connect_timeout: float = 30.0
+    expose_stderr: bool = False
 
 
 # --------------------------------------------------------------------------- models
@@ -173,7 +179,11 @@ class AssistantSpec:
 
 @attrs.frozen
 class ServiceSpec:
-    """The websocket service: where it listens, who may connect, and its limits."""
+    """The websocket service: where it listens, who may connect, and its limits.
+
+    ``max_thread_bytes`` and ``max_threads_bytes`` bound the conversation
+    histories kept in memory (they apply to embedded runtimes too).
+    """
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -185,6 +195,8 @@ class ServiceSpec:
     max_runs: int = 2000
     idle_timeout: float = 120.0
     shutdown_grace: float = 5.0
+    max_thread_bytes: int = MAX_THREAD_BYTES
+    max_threads_bytes: int = MAX_THREADS_BYTES
 
 
 # --------------------------------------------------------------------------- the whole

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import signal
 import sys
@@ -14,10 +15,12 @@ import trio
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, process_gone, running
-from yao_actors.config import Config, RestartPolicy, ServerSpec, StdioTransport
+from yao_actors.config import AssistantSpec, Config, RestartPolicy, ServerRef, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
+from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerState
+from yao_actors.testing import FunctionModel
 from yao_actors.transports import LineLimits, Link, open_client, open_stdio_transport
 
 FAST_RESTART = RestartPolicy(max_restarts=3, backoff_initial=0.05, backoff_max=0.5)
@@ -43,7 +46,7 @@ async def test_kill_9_fails_in_flight_calls_and_restarts() -> None:
             outcomes = await fail_in_flight(handle, 5, lambda: os.kill(first_pid, signal.SIGKILL), within=5)
             for outcome in outcomes:
                 assert f"exit code {-signal.SIGKILL}" in (outcome.error or "")
-                assert "test server stdio started" in (outcome.error or "")
+                assert "test server stdio started" in outcome.stderr_tail
 
             await handle.wait_for_state(ServerState.READY)
             assert (await handle.call_tool("add", {"a": 1, "b": 2})).result == {"sum": 3}
@@ -55,7 +58,7 @@ async def test_kill_9_fails_in_flight_calls_and_restarts() -> None:
             crashed = await handle.call_tool("crash", {"code": 3})
             assert crashed.kind is ErrorKind.SERVER_UNAVAILABLE
             assert "exit code 3" in (crashed.error or "")
-            assert "crashing on purpose with code 3" in (crashed.error or "")
+            assert "crashing on purpose with code 3" in crashed.stderr_tail
             await handle.wait_for_state(ServerState.READY)
             assert (await handle.call_tool("echo", {"text": "back"})).result == {"text": "back"}
 
@@ -161,3 +164,56 @@ async def test_long_stderr_lines_are_cut_and_the_tail_kept() -> None:
         "short",
         "b" * 50 + " [line cut at 50 bytes]",
     ]
+
+
+SECRET = "SECRET-db-password-hunter2"
+
+
+def leaky_spec(**changes: Any) -> ServerSpec:
+    """The test server over stdio; its stderr (start-up line and crash message) carries ``SECRET`` in its name."""
+    transport = StdioTransport(command=sys.executable, args=("-m", "yao_actors.testing.servers", "--name", SECRET))
+    return ServerSpec(id="leaky", transport=transport, restart=FAST_RESTART, **changes)
+
+
+async def _crash_in_a_run(spec: ServerSpec) -> tuple[Any, Any]:
+    """A run whose model calls ``leaky__crash``: (the handle's own outcome of a crash, the run's result)."""
+
+    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion | str:
+        if messages[-1]["role"] == "tool":
+            return "done"
+        return Completion(tool_calls=(ToolCall("c1", "leaky__crash", '{"code": 3}'),))
+
+    model = FunctionModel(answer)
+    assistant = AssistantSpec(id="a", model="m", servers=(ServerRef("leaky"),))
+    with trio.fail_after(60):
+        async with open_runtime(
+            Config(servers={"leaky": spec}, assistants={"a": assistant}), models={"m": model}
+        ) as rt:
+            outcome = await rt.servers["leaky"].call_tool("crash", {"code": 3})
+            await rt.servers["leaky"].wait_for_state(ServerState.READY)
+            result = await rt.run("a", "crash it")
+    return outcome, (result, model)
+
+
+async def test_a_dead_servers_stderr_reaches_neither_the_model_nor_the_events(caplog: pytest.LogCaptureFixture) -> None:
+    outcome, (result, model) = await _crash_in_a_run(leaky_spec())
+    assert outcome.kind is ErrorKind.SERVER_UNAVAILABLE
+    assert "exit code 3" in (outcome.error or "")
+    assert SECRET not in (outcome.error or "")
+    assert f"test server {SECRET}: crashing on purpose with code 3" in outcome.stderr_tail  # the embedder sees it
+    assert SECRET in caplog.text  # and the log
+    (call,) = result.tool_results
+    assert call.kind is ErrorKind.SERVER_UNAVAILABLE
+    assert "exit code 3" in (call.error or "")
+    tool_message = model.calls[-1].messages[-1]
+    assert tool_message["role"] == "tool"
+    assert "exit code 3" in tool_message["content"]
+    assert SECRET not in json.dumps(model.calls[-1].messages)
+    assert SECRET not in json.dumps(list(result.events))
+
+
+async def test_expose_stderr_shows_the_tail_to_the_model() -> None:
+    outcome, (result, model) = await _crash_in_a_run(leaky_spec(expose_stderr=True))
+    assert f"test server {SECRET}: crashing on purpose with code 3" in (outcome.error or "")
+    assert SECRET in model.calls[-1].messages[-1]["content"]
+    assert SECRET in json.dumps(list(result.events))

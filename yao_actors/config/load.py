@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from yao_actors import untrusted_json
 from yao_actors.config.sections import ConfigReader
 from yao_actors.errors import ConfigError
 from yao_actors.models.build import default_model_spec
@@ -32,11 +33,13 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
     except OSError as error:
         raise ConfigError([f"cannot read the file: {error.strerror or error}"], source=source) from None
     try:
-        data = json.loads(text)
+        data = untrusted_json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(
             [f"line {error.lineno} column {error.colno}: not valid JSON: {error.msg}"], source=source
         ) from None
+    except ValueError as error:  # nested too deep, or an integer with too many digits
+        raise ConfigError([f"not usable JSON: {error}"], source=source) from None
     return parse_config(data, environ=environ, source=source)
 
 

@@ -65,7 +65,7 @@ class ConfigReader(ValueReader):
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
         allowed = (
             "type", "command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout",
-            "max_concurrency", "queue_size", "dispatch", "restart", "samples",
+            "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr",
         )  # fmt: skip
         item = self.obj(value, path, allowed)
         if item is None:
@@ -92,6 +92,8 @@ class ConfigReader(ValueReader):
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:
             options["samples"] = self.samples(item["samples"], join_path(path, "samples"))
+        if "expose_stderr" in item:
+            options["expose_stderr"] = self.boolean(item["expose_stderr"], join_path(path, "expose_stderr"))
         if transport is None or None in options.values():
             return None
         return ServerSpec(id=server_id, transport=transport, **options)

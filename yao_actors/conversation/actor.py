@@ -8,7 +8,7 @@ history — even when the run was cancelled (DESIGN invariant 6).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -18,6 +18,7 @@ from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
+from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
 from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
@@ -106,9 +107,13 @@ RUN_QUEUE = 8
 
 @attrs.define(eq=False)
 class ThreadStatus:
-    """What a conversation actor publishes: the thread's history (only the actor appends) and its pending runs."""
+    """What a conversation actor publishes: the thread's history (only the actor appends) and its pending runs.
 
-    history: list[Message] = attrs.field(factory=list)
+    The history is bounded (:class:`~yao_actors.history_budget.BoundedHistory`): it keeps the newest whole
+    turns that fit its limit.
+    """
+
+    history: BoundedHistory = attrs.field(factory=BoundedHistory)
     pending: int = 0
 
 
@@ -122,8 +127,13 @@ class ConversationHandle(metaclass=NoPublicConstructor):
 
     @property
     def history(self) -> tuple[Message, ...]:
-        """A copy of the thread's messages so far (input, assistant and tool messages of finished runs)."""
-        return tuple(self._status.history)
+        """A copy of the thread's messages kept so far (input, assistant and tool messages of finished runs)."""
+        return tuple(self._status.history.messages)
+
+    @property
+    def history_bytes(self) -> int:
+        """The estimated size of the history kept (:mod:`yao_actors.history_budget`)."""
+        return self._status.history.bytes
 
     @property
     def pending(self) -> int:
@@ -151,6 +161,7 @@ class _ConversationActor:
     resources: RunResources
     inbox: trio.MemoryReceiveChannel[RunOrder]
     status: ThreadStatus
+    on_history_grown: Callable[[], None]
 
     async def serve(self) -> None:
         """Execute the thread's runs one at a time until the inbox closes or the task is cancelled."""
@@ -164,7 +175,8 @@ class _ConversationActor:
     async def execute(self, order: RunOrder) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6)."""
         order.started.set()
-        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), tuple(self.status.history))
+        history = tuple(self.status.history.messages)
+        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
         ending: Ending = CANCELLED
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
@@ -182,6 +194,8 @@ class _ConversationActor:
                 unreported = run.settle()
                 order.result = _conclude(run, order, ending)
                 self.status.history.extend(run.transcript)
+                # While this run still counts as pending, so its own thread is never the one forgotten.
+                self.on_history_grown()
                 with trio.move_on_after(CLEANUP_GRACE):
                     await _close_out(run, order.result, unreported)
                 if not run.events.finished:
@@ -196,12 +210,18 @@ async def serve_conversation(
     thread_id: str,
     resources: RunResources,
     *,
+    max_history_bytes: int = MAX_THREAD_BYTES,
+    on_history_grown: Callable[[], None] = lambda: None,
     task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order."""
+    """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
+
+    The thread keeps at most ``max_history_bytes`` of history; ``on_history_grown`` is called each time a
+    run's messages joined it (the manager keeps all threads within their budget that way).
+    """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
-    status = ThreadStatus()
-    actor = _ConversationActor(resources, receive, status)
+    status = ThreadStatus(BoundedHistory(max_history_bytes))
+    actor = _ConversationActor(resources, receive, status, on_history_grown)
     task_status.started(ConversationHandle._create(thread_id, send, status))
     await actor.serve()
 

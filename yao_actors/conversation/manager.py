@@ -7,6 +7,7 @@ channel (:class:`RunStream`); :meth:`ConversationManager.run` returns its
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from yao_actors.conversation.run import RunResources
 from yao_actors.dispatch import ToolServer
 from yao_actors.events import EventDict
 from yao_actors.handles import NoPublicConstructor
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
 from yao_actors.tasks import open_owned_nursery
@@ -100,8 +102,20 @@ class ConversationManager(metaclass=NoPublicConstructor):
     _resources: RunResources
     _nursery: trio.Nursery
     _max_threads: int
+    _max_thread_bytes: int
+    _max_threads_bytes: int
     _threads: dict[str, ConversationHandle] = attrs.field(factory=dict)
     _starting: trio.Lock = attrs.field(factory=trio.Lock)
+
+    @property
+    def max_thread_bytes(self) -> int:
+        """The most history bytes one thread keeps in memory."""
+        return self._max_thread_bytes
+
+    @property
+    def max_threads_bytes(self) -> int:
+        """The most history bytes all threads together keep in memory."""
+        return self._max_threads_bytes
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
@@ -122,7 +136,15 @@ class ConversationManager(metaclass=NoPublicConstructor):
                 if handle is None:
                     if len(self._threads) >= self._max_threads:
                         self._forget_an_idle_thread()
-                    handle = await self._nursery.start(serve_conversation, thread_id, self._resources)
+                    handle = await self._nursery.start(
+                        functools.partial(
+                            serve_conversation,
+                            thread_id,
+                            self._resources,
+                            max_history_bytes=self._max_thread_bytes,
+                            on_history_grown=self._fit_memory_budget,
+                        )
+                    )
         self._threads[thread_id] = handle  # most recently used last
         return handle
 
@@ -131,6 +153,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
             if handle.pending == 0:
                 self.close_thread(thread_id)
                 return
+
+    def _fit_memory_budget(self) -> None:
+        """Forget least recently used idle threads while the histories together exceed ``max_threads_bytes``."""
+        threads = ((tid, handle.history_bytes, handle.pending == 0) for tid, handle in self._threads.items())
+        for thread_id in idle_threads_to_forget(threads, self._max_threads_bytes):
+            self.close_thread(thread_id)
 
     def close_thread(self, thread_id: str) -> None:
         """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""
@@ -210,13 +238,17 @@ async def open_conversations(
     models: Mapping[str, Model],
     *,
     max_threads: int = MAX_THREADS,
+    max_thread_bytes: int = MAX_THREAD_BYTES,
+    max_threads_bytes: int = MAX_THREADS_BYTES,
 ) -> AsyncIterator[ConversationManager]:
     """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
 
     ``assistants``, ``servers`` and ``models`` (by id) are everything runs may
-    use. Cancelled runs still close out (history, one terminal event) before
-    the block exits.
+    use. At most ``max_threads`` threads are kept; ``max_thread_bytes`` bounds
+    the history one thread keeps in memory and ``max_threads_bytes`` all of them
+    together (:mod:`yao_actors.history_budget`). Cancelled runs still close out
+    (history, one terminal event) before the block exits.
     """
     resources = RunResources(assistants, servers, models, CatalogCache())
     async with open_owned_nursery() as nursery:
-        yield ConversationManager._create(resources, nursery, max_threads)
+        yield ConversationManager._create(resources, nursery, max_threads, max_thread_bytes, max_threads_bytes)

@@ -7,11 +7,11 @@ in the user's language) and says plainly what it can do for anything else.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from yao_actors import untrusted_json
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.models.offline import FunctionModel, compact_args, last_user_text, results_since_user, tool_names
 
@@ -62,7 +62,7 @@ def _parsed(content: str | None) -> dict[str, Any] | None:
     if content is None or content.startswith("Error:"):
         return None
     try:
-        value = json.loads(content)
+        value = untrusted_json.loads(content)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

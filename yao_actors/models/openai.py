@@ -22,8 +22,9 @@ arguments of the HTTP stack:
   next chunk of the body, so a stream that stalls midway fails even if it
   started well; for ``stream: false`` it bounds the whole answer.
 
-Either firing raises :class:`~yao_actors.errors.ModelTimeout`; timeouts are not
-retried (the caller's own deadline is the budget for patience).
+Either firing raises :class:`~yao_actors.errors.ModelTimeout` saying that the
+endpoint (its URL) did not respond or stopped responding, within which setting;
+timeouts are not retried (the caller's own deadline is the budget for patience).
 
 Retries: connection errors, 429 and 5xx are retried with exponential backoff and
 jitter, honouring ``Retry-After``, at most ``max_retries`` times and never past
@@ -32,9 +33,14 @@ delivered, so a half-relayed stream is never replayed. Other failures raise at
 once: a 4xx raises :class:`~yao_actors.errors.ModelHTTPError` carrying the
 endpoint's own message; a content type other than ``text/event-stream`` or
 ``application/json`` (accepted even for a streamed request, from endpoints
-that ignore ``stream``), a malformed chunk, an error object in the stream, or
-a stream that ends before ``[DONE]`` or a finish reason raise
-:class:`~yao_actors.errors.ModelStreamError`.
+that ignore ``stream``), a malformed chunk (not JSON, nested deeper than
+:data:`~yao_actors.untrusted_json.MAX_DEPTH`, or a field of the wrong type), an
+error object in the stream, or a stream that ends before ``[DONE]`` or a
+finish reason raise :class:`~yao_actors.errors.ModelStreamError`.
+
+The request body is serialised by :func:`~yao_actors.untrusted_json.dumps_utf8`
+(lone surrogates in the history go as U+FFFD), and strings read from the
+stream have theirs replaced the same way.
 
 Each call opens its own connection pool (sharing one TLS context) unless the
 model is given an ``httpx2.AsyncClient`` to share (its owner closes it).
@@ -57,6 +63,7 @@ import attrs
 import httpx2
 import trio
 
+from yao_actors import untrusted_json
 from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
 from yao_actors.models.base import (
     Completion,
@@ -162,7 +169,10 @@ class OpenAIModel:
         return {key: value for key, value in body.items() if value is not None}
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream" if self.spec.stream else "application/json"}
+        headers = {
+            "Accept": "text/event-stream" if self.spec.stream else "application/json",
+            "Content-Type": "application/json",
+        }
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         headers.update(self.spec.headers)
@@ -177,11 +187,13 @@ class OpenAIModel:
             yield client
 
     async def _attempt(self, client: httpx2.AsyncClient, body: dict[str, Any], relay: _Relay) -> Completion:
-        request = client.build_request("POST", self._url, json=body, headers=self._headers())
-        headers_deadline = self.spec.connect_timeout if self.spec.stream else self.spec.read_timeout
+        # Encoded here, not by httpx2: a lone surrogate that reached the history must not fail every later call.
+        content = untrusted_json.dumps_utf8(body)
+        request = client.build_request("POST", self._url, content=content, headers=self._headers())
+        headers_deadline = "connect_timeout" if self.spec.stream else "read_timeout"
         response: httpx2.Response | None = None
         try:
-            with self._deadline(headers_deadline, "connect" if self.spec.stream else "read"):
+            with self._deadline(headers_deadline, "did not respond: no response headers"):
                 response = await client.send(request, stream=True)
             await self._refuse_error_status(response)
             content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -204,15 +216,19 @@ class OpenAIModel:
                 await response.aclose()
 
     @contextmanager
-    def _deadline(self, seconds: float, what: str) -> Iterator[None]:
+    def _deadline(self, setting: str, what: str) -> Iterator[None]:
+        """A deadline of ``setting`` (``connect_timeout`` or ``read_timeout``); ``what`` says what did not come."""
+        seconds: float = getattr(self.spec, setting)
         try:
             with trio.fail_after(seconds):
                 yield
         except trio.TooSlowError:
-            raise ModelTimeout(f"{what} deadline of {seconds:g} s fired waiting for {self._url}") from None
+            raise ModelTimeout(
+                f"the model endpoint {self._url} {what} within {seconds:g} s (models.{self.spec.id}.{setting})"
+            ) from None
 
     async def _read_body(self, response: httpx2.Response) -> str:
-        with self._deadline(self.spec.read_timeout, "read"):
+        with self._deadline("read_timeout", "stopped responding: the body did not end"):
             return (await response.aread()).decode("utf-8", errors="replace")
 
     async def _refuse_error_status(self, response: httpx2.Response) -> None:
@@ -251,7 +267,7 @@ class OpenAIModel:
         decoder = SSEDecoder()
         async with _unwinding(response.aiter_bytes()) as chunks:
             while True:
-                with self._deadline(self.spec.read_timeout, "read"):
+                with self._deadline("read_timeout", "stopped responding: no data"):
                     chunk = await anext(chunks, None)
                 if chunk is None:
                     break
@@ -264,10 +280,13 @@ class OpenAIModel:
         data = _parse_chunk(await self._read_body(response))
         try:
             choice = data["choices"][0]
-            message = dict(choice["message"])
+            message = dict(_expect(choice["message"], dict, "choices[0].message"))
         except (KeyError, IndexError, TypeError) as exc:
             raise ModelStreamError(f"no choices[0].message in the answer of {self._url}") from exc
-        message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message.get("tool_calls") or ())]
+        calls = _member(message, "tool_calls", list, "choices[0].message.tool_calls") or ()
+        message["tool_calls"] = [
+            {"index": i, **_expect(call, dict, "a tool_calls entry")} for i, call in enumerate(calls)
+        ]
         assembly = _Assembly()
         chunk = {"choices": [{"delta": message, "finish_reason": choice.get("finish_reason")}]}
         for delta in assembly.apply({**chunk, "usage": data.get("usage")}):
@@ -304,9 +323,9 @@ def _ssl_context() -> ssl.SSLContext:
 def _parse_chunk(data: str) -> dict[str, Any]:
     """One JSON object of the stream (or the whole answer); an ``error`` object raises."""
     try:
-        chunk = json.loads(data)
-    except ValueError:
-        raise ModelStreamError(f"malformed JSON from the model endpoint: {data[:_SNIPPET]!r}") from None
+        chunk = untrusted_json.loads(data)
+    except ValueError as exc:
+        raise ModelStreamError(f"malformed JSON from the model endpoint ({exc}): {data[:_SNIPPET]!r}") from None
     if not isinstance(chunk, dict):
         raise ModelStreamError(f"expected a JSON object from the model endpoint, got {data[:_SNIPPET]!r}")
     if chunk.get("error"):
@@ -334,14 +353,15 @@ class _Assembly:
     done: bool = False
 
     def apply(self, chunk: Mapping[str, Any]) -> list[Delta]:
-        if chunk.get("usage"):
-            self.usage = _usage(chunk["usage"])
-        choices = chunk.get("choices") or ()
+        """The deltas of one chunk; a chunk whose fields have the wrong types raises ``ModelStreamError``."""
+        if usage := _member(chunk, "usage", dict, "usage"):
+            self.usage = _usage(usage)
+        choices = _member(chunk, "choices", list, "choices")
         if not choices:
             return []
-        choice = choices[0]
-        self.finish_reason = choice.get("finish_reason") or self.finish_reason
-        delta = choice.get("delta") or {}
+        choice = _expect(choices[0], dict, "choices[0]")
+        self.finish_reason = _member(choice, "finish_reason", str, "choices[0].finish_reason") or self.finish_reason
+        delta = _member(choice, "delta", dict, "choices[0].delta") or {}
         deltas: list[Delta] = []
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
@@ -351,19 +371,23 @@ class _Assembly:
         if isinstance(content, str) and content:
             self.text.append(content)
             deltas.append(TextDelta(content))
-        for entry in delta.get("tool_calls") or ():
-            call_delta = self._call_fragment(entry)
+        for entry in _member(delta, "tool_calls", list, "choices[0].delta.tool_calls") or ():
+            call_delta = self._call_fragment(_expect(entry, dict, "a tool_calls entry"))
             if call_delta is not None:
                 deltas.append(call_delta)
         return deltas
 
     def _call_fragment(self, entry: Mapping[str, Any]) -> ToolCallDelta | None:
+        _member(entry, "id", str, "tool_calls[].id")
+        if not isinstance(entry.get("index"), int | None):
+            raise ModelStreamError("malformed chunk from the model endpoint: tool_calls[].index must be an integer")
         position = self._position(entry)
         call = self.calls[position]
-        function = entry.get("function") or {}
+        function = _member(entry, "function", dict, "tool_calls[].function") or {}
+        _member(function, "name", str, "tool_calls[].function.name")
         new_id = entry.get("id") if entry.get("id") and not call.id else None
         new_name = function.get("name") if function.get("name") and not call.name else None
-        arguments = function.get("arguments") or ""
+        arguments = _member(function, "arguments", str, "tool_calls[].function.arguments") or ""
         call.id = new_id or call.id
         call.name = new_name or call.name
         call.arguments.append(arguments)
@@ -400,16 +424,39 @@ class _Assembly:
         )
 
 
+_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+
+
+def _expect(value: Any, kind: type, where: str) -> Any:
+    """``value`` if it is a ``kind``; a ``ModelStreamError`` naming ``where`` otherwise."""
+    if not isinstance(value, kind):
+        raise ModelStreamError(
+            f"malformed chunk from the model endpoint: {where} must be {_TYPE_NAMES[kind]}, got {value!r:.80}"
+        )
+    return value
+
+
+def _member(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    """``data[key]`` checked to be a ``kind``; ``None`` when it is missing or null."""
+    value = data.get(key)
+    return None if value is None else _expect(value, kind, where)
+
+
 def _usage(raw: Mapping[str, Any]) -> Usage:
-    prompt = int(raw.get("prompt_tokens") or 0)
-    completion = int(raw.get("completion_tokens") or 0)
-    return Usage(prompt, completion, int(raw.get("total_tokens") or prompt + completion))
+    """Token counts; a count that is not a non-negative integer counts as missing."""
+    prompt = _count(raw.get("prompt_tokens"))
+    completion = _count(raw.get("completion_tokens"))
+    return Usage(prompt, completion, _count(raw.get("total_tokens")) or prompt + completion)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _error_message(text: str) -> str:
     """The endpoint's own message from an error body (OpenAI, FastAPI and plain-text shapes)."""
     try:
-        data = json.loads(text)
+        data = untrusted_json.loads(text)
     except ValueError:
         return text.strip()[:_SNIPPET] or "(empty body)"
     if isinstance(data, dict):

@@ -5,7 +5,7 @@ under its own deadline, and feeds the bytes here. The decoder follows the SSE
 specification closely enough for model endpoints: lines end in LF, CRLF or CR;
 ``data:`` lines of one event are joined with ``\\n``; lines starting with ``:``
 are comments (keep-alives); a blank line ends an event; UTF-8 sequences split
-across chunks are reassembled.
+across chunks are reassembled, and bytes that are not UTF-8 become U+FFFD.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ class SSEDecoder:
     both return the events completed so far.
     """
 
-    _text: codecs.IncrementalDecoder = attrs.field(factory=lambda: codecs.getincrementaldecoder("utf-8")())
+    _text: codecs.IncrementalDecoder = attrs.field(
+        factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace")
+    )
     _partial_line: str = ""
     _data: list[str] = attrs.field(factory=list)
     _event: str = ""

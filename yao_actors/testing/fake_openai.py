@@ -237,7 +237,11 @@ async def _stream(
 
 
 def _json(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    """UTF-8 JSON; a value with lone surrogates goes as ``\\uD800`` escapes, the valid JSON a hostile endpoint may send."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _wants_usage(body: Mapping[str, Any]) -> bool:

@@ -1,0 +1,186 @@
+"""Bounded conversation memory (issue 9, item 9): per-thread trimming by whole turns, LRU eviction of idle threads."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from typing import Any
+
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.test_conversation import call, open_weather_manager, scripted, text_reply, tools_reply
+from yao_actors.config import Config, ServiceSpec
+from yao_actors.history_budget import (
+    VALUE_OVERHEAD,
+    BoundedHistory,
+    idle_threads_to_forget,
+    keep_from,
+    message_bytes,
+    turn_starts,
+)
+from yao_actors.runtime import open_runtime
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def tool_turn(question: str, n_calls: int, result: str = "r") -> list[dict[str, Any]]:
+    """A turn: the question, an assistant message with ``n_calls`` calls, their tool messages, an answer."""
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "t", "arguments": "{}"}} for i in range(n_calls)]
+    return [
+        user(question),
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": f"c{i}", "content": result} for i in range(n_calls)),
+        {"role": "assistant", "content": "answer"},
+    ]
+
+
+def test_message_bytes_counts_utf8_text_and_values() -> None:
+    assert message_bytes("abc") == VALUE_OVERHEAD + 3
+    assert message_bytes("é") == VALUE_OVERHEAD + 2
+    assert message_bytes("\ud800") == VALUE_OVERHEAD + 3
+    assert message_bytes({"role": "user"}) == 3 * VALUE_OVERHEAD + 4 + 4
+    deep: Any = "x"
+    for _ in range(100_000):  # no recursion: any depth is measured
+        deep = [deep]
+    assert message_bytes(deep) == 100_001 * VALUE_OVERHEAD + 1
+
+
+def test_turns_start_at_user_messages() -> None:
+    history = [*tool_turn("q1", 2), *tool_turn("q2", 1)]
+    assert turn_starts(history) == [0, 5]
+    assert turn_starts([{"role": "system", "content": "s"}, user("q")]) == [0, 1]
+
+
+def test_oldest_whole_turns_are_dropped() -> None:
+    history = BoundedHistory(limit=10_000)
+    for i in range(50):
+        history.extend(tool_turn(f"q{i}", 3, result="x" * 100))
+    assert history.bytes <= 10_000
+    assert history.bytes == sum(map(message_bytes, history.messages))
+    assert history.messages[0] == user(history.messages[0]["content"])
+    assert history.messages[-6:] == tool_turn("q49", 3, result="x" * 100)
+
+
+def test_a_turn_larger_than_the_budget_is_not_kept() -> None:
+    history = BoundedHistory(limit=1000)
+    history.extend(tool_turn("small", 1))
+    dropped = history.extend([user("x" * 2000), {"role": "assistant", "content": "ok"}])
+    assert (history.messages, history.bytes, dropped) == ([], 0, 6)
+
+
+_turns = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 400)), min_size=1, max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_turns, st.integers(100, 5000))
+def test_trimming_keeps_the_newest_whole_turns_that_fit(turns: list[tuple[int, int]], limit: int) -> None:
+    history = BoundedHistory(limit=limit)
+    everything: list[dict[str, Any]] = []
+    for i, (n_calls, size) in enumerate(turns):
+        turn = tool_turn(f"q{i}", n_calls, result="r" * size)
+        everything.extend(turn)
+        history.extend(turn)
+        assert history.bytes <= limit
+    kept = history.messages
+    assert kept == everything[len(everything) - len(kept) :]  # a suffix of the conversation
+    if kept:
+        assert kept[0]["role"] == "user"  # whole turns: tool calls never lose their answers
+    cut = keep_from(everything, [message_bytes(m) for m in everything], limit)
+    assert len(everything) - cut == len(kept)
+
+
+def test_idle_threads_are_forgotten_oldest_first_and_no_more_than_needed() -> None:
+    threads = [("a", 100, True), ("b", 100, False), ("c", 100, True), ("d", 100, True)]
+    assert idle_threads_to_forget(threads, 400) == []
+    assert idle_threads_to_forget(threads, 250) == ["a", "c"]  # "b" is busy: it counts, but stays
+    assert idle_threads_to_forget(threads, 0) == ["a", "c", "d"]
+
+
+# --------------------------------------------------------------------------- the manager
+
+
+async def test_a_thread_keeps_only_its_newest_turns_and_the_model_sees_those() -> None:
+    replies = []
+    for i in range(20):
+        replies += [tools_reply(call("w__get", {"city": f"c{i}"})), text_reply(f"answer {i} " + "z" * 300)]
+    model = scripted(*replies)
+    with trio.fail_after(30):
+        async with open_weather_manager(model, limits={"max_thread_bytes": 4000}) as manager:
+            for i in range(20):
+                await manager.run("a", f"question {i} " + "q" * 300, thread_id="t")
+            handle = await manager.thread("t")
+            history = handle.history
+    assert handle.history_bytes <= 4000
+    assert history[0]["role"] == "user"
+    assert history[-1]["content"].startswith("answer 19")
+    assert 2 <= [m["role"] for m in history].count("user") < 20
+    last_request = model.calls[-1].messages
+    assert not any("question 0 " in str(m.get("content")) for m in last_request)
+
+
+async def test_least_recently_used_idle_threads_are_forgotten_past_the_total_budget() -> None:
+    model = scripted(*(text_reply("ok") for _ in range(5)))
+    with trio.fail_after(30):
+        # two threads of ~1,200 bytes, and a little more
+        async with open_weather_manager(model, limits={"max_threads_bytes": 2700}) as manager:
+            for thread_id in ("t1", "t2", "t3"):
+                await manager.run("a", "x" * 1000, thread_id=thread_id)
+            assert manager.history("t1") == ()  # the oldest was forgotten
+            assert len(manager.history("t2")) == len(manager.history("t3")) == 2
+            await manager.run("a", "y" * 10, thread_id="t2")  # t2 becomes the most recently used
+            await manager.run("a", "x" * 1000, thread_id="t4")
+            assert manager.history("t3") == ()  # the least recently used, though newer than t2
+            assert len(manager.history("t2")) == 4
+            assert len(manager.history("t4")) == 2
+
+
+_MEASURE = textwrap.dedent(
+    """
+    import json, os, sys, trio
+    from yao_actors.config import AssistantSpec, Config
+    from yao_actors.runtime import open_runtime
+    from yao_actors.testing import FunctionModel
+
+    PAGE = os.sysconf("SC_PAGE_SIZE")
+
+    def rss() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+
+    async def main() -> None:
+        config = Config(assistants={"a": AssistantSpec(id="a", model="m")})
+        model = FunctionModel(lambda messages, tools: "ok")
+        async with open_runtime(config, models={"m": model}) as runtime:
+            for i in range(105):
+                if i == 5:
+                    before = rss()  # after a warm-up, as the issue's service measurement
+                await runtime.run("a", str(i) + "x" * 1_000_000, thread_id="t")
+                model.calls.clear()
+            after = rss()
+            kept = (await runtime.conversations.thread("t")).history_bytes
+        print(json.dumps({"growth": after - before, "kept": kept}))
+
+    trio.run(main)
+    """
+)
+
+
+async def test_a_hundred_one_megabyte_runs_on_one_thread_grow_the_process_little() -> None:
+    with trio.fail_after(300):
+        done = await trio.run_process([sys.executable, "-c", _MEASURE], capture_stdout=True, capture_stderr=True)
+    figures = json.loads(done.stdout)
+    assert figures["kept"] <= 4 << 20
+    assert figures["growth"] < 20 << 20, f"grew by {figures['growth'] / 2**20:.1f} MB"
+
+
+async def test_the_runtime_takes_the_budgets_from_the_server_section() -> None:
+    service = ServiceSpec(max_thread_bytes=1234, max_threads_bytes=5678)
+    async with open_runtime(Config(service=service)) as runtime:
+        assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (1234, 5678)
+    async with open_runtime(Config()) as runtime:  # embedding without a config file: the same defaults
+        assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (4 << 20, 256 << 20)

@@ -1,0 +1,110 @@
+"""JSON from sources the runtime does not control, parsed and serialised without surprises.
+
+Model output (tool-call arguments, stream chunks) and tool results are JSON
+text anyone upstream may have shaped. Two things in such text can break the
+runtime far from where it was read:
+
+- **nesting**: ``json.loads`` (and ``json_repair``) recurse once per level, so
+  a few kilobytes of ``[[[[...`` raise ``RecursionError``, and a value nested
+  just under the interpreter's limit breaks every later ``json.dumps`` of it.
+  :func:`loads` refuses text nested deeper than :data:`MAX_DEPTH` with
+  :class:`JSONTooDeep` (a ``ValueError``, like every other parse failure).
+- **lone surrogates**: the valid escape ``"\\ud800"`` parses to a string that
+  cannot be encoded as UTF-8, so the HTTP client sending it to a model, or the
+  writer sending it in an event, would fail on every later use. The policy:
+  such code points become U+FFFD (the replacement character) as soon as they
+  are read (:func:`loads`, :func:`scrub_text`), and :func:`dumps_utf8`
+  replaces any that still reach a serialisation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import accumulate
+from typing import Any
+
+MAX_DEPTH = 128
+"""Deepest nesting of arrays and objects accepted in untrusted JSON text."""
+
+REPLACEMENT = "\ufffd"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A surrogate code point in the text, or a ``\\uD800``–``\\uDFFF`` escape that parses to one.
+_SURROGATE_OR_ESCAPE = re.compile("[\ud800-\udfff]|\\\\u[dD][89abcdefABCDEF]")
+#: A JSON string literal (also matches the rest of an unterminated one).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_STEPS = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in _STEPS)
+
+
+class JSONTooDeep(ValueError):
+    """Untrusted JSON text nests arrays and objects deeper than allowed."""
+
+    def __init__(self, limit: int = MAX_DEPTH) -> None:
+        super().__init__(f"JSON nested deeper than {limit} levels")
+        self.limit = limit
+
+
+def nesting_depth(text: str) -> int:
+    """How deep ``text`` nests ``[`` and ``{`` outside string literals (of valid JSON; an estimate otherwise).
+
+    Cheap when the text has few brackets; otherwise one regex pass to drop
+    strings and one pass over the brackets, both in C.
+    """
+    if text.count("[") + text.count("{") == 0:
+        return 0
+    brackets = _STRING.sub("", text).encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
+    return max(accumulate(_STEPS[b] for b in brackets), default=0)
+
+
+def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
+    """Raise :class:`JSONTooDeep` if ``text`` nests deeper than ``limit``."""
+    if text.count("[") + text.count("{") > limit and nesting_depth(text) > limit:
+        raise JSONTooDeep(limit)
+
+
+def loads(text: str, limit: int = MAX_DEPTH) -> Any:
+    """``json.loads`` for untrusted text: nesting bounded, lone surrogates replaced.
+
+    Raises ``ValueError`` for anything that is not acceptable JSON:
+    ``json.JSONDecodeError``, :class:`JSONTooDeep`, or the interpreter's limit
+    on the digits of an integer.
+    """
+    check_depth(text, limit)
+    try:
+        value = json.loads(text)
+    except RecursionError:  # a deep stack already, even under the limit
+        raise JSONTooDeep(limit) from None
+    return scrub(value) if _SURROGATE_OR_ESCAPE.search(text) else value
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with every surrogate code point (unencodable in UTF-8) replaced by U+FFFD."""
+    return _SURROGATE.sub(REPLACEMENT, text) if _SURROGATE.search(text) else text
+
+
+def scrub(value: Any) -> Any:
+    """A JSON value with :func:`scrub_text` applied to every string, keys included.
+
+    Recursive: meant for values of bounded depth (those :func:`loads` returns).
+    """
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        return {scrub_text(k) if isinstance(k, str) else k: scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(item) for item in value]
+    return value
+
+
+def dumps_utf8(value: Any) -> bytes:
+    """Compact UTF-8 JSON of ``value``; surrogate code points anywhere in it become U+FFFD.
+
+    Serialises once; only text that fails to encode is scrubbed and encoded again.
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return scrub_text(text).encode("utf-8")
