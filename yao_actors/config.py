@@ -189,7 +189,11 @@ class ServiceSpec:
     host: str = "127.0.0.1"
     port: int = 8765
     token: str | None = None
+    #: Principals and their tokens (``{"alice": "${ALICE_TOKEN}"}``); a thread belongs to its creator's principal.
+    tokens: Mapping[str, str] = attrs.field(factory=dict)
     allowed_origins: tuple[str, ...] = ()
+    #: Roles besides ``user`` a client may send in a run's input (``system``, ``developer``, ``assistant``).
+    allow_client_roles: tuple[str, ...] = ()
     max_frame_bytes: int = 1 << 20
     max_connections: int = 1000
     max_runs_per_connection: int = 8
@@ -220,6 +224,8 @@ DEFAULT_PROMPT = (
 BUILTIN_MODEL_IDS = ("demo", "test")
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: Roles an operator may allow clients to send besides ``user`` (``server.allow_client_roles``).
+CLIENT_ROLES = ("system", "developer", "assistant")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -242,6 +248,10 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
         raise ConfigError(
             [f"line {error.lineno} column {error.colno}: not valid JSON: {error.msg}"], source=source
         ) from None
+    except RecursionError:
+        raise ConfigError(["not usable JSON: nested too deeply"], source=source) from None
+    except ValueError as error:  # e.g. an integer of more digits than Python converts
+        raise ConfigError([f"not usable JSON: {error}"], source=source) from None
     return parse_config(data, environ=environ, source=source)
 
 
@@ -717,6 +727,14 @@ class _Reader:
             refs[key] = ref
         return Hooks(**refs)
 
+    def tokens(self, value: Any, path: str) -> dict[str, str]:
+        """Principal names to tokens, ``${VAR}`` expanded; an empty name or token would let anyone in."""
+        tokens = self.string_map(value, path)
+        for name, token in tokens.items():
+            if not name or not token:
+                self.fail(_join(path, name), "a principal needs a non-empty name and a non-empty token")
+        return tokens
+
     def service(self, value: Any, path: str) -> ServiceSpec:
         allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
         item = self.obj(value, path, allowed)
@@ -731,8 +749,13 @@ class _Reader:
                 options[key] = self.integer(raw, key_path, maximum=65535)
             elif key == "token":
                 options[key] = None if raw is None else self.expand(self.string(raw, key_path) or "", key_path)
+            elif key == "tokens":
+                options[key] = self.tokens(raw, key_path)
             elif key == "allowed_origins":
                 options[key] = self.strings(raw, key_path)
+            elif key == "allow_client_roles":
+                roles = self.strings(raw, key_path)
+                options[key] = tuple(r for i, r in enumerate(roles) if self.choice(r, _join(key_path, i), CLIENT_ROLES))
             elif key in ("idle_timeout", "shutdown_grace"):
                 options[key] = self.number(raw, key_path)
             elif key in allowed:

@@ -562,6 +562,8 @@ class ConversationHandle:
     thread_id: str
     _mailbox: trio.MemorySendChannel[_RunOrder]
     _history: list[Message] = attrs.field(factory=list)
+    owner: str | None = None
+    """The principal that created the thread; only its runs may use it."""
     pending: int = 0
     """Runs submitted and not yet finished."""
 
@@ -794,6 +796,20 @@ class ConversationManager:
         """A model by id; ``RunError`` code ``unknown_model`` if there is none."""
         return _lookup(self.models, model_id, "model")
 
+    def owned_thread(self, thread_id: str, principal: str | None) -> ConversationHandle:
+        """The actor of ``thread_id`` for a run of ``principal``; a new thread becomes that principal's.
+
+        Another principal's thread is ``RunError`` code ``unknown_thread``, exactly as if it did not exist,
+        so its id reveals nothing.
+        """
+        existing = self._threads.get(thread_id)
+        if existing is not None and existing.owner != principal:
+            raise RunError(f"unknown thread {thread_id!r}", code="unknown_thread")
+        handle = self.thread(thread_id)
+        if existing is None:
+            handle.owner = principal
+        return handle
+
     def thread(self, thread_id: str) -> ConversationHandle:
         """The actor of ``thread_id``, started on first use.
 
@@ -836,20 +852,22 @@ class ConversationManager:
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
         ``thread_id=None`` starts a new thread. The run waits for the runs
         submitted before it on the same thread. An unknown assistant raises
         ``RunError`` (code ``unknown_assistant``) before any event. On exit the
-        run is over: its history is recorded and ``stream.result`` is set.
+        run is over: its history is recorded and ``stream.result`` is set. A thread belongs to the
+        ``principal`` that created it; another principal's run on it raises ``RunError`` (``unknown_thread``).
         """
         spec = self.assistant(assistant)
         order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
         order = _RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events)
         try:
             with receive:
-                await self.thread(order.thread_id).submit(order)
+                await self.owned_thread(order.thread_id, principal).submit(order)
                 yield RunStream(order, receive)
         finally:
             await _wait_out(order)
@@ -861,15 +879,16 @@ class ConversationManager:
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> RunResult:
         """Run to the end and return the result with every event.
 
-        Cancelling the caller cancels the run, as leaving :meth:`open_run` does.
+        Cancelling the caller cancels the run, as leaving :meth:`open_run` does; ``principal`` as there.
         """
         spec = self.assistant(assistant)
         order = _RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None)
         try:
-            await self.thread(order.thread_id).submit(order)
+            await self.owned_thread(order.thread_id, principal).submit(order)
             await order.done.wait()
         finally:
             await _wait_out(order)

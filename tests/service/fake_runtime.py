@@ -5,6 +5,8 @@ What a run does is chosen by the content of its last message:
 - ``hold:<name>`` — start, then wait until :meth:`FakeRuntime.release` is called with ``name``, then answer;
 - ``flood:<n>`` — stream ``n`` text deltas of 64 KiB each (for backpressure tests);
 - ``vanish`` — start, then end without a terminal event (a broken runtime);
+- ``crash`` — ``open_run`` raises an arbitrary exception (a bug in the runtime);
+- ``unencodable`` — start, then send an event that cannot be serialised as JSON;
 - anything else — answer ``echo: <content>`` in a few deltas, with one tool call when it mentions ``weather``.
 
 The fake records every run it started, which ended, and which were cancelled — through ``stream.cancel()``
@@ -53,9 +55,12 @@ class FakeRuntime:
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> AsyncIterator[FakeStream]:
         if assistant not in self.assistants:
             raise RunError(f"unknown assistant {assistant!r}", code="unknown_assistant")
+        if messages[-1]["content"] == "crash":
+            raise ZeroDivisionError("a bug in the runtime")
         run_id = run_id or f"run-{len(self.started)}"
         self.started.append(run_id)
         self.threads.append(thread_id)
@@ -103,6 +108,8 @@ class FakeRuntime:
         kind, _, argument = content.partition(":")
         if kind == "hold":
             await self._gate(argument).wait()
+        if kind == "unencodable":
+            await events.emit_dict({"type": "CUSTOM", "name": "unencodable", "value": object()})
         if kind == "flood":
             await events.text_start("m1")
             for _ in range(int(argument)):
