@@ -22,8 +22,9 @@ from tests.service.test_hostile import still_serves
 from yao_actors.service.chat import open_client
 from yao_actors.service.protocol import BAD_REQUEST, FRAME_TOO_LARGE, FrameError, RunFrame, encode, parse_frame
 
-#: Text with lone surrogates and every other kind of code point.
-TEXT = st.text(alphabet=st.characters(codec=None, categories=None), max_size=20)
+#: Text with every kind of code point, lone surrogates included (Hypothesis leaves them out unless asked).
+SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, categories=["Cs"])
+TEXT = st.text(alphabet=st.characters(exclude_categories=()) | SURROGATES, max_size=20)
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | TEXT
 #: Arbitrary JSON values: wide (many keys and items) and nested.
 JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=6) | st.dictionaries(TEXT, inner, max_size=6))
