@@ -95,3 +95,19 @@ async def test_server_py_refuses_a_public_address_without_a_token() -> None:
     assert b"0.0.0.0" in result.stderr
     assert b"YAO_ACTORS_TOKEN" in result.stderr
     assert result.stdout == b""
+
+
+async def test_server_py_refuses_a_whitespace_token_beyond_loopback() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_ACTORS_")} | {"YAO_ACTORS_TOKEN": " "}
+    with trio.fail_after(30):
+        result = await trio.run_process(
+            [sys.executable, "server.py", "--host", "0.0.0.0", "--port", "0"],
+            cwd=REPO,
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 2
+    assert b"YAO_ACTORS_TOKEN: refusing to listen on '0.0.0.0' with a token shorter than 16" in result.stderr
+    assert result.stdout == b""
