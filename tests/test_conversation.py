@@ -751,4 +751,4 @@ async def test_a_thread_handle_holds_only_the_send_side_and_the_status() -> None
     async with open_weather_manager(scripted(text_reply("hi"))) as manager:
         handle = await manager.thread("t")
         held = [getattr(handle, field.name) for field in attrs.fields(type(handle))]
-    assert [type(value).__name__ for value in held] == ["str", "MemorySendChannel", "ThreadStatus"]
+    assert [type(value).__name__ for value in held] == ["str", "NoneType", "MemorySendChannel", "ThreadStatus"]

@@ -25,7 +25,7 @@ from yao_actors.config import Config, ServiceSpec, default_config, load_config
 from yao_actors.errors import ConfigError
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
-from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_token
+from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
 from yao_actors.service.chat import DEFAULT_URL, chat
 
 #: The question the service suggests trying (the seed's example).
@@ -73,7 +73,7 @@ def _serve_command(args: argparse.Namespace) -> int:
         config = load_config(args.config) if args.config else default_config()
         overrides = {"host": args.host, "port": args.port}
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
-        check_listen(spec.host, resolve_token(spec))
+        check_listen(spec.host, resolve_credentials(spec))
         trio.run(serve_until_signalled, config, spec)
     except ConfigError as error:
         print(f"yao-actors: {error}", file=sys.stderr)

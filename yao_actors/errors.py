@@ -83,12 +83,12 @@ class RunErrorCode(enum.StrEnum):
     ====================  ==========================================================================
     code                  meaning
     ====================  ==========================================================================
-    ``bad_request``       the client's frame was not valid (field named in the message), or its
-                          ``runId`` is already running
+    ``bad_request``       the client's frame was not valid (field named in the message)
     ``frame_too_large``   the client's frame is over the service's ``max_frame_bytes``
     ``too_many_runs``     the connection or the service is at its limit of concurrent runs
     ``shutting_down``     the service is shutting down and takes no new runs
     ``unknown_assistant`` the run named an assistant the configuration does not have
+    ``unknown_thread``    the run named a thread another principal created (as if it did not exist)
     ``unknown_model``     an assistant's model (or fallback model) is not configured
     ``config_error``      the assistant's servers cannot form a catalog (e.g. colliding tool names)
     ``hook_error``        a ``create`` / ``next`` hook failed, returned a bad value, or delegated too deep
@@ -107,6 +107,7 @@ class RunErrorCode(enum.StrEnum):
     TOO_MANY_RUNS = "too_many_runs"
     SHUTTING_DOWN = "shutting_down"
     UNKNOWN_ASSISTANT = "unknown_assistant"
+    UNKNOWN_THREAD = "unknown_thread"
     UNKNOWN_MODEL = "unknown_model"
     CONFIG_ERROR = "config_error"
     HOOK_ERROR = "hook_error"
@@ -117,6 +118,21 @@ class RunErrorCode(enum.StrEnum):
     INTERRUPTED = "interrupted"
     RUN_ENDED = "run_ended"
     RUN_ERROR = "run_error"
+
+
+class ErrorFrameCode(enum.StrEnum):
+    """The ``code`` of the service's non-terminal ``error`` frame, about a client frame rather than a run.
+
+    ====================  ==========================================================================
+    code                  meaning
+    ====================  ==========================================================================
+    ``duplicate_run_id``  a ``run`` frame reused the ``runId`` of a run still in flight (that run goes on)
+    ``unknown_run``       a ``cancel`` frame named no run in flight on this connection
+    ====================  ==========================================================================
+    """
+
+    DUPLICATE_RUN_ID = "duplicate_run_id"
+    UNKNOWN_RUN = "unknown_run"
 
 
 def server_unavailable_message(

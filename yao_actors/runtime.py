@@ -52,6 +52,7 @@ class Runtime(metaclass=NoPublicConstructor):
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> AbstractAsyncContextManager[RunStream]:
         """Start a run; yields a receive channel of its AG-UI event dicts.
 
@@ -60,9 +61,11 @@ class Runtime(metaclass=NoPublicConstructor):
         model and tool calls are cancelled, unfinished tool calls get
         ``cancelled`` results). ``stream.cancel()`` cancels it too while you keep
         reading up to its terminal event. An unknown assistant raises
-        :class:`~yao_actors.errors.RunError` (code ``unknown_assistant``).
+        :class:`~yao_actors.errors.RunError` (code ``unknown_assistant``). A thread belongs to the
+        ``principal`` that created it (``None`` is a principal too); another principal's run on it raises
+        ``RunError`` code ``unknown_thread``.
         """
-        return self.conversations.open_run(assistant, messages, thread_id=thread_id, run_id=run_id)
+        return self.conversations.open_run(assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal)
 
     async def run(
         self,
@@ -71,9 +74,13 @@ class Runtime(metaclass=NoPublicConstructor):
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> RunResult:
-        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``."""
-        return await self.conversations.run(assistant, messages, thread_id=thread_id, run_id=run_id)
+        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``; ``principal`` as in
+        :meth:`open_run`."""
+        return await self.conversations.run(
+            assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal
+        )
 
 
 @asynccontextmanager

@@ -188,7 +188,11 @@ class ServiceSpec:
     host: str = "127.0.0.1"
     port: int = 8765
     token: str | None = None
+    #: Principals and their tokens (``{"alice": "${ALICE_TOKEN}"}``); a thread belongs to its creator's principal.
+    tokens: Mapping[str, str] = attrs.field(factory=dict)
     allowed_origins: tuple[str, ...] = ()
+    #: Roles besides ``user`` a client may send in a run's input (``system``, ``developer``, ``assistant``).
+    allow_client_roles: tuple[str, ...] = ()
     max_frame_bytes: int = 1 << 20
     max_connections: int = 1000
     max_runs_per_connection: int = 8

@@ -12,6 +12,8 @@ import trio
 from playwright.sync_api import sync_playwright
 
 from tests.integration.test_service_e2e import SEED_QUESTION, demo_service
+from tests.service.fake_runtime import FakeRuntime
+from tests.service.support import running_service
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -63,3 +65,39 @@ async def test_the_page_asks_the_seeds_question_in_chromium() -> None:
     assert shown["statuses"] == ["done", "done"]
     assert '"temp"' in shown["results"][0]
     assert "北京" in shown["answer"]
+
+
+def ask_with_a_token_when_told(page_url: str, token: str) -> dict[str, Any]:
+    """Ask without a token, read what the page says, then enter the token and see the kept question answered."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(page_url)
+            page.fill("#question", "hello")
+            page.click("#send")
+            page.wait_for_function("document.querySelector('#state').textContent.startsWith('could not connect')")
+            told = page.inner_text("#state")
+            focused = page.evaluate("document.activeElement.id")
+            page.fill("#token", token)
+            page.press("#token", "Enter")
+            page.wait_for_selector(".run.done", timeout=30_000)
+            return {
+                "told": told,
+                "focused": focused,
+                "answer": page.inner_text(".run .answer"),
+                "state": page.inner_text("#state"),
+            }
+        finally:
+            browser.close()
+
+
+async def test_the_page_tells_the_user_a_token_is_needed_and_takes_one_in_chromium() -> None:
+    token = "browser-test-token-0123"
+    with trio.fail_after(90):
+        async with running_service(FakeRuntime(), token=token) as service:
+            shown = await trio.to_thread.run_sync(ask_with_a_token_when_told, service.page_url, token)
+    assert "may need a token" in shown["told"]
+    assert shown["focused"] == "token"
+    assert shown["answer"] == "echo: hello"
+    assert shown["state"] == "connected"

@@ -80,10 +80,11 @@ async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
     assert [pid for pid in children if _running(pid)] == []
 
 
-async def test_server_py_refuses_a_public_address_without_a_token() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_ACTORS_")}
+async def _server_py_on_every_interface(**environ: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``server.py --host 0.0.0.0`` with ``environ`` as the only ``YAO_ACTORS_*`` variables; it should refuse."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_ACTORS_")} | environ
     with trio.fail_after(30):
-        result = await trio.run_process(
+        return await trio.run_process(
             [sys.executable, "server.py", "--host", "0.0.0.0", "--port", "0"],
             cwd=REPO,
             env=env,
@@ -91,7 +92,18 @@ async def test_server_py_refuses_a_public_address_without_a_token() -> None:
             capture_stderr=True,
             check=False,
         )
+
+
+async def test_server_py_refuses_a_public_address_without_a_token() -> None:
+    result = await _server_py_on_every_interface()
     assert result.returncode == 2
     assert b"0.0.0.0" in result.stderr
     assert b"YAO_ACTORS_TOKEN" in result.stderr
+    assert result.stdout == b""
+
+
+async def test_server_py_refuses_a_whitespace_token_beyond_loopback() -> None:
+    result = await _server_py_on_every_interface(YAO_ACTORS_TOKEN=" ")
+    assert result.returncode == 2
+    assert b"YAO_ACTORS_TOKEN: refusing to listen on '0.0.0.0' with a token shorter than 16" in result.stderr
     assert result.stdout == b""

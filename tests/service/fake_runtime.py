@@ -5,6 +5,10 @@ What a run does is chosen by the content of its last message:
 - ``hold:<name>`` — start, then wait until :meth:`FakeRuntime.release` is called with ``name``, then answer;
 - ``flood:<n>`` — stream ``n`` text deltas of 64 KiB each (for backpressure tests);
 - ``vanish`` — start, then end without a terminal event (a broken runtime);
+- ``crash`` — ``open_run`` raises an arbitrary exception (a bug in the runtime);
+- ``uncancellable:<name>`` — as ``hold:<name>``, but the stream's ``cancel`` raises (a bug the front end meets
+  in its own task, outside any run);
+- ``unencodable`` — start, then send an event that cannot be serialised as JSON;
 - anything else — answer ``echo: <content>`` in a few deltas, with one tool call when it mentions ``weather``.
 
 The fake records every run it started, which ended, and which were cancelled — through ``stream.cancel()``
@@ -53,14 +57,17 @@ class FakeRuntime:
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> AsyncIterator[FakeStream]:
         if assistant not in self.assistants:
             raise RunError(f"unknown assistant {assistant!r}", code="unknown_assistant")
+        if messages[-1]["content"] == "crash":
+            raise ZeroDivisionError("a bug in the runtime")
         run_id = run_id or f"run-{len(self.started)}"
         self.started.append(run_id)
         self.threads.append(thread_id)
         send, receive = trio.open_memory_channel[dict[str, Any]](0)
-        stream = FakeStream(receive)
+        stream = FakeStream(receive, broken_cancel=messages[-1]["content"].startswith("uncancellable:"))
         events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=self._counted(send, run_id))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"])
@@ -101,8 +108,10 @@ class FakeRuntime:
 
     async def _answer(self, events: RunEvents, content: str) -> None:
         kind, _, argument = content.partition(":")
-        if kind == "hold":
+        if kind in ("hold", "uncancellable"):
             await self._gate(argument).wait()
+        if kind == "unencodable":
+            await events.emit_dict({"type": "CUSTOM", "name": "unencodable", "value": object()})
         if kind == "flood":
             await events.text_start("m1")
             for _ in range(int(argument)):
@@ -125,11 +134,14 @@ class FakeRuntime:
 class FakeStream:
     """The stream of a fake run: its events, and ``cancel`` (the run still ends with its terminal event)."""
 
-    def __init__(self, receive: trio.MemoryReceiveChannel[dict[str, Any]]) -> None:
+    def __init__(self, receive: trio.MemoryReceiveChannel[dict[str, Any]], *, broken_cancel: bool = False) -> None:
         self._receive = receive
+        self._broken_cancel = broken_cancel
         self.scope = trio.CancelScope()
 
     def cancel(self) -> None:
+        if self._broken_cancel:
+            raise RuntimeError("a bug behind cancel")
         self.scope.cancel()
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:

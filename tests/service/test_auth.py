@@ -12,16 +12,19 @@ from yao_actors.config import ServiceSpec
 from yao_actors.errors import ConfigError
 from yao_actors.service import open_service
 from yao_actors.service.auth import (
+    Credential,
     Handshake,
-    authorized,
+    check_listen,
     is_loopback,
     origin_allowed,
+    principal_of,
+    resolve_credentials,
     resolve_token,
     selected_subprotocol,
 )
 from yao_actors.service.chat import open_service_connection
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-of-16+"
 
 
 @pytest.mark.parametrize(
@@ -60,9 +63,50 @@ def test_the_token_comes_from_the_config_then_the_environment() -> None:
         ({}, (TOKEN,), False),
     ],
 )
-def test_authorized(headers: dict[str, str], subprotocols: tuple[str, ...], ok: bool) -> None:
-    assert authorized(Handshake(headers, subprotocols), TOKEN) is ok
-    assert authorized(Handshake(headers, subprotocols), None) is True
+def test_the_handshake_presents_a_token(headers: dict[str, str], subprotocols: tuple[str, ...], ok: bool) -> None:
+    credentials = [Credential("default", TOKEN, "server.token")]
+    assert principal_of(Handshake(headers, subprotocols), credentials) == ("default" if ok else None)
+
+
+def test_the_token_presented_names_the_principal() -> None:
+    credentials = resolve_credentials(ServiceSpec(tokens={"alice": "a" * 16, "bob": "b" * 16}), {})
+    assert [(c.principal, c.source) for c in credentials] == [
+        ("alice", "server.tokens.alice"),
+        ("bob", "server.tokens.bob"),
+    ]
+    assert principal_of(Handshake({"authorization": "Bearer " + "b" * 16}), credentials) == "bob"
+    assert principal_of(Handshake({}, ("bearer." + "a" * 16,)), credentials) == "alice"
+    assert principal_of(Handshake({"authorization": "Bearer "}), credentials) is None
+    single = resolve_credentials(ServiceSpec(tokens={"alice": "a" * 16}), {"YAO_ACTORS_TOKEN": TOKEN})
+    assert [(c.principal, c.source) for c in single] == [
+        ("default", "YAO_ACTORS_TOKEN"),
+        ("alice", "server.tokens.alice"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "environ", "source"),
+    [
+        pytest.param(ServiceSpec(token=" " * 20), {}, "server.token", id="whitespace"),
+        pytest.param(ServiceSpec(token="short"), {}, "server.token", id="short"),
+        pytest.param(ServiceSpec(), {"YAO_ACTORS_TOKEN": "x" * 15}, "YAO_ACTORS_TOKEN", id="short, environment"),
+        pytest.param(ServiceSpec(tokens={"alice": "a" * 16, "bob": "b"}), {}, "server.tokens.bob", id="one of many"),
+    ],
+)
+def test_a_weak_token_is_refused_beyond_loopback(spec: ServiceSpec, environ: dict[str, str], source: str) -> None:
+    credentials = resolve_credentials(spec, environ)
+    check_listen("127.0.0.1", credentials)  # on loopback a token is the user's own business
+    with pytest.raises(ConfigError) as refused:
+        check_listen("0.0.0.0", credentials)
+    assert len(refused.value.problems) == 1
+    assert refused.value.problems[0].startswith(f"{source}: refusing to listen on '0.0.0.0'")
+    assert "16 characters" in refused.value.problems[0]
+
+
+async def test_the_service_refuses_a_whitespace_token_beyond_loopback() -> None:
+    with pytest.raises(ConfigError, match=r"server\.token"):
+        async with open_service(FakeRuntime(), ServiceSpec(host="0.0.0.0", port=0, token=" ")):
+            pass
 
 
 @pytest.mark.parametrize(
@@ -71,7 +115,8 @@ def test_authorized(headers: dict[str, str], subprotocols: tuple[str, ...], ok: 
         (None, (), True),
         ("http://127.0.0.1:8765", (), True),
         ("http://localhost:3000", (), True),
-        ("null", (), True),
+        ("null", (), False),
+        ("null", ("null",), True),
         ("https://evil.example", (), False),
         ("https://app.example", ("https://app.example",), True),
         ("http://127.0.0.1:8765", ("https://app.example",), False),

@@ -77,12 +77,15 @@ async def test_cancel_stops_a_run_with_one_terminal_event() -> None:
     assert after == {"type": "pong"}
 
 
-async def test_cancel_of_an_unknown_run_is_ignored() -> None:
+async def test_cancel_of_an_unknown_run_is_answered_unknown_run() -> None:
     with trio.fail_after(10):
         async with running_service(FakeRuntime()) as service, open_service_connection(service.url) as ws:
             await send(ws, {"type": "cancel", "runId": "nobody"})
+            error = await receive(ws)
             await send(ws, {"type": "ping"})
             assert await receive(ws) == {"type": "pong"}
+    assert (error["type"], error["code"], error["runId"]) == ("error", "unknown_run", "nobody")
+    assert "nobody" in error["message"]
 
 
 MALFORMED: list[tuple[str, str | bytes, str]] = [
@@ -139,9 +142,10 @@ async def test_a_frame_far_beyond_the_limit_closes_the_connection() -> None:
                 with pytest.raises(ConnectionClosed) as closed:
                     await ws.get_message()
             assert closed.value.reason.code == 1009
+            assert "maximum message size" in closed.value.reason.reason
 
 
-async def test_a_duplicate_run_id_is_refused() -> None:
+async def test_a_duplicate_run_id_gets_a_non_terminal_error_and_the_run_keeps_one_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
         async with running_service(runtime) as service, open_service_connection(service.url) as ws:
@@ -150,8 +154,12 @@ async def test_a_duplicate_run_id_is_refused() -> None:
             await send(ws, run_frame("again", run_id="same"))
             error = await receive(ws)
             runtime.release("x")
-            await until_terminal(ws, "same")
-    assert (error["type"], error["code"]) == ("RUN_ERROR", "bad_request")
+            events = await until_terminal(ws, "same")
+            await send(ws, {"type": "ping"})
+            assert await receive(ws) == {"type": "pong"}  # nothing else came for "same"
+    assert (error["type"], error["code"], error["runId"]) == ("error", "duplicate_run_id", "same")
+    assert [e["type"] for e in events if e["type"] in ("RUN_FINISHED", "RUN_ERROR")] == ["RUN_FINISHED"]
+    assert runtime.started == ["same"]
 
 
 async def test_too_many_runs_on_one_connection() -> None:

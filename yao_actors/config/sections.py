@@ -35,6 +35,8 @@ from yao_actors.specs import (
 
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: Roles an operator may allow clients to send besides ``user`` (``server.allow_client_roles``).
+CLIENT_ROLES = ("system", "developer", "assistant")
 
 
 class ConfigReader(ValueReader):
@@ -375,6 +377,14 @@ class ConfigReader(ValueReader):
             refs[key] = ref
         return Hooks(**refs)
 
+    def tokens(self, value: Any, path: str) -> dict[str, str]:
+        """Principal names to tokens, ``${VAR}`` expanded; an empty name or token would let anyone in."""
+        tokens = self.string_map(value, path)
+        for name, token in tokens.items():
+            if not name or not token:
+                self.fail(join_path(path, name), "a principal needs a non-empty name and a non-empty token")
+        return tokens
+
     def service(self, value: Any, path: str) -> ServiceSpec:
         allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
         item = self.obj(value, path, allowed)
@@ -389,8 +399,15 @@ class ConfigReader(ValueReader):
                 options[key] = self.integer(raw, key_path, maximum=65535)
             elif key == "token":
                 options[key] = None if raw is None else self.expand(self.string(raw, key_path) or "", key_path)
+            elif key == "tokens":
+                options[key] = self.tokens(raw, key_path)
             elif key == "allowed_origins":
                 options[key] = self.strings(raw, key_path)
+            elif key == "allow_client_roles":
+                roles = self.strings(raw, key_path)
+                options[key] = tuple(
+                    r for i, r in enumerate(roles) if self.choice(r, join_path(key_path, i), CLIENT_ROLES)
+                )
             elif key in ("idle_timeout", "shutdown_grace"):
                 options[key] = self.number(raw, key_path)
             elif key in allowed:

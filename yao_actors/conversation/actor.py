@@ -122,6 +122,8 @@ class ConversationHandle(metaclass=NoPublicConstructor):
     """What the manager holds of a thread's actor: it submits runs and reads the history; made by the actor."""
 
     thread_id: str
+    owner: str | None
+    """The principal that created the thread; only its runs may use it."""
     _mailbox: trio.MemorySendChannel[RunOrder]
     _status: ThreadStatus
 
@@ -210,19 +212,20 @@ async def serve_conversation(
     thread_id: str,
     resources: RunResources,
     *,
+    owner: str | None = None,
     max_history_bytes: int = MAX_THREAD_BYTES,
     on_history_grown: Callable[[], None] = lambda: None,
     task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
 
-    The thread keeps at most ``max_history_bytes`` of history; ``on_history_grown`` is called each time a
+    ``owner`` is the principal that created the thread. The thread keeps at most ``max_history_bytes`` of history; ``on_history_grown`` is called each time a
     run's messages joined it (the manager keeps all threads within their budget that way).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
     actor = _ConversationActor(resources, receive, status, on_history_grown)
-    task_status.started(ConversationHandle._create(thread_id, send, status))
+    task_status.started(ConversationHandle._create(thread_id, owner, send, status))
     await actor.serve()
 
 

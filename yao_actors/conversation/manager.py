@@ -19,6 +19,7 @@ from yao_actors.catalog import CatalogCache
 from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, RunOrder, RunResult, serve_conversation
 from yao_actors.conversation.run import RunResources
 from yao_actors.dispatch import ToolServer
+from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import EventDict
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
@@ -121,8 +122,19 @@ class ConversationManager(metaclass=NoPublicConstructor):
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
         return self._resources.assistant(ref)
 
-    async def thread(self, thread_id: str) -> ConversationHandle:
-        """The actor of ``thread_id``, started on first use.
+    async def owned_thread(self, thread_id: str, principal: str | None) -> ConversationHandle:
+        """The actor of ``thread_id`` for a run of ``principal``; a new thread becomes that principal's.
+
+        Another principal's thread is ``RunError`` code ``unknown_thread``, exactly as if it did not exist,
+        so its id reveals nothing.
+        """
+        handle = await self.thread(thread_id, owner=principal)
+        if handle.owner != principal:
+            raise RunError(f"unknown thread {thread_id!r}", code=RunErrorCode.UNKNOWN_THREAD)
+        return handle
+
+    async def thread(self, thread_id: str, *, owner: str | None = None) -> ConversationHandle:
+        """The actor of ``thread_id``, started on first use (then belonging to ``owner``).
 
         At most ``max_threads`` threads are kept: a new one forgets the least
         recently used thread that has no run in progress or waiting, so the
@@ -141,6 +153,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
                             serve_conversation,
                             thread_id,
                             self._resources,
+                            owner=owner,
                             max_history_bytes=self._max_thread_bytes,
                             on_history_grown=self._fit_memory_budget,
                         )
@@ -182,20 +195,22 @@ class ConversationManager(metaclass=NoPublicConstructor):
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
         ``thread_id=None`` starts a new thread. The run waits for the runs
         submitted before it on the same thread. An unknown assistant raises
         ``RunError`` (code ``unknown_assistant``) before any event. On exit the
-        run is over: its history is recorded and ``stream.result`` is set.
+        run is over: its history is recorded and ``stream.result`` is set. A thread belongs to the
+        ``principal`` that created it; another principal's run on it raises ``RunError`` (``unknown_thread``).
         """
         spec = self.assistant(assistant)
         order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
         order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events)
         try:
             with receive:
-                await (await self.thread(order.thread_id)).submit(order)
+                await (await self.owned_thread(order.thread_id, principal)).submit(order)
                 yield RunStream(order, receive)
         finally:
             await _wait_out(order)
@@ -207,15 +222,16 @@ class ConversationManager(metaclass=NoPublicConstructor):
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> RunResult:
         """Run to the end and return the result with every event.
 
-        Cancelling the caller cancels the run, as leaving :meth:`open_run` does.
+        Cancelling the caller cancels the run, as leaving :meth:`open_run` does; ``principal`` as there.
         """
         spec = self.assistant(assistant)
         order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None)
         try:
-            await (await self.thread(order.thread_id)).submit(order)
+            await (await self.owned_thread(order.thread_id, principal)).submit(order)
             await order.done.wait()
         finally:
             await _wait_out(order)

@@ -3,11 +3,17 @@
 :func:`open_service_connection` is the connection (also what tests and the load benchmark use); :func:`chat` sends one
 question and renders the run with a :class:`Renderer` (readable, or raw JSON lines with ``--json``). The exit
 code is 0 when the run finished, 1 on ``RUN_ERROR``, 2 when the service could not be reached or refused us.
+A reader that stops early (``yao-actors chat ... | head``) ends the command quietly with 0.
+
+URLs may be ``ws://`` or ``wss://`` (TLS, e.g. behind a reverse proxy), or the ``http(s)://`` URL of the page
+the service prints at start, which names the same place.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -31,30 +37,56 @@ from yao_actors.service.auth import BEARER_PREFIX, SUBPROTOCOL
 DEFAULT_URL: Final = "ws://127.0.0.1:8765/"
 #: Seconds to connect and finish the handshake.
 CONNECT_TIMEOUT: Final = 10.0
+#: URL schemes accepted, and whether each uses TLS.
+_SCHEMES: Final = {"ws": False, "http": False, "wss": True, "https": True}
+#: What a closed stdout makes the command return: the reader had what it wanted.
+PIPE_CLOSED: Final = 0
+
+
+def websocket_address(url: str) -> tuple[str, int, bool, str]:
+    """``(host, port, tls, resource)`` of a ``ws(s)://`` or ``http(s)://`` URL; ``ValueError`` for anything else."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES or not parts.hostname:
+        raise ValueError(f"expected a ws://, wss://, http:// or https:// URL with a host, got {url!r}")
+    tls = _SCHEMES[parts.scheme]
+    try:
+        port = parts.port or (443 if tls else 80)
+    except ValueError:
+        raise ValueError(f"bad port in {url!r}") from None
+    resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parts.hostname, port, tls, resource
 
 
 @asynccontextmanager
 async def open_service_connection(
-    url: str = DEFAULT_URL, *, token: str | None = None, browser_style: bool = False
+    url: str = DEFAULT_URL,
+    *,
+    token: str | None = None,
+    browser_style: bool = False,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> AsyncIterator[WebSocketConnection]:
-    """Connect to the service at ``url`` (``ws://`` only), presenting ``token`` if given.
+    """Connect to the service at ``url`` (see :func:`websocket_address`), presenting ``token`` if given.
 
     The token goes in an ``Authorization: Bearer`` header, or with ``browser_style`` as the ``bearer.<token>``
-    subprotocol the page uses. The TCP stream is owned here and always closed, also when the service closed
-    the websocket first.
+    subprotocol the page uses. ``wss://`` (and ``https://``) connect over TLS, verified with ``ssl_context``
+    (default: the system's trust store). The stream is owned here and always closed, also when the service
+    closed the websocket first.
     """
-    parts = urlsplit(url)
-    if parts.scheme != "ws" or parts.hostname is None:
-        raise ValueError(f"expected a ws://host:port/ URL, got {url!r}")
+    host, port, tls, resource = websocket_address(url)
     headers = [(b"Authorization", f"Bearer {token}".encode())] if token and not browser_style else []
     subprotocols = [SUBPROTOCOL] + ([BEARER_PREFIX + token] if token and browser_style else [])
+    stream: trio.abc.Stream
     with trio.fail_after(CONNECT_TIMEOUT):
-        stream = await trio.open_tcp_stream(parts.hostname, parts.port or 80)
+        if tls:
+            context = ssl_context or ssl.create_default_context()
+            stream = await trio.open_ssl_over_tcp_stream(host, port, ssl_context=context)
+        else:
+            stream = await trio.open_tcp_stream(host, port)
     try:
         async with stream, trio.open_nursery() as nursery:
             with trio.fail_after(CONNECT_TIMEOUT):
                 ws = await wrap_client_stream(
-                    nursery, stream, parts.netloc, parts.path or "/", subprotocols=subprotocols, extra_headers=headers
+                    nursery, stream, urlsplit(url).netloc, resource, subprotocols=subprotocols, extra_headers=headers
                 )
             try:
                 yield ws
@@ -217,9 +249,18 @@ async def chat(
         frame["assistant"] = assistant
     renderer = Renderer(out=out, live=out.isatty())
     try:
+        websocket_address(url)
+    except ValueError as error:
+        _complain(str(error))
+        return 2
+    try:
         async with open_service_connection(url, token=token) as ws:
             await ws.send_message(json.dumps(frame, ensure_ascii=False))
-            return await _follow(ws, run_id, renderer if not raw else None, out)
+            code = await _follow(ws, run_id, renderer if not raw else None, out)
+        if code is None:
+            _silence(out)
+            return PIPE_CLOSED
+        return code
     except ConnectionRejected as rejected:
         body = (rejected.body or b"").decode(errors="replace").strip()
         _complain(f"{url} refused the connection: HTTP {rejected.status_code} {body}")
@@ -228,8 +269,11 @@ async def chat(
     return 2
 
 
-async def _follow(ws: WebSocketConnection, run_id: str, renderer: Renderer | None, out: TextIO) -> int:
-    """Print events until the run's terminal one: 0 if it finished, 1 on ``RUN_ERROR`` or a lost connection."""
+async def _follow(ws: WebSocketConnection, run_id: str, renderer: Renderer | None, out: TextIO) -> int | None:
+    """Print events until the run's terminal one: 0 if it finished, 1 on ``RUN_ERROR`` or a lost connection.
+
+    A closed ``out`` (the reader of a pipe left) ends following at once with ``None``.
+    """
     try:
         while True:
             event = json.loads(await ws.get_message())
@@ -243,6 +287,19 @@ async def _follow(ws: WebSocketConnection, run_id: str, renderer: Renderer | Non
     except ConnectionClosed as closed:
         _complain(f"the connection closed before the run ended ({closed.reason})")
         return 1
+    except BrokenPipeError:
+        return None
+
+
+def _silence(out: TextIO) -> None:
+    """Point a closed ``out`` at /dev/null, so flushing it at exit does not print a ``BrokenPipeError``."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _complain(message: str) -> None:

@@ -13,10 +13,15 @@ Ends: the client leaving (or not answering pings) cancels everything at once, ru
 left to read their events. :meth:`Connection.stop` (service shutdown) ends gracefully: reading stops, every run
 is cancelled yet still writes its one terminal event, the writer drains, and the connection closes with 1001.
 A connection with no run and no frame for ``idle_timeout`` seconds is closed (1000).
+
+Failures stay local: an exception out of one run (a runtime bug, an event that cannot be encoded) ends that
+run with ``RUN_ERROR`` ``internal_error`` and is logged with its traceback; the connection and its other runs
+go on. Anything else that fails in a connection ends that connection only (see the front end).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
@@ -26,16 +31,20 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from yao_actors.config import ServiceSpec
-from yao_actors.errors import FrameError, RunError, RunErrorCode
+from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, RunEvents
 from yao_actors.service.protocol import (
     PONG,
+    USER_ROLES,
     CancelFrame,
     PingFrame,
     RunFrame,
     encode,
+    error_frame,
     parse_frame,
 )
+
+logger = logging.getLogger(__name__)
 
 #: Frames buffered per connection before the runs feeding it wait for the client.
 OUTGOING_BUFFER: Final = 16
@@ -66,8 +75,9 @@ class RunOpener(Protocol):
         *,
         thread_id: str | None = None,
         run_id: str | None = None,
+        principal: str | None = None,
     ) -> AbstractAsyncContextManager[EventStream]:
-        """Start a run; the context yields its events and cancels the run when left early."""
+        """Start a run as ``principal``; the context yields its events and cancels the run when left early."""
         ...
 
 
@@ -139,6 +149,8 @@ class Connection:
     runtime: RunOpener
     spec: ServiceSpec
     budget: RunBudget
+    #: Who the handshake's token says the client is (``None``: no tokens, every local client is one principal).
+    principal: str | None = None
     close_code: int = CLOSE_NORMAL
     close_reason: str | None = None
     #: The client left or stopped answering: nothing more can be sent, not even a close frame.
@@ -188,31 +200,35 @@ class Connection:
                     return
 
     async def _handle(self, message: str | bytes, runs: trio.Nursery) -> None:
-        """Handle one frame; a refused frame gets a ``RUN_ERROR`` and the connection goes on."""
+        """Handle one frame; a refused frame gets a ``RUN_ERROR`` (or an ``error`` frame) and the connection goes on."""
+        roles = USER_ROLES | set(self.spec.allow_client_roles)
         try:
-            frame = parse_frame(message, max_bytes=self.spec.max_frame_bytes)
+            frame = parse_frame(message, max_bytes=self.spec.max_frame_bytes, client_roles=roles)
             if isinstance(frame, PingFrame):
                 await self._emit(PONG)
             elif isinstance(frame, CancelFrame):
-                self._cancel(frame.run_id)
+                await self._cancel(frame.run_id)
+            elif frame.run_id in self._runs:
+                message = f"runId {frame.run_id!r} is already in flight on this connection; that run goes on"
+                await self._emit(error_frame(ErrorFrameCode.DUPLICATE_RUN_ID, message, frame.run_id))
             else:
                 self._start_run(frame, runs)
         except FrameError as error:
             refused = _RelayedRun(run_id=error.run_id or "", thread_id="")
             await self._emitter(refused).run_error(str(error), code=error.code)
 
-    def _cancel(self, run_id: str) -> None:
-        """Cancel a run of this connection; a run that already ended (or never was) is left alone."""
+    async def _cancel(self, run_id: str) -> None:
+        """Cancel a run of this connection; a run not in flight gets an ``unknown_run`` error frame."""
         run = self._runs.get(run_id)
-        if run is not None:
+        if run is None:
+            await self._emit(
+                error_frame(ErrorFrameCode.UNKNOWN_RUN, f"no run {run_id!r} is in flight on this connection", run_id)
+            )
+        else:
             run.cancel()
 
     def _start_run(self, frame: RunFrame, runs: trio.Nursery) -> None:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
-        if frame.run_id in self._runs:
-            raise FrameError(
-                RunErrorCode.BAD_REQUEST, f"runId {frame.run_id!r} is already running", run_id=frame.run_id
-            )
         if self.budget.closing:
             raise FrameError(RunErrorCode.SHUTTING_DOWN, "the service is shutting down", run_id=frame.run_id)
         if len(self._runs) >= self.spec.max_runs_per_connection:
@@ -232,9 +248,16 @@ class Connection:
         runs.start_soon(self._run, frame, run)
 
     async def _run(self, frame: RunFrame, run: _RelayedRun) -> None:
-        """Relay one run, then free its slots."""
+        """Relay one run, then free its slots; a failure ends the run with ``internal_error``, nothing more."""
         try:
             await self._relay(frame, run)
+        except Exception as error:  # a bug must not end the connection, let alone the service
+            logger.error("run %s failed", frame.run_id, exc_info=error)
+            if not run.ended:
+                run.ended = True
+                await self._emitter(run).run_error(
+                    f"internal error: {type(error).__name__}", code=RunErrorCode.INTERNAL_ERROR
+                )
         finally:
             del self._runs[frame.run_id]
             self.budget.release()
@@ -247,11 +270,12 @@ class Connection:
                 [dict(message) for message in frame.messages],
                 thread_id=frame.thread_id,
                 run_id=frame.run_id,
+                principal=self.principal,
             ) as stream:
                 run.attach(stream)
                 async for event in stream:
-                    run.saw(event)
                     await self._emit(event)
+                    run.saw(event)
         except RunError as error:
             if not run.ended:
                 run.ended = True

@@ -17,6 +17,7 @@ stops it, and a client can never make it spawn a process or reach a URL (servers
 from __future__ import annotations
 
 import importlib.resources
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final
@@ -27,15 +28,18 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketReque
 
 from yao_actors.config import ServiceSpec
 from yao_actors.service.auth import (
+    Credential,
     Handshake,
-    authorized,
     check_listen,
     origin_allowed,
-    resolve_token,
+    principal_of,
+    resolve_credentials,
     selected_subprotocol,
 )
 from yao_actors.service.connection import Connection, RunBudget, RunOpener
-from yao_actors.service.gate import ReplayStream, answer_http, read_head
+from yao_actors.service.gate import ReplayStream, answer_http, close_frame, read_head
+
+logger = logging.getLogger(__name__)
 
 #: Seconds a new connection has to send its request head and finish the handshake.
 HANDSHAKE_TIMEOUT: Final = 10.0
@@ -44,6 +48,10 @@ CLOSE_TIMEOUT: Final = 5.0
 #: trio-websocket drops (close 1009) frames this many times larger than ``max_frame_bytes``; frames between
 #: the two limits are refused with ``frame_too_large`` and the connection goes on.
 HARD_FRAME_FACTOR: Final = 4
+#: Close codes of a client breaking the protocol: a malformed frame, invalid UTF-8 in a text frame.
+PROTOCOL_FAILURES: Final = frozenset({1002, 1007})
+#: The close code of a connection ended by a failure in the service.
+CLOSE_INTERNAL_ERROR: Final = 1011
 
 
 @attrs.frozen
@@ -63,7 +71,7 @@ class Service:
     host: str
     port: int
     _runtime: RunOpener
-    _token: str | None
+    _credentials: tuple[Credential, ...]
     _page: bytes
     _nursery: trio.Nursery
     _budget: RunBudget
@@ -125,36 +133,49 @@ class Service:
                 if head is not None and not head.is_websocket:
                     await answer_http(stream, head, self._page)
             if head is not None and head.is_websocket:
-                await self._serve_websocket(ReplayStream(head.raw, stream), head.headers.get("host"))
+                await self._serve_websocket(stream, head.raw, head.headers.get("host"))
         except* (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        except* Exception as group:  # one connection's failure must not end the service
+            logger.error("connection handler failed; dropping the connection", exc_info=group)
         finally:
             await trio.aclose_forcefully(stream)
 
-    async def _serve_websocket(self, stream: trio.abc.Stream, host: str | None) -> None:
-        """Finish the websocket handshake within its deadline, then serve the connection."""
+    async def _serve_websocket(self, stream: trio.SocketStream, head: bytes, host: str | None) -> None:
+        """Finish the websocket handshake within its deadline, then serve the connection.
+
+        A client that breaks the protocol (invalid UTF-8 in a text frame: 1007; a malformed frame: 1002) is
+        dropped by trio-websocket without a close frame; it gets one here, with the reason.
+        """
         async with trio.open_nursery() as nursery:
-            ws = None
+            admitted = None
             with trio.move_on_after(HANDSHAKE_TIMEOUT):
                 request = await wrap_server_stream(
-                    nursery, stream, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR
+                    nursery, ReplayStream(head, stream), max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR
                 )
-                ws = await self._admit(request, host)
-            if ws is not None:
-                await self._serve_connection(ws)
+                admitted = await self._admit(request, host)
+            if admitted is not None:
+                ws, principal = admitted
+                await self._serve_connection(ws, principal)
+                if ws.closed is not None and ws.closed.code in PROTOCOL_FAILURES:
+                    with trio.move_on_after(CLOSE_TIMEOUT):
+                        await stream.send_all(close_frame(ws.closed.code, ws.closed.reason or ""))
             nursery.cancel_scope.cancel()
 
-    async def _admit(self, request: WebSocketRequest, host: str | None) -> WebSocketConnection | None:
-        """Check the handshake (Origin, token, limits) and accept it, or reject it with an HTTP status.
+    async def _admit(
+        self, request: WebSocketRequest, host: str | None
+    ) -> tuple[WebSocketConnection, str | None] | None:
+        """Check the handshake (Origin, token, limits): the accepted websocket and its principal, or ``None``.
 
-        ``host`` is the Host header as the gate read it: wsproto keeps it out of the request's
-        extra headers, and the origin check needs it.
+        ``host`` is the Host header as the gate read it: wsproto keeps it out of the request's extra
+        headers, and the origin check needs it.
         """
         raw = [*request.headers, *([(b"host", host.encode("latin-1"))] if host else [])]
         handshake = Handshake.from_raw(raw, request.proposed_subprotocols)
-        if not origin_allowed(handshake, self.spec.allowed_origins, token_required=self._token is not None):
+        principal = principal_of(handshake, self._credentials)
+        if not origin_allowed(handshake, self.spec.allowed_origins, token_required=bool(self._credentials)):
             await request.reject(403, body=b"origin not allowed\n")
-        elif not authorized(handshake, self._token):
+        elif self._credentials and principal is None:
             await request.reject(
                 401, extra_headers=[(b"WWW-Authenticate", b"Bearer")], body=b"missing or wrong bearer token\n"
             )
@@ -163,18 +184,25 @@ class Service:
         else:
             self._admitted += 1
             try:
-                return await request.accept(subprotocol=selected_subprotocol(handshake))
+                return await request.accept(subprotocol=selected_subprotocol(handshake)), principal
             except BaseException:
                 self._release()
                 raise
         return None
 
-    async def _serve_connection(self, ws: WebSocketConnection) -> None:
-        """Serve an accepted connection, then close it with its close code and free its slot."""
-        connection = Connection(ws=ws, runtime=self._runtime, spec=self.spec, budget=self._budget)
+    async def _serve_connection(self, ws: WebSocketConnection, principal: str | None) -> None:
+        """Serve an accepted connection, then close it with its close code and free its slot.
+
+        A failure inside the connection is logged with its traceback and ends this connection only (1011).
+        """
+        connection = Connection(ws=ws, runtime=self._runtime, spec=self.spec, budget=self._budget, principal=principal)
         self._connections.add(connection)
         try:
-            await connection.serve()
+            try:
+                await connection.serve()
+            except Exception as error:
+                logger.error("connection failed; closing it", exc_info=error)
+                connection.close_code, connection.close_reason = CLOSE_INTERNAL_ERROR, "internal error"
             if not connection.lost:
                 with trio.move_on_after(CLOSE_TIMEOUT):
                     await ws.aclose(connection.close_code, connection.close_reason)
@@ -195,8 +223,8 @@ async def open_service(runtime: RunOpener, spec: ServiceSpec) -> AsyncIterator[S
     Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
     a free port; read it from :attr:`Service.port`.
     """
-    token = resolve_token(spec)
-    check_listen(spec.host, token)
+    credentials = resolve_credentials(spec)
+    check_listen(spec.host, credentials)
     page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
     listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
@@ -205,7 +233,7 @@ async def open_service(runtime: RunOpener, spec: ServiceSpec) -> AsyncIterator[S
             host=spec.host,
             port=listeners[0].socket.getsockname()[1],
             runtime=runtime,
-            token=token,
+            credentials=credentials,
             page=page,
             nursery=nursery,
             budget=RunBudget(limit=spec.max_runs),

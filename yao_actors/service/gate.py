@@ -13,6 +13,7 @@ from typing import Final
 
 import attrs
 import trio
+from wsproto.frame_protocol import FrameProtocol
 
 #: The largest request head accepted (request line and headers).
 MAX_HEAD_BYTES: Final = 16 * 1024
@@ -75,15 +76,27 @@ async def answer_http(stream: trio.abc.SendStream, head: RequestHead, page: byte
     await stream.send_all(response if head.method == "HEAD" else response + body)
 
 
+def close_frame(code: int, reason: str) -> bytes:
+    """A server's websocket close frame, for a connection trio-websocket dropped without one (see ReplayStream)."""
+    return bytes(FrameProtocol(client=False, extensions=[]).close(code, reason))
+
+
 class ReplayStream(trio.abc.Stream):
-    """A stream that first gives back ``prefix`` (bytes already read from ``inner``), then reads ``inner``."""
+    """A stream that first gives back ``prefix`` (bytes already read from ``inner``), then reads ``inner``.
+
+    Closing it does not close ``inner``, which stays its owner's: when the client breaks the protocol (invalid
+    UTF-8 in a text frame, say), trio-websocket closes the stream without sending a close frame, and the owner
+    can still send one (:func:`close_frame`) before closing the TCP connection.
+    """
 
     def __init__(self, prefix: bytes, inner: trio.abc.Stream) -> None:
         self._prefix = prefix
         self._inner = inner
+        self._closed = False
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
         """Return replayed bytes while any are left, then read from the inner stream."""
+        self._check_open()
         if self._prefix:
             size = len(self._prefix) if max_bytes is None else max_bytes
             chunk, self._prefix = self._prefix[:size], self._prefix[size:]
@@ -93,6 +106,7 @@ class ReplayStream(trio.abc.Stream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Send on the inner stream."""
+        self._check_open()
         await self._inner.send_all(data)
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -100,5 +114,10 @@ class ReplayStream(trio.abc.Stream):
         await self._inner.wait_send_all_might_not_block()
 
     async def aclose(self) -> None:
-        """Close the inner stream."""
-        await self._inner.aclose()
+        """Stop using the inner stream (its owner closes it)."""
+        self._closed = True
+        await trio.lowlevel.checkpoint()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("the stream was closed")

@@ -13,7 +13,16 @@ only the tools of the MCP servers in its own configuration.
 
 Service → client: the run's AG-UI events (camelCase, each with ``runId`` and ``seq``), ``{"type": "pong"}``, and
 ``RUN_ERROR`` events the front end writes itself for frames it refuses (code from :class:`FrameError`, ``seq``
-1, ``runId`` the frame's or empty). A refused frame never closes the connection.
+1, ``runId`` the frame's or empty). A refused frame never closes the connection. Two refusals are about a
+frame, not a run, and so are non-terminal ``{"type": "error", "code", "runId", "message"}`` frames
+(:func:`error_frame`): ``duplicate_run_id`` (a run with that id is in flight; it keeps its own one terminal
+event) and ``unknown_run`` (a ``cancel`` for no run in flight).
+
+Hostile input is refused before it can reach anything else: a frame nested deeper than :data:`MAX_DEPTH`
+(which would otherwise exhaust the parser's recursion), and any string or key that cannot be encoded as UTF-8
+(a lone surrogate such as ``"\\ud800"`` is valid JSON but not text) are ``bad_request`` naming the field. A
+run's input is user messages only unless the operator lists other roles (``server.allow_client_roles``):
+otherwise a client could slip its own ``system`` prompt next to the operator's.
 
 Every frame is checked against :data:`FRAME_SCHEMAS` with precompiled ``jsonschema`` validators; a failure
 raises :class:`FrameError` whose ``code`` is the ``RUN_ERROR`` code and whose message names the field.
@@ -23,15 +32,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 import attrs
 import jsonschema  # type: ignore[import-untyped]
 
-from yao_actors.errors import FrameError, RunErrorCode
+from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
 
-#: ``RUN_ERROR`` codes of the front end.
+#: The deepest nesting of arrays and objects a frame may have (a run frame needs 4).
+MAX_DEPTH: Final = 64
+#: The roles a client may send when the operator allows no others.
+USER_ROLES: Final = frozenset({"user"})
 
 #: The assistant a ``run`` frame without ``assistant`` goes to.
 DEFAULT_ASSISTANT: Final = "default"
@@ -113,24 +125,30 @@ class PingFrame:
 Frame = RunFrame | CancelFrame | PingFrame
 
 
-def parse_frame(message: str | bytes, *, max_bytes: int) -> Frame:
+def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collection[str] = USER_ROLES) -> Frame:
     """Decode and validate one client frame, or raise :class:`FrameError`.
 
-    ``max_bytes`` bounds the UTF-8 size of a frame (``frame_too_large``); binary frames, non-JSON text and
-    schema violations are ``bad_request`` with a message naming the offending field.
+    ``max_bytes`` bounds the UTF-8 size of a frame (``frame_too_large``); binary frames, non-JSON text, too
+    deep nesting, text that is not UTF-8, messages whose role is not in ``client_roles`` and schema violations
+    are ``bad_request`` with a message naming the offending field.
     """
     if isinstance(message, bytes):
         raise FrameError(RunErrorCode.BAD_REQUEST, "binary frames are not supported; send JSON text frames")
-    size = len(message.encode())
+    size = len(message.encode(errors="surrogatepass"))
     if size > max_bytes:
         raise FrameError(RunErrorCode.FRAME_TOO_LARGE, f"frame of {size} bytes exceeds the limit of {max_bytes} bytes")
     try:
         data = json.loads(message)
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # JSONDecodeError, or an integer of more digits than Python converts
         raise FrameError(RunErrorCode.BAD_REQUEST, f"frame is not valid JSON: {error}") from None
+    except RecursionError:
+        raise FrameError(RunErrorCode.BAD_REQUEST, f"frame: nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(data, dict):
         raise FrameError(RunErrorCode.BAD_REQUEST, "frame must be a JSON object")
-    run_id = data.get("runId") if isinstance(data.get("runId"), str) else None
+    run_id = data.get("runId") if isinstance(data.get("runId"), str) and _is_text(data["runId"]) else None
+    hostile = _hostile(data)
+    if hostile is not None:
+        raise FrameError(RunErrorCode.BAD_REQUEST, hostile, run_id=run_id)
     kind = data.get("type")
     validator = _VALIDATORS.get(kind) if isinstance(kind, str) else None
     if validator is None:
@@ -142,7 +160,52 @@ def parse_frame(message: str | bytes, *, max_bytes: int) -> Frame:
         raise FrameError(
             RunErrorCode.BAD_REQUEST, f"{_json_path(problem.absolute_path)}: {problem.message}", run_id=run_id
         )
+    if kind == "run":
+        _check_roles(data["messages"], client_roles, run_id)
     return _build(data)
+
+
+def _hostile(data: Any) -> str | None:
+    """What makes a decoded frame unsafe to handle (too deep, or a string that is not UTF-8), or ``None``.
+
+    Walks the tree without recursion, so a deep frame cannot exhaust the stack here either.
+    """
+    pending: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while pending:
+        value, path = pending.pop()
+        if isinstance(value, str) and not _is_text(value):
+            return f"{_json_path(path)}: not valid text (it cannot be encoded as UTF-8, e.g. a lone surrogate)"
+        if not isinstance(value, dict | list):
+            continue
+        if len(path) >= MAX_DEPTH:
+            return f"{_json_path(path[:3])}…: nested deeper than {MAX_DEPTH} levels"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(key, str) and not _is_text(key):
+                return f"{_json_path(path)}: a key is not valid text (it cannot be encoded as UTF-8)"
+            pending.append((item, (*path, key)))
+    return None
+
+
+def _is_text(value: str) -> bool:
+    """Whether ``value`` can be encoded as UTF-8 (JSON's ``\\ud800`` escapes decode to strings that cannot)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_roles(messages: list[dict[str, Any]], allowed: Collection[str], run_id: str | None) -> None:
+    """Refuse input messages whose role the operator did not allow clients to send."""
+    for index, message in enumerate(messages):
+        if message["role"] not in allowed:
+            raise FrameError(
+                RunErrorCode.BAD_REQUEST,
+                f"messages[{index}].role: {message['role']!r} is not accepted from clients (allowed: "
+                f"{', '.join(sorted(allowed))}; the operator may allow more with server.allow_client_roles)",
+                run_id=run_id,
+            )
 
 
 def _build(data: dict[str, Any]) -> Frame:
@@ -168,8 +231,18 @@ def _json_path(path: Any) -> str:
 
 
 def encode(frame: Mapping[str, Any]) -> str:
-    """Serialise a frame compactly, keeping non-ASCII text as is."""
-    return json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+    """Serialise a frame compactly, keeping non-ASCII text as is.
+
+    The result is always valid UTF-8: a frame holding a string that is not (a lone surrogate that reached an
+    event some other way) is written with ``\\u`` escapes instead, so the writer cannot fail on it.
+    """
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+    return text if _is_text(text) else json.dumps(frame, separators=(",", ":"))
+
+
+def error_frame(code: ErrorFrameCode, message: str, run_id: str) -> dict[str, Any]:
+    """A non-terminal ``error`` frame about a frame (not a run): ``duplicate_run_id``, ``unknown_run``."""
+    return {"type": "error", "code": code, "runId": run_id, "message": message}
 
 
 PONG: Final[dict[str, Any]] = {"type": "pong"}
