@@ -38,8 +38,6 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
         raise ConfigError(
             [f"line {error.lineno} column {error.colno}: not valid JSON: {error.msg}"], source=source
         ) from None
-    except RecursionError:
-        raise ConfigError(["not usable JSON: nested too deeply"], source=source) from None
     except ValueError as error:  # nested too deep, or an integer with too many digits
         raise ConfigError([f"not usable JSON: {error}"], source=source) from None
     return parse_config(data, environ=environ, source=source)
