@@ -6,12 +6,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import mcp
 import pytest
 import trio
 
 from yao_actors import server_actor
-from yao_actors.config import Config, InMemoryTransport, ServerSpec
+from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.errors import ConfigError
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerHandle, ServerState
 from yao_actors.testing.servers import build_test_server
@@ -92,3 +94,16 @@ async def test_cancelling_the_body_stops_every_actor() -> None:
             await trio.sleep_forever()
     assert scope.cancelled_caught
     assert [handle.state for handle in handles] == [ServerState.STOPPED] * 2
+
+
+async def test_colliding_tool_names_are_refused_at_start_naming_both_servers() -> None:
+    config = memory_config("a.b", "a_b", "c")
+    refs = (ServerRef("c"), ServerRef("a.b", ("echo",)), ServerRef("a_b", ("echo", "add")))
+    config = attrs.evolve(config, assistants={"x": AssistantSpec("x", "test", servers=refs)})
+    with trio.fail_after(30), pytest.raises(ConfigError) as caught:
+        async with open_runtime(config):
+            raise AssertionError("the runtime started")
+    (problem,) = caught.value.problems
+    assert problem.startswith("assistants.x.mcp.servers: tool name 'a_b__echo' is claimed by both")
+    assert "(mcpServers.a.b)" in problem
+    assert "(mcpServers.a_b)" in problem

@@ -15,6 +15,7 @@ import attrs
 import trio
 
 from yao_actors.conversation.run import Answer, Run, RunResources
+from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.models.base import Message, Usage
@@ -135,7 +136,8 @@ class ConversationHandle:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
                 run.transcript.extend(order.messages)
-                ending = await _answer(run, order, [*run.history, *order.messages])
+                history = window_history(run.history, order.assistant.history_max_messages)
+                ending = await _answer(run, order, [*history, *order.messages])
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code="run_timeout")

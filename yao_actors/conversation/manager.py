@@ -90,7 +90,8 @@ class ConversationManager:
     """The conversation actors of a runtime, by thread id, and the way to start runs on them.
 
     ``assistants``, ``servers`` and ``models`` are what runs use (servers by id,
-    models by id); ``nursery`` is where the actors live (the runtime's).
+    models by id); ``nursery`` is where the actors live (the runtime's);
+    ``prompts`` the global system prompts (``Config.prompts``).
     """
 
     assistants: Mapping[str, AssistantSpec]
@@ -99,12 +100,13 @@ class ConversationManager:
     nursery: trio.Nursery
     catalogs: CatalogCache = attrs.field(factory=CatalogCache)
     max_threads: int = MAX_THREADS
+    prompts: tuple[str, ...] = ()
     _threads: dict[str, ConversationHandle] = attrs.field(factory=dict, init=False)
     _resources: RunResources = attrs.field(init=False)
 
     @_resources.default
     def _what_runs_use(self) -> RunResources:
-        return RunResources(self.assistants, self.servers, self.models, self.catalogs)
+        return RunResources(self.assistants, self.servers, self.models, self.catalogs, self.prompts)
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
