@@ -112,6 +112,17 @@ class Answer:
     note: str | None = None
 
 
+@attrs.frozen
+class TurnRequest:
+    """What every model call of one assistant's answer shares: the model (with the assistant's options), the
+    request's messages (growing as calls are answered), the catalog, and the tools offered (static, then MCP)."""
+
+    model: Model
+    messages: list[Message]
+    catalog: Catalog
+    tools: Sequence[Mapping[str, Any]]
+
+
 @attrs.define(eq=False)
 class PendingBatch:
     """A batch of tool calls in flight: the results it has so far, and which of them were announced (by position)."""
@@ -166,19 +177,22 @@ class Run:
         if created.delegate is not None:
             return await self.delegate(created.delegate, conversation, depth)
         catalog = await self.catalog(assistant, created.servers or ())
-        model = self.resources.model(assistant.model, assistant.options)
-        tools = request_tools(assistant, catalog)
-        messages = build_request(self.resources.prompts, assistant, catalog, conversation)
-        completion = await self.call_model(assistant, model, messages, tools, "model")
+        request = TurnRequest(
+            self.resources.model(assistant.model, assistant.options),
+            build_request(self.resources.prompts, assistant, catalog, conversation),
+            catalog,
+            request_tools(assistant, catalog),
+        )
+        completion = await self.call_model(assistant, request.model, request.messages, request.tools, "model")
         try:
             if completion.tool_calls:
-                completion = await self.retry_block(assistant, model, messages, catalog, tools, completion)
+                completion = await self.retry_block(assistant, request, completion)
             if hooks.next is not None:
                 payload = next_payload(conversation, completion, self.results)
                 return await self.next_branch(await run_next(hooks, ctx, payload), completion, conversation, depth)
             if not completion.tool_calls or not assistant.tool_loop:
                 return standard_answer(completion)
-            return await self.tool_loop(assistant, model, messages, catalog, tools)
+            return await self.tool_loop(assistant, request)
         except ModelError as error:
             if assistant.fallback is False:
                 raise
@@ -188,15 +202,7 @@ class Run:
                 raise RunError(str(reached), code="max_turns") from None
             return await self.fallback(assistant, conversation, str(reached))
 
-    async def retry_block(
-        self,
-        assistant: AssistantSpec,
-        model: Model,
-        messages: list[Message],
-        catalog: Catalog,
-        tools: Sequence[Mapping[str, Any]],
-        completion: Completion,
-    ) -> Completion:
+    async def retry_block(self, assistant: AssistantSpec, request: TurnRequest, completion: Completion) -> Completion:
         """Execute the calls; re-ask the model to fix retryable failures, at most 3 executions in all.
 
         Returns the last completion: its calls are executed, or it has none
@@ -205,31 +211,28 @@ class Run:
         ``Error: ...`` results like any other.
         """
         for execution in range(1, MAX_EXECUTIONS + 1):
-            results = await self.execute(assistant, messages, completion, catalog)
+            results = await self.execute(assistant, request.messages, completion, request.catalog)
             failed = [r.call_id for r in results if not r.ok and r.retryable]
             if not failed or execution == MAX_EXECUTIONS:
                 break
             await self.events.tool_retry(execution, failed)
-            retry_request = [*messages, {"role": "system", "content": TOOL_RETRY_PROMPT}]
-            completion = await self.call_model(assistant, model, retry_request, tools, f"retry {execution}")
+            retry_request = [*request.messages, {"role": "system", "content": TOOL_RETRY_PROMPT}]
+            completion = await self.call_model(
+                assistant, request.model, retry_request, request.tools, f"retry {execution}"
+            )
             if not completion.tool_calls:
                 break
         return completion
 
-    async def tool_loop(
-        self,
-        assistant: AssistantSpec,
-        model: Model,
-        messages: list[Message],
-        catalog: Catalog,
-        tools: Sequence[Mapping[str, Any]],
-    ) -> Answer:
+    async def tool_loop(self, assistant: AssistantSpec, request: TurnRequest) -> Answer:
         """Up to ``max_turn`` model calls, executing each turn's calls, until the model asks for none."""
         for turn in range(1, assistant.max_turn + 1):
-            completion = await self.call_model(assistant, model, messages, tools, f"turn {turn}")
+            completion = await self.call_model(
+                assistant, request.model, request.messages, request.tools, f"turn {turn}"
+            )
             if not completion.tool_calls:
                 return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
-            await self.execute(assistant, messages, completion, catalog)
+            await self.execute(assistant, request.messages, completion, request.catalog)
         raise MaxTurns(f"tool loop reached max turns ({assistant.max_turn})")
 
     async def next_branch(
