@@ -13,7 +13,8 @@ exception but a value (``ToolOutcome`` / ``ToolCallResult``) carrying an
     │   ├── ModelHTTPError     the endpoint answered with an error status (carries its own message)
     │   ├── ModelTimeout       a connect or read deadline fired
     │   └── ModelStreamError   the stream was malformed or ended before its finish
-    └── RunError               a run could not start (unknown assistant, hook failure, ...)
+    ├── RunError               a run could not start (unknown assistant, hook failure, ...)
+    └── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
 
 Errors are classified by type and by :class:`ErrorKind`, never by searching the
 text of an exception (DESIGN §2, invariant 7).
@@ -141,3 +142,7 @@ class RunError(YaoActorsError):
     def __init__(self, message: str, *, code: str = "run_error") -> None:
         self.code = code
         super().__init__(message)
+
+
+class StoreUnavailable(YaoActorsError):
+    """The conversation store cannot be reached or written; the call that raised it wrote nothing."""

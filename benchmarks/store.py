@@ -1,0 +1,187 @@
+"""Benchmark: what the conversation store costs per turn, and what idle threads cost a process.
+
+Two measurements:
+
+- **Per-turn cost** of each store (memory; SQLite in a temporary folder; Redis, a
+  ``redis-server`` started on a free loopback port in a temporary folder, or
+  ``--redis-url``): the median wall time of appending one turn (an assistant
+  message with two tool calls and their two tool messages, one atomic write) and
+  of appending one batch of a run's events (``--events`` AG-UI events, one
+  write), over ``--turns`` turns after a warm-up.
+- **Idle threads**: a fresh process opens a SQLite store, creates
+  ``--threads`` threads (each with a run, its question and a one-turn answer) and
+  keeps none of them in memory; its RSS growth is printed (target: well under
+  20 MB for 10,000 threads).
+
+Figures go to ``benchmarks/results/store.json``. This measures; it asserts
+nothing. Run from the repository root: ``python benchmarks/store.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the redis-server launcher lives in tests/
+
+from tests.store.redis_server import RedisServer  # noqa: E402
+from yao_actors.store import ConversationStore, RunStatus, StoreSpec, open_store  # noqa: E402
+
+TURN = [
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "weather__get", "arguments": '{"city": "Beijing"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "clothing__advise", "arguments": '{"temp": 3}'}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": '{"city": "Beijing", "temp": 3, "wind": 5}'},
+    {"role": "tool", "tool_call_id": "c2", "content": '{"advice": "a warm coat"}'},
+]
+
+
+def event(run_id: str, seq: int) -> dict[str, Any]:
+    return {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "word ", "runId": run_id, "seq": seq}
+
+
+async def per_turn(store: ConversationStore, turns: int, batch: int) -> dict[str, float]:
+    """Median milliseconds of one turn append and of one event batch append."""
+    await store.open_thread("bench", None)
+    await store.start_run("bench", "run", "default", [{"role": "user", "content": "weather?"}])
+    turn_times, event_times = [], []
+    seq = 0
+    for index in range(turns + 10):
+        started = time.perf_counter()
+        await store.append_messages("bench", TURN)
+        appended = time.perf_counter()
+        await store.append_events("run", [event("run", seq + i + 1) for i in range(batch)])
+        done = time.perf_counter()
+        seq += batch
+        if index >= 10:  # warm-up
+            turn_times.append(appended - started)
+            event_times.append(done - appended)
+    await store.finish_run("run", status=RunStatus.FINISHED, outcome="answered")
+    return {
+        "turn_ms": statistics.median(turn_times) * 1000,
+        "events_ms": statistics.median(event_times) * 1000,
+    }
+
+
+@asynccontextmanager
+async def redis_spec(url: str | None, folder: Path) -> AsyncIterator[StoreSpec]:
+    if url is not None:
+        yield StoreSpec("redis", url=url, prefix=f"bench-{time.time_ns()}:")
+        return
+    server = RedisServer(folder)
+    server.start()
+    try:
+        yield StoreSpec("redis", url=server.url, prefix="bench:")
+    finally:
+        server.stop()
+
+
+async def measure_stores(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    figures = {}
+    with tempfile.TemporaryDirectory() as folder:
+        specs = {"memory": StoreSpec("memory"), "sqlite": StoreSpec.sqlite(Path(folder) / "bench.sqlite3")}
+        for name, spec in specs.items():
+            async with open_store(spec) as store:
+                figures[name] = await per_turn(store, args.turns, args.events)
+        async with redis_spec(args.redis_url, Path(folder)) as spec, open_store(spec) as store:
+            figures["redis"] = await per_turn(store, args.turns, args.events)
+    return figures
+
+
+def rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+async def idle_threads_child(path: str, threads: int) -> None:
+    """Create the threads in a fresh process and print its RSS before and after, in KiB, as JSON."""
+    async with open_store(StoreSpec.sqlite(path)) as store:
+        await store.open_thread("warm-up", None)  # the first write's one-off allocations are not the threads'
+        before = rss_kib()
+        for index in range(threads):
+            thread_id, run_id = f"thread-{index}", f"run-{index}"
+            await store.open_thread(thread_id, "alice")
+            await store.start_run(thread_id, run_id, "default", [{"role": "user", "content": f"question {index}"}])
+            await store.append_messages(thread_id, [*TURN, {"role": "assistant", "content": "wear a coat"}])
+            await store.finish_run(run_id, status=RunStatus.FINISHED, outcome="answered")
+        after = rss_kib()
+        listed = len(await store.list_threads("alice", limit=threads))
+    print(json.dumps({"before_kib": before, "after_kib": after, "threads": listed}))
+
+
+def measure_idle_threads(threads: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        output = subprocess.run(
+            [sys.executable, __file__, "--idle-child", str(Path(folder) / "idle.sqlite3"), "--threads", str(threads)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        elapsed = time.perf_counter() - started
+        size = (Path(folder) / "idle.sqlite3").stat().st_size
+    child = json.loads(output)
+    return {
+        "threads": child["threads"],
+        "rss_growth_mb": (child["after_kib"] - child["before_kib"]) / 1024,
+        "file_mb": size / 1e6,
+        "seconds": elapsed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=300, help="turns measured per store")
+    parser.add_argument("--events", type=int, default=10, help="events per appended batch")
+    parser.add_argument("--threads", type=int, default=10_000, help="idle threads created in the RSS measurement")
+    parser.add_argument("--redis-url", help="use this Redis server instead of starting one")
+    parser.add_argument("--idle-child", metavar="PATH", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.idle_child:
+        trio.run(idle_threads_child, args.idle_child, args.threads)
+        return
+
+    stores = trio.run(measure_stores, args)
+    print(f"per turn, median of {args.turns} (a 3-message turn; a batch of {args.events} events):")
+    print(f"  {'store':<8} {'turn append':>12} {'event append':>13}")
+    for name, row in stores.items():
+        print(f"  {name:<8} {row['turn_ms']:>9.3f} ms {row['events_ms']:>10.3f} ms")
+    idle = measure_idle_threads(args.threads)
+    print(
+        f"{idle['threads']} idle threads in SQLite: RSS grew {idle['rss_growth_mb']:.1f} MB"
+        f" (file {idle['file_mb']:.1f} MB, {idle['seconds']:.1f} s)"
+    )
+    results = {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "args": {"turns": args.turns, "events": args.events, "threads": args.threads},
+        "per_turn": stores,
+        "idle_threads": idle,
+    }
+    out = ROOT / "benchmarks" / "results" / "store.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"figures written to {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""The ConversationStore contract, run against every backend (memory, SQLite in tmp_path, a real redis-server)."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.store.conftest import Clock
+from yao_actors.events import parse_event
+from yao_actors.store import ANY_PRINCIPAL, ConversationStore, RunStatus, StoreSpec, open_store
+
+GUARD = 10.0
+"""Seconds any one test may take with real I/O before it fails instead of hanging."""
+
+TURN: list[dict[str, Any]] = [
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "weather__get", "arguments": '{"city": "北京"}'}},
+            {"id": "c2", "type": "function", "function": {"name": "weather__get", "arguments": '{"city": "Paris"}'}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 3}'},
+    {"role": "tool", "tool_call_id": "c2", "content": '{"temp": 9}'},
+    {"role": "assistant", "content": "Wear a coat in 北京."},
+]
+
+
+def events(*seqs: int, run_id: str = "r1") -> list[dict[str, Any]]:
+    return [{"type": "STEP_STARTED", "stepName": f"step {s}", "runId": run_id, "seq": s, "timestamp": s} for s in seqs]
+
+
+async def test_open_thread_creates_once_and_keeps_its_owner(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        assert await store.get_thread("t1") is None
+        created = await store.open_thread("t1", "alice")
+        assert (created.thread_id, created.principal) == ("t1", "alice")
+        assert created.created_at.tzinfo is not None
+        again = await store.open_thread("t1", "bob")
+        assert again.principal == "alice"
+        assert again.created_at == created.created_at
+        assert await store.get_thread("t1") == again
+        assert (await store.open_thread("t2", None)).principal is None
+
+
+async def test_history_round_trips_the_seed_message_shapes(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        assert await store.load_history("nobody") == []
+        await store.open_thread("t1", None)
+        await store.append_messages("t1", [{"role": "user", "content": "北京天气?"}])
+        await store.append_messages("t1", TURN)
+        assert await store.load_history("t1") == [{"role": "user", "content": "北京天气?"}, *TURN]
+
+
+async def test_a_refused_turn_writes_nothing(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.append_messages("t1", TURN[:1] + TURN[1:3])
+        with pytest.raises(ValueError, match="string 'role'"):
+            await store.append_messages("t1", [TURN[3], {"content": "no role"}])
+        with pytest.raises(KeyError, match="not opened"):
+            await store.append_messages("unopened", TURN)
+        assert await store.load_history("t1") == TURN[:3]
+        assert await store.get_thread("unopened") is None
+
+
+async def test_list_threads_newest_first_by_owner(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        for thread_id, principal in [("a1", "alice"), ("n1", None), ("b1", "bob"), ("a2", "alice")]:
+            await store.open_thread(thread_id, principal)
+        assert [t.thread_id for t in await store.list_threads()] == ["a2", "b1", "n1", "a1"]
+        assert [t.thread_id for t in await store.list_threads(ANY_PRINCIPAL, limit=2)] == ["a2", "b1"]
+        assert [t.thread_id for t in await store.list_threads("alice")] == ["a2", "a1"]
+        assert [t.thread_id for t in await store.list_threads(None)] == ["n1"]
+        assert await store.list_threads("carol") == []
+
+
+async def test_a_run_records_its_input_at_start_and_its_end_at_finish(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", "alice")
+        question = [{"role": "user", "content": "weather?"}]
+        started = await store.start_run("t1", "r1", "default", question)
+        assert started.status is RunStatus.RUNNING
+        assert started.owner == store.owner
+        assert await store.load_history("t1") == question
+        assert await store.get_run("r1") == started
+        with pytest.raises(ValueError, match="already stored"):
+            await store.start_run("t1", "r1", "default", question)
+        assert await store.load_history("t1") == question
+
+        usage = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+        assert await store.finish_run("r1", status=RunStatus.FINISHED, outcome="answered", usage=usage)
+        assert not await store.finish_run("r1", status=RunStatus.FAILED, outcome="error")
+        assert not await store.finish_run("unknown", status=RunStatus.FAILED, outcome="error")
+        finished = await store.get_run("r1")
+        assert finished is not None
+        assert (finished.status, finished.outcome, dict(finished.usage)) == (RunStatus.FINISHED, "answered", usage)
+        assert finished.finished_at is not None
+        assert finished.finished_at > finished.started_at
+
+        await store.start_run("t1", "r2", "helper", [{"role": "user", "content": "and tomorrow?"}])
+        wire = [run.to_wire() for run in await store.list_runs("t1")]
+        assert [w["runId"] for w in wire] == ["r1", "r2"]
+        assert wire[0]["outcome"] == "answered"
+        assert wire[0]["usage"] == usage
+        assert wire[1] == {
+            "runId": "r2",
+            "assistant": "helper",
+            "outcome": None,
+            "startedAt": wire[1]["startedAt"],
+            "finishedAt": None,
+            "usage": {},
+        }
+        assert datetime.datetime.fromisoformat(wire[0]["finishedAt"]) > datetime.datetime.fromisoformat(
+            wire[0]["startedAt"]
+        )
+        assert await store.get_run("unknown") is None
+        assert await store.list_runs("unknown") == []
+
+
+async def test_events_are_appended_in_batches_and_read_after_a_seq(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r1", "default", [])
+        assert await store.read_events("r1") == []
+        await store.append_events("r1", events(1, 2, 3))
+        await store.append_events("r1", events(4))
+        await store.append_events("r1", [])
+        assert await store.read_events("r1") == events(1, 2, 3, 4)
+        assert await store.read_events("r1", 2) == events(3, 4)
+        assert await store.read_events("r1", 4) == []
+        assert await store.read_events("unknown") == []
+
+
+async def test_a_refused_event_batch_writes_nothing(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r1", "default", [])
+        await store.append_events("r1", events(1, 2))
+        with pytest.raises(ValueError, match="not above the stored last seq 2"):
+            await store.append_events("r1", events(2, 3))
+        with pytest.raises(ValueError, match="does not rise"):
+            await store.append_events("r1", events(3, 5, 4))
+        with pytest.raises(ValueError, match="positive integer"):
+            await store.append_events("r1", [{"type": "CUSTOM"}])
+        with pytest.raises(KeyError, match="not stored"):
+            await store.append_events("unknown", events(1))
+        assert await store.read_events("r1") == events(1, 2)
+
+
+async def test_forget_deletes_the_thread_its_runs_and_their_events(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        for thread_id in ("t1", "t2"):
+            await store.open_thread(thread_id, "alice")
+            await store.start_run(thread_id, f"{thread_id}-run", "default", [{"role": "user", "content": "hi"}])
+            await store.append_events(f"{thread_id}-run", events(1, run_id=f"{thread_id}-run"))
+        assert await store.forget_thread("t1")
+        assert not await store.forget_thread("t1")
+        assert await store.get_thread("t1") is None
+        assert await store.load_history("t1") == []
+        assert await store.list_runs("t1") == []
+        assert await store.get_run("t1-run") is None
+        assert await store.read_events("t1-run") == []
+        assert [t.thread_id for t in await store.list_threads("alice")] == ["t2"]
+        assert len(await store.read_events("t2-run")) == 1
+        # The id is free again, and recovery no longer sees the forgotten run.
+        assert (await store.open_thread("t1", "bob")).principal == "bob"
+        assert await store.load_history("t1") == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])  # Redis expires on its own clock: test_redis_event_logs_expire
+async def test_a_finished_runs_events_stay_for_event_ttl_after_its_last_event(
+    kind: str, tmp_path: Path, clock: Clock
+) -> None:
+    spec = StoreSpec("memory") if kind == "memory" else StoreSpec.sqlite(tmp_path / "conversations.sqlite3")
+    with trio.fail_after(GUARD):
+        async with open_store(spec, clock=clock) as store:
+            await store.open_thread("t1", None)
+            await store.start_run("t1", "r1", "default", [])
+            await store.append_events("r1", events(1))
+            clock.advance(store.event_ttl - 1)
+            await store.append_events("r1", events(2))
+            clock.advance(store.event_ttl - 1)
+            assert [e["seq"] for e in await store.read_events("r1")] == [1, 2]
+            clock.advance(2)
+            assert await store.read_events("r1") == []
+            assert await store.get_run("r1") is not None  # the run outlives its log
+
+
+@pytest.mark.parametrize("durable", ["sqlite", "redis"])
+async def test_reopening_closes_a_run_its_dead_process_left_running(
+    durable: str, request: pytest.FixtureRequest, clock: Clock
+) -> None:
+    spec = _durable_spec(durable, request)
+    with trio.fail_after(GUARD):
+        async with open_store(spec, clock=clock) as before:
+            await before.open_thread("t1", "alice")
+            await before.start_run("t1", "done", "default", [{"role": "user", "content": "first"}])
+            await before.finish_run("done", status=RunStatus.FINISHED, outcome="answered")
+            await before.start_run("t1", "r1", "default", [{"role": "user", "content": "second"}])
+            await before.append_events("r1", events(1, 2, 3, run_id="r1"))
+            assert await before.close_interrupted_runs() == []  # its own runs are alive
+        # A new process opens the store: the run nobody will finish is closed.
+        async with open_store(spec, clock=clock) as after:
+            run = await after.get_run("r1")
+            assert run is not None
+            assert (run.status, run.outcome) == (RunStatus.INTERRUPTED, "interrupted")
+            assert run.finished_at is not None
+            logged = await after.read_events("r1")
+            assert [e["seq"] for e in logged] == [1, 2, 3, 4]
+            terminal = logged[-1]
+            parse_event(terminal)
+            assert (terminal["type"], terminal["code"], terminal["runId"]) == ("RUN_ERROR", "interrupted", "r1")
+            assert (await after.get_run("done")).outcome == "answered"  # type: ignore[union-attr]
+            assert not await after.finish_run("r1", status=RunStatus.FINISHED, outcome="answered")
+            assert await after.close_interrupted_runs() == []
+            # The thread is usable.
+            await after.start_run("t1", "r2", "default", [{"role": "user", "content": "third"}])
+            await after.append_messages("t1", [{"role": "assistant", "content": "ok"}])
+            assert await after.finish_run("r2", status=RunStatus.FINISHED, outcome="answered")
+            assert [m["content"] for m in await after.load_history("t1")] == ["first", "second", "third", "ok"]
+
+
+def _durable_spec(kind: str, request: pytest.FixtureRequest) -> StoreSpec:
+    tmp_path = request.getfixturevalue("tmp_path")
+    if kind == "sqlite":
+        return StoreSpec.sqlite(tmp_path / "conversations.sqlite3")
+    server = request.getfixturevalue("redis_server")
+    return StoreSpec("redis", url=server.url, prefix=f"recovery-{id(request)}:")

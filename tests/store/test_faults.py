@@ -1,0 +1,132 @@
+"""Faults of the durable stores: Redis stopped and restarted, SQLite unwritable or locked, a write failing midway."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.store.conftest import Clock
+from tests.store.redis_server import RedisServer
+from yao_actors.errors import StoreUnavailable
+from yao_actors.store import RunStatus, StoreSpec, open_sqlite_store, open_store
+from yao_actors.store.sqlite import MIGRATIONS
+
+GUARD = 20.0
+QUESTION = [{"role": "user", "content": "weather?"}]
+TURN = [
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "3°C"},
+    {"role": "assistant", "content": "cold"},
+]
+
+
+async def test_redis_stopped_is_unavailable_and_restarted_serves_again_with_nothing_lost(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        with trio.fail_after(GUARD):
+            async with open_store(StoreSpec("redis", url=server.url)) as store:
+                await store.open_thread("t1", "alice")
+                await store.start_run("t1", "r1", "default", QUESTION)
+                await store.append_messages("t1", TURN)
+                await store.finish_run("r1", status=RunStatus.FINISHED, outcome="answered")
+                server.stop()
+                with pytest.raises(StoreUnavailable, match=rf"Redis store at {server.url} is unreachable"):
+                    await store.append_messages("t1", [{"role": "user", "content": "lost"}])
+                with pytest.raises(StoreUnavailable, match="unreachable"):
+                    await store.load_history("t1")
+                server.start()
+                assert await store.load_history("t1") == [*QUESTION, *TURN]
+                run = await store.get_run("r1")
+                assert run is not None
+                assert run.outcome == "answered"
+                await store.start_run("t1", "r2", "default", [{"role": "user", "content": "again"}])
+                assert len(await store.load_history("t1")) == 5
+    finally:
+        server.stop()
+
+
+async def test_redis_down_at_open_is_unavailable(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path)  # never started: nothing listens on its port
+    with trio.fail_after(GUARD), pytest.raises(StoreUnavailable, match=f"Redis store at {server.url}"):
+        async with open_store(StoreSpec("redis", url=server.url)):
+            pass
+
+
+async def test_redis_event_logs_expire(redis_server: RedisServer) -> None:
+    spec = StoreSpec("redis", url=redis_server.url, prefix="ttl:", event_ttl=1.0)
+    with trio.fail_after(GUARD):
+        async with open_store(spec) as store:
+            await store.open_thread("t1", None)
+            await store.start_run("t1", "r1", "default", [])
+            await store.append_events("r1", [{"type": "CUSTOM", "name": "x", "value": 1, "seq": 1}])
+            assert len(await store.read_events("r1")) == 1
+            # Redis expires the log on its own clock: there is nothing to wait on but the log itself.
+            while await store.read_events("r1"):  # noqa: ASYNC110
+                await trio.sleep(0.05)
+            assert await store.get_run("r1") is not None
+
+
+async def test_an_sqlite_path_that_cannot_be_created_is_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    path = tmp_path / "a-file" / "conversations.sqlite3"
+    with trio.fail_after(GUARD), pytest.raises(StoreUnavailable, match=f"SQLite store {path}"):
+        async with open_store(StoreSpec.sqlite(path)):
+            pass
+
+
+async def test_an_sqlite_file_locked_past_busy_timeout_is_unavailable_then_serves_again(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path, busy_timeout=0.05) as store:
+            await store.open_thread("t1", None)
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute("BEGIN EXCLUSIVE")
+            with pytest.raises(StoreUnavailable, match="database is locked"):
+                await store.append_messages("t1", QUESTION)
+            other.execute("ROLLBACK")
+            other.close()
+            await store.append_messages("t1", QUESTION)
+            assert await store.load_history("t1") == QUESTION
+
+
+async def test_an_sqlite_write_failing_midway_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path) as store:
+            await store.open_thread("t1", None)
+            await store.append_messages("t1", QUESTION)
+            # Another connection plants a trigger that fails the insert of the turn's last message.
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute(
+                "CREATE TRIGGER fail_midway BEFORE INSERT ON messages WHEN NEW.message LIKE '%cold%'"
+                " BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+            )
+            other.close()
+            with pytest.raises(sqlite3.IntegrityError, match="injected failure"):
+                await store.append_messages("t1", TURN)
+            with pytest.raises(sqlite3.IntegrityError, match="injected failure"):
+                await store.start_run("t1", "r1", "default", TURN)
+            assert await store.load_history("t1") == QUESTION
+            assert await store.get_run("r1") is None
+            await store.append_messages("t1", TURN[:2])
+            assert await store.load_history("t1") == [*QUESTION, *TURN[:2]]
+
+
+async def test_sqlite_file_is_wal_and_versioned(tmp_path: Path, clock: Clock) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    with trio.fail_after(GUARD):
+        async with open_store(StoreSpec.sqlite(path), clock=clock):
+            pass
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
+    db.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS) + 1,))
+    db.commit()
+    db.close()
+    with trio.fail_after(GUARD), pytest.raises(StoreUnavailable, match="newer than this program"):
+        async with open_store(StoreSpec.sqlite(path)):
+            pass

@@ -1,0 +1,69 @@
+"""The ``store`` configuration section and the default SQLite path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from yao_actors.errors import ConfigError
+from yao_actors.store import (
+    DEFAULT_EVENT_TTL,
+    MemoryStore,
+    StoreSpec,
+    default_sqlite_path,
+    open_store,
+    parse_store_spec,
+)
+
+
+def test_each_store_type_parses() -> None:
+    assert parse_store_spec({"type": "memory"}) == StoreSpec("memory")
+    assert parse_store_spec({"type": "sqlite", "path": "/tmp/c.sqlite3", "event_ttl": 60}) == StoreSpec(
+        "sqlite", path="/tmp/c.sqlite3", event_ttl=60.0
+    )
+    assert parse_store_spec({"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "y:"}) == StoreSpec(
+        "redis", url="redis://127.0.0.1:6379/0", prefix="y:", event_ttl=DEFAULT_EVENT_TTL
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "problems"),
+    [
+        ([], ["store: expected an object, got list"]),
+        ({"type": "disk"}, ["store.type: must be one of 'memory', 'sqlite', 'redis', got 'disk'"]),
+        ({"type": "sqlite"}, ["store.path: required for a sqlite store"]),
+        (
+            {"type": "redis", "url": "http://x", "path": "p", "event_ttl": 0},
+            [
+                "store.path: unknown key for a redis store (allowed: type, url, prefix, event_ttl)",
+                "store.url: expected a redis:// or rediss:// URL, got 'http://x'",
+                "store.event_ttl: expected a number of seconds > 0, got 0",
+            ],
+        ),
+        ({"type": "redis", "url": "redis://h", "prefix": ""}, ["store.prefix: expected a non-empty string, got ''"]),
+    ],
+)
+def test_a_bad_section_names_each_problem_by_key_path(data: object, problems: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_store_spec(data)
+    assert list(caught.value.problems) == problems
+
+
+def test_key_path_is_the_callers() -> None:
+    with pytest.raises(ConfigError, match=r"config\.store\.path: required"):
+        parse_store_spec({"type": "sqlite"}, "config.store")
+
+
+def test_default_sqlite_path_follows_xdg_state_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    state = default_sqlite_path({"XDG_STATE_HOME": "/srv/state"})
+    assert state == Path("/srv/state/yao-actors/conversations.sqlite3")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_sqlite_path({}) == tmp_path / ".local/state/yao-actors/conversations.sqlite3"
+    assert StoreSpec.sqlite().path is not None
+
+
+async def test_memory_is_what_a_memory_section_opens() -> None:
+    async with open_store(parse_store_spec({"type": "memory", "event_ttl": 5})) as store:
+        assert isinstance(store, MemoryStore)
+        assert store.event_ttl == 5.0

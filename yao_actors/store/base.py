@@ -1,0 +1,270 @@
+"""The store interface and the records it speaks in.
+
+A :class:`ConversationStore` is where a thread lives between runs (DESIGN §9):
+its model-facing history (the seed's message shapes), its runs, and each run's
+event log. Every method is a Trio checkpoint; a backend that cannot be reached
+raises :class:`~yao_actors.errors.StoreUnavailable` and has then written nothing
+of the call that failed (every write is one transaction).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+Message = Mapping[str, Any]
+"""A chat message as the model sees it: ``role``, ``content``, ``tool_calls``, ``tool_call_id``."""
+
+EventDict = dict[str, Any]
+"""An AG-UI event as it went on the wire, with its per-run ``seq``."""
+
+DEFAULT_EVENT_TTL = 86400.0
+"""Seconds a run's event log is kept after its last event (one day)."""
+
+INTERRUPTED_CODE = "interrupted"
+"""The ``RUN_ERROR`` code of a run whose process died before it finished."""
+
+
+class AnyPrincipal(enum.Enum):
+    """The type of :data:`ANY_PRINCIPAL`."""
+
+    ANY = "any"
+
+
+ANY_PRINCIPAL = AnyPrincipal.ANY
+"""``list_threads`` over every owner (``None`` means threads without an owner)."""
+
+
+class RunStatus(enum.StrEnum):
+    """Where a run is in its life.
+
+    ``running`` until its terminal event; ``finished`` (it ended with
+    ``RUN_FINISHED``), ``failed`` (``RUN_ERROR``), or ``interrupted`` (its
+    process died; the store closed it with ``RUN_ERROR`` ``interrupted``).
+    """
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+def utc(timestamp: float) -> datetime.datetime:
+    """A POSIX timestamp as an aware UTC datetime."""
+    return datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
+
+
+def iso(moment: datetime.datetime | None) -> str | None:
+    """ISO 8601 with milliseconds and ``Z`` (what browsers parse), or ``None``."""
+    if moment is None:
+        return None
+    return moment.astimezone(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@attrs.frozen
+class ThreadInfo:
+    """A stored thread: its id, the principal that owns it (``None``: no owner), and its times."""
+
+    thread_id: str
+    principal: str | None
+    created_at: datetime.datetime
+    updated_at: datetime.datetime
+
+
+@attrs.frozen
+class RunRecord:
+    """A stored run.
+
+    ``outcome`` is the runtime's word for how it ended (``answered``,
+    ``cancelled``, ``error``, ``interrupted``, ...), ``None`` while running;
+    ``usage`` the token counts it reported. ``owner`` is the token of the store
+    object that started it (the process running it; the lease holder once runs
+    take leases).
+    """
+
+    run_id: str
+    thread_id: str
+    assistant: str
+    status: RunStatus
+    started_at: datetime.datetime
+    owner: str
+    outcome: str | None = None
+    usage: Mapping[str, Any] = attrs.field(factory=dict)
+    finished_at: datetime.datetime | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The entry of a ``runs`` list: ``runId``, ``assistant``, ``outcome``, ISO times, ``usage``."""
+        return {
+            "runId": self.run_id,
+            "assistant": self.assistant,
+            "outcome": self.outcome,
+            "startedAt": iso(self.started_at),
+            "finishedAt": iso(self.finished_at),
+            "usage": dict(self.usage),
+        }
+
+
+class ConversationStore(Protocol):
+    """Threads, runs and run event logs, kept between runs (and processes, when durable).
+
+    Writes are atomic: every call writes all of what it was given or nothing.
+    Reads of something unknown give an empty answer (``None``, ``[]``), never
+    an error. :func:`~yao_actors.store.open_store` opens one and, for durable
+    backends, closes the runs a dead process left running.
+    """
+
+    event_ttl: float
+    """Seconds a run's event log is kept after its last event."""
+
+    owner: str
+    """This store object's token; runs it starts carry it."""
+
+    # -- threads
+
+    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+        """Create the thread owned by ``principal``, or load it as stored.
+
+        An existing thread keeps its owner: the caller compares
+        ``ThreadInfo.principal`` with its own and treats another's thread as unknown.
+        """
+        ...
+
+    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+        """The thread, or ``None`` when it is not stored."""
+        ...
+
+    async def list_threads(
+        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[ThreadInfo]:
+        """Threads, newest first: every thread, or those owned by ``principal``."""
+        ...
+
+    async def load_history(self, thread_id: str) -> list[Message]:
+        """The thread's messages in order (``[]`` for an unknown thread)."""
+        ...
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+        """Append one turn (or a whole run's new messages) to an opened thread, all or nothing.
+
+        Give an assistant message with ``tool_calls`` and all its tool messages
+        in one call, so a crash never leaves a dangling call in the history.
+        """
+        ...
+
+    async def forget_thread(self, thread_id: str) -> bool:
+        """Delete the thread, its history, its runs and their event logs; whether it existed."""
+        ...
+
+    # -- runs
+
+    async def start_run(
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
+    ) -> RunRecord:
+        """Record a run as running on an opened thread, appending its input to the history in the same write."""
+        ...
+
+    async def finish_run(
+        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Close a running run; ``False`` (and nothing written) when it is unknown or no longer running."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or ``None`` when it is not stored."""
+        ...
+
+    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+        """The thread's runs in the order they started."""
+        ...
+
+    # -- event logs
+
+    async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+        """Append a batch of a run's events (each with an integer ``seq`` above every stored one).
+
+        Refreshes the log's expiry to ``event_ttl`` seconds from now. A batch whose
+        numbers do not rise above the log's last raises ``ValueError`` and writes nothing.
+        """
+        ...
+
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+        """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired)."""
+        ...
+
+    # -- recovery
+
+    async def close_interrupted_runs(self) -> list[str]:
+        """Close the runs left running by other store objects (dead processes); their ids.
+
+        Each gets a terminal ``RUN_ERROR`` ``interrupted`` as its next event and
+        status and outcome ``interrupted``; its thread stays usable.
+        """
+        ...
+
+
+def new_owner_token() -> str:
+    """A token naming one store object (one process's hold on its runs)."""
+    return uuid.uuid4().hex
+
+
+def encode_message(message: Message) -> str:
+    """One message as compact JSON; refuses a message that is not a mapping with a string ``role``."""
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        raise ValueError(f"a stored message must be a mapping with a string 'role', got {message!r:.200}")
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode_usage(usage: Mapping[str, Any] | None) -> str:
+    return json.dumps(dict(usage or {}), separators=(",", ":"))
+
+
+def event_seqs(events: Sequence[EventDict]) -> list[int]:
+    """The ``seq`` numbers of a batch, checked to be positive integers that strictly rise."""
+    seqs: list[int] = []
+    for index, event in enumerate(events):
+        seq = event.get("seq")
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise ValueError(f"events[{index}]: 'seq' must be a positive integer, got {seq!r}")
+        if seqs and seq <= seqs[-1]:
+            raise ValueError(f"events[{index}]: seq {seq} does not rise above {seqs[-1]}")
+        seqs.append(seq)
+    return seqs
+
+
+def check_rises(run_id: str, seqs: Sequence[int], last_seq: int) -> None:
+    """Refuse a batch whose first number is not above the stored log's last."""
+    if seqs and seqs[0] <= last_seq:
+        raise ValueError(f"run {run_id}: event seq {seqs[0]} is not above the stored last seq {last_seq}")
+
+
+def decode_json(text: str | bytes) -> dict[str, Any]:
+    """A stored message or event back as a dict."""
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
+def purge_interval(event_ttl: float) -> float:
+    """How often a store sweeps expired event logs away: every minute, or every ``event_ttl`` if shorter."""
+    return min(event_ttl, 60.0)
+
+
+def encode_event(event: EventDict) -> str:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+def interrupted_event(run_id: str, seq: int, now: float) -> EventDict:
+    """The terminal event the store appends for a run whose process died."""
+    return {
+        "type": "RUN_ERROR",
+        "message": "the run was interrupted: the process running it ended before it finished",
+        "code": INTERRUPTED_CODE,
+        "timestamp": int(now * 1000),
+        "runId": run_id,
+        "seq": seq,
+    }

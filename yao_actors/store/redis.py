@@ -1,0 +1,390 @@
+"""The Redis store: threads shared by processes and machines (through coredis, which runs on Trio via anyio).
+
+Every write is one Lua script: one round trip, applied atomically by the
+server. Keys live under ``prefix``::
+
+    {prefix}thread:{id}            hash    principal (absent: none), createdAt, updatedAt
+    {prefix}thread:{id}:messages   list    the history, one JSON message an element
+    {prefix}thread:{id}:runs       list    run ids in start order
+    {prefix}run:{id}               hash    threadId, assistant, status, outcome, usage, startedAt, finishedAt, owner
+    {prefix}run:{id}:events        stream  entry id ``0-{seq}``, field ``e`` the event's JSON; expires ``event_ttl``
+                                           after its last append (so XRANGE/XREAD from ``0-{N}`` give seq > N)
+    {prefix}threads                zset    every thread id, scored by creation time
+    {prefix}threads:owner:{p}      zset    the thread ids of one principal (``=name``, or ``~`` for none)
+    {prefix}runs:running           set     the ids of runs still running (what recovery looks at)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import attrs
+import coredis
+import coredis.exceptions
+
+from yao_actors.errors import StoreUnavailable
+from yao_actors.store.base import (
+    ANY_PRINCIPAL,
+    DEFAULT_EVENT_TTL,
+    AnyPrincipal,
+    EventDict,
+    Message,
+    RunRecord,
+    RunStatus,
+    ThreadInfo,
+    check_rises,
+    decode_json,
+    encode_event,
+    encode_message,
+    encode_usage,
+    event_seqs,
+    interrupted_event,
+    new_owner_token,
+    utc,
+)
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for a connection to Redis before the store counts as unavailable."""
+
+_OWNER_KEY = "local function owner_key(prefix, principal) if principal then return prefix .. 'threads:owner:=' .. principal end return prefix .. 'threads:owner:~' end\n"
+
+_OPEN_THREAD = (
+    _OWNER_KEY
+    + """
+-- KEYS: thread, threads; ARGV: prefix, thread id, now, principal (absent: none)
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'createdAt', ARGV[3], 'updatedAt', ARGV[3])
+  if ARGV[4] then redis.call('HSET', KEYS[1], 'principal', ARGV[4]) end
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+  redis.call('ZADD', owner_key(ARGV[1], ARGV[4]), ARGV[3], ARGV[2])
+end
+return redis.call('HGETALL', KEYS[1])
+"""
+)
+
+_START_RUN = """
+-- KEYS: thread, messages, thread runs, run, running; ARGV: now, run id, thread id, assistant, owner, messages...
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if KEYS[4] ~= '' then
+  if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
+  redis.call('HSET', KEYS[4], 'threadId', ARGV[3], 'assistant', ARGV[4], 'status', 'running',
+             'startedAt', ARGV[1], 'owner', ARGV[5], 'usage', '{}')
+  redis.call('RPUSH', KEYS[3], ARGV[2])
+  redis.call('SADD', KEYS[5], ARGV[2])
+end
+redis.call('HSET', KEYS[1], 'updatedAt', ARGV[1])
+if #ARGV > 5 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 6)) end
+return 1
+"""
+"""Appends messages to an opened thread and, given a run key, records the run in the same script."""
+
+_FINISH_RUN = """
+-- KEYS: run, running; ARGV: status, outcome, usage, now, run id
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'outcome', ARGV[2], 'usage', ARGV[3], 'finishedAt', ARGV[4])
+redis.call('SREM', KEYS[2], ARGV[5])
+return 1
+"""
+
+_LAST_SEQ = """
+local function last_seq(stream)
+  local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+  if #last == 0 then return 0 end
+  return tonumber(string.sub(last[1][1], 3))
+end
+"""
+
+_APPEND_EVENTS = (
+    _LAST_SEQ
+    + """
+-- KEYS: run, events; ARGV: ttl ms, then seq and JSON of each event
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
+local last = last_seq(KEYS[2])
+if tonumber(ARGV[2]) <= last then return {0, last} end
+for i = 2, #ARGV, 2 do redis.call('XADD', KEYS[2], '0-' .. ARGV[i], 'e', ARGV[i + 1]) end
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return {1, last}
+"""
+)
+
+_CLOSE_INTERRUPTED = (
+    _LAST_SEQ
+    + """
+-- KEYS: run, events, running; ARGV: run id, own owner token, now, ttl ms, the event's JSON without its seq
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'running' then redis.call('SREM', KEYS[3], ARGV[1]) return 0 end
+if redis.call('HGET', KEYS[1], 'owner') == ARGV[2] then return 0 end
+local seq = last_seq(KEYS[2]) + 1
+redis.call('XADD', KEYS[2], '0-' .. seq, 'e', ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+redis.call('HSET', KEYS[1], 'status', 'interrupted', 'outcome', 'interrupted', 'finishedAt', ARGV[3])
+redis.call('SREM', KEYS[3], ARGV[1])
+return seq
+"""
+)
+
+_FORGET_THREAD = (
+    _OWNER_KEY
+    + """
+-- KEYS: thread, messages, thread runs, threads, running; ARGV: prefix, thread id
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local principal = redis.call('HGET', KEYS[1], 'principal')
+for _, run_id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  redis.call('DEL', ARGV[1] .. 'run:' .. run_id, ARGV[1] .. 'run:' .. run_id .. ':events')
+  redis.call('SREM', KEYS[5], run_id)
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('ZREM', KEYS[4], ARGV[2])
+redis.call('ZREM', owner_key(ARGV[1], principal), ARGV[2])
+return 1
+"""
+)
+
+
+_UNREACHABLE = (coredis.exceptions.ConnectionError, coredis.exceptions.AuthenticationError, OSError)
+
+
+@contextmanager
+def _reachable(url: str) -> Iterator[None]:
+    """Turn the ways a Redis server can be out of reach into :class:`StoreUnavailable`."""
+    try:
+        yield
+    except _UNREACHABLE as error:
+        raise StoreUnavailable(f"Redis store at {url} is unreachable: {error}") from error
+
+
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception at the bottom of nested single-member groups (or the group itself)."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+@asynccontextmanager
+async def open_redis_store(
+    url: str,
+    *,
+    prefix: str = "yao:",
+    event_ttl: float = DEFAULT_EVENT_TTL,
+    clock: Callable[[], float] = time.time,
+) -> AsyncIterator[RedisStore]:
+    """Connect to the Redis server at ``url`` (checked with a ``PING``) and disconnect on exit.
+
+    Raises :class:`~yao_actors.errors.StoreUnavailable` when it cannot be reached.
+    """
+    # coredis' client runs its connections in a task group, which wraps whatever leaves
+    # its block in an exception group: unwrap the one exception it was given back.
+    client = coredis.Redis.from_url(url, decode_responses=True, connect_timeout=CONNECT_TIMEOUT)
+    try:
+        async with client:
+            with _reachable(url):
+                await client.ping()
+            yield RedisStore(client, url, prefix=prefix, event_ttl=event_ttl, clock=clock)
+    except BaseExceptionGroup as group:
+        raise _sole(group) from None
+
+
+@attrs.define(eq=False)
+class RedisStore:
+    """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
+
+    _client: coredis.Redis[str] = attrs.field(alias="client")
+    url: str
+    prefix: str = "yao:"
+    event_ttl: float = DEFAULT_EVENT_TTL
+    clock: Callable[[], float] = time.time
+    owner: str = attrs.field(factory=new_owner_token)
+    _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
+
+    @_scripts.default
+    def _register(self) -> dict[str, coredis.commands.Script[str]]:
+        sources = {
+            "open_thread": _OPEN_THREAD,
+            "start_run": _START_RUN,
+            "finish_run": _FINISH_RUN,
+            "append_events": _APPEND_EVENTS,
+            "close_interrupted": _CLOSE_INTERRUPTED,
+            "forget_thread": _FORGET_THREAD,
+        }
+        return {name: self._client.register_script(source) for name, source in sources.items()}
+
+    async def _script(self, name: str, keys: Sequence[str], args: Sequence[str | int | float]) -> Any:
+        with _reachable(self.url):
+            return await self._scripts[name](keys=keys, args=args)
+
+    def _key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    @property
+    def _ttl_ms(self) -> int:
+        return max(1, int(self.event_ttl * 1000))
+
+    # -- threads
+
+    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+        args: list[str | float] = [self.prefix, thread_id, repr(self.clock())]
+        if principal is not None:
+            args.append(principal)
+        flat = await self._script("open_thread", [self._key("thread", thread_id), self._key("threads")], args)
+        return _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
+
+    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+        with _reachable(self.url):
+            fields = await self._client.hgetall(self._key("thread", thread_id))
+        return _thread(thread_id, fields) if fields else None
+
+    async def list_threads(
+        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[ThreadInfo]:
+        if principal is ANY_PRINCIPAL:
+            index = self._key("threads")
+        else:
+            index = self._key("threads", "owner", "~" if principal is None else f"={principal}")
+        with _reachable(self.url):
+            ids = [str(i) for i in await self._client.zrange(index, 0, limit - 1, rev=True)]
+            found = await self._hgetall_each([self._key("thread", i) for i in ids])
+        return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
+
+    async def _hgetall_each(self, keys: Sequence[str]) -> list[dict[str, str]]:
+        """Every hash in one round trip."""
+        if not keys:
+            return []
+        async with self._client.pipeline(transaction=False) as pipe:
+            requests = [pipe.hgetall(key) for key in keys]
+        return [dict(await request) for request in requests]
+
+    async def load_history(self, thread_id: str) -> list[Message]:
+        with _reachable(self.url):
+            items = await self._client.lrange(self._key("thread", thread_id, "messages"), 0, -1)
+        return [decode_json(item) for item in items]
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+        await self._start_or_append(thread_id, [encode_message(m) for m in messages], self.clock(), None)
+
+    async def _start_or_append(
+        self, thread_id: str, encoded: list[str], now: float, run: tuple[str, str] | None
+    ) -> None:
+        run_id, assistant = run or ("", "")
+        keys = [
+            self._key("thread", thread_id),
+            self._key("thread", thread_id, "messages"),
+            self._key("thread", thread_id, "runs"),
+            self._key("run", run_id) if run else "",
+            self._key("runs", "running"),
+        ]
+        args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
+        answer = await self._script("start_run", keys, args)
+        if answer == 0:
+            raise KeyError(f"thread {thread_id!r} was not opened")
+        if answer == -1:
+            raise ValueError(f"run {run_id!r} is already stored")
+
+    async def forget_thread(self, thread_id: str) -> bool:
+        keys = [
+            self._key("thread", thread_id),
+            self._key("thread", thread_id, "messages"),
+            self._key("thread", thread_id, "runs"),
+            self._key("threads"),
+            self._key("runs", "running"),
+        ]
+        return bool(await self._script("forget_thread", keys, [self.prefix, thread_id]))
+
+    # -- runs
+
+    async def start_run(
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
+    ) -> RunRecord:
+        started = self.clock()
+        encoded = [encode_message(m) for m in input_messages]
+        await self._start_or_append(thread_id, encoded, started, (run_id, assistant))
+        return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(started), self.owner)
+
+    async def finish_run(
+        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+    ) -> bool:
+        keys = [self._key("run", run_id), self._key("runs", "running")]
+        args = [status.value, outcome, encode_usage(usage), repr(self.clock()), run_id]
+        return bool(await self._script("finish_run", keys, args))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        with _reachable(self.url):
+            fields = await self._client.hgetall(self._key("run", run_id))
+        return _run(run_id, fields) if fields else None
+
+    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+        with _reachable(self.url):
+            ids = await self._client.lrange(self._key("thread", thread_id, "runs"), 0, -1)
+            found = await self._hgetall_each([self._key("run", i) for i in ids])
+        return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
+
+    # -- event logs
+
+    async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+        seqs = event_seqs(events)
+        if not seqs:
+            return
+        args: list[str | int] = [self._ttl_ms]
+        for seq, event in zip(seqs, events, strict=True):
+            args += [seq, encode_event(event)]
+        done, last = await self._script("append_events", [self._key("run", run_id), self._events_key(run_id)], args)
+        if done == -1:
+            raise KeyError(f"run {run_id!r} is not stored")
+        if done == 0:
+            check_rises(run_id, seqs, int(last))
+
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+        with _reachable(self.url):
+            entries = await self._client.xrange(self._events_key(run_id), f"(0-{after_seq}", "+")
+        return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
+
+    def _events_key(self, run_id: str) -> str:
+        return self._key("run", run_id, "events")
+
+    # -- recovery
+
+    async def close_interrupted_runs(self) -> list[str]:
+        running = self._key("runs", "running")
+        with _reachable(self.url):
+            run_ids = sorted(await self._client.smembers(running))
+        closed = []
+        for run_id in run_ids:
+            event = interrupted_event(run_id, 0, self.clock())
+            del event["seq"]  # the script numbers it: the stream entry's id carries the seq
+            args: list[str | int] = [run_id, self.owner, repr(self.clock()), self._ttl_ms, encode_event(event)]
+            keys = [self._key("run", run_id), self._events_key(run_id), running]
+            if await self._script("close_interrupted", keys, args):
+                closed.append(run_id)
+        return closed
+
+
+def _event(identifier: str, text: str) -> EventDict:
+    """A stored event with its ``seq`` from the stream entry's id (``0-{seq}``)."""
+    event = decode_json(text)
+    event["seq"] = int(identifier.partition("-")[2])
+    return event
+
+
+def _thread(thread_id: str, fields: Mapping[str, str]) -> ThreadInfo:
+    return ThreadInfo(
+        thread_id, fields.get("principal"), utc(float(fields["createdAt"])), utc(float(fields["updatedAt"]))
+    )
+
+
+def _run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
+    finished = fields.get("finishedAt")
+    return RunRecord(
+        run_id,
+        fields["threadId"],
+        fields["assistant"],
+        RunStatus(fields["status"]),
+        utc(float(fields["startedAt"])),
+        fields["owner"],
+        outcome=fields.get("outcome"),
+        usage=json.loads(fields.get("usage", "{}")),
+        finished_at=None if finished is None else utc(float(finished)),
+    )

@@ -1,0 +1,123 @@
+"""The ``store`` configuration section and :func:`open_store`.
+
+::
+
+    "store": {"type": "memory"}
+    "store": {"type": "sqlite", "path": "/var/lib/yao/conversations.sqlite3", "event_ttl": 86400}
+    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "yao:"}
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import attrs
+
+from yao_actors.errors import ConfigError
+from yao_actors.store.base import DEFAULT_EVENT_TTL, ConversationStore
+from yao_actors.store.memory import MemoryStore
+from yao_actors.store.sqlite import open_sqlite_store
+
+StoreType = Literal["memory", "sqlite", "redis"]
+
+_KEYS: Mapping[str, tuple[str, ...]] = {
+    "memory": ("type", "event_ttl"),
+    "sqlite": ("type", "path", "event_ttl"),
+    "redis": ("type", "url", "prefix", "event_ttl"),
+}
+
+
+def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the service keeps its threads by default: ``${XDG_STATE_HOME:-~/.local/state}/yao-actors/conversations.sqlite3``."""
+    environ = os.environ if environ is None else environ
+    state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "yao-actors" / "conversations.sqlite3"
+
+
+@attrs.frozen
+class StoreSpec:
+    """Which conversation store to open: ``memory``, ``sqlite`` (``path``) or ``redis`` (``url``, ``prefix``).
+
+    ``event_ttl`` is how many seconds a run's event log is kept after its last event.
+    """
+
+    type: StoreType = "memory"
+    path: str | None = None
+    url: str | None = None
+    prefix: str = "yao:"
+    event_ttl: float = DEFAULT_EVENT_TTL
+
+    @classmethod
+    def sqlite(cls, path: str | os.PathLike[str] | None = None) -> StoreSpec:
+        """A SQLite store in ``path`` (default: :func:`default_sqlite_path`)."""
+        return cls("sqlite", path=os.fspath(path if path is not None else default_sqlite_path()))
+
+
+def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
+    """Validate a decoded ``store`` section; a :class:`~yao_actors.errors.ConfigError` names each problem's key path."""
+    problems: list[str] = []
+
+    def fail(key: str, message: str) -> None:
+        problems.append(f"{key_path}.{key}: {message}" if key else f"{key_path}: {message}")
+
+    if not isinstance(data, dict):
+        raise ConfigError([f"{key_path}: expected an object, got {type(data).__name__}"])
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in _KEYS:
+        fail("type", f"must be one of {', '.join(repr(k) for k in _KEYS)}, got {kind!r}")
+        raise ConfigError(problems)
+    for key in data:
+        if key not in _KEYS[kind]:
+            fail(key, f"unknown key for a {kind} store (allowed: {', '.join(_KEYS[kind])})")
+    for key in ("path", "url", "prefix"):
+        if key in data and key in _KEYS[kind] and (not isinstance(data[key], str) or not data[key]):
+            fail(key, f"expected a non-empty string, got {data[key]!r}")
+    if kind == "redis" and isinstance(data.get("url"), str) and not data["url"].startswith(("redis://", "rediss://")):
+        fail("url", f"expected a redis:// or rediss:// URL, got {data['url']!r}")
+    if kind == "sqlite" and "path" not in data:
+        fail("path", "required for a sqlite store")
+    if kind == "redis" and "url" not in data:
+        fail("url", "required for a redis store")
+    ttl = data.get("event_ttl", DEFAULT_EVENT_TTL)
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0:
+        fail("event_ttl", f"expected a number of seconds > 0, got {ttl!r}")
+    if problems:
+        raise ConfigError(problems)
+    return StoreSpec(
+        cast(StoreType, kind),
+        path=data.get("path"),
+        url=data.get("url"),
+        prefix=data.get("prefix", "yao:"),
+        event_ttl=float(ttl),
+    )
+
+
+@asynccontextmanager
+async def open_store(spec: StoreSpec, *, clock: Callable[[], float] = time.time) -> AsyncIterator[ConversationStore]:
+    """Open the store ``spec`` names, close the runs a dead process left running, and close it on exit.
+
+    Raises :class:`~yao_actors.errors.StoreUnavailable` when a durable store
+    cannot be reached or opened. ``clock`` gives POSIX time (tests move it).
+    """
+    if spec.type == "memory":
+        yield MemoryStore(event_ttl=spec.event_ttl, clock=clock)
+        return
+    opened: Any
+    if spec.type == "sqlite":
+        assert spec.path is not None
+        opened = open_sqlite_store(spec.path, event_ttl=spec.event_ttl, clock=clock)
+    else:
+        assert spec.url is not None
+        try:
+            from yao_actors.store.redis import open_redis_store  # coredis is an optional dependency
+        except ImportError as error:
+            raise ConfigError([f"store.type: 'redis' needs {error.name}: pip install 'yao-actors[redis]'"]) from error
+        opened = open_redis_store(spec.url, prefix=spec.prefix, event_ttl=spec.event_ttl, clock=clock)
+    async with opened as store:
+        await store.close_interrupted_runs()
+        yield store

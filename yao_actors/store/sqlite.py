@@ -1,0 +1,361 @@
+"""The SQLite store: one file on one machine, the service's default.
+
+The standard library's ``sqlite3`` runs off the event loop
+(``trio.to_thread.run_sync``) on one connection, one call at a time behind a
+Trio lock, so there is one writer per store object. The file is in WAL mode
+(readers never block the writer; other processes may share it) with a
+``busy_timeout``; every call is one transaction. The schema carries its
+version in ``schema_version`` and :data:`MIGRATIONS` brings an older file up
+to date when it is opened.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import attrs
+import trio
+
+from yao_actors.errors import StoreUnavailable
+from yao_actors.store.base import (
+    ANY_PRINCIPAL,
+    DEFAULT_EVENT_TTL,
+    INTERRUPTED_CODE,
+    AnyPrincipal,
+    EventDict,
+    Message,
+    RunRecord,
+    RunStatus,
+    ThreadInfo,
+    check_rises,
+    decode_json,
+    encode_event,
+    encode_message,
+    encode_usage,
+    event_seqs,
+    interrupted_event,
+    new_owner_token,
+    purge_interval,
+    utc,
+)
+
+T = TypeVar("T")
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE threads (
+            thread_id TEXT PRIMARY KEY,
+            principal TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL)""",
+        "CREATE INDEX threads_by_creation ON threads (created_at)",
+        "CREATE INDEX threads_by_principal ON threads (principal, created_at)",
+        """CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            thread_id TEXT NOT NULL REFERENCES threads ON DELETE CASCADE,
+            message TEXT NOT NULL)""",
+        "CREATE INDEX messages_by_thread ON messages (thread_id, id)",
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL REFERENCES threads ON DELETE CASCADE,
+            assistant TEXT NOT NULL,
+            status TEXT NOT NULL,
+            outcome TEXT,
+            usage TEXT NOT NULL DEFAULT '{}',
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            owner TEXT NOT NULL,
+            events_expire_at REAL)""",
+        "CREATE INDEX runs_by_thread ON runs (thread_id, started_at)",
+        "CREATE INDEX runs_running ON runs (status) WHERE status = 'running'",
+        "CREATE INDEX runs_by_event_expiry ON runs (events_expire_at)",
+        """CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)) WITHOUT ROWID""",
+    ),
+)
+"""Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
+
+_RUN_COLUMNS = "run_id, thread_id, assistant, status, started_at, owner, outcome, usage, finished_at"
+
+
+def connect(path: str, *, busy_timeout: float) -> sqlite3.Connection:
+    """Open (creating it and its folder if needed) and migrate the store's file; blocking."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        _transaction(connection, _migrate)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _migrate(connection: sqlite3.Connection) -> None:
+    connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = connection.execute("SELECT version FROM schema_version").fetchone()
+    current = 0 if row is None else int(row[0])
+    if current > len(MIGRATIONS):
+        raise sqlite3.DatabaseError(f"schema version {current} is newer than this program's {len(MIGRATIONS)}")
+    for statements in MIGRATIONS[current:]:
+        for statement in statements:
+            connection.execute(statement)
+    if row is None:
+        connection.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS),))
+    else:
+        connection.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
+
+
+def _transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` in one write transaction: all of it is committed, or none of it."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(connection)
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _unavailable(path: str, error: BaseException) -> StoreUnavailable:
+    return StoreUnavailable(f"SQLite store {path}: {error}")
+
+
+def _is_unavailability(error: sqlite3.Error) -> bool:
+    """Locked, read-only, I/O or not-a-database errors; an integrity or programming error is a bug instead."""
+    return type(error) in (sqlite3.OperationalError, sqlite3.DatabaseError)
+
+
+@asynccontextmanager
+async def open_sqlite_store(
+    path: str | os.PathLike[str],
+    *,
+    event_ttl: float = DEFAULT_EVENT_TTL,
+    busy_timeout: float = 5.0,
+    clock: Callable[[], float] = time.time,
+) -> AsyncIterator[SqliteStore]:
+    """Open the store in the file at ``path`` and close its connection on exit.
+
+    Raises :class:`~yao_actors.errors.StoreUnavailable` when the file cannot be
+    created, opened or migrated.
+    """
+    source = os.fspath(path)
+    try:
+        connection = await trio.to_thread.run_sync(lambda: connect(source, busy_timeout=busy_timeout))
+    except (OSError, sqlite3.Error) as error:
+        raise _unavailable(source, error) from error
+    try:
+        yield SqliteStore(source, connection, event_ttl=event_ttl, clock=clock)
+    finally:
+        connection.close()
+
+
+@attrs.define(eq=False)
+class SqliteStore:
+    """A :class:`~yao_actors.store.ConversationStore` in one SQLite file (open with :func:`open_sqlite_store`)."""
+
+    path: str
+    _connection: sqlite3.Connection = attrs.field(alias="connection")
+    event_ttl: float = DEFAULT_EVENT_TTL
+    clock: Callable[[], float] = time.time
+    owner: str = attrs.field(factory=new_owner_token)
+    _lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
+    _next_purge: float = attrs.field(default=0.0, init=False)
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._call(lambda: _transaction(self._connection, work))
+
+    async def _read(self, query: str, parameters: Sequence[Any]) -> list[Any]:
+        return await self._call(lambda: self._connection.execute(query, parameters).fetchall())
+
+    async def _call(self, work: Callable[[], T]) -> T:
+        """Run blocking work on the connection in a worker thread, one call at a time.
+
+        The thread is not abandoned on cancellation: a transaction that started
+        finishes (or rolls back) before the cancellation is delivered.
+        """
+        async with self._lock:
+            try:
+                return await trio.to_thread.run_sync(work)
+            except sqlite3.Error as error:
+                if _is_unavailability(error):
+                    raise _unavailable(self.path, error) from error
+                raise
+
+    # -- threads
+
+    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+        now = self.clock()
+
+        def work(db: sqlite3.Connection) -> ThreadInfo:
+            db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?, ?)", (thread_id, principal, now, now))
+            return _thread(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
+
+        return await self._write(work)
+
+    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+        rows = await self._read("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+        return _thread(rows[0]) if rows else None
+
+    async def list_threads(
+        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[ThreadInfo]:
+        if principal is ANY_PRINCIPAL:
+            query, parameters = "SELECT * FROM threads ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
+        else:
+            query = "SELECT * FROM threads WHERE principal IS ? ORDER BY created_at DESC, rowid DESC LIMIT ?"
+            parameters = (principal, limit)  # type: ignore[assignment]
+        return [_thread(row) for row in await self._read(query, parameters)]
+
+    async def load_history(self, thread_id: str) -> list[Message]:
+        rows = await self._read("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
+        return [decode_json(row[0]) for row in rows]
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+        encoded = [encode_message(m) for m in messages]
+        now = self.clock()
+        await self._write(lambda db: _append_messages(db, thread_id, encoded, now))
+
+    async def forget_thread(self, thread_id: str) -> bool:
+        cursor = await self._write(lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)))
+        return cursor.rowcount == 1
+
+    # -- runs
+
+    async def start_run(
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
+    ) -> RunRecord:
+        encoded = [encode_message(m) for m in input_messages]
+        now = self.clock()
+
+        def work(db: sqlite3.Connection) -> None:
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                raise ValueError(f"run {run_id!r} is already stored")
+            _append_messages(db, thread_id, encoded, now)
+            db.execute(
+                "INSERT INTO runs (run_id, thread_id, assistant, status, started_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, thread_id, assistant, RunStatus.RUNNING.value, now, self.owner),
+            )
+
+        await self._write(work)
+        return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
+
+    async def finish_run(
+        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+    ) -> bool:
+        parameters = (status.value, outcome, encode_usage(usage), self.clock(), run_id)
+        cursor = await self._write(
+            lambda db: db.execute(
+                "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ?"
+                " WHERE run_id = ? AND status = 'running'",
+                parameters,
+            )
+        )
+        return cursor.rowcount == 1
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        rows = await self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        return _run(rows[0]) if rows else None
+
+    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+        query = f"SELECT {_RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid"
+        return [_run(row) for row in await self._read(query, (thread_id,))]
+
+    # -- event logs
+
+    async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+        seqs = event_seqs(events)
+        rows = [(run_id, seq, encode_event(event)) for seq, event in zip(seqs, events, strict=True)]
+        now = self.clock()
+        purge = now >= self._next_purge
+
+        def work(db: sqlite3.Connection) -> None:
+            found = db.execute(
+                "SELECT (SELECT MAX(seq) FROM events WHERE run_id = ?) FROM runs WHERE run_id = ?", (run_id, run_id)
+            ).fetchone()
+            if found is None:
+                raise KeyError(f"run {run_id!r} is not stored")
+            check_rises(run_id, seqs, found[0] or 0)
+            db.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
+            db.execute("UPDATE runs SET events_expire_at = ? WHERE run_id = ?", (now + self.event_ttl, run_id))
+            if purge:
+                _purge_expired_events(db, now)
+
+        await self._write(work)
+        if purge:
+            self._next_purge = now + purge_interval(self.event_ttl)
+
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+        rows = await self._read(
+            "SELECT event FROM events JOIN runs USING (run_id)"
+            " WHERE run_id = ? AND seq > ? AND events_expire_at > ? ORDER BY seq",
+            (run_id, after_seq, self.clock()),
+        )
+        return [decode_json(row[0]) for row in rows]
+
+    # -- recovery
+
+    async def close_interrupted_runs(self) -> list[str]:
+        now = self.clock()
+
+        def work(db: sqlite3.Connection) -> list[str]:
+            running = db.execute(
+                "SELECT run_id, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id) FROM runs"
+                " WHERE status = 'running' AND owner != ?",
+                (self.owner,),
+            ).fetchall()
+            for run_id, last_seq in running:
+                event = interrupted_event(run_id, (last_seq or 0) + 1, now)
+                db.execute("INSERT INTO events VALUES (?, ?, ?)", (run_id, event["seq"], encode_event(event)))
+                db.execute(
+                    "UPDATE runs SET status = ?, outcome = ?, finished_at = ?, events_expire_at = ? WHERE run_id = ?",
+                    (RunStatus.INTERRUPTED.value, INTERRUPTED_CODE, now, now + self.event_ttl, run_id),
+                )
+            _purge_expired_events(db, now)
+            return [run_id for run_id, _ in running]
+
+        return await self._write(work)
+
+
+def _append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str], now: float) -> None:
+    if db.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (now, thread_id)).rowcount != 1:
+        raise KeyError(f"thread {thread_id!r} was not opened")
+    db.executemany("INSERT INTO messages (thread_id, message) VALUES (?, ?)", [(thread_id, m) for m in encoded])
+
+
+def _purge_expired_events(db: sqlite3.Connection, now: float) -> None:
+    db.execute("DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE events_expire_at <= ?)", (now,))
+    db.execute("UPDATE runs SET events_expire_at = NULL WHERE events_expire_at <= ?", (now,))
+
+
+def _thread(row: tuple[Any, ...]) -> ThreadInfo:
+    thread_id, principal, created_at, updated_at = row
+    return ThreadInfo(thread_id, principal, utc(created_at), utc(updated_at))
+
+
+def _run(row: tuple[Any, ...]) -> RunRecord:
+    run_id, thread_id, assistant, status, started_at, owner, outcome, usage, finished_at = row
+    return RunRecord(
+        run_id,
+        thread_id,
+        assistant,
+        RunStatus(status),
+        utc(started_at),
+        owner,
+        outcome=outcome,
+        usage=decode_json(usage),
+        finished_at=None if finished_at is None else utc(finished_at),
+    )
