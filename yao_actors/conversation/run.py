@@ -269,13 +269,13 @@ class Run:
         """
         logger.warning("run %s: %s; delegating to the fallback assistant", self.events.run_id, reason)
         brief = build_fallback_brief(assistant.prompt, conversation, self.results)
-        named = isinstance(assistant.fallback, str)
+        named = assistant.fallback if isinstance(assistant.fallback, str) else None
         subagent_id = await self.subagent_started(
-            str(assistant.fallback) if named else FALLBACK_ASSISTANT_ID, None if named else FALLBACK_DESCRIPTION
+            named or FALLBACK_ASSISTANT_ID, None if named else FALLBACK_DESCRIPTION
         )
         try:
-            if isinstance(assistant.fallback, str):
-                target = self.resources.assistant(assistant.fallback)
+            if named:
+                target = self.resources.assistant(named)
                 prompts, model = target.prompt, self.resources.model(target.model, target.options)
             else:
                 prompts, model = (FALLBACK_PROMPT,), self.resources.model(assistant.fallback_model or assistant.model)
@@ -329,7 +329,7 @@ class Run:
         except trio.TooSlowError as error:
             await self.end_step(None)
             raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
-        except ModelError:
+        except Exception:
             await self.end_step(None)
             raise
         completion = await self.end_step(completion)
