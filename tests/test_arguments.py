@@ -67,6 +67,16 @@ def test_the_value_must_be_an_object(raw: str, kind: str) -> None:
     assert parsed.problems == (f"arguments must be a JSON object, got {kind}",)
 
 
+def test_a_repair_that_gives_no_object_says_the_json_was_invalid() -> None:
+    parsed = parse_arguments("{bad")
+    assert parsed.value is None
+    assert parsed.repaired
+    (problem,) = parsed.problems
+    assert problem.startswith("not valid JSON (Expecting property name enclosed in double quotes at line 1 column 2)")
+    assert problem.endswith("and repairing it did not give a JSON object (it gave array)")
+    assert "must be a JSON object" not in problem
+
+
 def test_valid_arguments_pass_the_schema() -> None:
     checked = check_arguments('{"city": "Beijing", "days": 2}', WEATHER)
     assert checked.ok

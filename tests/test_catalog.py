@@ -65,7 +65,19 @@ async def test_cap_keeps_the_first_tools_in_order_with_one_warning() -> None:
     (warning,) = catalog.warnings
     assert "tool limit of 20 reached" in warning
     assert "a: t20, t21, t22, t23, t24" in warning
-    assert "b: x" in warning
+    assert "servers not listed: b" in warning
+    assert b.list_calls == 0
+
+
+async def test_a_down_server_past_the_cap_is_not_listed_and_leaves_the_catalog_complete() -> None:
+    a = listed_server("a", [tool("t1"), tool("t2")])
+    down = listed_server("down", [tool("x")])
+    down.down = True
+    catalog = await build_catalog([ServerRef("a"), ServerRef("down")], servers_of(a, down), max_tools=2)
+    assert names(catalog) == ["a__t1", "a__t2"]
+    assert catalog.complete
+    (warning,) = catalog.warnings
+    assert "servers not listed: down" in warning
 
 
 async def test_filter_keeps_named_tools_in_server_order_and_ignores_missing_names() -> None:

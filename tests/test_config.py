@@ -166,7 +166,7 @@ def test_tool_loop_only_real_false_disables(value: Any, enabled: bool) -> None:
 
 @pytest.mark.parametrize(
     ("value", "turns"),
-    [(None, 5), (3, 3), (2.7, 2), (0.5, 0), ("3", 5), (0, 5), (-1, 5), (True, 5), ([3], 5), (10, 10)],
+    [(None, 5), (3, 3), (2.7, 2), ("3", 5), (0, 5), (-1, 5), (True, 5), ([3], 5), (10, 10)],
 )
 def test_max_turn_follows_the_seed(value: Any, turns: int) -> None:
     assert max_turns(value) == turns
@@ -214,6 +214,44 @@ def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> Non
     config = default_config(environ=env)
     model = config.models[config.assistants["default"].model]
     assert (model.provider, model.base_url, model.model) == ("openai", "http://127.0.0.1:11434/v1", "qwen2.5")
+
+
+def test_prompts_history_options_and_fallback_are_read() -> None:
+    data = base(
+        prompts=["G1", "G2"],
+        assistants={
+            "a": {
+                "model": "demo",
+                "history": {"max_messages": 6},
+                "options": {"temperature": 0.1, "tool_choice": "auto"},
+                "fallback": {"assistant": "b"},
+            },
+            "b": {"model": "demo", "history": {"max_messages": None}, "fallback": False},
+            "c": {"model": "demo", "history": {"max_messages": 0}, "fallback": True},
+        },
+    )
+    config = parse_config(data)
+    assert config.prompts == ("G1", "G2")
+    a, b, c = (config.assistants[x] for x in "abc")
+    assert (a.history_max_messages, a.options, a.fallback) == (6, {"temperature": 0.1, "tool_choice": "auto"}, "b")
+    assert (b.history_max_messages, b.fallback) == (None, False)
+    assert (c.history_max_messages, c.fallback) == (0, True)
+    default = parse_config(base()).assistants["default"]
+    assert (default.history_max_messages, default.options, default.fallback) == (20, {}, True)
+
+
+def test_seed_server_entries_with_resources_are_accepted_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    servers = [
+        {"server_id": "weather", "tools": ["get"], "resources": ["weather://cities"]},
+        {"clothing": {"tools": ["advise"], "resources": []}},
+    ]
+    data = base(assistants={"a": {"model": "demo", "mcp": {"servers": servers}}})
+    with caplog.at_level("WARNING"):
+        config = parse_config(data)
+    assert config.assistants["a"].servers == (ServerRef("weather", ("get",)), ServerRef("clothing", ("advise",)))
+    (record,) = [r for r in caplog.records if "resources" in r.getMessage()]
+    assert "assistants.a.mcp.servers[0].resources" in record.getMessage()
+    assert "assistants.a.mcp.servers[1].clothing.resources" in record.getMessage()
 
 
 # --------------------------------------------------------------------------- refusals
@@ -286,6 +324,33 @@ def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> Non
             base(assistants={"__yao.x": {"model": "demo"}}),
             "assistants.__yao.x: ids starting with '__yao.' are reserved",
         ),
+        (
+            base(assistants={"a": {"model": "demo", "mcp": {"options": {"max_turn": float("inf")}}}}),
+            "assistants.a.mcp.options.max_turn: must be a finite number of turns, got inf",
+        ),
+        (
+            base(assistants={"a": {"model": "demo", "mcp": {"options": {"max_turn": 0.5}}}}),
+            "assistants.a.mcp.options.max_turn: must be at least 1",
+        ),
+        (
+            base(assistants={"a": {"model": "demo", "history": {"max_messages": -1}}}),
+            "assistants.a.history.max_messages: must be >= 0",
+        ),
+        (
+            base(assistants={"a": {"model": "demo", "history": {"max": 3}}}),
+            "assistants.a.history.max: unknown key",
+        ),
+        (base(assistants={"a": {"model": "demo", "options": []}}), "assistants.a.options: expected an object"),
+        (
+            base(assistants={"a": {"model": "demo", "fallback": {"assistant": "nobody"}}}),
+            "assistants.a.fallback.assistant: unknown assistant 'nobody'",
+        ),
+        (base(assistants={"a": {"model": "demo", "fallback": "b"}}), "assistants.a.fallback: expected true, false"),
+        (
+            base(assistants={"a": {"model": "demo", "mcp": {"servers": [{"server_id": "weather", "resource": []}]}}}),
+            "assistants.a.mcp.servers[0].resource: unknown key",
+        ),
+        (base(prompts=3), "prompts: expected a string or a list of strings"),
         (base(server={"port": 70000}), "server.port: must be between 0 and 65535"),
         (base(server={"hots": "x"}), "server.hots: unknown key"),
     ],

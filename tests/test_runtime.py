@@ -6,12 +6,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import mcp
 import pytest
 import trio
 
-from yao_actors.config import Config, InMemoryTransport, ServerSpec
+from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.conversation import ConversationManager
+from yao_actors.errors import ConfigError
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.server_actor import ServerHandle, ServerState
 from yao_actors.testing.servers import build_test_server
@@ -114,3 +116,16 @@ async def test_a_connector_is_injected_not_patched(autojump_clock: trio.abc.Cloc
     async with open_runtime(memory_config("a", "b"), connect=recording) as runtime:
         assert (await runtime.servers["b"].call_tool("echo", {"text": "x"})).ok
     assert sorted(specs) == ["a", "b"]
+
+
+async def test_colliding_tool_names_are_refused_at_start_naming_both_servers() -> None:
+    config = memory_config("a.b", "a_b", "c")
+    refs = (ServerRef("c"), ServerRef("a.b", ("echo",)), ServerRef("a_b", ("echo", "add")))
+    config = attrs.evolve(config, assistants={"x": AssistantSpec("x", "test", servers=refs)})
+    with trio.fail_after(30), pytest.raises(ConfigError) as caught:
+        async with open_runtime(config):
+            raise AssertionError("the runtime started")
+    (problem,) = caught.value.problems
+    assert problem.startswith("assistants.x.mcp.servers: tool name 'a_b__echo' is claimed by both")
+    assert "(mcpServers.a.b)" in problem
+    assert "(mcpServers.a_b)" in problem

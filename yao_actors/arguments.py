@@ -64,23 +64,30 @@ def parse_arguments(raw: str) -> Arguments:
     """Parse a model's argument text leniently into an object (no schema check)."""
     if not raw.strip():
         return Arguments({})
-    repaired = False
     try:
         value = untrusted_json.loads(raw)
     except untrusted_json.JSONTooDeep as exc:
         return Arguments(None, (f"not usable JSON ({exc})",))
     except json.JSONDecodeError as exc:
+        invalid = f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         value = _repair(raw)
         # json_repair answers '' for text it cannot make anything of.
         if value == "":
-            return Arguments(None, (f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",))
-        repaired = True
+            return Arguments(None, (invalid,))
+        if not isinstance(value, dict):
+            problem = f"{invalid}, and repairing it did not give a JSON object (it gave {_kind(value)})"
+            return Arguments(None, (problem,), repaired=True)
+        return Arguments(value, (), repaired=True)
     except ValueError as exc:  # an integer with more digits than the interpreter converts
         return Arguments(None, (f"not usable JSON ({exc})",))
     if not isinstance(value, dict):
-        kind = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-        return Arguments(None, (f"arguments must be a JSON object, got {kind}",), repaired)
-    return Arguments(value, (), repaired)
+        return Arguments(None, (f"arguments must be a JSON object, got {_kind(value)}",))
+    return Arguments(value)
+
+
+def _kind(value: Any) -> str:
+    """The JSON type name of a decoded value (``array``, ``string``, ...)."""
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def _repair(raw: str) -> Any:

@@ -131,15 +131,21 @@ async def build_catalog(
 ) -> Catalog:
     """Build the catalog of ``refs`` in order from the running ``servers``.
 
-    Tools past ``max_tools`` are skipped with one warning naming them. A server
-    that is not running or is down adds a warning and no tools. Two tools with
-    one flat name raise :class:`~yao_actors.errors.ConfigError` naming both.
+    Tools past ``max_tools`` are skipped with one warning naming them; once the
+    cap is reached the servers after it are not even listed (seed rule), so a
+    server down past the cap cannot make the catalog incomplete. A server that
+    is not running or is down adds a warning and no tools. Two tools with one
+    flat name raise :class:`~yao_actors.errors.ConfigError` naming both.
     """
     included: dict[ToolRef, CatalogEntry] = {}
     skipped: dict[str, list[str]] = {}
     warnings: list[str] = []
+    unlisted: tuple[str, ...] = ()
     complete = True
-    for ref in refs:
+    for position, ref in enumerate(refs):
+        if len(included) >= max_tools:
+            unlisted = tuple(dict.fromkeys(r.server_id for r in refs[position:]))
+            break
         tools = await _list(ref.server_id, servers, warnings)
         if tools is None:
             complete = False
@@ -156,9 +162,10 @@ async def build_catalog(
             included[key] = CatalogEntry(
                 "", ref.server_id, tool.name, tool.description or "", tool.input_schema, samples
             )
-    if skipped:
-        listed = "; ".join(f"{server}: {', '.join(names)}" for server, names in skipped.items())
-        warnings.append(f"tool limit of {max_tools} reached; skipped {listed}")
+    if skipped or unlisted:
+        listed = [f"{server}: {', '.join(names)}" for server, names in skipped.items()]
+        listed += [f"servers not listed: {', '.join(unlisted)}"] if unlisted else []
+        warnings.append(f"tool limit of {max_tools} reached; skipped {'; '.join(listed)}")
     table = ToolNameTable.build(included)
     entries = tuple(attrs.evolve(entry, name=name) for name, entry in zip(table.names, included.values(), strict=True))
     return Catalog(entries, tuple(warnings), complete, table)

@@ -93,6 +93,7 @@ class RunErrorCode(enum.StrEnum):
     ``config_error``      the assistant's servers cannot form a catalog (e.g. colliding tool names)
     ``hook_error``        a ``create`` / ``next`` hook failed, returned a bad value, or delegated too deep
     ``model_error``       a model call failed after its own retries (and so did the fallback)
+    ``max_turns``         the tool loop used its ``max_turn`` turns and the assistant has ``fallback: false``
     ``run_timeout``       the run's deadline (``timeouts.run``) expired
     ``internal_error``    a bug: an unexpected exception inside the run (logged with its traceback)
     ``run_incomplete``    a bug: the run ended without its terminal event; the service wrote one
@@ -112,6 +113,7 @@ class RunErrorCode(enum.StrEnum):
     CONFIG_ERROR = "config_error"
     HOOK_ERROR = "hook_error"
     MODEL_ERROR = "model_error"
+    MAX_TURNS = "max_turns"
     RUN_TIMEOUT = "run_timeout"
     INTERNAL_ERROR = "internal_error"
     RUN_INCOMPLETE = "run_incomplete"

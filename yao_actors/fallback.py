@@ -136,12 +136,16 @@ def build_fallback_brief(
     return (
         _context_section(system_prompts, messages)
         + _conversation_section(messages)
-        + "## Tool Results\n\n"
-        + "".join(_result_block(result) for result in tool_results)
+        + tool_results_section(tool_results)
         + _CLOSING
     )
 
 
-def fallback_messages(brief: str) -> list[dict[str, Any]]:
-    """The whole request of the fallback assistant: its prompt and the brief."""
-    return [{"role": "system", "content": FALLBACK_PROMPT}, {"role": "user", "content": brief}]
+def fallback_messages(brief: str, prompts: Sequence[str] = (FALLBACK_PROMPT,)) -> list[dict[str, Any]]:
+    """The whole request of a fallback assistant: its system prompts (the seed's by default), then the brief."""
+    return [*({"role": "system", "content": p} for p in prompts if p), {"role": "user", "content": brief}]
+
+
+def tool_results_section(tool_results: Sequence[ToolCallResult]) -> str:
+    """The brief's ``## Tool Results`` section; also the hard fallback's answer when no model produced text."""
+    return "## Tool Results\n\n" + "".join(_result_block(result) for result in tool_results)

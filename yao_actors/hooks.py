@@ -7,13 +7,20 @@ A hook may be a plain or an ``async`` function; a plain one runs in the Trio
 thread and must not block.
 
 - ``create(ctx, messages)`` may return ``None``, a :class:`CreateResult`, or a
-  dict with the same keys: ``servers`` replaces the run's MCP server list (an
-  empty list does not disable tools, the seed's rule), ``messages`` are added
-  after the input, ``delegate`` hands the whole run to another assistant.
-- ``next(ctx, payload)`` receives ``{"messages", "completion", "tool_results"}``
-  and returns ``None`` (the standard response), data (``{"data": ...}``, a
-  :class:`NextResult`, or any other value), or a delegation
-  (``{"delegate": "assistant"}`` or ``{"delegate": {"assistant_id", "messages"}}``).
+  dict with the same keys: ``servers`` (or the seed's ``mcp_servers``) replaces
+  the run's MCP server list (an empty list does not disable tools, the seed's
+  rule), ``messages`` replace the conversation the model sees for this run (the
+  seed's ``createResponse.Messages``; the thread still records the run's real
+  input), ``delegate`` hands the whole run to another assistant. Any other key
+  is a ``hook_error`` naming it.
+- ``next(ctx, payload)`` runs after every completion of the first model call
+  and its argument-retry block (the seed's branch A), tool calls or not. It
+  receives the seed's fields ``{"messages", "completion", "tools", "error"}``
+  (``tools``: the tool results so far, also under this project's earlier name
+  ``tool_results``; ``error``: ``""``) and returns ``None`` (the standard
+  response), data (``{"data": ...}``, a :class:`NextResult`, or any other
+  value), or a delegation (``{"delegate": "assistant"}`` or
+  ``{"delegate": {"assistant_id", "messages"}}``).
 
 Only an assistant whose ``next`` is configured takes the ``next`` branch of the
 run; a ``create`` hook alone leaves the tool loop running (the seed took the
@@ -139,6 +146,10 @@ def _messages(value: Any, where: str) -> tuple[Message, ...] | None:
     raise RunError(f"{where}: messages must be a list of message objects, got {value!r}", code=RunErrorCode.HOOK_ERROR)
 
 
+_CREATE_KEYS = ("servers", "mcp_servers", "messages", "delegate")
+"""The keys a ``create`` hook's dict may have (``mcp_servers`` is the seed's name of ``servers``)."""
+
+
 def _create_result(value: Any) -> CreateResult:
     if value is None:
         return CreateResult()
@@ -149,7 +160,16 @@ def _create_result(value: Any) -> CreateResult:
             f"create hook returned {type(value).__name__}, expected a dict or CreateResult",
             code=RunErrorCode.HOOK_ERROR,
         )
-    servers = value.get("servers")
+    unknown = sorted(str(key) for key in value if key not in _CREATE_KEYS)
+    if unknown:
+        allowed = ", ".join(_CREATE_KEYS)
+        raise RunError(
+            f"create hook: unknown key {', '.join(map(repr, unknown))} (allowed: {allowed})",
+            code=RunErrorCode.HOOK_ERROR,
+        )
+    if "servers" in value and "mcp_servers" in value:
+        raise RunError("create hook: give 'servers' or 'mcp_servers', not both", code=RunErrorCode.HOOK_ERROR)
+    servers = value.get("servers", value.get("mcp_servers"))
     delegate = value.get("delegate")
     if delegate is not None and not isinstance(delegate, str):
         raise RunError(f"create hook: delegate must be an assistant id, got {delegate!r}", code=RunErrorCode.HOOK_ERROR)

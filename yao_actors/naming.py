@@ -97,7 +97,7 @@ class ToolNameTable:
             if seen != ref:
                 problems.append(
                     f"tool name {name!r} is claimed by both {seen.tool!r} of server {seen.server!r} "
-                    f"and {ref.tool!r} of server {ref.server!r}"
+                    f"(mcpServers.{seen.server}) and {ref.tool!r} of server {ref.server!r} (mcpServers.{ref.server})"
                 )
         if problems:
             raise ConfigError(problems)

@@ -21,13 +21,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import attrs
 import trio
 
+from yao_actors.catalog import CatalogCache
 from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream, open_conversations
 from yao_actors.errors import ConfigError
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
 from yao_actors.models.build import build_model
 from yao_actors.server_actor import ServerHandle, serve_mcp_server
-from yao_actors.specs import BUILTIN_MODEL_IDS, Config, ModelSpec, ServerSpec
+from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.transports import Connector, open_client
 
@@ -93,19 +94,25 @@ async def open_runtime(
     ``TestModel``, or any object implementing :class:`~yao_actors.models.Model`),
     overriding or adding to the models of ``config``. Every assistant's model
     must resolve, or :class:`~yao_actors.errors.ConfigError` is raised before
-    anything starts. ``connect`` is how server actors reach their servers (tests
-    pass their own). An exception raised by the block comes out as itself, not
-    wrapped in the nursery's exception group.
+    anything starts; two tools of an assistant's servers under one flat name
+    raise it once the servers are up (:func:`check_tool_names`). ``connect`` is
+    how server actors reach their servers (tests pass their own). An exception
+    raised by the block comes out as itself, not wrapped in the nursery's
+    exception group.
     """
     resolved = resolve_models(config, models or {})
     async with open_owned_nursery() as nursery:
         servers = await _start_servers(nursery, config.servers.values(), connect)
+        catalogs = CatalogCache()
+        await check_tool_names(config.assistants.values(), servers, catalogs)
         async with open_conversations(
             config.assistants,
             servers,
             resolved,
             max_thread_bytes=config.service.max_thread_bytes,
             max_threads_bytes=config.service.max_threads_bytes,
+            prompts=config.prompts,
+            catalogs=catalogs,
         ) as conversations:
             yield Runtime._create(config, servers, resolved, conversations)
 
@@ -124,6 +131,25 @@ async def _start_servers(
         for spec in ordered:
             starters.start_soon(start, spec)
     return {spec.id: started[spec.id] for spec in ordered}
+
+
+async def check_tool_names(
+    assistants: Iterable[AssistantSpec], servers: Mapping[str, ServerHandle], catalogs: CatalogCache
+) -> None:
+    """Refuse, at start, an assistant whose servers' tools collide on a flat name (DESIGN §3.1).
+
+    Builds each assistant's catalog from the servers that are up (which also
+    warms the cache for the first runs); :class:`ConfigError` names both sources
+    of every collision.
+    """
+    problems: list[str] = []
+    for assistant in assistants:
+        try:
+            await catalogs.get(assistant, servers)
+        except ConfigError as error:
+            problems.extend(f"assistants.{assistant.id}.mcp.servers: {problem}" for problem in error.problems)
+    if problems:
+        raise ConfigError(problems)
 
 
 def resolve_models(config: Config, overrides: Mapping[str, Model]) -> dict[str, Model]:

@@ -159,7 +159,12 @@ class AssistantSpec:
 
     ``tool_loop`` and ``max_turn`` follow the seed's rules (DESIGN §4.4 step 5):
     only a real ``false`` disables the loop; ``max_turn`` is a number > 0
-    (fractional truncated), anything else means 5.
+    (fractional truncated), anything else means 5. ``history_max_messages`` is
+    how many of the thread's stored messages a request carries (the seed's 20;
+    ``0`` none, ``None`` all). ``options`` are request fields merged over the
+    model's ``params``. ``fallback`` is ``True`` (the built-in fallback
+    assistant), ``False`` (none: running out of turns is ``RUN_ERROR``
+    ``max_turns``) or the id of a configured assistant that gets the brief.
     """
 
     id: str
@@ -172,6 +177,9 @@ class AssistantSpec:
     timeouts: RunTimeouts = RunTimeouts()
     hooks: Hooks = Hooks()
     fallback_model: str | None = None
+    history_max_messages: int | None = 20
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    fallback: bool | str = True
 
 
 # --------------------------------------------------------------------------- service
@@ -208,12 +216,16 @@ class ServiceSpec:
 
 @attrs.frozen
 class Config:
-    """A whole configuration: servers, models, assistants and the service."""
+    """A whole configuration: servers, models, assistants and the service.
+
+    ``prompts`` are global system prompts, put before every assistant's own (seed order).
+    """
 
     servers: Mapping[str, ServerSpec] = attrs.field(factory=dict)
     models: Mapping[str, ModelSpec] = attrs.field(factory=dict)
     assistants: Mapping[str, AssistantSpec] = attrs.field(factory=dict)
     service: ServiceSpec = ServiceSpec()
+    prompts: tuple[str, ...] = ()
 
 
 DEFAULT_PROMPT = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -106,4 +107,32 @@ async def test_server_py_refuses_a_whitespace_token_beyond_loopback() -> None:
     result = await _server_py_on_every_interface(YAO_ACTORS_TOKEN=" ")
     assert result.returncode == 2
     assert b"YAO_ACTORS_TOKEN: refusing to listen on '0.0.0.0' with a token shorter than 16" in result.stderr
+    assert result.stdout == b""
+
+
+async def test_server_py_refuses_colliding_tool_names_at_start(tmp_path: Path) -> None:
+    """Two real stdio servers, ``a.b`` and ``a_b``, whose tools share flat names: refused before serving."""
+    server = {"command": sys.executable, "args": ["-m", "yao_actors.testing.servers"]}
+    config = {
+        "mcpServers": {"a.b": server, "a_b": server},
+        "models": {"demo": {"provider": "demo"}},
+        "assistants": {"default": {"model": "demo", "mcp": {"servers": ["a.b", {"a_b": ["echo"]}]}}},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
+    with trio.fail_after(60):
+        result = await trio.run_process(
+            [sys.executable, "server.py", "--config", str(path), "--port", "0"],
+            cwd=REPO,
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 2, result.stderr
+    stderr = result.stderr.decode()
+    assert "assistants.default.mcp.servers: tool name 'a_b__echo' is claimed by both" in stderr
+    assert "(mcpServers.a.b)" in stderr
+    assert "(mcpServers.a_b)" in stderr
     assert result.stdout == b""

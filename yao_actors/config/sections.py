@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -33,6 +35,8 @@ from yao_actors.specs import (
     Transport,
 )
 
+logger = logging.getLogger(__name__)
+
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 #: Roles an operator may allow clients to send besides ``user`` (``server.allow_client_roles``).
@@ -42,8 +46,12 @@ CLIENT_ROLES = ("system", "developer", "assistant")
 class ConfigReader(ValueReader):
     """Walks a decoded configuration into a :class:`~yao_actors.specs.Config`, one message per problem."""
 
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        super().__init__(environ)
+        self.unused_resources: list[str] = []
+
     def config(self, data: Any) -> Config | None:
-        root = self.obj(data, "", ("mcpServers", "models", "assistants", "server"))
+        root = self.obj(data, "", ("mcpServers", "models", "assistants", "server", "prompts"))
         if root is None:
             return None
         servers = self.servers(root.get("mcpServers", {}), "mcpServers")
@@ -59,7 +67,13 @@ class ConfigReader(ValueReader):
             refs = tuple(ServerRef(server_id) for server_id in servers)
             assistants = {"default": AssistantSpec("default", model_id, (DEFAULT_PROMPT,), refs)}
         service = self.service(root.get("server", {}), "server")
-        return Config(servers=servers, models=models, assistants=assistants, service=service)
+        prompts = self.prompt(root.get("prompts", []), "prompts") or ()
+        if self.unused_resources:
+            logger.warning(
+                "MCP resources are accepted in mcp.servers but not offered to the model (as in the seed): %s",
+                ", ".join(self.unused_resources),
+            )
+        return Config(servers=servers, models=models, assistants=assistants, service=service, prompts=prompts)
 
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
         return self.entries(value, path, "servers", self.server)
@@ -235,9 +249,17 @@ class ConfigReader(ValueReader):
     def assistants(
         self, value: Any, path: str, servers: Mapping[str, ServerSpec], models: Mapping[str, ModelSpec]
     ) -> dict[str, AssistantSpec]:
-        return self.entries(
+        assistants = self.entries(
             value, path, "assistants", functools.partial(self.assistant, servers=servers, models=models)
         )
+        for spec in assistants.values():
+            if isinstance(spec.fallback, str) and spec.fallback not in assistants:
+                known = ", ".join(sorted(assistants))
+                self.fail(
+                    join_path(path, f"{spec.id}.fallback.assistant"),
+                    f"unknown assistant {spec.fallback!r} (known: {known})",
+                )
+        return assistants
 
     def model_ref(self, value: Any, path: str, models: Mapping[str, ModelSpec]) -> str | None:
         model_id = self.string(value, path)
@@ -255,7 +277,9 @@ class ConfigReader(ValueReader):
         servers: Mapping[str, ServerSpec],
         models: Mapping[str, ModelSpec],
     ) -> AssistantSpec | None:
-        allowed = ("model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools")
+        allowed = (
+            "model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools", "history", "options", "fallback",
+        )  # fmt: skip
         item = self.obj(value, path, allowed)
         if item is None:
             return None
@@ -278,9 +302,43 @@ class ConfigReader(ValueReader):
             ok = ok and options["fallback_model"] is not None
         if "max_tools" in item:
             options["max_tools"] = self.integer(item["max_tools"], join_path(path, "max_tools"), minimum=1)
-        if model is None or prompt is None or not ok or None in options.values():
+        if "options" in item:
+            options["options"] = self.request_options(item["options"], join_path(path, "options"))
+        if "fallback" in item:
+            options["fallback"] = self.fallback(item["fallback"], join_path(path, "fallback"))
+        history_ok, history_max = self.history(item.get("history", {}), join_path(path, "history"))
+        if model is None or prompt is None or not ok or not history_ok or None in options.values():
             return None
-        return AssistantSpec(id=assistant_id, model=model, prompt=prompt, **options)
+        return AssistantSpec(id=assistant_id, model=model, prompt=prompt, history_max_messages=history_max, **options)
+
+    def history(self, value: Any, path: str) -> tuple[bool, int | None]:
+        """``history.max_messages``: an integer >= 0 (default 20), or ``null`` for the whole history."""
+        item = self.obj(value, path, ("max_messages",))
+        if item is None:
+            return False, None
+        limit = item.get("max_messages", 20)
+        if limit is None:
+            return True, None
+        limit = self.integer(limit, join_path(path, "max_messages"))
+        return limit is not None, limit
+
+    def request_options(self, value: Any, path: str) -> dict[str, Any] | None:
+        """``options``: request fields (``temperature``, ``tool_choice``, ...) merged over the model's ``params``."""
+        if not isinstance(value, dict):
+            self.fail(path, f"expected an object of request fields, got {type_name(value)}")
+            return None
+        return value
+
+    def fallback(self, value: Any, path: str) -> bool | str | None:
+        """``true`` (the built-in fallback), ``false`` (none), or ``{"assistant": "<id>"}``."""
+        if isinstance(value, bool):
+            return value
+        item = self.obj(value, path, ("assistant",)) if isinstance(value, dict) else None
+        if item is None:
+            if not isinstance(value, dict):
+                self.fail(path, f'expected true, false or {{"assistant": "<id>"}}, got {type_name(value)}')
+            return None
+        return self.string(item.get("assistant"), join_path(path, "assistant"))
 
     def prompt(self, value: Any, path: str) -> tuple[str, ...] | None:
         if isinstance(value, str):
@@ -314,30 +372,38 @@ class ConfigReader(ValueReader):
                 result["tool_loop"] = None
             else:
                 result["tool_loop"] = tool_loop_enabled(options.get("tool_loop"))
-                result["max_turn"] = max_turns(options.get("max_turn"))
+                result["max_turn"] = self.max_turn(options.get("max_turn"), join_path(path, "options.max_turn"))
         return result
 
+    def max_turn(self, value: Any, path: str) -> int | None:
+        """The seed's rule (:func:`max_turns`), except for the two values it got wrong: refused here."""
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(path, f"must be a finite number of turns, got {value}")
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
+            self.fail(path, f"must be at least 1 (a fraction below 1 would mean no turn at all), got {value}")
+            return None
+        return max_turns(value)
+
     def server_ref(self, entry: Any, path: str, servers: Mapping[str, ServerSpec]) -> ServerRef | None:
-        """Every seed form: ``"id"``, ``{"server_id", "tools"}``, ``{"id": [...]}``, ``{"id": {"tools"}}``."""
+        """Every seed form: ``"id"``, ``{"server_id", "tools", "resources"}``, ``{"id": [...]}``,
+        ``{"id": {"tools", "resources"}}``.
+
+        ``resources`` is accepted and not used (the seed kept it and never offered
+        resources to the model): one warning per load names where it was given.
+        """
+        before = len(self.problems)
         server_id: Any
-        tools: Any = []
+        item: dict[str, Any] = {}
         if isinstance(entry, str):
             server_id = entry
         elif isinstance(entry, dict) and "server_id" in entry:
-            item = self.obj(entry, path, ("server_id", "tools"))
-            if item is None:
-                return None
-            server_id, tools = item["server_id"], item.get("tools", [])
+            item = self.obj(entry, path, ("server_id", "tools", "resources")) or {}
+            server_id = entry["server_id"]
         elif isinstance(entry, dict) and len(entry) == 1:
             server_id, spec = next(iter(entry.items()))
             path = join_path(path, server_id)
-            if isinstance(spec, list):
-                tools = spec
-            else:
-                item = self.obj(spec, path, ("tools",))
-                if item is None:
-                    return None
-                tools = item.get("tools", [])
+            item = {"tools": spec} if isinstance(spec, list) else self.obj(spec, path, ("tools", "resources")) or {}
         else:
             self.fail(
                 path,
@@ -348,8 +414,10 @@ class ConfigReader(ValueReader):
             known = ", ".join(f'"{s}"' for s in servers) or "none configured"
             self.fail(path, f"unknown server {json.dumps(server_id, ensure_ascii=False)} (known: {known})")
             return None
-        before = len(self.problems)
-        names = self.strings(tools, join_path(path, "tools"))
+        names = self.strings(item.get("tools", []), join_path(path, "tools"))
+        if "resources" in item:
+            self.strings(item["resources"], join_path(path, "resources"))
+            self.unused_resources.append(join_path(path, "resources"))
         return ServerRef(server_id, names) if len(self.problems) == before else None
 
     def timeouts(self, value: Any, path: str) -> RunTimeouts | None:

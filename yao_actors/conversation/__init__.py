@@ -4,9 +4,11 @@ One actor per thread owns the thread's message history and executes that
 thread's runs one at a time, in the order they were submitted; runs of other
 threads go on concurrently. A run goes::
 
-    create hook ─▶ request (prompts, samples, history, input; tools) ─▶ first model call
-      ─▶ argument-retry block (≤ 3 executions) ─▶ next hook │ tool loop (≤ max_turn) │ standard response
-      ─▶ fallback assistant when the loop fails ─▶ exactly one RUN_FINISHED or RUN_ERROR
+    create hook ─▶ request (global and assistant prompts, samples, windowed history, input; static and MCP tools)
+      ─▶ first model call ─▶ argument-retry block (≤ 3 executions)
+      ─▶ next hook │ tool loop (≤ max_turn) │ standard response
+      ─▶ fallback assistant when the loop fails (or RUN_ERROR max_turns with ``fallback: false``)
+      ─▶ exactly one RUN_FINISHED (always with an answer) or RUN_ERROR
 
 Deadlines are cancel scopes set here, by the caller of each piece: the run's
 (``timeouts.run``), each model call's (``timeouts.model``), and each tool batch's
@@ -20,7 +22,8 @@ answered by a ``role: tool`` message).
 runtime holds: it keeps the actors by thread id in a nursery of its own and offers :meth:`~ConversationManager.open_run`
 (events as a bounded receive channel) and :meth:`~ConversationManager.run`.
 
-The package follows a run's data flow: :mod:`.relay` (model stream → events),
+The package follows a run's data flow: :mod:`.window` (the history a request carries),
+:mod:`.relay` (model stream → events, unique tool-call ids),
 :mod:`.run` (the steps of DESIGN §4.4), :mod:`.actor` (the per-thread actor:
 run orders and close-out), :mod:`.manager` (threads, ``RunStream``).
 """

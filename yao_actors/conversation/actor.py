@@ -15,6 +15,7 @@ import attrs
 import trio
 
 from yao_actors.conversation.run import Answer, Run, RunResources
+from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
@@ -184,7 +185,8 @@ class _ConversationActor:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
                 run.transcript.extend(order.messages)
-                ending = await _answer(run, order, [*run.history, *order.messages])
+                window = window_history(run.history, order.assistant.history_max_messages)
+                ending = await _answer(run, order, [*window, *order.messages])
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)

@@ -256,15 +256,19 @@ async def open_conversations(
     max_threads: int = MAX_THREADS,
     max_thread_bytes: int = MAX_THREAD_BYTES,
     max_threads_bytes: int = MAX_THREADS_BYTES,
+    prompts: Sequence[str] = (),
+    catalogs: CatalogCache | None = None,
 ) -> AsyncIterator[ConversationManager]:
     """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
 
     ``assistants``, ``servers`` and ``models`` (by id) are everything runs may
     use. At most ``max_threads`` threads are kept; ``max_thread_bytes`` bounds
     the history one thread keeps in memory and ``max_threads_bytes`` all of them
-    together (:mod:`yao_actors.history_budget`). Cancelled runs still close out
-    (history, one terminal event) before the block exits.
+    together (:mod:`yao_actors.history_budget`). ``prompts`` are the global
+    system prompts (``Config.prompts``); ``catalogs`` a cache of the tool
+    catalogs to share (the runtime checks tool names with it). Cancelled runs
+    still close out (history, one terminal event) before the block exits.
     """
-    resources = RunResources(assistants, servers, models, CatalogCache())
+    resources = RunResources(assistants, servers, models, catalogs or CatalogCache(), tuple(prompts))
     async with open_owned_nursery() as nursery:
         yield ConversationManager._create(resources, nursery, max_threads, max_thread_bytes, max_threads_bytes)

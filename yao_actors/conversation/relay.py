@@ -1,4 +1,9 @@
-"""The delta relay: one model call's stream of deltas → TEXT_MESSAGE_*, REASONING_MESSAGE_* and TOOL_CALL_* events."""
+"""The delta relay: one model call's stream of deltas → TEXT_MESSAGE_*, REASONING_MESSAGE_* and TOOL_CALL_* events.
+
+Tool calls get their id here, as the model's message is taken in: the model's
+own id when it is new in the run, else a fresh ``call_<n>`` (a model may send an
+empty id, or reuse one), the same id in the events, the history and the results.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ class DeltaRelay:
 
     events: RunEvents
     new_message_id: Callable[[], str]
+    unique_call_id: Callable[[str | None], str]
     text_id: str | None = None
     reasoning_id: str | None = None
     calls: dict[int, _CallStream] = attrs.field(factory=dict)
@@ -54,7 +60,8 @@ class DeltaRelay:
 
     async def _tool_call(self, delta: ToolCallDelta) -> None:
         stream = self.calls.setdefault(delta.index, _CallStream())
-        stream.id = stream.id or delta.id
+        if stream.id is None and delta.id:
+            stream.id = self.unique_call_id(delta.id)
         stream.name = stream.name or delta.name
         stream.arguments += delta.arguments
         if not stream.started and stream.id and stream.name:
@@ -64,15 +71,21 @@ class DeltaRelay:
             arguments, stream.arguments = stream.arguments, ""
             await self.events.tool_call_args(stream.id, arguments)
 
-    async def finish(self, completion: Completion) -> None:
+    async def finish(self, completion: Completion) -> Completion:
+        """Announce what was not streamed, close everything; ``completion`` with the ids its events used."""
         if self.text_id is None and completion.text:
             await self._text(completion.text)
-        streamed = {stream.id for stream in self.calls.values() if stream.started}
-        for call in completion.tool_calls:
-            if call.id not in streamed:
-                index = len(self.calls)
-                await self._tool_call(ToolCallDelta(index=index, id=call.id, name=call.name, arguments=call.arguments))
+        calls = []
+        for index, call in enumerate(completion.tool_calls):
+            stream = self.calls.get(index)
+            if stream is None or not stream.started:
+                # Not streamed, or streamed without an id: announce it now, under an id of its own.
+                stream = self.calls.setdefault(index, _CallStream(arguments=call.arguments))
+                stream.id = stream.id or self.unique_call_id(call.id)
+                await self._tool_call(ToolCallDelta(index=index, name=call.name))
+            calls.append(attrs.evolve(call, id=stream.id or call.id))
         await self.close()
+        return attrs.evolve(completion, tool_calls=tuple(calls))
 
     async def close(self) -> None:
         """End every message and tool call still open."""

@@ -32,9 +32,16 @@ from yao_actors.dispatch import (
 )
 from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
 from yao_actors.events import Outcome, RunEvents
-from yao_actors.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_DESCRIPTION, build_fallback_brief, fallback_messages
+from yao_actors.fallback import (
+    FALLBACK_ASSISTANT_ID,
+    FALLBACK_DESCRIPTION,
+    FALLBACK_PROMPT,
+    build_fallback_brief,
+    fallback_messages,
+    tool_results_section,
+)
 from yao_actors.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
-from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage
+from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, with_params
 from yao_actors.results import ToolCallResult, tool_message_content
 from yao_actors.specs import AssistantSpec, ServerRef
 
@@ -56,6 +63,7 @@ TOOL_RETRY_PROMPT = (
 """The system message that closes an argument-retry request (the seed sent an untranslated i18n key)."""
 
 V = TypeVar("V")
+C = TypeVar("C", Completion, None)
 
 
 def _lookup(table: Mapping[str, V], key: str, what: str, code: RunErrorCode) -> V:
@@ -69,12 +77,14 @@ def _lookup(table: Mapping[str, V], key: str, what: str, code: RunErrorCode) -> 
 
 @attrs.frozen
 class RunResources:
-    """What a run may use: the runtime's assistants, servers and models by id, and its catalog cache."""
+    """What a run may use: the runtime's assistants, servers and models by id, its catalog cache, and the
+    global ``prompts`` put before every assistant's own."""
 
     assistants: Mapping[str, AssistantSpec]
     servers: Mapping[str, ToolServer]
     models: Mapping[str, Model]
     catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+    prompts: tuple[str, ...] = ()
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
@@ -82,9 +92,13 @@ class RunResources:
             return ref
         return _lookup(self.assistants, ref, "assistant", RunErrorCode.UNKNOWN_ASSISTANT)
 
-    def model(self, model_id: str) -> Model:
-        """A model by id; ``RunError`` code ``unknown_model`` if there is none."""
-        return _lookup(self.models, model_id, "model", RunErrorCode.UNKNOWN_MODEL)
+    def model(self, model_id: str, options: Mapping[str, Any] | None = None) -> Model:
+        """A model by id, with an assistant's request ``options`` applied; ``RunError`` code ``unknown_model``.
+
+        ``tools`` in ``options`` are not request fields here: the run offers them
+        itself, before the MCP tools (:func:`request_tools`).
+        """
+        return with_params(_lookup(self.models, model_id, "model", RunErrorCode.UNKNOWN_MODEL), options or {})
 
 
 @attrs.frozen
@@ -96,6 +110,17 @@ class Answer:
     message: Message | None = None
     data: Any = None
     note: str | None = None
+
+
+@attrs.frozen
+class TurnRequest:
+    """What every model call of one assistant's answer shares: the model (with the assistant's options), the
+    request's messages (growing as calls are answered), the catalog, and the tools offered (static, then MCP)."""
+
+    model: Model
+    messages: list[Message]
+    catalog: Catalog
+    tools: Sequence[Mapping[str, Any]]
 
 
 @attrs.define(eq=False)
@@ -124,10 +149,21 @@ class Run:
     step: str | None = None
     subagents: list[str] = attrs.field(factory=list)
     counter: int = 0
+    call_ids: set[str] = attrs.field(factory=set)
+    call_counter: int = 0
 
     def new_message_id(self) -> str:
         self.counter += 1
         return f"{self.events.run_id}.{self.counter}"
+
+    def unique_call_id(self, given: str | None) -> str:
+        """The model's call id when it is new in this run, else a fresh ``call_<n>`` (empty or duplicate ids)."""
+        call_id = given or ""
+        while not call_id or call_id in self.call_ids:
+            self.call_counter += 1
+            call_id = f"call_{self.call_counter}"
+        self.call_ids.add(call_id)
+        return call_id
 
     # ------------------------------------------------------------------ the loop (DESIGN §4.4)
 
@@ -137,40 +173,36 @@ class Run:
         ctx = HookContext(assistant.id, self.events.thread_id, self.events.run_id)
         created = await run_create(hooks, ctx, conversation)
         if created.messages:
-            conversation = [*conversation, *created.messages]
-            if depth == 0:
-                self.transcript.extend(created.messages)
+            conversation = list(created.messages)
         if created.delegate is not None:
             return await self.delegate(created.delegate, conversation, depth)
         catalog = await self.catalog(assistant, created.servers or ())
-        model = self.resources.model(assistant.model)
-        messages = build_request(assistant, catalog, conversation)
-        completion = await self.call_model(assistant, model, messages, catalog.tools, "model")
-        if not completion.tool_calls:
-            return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
+        request = TurnRequest(
+            self.resources.model(assistant.model, assistant.options),
+            build_request(self.resources.prompts, assistant, catalog, conversation),
+            catalog,
+            request_tools(assistant, catalog),
+        )
+        completion = await self.call_model(assistant, request.model, request.messages, request.tools, "model")
         try:
-            completion = await self.retry_block(assistant, model, messages, catalog, completion)
-            if not completion.tool_calls:
-                return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
+            if completion.tool_calls:
+                completion = await self.retry_block(assistant, request, completion)
             if hooks.next is not None:
-                payload = {"messages": conversation, "completion": completion, "tool_results": list(self.results)}
+                payload = next_payload(conversation, completion, self.results)
                 return await self.next_branch(await run_next(hooks, ctx, payload), completion, conversation, depth)
-            if not assistant.tool_loop:
-                return Answer(completion.text, Outcome.ANSWERED)
-            return await self.tool_loop(assistant, model, messages, catalog)
+            if not completion.tool_calls or not assistant.tool_loop:
+                return standard_answer(completion)
+            return await self.tool_loop(assistant, request)
         except ModelError as error:
+            if assistant.fallback is False:
+                raise
             return await self.fallback(assistant, conversation, f"a model call failed: {error}")
         except MaxTurns as reached:
+            if assistant.fallback is False:
+                raise RunError(str(reached), code=RunErrorCode.MAX_TURNS) from None
             return await self.fallback(assistant, conversation, str(reached))
 
-    async def retry_block(
-        self,
-        assistant: AssistantSpec,
-        model: Model,
-        messages: list[Message],
-        catalog: Catalog,
-        completion: Completion,
-    ) -> Completion:
+    async def retry_block(self, assistant: AssistantSpec, request: TurnRequest, completion: Completion) -> Completion:
         """Execute the calls; re-ask the model to fix retryable failures, at most 3 executions in all.
 
         Returns the last completion: its calls are executed, or it has none
@@ -179,26 +211,28 @@ class Run:
         ``Error: ...`` results like any other.
         """
         for execution in range(1, MAX_EXECUTIONS + 1):
-            results = await self.execute(assistant, messages, completion, catalog)
+            results = await self.execute(assistant, request.messages, completion, request.catalog)
             failed = [r.call_id for r in results if not r.ok and r.retryable]
             if not failed or execution == MAX_EXECUTIONS:
                 break
             await self.events.tool_retry(execution, failed)
-            retry_request = [*messages, {"role": "system", "content": TOOL_RETRY_PROMPT}]
-            completion = await self.call_model(assistant, model, retry_request, catalog.tools, f"retry {execution}")
+            retry_request = [*request.messages, {"role": "system", "content": TOOL_RETRY_PROMPT}]
+            completion = await self.call_model(
+                assistant, request.model, retry_request, request.tools, f"retry {execution}"
+            )
             if not completion.tool_calls:
                 break
         return completion
 
-    async def tool_loop(
-        self, assistant: AssistantSpec, model: Model, messages: list[Message], catalog: Catalog
-    ) -> Answer:
+    async def tool_loop(self, assistant: AssistantSpec, request: TurnRequest) -> Answer:
         """Up to ``max_turn`` model calls, executing each turn's calls, until the model asks for none."""
         for turn in range(1, assistant.max_turn + 1):
-            completion = await self.call_model(assistant, model, messages, catalog.tools, f"turn {turn}")
+            completion = await self.call_model(
+                assistant, request.model, request.messages, request.tools, f"turn {turn}"
+            )
             if not completion.tool_calls:
                 return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
-            await self.execute(assistant, messages, completion, catalog)
+            await self.execute(assistant, request.messages, completion, request.catalog)
         raise MaxTurns(f"tool loop reached max turns ({assistant.max_turn})")
 
     async def next_branch(
@@ -206,7 +240,7 @@ class Run:
     ) -> Answer:
         """What the ``next`` hook decided: the standard response, data, or a delegation."""
         if decided is None:
-            return Answer(completion.text, Outcome.ANSWERED)
+            return standard_answer(completion)
         if decided.delegate is not None:
             messages = conversation if decided.delegate.messages is None else list(decided.delegate.messages)
             return await self.delegate(decided.delegate.assistant_id, messages, depth)
@@ -225,20 +259,36 @@ class Run:
         return answer
 
     async def fallback(self, assistant: AssistantSpec, conversation: list[Message], reason: str) -> Answer:
-        """Step 6: the fallback assistant synthesises an answer from everything the run has."""
-        logger.warning("run %s: %s; delegating to %s", self.events.run_id, reason, FALLBACK_ASSISTANT_ID)
+        """Step 6: the fallback assistant synthesises an answer from everything the run has.
+
+        The built-in one (the seed's prompt, ``fallback_model`` or the
+        assistant's model), or the configured assistant ``fallback`` names (its
+        own prompts, model and options). When it fails too, whatever the
+        failure, the run still answers (the hard fallback): the last text a
+        model produced, or else the tool results as readable text.
+        """
+        logger.warning("run %s: %s; delegating to the fallback assistant", self.events.run_id, reason)
         brief = build_fallback_brief(assistant.prompt, conversation, self.results)
-        subagent_id = await self.subagent_started(FALLBACK_ASSISTANT_ID, FALLBACK_DESCRIPTION)
+        named = assistant.fallback if isinstance(assistant.fallback, str) else None
+        subagent_id = await self.subagent_started(
+            named or FALLBACK_ASSISTANT_ID, None if named else FALLBACK_DESCRIPTION
+        )
         try:
+            if named:
+                target = self.resources.assistant(named)
+                prompts, model = target.prompt, self.resources.model(target.model, target.options)
+            else:
+                prompts, model = (FALLBACK_PROMPT,), self.resources.model(assistant.fallback_model or assistant.model)
+            request = fallback_messages(brief, (*self.resources.prompts, *prompts))
             with self.events.attributed_to(subagent_id):
-                model = self.resources.model(assistant.fallback_model or assistant.model)
-                completion = await self.call_model(assistant, model, fallback_messages(brief), [], "fallback")
-        except (ModelError, RunError) as error:
+                completion = await self.call_model(assistant, model, request, [], "fallback")
+        except Exception as error:
             code = error.code if isinstance(error, RunError) else RunErrorCode.MODEL_ERROR
             await self.events.subagent_error(subagent_id, str(error), code=code)
             self.subagents.remove(subagent_id)
             note = f"{reason}; the fallback assistant failed too ({error}): finished with what the run has"
-            return Answer(self.last_text, Outcome.DEGRADED, note=note)
+            text = self.last_text or tool_results_section(self.results)
+            return Answer(text, Outcome.DEGRADED, note=note)
         await self.events.subagent_finished(subagent_id, {"text": completion.text})
         self.subagents.remove(subagent_id)
         return Answer(completion.text, Outcome.FALLBACK, {"role": "assistant", "content": completion.text}, note=reason)
@@ -270,33 +320,40 @@ class Run:
         step: str,
     ) -> Completion:
         """One streamed model call under the model deadline, as one step of events."""
-        self.relay = DeltaRelay(self.events, self.new_message_id)
+        self.relay = DeltaRelay(self.events, self.new_message_id, self.unique_call_id)
         await self.events.step_started(step)
         self.step = step
         try:
             with trio.fail_after(assistant.timeouts.model):
                 completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
         except trio.TooSlowError as error:
-            await self.end_step()
+            await self.end_step(None)
             raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
-        except ModelError:
-            await self.end_step()
+        except Exception:
+            await self.end_step(None)
             raise
-        await self.end_step(completion)
+        completion = await self.end_step(completion)
         self.last_text = completion.text or self.last_text
         if completion.usage is not None:
             self.usage += completion.usage
             await self.events.usage(completion.usage, model=model.name)
         return completion
 
-    async def end_step(self, completion: Completion | None = None) -> None:
-        """Close the model call's open messages (filling in what was not streamed) and its step."""
+    async def end_step(self, completion: C) -> C:
+        """Close the model call's open messages (filling in what was not streamed) and its step.
+
+        Returns ``completion`` with every tool call under the id its events used (unique in the run).
+        """
         if self.relay is not None:
-            await (self.relay.close() if completion is None else self.relay.finish(completion))
+            if completion is None:
+                await self.relay.close()
+            else:
+                completion = await self.relay.finish(completion)
             self.relay = None
         if self.step is not None:
             await self.events.step_finished(self.step)
             self.step = None
+        return completion
 
     async def execute(
         self, assistant: AssistantSpec, messages: list[Message], completion: Completion, catalog: Catalog
@@ -355,7 +412,7 @@ class Run:
 
     async def emit_settled(self, unreported: Sequence[ToolCallResult]) -> None:
         """Close what the run left open (messages, step, subagents) and emit the results :meth:`settle` made."""
-        await self.end_step()
+        await self.end_step(None)
         for result in unreported:
             await self.events.tool_call_result(self.new_message_id(), result)
         while self.subagents:
@@ -372,10 +429,36 @@ def _cancelled_result(call: ToolCall, catalog: Catalog) -> ToolCallResult:
     return failed_result(call, catalog.resolve(call.name), message, ErrorKind.CANCELLED)
 
 
-def build_request(assistant: AssistantSpec, catalog: Catalog, conversation: Sequence[Message]) -> list[Message]:
-    """Step 1: the assistant's prompts, the samples message, then history and input (seed order)."""
-    messages: list[Message] = [{"role": "system", "content": prompt} for prompt in assistant.prompt if prompt]
+def build_request(
+    prompts: Sequence[str], assistant: AssistantSpec, catalog: Catalog, conversation: Sequence[Message]
+) -> list[Message]:
+    """Step 1: global prompts, the assistant's prompts, the samples message, then history and input (seed order)."""
+    messages: list[Message] = [{"role": "system", "content": p} for p in (*prompts, *assistant.prompt) if p]
     if catalog.samples_message:
         messages.append({"role": "system", "content": catalog.samples_message})
     messages.extend(conversation)
     return messages
+
+
+def request_tools(assistant: AssistantSpec, catalog: Catalog) -> Sequence[Mapping[str, Any]]:
+    """The tools offered: the assistant's static ``options.tools`` first, then the MCP tools (seed order)."""
+    static = assistant.options.get("tools") or ()
+    return (*static, *catalog.tools) if static else catalog.tools
+
+
+def standard_answer(completion: Completion) -> Answer:
+    """The standard response: the completion's text; its message joins the history unless it was executed."""
+    return Answer(completion.text, Outcome.ANSWERED, None if completion.tool_calls else completion.to_message())
+
+
+def next_payload(
+    conversation: Sequence[Message], completion: Completion, results: Sequence[ToolCallResult]
+) -> dict[str, Any]:
+    """What the ``next`` hook gets: the seed's fields, and ``tool_results`` (this project's earlier name)."""
+    return {
+        "messages": list(conversation),
+        "completion": completion,
+        "tools": list(results),
+        "tool_results": list(results),
+        "error": "",
+    }

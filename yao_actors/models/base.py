@@ -123,3 +123,18 @@ class Model(Protocol):
         *,
         on_delta: OnDelta | None = None,
     ) -> Completion: ...
+
+
+def with_params(model: Model, params: Mapping[str, Any]) -> Model:
+    """``model`` with the request fields ``params`` merged over its own (an assistant's ``options``).
+
+    Only a model that takes request fields has a ``with_params(params) -> Model``
+    method (the OpenAI-compatible one); any other model is returned as it is.
+    ``tools`` is not a request field here: the run offers static tools itself.
+    """
+    fields = {key: value for key, value in params.items() if key != "tools"}
+    method = getattr(model, "with_params", None)
+    if not fields or method is None:
+        return model
+    derived: Model = method(fields)
+    return derived

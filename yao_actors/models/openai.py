@@ -10,7 +10,9 @@ interleaved; ids and names arrive once, arguments in pieces).
 The request body is ``model``, ``messages``, ``tools`` (when there are any),
 the streaming fields, and then ``ModelSpec.params`` merged over them; a
 ``None`` param removes a field (``{"stream_options": None}`` for an endpoint
-that refuses it).
+that refuses it). ``tools`` in ``params`` are static tools offered *before* the
+given (MCP) tools, as the seed appended its MCP tools to ``options.tools``.
+An assistant's ``options`` reach the request through :meth:`OpenAIModel.with_params`.
 
 Deadlines are Trio cancel scopes owned by this client, never ``timeout=``
 arguments of the HTTP stack:
@@ -159,14 +161,22 @@ class OpenAIModel:
 
     def _body(self, messages: Sequence[Message], tools: Sequence[ToolSchema]) -> dict[str, Any]:
         """The request body; ``params`` override defaults, and a ``None`` param removes a field."""
+        params = dict(self.spec.params)
+        static_tools = params.pop("tools", ())
         body: dict[str, Any] = {"model": self.spec.model, "messages": list(messages)}
-        if tools:
-            body["tools"] = list(tools)
+        if static_tools is None:
+            body["tools"] = None
+        elif static_tools or tools:
+            body["tools"] = [*static_tools, *tools]
         if self.spec.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        body.update(self.spec.params)
+        body.update(params)
         return {key: value for key, value in body.items() if value is not None}
+
+    def with_params(self, params: Mapping[str, Any]) -> OpenAIModel:
+        """This model with ``params`` merged over its configured ``params`` (an assistant's ``options``)."""
+        return attrs.evolve(self, spec=attrs.evolve(self.spec, params={**self.spec.params, **params}))
 
     def _headers(self) -> dict[str, str]:
         headers = {
