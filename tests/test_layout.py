@@ -161,6 +161,7 @@ def test_the_readme_layout_names_every_module_of_the_package_once() -> None:
     tree = sorted(
         f"{path.name}/" if path.is_dir() else path.name
         for path in ROOT.iterdir()
-        if (path.is_dir() and (path / "__init__.py").exists()) or (path.suffix == ".py" and path.name != "__init__.py")
+        if (path.is_dir() and (path / "__init__.py").exists())
+        or (path.suffix in (".py", ".json") and path.name != "__init__.py")
     )
     assert sorted(listed) == tree

@@ -15,6 +15,7 @@ servers changed (the handles' ``tools_version``), not on every request.
 from __future__ import annotations
 
 import functools
+import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -31,6 +32,7 @@ SAMPLES_HEADER = (
     "\n\n## MCP Tool Usage Examples\n\nThe following examples demonstrate how to use MCP tools correctly:\n\n"
 )
 MAX_SAMPLES_PER_TOOL = 3
+_ILLEGAL = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 class ToolSource(Protocol):
@@ -75,12 +77,15 @@ class Catalog:
     """The tools of one assistant (or one run), ready for a model request and for dispatch.
 
     ``complete`` is false when some selected server could not list its tools;
-    a cache does not keep such a catalog.
+    a cache does not keep such a catalog. ``unavailable`` maps those servers to
+    why (``"restarting"``, ``"not running"``): a call to one of their tools is
+    answered ``server_unavailable``, not ``unknown_tool`` (:meth:`unavailable_server`).
     """
 
     entries: tuple[CatalogEntry, ...] = ()
     warnings: tuple[str, ...] = ()
     complete: bool = True
+    unavailable: Mapping[str, str] = attrs.field(factory=dict)
     table: ToolNameTable = attrs.field(factory=lambda: ToolNameTable({}))
     _by_ref: Mapping[ToolRef, CatalogEntry] = attrs.field(init=False, repr=False)
 
@@ -103,6 +108,14 @@ class Catalog:
         """The entry a model's flat tool name stands for (through the name table), or ``None``."""
         ref = self.table.resolve(name)
         return None if ref is None else self._by_ref.get(ref)
+
+    def unavailable_server(self, name: str) -> str | None:
+        """The server a flat tool name (not in the catalog) belongs to, when that server is selected but down."""
+        for server_id in self.unavailable:
+            prefix = _ILLEGAL.sub("_", server_id.replace(".", "_")) + "__"
+            if name.startswith(prefix) and len(name) > len(prefix):
+                return server_id
+        return None
 
 
 def _samples_section(entry: CatalogEntry) -> str:
@@ -141,14 +154,13 @@ async def build_catalog(
     skipped: dict[str, list[str]] = {}
     warnings: list[str] = []
     unlisted: tuple[str, ...] = ()
-    complete = True
+    unavailable: dict[str, str] = {}
     for position, ref in enumerate(refs):
         if len(included) >= max_tools:
             unlisted = tuple(dict.fromkeys(r.server_id for r in refs[position:]))
             break
-        tools = await _list(ref.server_id, servers, warnings)
+        tools = await _list(ref.server_id, servers, warnings, unavailable)
         if tools is None:
-            complete = False
             continue
         wanted = set(ref.tools)
         for tool in tools:
@@ -168,18 +180,17 @@ async def build_catalog(
         warnings.append(f"tool limit of {max_tools} reached; skipped {'; '.join(listed)}")
     table = ToolNameTable.build(included)
     entries = tuple(attrs.evolve(entry, name=name) for name, entry in zip(table.names, included.values(), strict=True))
-    return Catalog(entries, tuple(warnings), complete, table)
+    return Catalog(entries, tuple(warnings), not unavailable, unavailable=unavailable, table=table)
 
 
 async def _list(
-    server_id: str, servers: Mapping[str, ToolSource], warnings: list[str]
+    server_id: str, servers: Mapping[str, ToolSource], warnings: list[str], unavailable: dict[str, str]
 ) -> tuple[mcp.types.Tool, ...] | None:
     source = servers.get(server_id)
-    if source is None:
-        warnings.append(f"server {server_id!r} is not running; its tools are not offered")
-        return None
-    if source.state is not ServerState.READY:
-        warnings.append(f"server {server_id!r} is {source.state.value}; its tools are not offered")
+    state = "not running" if source is None else source.state.value
+    if source is None or source.state is not ServerState.READY:
+        warnings.append(f"server {server_id!r} is {state}; its tools are not offered")
+        unavailable[server_id] = state
         return None
     return await source.list_tools()
 

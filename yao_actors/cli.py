@@ -7,6 +7,10 @@ at once) and exits 0 with every MCP server process stopped.
 
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME]`` — see
 :mod:`yao_actors.service.chat`; the token defaults to ``YAO_ACTORS_TOKEN``.
+
+``check [--config FILE]`` validates a configuration file as ``serve`` would (the schema, the reader, the references
+between its records, every ``${VAR}`` it uses set): one line per problem, exit 0 when there is none, 2 otherwise.
+``config schema`` prints the configuration's JSON Schema. ``--version`` prints the version.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from functools import partial
 import attrs
 import trio
 
-from yao_actors.config import Config, ServiceSpec, default_config, load_config
+from yao_actors import __version__
+from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
+from yao_actors.config.schema import schema_text
 from yao_actors.errors import ConfigError
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
@@ -41,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yao-actors", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--version", action="version", version=f"yao-actors {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the websocket service")
@@ -56,7 +63,36 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
     ask.set_defaults(command=_chat_command)
+
+    check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
+    check.add_argument("--config", help="configuration file (default: the embedded demo)")
+    check.set_defaults(command=_check_command)
+
+    config = commands.add_parser("config", help="about the configuration file")
+    config_commands = config.add_subparsers(required=True, metavar="WHAT")
+    schema = config_commands.add_parser("schema", help="print the configuration's JSON Schema (draft 2020-12)")
+    schema.set_defaults(command=_schema_command)
     return parser
+
+
+def _check_command(args: argparse.Namespace) -> int:
+    source = args.config or "the embedded default"
+    try:
+        config = load_config(args.config) if args.config else default_config()
+        problems = config_problems(config)
+    except ConfigError as error:
+        problems = list(error.problems)
+    for problem in problems:
+        print(f"{source}: {problem}")
+    if problems:
+        return 2
+    print(f"{source}: ok ({len(config.servers)} server(s), {len(config.assistants)} assistant(s))")
+    return 0
+
+
+def _schema_command(args: argparse.Namespace) -> int:
+    print(schema_text(), end="")
+    return 0
 
 
 def _chat_command(args: argparse.Namespace) -> int:

@@ -199,6 +199,12 @@ async def _check(
 ) -> _Planned | None:
     """Validate one call; a call that fails here gets its result at once and reaches no server."""
     entry = catalog.resolve(call.name)
+    if entry is None and (down := catalog.unavailable_server(call.name)) is not None:
+        # The model knows the tool from before (or guessed it): its server is down, the name is not wrong.
+        message = f"server {down!r} is {catalog.unavailable[down]}; its tools are not available now"
+        failed = failed_result(call, None, message, ErrorKind.SERVER_UNAVAILABLE)
+        await batch.finish(index, attrs.evolve(failed, server=down))
+        return None
     if entry is None:
         available = ", ".join(e.name for e in catalog.entries) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"

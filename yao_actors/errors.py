@@ -13,6 +13,7 @@ Every exception this package raises on purpose is drawn here::
     │   └── ModelStreamError   the stream was malformed or ended before its finish
     ├── RunError               a run could not start or go on; ``.code`` is its :class:`RunErrorCode`
     ├── FrameError             the service refused a client frame; ``.code`` is its :class:`RunErrorCode`
+    ├── NotReady               servers were not ready in time; ``.servers`` maps each to its state and last error
     └── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
 
     RuntimeError
@@ -28,7 +29,7 @@ never by searching the text of an exception (DESIGN §2, invariant 7).
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 E = TypeVar("E", bound=BaseException)
@@ -204,6 +205,18 @@ class FrameError(YaoActorsError):
         self.code = code
         self.run_id = run_id
         super().__init__(message)
+
+
+class NotReady(YaoActorsError):
+    """Some servers were not ready (connected, tools listed) in time, or gave up.
+
+    ``servers`` maps each such server id to its state and its last error (``"restarting: server 'x' unavailable: ..."``).
+    """
+
+    def __init__(self, servers: Mapping[str, str]) -> None:
+        self.servers = dict(servers)
+        lines = "\n".join(f"  - {server_id}: {why}" for server_id, why in self.servers.items())
+        super().__init__(f"{len(self.servers)} server(s) not ready:\n{lines}")
 
 
 class StoreUnavailable(YaoActorsError):

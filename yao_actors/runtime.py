@@ -15,6 +15,7 @@ The runtime's nursery is its own: nothing outside it starts tasks there.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -22,15 +23,43 @@ import attrs
 import trio
 
 from yao_actors.catalog import CatalogCache
+from yao_actors.config.check import check_config
 from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream, open_conversations
-from yao_actors.errors import ConfigError
+from yao_actors.errors import ConfigError, NotReady
 from yao_actors.handles import NoPublicConstructor
-from yao_actors.models import Model
+from yao_actors.models import Message, Model
 from yao_actors.models.build import build_model
-from yao_actors.server_actor import ServerHandle, serve_mcp_server
+from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.transports import Connector, open_client
+
+
+@attrs.define(eq=False)
+class Threads:
+    """The conversation threads a runtime keeps (``runtime.threads``): list them, read one, forget one.
+
+    Threads live in memory, at most 1000 of them and within ``server.max_threads_bytes``
+    (the least recently used idle ones are forgotten first).
+    """
+
+    _conversations: ConversationManager
+
+    def list(self) -> tuple[str, ...]:
+        """The ids of the threads kept, least recently used first."""
+        return self._conversations.thread_ids()
+
+    def __contains__(self, thread_id: object) -> bool:
+        return thread_id in self._conversations.thread_ids()
+
+    def history(self, thread_id: str) -> tuple[Message, ...]:
+        """The messages a thread keeps (its runs' input, assistant and tool messages); empty for an unknown thread."""
+        return self._conversations.history(thread_id)
+
+    def forget(self, thread_id: str) -> None:
+        """Forget a thread: runs already submitted to it finish, then its history is dropped; its id then starts
+        an empty thread. Forgetting an unknown thread does nothing."""
+        self._conversations.close_thread(thread_id)
 
 
 @attrs.define(eq=False)
@@ -45,6 +74,30 @@ class Runtime(metaclass=NoPublicConstructor):
     servers: Mapping[str, ServerHandle]
     models: Mapping[str, Model]
     conversations: ConversationManager
+
+    @property
+    def threads(self) -> Threads:
+        """The conversation threads: ``list()``, ``history(thread_id)``, ``forget(thread_id)``."""
+        return Threads(self.conversations)
+
+    async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - reports who is late
+        """Wait until every (enabled) server is ready: connected, its tools listed.
+
+        Raises :class:`~yao_actors.errors.NotReady` naming each server that is
+        not, with its state and last error, once ``timeout`` seconds have passed
+        (``None``: no limit) — or as soon as the others are ready and a server has
+        given up (``down``, after ``restart.max_restarts`` failed attempts).
+        """
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            for handle in self.servers.values():
+                await handle.wait_for_state(ServerState.READY, ServerState.DOWN, ServerState.STOPPED)
+        not_ready = {
+            server_id: f"{handle.state.value}: {handle.statistics().last_error or 'no connection yet'}"
+            for server_id, handle in self.servers.items()
+            if handle.state is not ServerState.READY
+        }
+        if not_ready:
+            raise NotReady(not_ready)
 
     def open_run(
         self,
@@ -86,23 +139,36 @@ class Runtime(metaclass=NoPublicConstructor):
 
 @asynccontextmanager
 async def open_runtime(
-    config: Config, *, models: Mapping[str, Model] | None = None, connect: Connector = open_client
+    config: Config,
+    *,
+    models: Mapping[str, Model] | None = None,
+    connect: Connector = open_client,
+    ready_timeout: float | None = None,
 ) -> AsyncIterator[Runtime]:
     """Start every server actor of ``config`` at once; stop them all when the block exits.
 
     ``models`` maps model ids to model objects (a ``FunctionModel``, a
     ``TestModel``, or any object implementing :class:`~yao_actors.models.Model`),
-    overriding or adding to the models of ``config``. Every assistant's model
-    must resolve, or :class:`~yao_actors.errors.ConfigError` is raised before
-    anything starts; two tools of an assistant's servers under one flat name
+    overriding or adding to the models of ``config``. The references between
+    the records are checked once, with both sets of models known
+    (:func:`~yao_actors.config.check_config`): an unknown model or server raises
+    :class:`~yao_actors.errors.ConfigError` before anything starts; two tools of an assistant's servers under one flat name
     raise it once the servers are up (:func:`check_tool_names`). ``connect`` is
-    how server actors reach their servers (tests pass their own). An exception
+    how server actors reach their servers (tests pass their own).
+
+    The block is entered after each server's *first* connection attempt, even one
+    that failed (it is retried in the background, and runs meanwhile lack its
+    tools). With ``ready_timeout`` (seconds) it is entered only once every server
+    is ready: :meth:`Runtime.wait_ready` runs first, and its
+    :class:`~yao_actors.errors.NotReady` stops everything and comes out. A
+    server with ``disabled=True`` is not started. An exception
     raised by the block comes out as itself, not wrapped in the nursery's
     exception group.
     """
+    check_config(config, models=models or {})
     resolved = resolve_models(config, models or {})
     async with open_owned_nursery() as nursery:
-        servers = await _start_servers(nursery, config.servers.values(), connect)
+        servers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], connect)
         catalogs = CatalogCache()
         await check_tool_names(config.assistants.values(), servers, catalogs)
         async with open_conversations(
@@ -114,7 +180,10 @@ async def open_runtime(
             prompts=config.prompts,
             catalogs=catalogs,
         ) as conversations:
-            yield Runtime._create(config, servers, resolved, conversations)
+            runtime = Runtime._create(config, servers, resolved, conversations)
+            if ready_timeout is not None:
+                await runtime.wait_ready(ready_timeout)
+            yield runtime
 
 
 async def _start_servers(
@@ -155,7 +224,7 @@ async def check_tool_names(
 def resolve_models(config: Config, overrides: Mapping[str, Model]) -> dict[str, Model]:
     """The model objects of a runtime: the config's, the built-in offline ones, then ``overrides``.
 
-    Raises ``ConfigError`` naming every assistant whose model (or fallback model) resolves to nothing.
+    The references were checked by :func:`~yao_actors.config.check_config`.
     """
     specs: dict[str, ModelSpec] = {
         model_id: ModelSpec(id=model_id, provider=model_id)  # type: ignore[arg-type]
@@ -164,12 +233,4 @@ def resolve_models(config: Config, overrides: Mapping[str, Model]) -> dict[str, 
     specs.update(config.models)
     models: dict[str, Model] = {model_id: build_model(spec) for model_id, spec in specs.items()}
     models.update(overrides)
-    problems = [
-        f"assistants.{assistant.id}.{key}: unknown model {model_id!r} (known: {', '.join(sorted(models))})"
-        for assistant in config.assistants.values()
-        for key, model_id in (("model", assistant.model), ("fallback_model", assistant.fallback_model))
-        if model_id is not None and model_id not in models
-    ]
-    if problems:
-        raise ConfigError(problems)
     return models

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,8 +28,8 @@ from yao_actors.results import ToolOutcome
 from yao_actors.specs import ServerSpec
 from yao_actors.transports import Link
 
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-"""Receives a running call's progress: ``(progress, total, message)``."""
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
+"""Receives a running call's progress: ``(progress, total, message)``; a plain or an ``async`` function."""
 
 #: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
 PROGRESS_BUFFER = 16
@@ -193,7 +194,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
     ) -> ToolOutcome:
         """Call tool ``name`` under the spec's deadline; a failure is an outcome, never an exception.
 
-        ``progress`` receives the call's progress notifications (some may be
+        ``progress`` (a plain or an ``async`` function of ``(progress, total,
+        message)``) receives the call's progress notifications (some may be
         dropped if it is slower than the server). Raises only ``trio.Cancelled``;
         the server then receives ``notifications/cancelled`` for the request.
         """
@@ -264,5 +266,7 @@ async def _await_outcome(request: CallRequest, progress: ProgressFn | None) -> T
         while request.progress:
             item = request.progress.popleft()
             if progress is not None:
-                await progress(item.progress, item.total, item.message)
+                reported = progress(item.progress, item.total, item.message)
+                if inspect.isawaitable(reported):
+                    await reported
     return request.outcome

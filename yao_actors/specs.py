@@ -13,29 +13,49 @@ included) can import it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
 
+from yao_actors.errors import ConfigError
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
 
 # --------------------------------------------------------------------------- MCP servers
 
 
+def _strings(value: str | Iterable[str]) -> tuple[str, ...]:
+    """A string is one item, not one item per character (``prompt="Be brief"``, ``args="--verbose"``)."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 @attrs.frozen
 class StdioTransport:
-    """Run the server as a subprocess and speak MCP over its stdin/stdout."""
+    """Run the server as a subprocess and speak MCP over its stdin/stdout.
+
+    ``env`` is laid over the MCP SDK's minimal default environment (``HOME``,
+    ``PATH``, ``USER``, ... — not the parent's whole environment, which may hold
+    secrets); ``inherit_env=True`` lays it over the parent's environment instead.
+    """
 
     command: str
-    args: tuple[str, ...] = ()
+    args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     env: Mapping[str, str] = attrs.field(factory=dict)
     cwd: str | None = None
+    inherit_env: bool = False
 
 
 @attrs.frozen
 class HttpTransport:
     """Speak streamable HTTP to a server at ``url``."""
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class SseTransport:
+    """Speak the older HTTP+SSE MCP transport to a server at ``url`` (the MCP SDK's SSE client)."""
 
     url: str
     headers: Mapping[str, str] = attrs.field(factory=dict)
@@ -48,7 +68,7 @@ class InMemoryTransport:
     server: Any = attrs.field(eq=False)
 
 
-Transport = StdioTransport | HttpTransport | InMemoryTransport
+Transport = StdioTransport | HttpTransport | SseTransport | InMemoryTransport
 
 
 @attrs.frozen
@@ -85,6 +105,8 @@ class ServerSpec:
     one. ``samples`` maps tool names to their examples. ``expose_stderr`` lets
     the model and clients see the tail of a dead stdio server's stderr (it may
     hold secrets; otherwise it goes to the logs and ``ToolOutcome.stderr_tail`` only).
+    A ``disabled`` server is not started and its tools are not offered (the
+    ``disabled: true`` of Claude Desktop, Cursor and Cline files).
     """
 
     id: str
@@ -97,6 +119,7 @@ class ServerSpec:
     samples: Mapping[str, tuple[Sample, ...]] = attrs.field(factory=dict)
     connect_timeout: float = 30.0
     expose_stderr: bool = False
+    disabled: bool = False
 
 
 # --------------------------------------------------------------------------- models
@@ -133,7 +156,11 @@ class ServerRef:
     """An entry of an assistant's ``mcp.servers``: a server and an optional tool filter."""
 
     server_id: str
-    tools: tuple[str, ...] = ()
+    tools: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+
+
+def _refs(refs: Iterable[ServerRef]) -> tuple[ServerRef, ...]:
+    return tuple(refs)
 
 
 @attrs.frozen
@@ -159,7 +186,8 @@ class AssistantSpec:
 
     ``tool_loop`` and ``max_turn`` follow the seed's rules (DESIGN §4.4 step 5):
     only a real ``false`` disables the loop; ``max_turn`` is a number > 0
-    (fractional truncated), anything else means 5. ``history_max_messages`` is
+    (fractional truncated), anything else means 5. ``prompt`` is a string (one
+    system prompt) or a sequence of them. ``history_max_messages`` is
     how many of the thread's stored messages a request carries (the seed's 20;
     ``0`` none, ``None`` all). ``options`` are request fields merged over the
     model's ``params``. ``fallback`` is ``True`` (the built-in fallback
@@ -169,8 +197,8 @@ class AssistantSpec:
 
     id: str
     model: str
-    prompt: tuple[str, ...] = ()
-    servers: tuple[ServerRef, ...] = ()
+    prompt: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    servers: tuple[ServerRef, ...] = attrs.field(default=(), converter=_refs)
     tool_loop: bool = True
     max_turn: int = 5
     max_tools: int = 20
@@ -219,13 +247,28 @@ class Config:
     """A whole configuration: servers, models, assistants and the service.
 
     ``prompts`` are global system prompts, put before every assistant's own (seed order).
+    Every entry's key must be its record's ``id`` (``servers={"time": ServerSpec("time", ...)}``):
+    a mismatch raises :class:`~yao_actors.errors.ConfigError` naming both, instead of
+    a server that never serves. :func:`yao_actors.config.check_config` checks the
+    references between the records.
     """
 
     servers: Mapping[str, ServerSpec] = attrs.field(factory=dict)
     models: Mapping[str, ModelSpec] = attrs.field(factory=dict)
     assistants: Mapping[str, AssistantSpec] = attrs.field(factory=dict)
     service: ServiceSpec = ServiceSpec()
-    prompts: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+
+    def __attrs_post_init__(self) -> None:
+        sections = (("mcpServers", self.servers), ("models", self.models), ("assistants", self.assistants))
+        problems = [
+            f"{section}.{key}: the key of an entry must be its id, but this one has id {record.id!r}"
+            for section, records in sections
+            for key, record in records.items()
+            if record.id != key
+        ]
+        if problems:
+            raise ConfigError(problems)
 
 
 DEFAULT_PROMPT = (

@@ -14,12 +14,16 @@ The records are attrs values; build them in code for an embedded runtime, or loa
 them from a file. ``load_config`` refuses a bad file with one message per
 problem, each naming its key path, and treats an unknown key as an error.
 
-The arrows point one way: :mod:`yao_actors.specs` (records, no imports from the
-package) ← :mod:`yao_actors.models` ← :mod:`.sections` (the reader) ← :mod:`.load`.
+The arrows point one way: :mod:`yao_actors.specs` (records) ← :mod:`yao_actors.models`
+← :mod:`.values` ← :mod:`.assistants` ← :mod:`.sections` (the reader) ← :mod:`.load`, which
+also checks the data against :mod:`.schema` (``config.schema.json``); :mod:`.check` checks the
+references between records, wherever they came from.
 """
 
+from yao_actors.config.assistants import max_turns, tool_loop_enabled
+from yao_actors.config.check import check_config, config_problems
 from yao_actors.config.load import default_config, load_config, parse_config
-from yao_actors.config.sections import max_turns, tool_loop_enabled
+from yao_actors.config.schema import config_schema, schema_problems
 from yao_actors.specs import (
     BUILTIN_MODEL_IDS,
     DEFAULT_PROMPT,
@@ -35,6 +39,7 @@ from yao_actors.specs import (
     ServerRef,
     ServerSpec,
     ServiceSpec,
+    SseTransport,
     StdioTransport,
     Transport,
 )
@@ -54,11 +59,16 @@ __all__ = [
     "ServerRef",
     "ServerSpec",
     "ServiceSpec",
+    "SseTransport",
     "StdioTransport",
     "Transport",
+    "check_config",
+    "config_problems",
+    "config_schema",
     "default_config",
     "load_config",
     "max_turns",
     "parse_config",
+    "schema_problems",
     "tool_loop_enabled",
 ]

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from yao_actors import untrusted_json
+from yao_actors.config.schema import schema_problems
 from yao_actors.config.sections import ConfigReader
+from yao_actors.config.values import related_paths
 from yao_actors.errors import ConfigError
 from yao_actors.models.build import default_model_spec
 from yao_actors.specs import DEFAULT_PROMPT, AssistantSpec, Config, ServerRef, ServerSpec, StdioTransport
@@ -24,7 +26,8 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
 
     Raises :class:`~yao_actors.errors.ConfigError` listing every problem found,
     each with its key path. ``environ`` (default ``os.environ``) supplies
-    ``${VAR}`` references in ``env``, ``headers`` and ``server.token``.
+    ``${VAR}`` references (in ``command``, ``args``, ``env``, ``cwd``, ``url``,
+    ``headers``, ``server.token``, ``server.tokens``, a model's ``base_url`` and ``headers``).
     """
     source = os.fspath(path)
     try:
@@ -44,11 +47,22 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
 
 
 def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source: str | None = None) -> Config:
-    """Validate an already-decoded configuration (see :func:`load_config`)."""
+    """Validate a configuration given as decoded JSON (a dict), as :func:`load_config` does a file.
+
+    ``data`` is checked against the JSON Schema (:func:`~yao_actors.config.schema.config_schema`)
+    and by the reader; nothing is coerced: a value of the wrong type is a problem
+    with its key path. Raises :class:`~yao_actors.errors.ConfigError` listing every problem.
+    Model ids are not resolved here (``open_runtime(models=...)`` may add some):
+    :func:`~yao_actors.config.check_config` does that.
+    """
     reader = ConfigReader(os.environ if environ is None else environ)
     config = reader.config(data)
-    if reader.problems:
-        raise ConfigError(reader.problems, source=source)
+    problems = list(reader.problems)
+    for path, message in schema_problems(data):
+        if not any(related_paths(path, seen) for seen in reader.problem_paths):
+            problems.append(f"{path}: {message}" if path else message)
+    if problems:
+        raise ConfigError(problems, source=source)
     assert config is not None
     return config
 

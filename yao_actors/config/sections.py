@@ -1,36 +1,37 @@
-"""The configuration reader's sections: servers, models, assistants and the service, with the seed's rules.
+"""The configuration reader's sections: servers, models and the service; the root of a file.
 
 Every section is checked even after a problem, so one load lists them all.
+Assistants are read by :mod:`yao_actors.config.assistants`. ``mcpServers``
+entries written for Claude Desktop, Cursor, VS Code, Cline or Windsurf are
+accepted as they are: ``type`` is checked against ``command`` / ``url``,
+``disabled: true`` is honoured, and the keys only those clients use
+(:data:`OTHER_CLIENT_KEYS`) are accepted with one warning each.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from yao_actors.config.values import ValueReader, join_path, type_name
+from yao_actors.config.assistants import AssistantReader
+from yao_actors.config.values import join_path, type_name
 from yao_actors.models.build import default_model_spec
 from yao_actors.specs import (
-    BUILTIN_MODEL_IDS,
     DEFAULT_PROMPT,
     AssistantSpec,
     Config,
-    Hooks,
     HttpTransport,
     ModelSpec,
     RestartPolicy,
-    RunTimeouts,
     Sample,
     ServerRef,
     ServerSpec,
     ServiceSpec,
+    SseTransport,
     StdioTransport,
     Transport,
 )
@@ -38,20 +39,49 @@ from yao_actors.specs import (
 logger = logging.getLogger(__name__)
 
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 #: Roles an operator may allow clients to send besides ``user`` (``server.allow_client_roles``).
 CLIENT_ROLES = ("system", "developer", "assistant")
 
+#: The sections of a configuration file.
+ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts")
+#: The keys of ``mcpServers.<id>`` this runtime reads.
+SERVER_KEYS = (
+    "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "timeout", "connect_timeout",
+    "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled",
+)  # fmt: skip
+#: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
+#: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
+#: ``transportType``, ``watchPaths``), VS Code (``envFile``, ``dev``), Gemini CLI (``trust``, ``includeTools``,
+#: ``excludeTools``), GitHub Copilot (``tools``), and ``description`` everywhere.
+OTHER_CLIENT_KEYS = (
+    "autoApprove", "alwaysAllow", "description", "transportType", "envFile", "disabledTools", "watchPaths", "dev",
+    "trust", "includeTools", "excludeTools", "tools",
+)  # fmt: skip
+#: What ``type`` may say, and which transport each one means.
+SERVER_TYPES = {
+    "stdio": "stdio",
+    "local": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamableHttp": "http",
+    "sse": "sse",
+}
+MODEL_KEYS = (
+    "provider", "base_url", "model", "api_key_env", "headers", "params", "stream",
+    "connect_timeout", "read_timeout", "max_retries", "retry_budget",
+)  # fmt: skip
+SERVICE_KEYS = tuple(a.name for a in attrs.fields(ServiceSpec))
 
-class ConfigReader(ValueReader):
+
+class ConfigReader(AssistantReader):
     """Walks a decoded configuration into a :class:`~yao_actors.specs.Config`, one message per problem."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         super().__init__(environ)
-        self.unused_resources: list[str] = []
+        self.other_client_keys: list[str] = []
 
     def config(self, data: Any) -> Config | None:
-        root = self.obj(data, "", ("mcpServers", "models", "assistants", "server", "prompts"))
+        root = self.obj(data, "", ROOT_KEYS)
         if root is None:
             return None
         servers = self.servers(root.get("mcpServers", {}), "mcpServers")
@@ -61,10 +91,10 @@ class ConfigReader(ValueReader):
             default = default_model_spec(environ=self.environ)
             models = {default.id: default}
         if "assistants" in root:
-            assistants = self.assistants(root["assistants"], "assistants", servers, models)
+            assistants = self.assistants(root["assistants"], "assistants", servers)
         else:
             model_id = "default" if "default" in models else next(iter(models), "demo")
-            refs = tuple(ServerRef(server_id) for server_id in servers)
+            refs = tuple(ServerRef(server_id) for server_id, spec in servers.items() if not spec.disabled)
             assistants = {"default": AssistantSpec("default", model_id, (DEFAULT_PROMPT,), refs)}
         service = self.service(root.get("server", {}), "server")
         prompts = self.prompt(root.get("prompts", []), "prompts") or ()
@@ -73,17 +103,15 @@ class ConfigReader(ValueReader):
                 "MCP resources are accepted in mcp.servers but not offered to the model (as in the seed): %s",
                 ", ".join(self.unused_resources),
             )
+        for key_path in self.other_client_keys:
+            logger.warning("%s: a key of other MCP clients' files, accepted and not used here", key_path)
         return Config(servers=servers, models=models, assistants=assistants, service=service, prompts=prompts)
 
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
         return self.entries(value, path, "servers", self.server)
 
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
-        allowed = (
-            "type", "command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout",
-            "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr",
-        )  # fmt: skip
-        item = self.obj(value, path, allowed)
+        item = self.obj(value, path, SERVER_KEYS + OTHER_CLIENT_KEYS)
         if item is None:
             return None
         if not _SERVER_ID.match(server_id):
@@ -91,6 +119,9 @@ class ConfigReader(ValueReader):
                 path,
                 "a server id must start with a letter or digit and use only letters, digits, '.', '_', '-'",
             )
+        for key in OTHER_CLIENT_KEYS:
+            if key in item:
+                self.other_client_keys.append(join_path(path, key))
         transport = self.transport(item, path)
         options: dict[str, Any] = {}
         for key in ("timeout", "connect_timeout"):
@@ -108,43 +139,63 @@ class ConfigReader(ValueReader):
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:
             options["samples"] = self.samples(item["samples"], join_path(path, "samples"))
-        if "expose_stderr" in item:
-            options["expose_stderr"] = self.boolean(item["expose_stderr"], join_path(path, "expose_stderr"))
+        for key in ("expose_stderr", "disabled"):
+            if key in item:
+                options[key] = self.boolean(item[key], join_path(path, key))
         if transport is None or None in options.values():
             return None
         return ServerSpec(id=server_id, transport=transport, **options)
 
     def transport(self, item: dict[str, Any], path: str) -> Transport | None:
-        kind = item.get("type")
-        if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
-            self.fail(join_path(path, "type"), f"must be 'stdio' or 'http', got {kind!r}")
-            return None
+        """``command`` (stdio) or ``url`` (streamable HTTP, or SSE with ``type: "sse"``), checked against ``type``.
+
+        ``type`` may be missing; Cline's ``transportType`` stands in for it when it is.
+        """
+        type_key = "type" if "type" in item or "transportType" not in item else "transportType"
+        type_path = join_path(path, type_key)
+        kind: str | None = None
+        if type_key in item:
+            declared = item[type_key]
+            if declared not in SERVER_TYPES:
+                choices = ", ".join(repr(t) for t in SERVER_TYPES)
+                self.fail(type_path, f"must be one of {choices}, got {declared!r}")
+                return None
+            kind = SERVER_TYPES[declared]
         if "command" in item and "url" in item:
-            self.fail(path, "give either 'command' (stdio) or 'url' (streamable HTTP), not both")
+            self.fail(path, "give either 'command' (stdio) or 'url' (an HTTP or SSE server), not both")
             return None
         if "url" in item:
-            for key in ("args", "env", "cwd"):
+            for key in ("args", "env", "cwd", "inherit_env"):
                 if key in item:
                     self.fail(join_path(path, key), "only for stdio servers (this server has a 'url')")
             if kind == "stdio":
-                self.fail(join_path(path, "type"), "'stdio' needs a 'command', not a 'url'")
-            url = self.string(item["url"], join_path(path, "url"))
+                self.fail(type_path, "'stdio' needs a 'command', not a 'url'")
+            url = self.expanded_string(item["url"], join_path(path, "url"))
             if url is not None and not url.startswith(("http://", "https://")):
                 self.fail(join_path(path, "url"), f"must be an http:// or https:// URL, got {url!r}")
                 return None
             headers = self.string_map(item.get("headers", {}), join_path(path, "headers"))
-            return HttpTransport(url, headers) if url else None
+            if not url:
+                return None
+            return SseTransport(url, headers) if kind == "sse" else HttpTransport(url, headers)
         if "command" in item:
             if "headers" in item:
                 self.fail(join_path(path, "headers"), "only for HTTP servers (this server has a 'command')")
             if kind not in (None, "stdio"):
-                self.fail(join_path(path, "type"), f"{kind!r} needs a 'url', not a 'command'")
-            command = self.string(item["command"], join_path(path, "command"))
-            args = self.strings(item.get("args", []), join_path(path, "args"))
+                self.fail(type_path, f"{item[type_key]!r} needs a 'url', not a 'command'")
+            command = self.expanded_string(item["command"], join_path(path, "command"))
+            args_path = join_path(path, "args")
+            args = self.strings(item.get("args", []), args_path)
+            args = tuple(self.expand(arg, join_path(args_path, i)) for i, arg in enumerate(args))
             env = self.string_map(item.get("env", {}), join_path(path, "env"))
-            cwd = self.string(item["cwd"], join_path(path, "cwd")) if "cwd" in item else None
-            return StdioTransport(command, args, env, cwd) if command else None
-        self.fail(path, "needs 'command' (a stdio server) or 'url' (a streamable HTTP server)")
+            cwd = self.expanded_string(item["cwd"], join_path(path, "cwd")) if "cwd" in item else None
+            inherit = (
+                self.boolean(item["inherit_env"], join_path(path, "inherit_env")) if "inherit_env" in item else False
+            )
+            if not command or inherit is None:
+                return None
+            return StdioTransport(command, args, env, cwd, inherit_env=inherit)
+        self.fail(path, "needs 'command' (a stdio server) or 'url' (an HTTP or SSE server)")
         return None
 
     def restart(self, value: Any, path: str) -> RestartPolicy | None:
@@ -208,17 +259,13 @@ class ConfigReader(ValueReader):
         return self.entries(value, path, "models", self.model)
 
     def model(self, model_id: str, value: Any, path: str) -> ModelSpec | None:
-        allowed = (
-            "provider", "base_url", "model", "api_key_env", "headers", "params", "stream",
-            "connect_timeout", "read_timeout", "max_retries", "retry_budget",
-        )  # fmt: skip
-        item = self.obj(value, path, allowed)
+        item = self.obj(value, path, MODEL_KEYS)
         if item is None:
             return None
         provider = self.choice(item.get("provider"), join_path(path, "provider"), ("openai", "demo", "test"))
         options: dict[str, Any] = {}
         if "base_url" in item:
-            options["base_url"] = self.string(item["base_url"], join_path(path, "base_url"))
+            options["base_url"] = self.expanded_string(item["base_url"], join_path(path, "base_url"))
         if "model" in item:
             options["model"] = self.string(item["model"], join_path(path, "model"))
         elif provider == "openai":
@@ -246,205 +293,6 @@ class ConfigReader(ValueReader):
             return None
         return ModelSpec(id=model_id, provider=provider, **options)  # type: ignore[arg-type]
 
-    def assistants(
-        self, value: Any, path: str, servers: Mapping[str, ServerSpec], models: Mapping[str, ModelSpec]
-    ) -> dict[str, AssistantSpec]:
-        assistants = self.entries(
-            value, path, "assistants", functools.partial(self.assistant, servers=servers, models=models)
-        )
-        for spec in assistants.values():
-            if isinstance(spec.fallback, str) and spec.fallback not in assistants:
-                known = ", ".join(sorted(assistants))
-                self.fail(
-                    join_path(path, f"{spec.id}.fallback.assistant"),
-                    f"unknown assistant {spec.fallback!r} (known: {known})",
-                )
-        return assistants
-
-    def model_ref(self, value: Any, path: str, models: Mapping[str, ModelSpec]) -> str | None:
-        model_id = self.string(value, path)
-        if model_id is not None and model_id not in models and model_id not in BUILTIN_MODEL_IDS:
-            known = ", ".join(sorted({*models, *BUILTIN_MODEL_IDS}))
-            self.fail(path, f"unknown model {model_id!r} (known: {known})")
-            return None
-        return model_id
-
-    def assistant(
-        self,
-        assistant_id: str,
-        value: Any,
-        path: str,
-        servers: Mapping[str, ServerSpec],
-        models: Mapping[str, ModelSpec],
-    ) -> AssistantSpec | None:
-        allowed = (
-            "model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools", "history", "options", "fallback",
-        )  # fmt: skip
-        item = self.obj(value, path, allowed)
-        if item is None:
-            return None
-        if assistant_id.startswith("__yao."):
-            self.fail(path, "ids starting with '__yao.' are reserved for built-in assistants")
-        ok = True
-        model = self.model_ref(item.get("model"), join_path(path, "model"), models)
-        prompt = self.prompt(item.get("prompt", []), join_path(path, "prompt"))
-        options: dict[str, Any] = {}
-        if "mcp" in item:
-            options.update(self.mcp(item["mcp"], join_path(path, "mcp"), servers))
-        if "timeouts" in item:
-            options["timeouts"] = self.timeouts(item["timeouts"], join_path(path, "timeouts"))
-        if "hooks" in item:
-            options["hooks"] = self.hooks(item["hooks"], join_path(path, "hooks"))
-        if "fallback_model" in item:
-            options["fallback_model"] = self.model_ref(
-                item["fallback_model"], join_path(path, "fallback_model"), models
-            )
-            ok = ok and options["fallback_model"] is not None
-        if "max_tools" in item:
-            options["max_tools"] = self.integer(item["max_tools"], join_path(path, "max_tools"), minimum=1)
-        if "options" in item:
-            options["options"] = self.request_options(item["options"], join_path(path, "options"))
-        if "fallback" in item:
-            options["fallback"] = self.fallback(item["fallback"], join_path(path, "fallback"))
-        history_ok, history_max = self.history(item.get("history", {}), join_path(path, "history"))
-        if model is None or prompt is None or not ok or not history_ok or None in options.values():
-            return None
-        return AssistantSpec(id=assistant_id, model=model, prompt=prompt, history_max_messages=history_max, **options)
-
-    def history(self, value: Any, path: str) -> tuple[bool, int | None]:
-        """``history.max_messages``: an integer >= 0 (default 20), or ``null`` for the whole history."""
-        item = self.obj(value, path, ("max_messages",))
-        if item is None:
-            return False, None
-        limit = item.get("max_messages", 20)
-        if limit is None:
-            return True, None
-        limit = self.integer(limit, join_path(path, "max_messages"))
-        return limit is not None, limit
-
-    def request_options(self, value: Any, path: str) -> dict[str, Any] | None:
-        """``options``: request fields (``temperature``, ``tool_choice``, ...) merged over the model's ``params``."""
-        if not isinstance(value, dict):
-            self.fail(path, f"expected an object of request fields, got {type_name(value)}")
-            return None
-        return value
-
-    def fallback(self, value: Any, path: str) -> bool | str | None:
-        """``true`` (the built-in fallback), ``false`` (none), or ``{"assistant": "<id>"}``."""
-        if isinstance(value, bool):
-            return value
-        item = self.obj(value, path, ("assistant",)) if isinstance(value, dict) else None
-        if item is None:
-            if not isinstance(value, dict):
-                self.fail(path, f'expected true, false or {{"assistant": "<id>"}}, got {type_name(value)}')
-            return None
-        return self.string(item.get("assistant"), join_path(path, "assistant"))
-
-    def prompt(self, value: Any, path: str) -> tuple[str, ...] | None:
-        if isinstance(value, str):
-            return (value,) if value else ()
-        if isinstance(value, list):
-            before = len(self.problems)
-            prompts = self.strings(value, path)
-            return prompts if len(self.problems) == before else None
-        self.fail(path, f"expected a string or a list of strings, got {type_name(value)}")
-        return None
-
-    def mcp(self, value: Any, path: str, servers: Mapping[str, ServerSpec]) -> dict[str, Any]:
-        item = self.obj(value, path, ("servers", "options"))
-        if item is None:
-            return {"servers": None}
-        result: dict[str, Any] = {}
-        if "servers" in item:
-            entries = item["servers"]
-            if not isinstance(entries, list):
-                self.fail(join_path(path, "servers"), f"expected a list, got {type_name(entries)}")
-                result["servers"] = None
-            else:
-                refs = [
-                    self.server_ref(entry, join_path(join_path(path, "servers"), i), servers)
-                    for i, entry in enumerate(entries)
-                ]
-                result["servers"] = None if None in refs else tuple(r for r in refs if r is not None)
-        if "options" in item:
-            options = self.obj(item["options"], join_path(path, "options"), ("tool_loop", "max_turn"))
-            if options is None:
-                result["tool_loop"] = None
-            else:
-                result["tool_loop"] = tool_loop_enabled(options.get("tool_loop"))
-                result["max_turn"] = self.max_turn(options.get("max_turn"), join_path(path, "options.max_turn"))
-        return result
-
-    def max_turn(self, value: Any, path: str) -> int | None:
-        """The seed's rule (:func:`max_turns`), except for the two values it got wrong: refused here."""
-        if isinstance(value, float) and not math.isfinite(value):
-            self.fail(path, f"must be a finite number of turns, got {value}")
-            return None
-        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
-            self.fail(path, f"must be at least 1 (a fraction below 1 would mean no turn at all), got {value}")
-            return None
-        return max_turns(value)
-
-    def server_ref(self, entry: Any, path: str, servers: Mapping[str, ServerSpec]) -> ServerRef | None:
-        """Every seed form: ``"id"``, ``{"server_id", "tools", "resources"}``, ``{"id": [...]}``,
-        ``{"id": {"tools", "resources"}}``.
-
-        ``resources`` is accepted and not used (the seed kept it and never offered
-        resources to the model): one warning per load names where it was given.
-        """
-        before = len(self.problems)
-        server_id: Any
-        item: dict[str, Any] = {}
-        if isinstance(entry, str):
-            server_id = entry
-        elif isinstance(entry, dict) and "server_id" in entry:
-            item = self.obj(entry, path, ("server_id", "tools", "resources")) or {}
-            server_id = entry["server_id"]
-        elif isinstance(entry, dict) and len(entry) == 1:
-            server_id, spec = next(iter(entry.items()))
-            path = join_path(path, server_id)
-            item = {"tools": spec} if isinstance(spec, list) else self.obj(spec, path, ("tools", "resources")) or {}
-        else:
-            self.fail(
-                path,
-                'expected "id", {"server_id": "id", "tools": [...]}, {"id": ["tool", ...]} or {"id": {"tools": [...]}}',
-            )
-            return None
-        if not isinstance(server_id, str) or server_id not in servers:
-            known = ", ".join(f'"{s}"' for s in servers) or "none configured"
-            self.fail(path, f"unknown server {json.dumps(server_id, ensure_ascii=False)} (known: {known})")
-            return None
-        names = self.strings(item.get("tools", []), join_path(path, "tools"))
-        if "resources" in item:
-            self.strings(item["resources"], join_path(path, "resources"))
-            self.unused_resources.append(join_path(path, "resources"))
-        return ServerRef(server_id, names) if len(self.problems) == before else None
-
-    def timeouts(self, value: Any, path: str) -> RunTimeouts | None:
-        item = self.obj(value, path, ("run", "model", "turn"))
-        if item is None:
-            return None
-        numbers = {key: self.number(item[key], join_path(path, key)) for key in item if key in ("run", "model", "turn")}
-        if None in numbers.values():
-            return None
-        return RunTimeouts(**numbers)  # type: ignore[arg-type]
-
-    def hooks(self, value: Any, path: str) -> Hooks | None:
-        item = self.obj(value, path, ("create", "next"))
-        if item is None:
-            return None
-        refs: dict[str, str] = {}
-        for key, ref in item.items():
-            if key not in ("create", "next"):
-                continue
-            if not isinstance(ref, str) or not _HOOK_REF.match(ref):
-                self.fail(
-                    join_path(path, key), f'expected "module:function", got {json.dumps(ref, ensure_ascii=False)}'
-                )
-                return None
-            refs[key] = ref
-        return Hooks(**refs)
-
     def tokens(self, value: Any, path: str) -> dict[str, str]:
         """Principal names to tokens, ``${VAR}`` expanded; an empty name or token would let anyone in."""
         tokens = self.string_map(value, path)
@@ -454,7 +302,7 @@ class ConfigReader(ValueReader):
         return tokens
 
     def service(self, value: Any, path: str) -> ServiceSpec:
-        allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
+        allowed = SERVICE_KEYS
         item = self.obj(value, path, allowed)
         if item is None:
             return ServiceSpec()
@@ -482,15 +330,3 @@ class ConfigReader(ValueReader):
                 options[key] = self.integer(raw, key_path, minimum=1)
         clean = {k: v for k, v in options.items() if v is not None or k == "token"}
         return ServiceSpec(**clean)
-
-
-def tool_loop_enabled(value: Any) -> bool:
-    """The seed's rule: only a real boolean ``false`` disables the tool loop."""
-    return value is not False
-
-
-def max_turns(value: Any) -> int:
-    """The seed's rule for ``max_turn``: a number > 0, fractional part truncated; anything else → 5."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        return 5
-    return int(value)

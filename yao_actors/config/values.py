@@ -23,6 +23,12 @@ def join_path(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
+def related_paths(a: str, b: str) -> bool:
+    """Whether one key path is the other or lies under it (``a.b`` and ``a.b[0].c``)."""
+    short, long = sorted((a, b), key=len)
+    return long == short or not short or long.startswith((f"{short}.", f"{short}["))
+
+
 def type_name(value: Any) -> str:
     """How a problem message names the JSON type of ``value``."""
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
@@ -37,9 +43,12 @@ class ValueReader:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.environ = environ
         self.problems: list[str] = []
+        #: The key path of each of ``problems``.
+        self.problem_paths: list[str] = []
 
     def fail(self, path: str, message: str) -> None:
         self.problems.append(f"{path}: {message}" if path else message)
+        self.problem_paths.append(path)
 
     def obj(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
         if not isinstance(value, dict):
@@ -104,6 +113,11 @@ class ValueReader:
             return ""
 
         return _ENV_REF.sub(substitute, value)
+
+    def expanded_string(self, value: Any, path: str) -> str | None:
+        """A non-empty string with its ``${VAR}`` references expanded."""
+        text = self.string(value, path)
+        return None if text is None else self.expand(text, path)
 
     def entries(self, value: Any, path: str, what: str, build: Callable[[str, Any, str], T | None]) -> dict[str, T]:
         """An object of ``what`` by key, each entry made by ``build(key, item, path)``; entries it refuses are left out."""

@@ -40,6 +40,9 @@ class RunResult:
     a ``next`` hook returned; ``error`` and ``code`` those of a ``RUN_ERROR``;
     ``note`` why the fallback was used; ``events`` the run's events when they
     were collected (:meth:`ConversationManager.run`).
+
+    ``text`` is filled whenever the run finished, also when the fallback
+    answered because the tool loop failed: test :attr:`ok` for success.
     """
 
     run_id: str
@@ -53,6 +56,13 @@ class RunResult:
     error: str | None = None
     code: RunErrorCode | None = None
     events: tuple[EventDict, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run ended normally: the assistant answered (``answered``) or a ``next`` hook returned data
+        (``data``). ``fallback`` and ``degraded`` finished with a text that is not the assistant's answer;
+        ``cancelled`` and ``error`` have none."""
+        return self.outcome in (Outcome.ANSWERED, Outcome.DATA)
 
 
 class Cancelled:

@@ -179,6 +179,10 @@ class ConversationManager(metaclass=NoPublicConstructor):
         if handle is not None:
             handle.close()
 
+    def thread_ids(self) -> tuple[str, ...]:
+        """The ids of the threads kept, least recently used first."""
+        return tuple(self._threads)
+
     def history(self, thread_id: str) -> tuple[Message, ...]:
         """The messages a thread has kept so far (empty for an unknown thread)."""
         handle = self._threads.get(thread_id)

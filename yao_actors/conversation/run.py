@@ -309,6 +309,10 @@ class Run:
             raise RunError(str(error), code=RunErrorCode.CONFIG_ERROR) from error
         for warning in catalog.warnings:
             logger.warning("assistant %s: %s", assistant.id, warning)
+        for server_id, state in catalog.unavailable.items():
+            await self.events.server_status(
+                server_id, state, f"server {server_id!r} is {state}; its tools are not offered"
+            )
         return catalog
 
     async def call_model(

@@ -11,7 +11,8 @@ of :mod:`yao_actors.testing`, or a user's own class.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -23,13 +24,24 @@ ToolSchema = Mapping[str, Any]
 """An OpenAI tool: ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
 
 
+def _arguments_text(value: str | Mapping[str, Any]) -> str:
+    """Arguments as the model sends them: JSON text; a dict (written by hand in a script) becomes its JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
+
+
 @attrs.frozen
 class ToolCall:
-    """A tool call as the model asked for it; ``arguments`` is the raw JSON text."""
+    """A tool call as the model asked for it; ``arguments`` is the raw JSON text.
+
+    ``arguments`` may be given as a dict too (``ToolCall("c1", "weather__get", {"city": "北京"})``): it is kept as
+    its JSON text, which is what a model sends.
+    """
 
     id: str
     name: str
-    arguments: str = ""
+    arguments: str = attrs.field(default="", converter=_arguments_text)
 
     def to_message(self) -> dict[str, Any]:
         """The entry of an assistant message's ``tool_calls`` list."""
@@ -52,13 +64,25 @@ class Usage:
         )
 
 
+def _calls(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(calls)
+
+
+def _default_finish_reason(completion: Completion) -> str:
+    return "tool_calls" if completion.tool_calls else "stop"
+
+
 @attrs.frozen
 class Completion:
-    """One model answer: text and/or tool calls, why it stopped, and what it cost."""
+    """One model answer: text and/or tool calls, why it stopped, and what it cost.
+
+    ``finish_reason`` is ``"tool_calls"`` when there are tool calls and ``"stop"`` otherwise, unless given.
+    ``tool_calls`` may be any sequence (a list is kept as a tuple).
+    """
 
     text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = "stop"
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
+    finish_reason: str | None = attrs.field(default=attrs.Factory(_default_finish_reason, takes_self=True))
     usage: Usage | None = None
     reasoning: str | None = None
 

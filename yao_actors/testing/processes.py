@@ -71,13 +71,14 @@ class HttpTestServer:
 
 
 @asynccontextmanager
-async def open_http_test_server(name: str = "test") -> AsyncIterator[HttpTestServer]:
-    """Start the test server over streamable HTTP on 127.0.0.1, port 0; stop it on exit.
+async def open_http_test_server(name: str = "test", *, sse: bool = False) -> AsyncIterator[HttpTestServer]:
+    """Start the test server over streamable HTTP (or HTTP+SSE with ``sse=True``) on 127.0.0.1, port 0;
+    stop it on exit.
 
     It boots while the caller goes on; ``await server.url()`` waits until it listens.
     """
     process = await trio.lowlevel.open_process(
-        [*TEST_SERVER_COMMAND, "--http", "--port", "0", "--name", name],
+        [*TEST_SERVER_COMMAND, "--sse" if sse else "--http", "--port", "0", "--name", name],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )

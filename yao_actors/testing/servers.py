@@ -126,8 +126,8 @@ def _trivial(i: int) -> Callable[[], Awaitable[dict[str, Any]]]:
     return trivial
 
 
-async def _serve_http(server: MCPServer, host: str, port: int) -> None:
-    """Serve streamable HTTP on an already bound socket, then announce the bound address."""
+async def _serve_http(server: MCPServer, host: str, port: int, sse: bool = False) -> None:
+    """Serve streamable HTTP (or HTTP+SSE) on an already bound socket, then announce the bound address."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -135,9 +135,10 @@ async def _serve_http(server: MCPServer, host: str, port: int) -> None:
     sock.bind((host, port))
     sock.listen(128)  # listening before the announcement, so a client that reads it is never refused
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(server.streamable_http_app(host=host), log_level="warning", lifespan="on")
+    app = server.sse_app(host=host) if sse else server.streamable_http_app(host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn_server = uvicorn.Server(config)
-    print(f"LISTENING http://{host}:{bound}/mcp", flush=True)
+    print(f"LISTENING http://{host}:{bound}/{'sse' if sse else 'mcp'}", flush=True)
     await uvicorn_server.serve(sockets=[sock])
 
 
@@ -147,14 +148,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="test")
     parser.add_argument("--tools", type=int, default=0, help="add trivial tools t0..t{N-1}")
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--sse", action="store_true", help="serve HTTP+SSE (the older transport) instead of stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = build_test_server(args.name, extra_tools=args.tools)
     # One stderr line up front, so supervision reports have a tail to show even after a kill -9.
     print(f"test server {args.name} started (pid {os.getpid()})", file=sys.stderr, flush=True)
-    if args.http:
-        anyio.run(_serve_http, server, args.host, args.port)
+    if args.http or args.sse:
+        anyio.run(_serve_http, server, args.host, args.port, args.sse)
     else:
         server.run()
 

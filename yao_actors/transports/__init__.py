@@ -8,6 +8,7 @@ when the connection is lost as a whole and why:
   process, bounds its lines, keeps its stderr tail and stops it for sure.
 - **streamable HTTP** (:mod:`.http`): the SDK's client over an ``httpx2``
   transport that fails one request, not the whole session, on a network error.
+- **SSE** (:mod:`.sse`): the SDK's HTTP+SSE client over the same transport.
 - **in-memory**: ``mcp.Client(server_object)``.
 
 The client is pinned to ``mode="legacy"`` (the initialize handshake): no 10 s
@@ -29,9 +30,10 @@ import mcp
 import mcp.types
 from mcp.client.session import MessageHandlerFnT
 
-from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, SseTransport, StdioTransport, Transport
 from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, open_http_transport
 from yao_actors.transports.link import Link
+from yao_actors.transports.sse import open_sse_transport
 from yao_actors.transports.stdio import DEFAULT_LINE_LIMITS, LineLimits, open_stdio_transport, stop_process
 
 
@@ -79,9 +81,7 @@ async def open_client(
 
 
 @asynccontextmanager
-async def _open_transport(
-    transport: StdioTransport | HttpTransport | InMemoryTransport, link: Link, line_limits: LineLimits
-) -> AsyncIterator[Any]:
+async def _open_transport(transport: Transport, link: Link, line_limits: LineLimits) -> AsyncIterator[Any]:
     """What ``mcp.Client`` connects to: transport streams, or the in-process server itself."""
     match transport:
         case StdioTransport():
@@ -89,6 +89,9 @@ async def _open_transport(
                 yield _Streams(streams)
         case HttpTransport():
             async with open_http_transport(transport, link) as streams:
+                yield _Streams(streams)
+        case SseTransport():
+            async with open_sse_transport(transport, link) as streams:
                 yield _Streams(streams)
         case InMemoryTransport():
             yield transport.server

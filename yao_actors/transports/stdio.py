@@ -68,7 +68,7 @@ async def open_stdio_transport(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**get_default_environment(), **params.env},
+        env={**(os.environ if params.inherit_env else get_default_environment()), **params.env},
         cwd=params.cwd,
         start_new_session=True,
     )
