@@ -423,3 +423,23 @@ def test_a_file_may_name_a_model_it_does_not_declare() -> None:
     """Only ``open_runtime(models=...)`` may provide it: the file is not refused for it."""
     config = parse_config({"assistants": {"a": {"model": "scripted"}}})
     assert config.assistants["a"].model == "scripted"
+
+
+def test_records_built_in_python_are_checked_against_the_same_schema() -> None:
+    """No file, no dict: the records themselves, with values of the wrong type (attrs does not check types)."""
+    bad_assistant = AssistantSpec("a", "demo", tool_loop="false", max_turn="25")  # type: ignore[arg-type]
+    bad_server = ServerSpec("s", StdioTransport("x"), timeout="5", dispatch="fast")  # type: ignore[arg-type]
+    config = Config(servers={"s": bad_server}, assistants={"a": bad_assistant})
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    assert sorted(caught.value.problems) == [
+        "assistants.a.mcp.options.max_turn: expected an integer, got a string",
+        "assistants.a.mcp.options.tool_loop: expected true or false, got a string",
+        "mcpServers.s.dispatch: must be one of 'parallel', 'sequential', got 'fast'",
+        "mcpServers.s.timeout: expected a number, got a string",
+    ]
+
+
+def test_every_config_read_from_a_file_passes_the_record_check() -> None:
+    check_config(parse_config(EVERY_KEY, environ=ENV))
+    check_config(parse_config({}, environ=ENV))

@@ -1,17 +1,31 @@
-"""Checking a whole :class:`~yao_actors.specs.Config`: the references between its records.
+"""Checking a whole :class:`~yao_actors.specs.Config`: its values against the schema, the references between records.
 
-A file is checked as it is read; records built in Python are checked here, as
-is what only a runtime knows: the models given to ``open_runtime(models=...)``.
-:func:`check_config` is the one place model references are resolved, with both
-sets known.
+A file is checked as it is read; records built in Python are checked here, with
+the same JSON Schema (the records are written back into the file's form,
+:func:`config_data`), as is what only a runtime knows: the models given to
+``open_runtime(models=...)``. :func:`check_config` is the one place model
+references are resolved, with both sets known.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+import attrs
+
+from yao_actors.config.schema import schema_problems
 from yao_actors.errors import ConfigError
-from yao_actors.specs import BUILTIN_MODEL_IDS, Config
+from yao_actors.specs import (
+    BUILTIN_MODEL_IDS,
+    AssistantSpec,
+    Config,
+    HttpTransport,
+    ModelSpec,
+    ServerSpec,
+    SseTransport,
+    StdioTransport,
+)
 
 
 def config_problems(config: Config, *, models: Iterable[str] = ()) -> list[str]:
@@ -20,7 +34,7 @@ def config_problems(config: Config, *, models: Iterable[str] = ()) -> list[str]:
     ``models`` are the ids of models given besides ``config.models`` (``open_runtime(models=...)``).
     """
     known_models = sorted({*config.models, *BUILTIN_MODEL_IDS, *models})
-    problems = []
+    problems = [f"{path}: {message}" if path else message for path, message in schema_problems(config_data(config))]
     for assistant in config.assistants.values():
         path = f"assistants.{assistant.id}"
         for key, model_id in (("model", assistant.model), ("fallback_model", assistant.fallback_model)):
@@ -41,3 +55,79 @@ def check_config(config: Config, *, models: Iterable[str] = ()) -> None:
     problems = config_problems(config, models=models)
     if problems:
         raise ConfigError(problems)
+
+
+def config_data(config: Config) -> dict[str, Any]:
+    """``config`` in the file's form (for the schema); an in-memory server's transport, which a file cannot
+    hold, stands as a ``command``."""
+    return {
+        "mcpServers": {key: _server_data(spec) for key, spec in config.servers.items()},
+        "models": {key: _model_data(spec) for key, spec in config.models.items()},
+        "assistants": {key: _assistant_data(spec) for key, spec in config.assistants.items()},
+        "server": {key: _plain(value) for key, value in attrs.asdict(config.service, recurse=False).items()},
+        "prompts": _plain(config.prompts),
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists and mappings as dicts, as JSON has them; anything else as it is (wrong types stay wrong)."""
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def _server_data(spec: ServerSpec) -> dict[str, Any]:
+    transport = spec.transport
+    data: dict[str, Any]
+    match transport:
+        case StdioTransport():
+            data = {"command": transport.command, "args": _plain(transport.args), "env": _plain(transport.env)}
+            data["inherit_env"] = transport.inherit_env
+            if transport.cwd is not None:
+                data["cwd"] = transport.cwd
+        case HttpTransport() | SseTransport():
+            data = {"url": transport.url, "headers": _plain(transport.headers)}
+            if isinstance(transport, SseTransport):
+                data["type"] = "sse"
+        case _:
+            data = {"command": "in-memory"}
+    restart = spec.restart
+    backoff = {"initial": restart.backoff_initial, "max": restart.backoff_max}
+    return data | {
+        "timeout": spec.timeout,
+        "connect_timeout": spec.connect_timeout,
+        "max_concurrency": spec.max_concurrency,
+        "queue_size": spec.queue_size,
+        "dispatch": spec.dispatch,
+        "restart": {"max_restarts": restart.max_restarts, "backoff": backoff},
+        "expose_stderr": spec.expose_stderr,
+        "disabled": spec.disabled,
+    }
+
+
+def _model_data(spec: ModelSpec) -> dict[str, Any]:
+    data = {key: _plain(value) for key, value in attrs.asdict(spec, recurse=False).items() if key != "id"}
+    if not data["model"]:
+        del data["model"]  # the offline models have none
+    return data
+
+
+def _assistant_data(spec: AssistantSpec) -> dict[str, Any]:
+    servers = [{"server_id": ref.server_id, "tools": _plain(ref.tools)} for ref in spec.servers]
+    hooks = {key: value for key, value in attrs.asdict(spec.hooks).items() if value is not None}
+    data: dict[str, Any] = {
+        "model": spec.model,
+        "prompt": _plain(spec.prompt),
+        "mcp": {"servers": servers, "options": {"tool_loop": spec.tool_loop, "max_turn": spec.max_turn}},
+        "timeouts": attrs.asdict(spec.timeouts),
+        "hooks": hooks,
+        "max_tools": spec.max_tools,
+        "history": {"max_messages": spec.history_max_messages},
+        "options": _plain(spec.options),
+        "fallback": {"assistant": spec.fallback} if isinstance(spec.fallback, str) else spec.fallback,
+    }
+    if spec.fallback_model is not None:
+        data["fallback_model"] = spec.fallback_model
+    return data
