@@ -3,6 +3,7 @@ and the checks of records built in Python (issue 12, items 1-6)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import re
@@ -12,6 +13,8 @@ from typing import Any
 import attrs
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from yao_actors import parse_config as exported_parse_config
 from yao_actors.config import (
@@ -287,6 +290,9 @@ def test_claude_desktop_cursor_vscode_and_cline_entries_are_accepted(caplog: pyt
     assert servers["legacy"].transport == SseTransport("http://127.0.0.1:8001/sse")
     assert isinstance(servers["streamable"].transport, HttpTransport)
     assert isinstance(servers["copilot"].transport, StdioTransport)
+    messages = {r.getMessage().split(":")[0]: r.getMessage() for r in caplog.records}
+    assert messages["mcpServers.cline.transportType"].endswith("read as 'type'")
+    assert messages["mcpServers.cline.autoApprove"].endswith("accepted and not used here")
     warned = sorted(r.getMessage().split(":")[0] for r in caplog.records)
     assert warned == [
         "mcpServers.cline.autoApprove",
@@ -443,3 +449,40 @@ def test_records_built_in_python_are_checked_against_the_same_schema() -> None:
 def test_every_config_read_from_a_file_passes_the_record_check() -> None:
     check_config(parse_config(EVERY_KEY, environ=ENV))
     check_config(parse_config({}, environ=ENV))
+
+
+def value_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every value in ``value`` (objects and lists too, not the root)."""
+    here = [path] if path else []
+    if isinstance(value, dict):
+        return here + [p for key, sub in value.items() for p in value_paths(sub, (*path, key))]
+    if isinstance(value, list):
+        return here + [p for i, sub in enumerate(value) for p in value_paths(sub, (*path, i))]
+    return here
+
+
+LEAVES = value_paths(EVERY_KEY)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+    max_leaves=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(where=st.sampled_from(LEAVES), value=JSON_VALUES)
+def test_any_value_anywhere_is_accepted_or_refused_with_its_key_path(where: tuple[Any, ...], value: Any) -> None:
+    """A wrong value never crashes the reader, and whatever the schema refuses, parse_config refuses."""
+    data = copy.deepcopy(EVERY_KEY)
+    target = data
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = value
+    problems: tuple[str, ...] = ()
+    try:
+        parse_config(data, environ=ENV)
+    except ConfigError as error:
+        problems = error.problems
+    assert all(": " in problem for problem in problems)  # each names its key path
+    if schema_problems(data):
+        assert problems

@@ -78,7 +78,8 @@ class ConfigReader(AssistantReader):
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         super().__init__(environ)
-        self.other_client_keys: list[str] = []
+        #: Where other clients' keys were given, each with what is done with it (logged once per load).
+        self.other_client_keys: list[tuple[str, str]] = []
 
     def config(self, data: Any) -> Config | None:
         root = self.obj(data, "", ROOT_KEYS)
@@ -103,8 +104,8 @@ class ConfigReader(AssistantReader):
                 "MCP resources are accepted in mcp.servers but not offered to the model (as in the seed): %s",
                 ", ".join(self.unused_resources),
             )
-        for key_path in self.other_client_keys:
-            logger.warning("%s: a key of other MCP clients' files, accepted and not used here", key_path)
+        for key_path, treatment in self.other_client_keys:
+            logger.warning("%s: a key of other MCP clients' files, %s", key_path, treatment)
         return Config(servers=servers, models=models, assistants=assistants, service=service, prompts=prompts)
 
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
@@ -121,7 +122,9 @@ class ConfigReader(AssistantReader):
             )
         for key in OTHER_CLIENT_KEYS:
             if key in item:
-                self.other_client_keys.append(join_path(path, key))
+                read = key == "transportType" and "type" not in item
+                treatment = "read as 'type'" if read else "accepted and not used here"
+                self.other_client_keys.append((join_path(path, key), treatment))
         transport = self.transport(item, path)
         options: dict[str, Any] = {}
         for key in ("timeout", "connect_timeout"):
@@ -156,7 +159,7 @@ class ConfigReader(AssistantReader):
         kind: str | None = None
         if type_key in item:
             declared = item[type_key]
-            if declared not in SERVER_TYPES:
+            if not isinstance(declared, str) or declared not in SERVER_TYPES:
                 choices = ", ".join(repr(t) for t in SERVER_TYPES)
                 self.fail(type_path, f"must be one of {choices}, got {declared!r}")
                 return None
