@@ -53,6 +53,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import json
+import logging
 import os
 import random
 import ssl
@@ -80,7 +81,10 @@ from yao_actors.models.base import (
     Usage,
 )
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
+from yao_actors.observability import tracing
 from yao_actors.specs import ModelSpec
+
+logger = logging.getLogger(__name__)
 
 BACKOFF_INITIAL = 0.5
 """Seconds before the first retry; doubled for every further one (before jitter)."""
@@ -156,6 +160,7 @@ class OpenAIModel:
                     out_of_budget = trio.current_time() - started + delay > self.spec.retry_budget
                     if attempt >= self.spec.max_retries or out_of_budget:
                         raise failure.error from failure.__cause__
+                    _report_retry(self.name, attempt + 1, delay, failure.error)
                 attempt += 1
                 await trio.sleep(delay)
 
@@ -498,3 +503,11 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
     """Exponential backoff with jitter (half to all of the step), or longer if the endpoint asked."""
     step = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0**attempt)
     return max(step * random.uniform(0.5, 1.0), retry_after or 0.0)
+
+
+def _report_retry(model: str, retry: int, delay: float, error: ModelError) -> None:
+    """Log a retry, and add it to the model call's span as an event."""
+    logger.warning("model %s: %s; retry %d in %.2fs", model, error, retry, delay, extra={"model": model})
+    tracing.add_event(
+        "yao.model.retry", {"yao.retry.number": retry, "yao.retry.delay": delay, "error.type": type(error).__name__}
+    )
