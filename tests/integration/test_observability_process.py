@@ -21,9 +21,9 @@ import trio
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.process_support import read_line
 from tests.service.support import http_request, run_frame, send, until_terminal
 from yao_actors.service.chat import open_service_connection
+from yao_actors.testing import read_line
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_QUESTION = "北京今天适合穿什么?"

@@ -10,12 +10,12 @@ import trio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from tests.dispatch_support import open_http_test_server
 from tests.otel_support import named, one, parent_of, spans
 from yao_actors.config import AssistantSpec, Config, HttpTransport, ServerRef, ServerSpec, default_config
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
+from yao_actors.testing import open_http_test_server
 
 __all__ = ["spans"]  # the fixture, used by name
 
