@@ -10,8 +10,12 @@ Two workloads, each over the test server as real stdio subprocesses:
   dispatch). ``loop`` is ``Runtime.run``, which keeps the events and returns
   them at the end; ``stream`` is the same run through ``Runtime.open_run`` with
   a task reading every event as it comes (what a streaming front end adds: a
-  trip through the scheduler per event). This workload measures overhead: its
-  tool costs almost nothing.
+  trip through the scheduler per event). ``traced`` is ``loop`` with tracing
+  on: the OpenTelemetry SDK installed with an in-memory exporter, every span
+  of the run recorded (``invoke_agent``, ``chat``, ``execute_tool``, and the
+  MCP SDK's own client span per call); the other rows run with no tracer
+  provider, as a service does without the ``otel`` extra. This workload
+  measures overhead: its tool costs almost nothing.
 - ``sleep``: 4 servers × 3 turns (``--servers``, ``--sleep-turns``), each turn one
   100 ms ``sleep`` call on every server (``--latency-ms``), all at once. The
   ``raw`` row runs each turn's calls from a plain nursery over one ``mcp.Client``
@@ -47,8 +51,13 @@ from typing import Any
 
 import attrs
 import mcp
+import mcp.shared._otel
 import trio
 from mcp.client.stdio import StdioServerParameters
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from yao_actors.config import AssistantSpec, Config, ServerRef
 from yao_actors.conversation import RunResult
@@ -131,6 +140,33 @@ async def open_setup(workload: Workload) -> AsyncIterator[Setup]:
         yield Setup(workload, runtime, raw_clients)
 
 
+@attrs.define(eq=False)
+class Tracing:
+    """Switches tracing on and off between rows, in one process.
+
+    OpenTelemetry lets a process set its tracer provider once; a benchmark that interleaves rows with and
+    without tracing resets the API's private global instead (and the MCP SDK's cached tracer), which no
+    application should do.
+    """
+
+    exporter: InMemorySpanExporter = attrs.field(factory=InMemorySpanExporter)
+    provider: TracerProvider = attrs.field(init=False)
+    spans: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+
+    def switch(self, on: bool) -> None:
+        trace._TRACER_PROVIDER = self.provider if on else None  # type: ignore[attr-defined]
+        mcp.shared._otel._tracer = trace.get_tracer("mcp-python-sdk")
+        self.spans = len(self.exporter.get_finished_spans()) or self.spans
+        self.exporter.clear()
+
+
+TRACING = Tracing()
+
+
 def jobs(setup: Setup) -> dict[str, Job]:
     """The rows of a workload: the same turns through the loop, the server handles, and the plain client."""
     workload = setup.workload
@@ -179,7 +215,14 @@ def jobs(setup: Setup) -> dict[str, Job]:
                 pass
         check(events.result)
 
-    return {"raw": raw, "handle": handle, "loop": loop, "stream": stream}
+    async def traced() -> None:
+        TRACING.switch(True)
+        try:
+            await loop()
+        finally:
+            TRACING.switch(False)
+
+    return {"raw": raw, "handle": handle, "loop": loop, "stream": stream, "traced": traced}
 
 
 @attrs.frozen
@@ -245,6 +288,16 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{r['overhead_per_turn_ms']:>9.3f} {r['vs_raw']:>7.3f} {r['cpu_per_turn_ms']:>12.3f} {r['cpu_vs_raw']:>11.3f}"
         )
     print(f"(target: loop at most {TARGET_RATIO} × raw per turn)")
+    by_row = {(r["workload"], r["row"]): r for r in rows}
+    for workload in dict.fromkeys(r["workload"] for r in rows):
+        loop, traced = by_row.get((workload, "loop")), by_row.get((workload, "traced"))
+        if loop and traced:
+            wall = traced["per_turn_ms"] / loop["per_turn_ms"] - 1
+            cpu = traced["cpu_per_turn_ms"] / loop["cpu_per_turn_ms"] - 1
+            print(
+                f"[{workload}] tracing on adds {wall:+.1%} wall, {cpu:+.1%} CPU per turn over loop "
+                f"(target ≤ +15%; {TRACING.spans} spans recorded per traced run)"
+            )
 
 
 async def run_benchmark(workloads: list[Workload], repeat: int) -> dict[str, Any]:

@@ -16,8 +16,9 @@ the call.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+import os
+from collections.abc import Mapping
+from contextvars import Token
 from types import TracebackType
 from typing import Final
 
@@ -52,9 +53,20 @@ SEQUENTIAL_RETRY: Final = "yao.tool.sequential_retry"
 Attributes = Mapping[str, AttributeValue]
 
 
+_OFF: Final = frozenset({ProxyTracerProvider, NoOpTracerProvider})
+
+if "OTEL_PYTHON_TRACER_PROVIDER" in os.environ:
+    trace.get_tracer_provider()  # a provider named by the environment is loaded on first use: now
+
+
 def tracing_on() -> bool:
-    """Whether a real tracer provider is installed (spans record); cheap enough for every call."""
-    return not isinstance(trace.get_tracer_provider(), (ProxyTracerProvider, NoOpTracerProvider))
+    """Whether a real tracer provider is installed (spans record).
+
+    Reads the API's global directly: ``trace.get_tracer_provider()`` looks an environment variable up on every
+    call while no provider is set, which would be most of what tracing costs when it is off.
+    """
+    provider = trace._TRACER_PROVIDER
+    return provider is not None and type(provider) not in _OFF
 
 
 def capture() -> Context | None:
@@ -62,17 +74,22 @@ def capture() -> Context | None:
     return otel_context.get_current() if tracing_on() else None
 
 
-@contextmanager
-def attached(carried: Context | None) -> Iterator[None]:
-    """Make a carried context current in this task for the block (nothing when ``None``)."""
-    if carried is None:
-        yield
-        return
-    token = otel_context.attach(carried)
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
+class attached:
+    """``with attached(carried):`` makes a carried context current in this task for the block (nothing for ``None``)."""
+
+    __slots__ = ("_carried", "_token")
+
+    def __init__(self, carried: Context | None) -> None:
+        self._carried = carried
+        self._token: Token[Context] | None = None
+
+    def __enter__(self) -> None:
+        if self._carried is not None:
+            self._token = otel_context.attach(self._carried)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)
 
 
 class open_span:
@@ -99,7 +116,7 @@ class open_span:
         self._kind = kind
         self._parent = parent
         self._span: Span = INVALID_SPAN
-        self._token: object | None = None
+        self._token: Token[Context] | None = None
 
     def __enter__(self) -> Span:
         if not tracing_on():
@@ -121,7 +138,7 @@ class open_span:
             span.end()
         finally:
             if self._token is not None:
-                otel_context.detach(self._token)  # type: ignore[arg-type]
+                otel_context.detach(self._token)
 
 
 def fail(span: Span, error_type: str, description: str = "") -> None:
