@@ -136,11 +136,13 @@ class ModelCallObservation:
             labelled(MODEL_TOKENS, self.model, "output").inc(usage.completion_tokens)
         span = self.span
         if span.is_recording():
+            attributes: dict[str, int | tuple[str, ...]] = {}
             if usage is not None:
-                span.set_attribute(tracing.INPUT_TOKENS, usage.prompt_tokens)
-                span.set_attribute(tracing.OUTPUT_TOKENS, usage.completion_tokens)
+                attributes[tracing.INPUT_TOKENS] = usage.prompt_tokens
+                attributes[tracing.OUTPUT_TOKENS] = usage.completion_tokens
             if completion.finish_reason:
-                span.set_attribute(tracing.FINISH_REASONS, (completion.finish_reason,))
+                attributes[tracing.FINISH_REASONS] = (completion.finish_reason,)
+            span.set_attributes(attributes)
 
 
 def model_error_type(error: BaseException) -> str:

@@ -69,6 +69,17 @@ def tracing_on() -> bool:
     return provider is not None and type(provider) not in _OFF
 
 
+_made: list[tuple[trace.TracerProvider, trace.Tracer]] = []
+
+
+def _tracer() -> trace.Tracer:
+    """This package's tracer from the installed provider, made once per provider (making one is not cheap)."""
+    provider = trace.get_tracer_provider()
+    if not _made or _made[0][0] is not provider:
+        _made[:] = [(provider, provider.get_tracer(TRACER_NAME))]
+    return _made[0][1]
+
+
 def capture() -> Context | None:
     """The sender's trace context, to carry in a request to another actor (``None`` while tracing is off)."""
     return otel_context.get_current() if tracing_on() else None
@@ -121,8 +132,9 @@ class open_span:
     def __enter__(self) -> Span:
         if not tracing_on():
             return INVALID_SPAN
-        tracer = trace.get_tracer(TRACER_NAME)
-        self._span = tracer.start_span(self._name, context=self._parent, kind=self._kind, attributes=self._attributes)
+        self._span = _tracer().start_span(
+            self._name, context=self._parent, kind=self._kind, attributes=self._attributes
+        )
         self._token = otel_context.attach(trace.set_span_in_context(self._span, self._parent))
         return self._span
 
