@@ -1,45 +1,33 @@
-"""The door of every TCP connection: plain HTTP requests are answered here, websocket upgrades go on to trio-websocket.
+"""The door of every TCP connection: plain HTTP GETs get the browser page, websocket upgrades go on to trio-websocket.
 
 trio-websocket answers any request without ``Upgrade: websocket`` with a bare 400 before a handler sees it, so
-the service reads the request head itself first, with ``h11`` (:func:`read_head`). A plain request is answered
-here (:func:`answer_http`, with what :mod:`yao_actors.service.http_endpoints` says: the page, health, metrics);
-an upgrade is handed to trio-websocket over a :class:`ReplayStream` that gives back the bytes already read, so
-one port serves both.
+the service reads the request head itself first (:func:`read_head`). A plain request goes on to
+:mod:`yao_actors.service.http` (the page, ``POST /agui``, 404 elsewhere); an upgrade is handed to trio-websocket
+over a :class:`ReplayStream` that gives back the bytes already read, so one port serves both.
 """
 
 from __future__ import annotations
 
-import http
 from collections.abc import Mapping
 from typing import Final
 
 import attrs
-import h11
 import trio
 from wsproto.frame_protocol import FrameProtocol
 
 #: The largest request head accepted (request line and headers).
 MAX_HEAD_BYTES: Final = 16 * 1024
+_END_OF_HEAD: Final = b"\r\n\r\n"
 
 
 @attrs.frozen
 class RequestHead:
-    """The parsed head of an HTTP request, and every byte read so far (``raw``) for replay.
-
-    ``headers`` has lower-cased names, the first value of each. ``parser`` is the ``h11`` connection that read
-    it, which writes the answer (:func:`answer_http`).
-    """
+    """The parsed head of an HTTP request, and every byte read so far (``raw``) for replay."""
 
     method: str
     target: str
     headers: Mapping[str, str]
     raw: bytes
-    parser: h11.Connection = attrs.field(eq=False, repr=False)
-
-    @property
-    def path(self) -> str:
-        """The target without its query string."""
-        return self.target.split("?", 1)[0]
 
     @property
     def is_websocket(self) -> bool:
@@ -48,65 +36,24 @@ class RequestHead:
 
 
 async def read_head(stream: trio.abc.ReceiveStream) -> RequestHead | None:
-    """Read and parse the request head; ``None`` if the peer closed early, sent too much or something not HTTP."""
-    parser = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
-    raw = bytearray()
-    while True:
-        try:
-            event = parser.next_event()
-        except h11.RemoteProtocolError:
-            return None
-        if isinstance(event, h11.Request):
-            break
-        if event is not h11.NEED_DATA:
+    """Read up to the end of the request head; ``None`` if the peer closed early or sent something too large."""
+    buffer = bytearray()
+    while _END_OF_HEAD not in buffer:
+        if len(buffer) > MAX_HEAD_BYTES:
             return None
         data = await stream.receive_some(4096)
         if not data:
             return None
-        raw += data
-        parser.receive_data(bytes(data))
+        buffer += data
+    head = bytes(buffer).split(_END_OF_HEAD, 1)[0].decode("latin-1")
+    request_line, *header_lines = head.split("\r\n")
+    method, _, rest = request_line.partition(" ")
+    target = rest.rpartition(" ")[0] or rest
     headers: dict[str, str] = {}
-    for name, value in event.headers:
-        headers.setdefault(name.decode("latin-1"), value.decode("latin-1"))
-    return RequestHead(
-        method=event.method.decode("latin-1"),
-        target=event.target.decode("latin-1"),
-        headers=headers,
-        raw=bytes(raw),
-        parser=parser,
-    )
-
-
-@attrs.frozen
-class HttpResponse:
-    """What to answer a plain HTTP request: a status, a body and its type, more headers."""
-
-    status: int
-    body: bytes
-    content_type: str = "text/plain; charset=utf-8"
-    headers: tuple[tuple[str, str], ...] = ()
-
-
-async def answer_http(stream: trio.abc.SendStream, head: RequestHead, response: HttpResponse) -> None:
-    """Write ``response`` to the request of ``head`` (no body for ``HEAD``) and end the exchange (``Connection: close``)."""
-    headers = [
-        ("Content-Type", response.content_type),
-        ("Content-Length", str(len(response.body))),
-        ("Cache-Control", "no-store"),
-        ("Connection", "close"),
-        *response.headers,
-    ]
-    parser = head.parser
-    data = (
-        parser.send(
-            h11.Response(status_code=response.status, headers=headers, reason=http.HTTPStatus(response.status).phrase)
-        )
-        or b""
-    )
-    if head.method != "HEAD":
-        data += parser.send(h11.Data(data=response.body)) or b""
-    data += parser.send(h11.EndOfMessage()) or b""
-    await stream.send_all(data)
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers.setdefault(name.strip().lower(), value.strip())
+    return RequestHead(method=method, target=target, headers=headers, raw=bytes(buffer))
 
 
 def close_frame(code: int, reason: str) -> bytes:
