@@ -244,15 +244,9 @@ async def _refuse(
 
 
 def _span_attributes(call: ToolCall, entry: CatalogEntry | None) -> dict[str, str]:
-    attributes = {
-        tracing.OPERATION: "execute_tool",
-        tracing.TOOL_NAME: call.name,
-        tracing.TOOL_CALL_ID: call.id,
-        tracing.TOOL_TYPE: "function",
-    }
+    attributes = {tracing.OPERATION: "execute_tool", tracing.TOOL_NAME: call.name, tracing.TOOL_CALL_ID: call.id}
     if entry is not None:
         attributes[tracing.SERVER] = entry.server
-        attributes[tracing.TOOL] = entry.tool
     return attributes
 
 

@@ -41,13 +41,11 @@ OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
-TOOL_TYPE: Final = "gen_ai.tool.type"
 ERROR_TYPE: Final = "error.type"
 RUN_ID: Final = "yao.run.id"
 RUN_OUTCOME: Final = "yao.run.outcome"
 STEP: Final = "yao.step"
 SERVER: Final = "yao.mcp.server"
-TOOL: Final = "yao.mcp.tool"
 SEQUENTIAL_RETRY: Final = "yao.tool.sequential_retry"
 
 Attributes = Mapping[str, AttributeValue]
@@ -132,10 +130,9 @@ class open_span:
     def __enter__(self) -> Span:
         if not tracing_on():
             return INVALID_SPAN
-        self._span = _tracer().start_span(
-            self._name, context=self._parent, kind=self._kind, attributes=self._attributes
-        )
-        self._token = otel_context.attach(trace.set_span_in_context(self._span, self._parent))
+        parent = self._parent if self._parent is not None else otel_context.get_current()
+        self._span = _tracer().start_span(self._name, context=parent, kind=self._kind, attributes=self._attributes)
+        self._token = otel_context.attach(trace.set_span_in_context(self._span, parent))
         return self._span
 
     def __exit__(
