@@ -20,11 +20,11 @@ import trio
 from trio_websocket import WebSocketConnection
 
 from tests.integration.test_service_process import REPO, _descendants
-from tests.process_support import read_line
 from tests.service.support import receive, run_frame, send, until_terminal
 from yao_actors.service.chat import open_service_connection
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 from yao_actors.testing.fake_openai import RecordedRequest
+from yao_actors.testing.processes import read_line
 
 TOOLS = """
     import pathlib
