@@ -2,9 +2,10 @@
 
 ``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
 config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
-``OPENAI_*``) on 127.0.0.1:8765. It prints one line saying where it listens and how to try it, logs to standard
-error, sends traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM
-shuts down gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped.
+``OPENAI_*``) on 127.0.0.1:8765. The current directory is on the import path, so the config's ``module`` servers and
+hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
+traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
+gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped.
 
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME]`` — see
 :mod:`yao_actors.service.chat`; the token defaults to ``YAO_ACTORS_TOKEN``.
@@ -83,6 +84,9 @@ def _chat_command(args: argparse.Namespace) -> int:
 
 def _serve_command(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
+    # As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         config = load_config(args.config) if args.config else default_config()
         overrides = {"host": args.host, "port": args.port}
