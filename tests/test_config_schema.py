@@ -54,6 +54,7 @@ EVERY_KEY: dict[str, Any] = {
             "includeTools": [], "excludeTools": [], "tools": ["*"],
         },
         "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse"},
+        "inproc": {"type": "module", "module": "yao_actors.testing.servers:build_test_server"},
     },
     "models": {
         "gpt": {

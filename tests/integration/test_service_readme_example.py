@@ -19,6 +19,13 @@ def readme_examples(section: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", body, re.DOTALL)
 
 
+def readme_example(section: str) -> str:
+    """The first ``python`` code block of the README section ``section``."""
+    examples = readme_examples(section)
+    assert examples, f"no python block under {section!r}"
+    return examples[0]
+
+
 def run_example(tmp_path: Path, code: str) -> list[str]:
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")

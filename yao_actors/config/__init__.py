@@ -4,7 +4,8 @@ One JSON file (DESIGN §5.1) with four sections::
 
     {
       "mcpServers": {"weather": {"command": "python", "args": ["-m", "yao_actors.demo.weather"]},
-                     "remote":  {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}},
+                     "remote":  {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+                     "mine":    {"module": "my_tools:server", "samples": "samples/mine"}},
       "models":     {"demo": {"provider": "demo"}},
       "assistants": {"default": {"model": "demo", "prompt": "...", "mcp": {"servers": ["weather"]}}},
       "server":     {"host": "127.0.0.1", "port": 8765}
@@ -18,6 +19,7 @@ The arrows point one way: :mod:`yao_actors.specs` (records) ← :mod:`yao_actors
 ← :mod:`.values` ← :mod:`.assistants` ← :mod:`.sections` (the reader) ← :mod:`.load`, which
 also checks the data against :mod:`.schema` (``config.schema.json``); :mod:`.check` checks the
 references between records, wherever they came from.
+The reader takes ``module`` servers from :mod:`.module_servers` and samples from :mod:`.sample_files`.
 """
 
 from yao_actors.config.assistants import max_turns, tool_loop_enabled

@@ -21,6 +21,7 @@ from yao_actors.specs import (
     AssistantSpec,
     Config,
     HttpTransport,
+    InMemoryTransport,
     ModelSpec,
     ServerSpec,
     SseTransport,
@@ -91,8 +92,10 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
             data = {"url": transport.url, "headers": _plain(transport.headers)}
             if isinstance(transport, SseTransport):
                 data["type"] = "sse"
+        case InMemoryTransport(reference=str(reference)):
+            data = {"module": reference}
         case _:
-            data = {"command": "in-memory"}
+            data = {"command": "in-memory"}  # a server object given in Python: no file could name it
     restart = spec.restart
     backoff = {"initial": restart.backoff_initial, "max": restart.backoff_max}
     return data | {

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from yao_actors import untrusted_json
@@ -55,7 +56,8 @@ def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source:
     Model ids are not resolved here (``open_runtime(models=...)`` may add some):
     :func:`~yao_actors.config.check_config` does that.
     """
-    reader = ConfigReader(os.environ if environ is None else environ)
+    base_dir = Path(source).parent if source is not None else None
+    reader = ConfigReader(os.environ if environ is None else environ, base_dir=base_dir)
     config = reader.config(data)
     problems = list(reader.problems)
     for path, message in schema_problems(data):

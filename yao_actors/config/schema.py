@@ -97,8 +97,8 @@ def _explain(error: jsonschema.exceptions.ValidationError) -> Iterator[tuple[str
             yield path, f"needs {', '.join(repr(k) for k in error.validator_value if k not in value)}"
         case "anyOf" | "oneOf":
             yield from _explain_alternatives(error, path)
-        case "not" if isinstance(value, dict) and {"command", "url"} <= value.keys():
-            yield path, "give either 'command' (stdio) or 'url' (an HTTP or SSE server), not both"
+        case "not" if isinstance(value, dict) and len({"command", "url", "module"} & value.keys()) > 1:
+            yield path, "give one of 'command' (stdio), 'url' (an HTTP or SSE server) or 'module' (in-process)"
         case _:
             yield path, error.message
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from yao_actors.config.assistants import AssistantReader
+from yao_actors.config.module_servers import read_module_transport
+from yao_actors.config.sample_files import read_samples
 from yao_actors.config.values import join_path, type_name
 from yao_actors.models.build import default_model_spec
 from yao_actors.specs import (
@@ -27,7 +30,6 @@ from yao_actors.specs import (
     HttpTransport,
     ModelSpec,
     RestartPolicy,
-    Sample,
     ServerRef,
     ServerSpec,
     ServiceSpec,
@@ -46,7 +48,7 @@ CLIENT_ROLES = ("system", "developer", "assistant")
 ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts")
 #: The keys of ``mcpServers.<id>`` this runtime reads.
 SERVER_KEYS = (
-    "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "timeout", "connect_timeout",
+    "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
@@ -65,6 +67,7 @@ SERVER_TYPES = {
     "streamable-http": "http",
     "streamableHttp": "http",
     "sse": "sse",
+    "module": "module",
 }
 MODEL_KEYS = (
     "provider", "base_url", "model", "api_key_env", "headers", "params", "stream",
@@ -76,8 +79,10 @@ SERVICE_KEYS = tuple(a.name for a in attrs.fields(ServiceSpec))
 class ConfigReader(AssistantReader):
     """Walks a decoded configuration into a :class:`~yao_actors.specs.Config`, one message per problem."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(self, environ: Mapping[str, str], *, base_dir: Path | None = None) -> None:
         super().__init__(environ)
+        #: Where relative paths of the file point from (its directory; the current directory for data).
+        self.base_dir = base_dir or Path()
         #: Where other clients' keys were given, each with what is done with it (logged once per load).
         self.other_client_keys: list[tuple[str, str]] = []
 
@@ -141,7 +146,7 @@ class ConfigReader(AssistantReader):
         if "restart" in item:
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:
-            options["samples"] = self.samples(item["samples"], join_path(path, "samples"))
+            options["samples"] = read_samples(self, item["samples"], join_path(path, "samples"), self.base_dir)
         for key in ("expose_stderr", "disabled"):
             if key in item:
                 options[key] = self.boolean(item[key], join_path(path, key))
@@ -150,7 +155,8 @@ class ConfigReader(AssistantReader):
         return ServerSpec(id=server_id, transport=transport, **options)
 
     def transport(self, item: dict[str, Any], path: str) -> Transport | None:
-        """``command`` (stdio) or ``url`` (streamable HTTP, or SSE with ``type: "sse"``), checked against ``type``.
+        """``command`` (stdio), ``url`` (streamable HTTP, or SSE with ``type: "sse"``) or ``module`` (in-process),
+        checked against ``type``.
 
         ``type`` may be missing; Cline's ``transportType`` stands in for it when it is.
         """
@@ -164,8 +170,17 @@ class ConfigReader(AssistantReader):
                 self.fail(type_path, f"must be one of {choices}, got {declared!r}")
                 return None
             kind = SERVER_TYPES[declared]
-        if "command" in item and "url" in item:
-            self.fail(path, "give either 'command' (stdio) or 'url' (an HTTP or SSE server), not both")
+        if len({"command", "url", "module"} & item.keys()) > 1:
+            self.fail(path, "give one of 'command' (stdio), 'url' (an HTTP or SSE server) or 'module' (in-process)")
+            return None
+        if "module" in item:
+            if "inherit_env" in item:
+                self.fail(join_path(path, "inherit_env"), "only for stdio servers (this server has a 'module')")
+            if type_key == "transportType" and kind != "module":
+                self.fail(type_path, f"{item[type_key]!r} does not take a 'module'")
+            return read_module_transport(self, item, path)
+        if kind == "module":
+            self.fail(type_path, "'module' needs a 'module' (\"package.module:attribute\")")
             return None
         if "url" in item:
             for key in ("args", "env", "cwd", "inherit_env"):
@@ -198,7 +213,10 @@ class ConfigReader(AssistantReader):
             if not command or inherit is None:
                 return None
             return StdioTransport(command, args, env, cwd, inherit_env=inherit)
-        self.fail(path, "needs 'command' (a stdio server) or 'url' (an HTTP or SSE server)")
+        self.fail(
+            path,
+            "needs 'command' (a stdio server), 'url' (an HTTP or SSE server) or 'module' (a Python server in-process)",
+        )
         return None
 
     def restart(self, value: Any, path: str) -> RestartPolicy | None:
@@ -221,42 +239,6 @@ class ConfigReader(AssistantReader):
                         self.fail(join_path(path, "backoff.max"), f"must be >= backoff.initial ({initial:g})")
                     policy = attrs.evolve(policy, backoff_initial=initial, backoff_max=top)
         return policy
-
-    def samples(self, value: Any, path: str) -> dict[str, tuple[Sample, ...]]:
-        if not isinstance(value, dict):
-            self.fail(path, f"expected an object mapping tool names to lists of examples, got {type_name(value)}")
-            return {}
-        result = {}
-        for tool, examples in value.items():
-            tool_path = join_path(path, tool)
-            if not isinstance(examples, list):
-                self.fail(tool_path, f"expected a list of examples, got {type_name(examples)}")
-                continue
-            parsed = []
-            for i, example in enumerate(examples):
-                item = self.obj(
-                    example, join_path(tool_path, i), ("name", "input", "output", "description", "metadata")
-                )
-                if item is None:
-                    continue
-                description = item.get("description", "")
-                metadata = item.get("metadata", {})
-                if isinstance(metadata, dict) and isinstance(metadata.get("description"), str):
-                    description = description or metadata["description"]
-                parsed.append(
-                    Sample(
-                        input=item.get("input"),
-                        output=item.get("output"),
-                        name=self.string(item.get("name", ""), join_path(join_path(tool_path, i), "name"), empty=True)
-                        or "",
-                        description=self.string(
-                            description, join_path(join_path(tool_path, i), "description"), empty=True
-                        )
-                        or "",
-                    )
-                )
-            result[tool] = tuple(parsed)
-        return result
 
     def models(self, value: Any, path: str) -> dict[str, ModelSpec]:
         return self.entries(value, path, "models", self.model)
