@@ -8,7 +8,6 @@ whichever way it went. Nothing here asserts a time.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 import pathlib
 import sys
@@ -19,7 +18,6 @@ import trio
 from mcp.server.mcpserver import MCPServer
 
 from yao_actors.bench import BenchCall, BenchPlan, BenchResults, format_table, open_bench, p95, run_bench, summarise
-from yao_actors.bench import plot as bench_plot
 from yao_actors.bench.plan import parse_arguments, parse_modes, parse_sizes, servers_named
 from yao_actors.bench.report import build_report, one_call_seconds
 from yao_actors.cli import main
@@ -143,13 +141,6 @@ def test_figures_against_a_mode_not_run_are_left_out() -> None:
     line = format_table([row]).splitlines()[2]
     assert line.split()[5:7] == ["-", "0.50"]  # speedup, efficiency
     assert "failed calls by kind" not in format_table([row])
-
-
-def test_plot_without_matplotlib_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
-    with pytest.raises(BenchError, match=r"--plot: matplotlib is not installed \(pip install 'yao-actors\[plot\]'\)"):
-        bench_plot.require_matplotlib()
 
 
 # --------------------------------------------------------------------------- runs in process

@@ -12,6 +12,7 @@ faster than sequential. No wall-clock threshold is asserted.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import shutil
 import sys
@@ -53,11 +54,12 @@ def write_config(directory: pathlib.Path) -> pathlib.Path:
     return path
 
 
-async def bench(directory: pathlib.Path, *args: str) -> Ran:
+async def bench(directory: pathlib.Path, *args: str, env: dict[str, str] | None = None) -> Ran:
     with trio.fail_after(240):
         done = await trio.run_process(
             [*bench_command(), "bench", "--config", str(write_config(directory)), *args],
             cwd=directory,
+            env=env,
             capture_stdout=True,
             capture_stderr=True,
             check=False,
@@ -143,3 +145,18 @@ async def test_a_bad_call_lists_the_tools_there_are(tmp_path: pathlib.Path) -> N
     assert "--call b__slep: no such tool" in ran.stderr
     assert "available tools: b__echo, b__add, b__sleep, b__fail" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+async def test_plot_without_a_working_matplotlib_says_how_to_install_it_and_starts_nothing(
+    tmp_path: pathlib.Path,
+) -> None:
+    broken = tmp_path / "site" / "matplotlib"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("No module named matplotlib")\n', encoding="utf-8")
+    path = os.pathsep.join(filter(None, [str(broken.parent), os.environ.get("PYTHONPATH")]))
+    ran = await bench(tmp_path, "--call", "a__sleep", "--plot", "out.png", env={**os.environ, "PYTHONPATH": path})
+    assert ran.code == 2
+    assert "--plot: matplotlib cannot be imported (No module named matplotlib); install it: " in ran.stderr
+    assert "pip install 'yao-actors[plot]'" in ran.stderr
+    assert executions(tmp_path) == []
+    assert not (tmp_path / "out.png").exists()

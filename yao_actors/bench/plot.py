@@ -8,7 +8,6 @@ command checks before it starts any server.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,11 @@ INSTALL_HINT = "pip install 'yao-actors[plot]'"
 
 
 def require_matplotlib() -> None:
-    """Raise :class:`BenchError` when matplotlib cannot be imported."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise BenchError([f"--plot: matplotlib is not installed ({INSTALL_HINT})"])
+    """Raise :class:`BenchError` when matplotlib cannot be imported (not installed, or broken)."""
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError as error:
+        raise BenchError([f"--plot: matplotlib cannot be imported ({error}); install it: {INSTALL_HINT}"]) from None
 
 
 def write_plot(report: Mapping[str, Any], path: str | Path) -> None:
