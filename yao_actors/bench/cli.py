@@ -43,9 +43,13 @@ def add_bench_parser(commands: Any) -> None:
     bench = commands.add_parser(
         "bench",
         help="time N calls of your tools: parallel against sequential dispatch (calls them for real)",
-        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+        description=(
+            "Time batches of N calls of your own tools in each mode (raw, parallel, sequential, ...), interleaved, "
+            "R times, and print median, p95, x one call, speedup, efficiency, vs raw and failed calls. "
+            "It really calls the tools: --dry-run prints how many times each would be called, and starts nothing."
+        ),
     )
-    bench.add_argument("--config", help="configuration file (default: the embedded demo)")
+    bench.add_argument("--config", metavar="FILE", help="configuration file (default: the embedded demo)")
     bench.add_argument(
         "--call",
         action="append",
@@ -60,11 +64,19 @@ def add_bench_parser(commands: Any) -> None:
         metavar="JSON",
         help="the arguments, a JSON object: once for every --call, or once per --call in order (default: {})",
     )
-    bench.add_argument("--calls", type=int, default=DEFAULT_CALLS, help=f"N, calls per batch (default {DEFAULT_CALLS})")
     bench.add_argument(
-        "--repeat", type=int, default=DEFAULT_REPEAT, help=f"R, timed batches per mode (default {DEFAULT_REPEAT})"
+        "--calls", type=int, default=DEFAULT_CALLS, metavar="N", help=f"N, calls per batch (default {DEFAULT_CALLS})"
     )
-    bench.add_argument("--warmup", type=int, default=1, help="untimed batches per mode and N first (default 1)")
+    bench.add_argument(
+        "--repeat",
+        type=int,
+        default=DEFAULT_REPEAT,
+        metavar="R",
+        help=f"R, timed batches per mode (default {DEFAULT_REPEAT})",
+    )
+    bench.add_argument(
+        "--warmup", type=int, default=1, metavar="W", help="untimed batches per mode and N first (default 1)"
+    )
     bench.add_argument(
         "--modes",
         default=",".join(DEFAULT_MODES),
