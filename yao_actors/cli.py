@@ -1,4 +1,4 @@
-"""The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it.
+"""The command line: ``yao-actors serve`` runs the service, ``chat "question"`` asks it, ``bench`` times tools.
 
 ``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
 config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
@@ -13,6 +13,8 @@ gracefully (a second signal stops at once) and exits 0 with every MCP server pro
 ``check [--config FILE]`` validates a configuration file as ``serve`` would (the schema, the reader, the references
 between its records, every ``${VAR}`` it uses set): one line per problem, exit 0 when there is none, 2 otherwise.
 ``config schema`` prints the configuration's JSON Schema. ``--version`` prints the version.
+
+``bench --call SERVER__TOOL ...`` — time calls of your own tools, see :mod:`yao_actors.bench.cli`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import attrs
 import trio
 
 from yao_actors import __version__
+from yao_actors.bench.cli import add_bench_parser
 from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
 from yao_actors.config.schema import schema_text
 from yao_actors.errors import ConfigError
@@ -77,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
     ask.set_defaults(command=_chat_command)
+
+    add_bench_parser(commands)
 
     check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
     check.add_argument("--config", help="configuration file (default: the embedded demo)")
