@@ -71,6 +71,8 @@ class Outcome(enum.StrEnum):
     the fallback assistant answered. ``degraded``: the fallback failed too, the
     run finished with what it had. ``data``: a ``next`` hook returned data.
     ``cancelled``: the run was cancelled (the AG-UI outcome is ``cancelled``).
+    ``client_tools``: the model called tools of the client, which answers them in the next run (the AG-UI
+    outcome is ``success`` with ``pendingToolCallIds``).
     ``error``: the run ended with ``RUN_ERROR``.
     """
 
@@ -79,6 +81,7 @@ class Outcome(enum.StrEnum):
     DEGRADED = "degraded"
     DATA = "data"
     CANCELLED = "cancelled"
+    CLIENT_TOOLS = "client_tools"
     ERROR = "error"
 
 
@@ -233,11 +236,17 @@ class RunEvents:
         cancelled: bool = False,
         usage: Usage | None = None,
         model: str | None = None,
+        pending_tool_call_ids: Sequence[str] = (),
     ) -> EventDict:
-        """The terminal event of a run that ended without an error (also when cancelled)."""
+        """The terminal event of a run that ended without an error (also when cancelled).
+
+        ``pending_tool_call_ids``: calls of client tools the run left for its client to answer.
+        """
         data: EventDict = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
         _with(data, result=result)
         data["outcome"] = {"type": "cancelled" if cancelled else "success"}
+        if pending_tool_call_ids:
+            data["outcome"]["pendingToolCallIds"] = list(pending_tool_call_ids)
         if usage is not None:
             data["usage"] = [token_usage(usage, model)]
         return await self.emit_dict(data)

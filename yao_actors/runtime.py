@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import attrs
 import trio
@@ -56,6 +57,7 @@ class Runtime(metaclass=NoPublicConstructor):
         run_id: str | None = None,
         principal: str | None = None,
         history: Sequence[Message] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
     ) -> AbstractAsyncContextManager[RunStream]:
         """Start a run; yields a receive channel of its AG-UI event dicts.
 
@@ -68,9 +70,18 @@ class Runtime(metaclass=NoPublicConstructor):
         ``principal`` that created it (``None`` is a principal too); another principal's run on it raises
         ``RunError`` code ``unknown_thread``. ``history``, when given, replaces the thread's history before the
         run (what an AG-UI client that sends the whole conversation needs; ``messages`` are then the new part).
+        ``client_tools`` are tools the client runs itself (AG-UI frontend tools, as OpenAI function tools): a
+        call of one ends the run with outcome ``client_tools`` and ``pendingToolCallIds``; the client sends
+        its result as a ``tool`` message in the next run's ``messages``.
         """
         return self.conversations.open_run(
-            assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal, history=history
+            assistant,
+            messages,
+            thread_id=thread_id,
+            run_id=run_id,
+            principal=principal,
+            history=history,
+            client_tools=client_tools,
         )
 
     async def run(
@@ -81,11 +92,12 @@ class Runtime(metaclass=NoPublicConstructor):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
     ) -> RunResult:
-        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``; ``principal`` as in
-        :meth:`open_run`."""
+        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``; ``principal`` and
+        ``client_tools`` as in :meth:`open_run`."""
         return await self.conversations.run(
-            assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal
+            assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal, client_tools=client_tools
         )
 
 

@@ -8,12 +8,13 @@ history — even when the run was cancelled (DESIGN invariant 6).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import trio
 
+from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
 from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
@@ -39,7 +40,8 @@ class RunResult:
     every model call, fallback included; ``outcome`` how it ended; ``data`` what
     a ``next`` hook returned; ``error`` and ``code`` those of a ``RUN_ERROR``;
     ``note`` why the fallback was used; ``events`` the run's events when they
-    were collected (:meth:`ConversationManager.run`).
+    were collected (:meth:`ConversationManager.run`); ``pending_tool_calls`` the
+    calls of client tools left for the client (outcome ``client_tools``).
     """
 
     run_id: str
@@ -53,6 +55,7 @@ class RunResult:
     error: str | None = None
     code: RunErrorCode | None = None
     events: tuple[EventDict, ...] = ()
+    pending_tool_calls: tuple[str, ...] = ()
 
 
 class Cancelled:
@@ -80,6 +83,8 @@ class RunOrder:
     events: trio.MemorySendChannel[EventDict] | None
     history: tuple[Message, ...] | None = None
     """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
+    client_tools: tuple[Mapping[str, Any], ...] = ()
+    """The tools of the run's client (AG-UI frontend tools), as function tools."""
     collected: list[EventDict] = attrs.field(factory=list)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)
@@ -184,13 +189,12 @@ class _ConversationActor:
             self.status.history.replace(order.history)
         history = tuple(self.status.history.messages)
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
+        run.client_tools = order.client_tools
         ending: Ending = CANCELLED
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                run.transcript.extend(order.messages)
-                window = window_history(run.history, order.assistant.history_max_messages)
-                ending = await _answer(run, order, [*window, *order.messages])
+                ending = await _start(run, order)
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -235,6 +239,19 @@ async def serve_conversation(
     await actor.serve()
 
 
+async def _start(run: Run, order: RunOrder) -> Ending:
+    """Take the run's input into the transcript and answer it; a tool message answering no open call is refused."""
+    try:
+        check_tool_answers(run.history, order.messages)
+    except RunError as refused:
+        return refused
+    # Calls of client tools the input does not answer are answered first, so the history stays valid.
+    given = [*answer_dangling_calls(run.history, order.messages), *order.messages]
+    run.transcript.extend(given)
+    window = window_history(run.history, order.assistant.history_max_messages)
+    return await _answer(run, order, [*window, *given])
+
+
 async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> Ending:
     """``Run.answer`` with every failure turned into a ``RunError`` (cancellation passes)."""
     failure: RunError | None = None
@@ -267,7 +284,14 @@ def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
     if isinstance(ending, Answer):
         if ending.message is not None:
             run.transcript.append(ending.message)
-        return attrs.evolve(result, text=ending.text, outcome=ending.outcome, data=ending.data, note=ending.note)
+        return attrs.evolve(
+            result,
+            text=ending.text,
+            outcome=ending.outcome,
+            data=ending.data,
+            note=ending.note,
+            pending_tool_calls=ending.pending,
+        )
     return result
 
 
@@ -281,7 +305,12 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
         await events.run_error(result.error or "", code=result.code or RunErrorCode.RUN_ERROR, usage=run.usage)
     else:
         cancelled_run = result.outcome is Outcome.CANCELLED
-        await events.run_finished(_finished_value(result), cancelled=cancelled_run, usage=run.usage)
+        await events.run_finished(
+            _finished_value(result),
+            cancelled=cancelled_run,
+            usage=run.usage,
+            pending_tool_call_ids=result.pending_tool_calls,
+        )
 
 
 async def _close_out_late(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> list[EventDict]:

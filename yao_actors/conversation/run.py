@@ -20,6 +20,7 @@ import attrs
 import trio
 
 from yao_actors.catalog import Catalog, CatalogCache
+from yao_actors.conversation.client_tools import ClientCallsPending, split_calls, tool_name
 from yao_actors.conversation.relay import DeltaRelay
 from yao_actors.dispatch import (
     CallFinished,
@@ -110,6 +111,8 @@ class Answer:
     message: Message | None = None
     data: Any = None
     note: str | None = None
+    pending: tuple[str, ...] = ()
+    """Calls of client tools left for the client to answer (outcome ``client_tools``)."""
 
 
 @attrs.frozen
@@ -151,6 +154,12 @@ class Run:
     counter: int = 0
     call_ids: set[str] = attrs.field(factory=set)
     call_counter: int = 0
+    client_tools: tuple[Mapping[str, Any], ...] = ()
+    """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`.client_tools`)."""
+
+    @property
+    def client_names(self) -> frozenset[str]:
+        return frozenset(tool_name(tool) for tool in self.client_tools)
 
     def new_message_id(self) -> str:
         self.counter += 1
@@ -181,7 +190,7 @@ class Run:
             self.resources.model(assistant.model, assistant.options),
             build_request(self.resources.prompts, assistant, catalog, conversation),
             catalog,
-            request_tools(assistant, catalog),
+            (*request_tools(assistant, catalog), *self.client_tools),
         )
         completion = await self.call_model(assistant, request.model, request.messages, request.tools, "model")
         try:
@@ -193,6 +202,8 @@ class Run:
             if not completion.tool_calls or not assistant.tool_loop:
                 return standard_answer(completion)
             return await self.tool_loop(assistant, request)
+        except ClientCallsPending as pending:
+            return Answer(self.last_text, Outcome.CLIENT_TOOLS, pending=pending.call_ids)
         except ModelError as error:
             if assistant.fallback is False:
                 raise
@@ -358,13 +369,17 @@ class Run:
     async def execute(
         self, assistant: AssistantSpec, messages: list[Message], completion: Completion, catalog: Catalog
     ) -> list[ToolCallResult]:
-        """Run a completion's tool calls; append its assistant message and one tool message per call."""
+        """Run a completion's tool calls; append its assistant message and one tool message per call.
+
+        Calls of client tools are not run: once the others are done, :class:`ClientCallsPending` ends the run.
+        """
         message = completion.to_message()
         messages.append(message)
         self.transcript.append(message)
-        self.batch = PendingBatch(completion.tool_calls, catalog)
+        ours, theirs = split_calls(completion.tool_calls, self.client_names)
+        self.batch = PendingBatch(tuple(ours), catalog)
         results = await execute_tool_calls(
-            completion.tool_calls,
+            ours,
             catalog,
             self.resources.servers,
             batch_timeout=assistant.timeouts.turn,
@@ -372,6 +387,8 @@ class Run:
         )
         self.batch = None
         self.record(results, messages)
+        if theirs:
+            raise ClientCallsPending([call.id for call in theirs])
         return results
 
     async def on_dispatch(self, event: DispatchEvent) -> None:

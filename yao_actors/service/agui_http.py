@@ -146,6 +146,7 @@ class AguiExchange:
                     run_id=run.run_id,
                     principal=principal,
                     history=run.history,
+                    client_tools=run.tools,
                 ) as stream:
                     self._stream = stream
                     if self._stopping:

@@ -29,7 +29,7 @@ from ag_ui.core import (
     UserMessage,
 )
 
-from yao_actors.service.protocol import DEFAULT_ASSISTANT, MAX_DEPTH, hostile_value
+from yao_actors.service.protocol import DEFAULT_ASSISTANT, MAX_DEPTH, function_tool, hostile_value
 
 Message = dict[str, Any]
 
@@ -94,7 +94,7 @@ def parse_run_input(body: bytes, *, assistant: str | None, client_roles: Collect
         assistant=assistant or _assistant_prop(run_input.forwarded_props),
         history=tuple(conversation[: last_assistant + 1]),
         messages=tuple(conversation[last_assistant + 1 :]),
-        tools=tuple(_tool(tool.name, tool.description, tool.parameters) for tool in run_input.tools or ()),
+        tools=tuple(function_tool(tool.name, tool.description, tool.parameters) for tool in run_input.tools or ()),
         resume=tuple(entry.model_dump(by_alias=True, exclude_none=True) for entry in run_input.resume or ()),
     )
 
@@ -106,11 +106,6 @@ def _assistant_prop(props: Any) -> str:
             raise InputError(422, "forwardedProps.assistant: must be a non-empty string (an assistant id)")
         return name
     return DEFAULT_ASSISTANT
-
-
-def _tool(name: str, description: str, parameters: Any) -> dict[str, Any]:
-    schema = parameters if isinstance(parameters, dict) and parameters else {"type": "object", "properties": {}}
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
 
 
 def _message(message: Any, index: int, client_roles: Collection[str]) -> Message | None:

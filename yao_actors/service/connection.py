@@ -77,10 +77,12 @@ class RunOpener(Protocol):
         run_id: str | None = None,
         principal: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
     ) -> AbstractAsyncContextManager[EventStream]:
         """Start a run as ``principal``; the context yields its events and cancels the run when left early.
 
-        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation).
+        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation);
+        ``client_tools`` are the client's own tools.
         """
         ...
 
@@ -275,6 +277,7 @@ class Connection:
                 thread_id=frame.thread_id,
                 run_id=frame.run_id,
                 principal=self.principal,
+                client_tools=frame.tools,
             ) as stream:
                 run.attach(stream)
                 async for event in stream:
