@@ -4,7 +4,7 @@ A run may carry tools of its client (``RunAgentInput.tools``). They are offered 
 assistant's own tools; a name that collides with one of those is refused before the run starts
 (:func:`check_client_tools`, ``RunError`` ``bad_request``). When the model calls one, the call is not
 dispatched: the batch's other calls run, and the run ends with ``RUN_FINISHED`` outcome ``success`` and
-``pendingToolCallIds`` (:class:`ClientCallsPending`). The client runs the tool and starts the next run with
+``pendingToolCallIds`` (:class:`CallsPending`). The client runs the tool and starts the next run with
 the tool message; the loop goes on from there.
 
 A call left without a result — the next run brought no tool message for it — would leave the history invalid
@@ -14,7 +14,7 @@ must answer a call still open in the thread, or the run is ``bad_request`` (:fun
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from yao_actors.errors import RunError, RunErrorCode
@@ -24,12 +24,17 @@ from yao_actors.models.base import Message, ToolCall
 NO_CLIENT_RESULT: Final = "Error: the client did not return a result for this call"
 
 
-class ClientCallsPending(Exception):
-    """The model called client tools: the run ends here, and the client answers them in the next run."""
+class CallsPending(Exception):
+    """The run ends here: calls of client tools wait for the client, calls held for approval for a person.
 
-    def __init__(self, call_ids: Sequence[str]) -> None:
-        super().__init__(f"waiting for the client's results of {', '.join(call_ids)}")
+    ``call_ids`` are the client tools' calls; ``held`` the :class:`~yao_actors.conversation.approvals.PendingApproval`
+    records of the calls held.
+    """
+
+    def __init__(self, call_ids: Sequence[str], held: Sequence[Any] = ()) -> None:
+        super().__init__(f"waiting for {len(call_ids)} client result(s) and {len(held)} approval(s)")
         self.call_ids = tuple(call_ids)
+        self.held = tuple(held)
 
 
 def tool_name(tool: Mapping[str, Any]) -> str:
@@ -71,9 +76,12 @@ def open_calls(messages: Sequence[Message]) -> list[str]:
     return []
 
 
-def check_tool_answers(history: Sequence[Message], messages: Sequence[Message]) -> None:
-    """Every tool message of a run's input answers a call still open in the thread, once (else ``bad_request``)."""
-    waiting = set(open_calls(history))
+def check_tool_answers(history: Sequence[Message], messages: Sequence[Message], held: Collection[str] = ()) -> None:
+    """Every tool message of a run's input answers a call still open in the thread, once (else ``bad_request``).
+
+    ``held`` are calls waiting for a person's approval: only a ``resume`` answers those.
+    """
+    waiting = set(open_calls(history)) - set(held)
     for index, message in enumerate(messages):
         if message.get("role") != "tool":
             continue

@@ -13,14 +13,16 @@ servers, models and catalog cache of its runtime, never the manager itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
 import trio
 
 from yao_actors.catalog import Catalog, CatalogCache
-from yao_actors.conversation.client_tools import ClientCallsPending, split_calls, tool_name
+from yao_actors.conversation.approvals import ApprovalPolicy, PendingApproval, split_held
+from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.relay import DeltaRelay
 from yao_actors.dispatch import (
     CallFinished,
@@ -86,6 +88,9 @@ class RunResources:
     models: Mapping[str, Model]
     catalogs: CatalogCache = attrs.field(factory=CatalogCache)
     prompts: tuple[str, ...] = ()
+    approvals: ApprovalPolicy = attrs.field(factory=ApprovalPolicy)
+    clock: Callable[[], float] = time.time
+    """Wall-clock time, for the expiry of approvals (tests pass their own)."""
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
@@ -113,6 +118,8 @@ class Answer:
     note: str | None = None
     pending: tuple[str, ...] = ()
     """Calls of client tools left for the client to answer (outcome ``client_tools``)."""
+    interrupts: tuple[PendingApproval, ...] = ()
+    """Calls held for a person's approval (outcome ``interrupt``)."""
 
 
 @attrs.frozen
@@ -202,8 +209,9 @@ class Run:
             if not completion.tool_calls or not assistant.tool_loop:
                 return standard_answer(completion)
             return await self.tool_loop(assistant, request)
-        except ClientCallsPending as pending:
-            return Answer(self.last_text, Outcome.CLIENT_TOOLS, pending=pending.call_ids)
+        except CallsPending as pending:
+            outcome = Outcome.INTERRUPT if pending.held else Outcome.CLIENT_TOOLS
+            return Answer(self.last_text, outcome, pending=pending.call_ids, interrupts=pending.held)
         except ModelError as error:
             if assistant.fallback is False:
                 raise
@@ -371,12 +379,14 @@ class Run:
     ) -> list[ToolCallResult]:
         """Run a completion's tool calls; append its assistant message and one tool message per call.
 
-        Calls of client tools are not run: once the others are done, :class:`ClientCallsPending` ends the run.
+        Calls of client tools, and calls that need approval, are not run: once the others are done,
+        :class:`CallsPending` ends the run.
         """
         message = completion.to_message()
         messages.append(message)
         self.transcript.append(message)
         ours, theirs = split_calls(completion.tool_calls, self.client_names)
+        ours, held = split_held(self.resources.approvals, assistant, ours, catalog, self.resources.clock())
         self.batch = PendingBatch(tuple(ours), catalog)
         results = await execute_tool_calls(
             ours,
@@ -387,8 +397,8 @@ class Run:
         )
         self.batch = None
         self.record(results, messages)
-        if theirs:
-            raise ClientCallsPending([call.id for call in theirs])
+        if theirs or held:
+            raise CallsPending([call.id for call in theirs], held)
         return results
 
     async def on_dispatch(self, event: DispatchEvent) -> None:

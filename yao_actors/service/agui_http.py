@@ -147,6 +147,7 @@ class AguiExchange:
                     principal=principal,
                     history=run.history,
                     client_tools=run.tools,
+                    resume=run.resume,
                 ) as stream:
                     self._stream = stream
                     if self._stopping:

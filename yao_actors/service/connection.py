@@ -78,11 +78,12 @@ class RunOpener(Protocol):
         principal: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> AbstractAsyncContextManager[EventStream]:
         """Start a run as ``principal``; the context yields its events and cancels the run when left early.
 
         ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation);
-        ``client_tools`` are the client's own tools.
+        ``client_tools`` are the client's own tools, ``resume`` the answers to the thread's interrupts.
         """
         ...
 
@@ -278,6 +279,7 @@ class Connection:
                 run_id=frame.run_id,
                 principal=self.principal,
                 client_tools=frame.tools,
+                resume=frame.resume,
             ) as stream:
                 run.attach(stream)
                 async for event in stream:

@@ -10,7 +10,8 @@ A ``run`` frame carries the fields of AG-UI's ``RunAgentInput`` plus ``assistant
 may be left out (a new thread, a fresh run id). The thread's history lives in the service, so ``messages`` are
 the new input of this run only. ``tools`` are the client's own tools (AG-UI frontend tools): the model may call
 them beside the MCP tools, and the client answers such a call with a ``{"role": "tool", "toolCallId",
-"content"}`` message in the next run's ``messages``.
+"content"}`` message in the next run's ``messages``. ``resume`` entries answer the interrupts of calls held
+for approval (``messages`` may then be empty).
 
 Service → client: the run's AG-UI events (camelCase, each with ``runId`` and ``seq``), ``{"type": "pong"}``, and
 ``RUN_ERROR`` events the front end writes itself for frames it refuses (code from :class:`FrameError`, ``seq``
@@ -66,6 +67,13 @@ _MESSAGE: Final[dict[str, Any]] = {
     "then": {"required": ["toolCallId"]},
 }
 
+_RESUME: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["interruptId", "status"],
+    "properties": {"interruptId": _ID, "status": {"enum": ["resolved", "cancelled"]}, "payload": {}, "metadata": {}},
+    "additionalProperties": False,
+}
+
 _TOOL: Final[dict[str, Any]] = {
     "type": "object",
     "required": ["name", "description"],
@@ -90,14 +98,18 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
             "runId": _ID,
             "parentRunId": _ID,
             "protocolVersion": {"type": "string"},
-            "messages": {"type": "array", "minItems": 1, "items": _MESSAGE},
+            "messages": {"type": "array", "items": _MESSAGE},
             "tools": {"type": "array", "items": _TOOL, "maxItems": 128},
             "context": {"type": "array"},
             "state": {},
             "forwardedProps": {},
-            "resume": {},
+            "resume": {"type": "array", "items": _RESUME, "maxItems": 128},
         },
         "additionalProperties": False,
+        "anyOf": [
+            {"properties": {"messages": {"minItems": 1}}},
+            {"required": ["resume"], "properties": {"resume": {"minItems": 1}}},
+        ],
     },
     "cancel": {
         "type": "object",
@@ -126,6 +138,8 @@ class RunFrame:
     thread_id: str | None = None
     tools: tuple[Mapping[str, Any], ...] = ()
     """The client's own tools (AG-UI frontend tools), as function tools."""
+    resume: tuple[Mapping[str, Any], ...] = ()
+    """AG-UI ``resume`` entries answering the thread's calls held for approval."""
 
 
 @attrs.frozen
@@ -238,6 +252,7 @@ def _build(data: dict[str, Any]) -> Frame:
         messages=tuple(_message(m) for m in data["messages"]),
         thread_id=data.get("threadId"),
         tools=tuple(function_tool(t["name"], t["description"], t.get("parameters")) for t in data.get("tools", ())),
+        resume=tuple(data.get("resume", ())),
     )
 
 
