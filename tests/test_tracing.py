@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.otel_support import is_descendant, named, one, parent_of, spans
-from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.config import AssistantSpec, Config, Hooks, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.errors import ModelHTTPError
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall, Usage
@@ -186,3 +186,28 @@ async def test_a_run_that_errors_carries_its_code_as_error_type(spans: InMemoryS
     assert run.attributes is not None
     assert run.attributes["error.type"] == "max_turns"
     assert run.status.status_code is StatusCode.ERROR
+
+
+def delegate_to_expert(ctx: object, messages: object) -> dict[str, str]:
+    """A ``create`` hook handing the whole run to the ``expert`` assistant."""
+    return {"delegate": "expert"}
+
+
+async def test_a_delegated_assistant_is_an_invoke_agent_span_inside_the_run(spans: InMemorySpanExporter) -> None:
+    base = config()
+    front = AssistantSpec(
+        "front", "scripted", (), (ServerRef("test"),), hooks=Hooks(create="tests.test_tracing:delegate_to_expert")
+    )
+    expert = AssistantSpec("expert", "scripted", (), (ServerRef("test"),))
+    setup = Config(servers=base.servers, assistants={"front": front, "expert": expert})
+    with trio.fail_after(30):
+        async with open_runtime(setup, models={"scripted": scripted(Completion(text="专家说：晴"))}) as runtime:
+            result = await runtime.run("front", "北京今天适合穿什么?")
+    assert result.text == "专家说：晴"
+    finished = spans.get_finished_spans()
+    run = one(finished, "invoke_agent front")
+    delegated = one(finished, "invoke_agent expert")
+    assert parent_of(delegated, finished) is run
+    assert delegated.attributes is not None
+    assert delegated.attributes["gen_ai.agent.name"] == "expert"
+    assert parent_of(one(finished, "chat scripted"), finished) is delegated

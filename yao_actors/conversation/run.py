@@ -274,7 +274,8 @@ class Run:
             raise RunError(f"delegation deeper than {MAX_DELEGATION_DEPTH} assistants", code=RunErrorCode.HOOK_ERROR)
         target = self.resources.assistant(assistant_id)
         subagent_id = await self.subagent_started(target.id)
-        with self.events.attributed_to(subagent_id):
+        agent = {tracing.OPERATION: "invoke_agent", tracing.AGENT_NAME: target.id}
+        with self.events.attributed_to(subagent_id), tracing.open_span(f"invoke_agent {target.id}", agent):
             answer = await self.answer(target, conversation, depth + 1)
         await self.events.subagent_finished(subagent_id, {"text": answer.text, "outcome": answer.outcome.value})
         self.subagents.remove(subagent_id)
