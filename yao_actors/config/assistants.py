@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from yao_actors.config.approval import assistant_approval
 from yao_actors.config.values import ValueReader, join_path, type_name
 from yao_actors.specs import AssistantSpec, Hooks, RunTimeouts, ServerRef, ServerSpec
 
@@ -26,6 +27,7 @@ _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 #: The keys of ``assistants.<id>``, of its ``mcp`` and of ``mcp.options``.
 ASSISTANT_KEYS = (
     "model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools", "history", "options", "fallback",
+    "approval", "approval_timeout",
 )  # fmt: skip
 MCP_KEYS = ("servers", "options")
 LOOP_KEYS = ("tool_loop", "max_turn")
@@ -76,6 +78,10 @@ class AssistantReader(ValueReader):
             options["options"] = self.request_options(item["options"], join_path(path, "options"))
         if "fallback" in item:
             options["fallback"] = self.fallback(item["fallback"], join_path(path, "fallback"))
+        if "approval" in item:
+            options["approval"] = assistant_approval(self, item["approval"], join_path(path, "approval"))
+        if "approval_timeout" in item:
+            options["approval_timeout"] = self.number(item["approval_timeout"], join_path(path, "approval_timeout"))
         history_ok, history_max = self.history(item.get("history", {}), join_path(path, "history"))
         if model is None or prompt is None or not history_ok or None in options.values():
             return None

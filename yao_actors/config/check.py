@@ -107,6 +107,7 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
         "restart": {"max_restarts": restart.max_restarts, "backoff": backoff},
         "expose_stderr": spec.expose_stderr,
         "disabled": spec.disabled,
+        "approval": spec.approval if isinstance(spec.approval, bool) else sorted(spec.approval),
     }
 
 
@@ -130,6 +131,8 @@ def _assistant_data(spec: AssistantSpec) -> dict[str, Any]:
         "history": {"max_messages": spec.history_max_messages},
         "options": _plain(spec.options),
         "fallback": {"assistant": spec.fallback} if isinstance(spec.fallback, str) else spec.fallback,
+        "approval": _plain(spec.approval),
+        "approval_timeout": spec.approval_timeout,
     }
     if spec.fallback_model is not None:
         data["fallback_model"] = spec.fallback_model

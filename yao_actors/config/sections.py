@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from yao_actors.config.approval import server_approval
 from yao_actors.config.assistants import AssistantReader
 from yao_actors.config.module_servers import read_module_transport
 from yao_actors.config.sample_files import read_samples
@@ -49,7 +50,7 @@ ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts")
 #: The keys of ``mcpServers.<id>`` this runtime reads.
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
-    "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled",
+    "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
 #: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -150,6 +151,8 @@ class ConfigReader(AssistantReader):
         for key in ("expose_stderr", "disabled"):
             if key in item:
                 options[key] = self.boolean(item[key], join_path(path, key))
+        if "approval" in item:
+            options["approval"] = server_approval(self, item["approval"], join_path(path, "approval"))
         if transport is None or None in options.values():
             return None
         return ServerSpec(id=server_id, transport=transport, **options)
