@@ -91,8 +91,9 @@ class FunctionModel:
         on_delta: OnDelta | None = None,
     ) -> Completion:
         """Ask ``fn`` for the answer, record the call, and stream the answer to ``on_delta`` (unless ``stream`` is off)."""
-        given_messages = [_as_dict(m) for m in messages]
-        given_tools = [_as_dict(t) for t in tools]
+        # Inline rather than a call per item: the history grows every turn, so this runs a lot.
+        given_messages = [m if type(m) is dict else dict(m) for m in messages]
+        given_tools = [t if type(t) is dict else dict(t) for t in tools]
         answer = self.fn(list(given_messages), list(given_tools))
         if inspect.isawaitable(answer):
             answer = await answer
@@ -115,11 +116,6 @@ class FunctionModel:
             await on_delta(ToolCallDelta(index=index, id=call.id, name=call.name))
             for piece in self._pieces(call.arguments):
                 await on_delta(ToolCallDelta(index=index, arguments=piece))
-
-
-def _as_dict(value: Mapping[str, Any]) -> dict[str, Any]:
-    """``value`` itself when it is a dict (the usual case), else a dict of it."""
-    return value if isinstance(value, dict) else dict(value)
 
 
 # --------------------------------------------------------------------------- conversation reading
