@@ -161,3 +161,17 @@ def test_the_ping_fast_path_takes_exactly_the_valid_ping(message: str, valid: bo
         with pytest.raises(FrameError) as refused:
             parse_frame(message, max_bytes=4096)
         assert refused.value.code == RunErrorCode.BAD_REQUEST
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("plain", '{"v":"plain"}'),
+        ("北京", '{"v":"北京"}'),
+        ("\ud800", '{"v":"\\ud800"}'),
+        ("北京\ud800", '{"v":"\\u5317\\u4eac\\ud800"}'),
+    ],
+)
+def test_encode_keeps_text_as_is_and_escapes_only_what_is_not_utf8(value: str, written: str) -> None:
+    """The ASCII fast path and the check for other text give the same frames as before."""
+    assert encode({"v": value}) == written

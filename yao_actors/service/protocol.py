@@ -242,7 +242,8 @@ def encode(frame: Mapping[str, Any]) -> str:
     event some other way) is written with ``\\u`` escapes instead, so the writer cannot fail on it.
     """
     text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
-    return text if _is_text(text) else json.dumps(frame, separators=(",", ":"))
+    # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
+    return text if text.isascii() or _is_text(text) else json.dumps(frame, separators=(",", ":"))
 
 
 def error_frame(code: ErrorFrameCode, message: str, run_id: str) -> dict[str, Any]:
