@@ -78,6 +78,8 @@ class RunOrder:
     run_id: str
     thread_id: str
     events: trio.MemorySendChannel[EventDict] | None
+    history: tuple[Message, ...] | None = None
+    """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
     collected: list[EventDict] = attrs.field(factory=list)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)
@@ -178,6 +180,8 @@ class _ConversationActor:
     async def execute(self, order: RunOrder) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6)."""
         order.started.set()
+        if order.history is not None:
+            self.status.history.replace(order.history)
         history = tuple(self.status.history.messages)
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
         ending: Ending = CANCELLED

@@ -24,7 +24,7 @@ go on. Anything else that fails in a connection ends that connection only (see t
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -80,8 +80,12 @@ class RunOpener(Protocol):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AbstractAsyncContextManager[EventStream]:
-        """Start a run as ``principal``; the context yields its events and cancels the run when left early."""
+        """Start a run as ``principal``; the context yields its events and cancels the run when left early.
+
+        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation).
+        """
         ...
 
 
