@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tests.service.fake_runtime import FakeRuntime
-from tests.service.support import run_frame, running_service, send, until_terminal
-from yao_actors.service.chat import open_service_connection
 from yao_actors.service.gate import ReplayStream
 
 
@@ -76,28 +73,3 @@ async def test_an_empty_coalesced_block_writes_nothing() -> None:
     async with ReplayStream(b"", inner).coalesced():
         pass
     assert inner.writes == []
-
-
-async def test_frames_queued_behind_a_slow_client_go_out_together_each_its_own_message(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    blocks: list[ReplayStream] = []
-    coalesced = ReplayStream.coalesced
-
-    def counted(self: ReplayStream) -> object:
-        blocks.append(self)
-        return coalesced(self)
-
-    monkeypatch.setattr(ReplayStream, "coalesced", counted)
-    runtime = FakeRuntime()
-    with trio.fail_after(60):
-        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("flood:300", run_id="r1"))
-            previous = -1
-            while runtime.sent.get("r1", 0) != previous:  # until the run stalls behind the unread socket
-                previous = runtime.sent.get("r1", 0)
-                await trio.sleep(0.2)
-            events = await until_terminal(ws, "r1")
-    assert blocks, "no frames were written together"
-    assert [event["seq"] for event in events] == list(range(1, 300 + 4 + 1))
-    assert [event["type"] for event in events[1:-2]] == ["TEXT_MESSAGE_START"] + ["TEXT_MESSAGE_CONTENT"] * 300
