@@ -257,6 +257,7 @@ async def run_benchmark(workloads: list[Workload], repeat: int) -> dict[str, Any
         print(f"[{workload.name}] starting {workload.servers} stdio servers ...", file=sys.stderr, flush=True)
         async with open_setup(workload) as setup:
             rows.extend(summarise(workload, await measure(jobs(setup), repeat)))
+    load_at_end = [round(x, 2) for x in os.getloadavg()]
     return {
         "benchmark": "loop",
         "params": {
@@ -270,6 +271,7 @@ async def run_benchmark(workloads: list[Workload], repeat: int) -> dict[str, Any
             "platform": platform.platform(),
             "trio": trio.__version__,
             "load_average_at_start": load,
+            "load_average_at_end": load_at_end,
         },
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rows": rows,

@@ -229,6 +229,7 @@ async def main(args: argparse.Namespace) -> None:
         for _ in range(args.repeat):
             waves.append(await wave(min(clients, MAX_CLIENTS), args.turns, args.tool_ms, args.transport, args.profile))
         rows.append(median_row(waves))
+    load_at_end = [round(x, 2) for x in os.getloadavg()]
     print(
         f"{args.turns} turns × {args.tool_ms:.0f} ms tool per run, test server {args.transport}, one run per connection"
     )
@@ -240,6 +241,7 @@ async def main(args: argparse.Namespace) -> None:
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
             "load_average_at_start": load,
+            "load_average_at_end": load_at_end,
         },
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "model": "FunctionModel(stream=False)",
