@@ -1,10 +1,11 @@
 """The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it.
 
-``serve [--config FILE] [--host HOST] [--port PORT]`` — with no config, the embedded default (the bundled demo
-servers and the offline ``demo`` model, or a real model from ``OPENAI_*``) on 127.0.0.1:8765. The current
-directory is on the import path, so the config's ``module`` servers and hooks may live there. It prints one line
-saying where it listens and how to try it, and on SIGINT/SIGTERM shuts down gracefully (a second signal stops
-at once) and exits 0 with every MCP server process stopped.
+``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
+config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
+``OPENAI_*``) on 127.0.0.1:8765. The current directory is on the import path, so the config's ``module`` servers and
+hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
+traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
+gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped.
 
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME]`` — see
 :mod:`yao_actors.service.chat`; the token defaults to ``YAO_ACTORS_TOKEN``.
@@ -24,6 +25,8 @@ import trio
 
 from yao_actors.config import Config, ServiceSpec, default_config, load_config
 from yao_actors.errors import ConfigError
+from yao_actors.observability.logs import LOG_FORMATS, configure_logging
+from yao_actors.observability.otel_setup import configure_tracing
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
@@ -48,6 +51,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="configuration file (default: the embedded demo)")
     serve.add_argument("--host", help="address to listen on (default: the config's, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default: the config's, else 8765)")
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        help="the least severe records logged (default: INFO)",
+    )
+    serve.add_argument(
+        "--log-format", default="text", choices=LOG_FORMATS, help="text, or json: one object per line (default: text)"
+    )
     serve.set_defaults(command=_serve_command)
 
     ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
@@ -70,6 +83,7 @@ def _chat_command(args: argparse.Namespace) -> int:
 
 
 def _serve_command(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, args.log_format)
     # As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -78,10 +92,18 @@ def _serve_command(args: argparse.Namespace) -> int:
         overrides = {"host": args.host, "port": args.port}
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
+    except ConfigError as error:
+        print(f"yao-actors: {error}", file=sys.stderr)
+        return 2
+    stop_tracing = configure_tracing(os.environ)
+    try:
         trio.run(serve_until_signalled, config, spec)
     except ConfigError as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()  # flushes the spans still batched
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import trio
+from opentelemetry.context import Context
 
 from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.conversation.window import window_history
@@ -21,6 +22,8 @@ from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
+from yao_actors.observability import tracing
+from yao_actors.observability.runs import RunObservation
 from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
 
@@ -70,7 +73,8 @@ class RunOrder:
     ``events`` is the consumer's channel (:meth:`ConversationManager.open_run`);
     without one the events are kept in ``collected`` (:meth:`ConversationManager.run`,
     which returns them all at the end: a channel and a task reading it would
-    only cost a trip through the scheduler per event).
+    only cost a trip through the scheduler per event). ``trace_context`` is the
+    submitter's trace context: the run's ``invoke_agent`` span starts under it.
     """
 
     assistant: AssistantSpec
@@ -86,6 +90,7 @@ class RunOrder:
     done: trio.Event = attrs.field(factory=trio.Event)
     result: RunResult | None = None
     late_events: list[EventDict] = attrs.field(factory=list)
+    trace_context: Context | None = attrs.field(factory=tracing.capture)
 
     async def deliver(self, event: EventDict) -> None:
         """Send an event to the consumer; a consumer that is gone cancels the run."""
@@ -178,6 +183,17 @@ class _ConversationActor:
                     self.status.pending -= 1
 
     async def execute(self, order: RunOrder) -> None:
+        """Execute one run (in its span, counted and logged); it always ends with exactly one terminal event."""
+        with RunObservation(order.assistant.id, order.run_id, order.thread_id, order.trace_context) as observed:
+            try:
+                await self._execute(order)
+            finally:
+                if order.result is not None:
+                    result = order.result
+                    code = result.code.value if result.code is not None else None
+                    observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
+
+    async def _execute(self, order: RunOrder) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6)."""
         order.started.set()
         if order.history is not None:
