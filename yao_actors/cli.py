@@ -1,4 +1,4 @@
-"""The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it.
+"""The command line: ``yao-actors serve`` runs the service, ``chat "question"`` asks it, ``bench`` times tools.
 
 ``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
 config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
@@ -9,6 +9,8 @@ gracefully (a second signal stops at once) and exits 0 with every MCP server pro
 
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME]`` — see
 :mod:`yao_actors.service.chat`; the token defaults to ``YAO_ACTORS_TOKEN``.
+
+``bench --call SERVER__TOOL ...`` — time calls of your own tools, see :mod:`yao_actors.bench.cli`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from functools import partial
 import attrs
 import trio
 
+from yao_actors.bench.cli import add_bench_parser
 from yao_actors.config import Config, ServiceSpec, default_config, load_config
 from yao_actors.errors import ConfigError
 from yao_actors.observability.logs import LOG_FORMATS, configure_logging
@@ -70,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
     ask.set_defaults(command=_chat_command)
+
+    add_bench_parser(commands)
     return parser
 
 
