@@ -100,6 +100,8 @@ class RunErrorCode(enum.StrEnum):
     ``run_incomplete``    a bug: the run ended without its terminal event; the service wrote one
     ``interrupted``       the process running the run ended first; a durable store closed the run
     ``run_ended``         (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
+    ``unknown_interrupt`` a ``resume`` entry named an interrupt the thread is not waiting for
+    ``interrupt_expired`` a ``resume`` entry approved a call whose interrupt had expired (it was not run)
     ``run_error``         a run failed for a reason no other code names
     ====================  ==========================================================================
     """
@@ -120,6 +122,8 @@ class RunErrorCode(enum.StrEnum):
     RUN_INCOMPLETE = "run_incomplete"
     INTERRUPTED = "interrupted"
     RUN_ENDED = "run_ended"
+    UNKNOWN_INTERRUPT = "unknown_interrupt"
+    INTERRUPT_EXPIRED = "interrupt_expired"
     RUN_ERROR = "run_error"
 
 

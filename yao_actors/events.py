@@ -71,6 +71,9 @@ class Outcome(enum.StrEnum):
     the fallback assistant answered. ``degraded``: the fallback failed too, the
     run finished with what it had. ``data``: a ``next`` hook returned data.
     ``cancelled``: the run was cancelled (the AG-UI outcome is ``cancelled``).
+    ``client_tools``: the model called tools of the client, which answers them in the next run (the AG-UI
+    outcome is ``success`` with ``pendingToolCallIds``). ``interrupt``: calls wait for a person's approval
+    (the AG-UI outcome is ``interrupt`` with its ``interrupts``).
     ``error``: the run ended with ``RUN_ERROR``.
     """
 
@@ -79,6 +82,8 @@ class Outcome(enum.StrEnum):
     DEGRADED = "degraded"
     DATA = "data"
     CANCELLED = "cancelled"
+    CLIENT_TOOLS = "client_tools"
+    INTERRUPT = "interrupt"
     ERROR = "error"
 
 
@@ -255,11 +260,21 @@ class RunEvents:
         cancelled: bool = False,
         usage: Usage | None = None,
         model: str | None = None,
+        pending_tool_call_ids: Sequence[str] = (),
+        interrupts: Sequence[dict[str, Any]] = (),
     ) -> EventDict:
-        """The terminal event of a run that ended without an error (also when cancelled)."""
+        """The terminal event of a run that ended without an error (also when cancelled).
+
+        ``pending_tool_call_ids``: calls of client tools the run left for its client to answer;
+        ``interrupts``: AG-UI ``Interrupt`` objects the run waits on (the outcome is then ``interrupt``).
+        """
         data: EventDict = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
         _with(data, result=result)
         data["outcome"] = {"type": "cancelled" if cancelled else "success"}
+        if pending_tool_call_ids:
+            data["outcome"]["pendingToolCallIds"] = list(pending_tool_call_ids)
+        if interrupts and not cancelled:
+            data["outcome"] = {"type": "interrupt", "interrupts": list(interrupts)}
         if usage is not None:
             data["usage"] = [token_usage(usage, model)]
         return await self.emit_dict(data)

@@ -24,7 +24,8 @@ runtime holds: it keeps the actors by thread id in a nursery of its own and offe
 
 The package follows a run's data flow: :mod:`.window` (the history a request carries),
 :mod:`.relay` (model stream → events, unique tool-call ids),
-:mod:`.run` (the steps of DESIGN §4.4), :mod:`.actor` (the per-thread actor:
+:mod:`.run` (the steps of DESIGN §4.4), :mod:`.client_tools` (the client's own tools: offered, never
+dispatched, answered by the next run), :mod:`.actor` (the per-thread actor:
 run orders and close-out), :mod:`.manager` (threads, ``RunStream``).
 """
 

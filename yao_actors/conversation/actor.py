@@ -8,15 +8,18 @@ history — even when the run was cancelled (DESIGN invariant 6).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 import trio
 from opentelemetry.context import Context
 
-from yao_actors.conversation.run import Answer, Run, RunResources
+from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
+from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
+from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
 from yao_actors.conversation.window import window_history
+from yao_actors.dispatch import execute_tool_calls
 from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
@@ -42,7 +45,9 @@ class RunResult:
     every model call, fallback included; ``outcome`` how it ended; ``data`` what
     a ``next`` hook returned; ``error`` and ``code`` those of a ``RUN_ERROR``;
     ``note`` why the fallback was used; ``events`` the run's events when they
-    were collected (:meth:`ConversationManager.run`).
+    were collected (:meth:`ConversationManager.run`); ``pending_tool_calls`` the
+    calls of client tools left for the client (outcome ``client_tools``); ``interrupts``
+    the calls held for approval (outcome ``interrupt``).
     """
 
     run_id: str
@@ -56,6 +61,8 @@ class RunResult:
     error: str | None = None
     code: RunErrorCode | None = None
     events: tuple[EventDict, ...] = ()
+    pending_tool_calls: tuple[str, ...] = ()
+    interrupts: tuple[PendingApproval, ...] = ()
 
 
 class Cancelled:
@@ -84,6 +91,10 @@ class RunOrder:
     events: trio.MemorySendChannel[EventDict] | None
     history: tuple[Message, ...] | None = None
     """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
+    client_tools: tuple[Mapping[str, Any], ...] = ()
+    """The tools of the run's client (AG-UI frontend tools), as function tools."""
+    resume: tuple[Mapping[str, Any], ...] = ()
+    """AG-UI ``resume`` entries answering the interrupts of the thread's held calls."""
     collected: list[EventDict] = attrs.field(factory=list)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)
@@ -123,6 +134,8 @@ class ThreadStatus:
 
     history: BoundedHistory = attrs.field(factory=BoundedHistory)
     pending: int = 0
+    approvals: list[PendingApproval] = attrs.field(factory=list)
+    """Calls held for a person's approval by the thread's last run, until a run answers them."""
 
 
 @attrs.define(eq=False)
@@ -200,13 +213,12 @@ class _ConversationActor:
             self.status.history.replace(order.history)
         history = tuple(self.status.history.messages)
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
+        run.client_tools = order.client_tools
         ending: Ending = CANCELLED
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                run.transcript.extend(order.messages)
-                window = window_history(run.history, order.assistant.history_max_messages)
-                ending = await _answer(run, order, [*window, *order.messages])
+                ending = await _start(run, order, self.status)
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -217,6 +229,7 @@ class _ConversationActor:
             with trio.CancelScope(shield=True):
                 unreported = run.settle()
                 order.result = _conclude(run, order, ending)
+                self.status.approvals.extend(order.result.interrupts)
                 self.status.history.extend(run.transcript)
                 # While this run still counts as pending, so its own thread is never the one forgotten.
                 self.on_history_grown()
@@ -251,6 +264,46 @@ async def serve_conversation(
     await actor.serve()
 
 
+async def _start(run: Run, order: RunOrder, status: ThreadStatus) -> Ending:
+    """Answer the calls held for approval, take the run's input into the transcript, and answer it.
+
+    A tool message answering no open call, or a ``resume`` entry for no waiting interrupt (or an expired one),
+    ends the run with its error before anything runs.
+    """
+    try:
+        check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
+        resolution = resolve(status.approvals, order.resume, run.resources.clock())
+    except RunError as refused:
+        return refused
+    status.approvals.clear()
+    resumed = await _run_approved(run, order.assistant, resolution)
+    # Calls of client tools the input does not answer are answered first, so the history stays valid.
+    given = [*answer_dangling_calls([*run.history, *resumed], order.messages), *order.messages]
+    run.transcript.extend(given)
+    window = window_history(run.history, order.assistant.history_max_messages)
+    return await _answer(run, order, [*window, *resumed, *given])
+
+
+async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resolution) -> list[Message]:
+    """Run the approved calls and tell the model about the others; their tool messages, in the transcript too."""
+    messages: list[Message] = []
+    if resolution.approved:
+        catalog = await run.catalog(assistant, ())
+        run.batch = PendingBatch(resolution.approved, catalog)
+        results = await execute_tool_calls(
+            resolution.approved,
+            catalog,
+            run.resources.servers,
+            batch_timeout=assistant.timeouts.turn,
+            on_event=run.on_dispatch,
+        )
+        run.batch = None
+        run.record(results, messages)
+    messages.extend(resolution.refused)
+    run.transcript.extend(resolution.refused)
+    return messages
+
+
 async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> Ending:
     """``Run.answer`` with every failure turned into a ``RunError`` (cancellation passes)."""
     failure: RunError | None = None
@@ -283,7 +336,15 @@ def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
     if isinstance(ending, Answer):
         if ending.message is not None:
             run.transcript.append(ending.message)
-        return attrs.evolve(result, text=ending.text, outcome=ending.outcome, data=ending.data, note=ending.note)
+        return attrs.evolve(
+            result,
+            text=ending.text,
+            outcome=ending.outcome,
+            data=ending.data,
+            note=ending.note,
+            pending_tool_calls=ending.pending,
+            interrupts=ending.interrupts,
+        )
     return result
 
 
@@ -297,7 +358,13 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
         await events.run_error(result.error or "", code=result.code or RunErrorCode.RUN_ERROR, usage=run.usage)
     else:
         cancelled_run = result.outcome is Outcome.CANCELLED
-        await events.run_finished(_finished_value(result), cancelled=cancelled_run, usage=run.usage)
+        await events.run_finished(
+            _finished_value(result),
+            cancelled=cancelled_run,
+            usage=run.usage,
+            pending_tool_call_ids=result.pending_tool_calls,
+            interrupts=[pending.interrupt() for pending in result.interrupts],
+        )
 
 
 async def _close_out_late(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> list[EventDict]:

@@ -8,18 +8,22 @@ channel (:class:`RunStream`); :meth:`ConversationManager.run` returns its
 from __future__ import annotations
 
 import functools
+import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import attrs
 import trio
 
 from yao_actors.catalog import CatalogCache
 from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, RunOrder, RunResult, serve_conversation
-from yao_actors.conversation.run import RunResources
+from yao_actors.conversation.approvals import ApprovalPolicy
+from yao_actors.conversation.client_tools import check_client_tools
+from yao_actors.conversation.run import RunResources, request_tools
 from yao_actors.dispatch import ToolServer
-from yao_actors.errors import RunError, RunErrorCode
+from yao_actors.errors import ConfigError, RunError, RunErrorCode
 from yao_actors.events import EventDict
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
@@ -197,6 +201,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
         run_id: str | None = None,
         principal: str | None = None,
         history: Sequence[Message] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
@@ -206,18 +212,33 @@ class ConversationManager(metaclass=NoPublicConstructor):
         run is over: its history is recorded and ``stream.result`` is set. A thread belongs to the
         ``principal`` that created it; another principal's run on it raises ``RunError`` (``unknown_thread``).
         ``history``, when given, replaces the thread's history before the run (an AG-UI HTTP client sends the
-        whole conversation on every run: the history, then ``messages``).
+        whole conversation on every run: the history, then ``messages``). ``client_tools`` are the client's own
+        tools (function tools; :mod:`~yao_actors.conversation.client_tools`): one named like a tool of the
+        assistant raises ``RunError`` (``bad_request``) before the run starts. ``resume`` entries answer the
+        thread's calls held for approval (:mod:`~yao_actors.conversation.approvals`).
         """
         spec = self.assistant(assistant)
+        await self._check_client_tools(spec, client_tools)
         order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
         order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events)
         order.history = None if history is None else tuple(dict(m) for m in history)
+        order.client_tools, order.resume = tuple(client_tools), tuple(resume)
         try:
             with receive:
                 await (await self.owned_thread(order.thread_id, principal)).submit(order)
                 yield RunStream(order, receive)
         finally:
             await _wait_out(order)
+
+    async def _check_client_tools(self, spec: AssistantSpec, client_tools: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse client tools named like the assistant's tools (a catalog that cannot be built is the run's error)."""
+        if not client_tools:
+            return
+        try:
+            catalog = await self._resources.catalogs.get(spec, self._resources.servers)
+        except ConfigError:
+            return
+        check_client_tools(client_tools, request_tools(spec, catalog))
 
     async def run(
         self,
@@ -227,13 +248,18 @@ class ConversationManager(metaclass=NoPublicConstructor):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> RunResult:
         """Run to the end and return the result with every event.
 
-        Cancelling the caller cancels the run, as leaving :meth:`open_run` does; ``principal`` as there.
+        Cancelling the caller cancels the run, as leaving :meth:`open_run` does; ``principal``,
+        ``client_tools`` and ``resume`` as there.
         """
         spec = self.assistant(assistant)
+        await self._check_client_tools(spec, client_tools)
         order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None)
+        order.client_tools, order.resume = tuple(client_tools), tuple(resume)
         try:
             await (await self.owned_thread(order.thread_id, principal)).submit(order)
             await order.done.wait()
@@ -262,6 +288,8 @@ async def open_conversations(
     max_threads_bytes: int = MAX_THREADS_BYTES,
     prompts: Sequence[str] = (),
     catalogs: CatalogCache | None = None,
+    approvals: ApprovalPolicy | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[ConversationManager]:
     """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
 
@@ -273,6 +301,8 @@ async def open_conversations(
     catalogs to share (the runtime checks tool names with it). Cancelled runs
     still close out (history, one terminal event) before the block exits.
     """
-    resources = RunResources(assistants, servers, models, catalogs or CatalogCache(), tuple(prompts))
+    resources = RunResources(
+        assistants, servers, models, catalogs or CatalogCache(), tuple(prompts), approvals or ApprovalPolicy(), clock
+    )
     async with open_owned_nursery() as nursery:
         yield ConversationManager._create(resources, nursery, max_threads, max_thread_bytes, max_threads_bytes)

@@ -81,10 +81,13 @@ class RunOpener(Protocol):
         run_id: str | None = None,
         principal: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> AbstractAsyncContextManager[EventStream]:
         """Start a run as ``principal``; the context yields its events and cancels the run when left early.
 
-        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation).
+        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation);
+        ``client_tools`` are the client's own tools, ``resume`` the answers to the thread's interrupts.
         """
         ...
 
@@ -287,6 +290,8 @@ class Connection:
                 thread_id=frame.thread_id,
                 run_id=frame.run_id,
                 principal=self.principal,
+                client_tools=frame.tools,
+                resume=frame.resume,
             ) as stream:
                 run.attach(stream)
                 async for event in stream:
