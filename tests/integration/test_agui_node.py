@@ -169,3 +169,31 @@ async def test_a_frontend_tool_round_trip_with_the_official_http_agent() -> None
         assert sorted(m.get("tool_call_id", "") for m in following) == sorted(ids), sent
     assert seen["result"]["text"].startswith("卡片已展示。")
     assert "shown" in seen["result"]["text"]
+
+
+@pytest.mark.parametrize("approve", [True, False])
+async def test_the_official_http_agent_answers_an_approval_interrupt(tmp_path: Path, approve: bool) -> None:
+    config = {
+        "mcpServers": {
+            "weather": {"command": sys.executable, "args": ["-m", "yao_actors.demo.weather"], "approval": True},
+            "clothing": {"command": sys.executable, "args": ["-m", "yao_actors.demo.clothing"]},
+        },
+        "models": {"demo": {"provider": "demo"}},
+        "assistants": {"default": {"model": "demo", "mcp": {"servers": ["weather", "clothing"]}}},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with trio.fail_after(90):
+        async with server_py("--config", str(path)) as base:
+            seen = await run_http_agent({"url": f"{base}/agui", "question": SEED_QUESTION, "approve": approve})
+    assert "error" not in seen, seen["error"]
+    assert "[ag-ui]" not in seen["stderr"], seen["stderr"]
+    held, resumed = seen["runs"][:2]
+    (interrupt,) = held[-1]["outcome"]["interrupts"]
+    assert interrupt["reason"] == "tool_approval"
+    assert [e["type"] for e in held if e["type"] == "TOOL_CALL_RESULT"] == []
+    weather = [e for e in resumed if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == interrupt["toolCallId"]]
+    assert len(weather) == (1 if approve else 0)
+    assert seen["runs"][-1][-1]["type"] == "RUN_FINISHED"
+    if approve:
+        assert "北京" in seen["result"]["text"]

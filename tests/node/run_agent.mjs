@@ -3,7 +3,8 @@
 // Usage: node run_agent.mjs '<json: {url, question?, threadId?, headers?, messages?, tools?, toolResults?}>'
 // With `tools` (frontend tools) and `toolResults` ({toolName: content}), the script plays the application: when a
 // run ends with pendingToolCallIds, it adds a tool message for each and starts the next run (at most 3 runs).
-import { HttpAgent } from "@ag-ui/client";
+// With `approve` (true or false), a run that ends on approval interrupts is answered by the next run's resume.
+import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
 const spec = JSON.parse(process.argv[2]);
 const agent = new HttpAgent({
@@ -17,15 +18,22 @@ if (spec.question !== undefined) {
 }
 const output = { runs: [], messages: [], result: undefined, error: undefined };
 try {
+  let resume;
   for (let run = 0; run < 3; run++) {
     const events = [];
     const { result } = await agent.runAgent(
-      { tools: spec.tools ?? [], forwardedProps: spec.forwardedProps ?? {} },
+      { tools: spec.tools ?? [], forwardedProps: spec.forwardedProps ?? {}, resume },
       { onEvent: ({ event }) => { events.push(event); } },
     );
+    resume = undefined;
     output.runs.push(events);
     output.result = result;
     const finished = events.findLast((event) => event.type === "RUN_FINISHED");
+    if (spec.approve !== undefined && agent.pendingInterrupts.length > 0) {
+      const answers = Object.fromEntries(agent.pendingInterrupts.map((interrupt) => [interrupt.id, { status: "resolved", payload: { approved: spec.approve } }]));
+      resume = buildResumeArray(agent.pendingInterrupts, answers);
+      continue;
+    }
     const pending = finished?.outcome?.pendingToolCallIds ?? [];
     if (pending.length === 0 || spec.toolResults === undefined) break;
     const calls = agent.messages.flatMap((message) => message.toolCalls ?? []);

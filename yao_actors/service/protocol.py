@@ -27,7 +27,8 @@ run's input is user messages only unless the operator lists other roles (``serve
 otherwise a client could slip its own ``system`` prompt next to the operator's.
 
 Every frame is checked against :data:`FRAME_SCHEMAS` with precompiled ``jsonschema`` validators; a failure
-raises :class:`FrameError` whose ``code`` is the ``RUN_ERROR`` code and whose message names the field.
+raises :class:`FrameError` whose ``code`` is the ``RUN_ERROR`` code and whose message names the field. The exact
+``{"type": "ping"}`` is valid by construction and answered without the walk and the schema.
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
 }
 
 _VALIDATORS: Final = {name: jsonschema.Draft202012Validator(schema) for name, schema in FRAME_SCHEMAS.items()}
+#: The one valid ``ping`` frame, answered without the walk and the schema.
+_PING: Final[dict[str, Any]] = {"type": "ping"}
 
 
 @attrs.frozen
@@ -175,6 +178,8 @@ def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collectio
         raise FrameError(RunErrorCode.BAD_REQUEST, f"frame is not valid JSON: {error}") from None
     except RecursionError:
         raise FrameError(RunErrorCode.BAD_REQUEST, f"frame: nested deeper than {MAX_DEPTH} levels") from None
+    if data == _PING:
+        return PingFrame()  # the whole frame is known good: no walk, no schema
     if not isinstance(data, dict):
         raise FrameError(RunErrorCode.BAD_REQUEST, "frame must be a JSON object")
     run_id = data.get("runId") if isinstance(data.get("runId"), str) and _is_text(data["runId"]) else None
@@ -284,7 +289,8 @@ def encode(frame: Mapping[str, Any]) -> str:
     event some other way) is written with ``\\u`` escapes instead, so the writer cannot fail on it.
     """
     text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
-    return text if _is_text(text) else json.dumps(frame, separators=(",", ":"))
+    # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
+    return text if text.isascii() or _is_text(text) else json.dumps(frame, separators=(",", ":"))
 
 
 def error_frame(code: ErrorFrameCode, message: str, run_id: str) -> dict[str, Any]:
