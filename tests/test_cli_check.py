@@ -76,3 +76,18 @@ def test_version_from_the_command_and_the_package() -> None:
         [sys.executable, "-m", "yao_actors.cli", "--version"], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == f"yao-actors {yao_actors.__version__}"
+
+
+def test_check_finds_module_servers_in_the_current_directory_as_serve_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "check_tools_here.py").write_text(
+        "from mcp.server.mcpserver import MCPServer\nserver = MCPServer('x')\n"
+    )
+    path = write(tmp_path, {"mcpServers": {"here": {"module": "check_tools_here:server"}}})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "check_tools_here", raising=False)
+    assert main(["check", "--config", path]) == 0, capsys.readouterr().out
+    assert capsys.readouterr().out.startswith(f"{path}: ok (1 server(s)")
+    sys.modules.pop("check_tools_here", None)

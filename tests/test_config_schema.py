@@ -21,6 +21,7 @@ from yao_actors.config import (
     AssistantSpec,
     Config,
     HttpTransport,
+    InMemoryTransport,
     ModelSpec,
     RestartPolicy,
     ServerRef,
@@ -207,6 +208,9 @@ def test_a_file_with_every_key_is_valid_for_the_schema_and_the_reader() -> None:
     assert schema_problems(EVERY_KEY) == []
     config = parse_config(EVERY_KEY, environ=ENV)
     assert isinstance(config.servers["remote"].transport, SseTransport)
+    inproc = config.servers["inproc"].transport
+    assert isinstance(inproc, InMemoryTransport)
+    assert inproc.reference == "yao_actors.testing.servers:build_test_server"
     assert config.servers["local"].transport == StdioTransport("python", ("-m", "x"), {"A": "1"}, "/tmp", True)
 
 
@@ -226,6 +230,9 @@ def test_the_readmes_configuration_example_is_valid() -> None:
         ({"mcpServers": {"w": {"command": "x", "timout": 5}}}, "mcpServers.w.timout"),
         ({"mcpServers": {"w": {"command": "x", "timeout": "5"}}}, "mcpServers.w.timeout"),
         ({"mcpServers": {"w": {"command": "x", "url": "http://h"}}}, "mcpServers.w"),
+        ({"mcpServers": {"w": {"command": "x", "module": "m:s"}}}, "mcpServers.w"),
+        ({"mcpServers": {"w": {"module": "no_attribute"}}}, "mcpServers.w.module"),
+        ({"mcpServers": {"w": {"command": "x", "samples": ["get.jsonl"]}}}, "mcpServers.w.samples"),
         ({"mcpServers": {"w": {"args": []}}}, "mcpServers.w"),
         ({"mcpServers": {"w": {"command": "x", "type": "websocket"}}}, "mcpServers.w.type"),
         ({"models": {"m": {"provider": "demo", "stream": "yes"}}}, "models.m.stream"),

@@ -95,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check_command(args: argparse.Namespace) -> int:
+    _import_from_the_current_directory()  # `check` reads a file as `serve` does, module servers included
     source = args.config or "the embedded default"
     try:
         config = load_config(args.config) if args.config else default_config()
@@ -123,11 +124,15 @@ def _chat_command(args: argparse.Namespace) -> int:
         return 130
 
 
-def _serve_command(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level, args.log_format)
-    # As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks.
+def _import_from_the_current_directory() -> None:
+    """As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks."""
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+
+
+def _serve_command(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, args.log_format)
+    _import_from_the_current_directory()
     try:
         config = load_config(args.config) if args.config else default_config()
         overrides = {"host": args.host, "port": args.port}
