@@ -17,16 +17,18 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
+from urllib.parse import urlsplit
 
 import attrs
 import trio
 
 from yao_actors.config import Config, ServiceSpec, default_config, load_config
-from yao_actors.errors import ConfigError
+from yao_actors.errors import ConfigError, StoreUnavailable
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
 from yao_actors.service.chat import DEFAULT_URL, chat
+from yao_actors.specs import StoreSpec, default_sqlite_path
 
 #: The question the service suggests trying (the seed's example).
 SAMPLE_QUESTION = "北京今天适合穿什么?"
@@ -47,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="configuration file (default: the embedded demo)")
     serve.add_argument("--host", help="address to listen on (default: the config's, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default: the config's, else 8765)")
+    serve.add_argument(
+        "--store",
+        choices=("memory", "sqlite"),
+        help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (the default file "
+        f"{default_sqlite_path()}); default: the config's 'store', else sqlite",
+    )
     serve.set_defaults(command=_serve_command)
 
     ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
@@ -74,11 +82,22 @@ def _serve_command(args: argparse.Namespace) -> int:
         overrides = {"host": args.host, "port": args.port}
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
+        config = attrs.evolve(config, store=service_store(config.store, args.store))
         trio.run(serve_until_signalled, config, spec)
-    except ConfigError as error:
+    except (ConfigError, StoreUnavailable) as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def service_store(configured: StoreSpec | None, choice: str | None) -> StoreSpec:
+    """The service's store: ``--store`` if given, else the config's, else SQLite at :func:`default_sqlite_path`
+    (so the service keeps its threads across restarts with no set-up)."""
+    if choice == "memory":
+        return StoreSpec("memory")
+    if choice == "sqlite" and (configured is None or configured.type != "sqlite"):
+        return StoreSpec.sqlite()
+    return configured or StoreSpec.sqlite()
 
 
 async def serve_until_signalled(config: Config, spec: ServiceSpec) -> None:
@@ -109,8 +128,12 @@ def _banner(service: Service, config: Config) -> str:
     url = "" if service.url == DEFAULT_URL else f" --url {service.url}"
     models = sorted({config.models[a.model].provider for a in config.assistants.values() if a.model in config.models})
     model = f" ({', '.join(models)} model)" if models else ""
+    store = config.store or StoreSpec()
+    redis = urlsplit(store.url or "")  # named without its password
+    kept = {"sqlite": f"threads in {store.path}", "redis": f"threads in Redis at {redis.hostname}:{redis.port or 6379}"}
+    kept_where = kept.get(store.type, "threads in memory")
     return (
-        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} — try: "
+        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} ({kept_where}) — try: "
         f'yao-actors chat "{SAMPLE_QUESTION}"{url}{token}, or open {service.page_url} in a browser'
     )
 

@@ -9,11 +9,17 @@ stdio child is left running, even when the body raised or was cancelled.
 Runs go through ``runtime.open_run(assistant, messages)`` (an async context
 manager yielding the run's events) or ``runtime.run(...)`` (the whole result);
 both are served by the conversation manager the runtime opens over its servers.
-The runtime's nursery is its own: nothing outside it starts tasks there.
+Threads live in the conversation store the config's ``store`` section names
+(memory when it has none), opened with the runtime: a run still marked running
+by a process that died is closed ``interrupted`` then. ``runtime.history``,
+``runtime.threads``, ``runtime.forget`` and ``runtime.open_resume`` read and
+change what it holds. The runtime's nursery is its own: nothing outside it
+starts tasks there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -22,13 +28,23 @@ import attrs
 import trio
 
 from yao_actors.catalog import CatalogCache
-from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream, open_conversations
+from yao_actors.conversation import (
+    ConversationManager,
+    FollowStream,
+    MessagesInput,
+    RunResult,
+    RunStream,
+    StoredRunStream,
+    ThreadHistory,
+    open_conversations,
+)
 from yao_actors.errors import ConfigError
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
 from yao_actors.models.build import build_model
 from yao_actors.server_actor import ServerHandle, serve_mcp_server
-from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec
+from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
+from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.transports import Connector, open_client
 
@@ -83,10 +99,40 @@ class Runtime(metaclass=NoPublicConstructor):
             assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal
         )
 
+    @property
+    def store(self) -> ConversationStore:
+        """Where the runtime's threads live between runs (the config's ``store``)."""
+        return self.conversations.store
+
+    async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
+        """A thread's stored messages and runs (empty for an unknown thread, or another principal's);
+        ``.to_wire()`` is the websocket's ``MESSAGES_SNAPSHOT``."""
+        return await self.conversations.load_thread(thread_id, principal=principal)
+
+    async def threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
+        """The threads ``principal`` owns, newest first."""
+        return await self.conversations.list_threads(principal=principal, limit=limit)
+
+    async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
+        """Delete a thread and its runs (cancelling those in flight first); ``False`` when unknown (or another's)."""
+        return await self.conversations.forget(thread_id, principal=principal)
+
+    def open_resume(
+        self, run_id: str, *, after_seq: int = 0, principal: str | None = None
+    ) -> AbstractAsyncContextManager[FollowStream | StoredRunStream]:
+        """A run's events with ``seq`` above ``after_seq``: stored, then live while it goes on in this process,
+        ending with its one terminal event. ``RunError`` ``unknown_run`` for a run not stored (or another's).
+        A run whose consumer detached (:meth:`RunStream.detach`) is kept going while someone follows it."""
+        return self.conversations.open_resume(run_id, after_seq=after_seq, principal=principal)
+
 
 @asynccontextmanager
 async def open_runtime(
-    config: Config, *, models: Mapping[str, Model] | None = None, connect: Connector = open_client
+    config: Config,
+    *,
+    models: Mapping[str, Model] | None = None,
+    connect: Connector = open_client,
+    store: ConversationStore | None = None,
 ) -> AsyncIterator[Runtime]:
     """Start every server actor of ``config`` at once; stop them all when the block exits.
 
@@ -96,11 +142,20 @@ async def open_runtime(
     must resolve, or :class:`~yao_actors.errors.ConfigError` is raised before
     anything starts; two tools of an assistant's servers under one flat name
     raise it once the servers are up (:func:`check_tool_names`). ``connect`` is
-    how server actors reach their servers (tests pass their own). An exception
-    raised by the block comes out as itself, not wrapped in the nursery's
-    exception group.
+    how server actors reach their servers (tests pass their own). ``store`` is an
+    open conversation store to use instead of opening the config's ``store``
+    (:class:`~yao_actors.errors.StoreUnavailable` when that cannot be reached). An
+    exception raised by the block comes out as itself, not wrapped in the
+    nursery's exception group.
     """
     resolved = resolve_models(config, models or {})
+    if store is None:
+        async with (
+            _open_config_store(config) as opened,
+            open_runtime(config, models=models, connect=connect, store=opened) as runtime,
+        ):
+            yield runtime
+        return
     async with open_owned_nursery() as nursery:
         servers = await _start_servers(nursery, config.servers.values(), connect)
         catalogs = CatalogCache()
@@ -113,8 +168,22 @@ async def open_runtime(
             max_threads_bytes=config.service.max_threads_bytes,
             prompts=config.prompts,
             catalogs=catalogs,
+            store=store,
+            detach_grace=config.service.detach_grace,
         ) as conversations:
             yield Runtime._create(config, servers, resolved, conversations)
+
+
+def _open_config_store(config: Config) -> AbstractAsyncContextManager[ConversationStore]:
+    """The config's store; a memory store (the default) keeps the in-memory history budgets of ``server``."""
+    spec = config.store or StoreSpec()
+    if spec.type != "memory":
+        return open_store(spec)
+    budgets = config.service
+    memory = MemoryStore(
+        spec.event_ttl, max_thread_bytes=budgets.max_thread_bytes, max_threads_bytes=budgets.max_threads_bytes
+    )
+    return contextlib.nullcontext(memory)
 
 
 async def _start_servers(

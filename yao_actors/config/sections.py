@@ -15,7 +15,8 @@ from typing import Any
 
 import attrs
 
-from yao_actors.config.values import ValueReader, join_path, type_name
+from yao_actors.config.service import ServiceReader
+from yao_actors.config.values import join_path, type_name
 from yao_actors.models.build import default_model_spec
 from yao_actors.specs import (
     BUILTIN_MODEL_IDS,
@@ -30,7 +31,6 @@ from yao_actors.specs import (
     Sample,
     ServerRef,
     ServerSpec,
-    ServiceSpec,
     StdioTransport,
     Transport,
 )
@@ -39,11 +39,9 @@ logger = logging.getLogger(__name__)
 
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-#: Roles an operator may allow clients to send besides ``user`` (``server.allow_client_roles``).
-CLIENT_ROLES = ("system", "developer", "assistant")
 
 
-class ConfigReader(ValueReader):
+class ConfigReader(ServiceReader):
     """Walks a decoded configuration into a :class:`~yao_actors.specs.Config`, one message per problem."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
@@ -51,7 +49,7 @@ class ConfigReader(ValueReader):
         self.unused_resources: list[str] = []
 
     def config(self, data: Any) -> Config | None:
-        root = self.obj(data, "", ("mcpServers", "models", "assistants", "server", "prompts"))
+        root = self.obj(data, "", ("mcpServers", "models", "assistants", "server", "prompts", "store"))
         if root is None:
             return None
         servers = self.servers(root.get("mcpServers", {}), "mcpServers")
@@ -68,12 +66,15 @@ class ConfigReader(ValueReader):
             assistants = {"default": AssistantSpec("default", model_id, (DEFAULT_PROMPT,), refs)}
         service = self.service(root.get("server", {}), "server")
         prompts = self.prompt(root.get("prompts", []), "prompts") or ()
+        store = self.store(root["store"], "store") if "store" in root else None
         if self.unused_resources:
             logger.warning(
                 "MCP resources are accepted in mcp.servers but not offered to the model (as in the seed): %s",
                 ", ".join(self.unused_resources),
             )
-        return Config(servers=servers, models=models, assistants=assistants, service=service, prompts=prompts)
+        return Config(
+            servers=servers, models=models, assistants=assistants, service=service, prompts=prompts, store=store
+        )
 
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
         return self.entries(value, path, "servers", self.server)
@@ -444,44 +445,6 @@ class ConfigReader(ValueReader):
                 return None
             refs[key] = ref
         return Hooks(**refs)
-
-    def tokens(self, value: Any, path: str) -> dict[str, str]:
-        """Principal names to tokens, ``${VAR}`` expanded; an empty name or token would let anyone in."""
-        tokens = self.string_map(value, path)
-        for name, token in tokens.items():
-            if not name or not token:
-                self.fail(join_path(path, name), "a principal needs a non-empty name and a non-empty token")
-        return tokens
-
-    def service(self, value: Any, path: str) -> ServiceSpec:
-        allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
-        item = self.obj(value, path, allowed)
-        if item is None:
-            return ServiceSpec()
-        options: dict[str, Any] = {}
-        for key, raw in item.items():
-            key_path = join_path(path, key)
-            if key == "host":
-                options[key] = self.string(raw, key_path)
-            elif key == "port":
-                options[key] = self.integer(raw, key_path, maximum=65535)
-            elif key == "token":
-                options[key] = None if raw is None else self.expand(self.string(raw, key_path) or "", key_path)
-            elif key == "tokens":
-                options[key] = self.tokens(raw, key_path)
-            elif key == "allowed_origins":
-                options[key] = self.strings(raw, key_path)
-            elif key == "allow_client_roles":
-                roles = self.strings(raw, key_path)
-                options[key] = tuple(
-                    r for i, r in enumerate(roles) if self.choice(r, join_path(key_path, i), CLIENT_ROLES)
-                )
-            elif key in ("idle_timeout", "shutdown_grace"):
-                options[key] = self.number(raw, key_path)
-            elif key in allowed:
-                options[key] = self.integer(raw, key_path, minimum=1)
-        clean = {k: v for k, v in options.items() if v is not None or k == "token"}
-        return ServiceSpec(**clean)
 
 
 def tool_loop_enabled(value: Any) -> bool:

@@ -24,11 +24,13 @@ runtime holds: it keeps the actors by thread id in a nursery of its own and offe
 
 The package follows a run's data flow: :mod:`.window` (the history a request carries),
 :mod:`.relay` (model stream → events, unique tool-call ids),
-:mod:`.run` (the steps of DESIGN §4.4), :mod:`.actor` (the per-thread actor:
-run orders and close-out), :mod:`.manager` (threads, ``RunStream``).
+:mod:`.run` (the steps of DESIGN §4.4), :mod:`.order` (what a run's caller and its actor share; the live
+log a ``resume`` follows), :mod:`.journal` (the run's writes to the conversation store), :mod:`.actor` (the
+per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back), :mod:`.manager`
+(threads loaded on demand from the store, ``RunStream``, resume, forget).
 """
 
-from yao_actors.conversation.actor import ConversationHandle, RunResult, serve_conversation
+from yao_actors.conversation.actor import ConversationHandle, serve_conversation
 from yao_actors.conversation.manager import (
     ConversationManager,
     ConversationStatistics,
@@ -37,16 +39,21 @@ from yao_actors.conversation.manager import (
     input_messages,
     open_conversations,
 )
+from yao_actors.conversation.order import FollowStream, RunResult
+from yao_actors.conversation.replay import StoredRunStream, ThreadHistory
 from yao_actors.conversation.run import RunResources, build_request
 
 __all__ = [
     "ConversationHandle",
     "ConversationManager",
     "ConversationStatistics",
+    "FollowStream",
     "MessagesInput",
     "RunResources",
     "RunResult",
     "RunStream",
+    "StoredRunStream",
+    "ThreadHistory",
     "build_request",
     "input_messages",
     "open_conversations",

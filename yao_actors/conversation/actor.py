@@ -1,8 +1,10 @@
 """The conversation actor: one per thread, it owns the thread's history and executes its runs in order.
 
-A run is submitted as a :class:`RunOrder`; the actor executes orders one at a
+A run is submitted as a :class:`~yao_actors.conversation.order.RunOrder`; the actor executes orders one at a
 time and closes each one out — exactly one terminal event, the result, the
-history — even when the run was cancelled (DESIGN invariant 6).
+history in memory and in the store, the run's record — even when the run was cancelled (DESIGN invariant 6).
+The thread lives in the conversation store between runs; the actor holds a bounded copy of its history
+while it is in memory.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.conversation.journal import RunJournal, store_unavailable
+from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
@@ -22,37 +26,12 @@ from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
 from yao_actors.results import ToolCallResult
-from yao_actors.specs import AssistantSpec
+from yao_actors.store import ConversationStore, RunStatus
 
 logger = logging.getLogger(__name__)
 
 CLEANUP_GRACE = 5.0
 """Seconds a cancelled run has to record its results and emit its terminal event."""
-
-
-@attrs.frozen
-class RunResult:
-    """What a run produced.
-
-    ``text`` is the final answer (the fallback's when it answered);
-    ``tool_results`` every tool call of the run in order; ``usage`` summed over
-    every model call, fallback included; ``outcome`` how it ended; ``data`` what
-    a ``next`` hook returned; ``error`` and ``code`` those of a ``RUN_ERROR``;
-    ``note`` why the fallback was used; ``events`` the run's events when they
-    were collected (:meth:`ConversationManager.run`).
-    """
-
-    run_id: str
-    thread_id: str
-    text: str
-    tool_results: tuple[ToolCallResult, ...]
-    usage: Usage
-    outcome: Outcome
-    data: Any = None
-    note: str | None = None
-    error: str | None = None
-    code: RunErrorCode | None = None
-    events: tuple[EventDict, ...] = ()
 
 
 class Cancelled:
@@ -61,45 +40,6 @@ class Cancelled:
 
 CANCELLED = Cancelled()
 Ending = Answer | RunError | Cancelled
-
-
-@attrs.define(eq=False)
-class RunOrder:
-    """A run submitted to a thread's actor; the caller keeps it to cancel the run and read its result.
-
-    ``events`` is the consumer's channel (:meth:`ConversationManager.open_run`);
-    without one the events are kept in ``collected`` (:meth:`ConversationManager.run`,
-    which returns them all at the end: a channel and a task reading it would
-    only cost a trip through the scheduler per event).
-    """
-
-    assistant: AssistantSpec
-    messages: tuple[Message, ...]
-    run_id: str
-    thread_id: str
-    events: trio.MemorySendChannel[EventDict] | None
-    collected: list[EventDict] = attrs.field(factory=list)
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    started: trio.Event = attrs.field(factory=trio.Event)
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: RunResult | None = None
-    late_events: list[EventDict] = attrs.field(factory=list)
-
-    async def deliver(self, event: EventDict) -> None:
-        """Send an event to the consumer; a consumer that is gone cancels the run."""
-        if self.events is None:
-            self.collected.append(event)
-            return
-        try:
-            await self.events.send(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.scope.cancel()
-
-    def end(self) -> None:
-        """The run is over: no more events; whoever waits for it may go on."""
-        if self.events is not None:
-            self.events.close()
-        self.done.set()
 
 
 RUN_QUEUE = 8
@@ -159,9 +99,10 @@ class ConversationHandle(metaclass=NoPublicConstructor):
 
 @attrs.define(eq=False)
 class _ConversationActor:
-    """The actor's side: the inbox's receive end, the thread's history, and what its runs may use."""
+    """The actor's side: the inbox's receive end, the thread's history, its store, and what its runs may use."""
 
     resources: RunResources
+    store: ConversationStore
     inbox: trio.MemoryReceiveChannel[RunOrder]
     status: ThreadStatus
     on_history_grown: Callable[[], None]
@@ -176,17 +117,46 @@ class _ConversationActor:
                     self.status.pending -= 1
 
     async def execute(self, order: RunOrder) -> None:
-        """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6)."""
+        """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
         order.started.set()
+        journal = RunJournal(self.store, order.thread_id, order.run_id)
+        order.sink = journal.event
+        async with trio.open_nursery() as writer:
+            await writer.start(journal.serve)
+            try:
+                await self.execute_run(order, journal)
+            finally:
+                writer.cancel_scope.cancel()
+
+    async def execute_run(self, order: RunOrder, journal: RunJournal) -> None:
+        """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6).
+
+        The store gets the run's input when it starts, each whole turn as the run goes (behind it),
+        and the rest, the run's record and its events before the run counts as over.
+        """
         history = tuple(self.status.history.messages)
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
-        ending: Ending = CANCELLED
+        ending: Ending | None = CANCELLED
+        written = 0
+
+        def checkpoint(whole_turn: bool) -> None:
+            nonlocal written
+            if whole_turn:
+                journal.turn(run.transcript[written:])
+                written = len(run.transcript)
+            else:
+                journal.kick()
+
+        run.checkpoint = checkpoint
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                run.transcript.extend(order.messages)
-                window = window_history(run.history, order.assistant.history_max_messages)
-                ending = await _answer(run, order, [*window, *order.messages])
+                ending = await _start(journal, order)
+                if ending is None:
+                    run.transcript.extend(order.messages)
+                    written = len(run.transcript)
+                    window = window_history(run.history, order.assistant.history_max_messages)
+                    ending = await _answer(run, order, [*window, *order.messages])
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -196,39 +166,77 @@ class _ConversationActor:
             # bounded by CLEANUP_GRACE, so a consumer that stopped reading cannot hold it.
             with trio.CancelScope(shield=True):
                 unreported = run.settle()
-                order.result = _conclude(run, order, ending)
-                self.status.history.extend(run.transcript)
+                result = _conclude(run, order, ending or CANCELLED)
+                if journal.started and journal.failure is None:
+                    journal.turn(run.transcript[written:])
+                await journal.flush()
+                if journal.failure is not None and result.outcome is not Outcome.ERROR:
+                    failed = store_unavailable(journal.failure)
+                    result = attrs.evolve(result, outcome=Outcome.ERROR, error=str(failed), code=failed.code)
+                order.result = result
+                await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
+                # The thread keeps what its store has, so the two never disagree.
+                self.status.history.extend(journal.stored)
                 # While this run still counts as pending, so its own thread is never the one forgotten.
                 self.on_history_grown()
                 with trio.move_on_after(CLEANUP_GRACE):
-                    await _close_out(run, order.result, unreported)
+                    await _close_out(run, result, unreported)
                 if not run.events.finished:
                     # The consumer did not drain its channel in time: the rest of the close-out goes
                     # past the channel (late events), and the stream hands it over after the last
                     # buffered event, so the consumer still sees exactly one terminal event.
-                    order.late_events = await _close_out_late(run, order.result, unreported)
+                    order.late_events = await _close_out_late(run, order, unreported)
+                await journal.flush()
                 order.end()
 
 
 async def serve_conversation(
     thread_id: str,
     resources: RunResources,
+    store: ConversationStore,
     *,
     owner: str | None = None,
+    history: Sequence[Message] = (),
     max_history_bytes: int = MAX_THREAD_BYTES,
     on_history_grown: Callable[[], None] = lambda: None,
     task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
 
-    ``owner`` is the principal that created the thread. The thread keeps at most ``max_history_bytes`` of history; ``on_history_grown`` is called each time a
-    run's messages joined it (the manager keeps all threads within their budget that way).
+    ``owner`` is the principal that owns the thread, ``history`` what ``store`` holds of it (the thread
+    was opened there). The thread keeps at most ``max_history_bytes`` of history in memory;
+    ``on_history_grown`` is called each time a run's messages joined it (the manager keeps all threads
+    within their budget that way).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
-    actor = _ConversationActor(resources, receive, status, on_history_grown)
+    status.history.extend(history)
+    actor = _ConversationActor(resources, store, receive, status, on_history_grown)
     task_status.started(ConversationHandle._create(thread_id, owner, send, status))
     await actor.serve()
+
+
+def _status(result: RunResult) -> RunStatus:
+    """The stored status of a run that ended with ``result``."""
+    return RunStatus.FAILED if result.outcome is Outcome.ERROR else RunStatus.FINISHED
+
+
+def _usage_record(usage: Usage) -> dict[str, int]:
+    """A run's usage as its stored record keeps it (OpenAI's names)."""
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+async def _start(journal: RunJournal, order: RunOrder) -> RunError | None:
+    """Record the run as started in the store (with its input); the error that ends it when that fails."""
+    try:
+        await journal.start(order.assistant.id, order.messages)
+    except RunError as error:
+        return error
+    return None
 
 
 async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> Ending:
@@ -280,15 +288,18 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
         await events.run_finished(_finished_value(result), cancelled=cancelled_run, usage=run.usage)
 
 
-async def _close_out_late(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> list[EventDict]:
-    """The close-out events not delivered yet, numbered on from the last one sent, built without sending them."""
+async def _close_out_late(run: Run, order: RunOrder, unreported: Sequence[ToolCallResult]) -> list[EventDict]:
+    """The close-out events not delivered yet, numbered on from the last one sent, built without sending them
+    (they still join the run's log)."""
     captured: list[EventDict] = []
 
     async def capture(event: EventDict) -> None:
         captured.append(event)
+        order.record(event)
 
     run.events.redirect(capture)
-    await _close_out(run, result, unreported)
+    assert order.result is not None
+    await _close_out(run, order.result, unreported)
     return captured
 
 

@@ -13,7 +13,7 @@ servers, models and catalog cache of its runtime, never the manager itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -151,6 +151,9 @@ class Run:
     counter: int = 0
     call_ids: set[str] = attrs.field(factory=set)
     call_counter: int = 0
+    checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
+    """Called before a tool batch runs (``False``: the events so far may be written) and after it
+    (``True``: the transcript ends on a whole turn); the actor's journal writes them behind the run."""
 
     def new_message_id(self) -> str:
         self.counter += 1
@@ -362,6 +365,7 @@ class Run:
         message = completion.to_message()
         messages.append(message)
         self.transcript.append(message)
+        self.checkpoint(False)
         self.batch = PendingBatch(completion.tool_calls, catalog)
         results = await execute_tool_calls(
             completion.tool_calls,
@@ -372,6 +376,7 @@ class Run:
         )
         self.batch = None
         self.record(results, messages)
+        self.checkpoint(True)
         return results
 
     async def on_dispatch(self, event: DispatchEvent) -> None:
