@@ -48,12 +48,8 @@ import mcp
 import trio
 from mcp.client.stdio import StdioServerParameters
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the shared test-server launchers live in tests/
-
-from tests.dispatch_support import TEST_SERVER_COMMAND, open_http_test_server  # noqa: E402
-from yao_actors.catalog import Catalog, build_catalog  # noqa: E402
-from yao_actors.config import (  # noqa: E402
+from yao_actors.catalog import Catalog, build_catalog
+from yao_actors.config import (
     Config,
     HttpTransport,
     InMemoryTransport,
@@ -61,13 +57,15 @@ from yao_actors.config import (  # noqa: E402
     ServerSpec,
     StdioTransport,
 )
-from yao_actors.dispatch import ToolServer, execute_tool_calls  # noqa: E402
-from yao_actors.models.base import ToolCall  # noqa: E402
-from yao_actors.runtime import open_runtime  # noqa: E402
-from yao_actors.testing.servers import build_test_server  # noqa: E402
+from yao_actors.dispatch import ToolServer, execute_tool_calls
+from yao_actors.models.base import ToolCall
+from yao_actors.runtime import open_runtime
+from yao_actors.testing import TEST_SERVER_COMMAND, open_http_test_server
+from yao_actors.testing.servers import build_test_server
 
 TRANSPORTS = ("memory", "stdio", "http")
 MODES = ("raw", "actor", "parallel", "sequential")
+ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "dispatch.json"
 
 Batch = Callable[[int], Awaitable[None]]

@@ -50,16 +50,14 @@ import mcp
 import trio
 from mcp.client.stdio import StdioServerParameters
 
+from yao_actors.config import AssistantSpec, Config, ServerRef
+from yao_actors.conversation import RunResult
+from yao_actors.events import Outcome
+from yao_actors.models import Completion, FunctionModel, ToolCall
+from yao_actors.runtime import Runtime, open_runtime
+from yao_actors.testing import TEST_SERVER_COMMAND, stdio_test_server
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the shared test-server launchers live in tests/
-
-from tests.dispatch_support import TEST_SERVER_COMMAND, stdio_test_server  # noqa: E402
-from yao_actors.config import AssistantSpec, Config, ServerRef  # noqa: E402
-from yao_actors.conversation import RunResult  # noqa: E402
-from yao_actors.events import Outcome  # noqa: E402
-from yao_actors.models import Completion, FunctionModel, ToolCall  # noqa: E402
-from yao_actors.runtime import Runtime, open_runtime  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results" / "loop.json"
 TARGET_RATIO = 1.5
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import collections
 import functools
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,9 +24,8 @@ import mcp.types
 import trio
 from mcp.server.lowlevel import Server
 
-from tests.process_support import read_line
 from yao_actors.catalog import Catalog, build_catalog
-from yao_actors.config import InMemoryTransport, ServerRef, ServerSpec, StdioTransport
+from yao_actors.config import InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.results import ToolOutcome
 from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
@@ -195,58 +192,3 @@ async def serving(*scripted: ScriptedServer) -> AsyncIterator[dict[str, ServerHa
 async def catalog_of(servers: dict[str, ServerHandle]) -> Catalog:
     """The catalog over every tool of ``servers``."""
     return await build_catalog([ServerRef(server_id) for server_id in servers], servers, max_tools=100)
-
-
-TEST_SERVER_COMMAND = (sys.executable, "-m", "yao_actors.testing.servers")
-
-
-def stdio_test_server(server_id: str, **spec: Any) -> ServerSpec:
-    """A spec running ``yao_actors.testing.servers`` as a stdio subprocess."""
-    return ServerSpec(
-        server_id, StdioTransport(TEST_SERVER_COMMAND[0], (*TEST_SERVER_COMMAND[1:], "--name", server_id)), **spec
-    )
-
-
-@attrs.define(eq=False)
-class HttpTestServer:
-    """The test server running over streamable HTTP in its own process."""
-
-    process: trio.Process
-    _url: str | None = None
-
-    async def url(self) -> str:
-        """Wait until the server listens; its ``http://127.0.0.1:PORT/mcp`` URL."""
-        if self._url is None:
-            assert self.process.stdout is not None
-            try:
-                line = await read_line(self.process.stdout)
-            except EOFError:
-                raise RuntimeError(
-                    f"the HTTP test server exited before listening (code {self.process.poll()})"
-                ) from None
-            words = line.split()
-            assert words[0] == "LISTENING", line
-            self._url = words[1]
-        return self._url
-
-
-@asynccontextmanager
-async def open_http_test_server(name: str = "test") -> AsyncIterator[HttpTestServer]:
-    """Start the test server over streamable HTTP on 127.0.0.1, port 0; stop it on exit.
-
-    It boots while the caller goes on; ``await server.url()`` waits until it listens.
-    """
-    process = await trio.lowlevel.open_process(
-        [*TEST_SERVER_COMMAND, "--http", "--port", "0", "--name", name],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield HttpTestServer(process)
-    finally:
-        with trio.CancelScope(shield=True):
-            process.terminate()
-            with trio.move_on_after(5):
-                await process.wait()
-            process.kill()
-            await process.wait()

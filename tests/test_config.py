@@ -262,8 +262,8 @@ def test_seed_server_entries_with_resources_are_accepted_with_one_warning(caplog
     [
         ([], "expected an object, got a list"),
         ({"mcpservers": {}}, "mcpservers: unknown key"),
-        (base(mcpServers={"w": {}}), "mcpServers.w: needs 'command' (a stdio server) or 'url'"),
-        (base(mcpServers={"w": {"command": "x", "url": "http://h"}}), "mcpServers.w: give either 'command'"),
+        (base(mcpServers={"w": {}}), "mcpServers.w: needs 'command' (a stdio server), 'url' (a streamable HTTP"),
+        (base(mcpServers={"w": {"command": "x", "url": "http://h"}}), "mcpServers.w: give one of 'command'"),
         (base(mcpServers={"w": {"command": "x", "argz": []}}), "mcpServers.w.argz: unknown key"),
         (base(mcpServers={"w": {"command": ""}}), "mcpServers.w.command: expected a non-empty string"),
         (base(mcpServers={"w": {"command": "x", "args": "a b"}}), "mcpServers.w.args: expected a list of strings"),

@@ -25,12 +25,11 @@ import mcp.types
 from yao_actors.naming import ToolNameTable, ToolRef
 from yao_actors.results import compact_json
 from yao_actors.server_handle import ServerState
-from yao_actors.specs import AssistantSpec, Sample, ServerRef, ServerSpec
+from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, ServerRef, ServerSpec
 
 SAMPLES_HEADER = (
     "\n\n## MCP Tool Usage Examples\n\nThe following examples demonstrate how to use MCP tools correctly:\n\n"
 )
-MAX_SAMPLES_PER_TOOL = 3
 
 
 class ToolSource(Protocol):

@@ -1,7 +1,8 @@
 """The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it.
 
 ``serve [--config FILE] [--host HOST] [--port PORT]`` — with no config, the embedded default (the bundled demo
-servers and the offline ``demo`` model, or a real model from ``OPENAI_*``) on 127.0.0.1:8765. It prints one line
+servers and the offline ``demo`` model, or a real model from ``OPENAI_*``) on 127.0.0.1:8765. The current
+directory is on the import path, so the config's ``module`` servers and hooks may live there. It prints one line
 saying where it listens and how to try it, and on SIGINT/SIGTERM shuts down gracefully (a second signal stops
 at once) and exits 0 with every MCP server process stopped.
 
@@ -77,6 +78,9 @@ def _chat_command(args: argparse.Namespace) -> int:
 
 
 def _serve_command(args: argparse.Namespace) -> int:
+    # As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         config = load_config(args.config) if args.config else default_config()
         overrides = {"host": args.host, "port": args.port}

@@ -95,6 +95,11 @@ class BoundedHistory:
         del self.messages[:cut], self.sizes[:cut]
         return cut
 
+    def replace(self, messages: Iterable[Any]) -> int:
+        """Make the history ``messages`` (an AG-UI client sends the whole conversation), trimmed as by :meth:`extend`."""
+        self.messages, self.sizes, self.bytes = [], [], 0
+        return self.extend(messages)
+
 
 def idle_threads_to_forget(threads: Iterable[tuple[str, int, bool]], limit: int) -> list[str]:
     """Which threads to forget so the histories fit ``limit``.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import attrs
@@ -41,6 +41,7 @@ from yao_actors.conversation import (
 from yao_actors.errors import ConfigError
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
+from yao_actors.models.base import Message
 from yao_actors.models.build import build_model
 from yao_actors.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
@@ -70,6 +71,7 @@ class Runtime(metaclass=NoPublicConstructor):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        history: Sequence[Message] | None = None,
     ) -> AbstractAsyncContextManager[RunStream]:
         """Start a run; yields a receive channel of its AG-UI event dicts.
 
@@ -80,9 +82,12 @@ class Runtime(metaclass=NoPublicConstructor):
         reading up to its terminal event. An unknown assistant raises
         :class:`~yao_actors.errors.RunError` (code ``unknown_assistant``). A thread belongs to the
         ``principal`` that created it (``None`` is a principal too); another principal's run on it raises
-        ``RunError`` code ``unknown_thread``.
+        ``RunError`` code ``unknown_thread``. ``history``, when given, replaces the thread's history before the
+        run (what an AG-UI client that sends the whole conversation needs; ``messages`` are then the new part).
         """
-        return self.conversations.open_run(assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal)
+        return self.conversations.open_run(
+            assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal, history=history
+        )
 
     async def run(
         self,

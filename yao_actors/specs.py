@@ -46,9 +46,14 @@ class HttpTransport:
 
 @attrs.frozen
 class InMemoryTransport:
-    """Connect in-process to an ``mcp.server.mcpserver.MCPServer`` (or low-level ``Server``)."""
+    """Connect in-process to an ``mcp.server.mcpserver.MCPServer`` (or low-level ``Server``).
+
+    ``reference`` is the ``"package.module:attribute"`` the server came from
+    when a config file named it (``mcpServers.<id>.module``).
+    """
 
     server: Any = attrs.field(eq=False)
+    reference: str | None = None
 
 
 Transport = StdioTransport | HttpTransport | InMemoryTransport
@@ -66,6 +71,10 @@ class RestartPolicy:
     max_restarts: int = 5
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
+
+
+#: Samples of one tool the model is shown (the seed's limit).
+MAX_SAMPLES_PER_TOOL = 3
 
 
 @attrs.frozen

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 import trio
 
-from tests.dispatch_support import stdio_test_server
 from tests.support import check_stream, open_manager, server_stats
 from yao_actors.config import (
     AssistantSpec,
@@ -29,7 +28,7 @@ from yao_actors.fallback import FALLBACK_PROMPT
 from yao_actors.models.base import Completion, Model, ToolCall, Usage
 from yao_actors.models.openai import OpenAIModel
 from yao_actors.runtime import Runtime, open_runtime
-from yao_actors.testing import DemoModel, FakeToolCall, FunctionModel, Reply, open_fake_openai
+from yao_actors.testing import DemoModel, FakeToolCall, FunctionModel, Reply, open_fake_openai, stdio_test_server
 from yao_actors.testing.servers import build_test_server
 
 

@@ -8,7 +8,6 @@ import trio.testing
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent
 
-from tests.dispatch_support import open_http_test_server, stdio_test_server
 from tests.support import server_stats
 from yao_actors.catalog import build_catalog
 from yao_actors.config import Config, HttpTransport, InMemoryTransport, ServerRef, ServerSpec
@@ -18,6 +17,7 @@ from yao_actors.models.base import ToolCall
 from yao_actors.results import tool_message_content
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerHandle
+from yao_actors.testing import open_http_test_server, stdio_test_server
 from yao_actors.testing.servers import build_test_server
 
 

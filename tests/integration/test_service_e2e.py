@@ -11,7 +11,6 @@ from typing import Any
 
 import trio
 
-from tests.dispatch_support import stdio_test_server
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
 from tests.support import server_stats
 from yao_actors.config import AssistantSpec, Config, ServerRef, ServiceSpec, default_config
@@ -20,7 +19,7 @@ from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
 from yao_actors.service.chat import chat, open_service_connection
-from yao_actors.testing import FunctionModel
+from yao_actors.testing import FunctionModel, stdio_test_server
 
 SEED_QUESTION = "北京今天适合穿什么?"
 

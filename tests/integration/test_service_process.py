@@ -15,9 +15,9 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from tests.integration.test_service_e2e import SEED_QUESTION
-from tests.process_support import read_line
 from tests.service.support import receive, send
 from yao_actors.service.chat import open_service_connection
+from yao_actors.testing import read_line
 
 REPO = Path(__file__).resolve().parents[2]
 

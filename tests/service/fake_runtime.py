@@ -58,6 +58,7 @@ class FakeRuntime:
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        history: Any = None,
     ) -> AsyncIterator[FakeStream]:
         if assistant not in self.assistants:
             raise RunError(f"unknown assistant {assistant!r}", code="unknown_assistant")

@@ -11,10 +11,10 @@ import attrs
 import trio
 from trio_websocket import WebSocketConnection
 
-from tests.process_support import read_line
 from yao_actors.config import ServiceSpec
 from yao_actors.service import Service, open_service
 from yao_actors.service.connection import RunOpener
+from yao_actors.testing import read_line
 
 TERMINAL = {"RUN_FINISHED", "RUN_ERROR"}
 

@@ -4,7 +4,8 @@ One JSON file (DESIGN §5.1) with four sections::
 
     {
       "mcpServers": {"weather": {"command": "python", "args": ["-m", "yao_actors.demo.weather"]},
-                     "remote":  {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}},
+                     "remote":  {"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+                     "mine":    {"module": "my_tools:server", "samples": "samples/mine"}},
       "models":     {"demo": {"provider": "demo"}},
       "assistants": {"default": {"model": "demo", "prompt": "...", "mcp": {"servers": ["weather"]}}},
       "server":     {"host": "127.0.0.1", "port": 8765}
@@ -15,7 +16,8 @@ them from a file. ``load_config`` refuses a bad file with one message per
 problem, each naming its key path, and treats an unknown key as an error.
 
 The arrows point one way: :mod:`yao_actors.specs` (records, no imports from the
-package) ← :mod:`yao_actors.models` ← :mod:`.sections` (the reader) ← :mod:`.load`.
+package) ← :mod:`yao_actors.models` ← :mod:`.sections` (the reader) ← :mod:`.load`; the reader takes
+``module`` servers from :mod:`.module_servers` and samples from :mod:`.sample_files`.
 """
 
 from yao_actors.config.load import default_config, load_config, parse_config

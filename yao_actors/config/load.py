@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from yao_actors import untrusted_json
@@ -45,7 +46,8 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
 
 def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source: str | None = None) -> Config:
     """Validate an already-decoded configuration (see :func:`load_config`)."""
-    reader = ConfigReader(os.environ if environ is None else environ)
+    base_dir = Path(source).parent if source is not None else None
+    reader = ConfigReader(os.environ if environ is None else environ, base_dir=base_dir)
     config = reader.config(data)
     if reader.problems:
         raise ConfigError(reader.problems, source=source)

@@ -11,10 +11,13 @@ import logging
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
 
+from yao_actors.config.module_servers import read_module_transport
+from yao_actors.config.sample_files import read_samples
 from yao_actors.config.service import ServiceReader
 from yao_actors.config.values import join_path, type_name
 from yao_actors.models.build import default_model_spec
@@ -28,7 +31,6 @@ from yao_actors.specs import (
     ModelSpec,
     RestartPolicy,
     RunTimeouts,
-    Sample,
     ServerRef,
     ServerSpec,
     StdioTransport,
@@ -44,8 +46,10 @@ _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 class ConfigReader(ServiceReader):
     """Walks a decoded configuration into a :class:`~yao_actors.specs.Config`, one message per problem."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(self, environ: Mapping[str, str], *, base_dir: Path | None = None) -> None:
         super().__init__(environ)
+        #: Where relative paths of the file point from (its directory; the current directory for data).
+        self.base_dir = base_dir or Path()
         self.unused_resources: list[str] = []
 
     def config(self, data: Any) -> Config | None:
@@ -81,7 +85,7 @@ class ConfigReader(ServiceReader):
 
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
         allowed = (
-            "type", "command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout",
+            "type", "command", "args", "env", "cwd", "url", "headers", "module", "timeout", "connect_timeout",
             "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr",
         )  # fmt: skip
         item = self.obj(value, path, allowed)
@@ -108,7 +112,7 @@ class ConfigReader(ServiceReader):
         if "restart" in item:
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:
-            options["samples"] = self.samples(item["samples"], join_path(path, "samples"))
+            options["samples"] = read_samples(self, item["samples"], join_path(path, "samples"), self.base_dir)
         if "expose_stderr" in item:
             options["expose_stderr"] = self.boolean(item["expose_stderr"], join_path(path, "expose_stderr"))
         if transport is None or None in options.values():
@@ -117,11 +121,16 @@ class ConfigReader(ServiceReader):
 
     def transport(self, item: dict[str, Any], path: str) -> Transport | None:
         kind = item.get("type")
-        if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
-            self.fail(join_path(path, "type"), f"must be 'stdio' or 'http', got {kind!r}")
+        if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp", "module"):
+            self.fail(join_path(path, "type"), f"must be 'stdio', 'http' or 'module', got {kind!r}")
             return None
-        if "command" in item and "url" in item:
-            self.fail(path, "give either 'command' (stdio) or 'url' (streamable HTTP), not both")
+        if len({"command", "url", "module"} & item.keys()) > 1:
+            self.fail(path, "give one of 'command' (stdio), 'url' (streamable HTTP) or 'module' (in-process), not more")
+            return None
+        if "module" in item:
+            return read_module_transport(self, item, path)
+        if kind == "module":
+            self.fail(join_path(path, "type"), "'module' needs a 'module' (\"package.module:attribute\")")
             return None
         if "url" in item:
             for key in ("args", "env", "cwd"):
@@ -145,7 +154,10 @@ class ConfigReader(ServiceReader):
             env = self.string_map(item.get("env", {}), join_path(path, "env"))
             cwd = self.string(item["cwd"], join_path(path, "cwd")) if "cwd" in item else None
             return StdioTransport(command, args, env, cwd) if command else None
-        self.fail(path, "needs 'command' (a stdio server) or 'url' (a streamable HTTP server)")
+        self.fail(
+            path,
+            "needs 'command' (a stdio server), 'url' (a streamable HTTP server) or 'module' (a Python server in-process)",
+        )
         return None
 
     def restart(self, value: Any, path: str) -> RestartPolicy | None:
@@ -168,42 +180,6 @@ class ConfigReader(ServiceReader):
                         self.fail(join_path(path, "backoff.max"), f"must be >= backoff.initial ({initial:g})")
                     policy = attrs.evolve(policy, backoff_initial=initial, backoff_max=top)
         return policy
-
-    def samples(self, value: Any, path: str) -> dict[str, tuple[Sample, ...]]:
-        if not isinstance(value, dict):
-            self.fail(path, f"expected an object mapping tool names to lists of examples, got {type_name(value)}")
-            return {}
-        result = {}
-        for tool, examples in value.items():
-            tool_path = join_path(path, tool)
-            if not isinstance(examples, list):
-                self.fail(tool_path, f"expected a list of examples, got {type_name(examples)}")
-                continue
-            parsed = []
-            for i, example in enumerate(examples):
-                item = self.obj(
-                    example, join_path(tool_path, i), ("name", "input", "output", "description", "metadata")
-                )
-                if item is None:
-                    continue
-                description = item.get("description", "")
-                metadata = item.get("metadata", {})
-                if isinstance(metadata, dict) and isinstance(metadata.get("description"), str):
-                    description = description or metadata["description"]
-                parsed.append(
-                    Sample(
-                        input=item.get("input"),
-                        output=item.get("output"),
-                        name=self.string(item.get("name", ""), join_path(join_path(tool_path, i), "name"), empty=True)
-                        or "",
-                        description=self.string(
-                            description, join_path(join_path(tool_path, i), "description"), empty=True
-                        )
-                        or "",
-                    )
-                )
-            result[tool] = tuple(parsed)
-        return result
 
     def models(self, value: Any, path: str) -> dict[str, ModelSpec]:
         return self.entries(value, path, "models", self.model)

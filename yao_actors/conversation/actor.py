@@ -134,6 +134,10 @@ class _ConversationActor:
         The store gets the run's input when it starts, each whole turn as the run goes (behind it),
         and the rest, the run's record and its events before the run counts as over.
         """
+        if order.history is not None:
+            # The client's conversation stands for this run (and the thread's copy in memory); the store
+            # keeps appending what the runs add, as for any thread.
+            self.status.history.replace(order.history)
         history = tuple(self.status.history.messages)
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
         ending: Ending | None = CANCELLED

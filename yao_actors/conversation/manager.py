@@ -300,6 +300,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        history: Sequence[Message] | None = None,
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
@@ -308,12 +309,15 @@ class ConversationManager(metaclass=NoPublicConstructor):
         ``RunError`` (code ``unknown_assistant``) before any event. On exit the
         run is over: its history is recorded and ``stream.result`` is set. A thread belongs to the
         ``principal`` that created it; another principal's run on it raises ``RunError`` (``unknown_thread``).
+        ``history``, when given, replaces the thread's history before the run (an AG-UI HTTP client sends the
+        whole conversation on every run: the history, then ``messages``).
         """
         spec = self.assistant(assistant)
         order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
         order = RunOrder(
             spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events, principal
         )
+        order.history = None if history is None else tuple(dict(m) for m in history)
         try:
             with receive:
                 await self._submit(order)

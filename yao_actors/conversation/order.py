@@ -69,6 +69,8 @@ class RunOrder:
     thread_id: str
     events: trio.MemorySendChannel[EventDict] | None
     principal: str | None = None
+    history: tuple[Message, ...] | None = None
+    """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
     log: list[EventDict] = attrs.field(factory=list)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)

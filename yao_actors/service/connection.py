@@ -91,8 +91,12 @@ class RunOpener(Protocol):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AbstractAsyncContextManager[EventStream]:
-        """Start a run as ``principal``; the context yields its events and cancels the run when left early."""
+        """Start a run as ``principal``; the context yields its events and cancels the run when left early.
+
+        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation).
+        """
         ...
 
     def open_resume(

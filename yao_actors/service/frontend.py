@@ -8,8 +8,9 @@ Three ownership levels, as in trio-websocket:
   :meth:`Service.shutdown` on the handle it reports.
 - :class:`Service` — the handle: where it listens, :meth:`Service.statistics`, :meth:`Service.shutdown`.
 
-Each TCP connection first passes :mod:`yao_actors.service.gate` (a plain GET gets the page), then the
-handshake checks — Origin, bearer token (401), the connection limit (503) — and is then served by a
+Each TCP connection first passes :mod:`yao_actors.service.gate`: a plain HTTP request goes to the service's
+routes (:class:`~yao_actors.service.http.Routes`: the page on ``/``, AG-UI's ``POST /agui``); a websocket
+upgrade goes on to the handshake checks — Origin, bearer token (401), the connection limit (503) — and is then served by a
 :class:`~yao_actors.service.connection.Connection`. The runtime is the caller's: the service never starts or
 stops it, and a client can never make it spawn a process or reach a URL (servers come only from the config).
 """
@@ -20,13 +21,14 @@ import importlib.resources
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Final
+from typing import Final, Protocol
 
 import attrs
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, wrap_server_stream
 
 from yao_actors.config import ServiceSpec
+from yao_actors.service.agui_http import AGUI_PATH, AguiExchange
 from yao_actors.service.auth import (
     Credential,
     Handshake,
@@ -37,7 +39,8 @@ from yao_actors.service.auth import (
     selected_subprotocol,
 )
 from yao_actors.service.connection import Connection, RunBudget, RunOpener
-from yao_actors.service.gate import ReplayStream, answer_http, close_frame, read_head
+from yao_actors.service.gate import ReplayStream, RequestHead, close_frame, read_head
+from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +59,17 @@ CLOSE_INTERNAL_ERROR: Final = 1011
 
 @attrs.frozen
 class ServiceStatistics:
-    """A snapshot of the service: open websocket connections and runs in flight."""
+    """A snapshot of the service: open connections (websockets and ``/agui`` streams) and runs in flight."""
 
     connections: int
     runs: int
     closing: bool
+
+
+class Stoppable(Protocol):
+    """What shutdown needs of a connection (a websocket, or one ``/agui`` request): stop it gracefully."""
+
+    def stop(self) -> None: ...
 
 
 @attrs.define(eq=False)
@@ -75,7 +84,8 @@ class Service:
     _page: bytes
     _nursery: trio.Nursery
     _budget: RunBudget
-    _connections: set[Connection] = attrs.field(factory=set, init=False)
+    _connections: set[Stoppable] = attrs.field(factory=set, init=False)
+    _routes: Routes = attrs.field(factory=Routes, init=False)
     _admitted: int = attrs.field(default=0, init=False)
     _listening: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _changed: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot, init=False)
@@ -119,6 +129,40 @@ class Service:
         """Return once :meth:`shutdown` has finished."""
         await self._stopped.wait()
 
+    def __attrs_post_init__(self) -> None:
+        self._routes.add("/", self._serve_page)
+        self._routes.add("/index.html", self._serve_page)
+        self._routes.add(AGUI_PATH, self._serve_agui, ("POST", "OPTIONS"), prefix=True)
+
+    async def _serve_page(self, exchange: HttpExchange) -> None:
+        await exchange.respond(200, self._page, "text/html; charset=utf-8")
+
+    async def _serve_agui(self, exchange: HttpExchange) -> None:
+        """One AG-UI request; while it runs it counts as a connection (limits, shutdown)."""
+        if self._budget.closing or self._admitted >= self.spec.max_connections:
+            body = {"error": {"code": "too_many_connections", "message": "too many connections, or shutting down"}}
+            await exchange.respond_json(503, body)
+            return
+        agui = AguiExchange(exchange, self._runtime, self.spec, self._credentials, self._budget)
+        self._admitted += 1
+        self._connections.add(agui)
+        try:
+            await agui.serve()
+        finally:
+            self._connections.discard(agui)
+            self._release()
+
+    async def _serve_http(self, stream: trio.SocketStream, head: RequestHead) -> None:
+        """A plain HTTP request: read it within the handshake deadline, then its route answers it."""
+        exchange = None
+        with trio.move_on_after(HANDSHAKE_TIMEOUT):
+            try:
+                exchange = await read_request(stream, head, max_body=self.spec.max_frame_bytes)
+            except BadRequest as error:
+                await refuse(stream, error.status, str(error))
+        if exchange is not None:
+            await self._routes.serve(exchange)
+
     async def _serve_listeners(self, listeners: list[trio.SocketListener]) -> None:
         """Accept connections until shutdown; each is handled in the service's nursery."""
         with self._listening:
@@ -130,9 +174,9 @@ class Service:
         try:
             with trio.move_on_after(HANDSHAKE_TIMEOUT):
                 head = await read_head(stream)
-                if head is not None and not head.is_websocket:
-                    await answer_http(stream, head, self._page)
-            if head is not None and head.is_websocket:
+            if head is not None and not head.is_websocket:
+                await self._serve_http(stream, head)
+            elif head is not None:
                 await self._serve_websocket(stream, head.raw, head.headers.get("host"))
         except* (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass

@@ -1,9 +1,9 @@
 """The door of every TCP connection: plain HTTP GETs get the browser page, websocket upgrades go on to trio-websocket.
 
 trio-websocket answers any request without ``Upgrade: websocket`` with a bare 400 before a handler sees it, so
-the service reads the request head itself first (:func:`read_head`). A plain request is answered here
-(:func:`answer_http`: the page on ``/``, 404 elsewhere); an upgrade is handed to trio-websocket over a
-:class:`ReplayStream` that gives back the bytes already read, so one port serves both.
+the service reads the request head itself first (:func:`read_head`). A plain request goes on to
+:mod:`yao_actors.service.http` (the page, ``POST /agui``, 404 elsewhere); an upgrade is handed to trio-websocket
+over a :class:`ReplayStream` that gives back the bytes already read, so one port serves both.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from wsproto.frame_protocol import FrameProtocol
 #: The largest request head accepted (request line and headers).
 MAX_HEAD_BYTES: Final = 16 * 1024
 _END_OF_HEAD: Final = b"\r\n\r\n"
-_REASONS: Final = {200: "OK", 404: "Not Found", 405: "Method Not Allowed"}
 
 
 @attrs.frozen
@@ -55,25 +54,6 @@ async def read_head(stream: trio.abc.ReceiveStream) -> RequestHead | None:
         name, _, value = line.partition(":")
         headers.setdefault(name.strip().lower(), value.strip())
     return RequestHead(method=method, target=target, headers=headers, raw=bytes(buffer))
-
-
-async def answer_http(stream: trio.abc.SendStream, head: RequestHead, page: bytes) -> None:
-    """Answer a plain HTTP request: the page for ``GET /`` (or ``/index.html``), an error otherwise."""
-    path = head.target.split("?", 1)[0]
-    if head.method not in ("GET", "HEAD"):
-        status, body, kind = 405, b"method not allowed\n", "text/plain"
-    elif path in ("/", "/index.html"):
-        status, body, kind = 200, page, "text/html"
-    else:
-        status, body, kind = 404, b"not found\n", "text/plain"
-    response = (
-        f"HTTP/1.1 {status} {_REASONS[status]}\r\n"
-        f"Content-Type: {kind}; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Cache-Control: no-store\r\n"
-        "Connection: close\r\n\r\n"
-    ).encode("latin-1")
-    await stream.send_all(response if head.method == "HEAD" else response + body)
 
 
 def close_frame(code: int, reason: str) -> bytes:

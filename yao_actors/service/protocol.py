@@ -203,7 +203,7 @@ def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collectio
     if not isinstance(data, dict):
         raise FrameError(RunErrorCode.BAD_REQUEST, "frame must be a JSON object")
     run_id = data.get("runId") if isinstance(data.get("runId"), str) and _is_text(data["runId"]) else None
-    hostile = _hostile(data)
+    hostile = hostile_value(data)
     if hostile is not None:
         raise FrameError(RunErrorCode.BAD_REQUEST, hostile, run_id=run_id)
     kind = data.get("type")
@@ -222,7 +222,7 @@ def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collectio
     return _build(data)
 
 
-def _hostile(data: Any) -> str | None:
+def hostile_value(data: Any) -> str | None:
     """What makes a decoded frame unsafe to handle (too deep, or a string that is not UTF-8), or ``None``.
 
     Walks the tree without recursion, so a deep frame cannot exhaust the stack here either.

@@ -1,10 +1,18 @@
-"""Test doubles for users' own tests: offline models and a fake OpenAI-compatible endpoint."""
+"""Test doubles for users' own tests: offline models, a fake OpenAI-compatible endpoint, the test MCP server and its
+launchers (stdio spec, streamable HTTP process)."""
 
 from typing import Any
 
 from yao_actors.demo.model import DemoModel
 from yao_actors.models.offline import FunctionModel, RecordedCall, TestModel
 from yao_actors.testing.fake_openai import FakeOpenAI, FakeToolCall, RecordedRequest, Reply, open_fake_openai
+from yao_actors.testing.processes import (
+    TEST_SERVER_COMMAND,
+    HttpTestServer,
+    open_http_test_server,
+    read_line,
+    stdio_test_server,
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -18,14 +26,19 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "TEST_SERVER_COMMAND",
     "DemoModel",
     "FakeOpenAI",
     "FakeToolCall",
     "FunctionModel",
+    "HttpTestServer",
     "RecordedCall",
     "RecordedRequest",
     "Reply",
     "TestModel",
     "build_test_server",
     "open_fake_openai",
+    "open_http_test_server",
+    "read_line",
+    "stdio_test_server",
 ]

@@ -8,7 +8,8 @@ when the connection is lost as a whole and why:
   process, bounds its lines, keeps its stderr tail and stops it for sure.
 - **streamable HTTP** (:mod:`.http`): the SDK's client over an ``httpx2``
   transport that fails one request, not the whole session, on a network error.
-- **in-memory**: ``mcp.Client(server_object)``.
+- **in-memory**: ``mcp.Client(server_object)``; a tool calling ``sys.exit()`` loses the session
+  (:class:`InProcessServerExit`), never the process.
 
 The client is pinned to ``mode="legacy"`` (the initialize handshake): no 10 s
 ``server/discover`` probe can stall a start, and cancellation
@@ -29,6 +30,7 @@ import mcp
 import mcp.types
 from mcp.client.session import MessageHandlerFnT
 
+from yao_actors.errors import exception_leaves
 from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, open_http_transport
 from yao_actors.transports.link import Link
@@ -91,7 +93,18 @@ async def _open_transport(
             async with open_http_transport(transport, link) as streams:
                 yield _Streams(streams)
         case InMemoryTransport():
-            yield transport.server
+            try:
+                yield transport.server
+            except* SystemExit as group:
+                # A tool of the in-process server called sys.exit(): its session is lost (the actor
+                # restarts it, as it would a stdio server that exited), the service goes on.
+                codes = ", ".join(repr(leaf.code) for leaf in exception_leaves(group))
+                link.mark_lost(f"a tool of the in-process server called sys.exit({codes})")
+                raise InProcessServerExit(link.reason) from None
+
+
+class InProcessServerExit(Exception):
+    """An in-process server's tool called ``sys.exit()``: its session ended; the process goes on."""
 
 
 StreamPair = tuple[Any, Any]

@@ -1,0 +1,111 @@
+"""The official ``@ag-ui/client`` ``HttpAgent`` (Node) against ``POST /agui`` of a real ``server.py`` process.
+
+``.ci/run`` installs the client into ``tests/node`` (``npm ci``); on a machine without it these tests are
+skipped with that hint, while CI never skips them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.integration.test_service_e2e import SEED_QUESTION, _wait_for_cancelled_execution, slow_tool_service
+from tests.service.agui_support import open_agui, run_input
+from tests.service.support import wait_until
+from tests.support import server_stats
+from yao_actors.events import parse_event
+from yao_actors.testing.processes import read_line
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_DIR = REPO / "tests" / "node"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or not (NODE_DIR / "node_modules" / "@ag-ui" / "client").is_dir(),
+    reason="needs Node and @ag-ui/client: run `npm ci --prefix tests/node` (.ci/run does)",
+)
+
+
+@asynccontextmanager
+async def server_py(*args: str) -> AsyncIterator[str]:
+    """``python server.py`` on a free port (the embedded default); yields its http:// base URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "server.py", "--port", "0", *args], cwd=REPO, env=env, stdout=subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        banner = await read_line(process.stdout)
+        match = re.search(r"http://127\.0\.0\.1:\d+", banner)
+        assert match, banner
+        yield match.group()
+    finally:
+        process.terminate()
+        with trio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def run_http_agent(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run ``tests/node/run_agent.mjs``: one ``HttpAgent.runAgent``; returns what the client saw."""
+    done = await trio.run_process(
+        ["node", "run_agent.mjs", json.dumps(spec)], cwd=NODE_DIR, capture_stdout=True, capture_stderr=True
+    )
+    output: dict[str, Any] = json.loads(done.stdout)
+    output["stderr"] = done.stderr.decode()
+    return output
+
+
+async def test_the_official_http_agent_gets_the_seeds_answer_and_both_tool_calls() -> None:
+    with trio.fail_after(90):
+        async with server_py() as base:
+            seen = await run_http_agent({"url": f"{base}/agui", "question": SEED_QUESTION, "threadId": "seed"})
+            follow_up = await run_http_agent(
+                {"url": f"{base}/agui", "question": "谢谢", "threadId": "seed", "messages": seen["messages"]}
+            )
+    assert "error" not in seen, seen["error"]
+    assert "[ag-ui]" not in seen["stderr"], seen["stderr"]  # the client found nothing to strip or repair
+    events = seen["events"]
+    for event in events:
+        parse_event(event)
+    assert events[0]["type"] == "RUN_STARTED"
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert events[-1]["outcome"] == {"type": "success"}
+    assert [e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"] == ["weather__get", "clothing__advise"]
+    weather = json.loads(next(e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"))
+    answer = seen["result"]["text"]
+    assert "北京" in answer
+    assert str(weather["temp"]) in answer
+    # The client built the conversation from the events: both calls, both results, the answer.
+    messages = seen["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert messages[-1]["content"] == answer
+    # The next run sends that whole conversation back and is answered on the same thread.
+    assert "error" not in follow_up, follow_up["error"]
+    assert follow_up["events"][-1]["type"] == "RUN_FINISHED"
+
+
+async def test_closing_the_response_cancels_the_runs_tool_call_in_its_server_process() -> None:
+    with trio.fail_after(60):
+        async with slow_tool_service() as (runtime, service):
+            async with open_agui(service.port, run_input("go", run_id="slow")) as (response, events):
+                assert response.status == 200
+                async for event in events:
+                    if event["type"] == "STEP_FINISHED":  # the model asked for the 30-second tool
+                        break
+                while (await server_stats(runtime.servers["s1"]))["calls"] != {"sleep": 1}:  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            await _wait_for_cancelled_execution(runtime)
+            await wait_until(lambda: service.statistics() == service.statistics().__class__(0, 0, False))

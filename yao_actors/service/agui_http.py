@@ -1,0 +1,206 @@
+"""``POST /agui`` and ``POST /agui/{assistant}``: AG-UI's own HTTP transport, on the service's port.
+
+The body is an AG-UI ``RunAgentInput`` (:mod:`yao_actors.service.agui_input`); the answer is
+``text/event-stream`` with one AG-UI event per ``data:`` line, encoded by ``ag_ui``'s ``EventEncoder`` — the
+same events, ``runId`` and ``seq`` included, that the websocket sends. This is what the official
+``@ag-ui/client`` ``HttpAgent`` (and CopilotKit through it) speaks.
+
+The rules are the websocket's: the ``Origin`` check, the bearer token (``Authorization: Bearer``; its principal
+owns the threads it creates), the body bounded by ``server.max_frame_bytes``, runs bounded by
+``server.max_runs``, no new run while shutting down. A request refused before its run starts gets a JSON
+error ``{"error": {"code", "message"}}`` with its status (400 unreadable body, 401, 403, 404 unknown
+assistant or thread, 413, 422 not a valid run, 503 at the limit or shutting down), never a stream. Once the
+stream has started, failures are ``RUN_ERROR`` events and the stream always ends with exactly one terminal
+event. The client closing the connection cancels the run at once, as a websocket disconnect does; service
+shutdown (:meth:`AguiExchange.stop`) cancels it gracefully (it still sends its terminal event).
+
+Browsers get CORS answers for origins the Origin check accepts: a preflight ``OPTIONS`` is answered 204, and
+every answer to an accepted origin carries ``Access-Control-Allow-Origin``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import urllib.parse
+from collections.abc import Sequence
+from typing import Final
+
+import attrs
+import trio
+from ag_ui.encoder import EventEncoder
+
+from yao_actors.config import ServiceSpec
+from yao_actors.errors import RunError, RunErrorCode
+from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents, parse_event
+from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
+from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
+from yao_actors.service.connection import EventStream, RunBudget, RunOpener
+from yao_actors.service.http import HttpExchange
+from yao_actors.service.protocol import USER_ROLES
+
+logger = logging.getLogger(__name__)
+
+#: The path of the endpoint (``/agui/{assistant}`` names the assistant).
+AGUI_PATH: Final = "/agui"
+
+_ENCODER: Final = EventEncoder()
+
+#: The HTTP status of a ``RunError`` raised before a run starts.
+_STATUS: Final = {
+    RunErrorCode.BAD_REQUEST: 400,
+    RunErrorCode.UNKNOWN_ASSISTANT: 404,
+    RunErrorCode.UNKNOWN_THREAD: 404,
+    RunErrorCode.TOO_MANY_RUNS: 503,
+    RunErrorCode.SHUTTING_DOWN: 503,
+}
+
+
+def encode_sse(event: EventDict) -> bytes:
+    """One event as a Server-Sent Events message: ``id:`` its ``seq``, then the ``data:`` line of ``ag_ui``'s encoder.
+
+    The event is checked against its ``ag_ui`` model; the websocket envelope's fields that the model does not
+    have (``seq``, and ``runId`` outside ``RUN_STARTED`` / ``RUN_FINISHED``) are left out of the data — one
+    response carries one run, and AG-UI clients strip (and warn about) fields they do not know — and ``seq``
+    becomes the SSE event id.
+    """
+    model = parse_event(event)
+    extras = model.model_extra or {}
+    if extras:
+        model = type(model).model_validate({key: value for key, value in event.items() if key not in extras})
+    data = _ENCODER.encode(model)
+    seq = event.get("seq")
+    return (data if seq is None else f"id: {seq}\n{data}").encode()
+
+
+@attrs.define(eq=False)
+class AguiExchange:
+    """One ``POST /agui`` (or its CORS preflight): the checks, the run, and its event stream."""
+
+    exchange: HttpExchange
+    runtime: RunOpener
+    spec: ServiceSpec
+    credentials: Sequence[Credential]
+    budget: RunBudget
+    _stream: EventStream | None = attrs.field(default=None, init=False)
+    _stopping: bool = attrs.field(default=False, init=False)
+    _started: bool = attrs.field(default=False, init=False)
+    _last_seq: int = attrs.field(default=0, init=False)
+    _ended: bool = attrs.field(default=False, init=False)
+
+    def stop(self) -> None:
+        """Service shutdown: cancel the run; it still sends its one terminal event."""
+        self._stopping = True
+        if self._stream is not None:
+            self._stream.cancel()
+
+    async def serve(self) -> None:
+        """Answer the request: a JSON error, a preflight, or the run's event stream."""
+        request = self.exchange.request
+        handshake = Handshake(headers=request.headers)
+        origin = request.headers.get("origin")
+        if not origin_allowed(handshake, self.spec.allowed_origins, token_required=bool(self.credentials)):
+            await self._error(403, "origin_not_allowed", f"origin {origin!r} is not allowed")
+            return
+        cors = [("access-control-allow-origin", origin), ("vary", "origin")] if origin else []
+        if request.method == "OPTIONS":
+            preflight = [
+                ("access-control-allow-methods", "POST, OPTIONS"),
+                ("access-control-allow-headers", "authorization, content-type, accept"),
+                ("access-control-max-age", "600"),
+            ]
+            await self.exchange.respond(204, b"", "text/plain", [*cors, *preflight])
+            return
+        principal = principal_of(handshake, self.credentials)
+        if self.credentials and principal is None:
+            await self._error(401, "unauthorized", "missing or wrong bearer token", [("www-authenticate", "Bearer")])
+            return
+        try:
+            run = parse_run_input(
+                request.body,
+                assistant=_path_assistant(request.path),
+                client_roles=USER_ROLES | set(self.spec.allow_client_roles),
+            )
+        except InputError as error:
+            await self._error(error.status, RunErrorCode.BAD_REQUEST, str(error), cors)
+            return
+        if self.budget.closing or self._stopping:
+            await self._error(503, RunErrorCode.SHUTTING_DOWN, "the service is shutting down", cors)
+        elif not self.budget.try_acquire():
+            message = f"the service is at its limit of {self.budget.limit} runs"
+            await self._error(503, RunErrorCode.TOO_MANY_RUNS, message, cors)
+        else:
+            try:
+                await self._run(run, principal, cors)
+            finally:
+                self.budget.release()
+
+    async def _run(self, run: AguiRun, principal: str | None, cors: list[tuple[str, str]]) -> None:
+        """Start the run and stream its events; the client going away cancels it."""
+        async with trio.open_nursery() as nursery:
+            try:
+                async with self.runtime.open_run(
+                    run.assistant,
+                    list(run.messages),
+                    thread_id=run.thread_id,
+                    run_id=run.run_id,
+                    principal=principal,
+                    history=run.history,
+                ) as stream:
+                    self._stream = stream
+                    if self._stopping:
+                        stream.cancel()
+                    await self.exchange.start_stream(200, _ENCODER.get_content_type(), cors)
+                    self._started = True
+                    nursery.start_soon(self._watch_client, nursery.cancel_scope)
+                    async for event in stream:
+                        await self._send(event)
+            except RunError as error:
+                if not self._started:
+                    status = _STATUS.get(error.code, 500)
+                    await self._error(status, error.code, str(error), cors)
+                    nursery.cancel_scope.cancel()
+                    return
+                await self._finish(run, str(error), error.code)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise
+            except Exception as error:  # a bug must end this run only, with its terminal event
+                logger.error("run %s failed", run.run_id, exc_info=error)
+                if not self._started:
+                    await self._error(500, RunErrorCode.INTERNAL_ERROR, f"internal error: {type(error).__name__}", cors)
+                    nursery.cancel_scope.cancel()
+                    return
+                await self._finish(run, f"internal error: {type(error).__name__}", RunErrorCode.INTERNAL_ERROR)
+            await self._finish(run, "the run ended without a terminal event", RunErrorCode.RUN_INCOMPLETE)
+            await self.exchange.end()
+            nursery.cancel_scope.cancel()
+
+    async def _send(self, event: EventDict) -> None:
+        await self.exchange.send(encode_sse(event))
+        seq = event.get("seq")
+        if isinstance(seq, int):
+            self._last_seq = max(self._last_seq, seq)
+        self._ended = self._ended or event.get("type") in TERMINAL_TYPES
+
+    async def _finish(self, run: AguiRun, message: str, code: RunErrorCode) -> None:
+        """Write the terminal event the runtime did not (numbered after the events already sent)."""
+        if self._ended:
+            return
+        emitter = RunEvents(run_id=run.run_id, thread_id=run.thread_id, send=self._send)
+        emitter.seq = self._last_seq
+        await emitter.run_error(message, code=code)
+
+    async def _watch_client(self, scope: trio.CancelScope) -> None:
+        """The client closed the connection: cancel everything of this request at once."""
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.exchange.wait_closed()
+        scope.cancel()
+
+    async def _error(self, status: int, code: str, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:
+        await self.exchange.respond_json(status, {"error": {"code": str(code), "message": message}}, headers)
+
+
+def _path_assistant(path: str) -> str | None:
+    """The assistant ``/agui/{assistant}`` names (``None`` for ``/agui``)."""
+    rest = path[len(AGUI_PATH) :].strip("/")
+    return urllib.parse.unquote(rest) or None

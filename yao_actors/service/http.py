@@ -1,0 +1,212 @@
+"""Plain HTTP on the service's port: one request per connection, read and answered with h11.
+
+The gate (:mod:`yao_actors.service.gate`) has read the request head; :func:`read_request` hands those bytes
+and the body to an ``h11`` server connection, bounded in size, and gives an :class:`HttpExchange`: the request
+and the ways to answer it — a whole body (:meth:`HttpExchange.respond`, :meth:`HttpExchange.respond_json`) or
+a stream of chunks (:meth:`HttpExchange.start_stream`, :meth:`HttpExchange.send`, :meth:`HttpExchange.end`).
+Every answer says ``Connection: close``: the service serves one request per TCP connection.
+
+:class:`Routes` is the one routing point of the service's plain HTTP: paths (or path prefixes) to handlers,
+each with the methods it takes; anything else is 404, a known path with another method 405.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+import h11
+import trio
+
+from yao_actors.service.gate import RequestHead
+
+#: The status lines this module writes.
+_REASONS: Final = {
+    200: b"OK",
+    204: b"No Content",
+    400: b"Bad Request",
+    401: b"Unauthorized",
+    403: b"Forbidden",
+    404: b"Not Found",
+    405: b"Method Not Allowed",
+    411: b"Length Required",
+    413: b"Content Too Large",
+    415: b"Unsupported Media Type",
+    422: b"Unprocessable Content",
+    429: b"Too Many Requests",
+    500: b"Internal Server Error",
+    503: b"Service Unavailable",
+}
+
+Headers = Iterable[tuple[str, str]]
+
+
+class BadRequest(Exception):
+    """The request cannot be read: malformed HTTP (400) or a body over the limit (413)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@attrs.frozen
+class HttpRequest:
+    """A whole request: method, target, headers (names lower-case, first value kept) and body."""
+
+    method: str
+    target: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        """The target without its query string."""
+        return self.target.split("?", 1)[0]
+
+
+@attrs.define(eq=False)
+class HttpExchange:
+    """One request and its answer on a TCP stream (the stream stays its owner's)."""
+
+    stream: trio.abc.Stream
+    request: HttpRequest
+    _connection: h11.Connection
+
+    async def respond(self, status: int, body: bytes, content_type: str, headers: Headers = ()) -> None:
+        """Answer with a whole body (none for ``HEAD``)."""
+        fields = [("content-type", content_type), ("content-length", str(len(body))), *headers]
+        await self._send(h11.Response(status_code=status, headers=_fields(fields), reason=_REASONS.get(status, b"")))
+        if self.request.method != "HEAD" and body:
+            await self._send(h11.Data(data=body))
+        await self._send(h11.EndOfMessage())
+
+    async def respond_json(self, status: int, value: Any, headers: Headers = ()) -> None:
+        """Answer with a JSON body."""
+        body = json.dumps(value, ensure_ascii=False).encode()
+        await self.respond(status, body, "application/json", headers)
+
+    async def start_stream(self, status: int, content_type: str, headers: Headers = ()) -> None:
+        """Start an answer whose body follows in chunks (:meth:`send`, then :meth:`end`)."""
+        fields = [("content-type", content_type), *headers]
+        await self._send(h11.Response(status_code=status, headers=_fields(fields), reason=_REASONS.get(status, b"")))
+
+    async def send(self, data: bytes) -> None:
+        """Send one chunk of a streamed body."""
+        await self._send(h11.Data(data=data))
+
+    async def end(self) -> None:
+        """End a streamed body."""
+        await self._send(h11.EndOfMessage())
+
+    async def wait_closed(self) -> None:
+        """Return when the client closes its side of the connection (reading and dropping anything it sends)."""
+        while await self.stream.receive_some(4096):
+            pass
+
+    async def _send(self, event: h11.Event) -> None:
+        data = self._connection.send(event)
+        if data:
+            await self.stream.send_all(data)
+
+
+def _fields(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Response headers, every one saying the connection closes after it."""
+    return [*pairs, ("cache-control", "no-store"), ("connection", "close")]
+
+
+async def read_request(stream: trio.abc.Stream, head: RequestHead, *, max_body: int) -> HttpExchange:
+    """Read the rest of the request whose head the gate read; raise :class:`BadRequest` when it cannot be.
+
+    A body over ``max_body`` bytes is refused (413) as soon as its length says so, without reading it.
+    """
+    connection = h11.Connection(h11.SERVER)
+    connection.receive_data(head.raw)
+    request: h11.Request | None = None
+    body = bytearray()
+    while True:
+        try:
+            event = connection.next_event()
+        except h11.RemoteProtocolError as error:
+            raise BadRequest(400, f"malformed HTTP request: {error}") from None
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(65536)
+            if not data:
+                raise BadRequest(400, "the request ended before its body did")
+            connection.receive_data(bytes(data))
+        elif isinstance(event, h11.Request):
+            request = event
+            length = dict(event.headers).get(b"content-length")
+            if length is not None and int(length) > max_body:
+                raise BadRequest(413, f"the body of {int(length)} bytes exceeds the limit of {max_body} bytes")
+        elif isinstance(event, h11.Data):
+            body += event.data
+            if len(body) > max_body:
+                raise BadRequest(413, f"the body exceeds the limit of {max_body} bytes")
+        elif isinstance(event, h11.EndOfMessage) and request is not None:
+            headers: dict[str, str] = {}
+            for name, value in request.headers:
+                headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+            parsed = HttpRequest(
+                request.method.decode("latin-1"), request.target.decode("latin-1"), headers, bytes(body)
+            )
+            return HttpExchange(stream, parsed, connection)
+        else:  # pragma: no cover - h11 yields nothing else before EndOfMessage on a server
+            raise BadRequest(400, "malformed HTTP request")
+
+
+async def refuse(stream: trio.abc.Stream, status: int, message: str) -> None:
+    """Answer a request that could not be read, with a JSON error, outside any h11 state."""
+    body = json.dumps({"error": {"code": "bad_request", "message": message}}).encode()
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, b'').decode()}\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    ).encode("latin-1")
+    await stream.send_all(head + body)
+
+
+Handler = Callable[[HttpExchange], Awaitable[None]]
+
+
+@attrs.frozen
+class Route:
+    """A handler and the methods it takes; ``prefix``: it also serves every path below its own (``/x/...``)."""
+
+    handler: Handler
+    methods: frozenset[str]
+    prefix: bool = False
+
+
+@attrs.define(eq=False)
+class Routes:
+    """The service's plain HTTP paths: :meth:`add` routes, :meth:`serve` an exchange (404 / 405 otherwise)."""
+
+    _routes: dict[str, Route] = attrs.field(factory=dict)
+
+    def add(
+        self, path: str, handler: Handler, methods: Iterable[str] = ("GET", "HEAD"), *, prefix: bool = False
+    ) -> None:
+        """Serve ``path`` (and, with ``prefix``, every ``path/...``) with ``handler`` for ``methods``."""
+        self._routes[path] = Route(handler, frozenset(methods), prefix)
+
+    def find(self, path: str) -> Route | None:
+        """The route of ``path``: an exact one, else the longest prefix route containing it."""
+        route = self._routes.get(path)
+        if route is not None:
+            return route
+        matches = [p for p, r in self._routes.items() if r.prefix and path.startswith(p.rstrip("/") + "/")]
+        return self._routes[max(matches, key=len)] if matches else None
+
+    async def serve(self, exchange: HttpExchange) -> None:
+        """Hand the exchange to its route's handler, or answer 404 / 405."""
+        route = self.find(exchange.request.path)
+        if route is None:
+            await exchange.respond(404, b"not found\n", "text/plain; charset=utf-8")
+        elif exchange.request.method not in route.methods:
+            allow = ", ".join(sorted(route.methods))
+            await exchange.respond(405, b"method not allowed\n", "text/plain; charset=utf-8", [("allow", allow)])
+        else:
+            await route.handler(exchange)
