@@ -1,4 +1,5 @@
-"""The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it.
+"""The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it,
+``yao-actors history THREAD`` prints a thread it keeps.
 
 ``serve [--config FILE] [--host HOST] [--port PORT]`` — with no config, the embedded default (the bundled demo
 servers and the offline ``demo`` model, or a real model from ``OPENAI_*``) on 127.0.0.1:8765. The current
@@ -6,8 +7,9 @@ directory is on the import path, so the config's ``module`` servers and hooks ma
 saying where it listens and how to try it, and on SIGINT/SIGTERM shuts down gracefully (a second signal stops
 at once) and exits 0 with every MCP server process stopped.
 
-``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME]`` — see
-:mod:`yao_actors.service.chat`; the token defaults to ``YAO_ACTORS_TOKEN``.
+``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME] [--thread ID]`` and
+``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.service.chat`; the token defaults to
+``YAO_ACTORS_TOKEN``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from yao_actors.errors import ConfigError, StoreUnavailable
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
-from yao_actors.service.chat import DEFAULT_URL, chat
+from yao_actors.service.chat import DEFAULT_URL, chat, show_history
 from yao_actors.specs import StoreSpec, default_sqlite_path
 
 #: The question the service suggests trying (the seed's example).
@@ -64,17 +66,37 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
+    ask.add_argument("--thread", help="continue this thread (default: a new one; its id is printed on stderr)")
     ask.set_defaults(command=_chat_command)
+
+    show = commands.add_parser("history", help="print a thread the service keeps: its messages and runs")
+    show.add_argument("thread")
+    show.add_argument("--url", default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})")
+    show.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
+    show.add_argument("--json", action="store_true", help="print the MESSAGES_SNAPSHOT frame as it came")
+    show.set_defaults(command=_history_command)
     return parser
 
 
 def _chat_command(args: argparse.Namespace) -> int:
-    run = partial(chat, args.question, url=args.url, token=args.token, assistant=args.assistant, raw=args.json)
+    run = partial(
+        chat,
+        args.question,
+        url=args.url,
+        token=args.token,
+        assistant=args.assistant,
+        thread_id=args.thread,
+        raw=args.json,
+    )
     try:
         return trio.run(run)
     except KeyboardInterrupt:  # leaving closes the connection, which cancels the run on the service
         print(file=sys.stderr)
         return 130
+
+
+def _history_command(args: argparse.Namespace) -> int:
+    return trio.run(partial(show_history, args.thread, url=args.url, token=args.token, raw=args.json))
 
 
 def _serve_command(args: argparse.Namespace) -> int:

@@ -73,9 +73,9 @@ class RunJournal:
         self.stored.extend(messages)
 
     def event(self, event: EventDict) -> None:
-        """Keep an event for the next write (events are written with turns and at the end)."""
-        if self.started:
-            self._events.append(event)
+        """Keep an event for the next write (events are written with turns and at the end; none are written
+        for a run whose start could not be stored)."""
+        self._events.append(event)
 
     def turn(self, messages: Sequence[Message]) -> None:
         """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
