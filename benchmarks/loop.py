@@ -10,8 +10,15 @@ Two workloads, each over the test server as real stdio subprocesses:
   dispatch). ``loop`` is ``Runtime.run``, which keeps the events and returns
   them at the end; ``stream`` is the same run through ``Runtime.open_run`` with
   a task reading every event as it comes (what a streaming front end adds: a
-  trip through the scheduler per event). This workload measures overhead: its
-  tool costs almost nothing.
+  trip through the scheduler per event). ``traced`` is ``loop`` with tracing
+  on: the OpenTelemetry SDK installed with an in-memory exporter, every span
+  of the run recorded (``invoke_agent``, ``chat``, ``execute_tool``, and the
+  MCP SDK's own client span per call); the other rows run with no tracer
+  provider, as a service does without the ``otel`` extra. This workload
+  measures overhead: its tool costs almost nothing. What observability costs a
+  turn with tracing off (the span and metric calls of one model call and one
+  tool call, timed alone in this process) is printed after the table, as a
+  share of the loop's CPU per turn.
 - ``sleep``: 4 servers × 3 turns (``--servers``, ``--sleep-turns``), each turn one
   100 ms ``sleep`` call on every server (``--latency-ms``), all at once. The
   ``raw`` row runs each turn's calls from a plain nursery over one ``mcp.Client``
@@ -47,13 +54,21 @@ from typing import Any
 
 import attrs
 import mcp
+import mcp.shared._otel
 import trio
 from mcp.client.stdio import StdioServerParameters
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from yao_actors.config import AssistantSpec, Config, ServerRef
 from yao_actors.conversation import RunResult
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
+from yao_actors.observability import tracing
+from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
+from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.testing import TEST_SERVER_COMMAND, stdio_test_server
 
@@ -131,6 +146,54 @@ async def open_setup(workload: Workload) -> AsyncIterator[Setup]:
         yield Setup(workload, runtime, raw_clients)
 
 
+@attrs.define(eq=False)
+class Tracing:
+    """Switches tracing on and off between rows, in one process.
+
+    OpenTelemetry lets a process set its tracer provider once; a benchmark that interleaves rows with and
+    without tracing resets the API's private global instead (and the MCP SDK's cached tracer), which no
+    application should do.
+    """
+
+    exporter: InMemorySpanExporter = attrs.field(factory=InMemorySpanExporter)
+    provider: TracerProvider = attrs.field(init=False)
+    spans: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+
+    def switch(self, on: bool) -> None:
+        trace._TRACER_PROVIDER = self.provider if on else None  # type: ignore[attr-defined]
+        mcp.shared._otel._tracer = trace.get_tracer("mcp-python-sdk")
+        self.spans = len(self.exporter.get_finished_spans()) or self.spans
+        self.exporter.clear()
+
+
+TRACING = Tracing()
+
+
+def observability_off_cost(repeat: int = 20000) -> float:
+    """Seconds the observability of one turn costs with tracing off: what ``Run.call_model`` and ``dispatch``
+    call around one model call and one tool call (spans that do nothing, the metrics they update)."""
+    completion = Completion(text="x")
+    call = ToolCall("c1", "s0__echo", "{}")
+
+    def turn() -> None:
+        with ModelCallObservation("scripted", "turn 1") as observed:
+            observed.completed(completion)
+        with tracing.open_span(f"execute_tool {call.name}", {tracing.TOOL_NAME: call.name}), tracing.attached(None):
+            tracing.capture()
+        labelled(TOOL_CALLS, "s0", "echo", "ok").inc()
+        labelled(TOOL_DURATION, "s0").observe(0.001)
+
+    turn()
+    start = time.process_time()
+    for _ in range(repeat):
+        turn()
+    return (time.process_time() - start) / repeat
+
+
 def jobs(setup: Setup) -> dict[str, Job]:
     """The rows of a workload: the same turns through the loop, the server handles, and the plain client."""
     workload = setup.workload
@@ -179,7 +242,14 @@ def jobs(setup: Setup) -> dict[str, Job]:
                 pass
         check(events.result)
 
-    return {"raw": raw, "handle": handle, "loop": loop, "stream": stream}
+    async def traced() -> None:
+        TRACING.switch(True)
+        try:
+            await loop()
+        finally:
+            TRACING.switch(False)
+
+    return {"raw": raw, "handle": handle, "loop": loop, "stream": stream, "traced": traced}
 
 
 @attrs.frozen
@@ -231,7 +301,7 @@ def summarise(workload: Workload, samples: Samples) -> list[dict[str, Any]]:
     return rows
 
 
-def print_table(rows: list[dict[str, Any]]) -> None:
+def print_table(rows: list[dict[str, Any]], off_cost: float) -> None:
     header = (
         f"{'workload':<9} {'row':<7} {'S×T':>6} {'median ms':>10} {'ms/turn':>9} {'+ms/turn':>9} {'vs raw':>7}"
         f" {'cpu ms/turn':>12} {'cpu vs raw':>11}"
@@ -245,6 +315,21 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{r['overhead_per_turn_ms']:>9.3f} {r['vs_raw']:>7.3f} {r['cpu_per_turn_ms']:>12.3f} {r['cpu_vs_raw']:>11.3f}"
         )
     print(f"(target: loop at most {TARGET_RATIO} × raw per turn)")
+    by_row = {(r["workload"], r["row"]): r for r in rows}
+    for workload in dict.fromkeys(r["workload"] for r in rows):
+        loop, traced = by_row.get((workload, "loop")), by_row.get((workload, "traced"))
+        if loop and traced:
+            wall = traced["per_turn_ms"] / loop["per_turn_ms"] - 1
+            cpu = traced["cpu_per_turn_ms"] / loop["cpu_per_turn_ms"] - 1
+            print(
+                f"[{workload}] tracing on adds {wall:+.1%} wall, {cpu:+.1%} CPU per turn over loop "
+                f"(target ≤ +15%; {TRACING.spans} spans recorded per traced run)"
+            )
+            share = off_cost * 1000 / loop["cpu_per_turn_ms"]
+            print(
+                f"[{workload}] tracing off, observability costs {off_cost * 1e6:.1f} µs per turn: "
+                f"{share:.1%} of the loop's CPU per turn (target ≤ 2%)"
+            )
 
 
 async def run_benchmark(workloads: list[Workload], repeat: int) -> dict[str, Any]:
@@ -270,6 +355,7 @@ async def run_benchmark(workloads: list[Workload], repeat: int) -> dict[str, Any
         },
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rows": rows,
+        "observability_off_us_per_turn": round(observability_off_cost() * 1e6, 2),
     }
 
 
@@ -294,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     # Before any MCPServer configures the root logger at INFO.
     logging.basicConfig(level=logging.WARNING)
     report = trio.run(run_benchmark, [known[n] for n in names], args.repeat)
-    print_table(report["rows"])
+    print_table(report["rows"], report["observability_off_us_per_turn"] / 1e6)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"figures written to {args.out}")

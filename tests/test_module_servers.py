@@ -240,6 +240,50 @@ async def test_a_tool_calling_sys_exit_loses_the_session_and_the_actor_restarts(
     assert stats.restarts == 1
 
 
+async def test_a_server_whose_start_fails_is_restarted_with_backoff(
+    write_module: ModuleWriter, autojump_clock: trio.abc.Clock
+) -> None:
+    name = write_module(
+        """
+        import contextlib
+
+        from mcp.server.mcpserver import MCPServer
+
+        starts = []
+
+
+        @contextlib.asynccontextmanager
+        async def lifespan(server):
+            starts.append(len(starts) + 1)
+            if len(starts) < 3:
+                raise ConnectionError("database not ready")
+            yield {}
+
+
+        server = MCPServer("flaky", lifespan=lifespan)
+
+
+        @server.tool()
+        async def ping() -> str:
+            return "pong"
+        """
+    )
+    async with open_runtime(tools_config(name)) as runtime:
+        handle = runtime.servers["mine"]
+        first = handle.statistics()
+        early = await handle.call_tool("ping", {})
+        while handle.statistics().state is not ServerState.READY:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+        pong = await handle.call_tool("ping", {})
+        stats = handle.statistics()
+    assert first.state is ServerState.RESTARTING
+    assert "ConnectionError: database not ready" in (first.last_error or "")
+    assert early.kind is ErrorKind.SERVER_UNAVAILABLE  # fails fast while the server is down
+    assert pong.result == "pong"
+    assert stats.restarts == 2
+    assert write_module.module(name).starts == [1, 2, 3]
+
+
 def memory_test_server(**options: Any) -> Any:
     entry = {"module": "yao_actors.testing.servers:build_test_server"} | options
     return parse_config(servers(t=entry)).servers["t"]

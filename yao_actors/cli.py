@@ -1,11 +1,12 @@
 """The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it,
 ``yao-actors history THREAD`` prints a thread it keeps.
 
-``serve [--config FILE] [--host HOST] [--port PORT]`` — with no config, the embedded default (the bundled demo
-servers and the offline ``demo`` model, or a real model from ``OPENAI_*``) on 127.0.0.1:8765. The current
-directory is on the import path, so the config's ``module`` servers and hooks may live there. It prints one line
-saying where it listens and how to try it, and on SIGINT/SIGTERM shuts down gracefully (a second signal stops
-at once) and exits 0 with every MCP server process stopped.
+``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
+config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
+``OPENAI_*``) on 127.0.0.1:8765. The current directory is on the import path, so the config's ``module`` servers and
+hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
+traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
+gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped.
 
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME] [--thread ID]`` and
 ``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.service.chat`; the token defaults to
@@ -27,6 +28,8 @@ import trio
 
 from yao_actors.config import Config, ServiceSpec, default_config, load_config
 from yao_actors.errors import ConfigError, StoreUnavailable
+from yao_actors.observability.logs import LOG_FORMATS, configure_logging
+from yao_actors.observability.otel_setup import configure_tracing
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
@@ -57,6 +60,16 @@ def _parser() -> argparse.ArgumentParser:
         choices=("memory", "sqlite"),
         help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (the default file "
         f"{default_sqlite_path()}); default: the config's 'store', else sqlite",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        help="the least severe records logged (default: INFO)",
+    )
+    serve.add_argument(
+        "--log-format", default="text", choices=LOG_FORMATS, help="text, or json: one object per line (default: text)"
     )
     serve.set_defaults(command=_serve_command)
 
@@ -100,6 +113,7 @@ def _history_command(args: argparse.Namespace) -> int:
 
 
 def _serve_command(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, args.log_format)
     # As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -109,10 +123,18 @@ def _serve_command(args: argparse.Namespace) -> int:
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
         config = attrs.evolve(config, store=service_store(config.store, args.store))
+    except ConfigError as error:
+        print(f"yao-actors: {error}", file=sys.stderr)
+        return 2
+    stop_tracing = configure_tracing(os.environ)
+    try:
         trio.run(serve_until_signalled, config, spec)
     except (ConfigError, StoreUnavailable) as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()  # flushes the spans still batched
     return 0
 
 

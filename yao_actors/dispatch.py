@@ -36,6 +36,8 @@ from yao_actors.arguments import check_arguments
 from yao_actors.catalog import Catalog, CatalogEntry, ToolSource
 from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
 from yao_actors.models.base import ToolCall
+from yao_actors.observability import tracing
+from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.results import ToolCallResult, ToolOutcome
 from yao_actors.server_handle import ProgressFn
 
@@ -116,20 +118,34 @@ class _Batch:
 
     async def finish(self, index: int, result: ToolCallResult) -> None:
         self.results[index] = result
+        labelled(TOOL_CALLS, result.server, result.tool, result.kind.value if result.kind else "ok").inc()
+        if index in self.started and result.server:
+            labelled(TOOL_DURATION, result.server).observe(result.duration)
         await self.emit(CallFinished(result, index))
 
     async def run(self, planned: _Planned, *, sequential_retry: bool = False) -> ToolCallResult:
-        """Send one call to its server and turn the outcome into a result (not yet recorded)."""
+        """Send one call to its server (in its ``execute_tool`` span) and make the result (not yet recorded)."""
         call, entry = planned.call, planned.entry
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
             await self.emit(CallProgress(call, value, total, message, planned.index))
 
         self.started[planned.index] = trio.current_time()
-        await self.emit(CallStarted(call, entry.server, entry.tool, planned.index))
-        # Without a listener, ask for no progress: the server then sends none.
-        wanted = progress if self.on_event is not None else None
-        outcome = await planned.server.call_tool(entry.tool, planned.arguments, progress=wanted)
+        with tracing.open_span(f"execute_tool {entry.name}", _span_attributes(call, entry)) as span:
+            if sequential_retry:
+                span.set_attribute(tracing.SEQUENTIAL_RETRY, True)
+            await self.emit(CallStarted(call, entry.server, entry.tool, planned.index))
+            # Without a listener, ask for no progress: the server then sends none.
+            wanted = progress if self.on_event is not None else None
+            outcome = await planned.server.call_tool(entry.tool, planned.arguments, progress=wanted)
+            if outcome.kind is not None:
+                tracing.fail(span, outcome.kind.value, outcome.error or "")
+                if outcome.kind is ErrorKind.SERVER_UNAVAILABLE and span.is_recording():
+                    server = planned.server
+                    span.add_event(
+                        "yao.mcp.server_unavailable",
+                        {tracing.SERVER: entry.server, "yao.mcp.server.state": server.state.value},
+                    )
         return ToolCallResult(
             call_id=call.id,
             name=call.name,
@@ -202,19 +218,36 @@ async def _check(
     if entry is None:
         available = ", ".join(e.name for e in catalog.entries) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"
-        await batch.finish(index, failed_result(call, None, message, ErrorKind.UNKNOWN_TOOL))
+        await _refuse(batch, index, call, None, failed_result(call, None, message, ErrorKind.UNKNOWN_TOOL))
         return None
     if entry.server not in servers:
         message = f"server {entry.server!r} is not running"
-        await batch.finish(index, failed_result(call, entry, message, ErrorKind.SERVER_UNAVAILABLE))
+        await _refuse(batch, index, call, entry, failed_result(call, entry, message, ErrorKind.SERVER_UNAVAILABLE))
         return None
     arguments = check_arguments(call.arguments, entry.input_schema)
     if arguments.value is None:
         error = arguments.error or "invalid arguments"
         failed = failed_result(call, entry, error, ErrorKind.INVALID_ARGUMENTS)
-        await batch.finish(index, attrs.evolve(failed, repaired=arguments.repaired))
+        await _refuse(batch, index, call, entry, attrs.evolve(failed, repaired=arguments.repaired))
         return None
     return _Planned(index, call, entry, servers[entry.server], arguments.value, arguments.repaired)
+
+
+async def _refuse(
+    batch: _Batch, index: int, call: ToolCall, entry: CatalogEntry | None, result: ToolCallResult
+) -> None:
+    """A call refused before it reached a server: its (failed) ``execute_tool`` span, then its result."""
+    if tracing.tracing_on():
+        with tracing.open_span(f"execute_tool {call.name}", _span_attributes(call, entry)) as span:
+            tracing.fail(span, result.kind.value if result.kind else "error", result.error or "")
+    await batch.finish(index, result)
+
+
+def _span_attributes(call: ToolCall, entry: CatalogEntry | None) -> dict[str, str]:
+    attributes = {tracing.OPERATION: "execute_tool", tracing.TOOL_NAME: call.name, tracing.TOOL_CALL_ID: call.id}
+    if entry is not None:
+        attributes[tracing.SERVER] = entry.server
+    return attributes
 
 
 async def _run_group(batch: _Batch, group: list[_Planned]) -> None:

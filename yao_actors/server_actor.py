@@ -46,6 +46,8 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_message
+from yao_actors.observability import tracing
+from yao_actors.observability.metrics import SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.results import ToolOutcome, parse_content
 from yao_actors.server_handle import (
     PROGRESS_BUFFER,
@@ -118,6 +120,23 @@ class _ServerActor:
             async for request in self.inbox:
                 request.answer(self._down_outcome(request))
 
+    def set_state(self, state: ServerState) -> None:
+        """Change the published state; log it and keep ``yao_mcp_server_up`` in step."""
+        if state is self.status.state:
+            return
+        previous = self.status.state
+        self.status.set_state(state)
+        labelled(SERVER_UP, self.id).set(1 if state is ServerState.READY else 0)
+        level = logging.WARNING if state is ServerState.DOWN else logging.INFO
+        logger.log(
+            level,
+            "server %r: %s → %s",
+            self.id,
+            previous.value,
+            state.value,
+            extra={"server": self.id, "state": state.value, "restarts": self.status.restarts},
+        )
+
     def _down_outcome(self, request: CallRequest) -> ToolOutcome:
         link = self.status.last_loss
         reason = f"{self.status.state.value} after: {link.reason}" if link else self.status.state.value
@@ -134,7 +153,7 @@ class _ServerActor:
         outcome: ToolOutcome | None = None
         self.status.in_flight += 1
         try:
-            with request.scope:
+            with request.scope, tracing.attached(request.trace_context):
                 outcome = await self._execute(connection, request)
         finally:
             self.status.in_flight -= 1
@@ -155,7 +174,9 @@ class _ServerActor:
         except MCPError as exc:
             return await self._protocol_error(connection, request, exc)
         except Exception as exc:
-            logger.warning("server %r: tools/call %r failed", self.id, request.name, exc_info=True)
+            logger.warning(
+                "server %r: tools/call %r failed", self.id, request.name, exc_info=True, extra={"server": self.id}
+            )
             return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
         connection.answered = True
         duration = trio.current_time() - request.started
@@ -208,7 +229,12 @@ class _ServerActor:
             try:
                 await self.fetch_catalog(connection.client)
             except MCPError as exc:
-                logger.warning("server %r: refreshing the catalog failed: %s", self.id, exc.error.message)
+                logger.warning(
+                    "server %r: refreshing the catalog failed: %s",
+                    self.id,
+                    exc.error.message,
+                    extra={"server": self.id},
+                )
 
     # ----------------------------------------------------------------- one connection, and supervision
 
@@ -216,7 +242,7 @@ class _ServerActor:
         """Connect, serve until the connection is lost, fail what it left unanswered; whether it was healthy."""
         connection = _Connection()
         link = connection.link
-        self.status.set_state(ServerState.STARTING)
+        self.set_state(ServerState.STARTING)
         born = trio.current_time()
         try:
             with trio.CancelScope(deadline=born + self.spec.connect_timeout) as scope:
@@ -227,7 +253,11 @@ class _ServerActor:
             if scope.cancelled_caught:
                 link.mark_lost(f"no connection within {self.spec.connect_timeout:g}s")
             self._lost(link)
-            logger.warning("%s", self.status.last_error)
+            logger.warning(
+                "%s",
+                self.status.last_error,
+                extra={"server": self.id, "exit_code": link.exit_code, "stderr_tail": link.stderr_tail()},
+            )
         finally:
             # Also when the actor itself is cancelled: no caller waits forever for an answer.
             reason = link.reason or "the server actor has stopped"
@@ -257,7 +287,7 @@ class _ServerActor:
                 # The workers now take the requests; the fail-fast task stops answering them.
                 self.fail_fast_scope.cancel()
                 try:
-                    self.status.set_state(ServerState.READY)
+                    self.set_state(ServerState.READY)
                     report_started()
                     await link.lost.wait()
                 finally:
@@ -274,7 +304,7 @@ class _ServerActor:
         self.status.last_error = server_unavailable_message(
             self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail()
         )
-        self.status.set_state(ServerState.RESTARTING)
+        self.set_state(ServerState.RESTARTING)
 
     async def supervise(self, report_started: Callable[[], None]) -> None:
         """Serve a connection, and after each one is lost back off and reconnect, until ``max_restarts`` failures.
@@ -289,13 +319,23 @@ class _ServerActor:
             healthy = await self.serve_one_connection(report_started)
             failures = 1 if healthy else failures + 1
             if failures > policy.max_restarts:
-                self.status.set_state(ServerState.DOWN)
+                self.set_state(ServerState.DOWN)
                 report_started()
                 await trio.sleep_forever()
-            self.status.set_state(ServerState.RESTARTING)
+            self.set_state(ServerState.RESTARTING)
             report_started()
-            await trio.sleep(min(policy.backoff_initial * 2 ** (failures - 1), policy.backoff_max))
+            delay = min(policy.backoff_initial * 2 ** (failures - 1), policy.backoff_max)
+            logger.info(
+                "server %r: reconnecting in %gs (failure %d of at most %d in a row)",
+                self.id,
+                delay,
+                failures,
+                policy.max_restarts,
+                extra={"server": self.id},
+            )
+            await trio.sleep(delay)
             self.status.restarts += 1
+            labelled(SERVER_RESTARTS, self.id).inc()
 
 
 def _progress_forwarder(request: CallRequest) -> ProgressFnT:
@@ -325,6 +365,8 @@ async def serve_mcp_server(
     with receive:
         async with trio.open_nursery() as nursery:
             actor = _ServerActor(spec, connect, receive, nursery, status)
+            labelled(SERVER_UP, spec.id).set(0)
+            labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start
             started = False
 
             def report_started() -> None:
@@ -339,7 +381,7 @@ async def serve_mcp_server(
                 nursery.start_soon(actor.fail_fast, actor.fail_fast_scope)
                 await actor.supervise(report_started)
             finally:
-                status.set_state(ServerState.STOPPED)
+                actor.set_state(ServerState.STOPPED)
 
 
 __all__ = ["PROGRESS_BUFFER", "ServerHandle", "ServerState", "ServerStatistics", "serve_mcp_server"]

@@ -20,9 +20,11 @@ from typing import Any
 import attrs
 import mcp.types
 import trio
+from opentelemetry.context import Context
 
 from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
+from yao_actors.observability import tracing
 from yao_actors.results import ToolOutcome
 from yao_actors.specs import ServerSpec
 from yao_actors.transports import Link
@@ -107,7 +109,8 @@ class ProgressItem:
 class CallRequest:
     """One ``tools/call`` on its way to the actor, and its way back: progress items, then the outcome.
 
-    ``scope`` lets the caller abandon the call. The way back is an event the
+    ``scope`` lets the caller abandon the call; ``trace_context`` is the caller's trace context, which the
+    actor's worker makes current while it runs the call (``None`` while tracing is off). The way back is an event the
     caller waits on, not a memory channel: a channel per call costs more than the
     rest of the actor's bookkeeping together. It is bounded all the same: at most
     ``PROGRESS_BUFFER`` progress items wait, newer ones are dropped.
@@ -117,6 +120,7 @@ class CallRequest:
     arguments: dict[str, Any]
     started: float
     wants_progress: bool
+    trace_context: Context | None = None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     outcome: ToolOutcome | None = attrs.field(default=None, init=False)
     progress: collections.deque[ProgressItem] = attrs.field(factory=collections.deque, init=False)
@@ -236,7 +240,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
 
     async def _call(self, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None) -> ToolOutcome:
         started = trio.current_time()
-        request = CallRequest(name, dict(arguments or {}), started, progress is not None)
+        request = CallRequest(name, dict(arguments or {}), started, progress is not None, tracing.capture())
         with trio.move_on_after(self.spec.timeout):
             try:
                 # A full queue is answered at once: waiting for room would only move the queue into callers.

@@ -3,27 +3,34 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import h11
 import trio
 from trio_websocket import WebSocketConnection
 
 from yao_actors.config import ServiceSpec
 from yao_actors.service import Service, open_service
 from yao_actors.service.connection import RunOpener
+from yao_actors.service.http_endpoints import Observable
 from yao_actors.testing import read_line
 
 TERMINAL = {"RUN_FINISHED", "RUN_ERROR"}
 
 
 @asynccontextmanager
-async def running_service(runtime: RunOpener, **limits: Any) -> AsyncIterator[Service]:
-    """A service for ``runtime`` on 127.0.0.1 and a free port, with ``limits`` overriding the defaults."""
+async def running_service(
+    runtime: RunOpener, *, servers: Mapping[str, Observable] | None = None, **limits: Any
+) -> AsyncIterator[Service]:
+    """A service for ``runtime`` on 127.0.0.1 and a free port, with ``limits`` overriding the defaults.
+
+    ``servers`` are what ``/readyz`` reports (by default a real runtime's own).
+    """
     spec = attrs.evolve(ServiceSpec(host="127.0.0.1", port=0), **limits)
-    async with open_service(runtime, spec) as service:
+    async with open_service(runtime, spec, servers=servers) as service:
         yield service
 
 
@@ -93,3 +100,42 @@ async def handshake_status(port: int, headers: dict[str, str] | None = None) -> 
         await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
         status_line = await read_line(stream, end=b"\r\n")
     return int(status_line.split(" ", 2)[1])
+
+
+@attrs.frozen
+class HttpReply:
+    """A plain HTTP response as the service sent it."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+async def http_request(
+    port: int, path: str, *, method: str = "GET", headers: dict[str, str] | None = None
+) -> HttpReply:
+    """One plain HTTP/1.1 request to the service on 127.0.0.1:``port`` over a real socket, parsed with h11."""
+    client = h11.Connection(h11.CLIENT)
+    sent = [("Host", f"127.0.0.1:{port}"), *(headers or {}).items()]
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(client.send(h11.Request(method=method, target=path, headers=sent)) or b"")
+        await stream.send_all(client.send(h11.EndOfMessage()) or b"")
+        response: h11.Response | None = None
+        body = b""
+        while True:
+            event = client.next_event()
+            if event is h11.NEED_DATA:
+                client.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Response):
+                response = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+    assert response is not None
+    decoded = {name.decode(): value.decode() for name, value in response.headers}
+    return HttpReply(response.status_code, decoded, body)

@@ -25,6 +25,7 @@ from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
+from yao_actors.observability.runs import RunObservation
 from yao_actors.results import ToolCallResult
 from yao_actors.store import ConversationStore, RunStatus
 
@@ -117,6 +118,17 @@ class _ConversationActor:
                     self.status.pending -= 1
 
     async def execute(self, order: RunOrder) -> None:
+        """Execute one run (in its span, counted and logged); it always ends with exactly one terminal event."""
+        with RunObservation(order.assistant.id, order.run_id, order.thread_id, order.trace_context) as observed:
+            try:
+                await self._execute(order)
+            finally:
+                if order.result is not None:
+                    result = order.result
+                    code = result.code.value if result.code is not None else None
+                    observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
+
+    async def _execute(self, order: RunOrder) -> None:
         """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
         order.started.set()
         journal = RunJournal(self.store, order.thread_id, order.run_id)

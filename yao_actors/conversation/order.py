@@ -20,10 +20,12 @@ from typing import Any
 
 import attrs
 import trio
+from opentelemetry.context import Context
 
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, Outcome
 from yao_actors.models.base import Message, Usage
+from yao_actors.observability import tracing
 from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
 
@@ -80,6 +82,8 @@ class RunOrder:
     sink: Callable[[EventDict], None] | None = None
     detached: bool = False
     followers: int = 0
+    trace_context: Context | None = attrs.field(factory=tracing.capture)
+    """The submitter's trace context: the run's ``invoke_agent`` span starts under it."""
     _grew: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
     _attachment: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
 

@@ -42,6 +42,8 @@ from yao_actors.fallback import (
 )
 from yao_actors.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
 from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, with_params
+from yao_actors.observability import tracing
+from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.results import ToolCallResult, tool_message_content
 from yao_actors.specs import AssistantSpec, ServerRef
 
@@ -219,6 +221,7 @@ class Run:
             if not failed or execution == MAX_EXECUTIONS:
                 break
             await self.events.tool_retry(execution, failed)
+            tracing.add_event("yao.tool_retry", {"yao.retry.execution": execution, "yao.retry.call_ids": failed})
             retry_request = [*request.messages, {"role": "system", "content": TOOL_RETRY_PROMPT}]
             completion = await self.call_model(
                 assistant, request.model, retry_request, request.tools, f"retry {execution}"
@@ -255,7 +258,8 @@ class Run:
             raise RunError(f"delegation deeper than {MAX_DELEGATION_DEPTH} assistants", code=RunErrorCode.HOOK_ERROR)
         target = self.resources.assistant(assistant_id)
         subagent_id = await self.subagent_started(target.id)
-        with self.events.attributed_to(subagent_id):
+        agent = {tracing.OPERATION: "invoke_agent", tracing.AGENT_NAME: target.id}
+        with self.events.attributed_to(subagent_id), tracing.open_span(f"invoke_agent {target.id}", agent):
             answer = await self.answer(target, conversation, depth + 1)
         await self.events.subagent_finished(subagent_id, {"text": answer.text, "outcome": answer.outcome.value})
         self.subagents.remove(subagent_id)
@@ -271,6 +275,7 @@ class Run:
         model produced, or else the tool results as readable text.
         """
         logger.warning("run %s: %s; delegating to the fallback assistant", self.events.run_id, reason)
+        tracing.add_event("yao.fallback", {"yao.fallback.reason": reason})
         brief = build_fallback_brief(assistant.prompt, conversation, self.results)
         named = assistant.fallback if isinstance(assistant.fallback, str) else None
         subagent_id = await self.subagent_started(
@@ -327,8 +332,9 @@ class Run:
         await self.events.step_started(step)
         self.step = step
         try:
-            with trio.fail_after(assistant.timeouts.model):
+            with ModelCallObservation(model.name, step) as observed, trio.fail_after(assistant.timeouts.model):
                 completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+                observed.completed(completion)
         except trio.TooSlowError as error:
             await self.end_step(None)
             raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
@@ -393,6 +399,7 @@ class Run:
             await self.events.tool_progress(event.call.id, event.progress, event.total, event.message)
         elif isinstance(event, SequentialRetry):
             await self.events.sequential_retry(event.call_ids)
+            tracing.add_event("yao.sequential_retry", {"yao.retry.call_ids": event.call_ids})
 
     def record(self, results: Sequence[ToolCallResult], messages: list[Message] | None = None) -> None:
         """Keep a batch's results and answer each of its calls with a tool message."""

@@ -14,8 +14,7 @@ that refuses it). ``tools`` in ``params`` are static tools offered *before* the
 given (MCP) tools, as the seed appended its MCP tools to ``options.tools``.
 An assistant's ``options`` reach the request through :meth:`OpenAIModel.with_params`.
 
-Deadlines are Trio cancel scopes owned by this client, never ``timeout=``
-arguments of the HTTP stack:
+Deadlines are Trio cancel scopes owned by this client, never ``timeout=`` arguments of the HTTP stack:
 
 - the **connect deadline** (``ModelSpec.connect_timeout``) bounds opening the
   connection, sending the request and receiving the response headers of a
@@ -28,17 +27,15 @@ Either firing raises :class:`~yao_actors.errors.ModelTimeout` saying that the
 endpoint (its URL) did not respond or stopped responding, within which setting;
 timeouts are not retried (the caller's own deadline is the budget for patience).
 
-Retries: connection errors, 429 and 5xx are retried with exponential backoff and
-jitter, honouring ``Retry-After``, at most ``max_retries`` times and never past
-``retry_budget`` seconds since the first attempt — and only while no delta was
-delivered, so a half-relayed stream is never replayed. Other failures raise at
-once: a 4xx raises :class:`~yao_actors.errors.ModelHTTPError` carrying the
-endpoint's own message; a content type other than ``text/event-stream`` or
-``application/json`` (accepted even for a streamed request, from endpoints
-that ignore ``stream``), a malformed chunk (not JSON, nested deeper than
-:data:`~yao_actors.untrusted_json.MAX_DEPTH`, or a field of the wrong type), an
-error object in the stream, or a stream that ends before ``[DONE]`` or a
-finish reason raise :class:`~yao_actors.errors.ModelStreamError`.
+Retries: connection errors, 429 and 5xx are retried with exponential backoff and jitter, honouring
+``Retry-After``, at most ``max_retries`` times and never past ``retry_budget`` seconds since the first
+attempt — and only while no delta was delivered, so a half-relayed stream is never replayed (each retry is
+logged, and is an event on the call's span). Other failures raise at once: a 4xx raises
+:class:`~yao_actors.errors.ModelHTTPError` carrying the endpoint's own message; a content type other than
+``text/event-stream`` or ``application/json`` (accepted even for a streamed request, from endpoints that ignore
+``stream``), a malformed chunk (not JSON, nested deeper than :data:`~yao_actors.untrusted_json.MAX_DEPTH`, or a
+field of the wrong type), an error object in the stream, or a stream that ends before ``[DONE]`` or a finish
+reason raise :class:`~yao_actors.errors.ModelStreamError`.
 
 The request body is serialised by :func:`~yao_actors.untrusted_json.dumps_utf8`
 (lone surrogates in the history go as U+FFFD), and strings read from the
@@ -80,6 +77,7 @@ from yao_actors.models.base import (
     Usage,
 )
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
+from yao_actors.observability.retries import report_model_retry
 from yao_actors.specs import ModelSpec
 
 BACKOFF_INITIAL = 0.5
@@ -156,6 +154,7 @@ class OpenAIModel:
                     out_of_budget = trio.current_time() - started + delay > self.spec.retry_budget
                     if attempt >= self.spec.max_retries or out_of_budget:
                         raise failure.error from failure.__cause__
+                    report_model_retry(self.name, attempt + 1, delay, failure.error)
                 attempt += 1
                 await trio.sleep(delay)
 

@@ -286,6 +286,12 @@ class Connection:
             else:
                 self._start_run(frame, runs)
         except FrameError as error:
+            logger.info(
+                "refused a frame (%s): %s",
+                error.code.value,
+                error,
+                extra={"code": error.code.value, "run_id": error.run_id or "", "principal": self.principal},
+            )
             refused = _RelayedRun(run_id=error.run_id or "", thread_id="")
             await self._emitter(refused).run_error(str(error), code=error.code)
 

@@ -9,7 +9,8 @@ Three ownership levels, as in trio-websocket:
 - :class:`Service` — the handle: where it listens, :meth:`Service.statistics`, :meth:`Service.shutdown`.
 
 Each TCP connection first passes :mod:`yao_actors.service.gate`: a plain HTTP request goes to the service's
-routes (:class:`~yao_actors.service.http.Routes`: the page on ``/``, AG-UI's ``POST /agui``); a websocket
+routes (:class:`~yao_actors.service.http.Routes`: the page on ``/``, AG-UI's ``POST /agui``, and
+:mod:`yao_actors.service.http_endpoints`: ``/healthz``, ``/readyz``, ``/metrics``); a websocket
 upgrade goes on to the handshake checks — Origin, bearer token (401), the connection limit (503) — and is then served by a
 :class:`~yao_actors.service.connection.Connection`. The runtime is the caller's: the service never starts or
 stops it, and a client can never make it spawn a process or reach a URL (servers come only from the config).
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import importlib.resources
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Final, Protocol
 
@@ -28,6 +29,8 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, wrap_server_stream
 
 from yao_actors.config import ServiceSpec
+from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
+from yao_actors.runtime import Runtime
 from yao_actors.service.agui_http import AGUI_PATH, AguiExchange
 from yao_actors.service.auth import (
     Credential,
@@ -41,6 +44,7 @@ from yao_actors.service.auth import (
 from yao_actors.service.connection import Connection, RunBudget, RunOpener
 from yao_actors.service.gate import ReplayStream, RequestHead, close_frame, read_head
 from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
+from yao_actors.service.http_endpoints import Endpoints, Observable
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +86,7 @@ class Service:
     _runtime: RunOpener
     _credentials: tuple[Credential, ...]
     _page: bytes
+    _endpoints: Endpoints
     _nursery: trio.Nursery
     _budget: RunBudget
     _connections: set[Stoppable] = attrs.field(factory=set, init=False)
@@ -108,16 +113,24 @@ class Service:
     async def shutdown(self) -> None:
         """Shut down gracefully; idempotent.
 
-        Stops accepting at once, lets runs in flight finish for up to ``shutdown_grace`` seconds, then cancels
-        the rest (each still sends its terminal event) and closes every connection with code 1001.
+        Refuses new runs and websocket upgrades (503) at once, lets runs in flight finish for up to
+        ``shutdown_grace`` seconds, then cancels the rest (each still sends its terminal event) and closes every
+        connection with code 1001. Through the grace the listener stays open for plain HTTP, so ``/healthz``
+        answers 503 and load balancers drain; it closes when the grace ends (or the last run does).
         """
         if self._budget.closing:
             await self._stopped.wait()
             return
         self._budget.closing = True
-        self._listening.cancel()
+        logger.info(
+            "shutting down: %d run(s) in flight get up to %gs",
+            self._budget.active,
+            self.spec.shutdown_grace,
+            extra={"runs": self._budget.active, "connections": self._admitted},
+        )
         with trio.move_on_after(self.spec.shutdown_grace):
             await self._budget.wait_idle()
+        self._listening.cancel()
         for connection in list(self._connections):
             connection.stop()
         with trio.move_on_after(CLOSE_TIMEOUT):
@@ -132,6 +145,7 @@ class Service:
     def __attrs_post_init__(self) -> None:
         self._routes.add("/", self._serve_page)
         self._routes.add("/index.html", self._serve_page)
+        self._endpoints.add_to(self._routes)
         self._routes.add(AGUI_PATH, self._serve_agui, ("POST", "OPTIONS"), prefix=True)
 
     async def _serve_page(self, exchange: HttpExchange) -> None:
@@ -169,7 +183,7 @@ class Service:
             await trio.serve_listeners(self._handle_stream, listeners, handler_nursery=self._nursery)
 
     async def _handle_stream(self, stream: trio.SocketStream) -> None:
-        """One TCP connection: the page for a plain GET, else the websocket handshake and the connection."""
+        """One TCP connection: a plain HTTP request is answered, an upgrade gets the handshake and the connection."""
         head = None
         try:
             with trio.move_on_after(HANDSHAKE_TIMEOUT):
@@ -217,21 +231,28 @@ class Service:
         raw = [*request.headers, *([(b"host", host.encode("latin-1"))] if host else [])]
         handshake = Handshake.from_raw(raw, request.proposed_subprotocols)
         principal = principal_of(handshake, self._credentials)
+        origin = handshake.headers.get("origin")
         if not origin_allowed(handshake, self.spec.allowed_origins, token_required=bool(self._credentials)):
+            logger.warning("refused a connection (403): origin %r not allowed", origin, extra={"origin": origin})
             await request.reject(403, body=b"origin not allowed\n")
         elif self._credentials and principal is None:
+            logger.warning("refused a connection (401): missing or wrong bearer token", extra={"origin": origin})
             await request.reject(
                 401, extra_headers=[(b"WWW-Authenticate", b"Bearer")], body=b"missing or wrong bearer token\n"
             )
         elif self._budget.closing or self._admitted >= self.spec.max_connections:
+            reason = "shutting down" if self._budget.closing else f"at the limit of {self.spec.max_connections}"
+            logger.warning("refused a connection (503): %s", reason, extra={"origin": origin})
             await request.reject(503, body=b"too many connections, or shutting down\n")
         else:
             self._admitted += 1
             try:
-                return await request.accept(subprotocol=selected_subprotocol(handshake)), principal
+                ws = await request.accept(subprotocol=selected_subprotocol(handshake))
             except BaseException:
                 self._release()
                 raise
+            WEBSOCKET_CONNECTIONS.inc()
+            return ws, principal
         return None
 
     async def _serve_connection(self, ws: WebSocketConnection, principal: str | None) -> None:
@@ -252,6 +273,7 @@ class Service:
                     await ws.aclose(connection.close_code, connection.close_reason)
         finally:
             self._connections.discard(connection)
+            WEBSOCKET_CONNECTIONS.dec()
             self._release()
 
     def _release(self) -> None:
@@ -261,15 +283,22 @@ class Service:
 
 
 @asynccontextmanager
-async def open_service(runtime: RunOpener, spec: ServiceSpec) -> AsyncIterator[Service]:
+async def open_service(
+    runtime: RunOpener, spec: ServiceSpec, *, servers: Mapping[str, Observable] | None = None
+) -> AsyncIterator[Service]:
     """Listen on ``spec.host:spec.port`` and serve ``runtime`` until the block ends, then shut down gracefully.
 
     Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
-    a free port; read it from :attr:`Service.port`.
+    a free port; read it from :attr:`Service.port`. ``/readyz`` reports ``servers`` (by default a
+    :class:`~yao_actors.runtime.Runtime`'s own).
     """
     credentials = resolve_credentials(spec)
     check_listen(spec.host, credentials)
     page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
+    if servers is None:
+        servers = runtime.servers if isinstance(runtime, Runtime) else {}
+    budget = RunBudget(limit=spec.max_runs)
+    endpoints = Endpoints(servers, credentials, lambda: budget.closing)
     listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
         service = Service(
@@ -279,8 +308,9 @@ async def open_service(runtime: RunOpener, spec: ServiceSpec) -> AsyncIterator[S
             runtime=runtime,
             credentials=credentials,
             page=page,
+            endpoints=endpoints,
             nursery=nursery,
-            budget=RunBudget(limit=spec.max_runs),
+            budget=budget,
         )
         nursery.start_soon(service._serve_listeners, listeners)
         try:
@@ -291,10 +321,17 @@ async def open_service(runtime: RunOpener, spec: ServiceSpec) -> AsyncIterator[S
 
 
 async def serve_service(
-    runtime: RunOpener, spec: ServiceSpec, *, task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED
+    runtime: RunOpener,
+    spec: ServiceSpec,
+    *,
+    servers: Mapping[str, Observable] | None = None,
+    task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve until cancelled (stops at once) or until :meth:`Service.shutdown` is called on the reported handle."""
-    async with open_service(runtime, spec) as service:
+    """Serve until cancelled (stops at once) or until :meth:`Service.shutdown` is called on the reported handle.
+
+    ``servers`` as for :func:`open_service`.
+    """
+    async with open_service(runtime, spec, servers=servers) as service:
         task_status.started(service)
         await service.wait_stopped()
 

@@ -10,7 +10,8 @@ Tools: ``echo``, ``add``, ``sleep``, ``fail`` (an ``isError`` result with exactl
 the given text), ``progress`` (reports progress notifications), ``crash`` (exits
 the process), ``stats`` (executions per tool, and how many executions were
 cancelled by the client), ``whoami`` (the client's name and version),
-``register`` (adds a tool and announces ``tools/list_changed``), and with ``--tools N`` / ``extra_tools=N`` trivial tools
+``register`` (adds a tool and announces ``tools/list_changed``), ``trace_context`` (the W3C trace context
+the request's ``_meta`` carried), and with ``--tools N`` / ``extra_tools=N`` trivial tools
 ``t0..t{N-1}``.
 """
 
@@ -104,6 +105,12 @@ def build_test_server(name: str = "test", *, extra_tools: int = 0) -> MCPServer:
         params = ctx.request_context.session.client_params
         info = params.client_info if params else None
         return {"name": info.name if info else None, "version": info.version if info else None}
+
+    @server.tool(description="The W3C trace context (traceparent, tracestate) the request's _meta carried.")
+    async def trace_context(ctx: Context) -> dict[str, Any]:
+        meta = ctx.request_context.meta
+        fields = meta if isinstance(meta, dict) else (meta.model_dump() if meta is not None else {})
+        return {"traceparent": fields.get("traceparent"), "tracestate": fields.get("tracestate")}
 
     @server.tool(description="Add a tool named `tool` that echoes, and announce tools/list_changed.")
     async def register(tool: str, ctx: Context) -> dict[str, Any]:

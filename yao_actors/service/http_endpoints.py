@@ -1,0 +1,71 @@
+"""Health, readiness and metrics on the service's port: ``/healthz``, ``/readyz``, ``/metrics``.
+
+- ``GET /healthz``: ``200`` while serving, ``503`` once shutting down (the listener stays open through the
+  shutdown grace so load balancers see it and drain).
+- ``GET /readyz``: ``200`` when every configured MCP server is ready, else ``503``; the JSON body names each
+  server's state and last error. ``503`` too while shutting down.
+- ``GET /metrics``: the Prometheus text format (:mod:`yao_actors.observability.metrics`); when the service has
+  tokens, only with ``Authorization: Bearer <token>`` (``401`` otherwise). Health endpoints are open.
+
+:meth:`Endpoints.add_to` puts them on the service's :class:`~yao_actors.service.http.Routes` (``GET`` and
+``HEAD``; the routes answer 404 and 405).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from yao_actors.observability.metrics import exposition
+from yao_actors.server_handle import ServerState, ServerStatistics
+from yao_actors.service.auth import Credential, Handshake, principal_of
+from yao_actors.service.http import HttpExchange, Routes
+
+
+class Observable(Protocol):
+    """A server whose health ``/readyz`` reports (a :class:`~yao_actors.server_handle.ServerHandle`)."""
+
+    def statistics(self) -> ServerStatistics: ...
+
+
+@attrs.frozen
+class Endpoints:
+    """The ``servers`` whose readiness counts, who may read the metrics, and whether the service is closing."""
+
+    servers: Mapping[str, Observable]
+    credentials: Sequence[Credential]
+    closing: Callable[[], bool]
+
+    def add_to(self, routes: Routes) -> None:
+        routes.add("/healthz", self.health)
+        routes.add("/readyz", self.readiness)
+        routes.add("/metrics", self.metrics)
+
+    async def health(self, exchange: HttpExchange) -> None:
+        if self.closing():
+            await exchange.respond_json(503, {"status": "shutting_down"})
+        else:
+            await exchange.respond_json(200, {"status": "serving"})
+
+    async def readiness(self, exchange: HttpExchange) -> None:
+        servers = {server_id: server.statistics() for server_id, server in self.servers.items()}
+        report: dict[str, Any] = {
+            server_id: {"state": stats.state.value, "last_error": stats.last_error}
+            for server_id, stats in servers.items()
+        }
+        ready = all(stats.state is ServerState.READY for stats in servers.values())
+        if self.closing():
+            await exchange.respond_json(503, {"status": "shutting_down", "servers": report})
+        else:
+            status = {"status": "ready" if ready else "not_ready", "servers": report}
+            await exchange.respond_json(200 if ready else 503, status)
+
+    async def metrics(self, exchange: HttpExchange) -> None:
+        if self.credentials and principal_of(Handshake(exchange.request.headers), self.credentials) is None:
+            body = b"missing or wrong bearer token\n"
+            await exchange.respond(401, body, "text/plain; charset=utf-8", [("www-authenticate", "Bearer")])
+        else:
+            await exchange.respond(200, exposition(), CONTENT_TYPE_LATEST)
