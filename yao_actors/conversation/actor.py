@@ -161,7 +161,7 @@ class _ConversationActor:
                 journal.turn(run.transcript[written:])
                 written = len(run.transcript)
             else:
-                journal.kick()
+                journal.kick_soon()
 
         run.checkpoint = checkpoint
         try:

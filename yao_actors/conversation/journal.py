@@ -18,6 +18,7 @@ that, so memory and store never disagree.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,9 @@ from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunStatus
 
 logger = logging.getLogger(__name__)
+
+EVENTS_DELAY = 0.05
+"""Seconds the events before a tool batch may wait to be written with the batch's turn (see ``kick_soon``)."""
 
 
 def store_unavailable(error: StoreUnavailable) -> RunError:
@@ -52,6 +56,8 @@ class RunJournal:
     _events: list[EventDict] = attrs.field(factory=list)
     _wake: trio.Event = attrs.field(factory=trio.Event)
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _due: float = math.inf
+    _waiting: trio.CancelScope | None = None
 
     async def start(self, assistant: str, messages: Sequence[Message]) -> None:
         """Record the run as running, with its input joining the thread's history, in one write.
@@ -88,12 +94,24 @@ class RunJournal:
         """Wake the writer: what is queued is written as soon as the write before it is done."""
         self._wake.set()
 
+    def kick_soon(self) -> None:
+        """Have the events so far written within :data:`EVENTS_DELAY` seconds, unless a turn comes first and
+        takes them along (a fast tool batch then costs one write, a slow one still has its events stored)."""
+        due = trio.current_time() + EVENTS_DELAY
+        if due < self._due:
+            self._due = due
+            if self._waiting is not None:
+                self._waiting.deadline = due
+
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The writer task: write what is queued each time it is woken, until cancelled."""
+        """The writer task: write what is queued each time it is woken (or due), until cancelled."""
         task_status.started()
         while True:
-            await self._wake.wait()
+            with trio.CancelScope(deadline=self._due) as self._waiting:
+                await self._wake.wait()
+            self._waiting = None
             self._wake = trio.Event()
+            self._due = math.inf
             await self.flush()
 
     async def flush(self) -> None:
