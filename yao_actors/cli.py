@@ -1,5 +1,5 @@
-"""The command line: ``yao-actors serve`` runs the websocket service, ``yao-actors chat "question"`` asks it,
-``yao-actors history THREAD`` prints a thread it keeps.
+"""The command line: ``yao-actors serve`` runs the service, ``chat "question"`` asks it, ``history THREAD`` prints a
+thread it keeps, ``bench`` times tools.
 
 ``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
 config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
@@ -11,6 +11,8 @@ gracefully (a second signal stops at once) and exits 0 with every MCP server pro
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME] [--thread ID]`` and
 ``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.service.chat`; the token defaults to
 ``YAO_ACTORS_TOKEN``.
+
+``bench --call SERVER__TOOL ...`` — time calls of your own tools, see :mod:`yao_actors.bench.cli`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
+from yao_actors.bench.cli import add_bench_parser
 from yao_actors.config import Config, ServiceSpec, default_config, load_config
 from yao_actors.errors import ConfigError, StoreUnavailable
 from yao_actors.observability.logs import LOG_FORMATS, configure_logging
@@ -88,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
     show.add_argument("--json", action="store_true", help="print the MESSAGES_SNAPSHOT frame as it came")
     show.set_defaults(command=_history_command)
+    add_bench_parser(commands)
     return parser
 
 

@@ -13,7 +13,8 @@ Every exception this package raises on purpose is drawn here::
     │   └── ModelStreamError   the stream was malformed or ended before its finish
     ├── RunError               a run could not start or go on; ``.code`` is its :class:`RunErrorCode`
     ├── FrameError             the service refused a client frame; ``.code`` is its :class:`RunErrorCode`
-    └── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
+    ├── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
+    └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
 
     RuntimeError
     └── StreamClosedError      an event was emitted after the run's terminal event (a bug in the caller)
@@ -216,6 +217,17 @@ class FrameError(YaoActorsError):
 
 class StoreUnavailable(YaoActorsError):
     """The conversation store cannot be reached or written; the call that raised it wrote nothing."""
+
+
+class BenchError(YaoActorsError):
+    """``yao-actors bench`` was asked for something it cannot run (an unknown tool, bad ``--args``, ...).
+
+    ``problems`` holds one message per problem, each starting with the option it concerns.
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("cannot run the benchmark:\n" + "\n".join(f"  - {p}" for p in self.problems))
 
 
 class StreamClosedError(RuntimeError):
