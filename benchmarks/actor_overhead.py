@@ -155,6 +155,7 @@ async def main(rounds: int, calls: int, transports: list[str]) -> None:
     rows: list[dict[str, Any]] = []
     for transport in transports:
         rows.extend(await measure(transport, rounds, calls))
+    load_at_end = [round(x, 2) for x in os.getloadavg()]
     print_table(rows)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
@@ -163,6 +164,7 @@ async def main(rounds: int, calls: int, transports: list[str]) -> None:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "load_average_at_start": load,
+        "load_average_at_end": load_at_end,
         "rounds": rounds,
         "calls_per_run": calls,
         "unit": "median microseconds per call over the rounds",

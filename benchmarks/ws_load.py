@@ -1,20 +1,29 @@
-"""How does the websocket service hold up under K concurrent clients?
+"""How does the websocket service hold up under K concurrent clients, and what CPU does a run cost it?
 
-The service runs as its own process (``--serve``, so its peak RSS is its own): an assistant whose model (an
-instant ``FunctionModel``) calls the test server's ``sleep`` tool (50 ms) once per turn for 3 turns, then
-answers; the test server runs in process (``memory``) or as a stdio subprocess (``stdio``). K clients, each
-on its own websocket over loopback, start one run at once and read it to its terminal event. The table shows
-completed runs, errors, run latency percentiles against the ideal (turns × tool latency), runs per second
-over the whole wave, and the service's peak RSS (``VmHWM``).
+The service runs as its own process (``--serve``, so its peak RSS and its CPU time are its own): an assistant
+whose model (an instant ``FunctionModel`` in its non-streaming mode, so the figures are the runtime's, not the
+double's) calls the test server's ``sleep`` tool (50 ms) once per turn for 3 turns, then answers; the test
+server runs in process (``memory``) or as a stdio subprocess (``stdio``, whose own CPU is not counted). K
+clients, each on its own websocket over loopback, start one run at once and read it to its terminal event.
 
-    python benchmarks/ws_load.py [--clients 200 1000] [--turns 3] [--tool-ms 50] [--transport memory]
+The table shows, per wave: completed runs, errors, run latency percentiles against the ideal (turns × tool
+latency), runs per second over the whole wave, the events a run sends its client, the **service's CPU
+milliseconds per run** (user + system time of the service process over the wave, from ``/proc/<pid>/stat``,
+divided by the runs completed: a figure a busy machine disturbs far less than latency or runs/s), and the
+service's peak RSS (``VmHWM``). With ``--repeat`` each client count runs that many waves, each against a fresh
+service, and the table shows their medians.
 
-Writes ``benchmarks/results/ws_load.json``. A benchmark, not a test: it asserts nothing. Loopback only.
+    python benchmarks/ws_load.py [--clients 200 1000] [--repeat 3] [--turns 3] [--tool-ms 50] [--transport memory]
+    python benchmarks/ws_load.py --clients 600 --profile service.prof   # cProfile of the service over the wave
+
+Writes ``benchmarks/results/ws_load.json`` (``--out``) with the machine's load average before the first wave.
+A benchmark, not a test: it asserts nothing. Loopback only.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import platform
@@ -26,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from yao_actors.config import (
@@ -61,11 +71,11 @@ def _model(turns: int, tool_seconds: float) -> FunctionModel:
             return Completion(tool_calls=(ToolCall(f"call{done}", "s1__sleep", arguments),))
         return f"done after {done} tool calls"
 
-    return FunctionModel(answer)
+    return FunctionModel(answer, stream=False)
 
 
 async def serve(turns: int, tool_seconds: float, transport: str) -> None:
-    """Serve on a free loopback port, print ``LISTENING <url>``, stop on SIGTERM and print the peak RSS."""
+    """Serve on a free loopback port, print ``LISTENING <url>``, stop on SIGTERM."""
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
         if transport == "memory"
@@ -91,8 +101,17 @@ async def serve(turns: int, tool_seconds: float, transport: str) -> None:
 # --------------------------------------------------------------------------- the clients
 
 
-async def one_client(url: str, index: int, latencies: list[float], errors: list[str]) -> None:
-    """Run one conversation on its own connection; record its latency or its error."""
+@attrs.define
+class Tally:
+    """What the clients of one wave saw: each completed run's latency, the errors, the events received."""
+
+    latencies: list[float] = attrs.field(factory=list)
+    errors: list[str] = attrs.field(factory=list)
+    events: int = 0
+
+
+async def one_client(url: str, index: int, tally: Tally) -> None:
+    """Run one conversation on its own connection; record its latency or its error, and its events."""
     run_id = f"load-{index}"
     frame = {"type": "run", "runId": run_id, "messages": [{"role": "user", "content": "go"}]}
     try:
@@ -101,14 +120,15 @@ async def one_client(url: str, index: int, latencies: list[float], errors: list[
             await ws.send_message(json.dumps(frame))
             while True:
                 event = json.loads(await ws.get_message())
+                tally.events += 1
                 if event.get("runId") == run_id and event["type"] in ("RUN_FINISHED", "RUN_ERROR"):
                     break
             if event["type"] == "RUN_ERROR":
-                errors.append(str(event.get("code")))
+                tally.errors.append(str(event.get("code")))
             else:
-                latencies.append(time.perf_counter() - started)
+                tally.latencies.append(time.perf_counter() - started)
     except Exception as error:  # a benchmark counts failures instead of stopping at the first
-        errors.append(type(error).__name__)
+        tally.errors.append(type(error).__name__)
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -119,10 +139,18 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-async def wave(clients: int, turns: int, tool_ms: float, transport: str) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used so far (its own threads; not its children)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def wave(clients: int, turns: int, tool_ms: float, transport: str, profile: Path | None) -> dict[str, Any]:
     """Start a fresh service, run ``clients`` conversations at once against it, and measure."""
     command = [sys.executable, __file__, "--serve", "--turns", str(turns), "--tool-ms", str(tool_ms)]
     command += ["--transport", transport]
+    if profile is not None:
+        command += ["--profile", str(profile)]
     process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE)
     try:
         assert process.stdout is not None
@@ -130,13 +158,14 @@ async def wave(clients: int, turns: int, tool_ms: float, transport: str) -> dict
         while not line.endswith(b"\n"):
             line += await process.stdout.receive_some(1)
         url = line.decode().split()[1]
-        latencies: list[float] = []
-        errors: list[str] = []
+        tally = Tally()
+        cpu_before = cpu_seconds(process.pid)
         started = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for index in range(clients):
-                nursery.start_soon(one_client, url, index, latencies, errors)
+                nursery.start_soon(one_client, url, index, tally)
         elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(process.pid) - cpu_before
         rss = peak_rss_mib(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
@@ -145,45 +174,85 @@ async def wave(clients: int, turns: int, tool_ms: float, transport: str) -> dict
         if process.returncode is None:
             process.kill()
             await process.wait()
+    latencies = tally.latencies
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) >= 2 else [float("nan")] * 99
+    runs = len(latencies) + len(tally.errors)
     return {
         "clients": clients,
         "completed": len(latencies),
-        "errors": len(errors),
-        "error_kinds": sorted(set(errors)),
+        "errors": len(tally.errors),
+        "error_kinds": sorted(set(tally.errors)),
         "ideal_ms": turns * tool_ms,
         "p50_ms": cuts[49] * 1000,
         "p95_ms": cuts[94] * 1000,
         "p99_ms": cuts[98] * 1000,
         "runs_per_s": len(latencies) / elapsed,
+        "events_per_run": tally.events / runs if runs else float("nan"),
+        "service_cpu_s": cpu,
+        "service_cpu_ms_per_run": cpu * 1000 / len(latencies) if latencies else float("nan"),
         "service_peak_rss_mib": rss,
     }
 
 
+def median_row(waves: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row for the waves of one client count: the median of each figure, and every wave's CPU per run."""
+    row: dict[str, Any] = {"clients": waves[0]["clients"], "waves": len(waves)}
+    for key, value in waves[0].items():
+        if key == "error_kinds":
+            row[key] = sorted({kind for w in waves for kind in w[key]})
+        elif key not in row:
+            row[key] = statistics.median(w[key] for w in waves) if isinstance(value, int | float) else value
+    row["service_cpu_ms_per_run_waves"] = [round(w["service_cpu_ms_per_run"], 2) for w in waves]
+    row["runs_per_s_waves"] = [round(w["runs_per_s"], 1) for w in waves]
+    return row
+
+
 def print_table(rows: list[dict[str, Any]]) -> None:
-    head = f"{'clients':>8} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} {'p99':>8} {'runs/s':>8} {'RSS MiB':>8}"
+    head = (
+        f"{'clients':>8} {'waves':>5} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} {'p99':>8} "
+        f"{'runs/s':>8} {'events/run':>10} {'cpu ms/run':>10} {'RSS MiB':>8}"
+    )
     print(head)
     for r in rows:
         print(
-            f"{r['clients']:>8} {r['completed']:>6} {r['errors']:>6} {r['ideal_ms']:>5.0f}ms {r['p50_ms']:>6.0f}ms "
-            f"{r['p95_ms']:>6.0f}ms {r['p99_ms']:>6.0f}ms {r['runs_per_s']:>8.1f} {r['service_peak_rss_mib']:>8.1f}"
+            f"{r['clients']:>8} {r['waves']:>5} {r['completed']:>6.0f} {r['errors']:>6.0f} {r['ideal_ms']:>5.0f}ms "
+            f"{r['p50_ms']:>6.0f}ms {r['p95_ms']:>6.0f}ms {r['p99_ms']:>6.0f}ms {r['runs_per_s']:>8.1f} "
+            f"{r['events_per_run']:>10.1f} {r['service_cpu_ms_per_run']:>10.2f} {r['service_peak_rss_mib']:>8.1f}"
         )
 
 
-async def main(clients: list[int], turns: int, tool_ms: float, transport: str) -> None:
-    rows = [await wave(k, turns, tool_ms, transport) for k in clients]
-    print(f"{turns} turns × {tool_ms:.0f} ms tool per run, test server {transport}, one run per connection")
+async def main(args: argparse.Namespace) -> None:
+    load = [round(x, 2) for x in os.getloadavg()]
+    rows = []
+    for clients in args.clients:
+        waves = []
+        for _ in range(args.repeat):
+            waves.append(await wave(min(clients, MAX_CLIENTS), args.turns, args.tool_ms, args.transport, args.profile))
+        rows.append(median_row(waves))
+    load_at_end = [round(x, 2) for x in os.getloadavg()]
+    print(
+        f"{args.turns} turns × {args.tool_ms:.0f} ms tool per run, test server {args.transport}, one run per connection"
+    )
     print_table(rows)
     report = {
         "benchmark": "ws_load",
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
-        "turns": turns,
-        "tool_ms": tool_ms,
-        "transport": transport,
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_average_at_start": load,
+            "load_average_at_end": load_at_end,
+        },
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "model": "FunctionModel(stream=False)",
+        "turns": args.turns,
+        "tool_ms": args.tool_ms,
+        "transport": args.transport,
         "results": rows,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"figures written to {args.out}")
 
 
 if __name__ == "__main__":
@@ -192,9 +261,20 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--tool-ms", type=float, default=50.0)
     parser.add_argument("--transport", choices=["memory", "stdio"], default="memory")
+    parser.add_argument("--repeat", type=int, default=1, help="waves per client count, each on a fresh service")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the service process to this file")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
+    if not args.serve:
+        trio.run(main, args)
+    elif args.profile is None:
         trio.run(serve, args.turns, args.tool_ms / 1000, args.transport)
     else:
-        trio.run(main, [min(k, MAX_CLIENTS) for k in args.clients], args.turns, args.tool_ms, args.transport)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        try:
+            trio.run(serve, args.turns, args.tool_ms / 1000, args.transport)
+        finally:
+            profiler.disable()
+            profiler.dump_stats(args.profile)

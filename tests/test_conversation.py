@@ -152,6 +152,32 @@ async def test_stream_relays_deltas_and_results_in_protocol_order() -> None:
     assert result.events[-1]["result"]["outcome"] == "answered"
 
 
+@pytest.mark.parametrize("chunk_size", [None, 4])
+async def test_a_model_that_does_not_stream_gives_the_same_events(chunk_size: int | None) -> None:
+    """The benchmarks' non-streaming FunctionModel: the run announces the text and calls itself, in the same order."""
+    replies = [tools_reply(call("w__get", {"city": "Beijing"}), text="checking"), text_reply("25 degrees")]
+
+    def answer(replies: list[Completion]) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion]:
+        return lambda messages, tools: replies.pop(0)
+
+    streamed = await run_once(FunctionModel(answer(list(replies)), chunk_size=chunk_size))
+    whole = await run_once(FunctionModel(answer(list(replies)), stream=False))
+
+    def shape(event: EventDict) -> str:
+        kept = {key: value for key, value in event.items() if key not in ("timestamp", "runId", "threadId")}
+        if event["type"] == "TOOL_CALL_RESULT":
+            kept["metadata"] = {**event["metadata"], "durationMs": None}
+        return json.dumps(kept).replace(event["runId"], "<run>")  # message ids start with the run id
+
+    check_stream(whole.events)
+    if chunk_size is None:
+        assert [shape(e) for e in whole.events] == [shape(e) for e in streamed.events]
+    else:  # the streamed text and arguments arrive in pieces; joined, they are the same
+        assert types(whole.events).count("TEXT_MESSAGE_CONTENT") == 2
+    assert whole.text == streamed.text == "25 degrees"
+    assert whole.tool_results[0].result == streamed.tool_results[0].result
+
+
 async def test_retry_then_success() -> None:
     bad = call("w__get", {"town": "Beijing"}, "c1")
     good = call("w__get", {"city": "Beijing"}, "c2")

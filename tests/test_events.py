@@ -7,6 +7,7 @@ import functools
 import pydantic
 import pytest
 import trio
+import trio.testing
 from ag_ui.core import (
     CustomEvent,
     RunErrorEvent,
@@ -191,6 +192,43 @@ async def test_concurrent_emitters_get_distinct_consecutive_seq() -> None:
         for i in range(20):
             nursery.start_soon(events.tool_call_end, f"c{i}")
     assert [e["seq"] for e in sent] == list(range(1, 21))
+
+
+async def test_emitters_blocked_behind_a_slow_consumer_go_in_arrival_order_and_a_cancelled_one_leaves_no_gap() -> None:
+    send, receive = trio.open_memory_channel[EventDict](0)
+    events = RunEvents("r", "t", send)
+    started: list[str] = []
+
+    async def emit(call_id: str, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        started.append(call_id)
+        await events.tool_call_end(call_id)
+
+    async with trio.open_nursery() as nursery:
+        for i in range(5):
+            await nursery.start(emit, f"c{i}")  # c0 is sending (no reader yet); c1..c4 wait in this order
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.CancelScope() as waiter:
+            waiter.cancel()
+            await events.tool_call_end("never")  # cancelled before its turn
+        got = [await receive.receive() for _ in range(5)]
+        late = nursery.start_soon(events.tool_call_end, "c5")
+        got.append(await receive.receive())
+    assert late is None
+    assert [e["toolCallId"] for e in got] == ["c0", "c1", "c2", "c3", "c4", "c5"]
+    assert [e["seq"] for e in got] == [1, 2, 3, 4, 5, 6]
+    assert events.seq == 6
+
+
+async def test_redirect_to_a_channel_sends_on_it_numbered_on() -> None:
+    """Attributes are set without attrs' converters; ``redirect`` still turns a channel into its ``send``."""
+    events, sent = collecting()
+    await events.run_started()
+    send, receive = trio.open_memory_channel[EventDict](1)
+    events.redirect(send)
+    await events.run_finished("ok")
+    assert [e["seq"] for e in sent] == [1]
+    assert (receive.receive_nowait()["type"], events.seq, events.finished) == ("RUN_FINISHED", 2, True)
 
 
 def test_parse_event_refuses_invalid_dicts() -> None:

@@ -67,6 +67,15 @@ async def test_function_model_streams_text_and_tool_calls_in_chunks() -> None:
     ]
 
 
+async def test_function_model_without_streaming_reports_no_deltas() -> None:
+    answer = Completion(text="Hello", tool_calls=(ToolCall("c1", "a__b", '{"x":1}'),), finish_reason="tool_calls")
+    model = FunctionModel(lambda messages, tools: answer, stream=False)
+    completion, deltas = await _run(model, [{"role": "user", "content": "hi"}], [])
+    assert completion == answer
+    assert deltas == []
+    assert [call.completion for call in model.calls] == [answer]
+
+
 async def test_function_model_accepts_async_functions_and_plain_text() -> None:
     async def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
         await trio.lowlevel.checkpoint()

@@ -102,6 +102,8 @@ class RunErrorCode(enum.StrEnum):
     ``store_unavailable`` the conversation store could not be reached or written (Redis down, file unwritable)
     ``unknown_run``       a ``resume`` named a run that is not stored (or belongs to another principal)
     ``run_ended``         (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
+    ``unknown_interrupt`` a ``resume`` entry named an interrupt the thread is not waiting for
+    ``interrupt_expired`` a ``resume`` entry approved a call whose interrupt had expired (it was not run)
     ``run_error``         a run failed for a reason no other code names
     ====================  ==========================================================================
     """
@@ -124,6 +126,8 @@ class RunErrorCode(enum.StrEnum):
     STORE_UNAVAILABLE = "store_unavailable"
     UNKNOWN_RUN = "unknown_run"
     RUN_ENDED = "run_ended"
+    UNKNOWN_INTERRUPT = "unknown_interrupt"
+    INTERRUPT_EXPIRED = "interrupt_expired"
     RUN_ERROR = "run_error"
 
 

@@ -71,6 +71,9 @@ class Outcome(enum.StrEnum):
     the fallback assistant answered. ``degraded``: the fallback failed too, the
     run finished with what it had. ``data``: a ``next`` hook returned data.
     ``cancelled``: the run was cancelled (the AG-UI outcome is ``cancelled``).
+    ``client_tools``: the model called tools of the client, which answers them in the next run (the AG-UI
+    outcome is ``success`` with ``pendingToolCallIds``). ``interrupt``: calls wait for a person's approval
+    (the AG-UI outcome is ``interrupt`` with its ``interrupts``).
     ``error``: the run ended with ``RUN_ERROR``.
     """
 
@@ -79,6 +82,8 @@ class Outcome(enum.StrEnum):
     DEGRADED = "degraded"
     DATA = "data"
     CANCELLED = "cancelled"
+    CLIENT_TOOLS = "client_tools"
+    INTERRUPT = "interrupt"
     ERROR = "error"
 
 
@@ -140,6 +145,31 @@ def _as_send(target: SendEvent | trio.MemorySendChannel[EventDict]) -> SendEvent
 
 
 @attrs.define(eq=False)
+class _Turnstile:
+    """One sender at a time, in the order they came; passing it while it is free costs no trip through the scheduler.
+
+    A sender that leaves hands the turnstile straight to the first one waiting (``busy`` stays set), so a
+    newcomer cannot slip in ahead of it. A waiter cancelled before its turn simply leaves the queue.
+    """
+
+    busy: bool = False
+    _waiting: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+
+    async def enter(self) -> None:
+        if self.busy:
+            await self._waiting.park()  # woken by leave(), which kept ``busy`` set for us
+        else:
+            self.busy = True
+
+    def leave(self) -> None:
+        if self._waiting:
+            self._waiting.unpark()
+        else:
+            self.busy = False
+
+
+# on_setattr: no converter runs on every ``seq += 1`` (``redirect`` converts its argument itself).
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class RunEvents:
     """The event emitter of one run.
 
@@ -159,7 +189,7 @@ class RunEvents:
     seq: int = attrs.field(default=0, init=False)
     terminal: EventDict | None = attrs.field(default=None, init=False)
     _subagent_run_id: str | None = attrs.field(default=None, init=False)
-    _lock: trio.StrictFIFOLock = attrs.field(factory=trio.StrictFIFOLock, init=False)
+    _turnstile: _Turnstile = attrs.field(factory=_Turnstile, init=False)
 
     @property
     def finished(self) -> bool:
@@ -196,12 +226,9 @@ class RunEvents:
         self._check_open(kind)
         if self._subagent_run_id is not None and kind in ATTRIBUTABLE_TYPES:
             data.setdefault("subagentRunId", self._subagent_run_id)
-        # The lock only matters when another task is in the middle of a send; when it is
-        # free, take it without the extra trip through the scheduler (the send checkpoints).
-        if self._lock.locked():
-            await self._lock.acquire()
-        else:
-            self._lock.acquire_nowait()
+        # The turnstile only matters when another task is in the middle of a send; when it is
+        # free, passing it costs nothing (the send checkpoints).
+        await self._turnstile.enter()
         try:
             self._check_open(kind)
             data["timestamp"] = int(time.time() * 1000)
@@ -214,7 +241,7 @@ class RunEvents:
             if kind in TERMINAL_TYPES:
                 self.terminal = data
         finally:
-            self._lock.release()
+            self._turnstile.leave()
         return data
 
     def _check_open(self, kind: str) -> None:
@@ -233,11 +260,21 @@ class RunEvents:
         cancelled: bool = False,
         usage: Usage | None = None,
         model: str | None = None,
+        pending_tool_call_ids: Sequence[str] = (),
+        interrupts: Sequence[dict[str, Any]] = (),
     ) -> EventDict:
-        """The terminal event of a run that ended without an error (also when cancelled)."""
+        """The terminal event of a run that ended without an error (also when cancelled).
+
+        ``pending_tool_call_ids``: calls of client tools the run left for its client to answer;
+        ``interrupts``: AG-UI ``Interrupt`` objects the run waits on (the outcome is then ``interrupt``).
+        """
         data: EventDict = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
         _with(data, result=result)
         data["outcome"] = {"type": "cancelled" if cancelled else "success"}
+        if pending_tool_call_ids:
+            data["outcome"]["pendingToolCallIds"] = list(pending_tool_call_ids)
+        if interrupts and not cancelled:
+            data["outcome"] = {"type": "interrupt", "interrupts": list(interrupts)}
         if usage is not None:
             data["usage"] = [token_usage(usage, model)]
         return await self.emit_dict(data)

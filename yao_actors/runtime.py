@@ -23,6 +23,7 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 import attrs
 import trio
@@ -38,6 +39,7 @@ from yao_actors.conversation import (
     ThreadHistory,
     open_conversations,
 )
+from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.errors import ConfigError
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
@@ -72,6 +74,8 @@ class Runtime(metaclass=NoPublicConstructor):
         run_id: str | None = None,
         principal: str | None = None,
         history: Sequence[Message] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> AbstractAsyncContextManager[RunStream]:
         """Start a run; yields a receive channel of its AG-UI event dicts.
 
@@ -84,9 +88,20 @@ class Runtime(metaclass=NoPublicConstructor):
         ``principal`` that created it (``None`` is a principal too); another principal's run on it raises
         ``RunError`` code ``unknown_thread``. ``history``, when given, replaces the thread's history before the
         run (what an AG-UI client that sends the whole conversation needs; ``messages`` are then the new part).
+        ``client_tools`` are tools the client runs itself (AG-UI frontend tools, as OpenAI function tools): a
+        call of one ends the run with outcome ``client_tools`` and ``pendingToolCallIds``; the client sends
+        its result as a ``tool`` message in the next run's ``messages``. ``resume`` entries (AG-UI
+        ``{"interruptId", "status", "payload"}``) answer the thread's calls held for approval.
         """
         return self.conversations.open_run(
-            assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal, history=history
+            assistant,
+            messages,
+            thread_id=thread_id,
+            run_id=run_id,
+            principal=principal,
+            history=history,
+            client_tools=client_tools,
+            resume=resume,
         )
 
     async def run(
@@ -97,11 +112,19 @@ class Runtime(metaclass=NoPublicConstructor):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> RunResult:
-        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``; ``principal`` as in
-        :meth:`open_run`."""
+        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``; ``principal``,
+        ``client_tools`` and ``resume`` as in :meth:`open_run`."""
         return await self.conversations.run(
-            assistant, messages, thread_id=thread_id, run_id=run_id, principal=principal
+            assistant,
+            messages,
+            thread_id=thread_id,
+            run_id=run_id,
+            principal=principal,
+            client_tools=client_tools,
+            resume=resume,
         )
 
     @property
@@ -175,6 +198,7 @@ async def open_runtime(
             catalogs=catalogs,
             store=store,
             detach_grace=config.service.detach_grace,
+            approvals=ApprovalPolicy({spec.id: spec.approval for spec in config.servers.values() if spec.approval}),
         ) as conversations:
             yield Runtime._create(config, servers, resolved, conversations)
 

@@ -109,6 +109,8 @@ class ServerSpec:
     samples: Mapping[str, tuple[Sample, ...]] = attrs.field(factory=dict)
     connect_timeout: float = 30.0
     expose_stderr: bool = False
+    approval: bool | frozenset[str] = False
+    """Calls that need a person's approval: ``True`` every tool of the server, or the tools named."""
 
 
 # --------------------------------------------------------------------------- models
@@ -192,6 +194,10 @@ class AssistantSpec:
     history_max_messages: int | None = 20
     options: Mapping[str, Any] = attrs.field(factory=dict)
     fallback: bool | str = True
+    approval: tuple[str, ...] = ()
+    """Flat tool names (``server__tool``, or ``server__*``) whose calls need a person's approval."""
+    approval_timeout: float = 3600.0
+    """Seconds a held call waits for its approval (the interrupt's ``expiresAt``)."""
 
 
 # --------------------------------------------------------------------------- service

@@ -25,6 +25,8 @@ from tests.service.agui_support import open_agui, run_input
 from tests.service.support import wait_until
 from tests.support import server_stats
 from yao_actors.events import parse_event
+from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
+from yao_actors.testing.fake_openai import RecordedRequest
 from yao_actors.testing.processes import read_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,9 +39,9 @@ pytestmark = pytest.mark.skipif(
 
 
 @asynccontextmanager
-async def server_py(*args: str) -> AsyncIterator[str]:
-    """``python server.py`` on a free port (the embedded default); yields its http:// base URL."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
+async def server_py(*args: str, **environ: str) -> AsyncIterator[str]:
+    """``python server.py`` on a free port (the embedded default, ``environ`` added); yields its http:// base URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))} | environ
     process = await trio.lowlevel.open_process(
         [sys.executable, "server.py", "--port", "0", *args], cwd=REPO, env=env, stdout=subprocess.PIPE
     )
@@ -64,6 +66,9 @@ async def run_http_agent(spec: dict[str, Any]) -> dict[str, Any]:
         ["node", "run_agent.mjs", json.dumps(spec)], cwd=NODE_DIR, capture_stdout=True, capture_stderr=True
     )
     output: dict[str, Any] = json.loads(done.stdout)
+    for events in output["runs"]:
+        for event in events:
+            parse_event(event)
     output["stderr"] = done.stderr.decode()
     return output
 
@@ -109,3 +114,86 @@ async def test_closing_the_response_cancels_the_runs_tool_call_in_its_server_pro
                     await trio.sleep(0.05)
             await _wait_for_cancelled_execution(runtime)
             await wait_until(lambda: service.statistics() == service.statistics().__class__(0, 0, False))
+
+
+def _frontend_model(request: RecordedRequest) -> Reply:
+    """A model that asks for the weather and the page's ``show_card`` tool, then answers from both results."""
+    messages = request.body["messages"]
+    results = [m["content"] for m in messages if m["role"] == "tool"]
+    if not results:
+        return Reply(
+            tool_calls=(
+                FakeToolCall("weather__get", '{"city": "Beijing"}', id="c_weather"),
+                FakeToolCall("show_card", '{"title": "北京"}', id="c_card"),
+            )
+        )
+    return Reply(text=f"卡片已展示。{' | '.join(results)}")
+
+
+async def test_a_frontend_tool_round_trip_with_the_official_http_agent() -> None:
+    card = {"name": "show_card", "description": "Show a card in the page", "parameters": {"type": "object"}}
+    with trio.fail_after(90):
+        async with (
+            open_fake_openai(_frontend_model) as fake,
+            server_py(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="test-key", OPENAI_MODEL="fake") as base,
+        ):
+            seen = await run_http_agent(
+                {
+                    "url": f"{base}/agui",
+                    "question": SEED_QUESTION,
+                    "tools": [card],
+                    "toolResults": {"show_card": "shown"},
+                }
+            )
+    assert "error" not in seen, seen["error"]
+    first, second = seen["runs"]
+    assert [e["toolCallName"] for e in first if e["type"] == "TOOL_CALL_START"] == ["weather__get", "show_card"]
+    assert [e["toolCallId"] for e in first if e["type"] == "TOOL_CALL_RESULT"] == ["c_weather"]
+    assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": ["c_card"]}
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert second[-1]["outcome"] == {"type": "success"}
+    offered = [tool["function"]["name"] for tool in fake.requests[0].body["tools"]]
+    assert offered == ["weather__get", "clothing__advise", "show_card"]
+    # The second run's conversation is the client's (it gives each call an assistant message of its own): the
+    # calls, the MCP result, and the page's result.
+    sent = fake.requests[1].body["messages"]
+    calls = [c["id"] for m in sent if m["role"] == "assistant" for c in m.get("tool_calls", ())]
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert calls == ["c_weather", "c_card"]
+    assert results["c_card"] == "shown"
+    assert '"city":"Beijing"' in results["c_weather"]
+    # Every assistant message with tool calls is followed by exactly their tool messages (a model API's rule).
+    for index, message in enumerate(sent):
+        ids = [c["id"] for c in message.get("tool_calls", ())]
+        following = sent[index + 1 : index + 1 + len(ids)]
+        assert sorted(m.get("tool_call_id", "") for m in following) == sorted(ids), sent
+    assert seen["result"]["text"].startswith("卡片已展示。")
+    assert "shown" in seen["result"]["text"]
+
+
+@pytest.mark.parametrize("approve", [True, False])
+async def test_the_official_http_agent_answers_an_approval_interrupt(tmp_path: Path, approve: bool) -> None:
+    config = {
+        "mcpServers": {
+            "weather": {"command": sys.executable, "args": ["-m", "yao_actors.demo.weather"], "approval": True},
+            "clothing": {"command": sys.executable, "args": ["-m", "yao_actors.demo.clothing"]},
+        },
+        "models": {"demo": {"provider": "demo"}},
+        "assistants": {"default": {"model": "demo", "mcp": {"servers": ["weather", "clothing"]}}},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with trio.fail_after(90):
+        async with server_py("--config", str(path)) as base:
+            seen = await run_http_agent({"url": f"{base}/agui", "question": SEED_QUESTION, "approve": approve})
+    assert "error" not in seen, seen["error"]
+    assert "[ag-ui]" not in seen["stderr"], seen["stderr"]
+    held, resumed = seen["runs"][:2]
+    (interrupt,) = held[-1]["outcome"]["interrupts"]
+    assert interrupt["reason"] == "tool_approval"
+    assert [e["type"] for e in held if e["type"] == "TOOL_CALL_RESULT"] == []
+    weather = [e for e in resumed if e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] == interrupt["toolCallId"]]
+    assert len(weather) == (1 if approve else 0)
+    assert seen["runs"][-1][-1]["type"] == "RUN_FINISHED"
+    if approve:
+        assert "北京" in seen["result"]["text"]

@@ -14,6 +14,8 @@ from playwright.sync_api import sync_playwright
 from tests.integration.test_service_e2e import SEED_QUESTION, demo_service
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service
+from tests.test_approvals import QUESTION, _config, _seed_model
+from yao_actors.runtime import open_runtime
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -101,3 +103,38 @@ async def test_the_page_tells_the_user_a_token_is_needed_and_takes_one_in_chromi
     assert shown["focused"] == "token"
     assert shown["answer"] == "echo: hello"
     assert shown["state"] == "connected"
+
+
+def approve_in_browser(page_url: str, question: str) -> dict[str, Any]:
+    """Ask ``question``, click Approve on the held call, and read the run that follows."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(page_url)
+            page.fill("#question", question)
+            page.click("#send")
+            page.wait_for_selector(".run.done .approval button.approve", timeout=30_000)
+            asked = page.inner_text(".approval")
+            page.click(".approval button.approve")
+            page.wait_for_selector(".run.done + .run.done", timeout=30_000)
+            return {
+                "asked": asked,
+                "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
+                "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
+            }
+        finally:
+            browser.close()
+
+
+async def test_the_page_shows_a_held_call_with_approve_and_deny_in_chromium() -> None:
+    with trio.fail_after(90):
+        async with (
+            open_runtime(_config(), models={"m": _seed_model([])}) as runtime,
+            running_service(runtime) as service,
+        ):
+            shown = await trio.to_thread.run_sync(approve_in_browser, service.page_url, QUESTION)
+    assert "weather__get" in shown["asked"]
+    assert "Deny" in shown["asked"]
+    assert shown["tools"] == ["weather__get", "clothing__advise"]
+    assert '"city":"Beijing"' in shown["answers"][-1]

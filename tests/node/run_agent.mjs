@@ -1,7 +1,10 @@
-// Runs one AG-UI run with the official @ag-ui/client HttpAgent and prints what the client saw as one JSON
-// object: every event (as the client parsed it), the new messages, the run's result, and any error.
-// Usage: node run_agent.mjs '<json: {url, question, threadId?, headers?, tools?, messages?, resume?}>'
-import { HttpAgent } from "@ag-ui/client";
+// Runs the official @ag-ui/client HttpAgent and prints what the client saw as one JSON object: the events of
+// every run (as the client parsed them), the conversation it ended with, the last run's result, and any error.
+// Usage: node run_agent.mjs '<json: {url, question?, threadId?, headers?, messages?, tools?, toolResults?}>'
+// With `tools` (frontend tools) and `toolResults` ({toolName: content}), the script plays the application: when a
+// run ends with pendingToolCallIds, it adds a tool message for each and starts the next run (at most 3 runs).
+// With `approve` (true or false), a run that ends on approval interrupts is answered by the next run's resume.
+import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
 const spec = JSON.parse(process.argv[2]);
 const agent = new HttpAgent({
@@ -13,18 +16,36 @@ const agent = new HttpAgent({
 if (spec.question !== undefined) {
   agent.addMessage({ id: crypto.randomUUID(), role: "user", content: spec.question });
 }
-const events = [];
-const output = { events, newMessages: [], messages: [], result: undefined, error: undefined };
+const output = { runs: [], messages: [], result: undefined, error: undefined };
 try {
-  const { result, newMessages } = await agent.runAgent(
-    { tools: spec.tools ?? [], resume: spec.resume, forwardedProps: spec.forwardedProps ?? {} },
-    { onEvent: ({ event }) => { events.push(event); } },
-  );
-  output.result = result;
-  output.newMessages = newMessages;
+  let resume;
+  for (let run = 0; run < 3; run++) {
+    const events = [];
+    const { result } = await agent.runAgent(
+      { tools: spec.tools ?? [], forwardedProps: spec.forwardedProps ?? {}, resume },
+      { onEvent: ({ event }) => { events.push(event); } },
+    );
+    resume = undefined;
+    output.runs.push(events);
+    output.result = result;
+    const finished = events.findLast((event) => event.type === "RUN_FINISHED");
+    if (spec.approve !== undefined && agent.pendingInterrupts.length > 0) {
+      const answers = Object.fromEntries(agent.pendingInterrupts.map((interrupt) => [interrupt.id, { status: "resolved", payload: { approved: spec.approve } }]));
+      resume = buildResumeArray(agent.pendingInterrupts, answers);
+      continue;
+    }
+    const pending = finished?.outcome?.pendingToolCallIds ?? [];
+    if (pending.length === 0 || spec.toolResults === undefined) break;
+    const calls = agent.messages.flatMap((message) => message.toolCalls ?? []);
+    for (const id of pending) {
+      const call = calls.find((candidate) => candidate.id === id);
+      agent.addMessage({ id: crypto.randomUUID(), role: "tool", toolCallId: id, content: spec.toolResults[call.function.name] });
+    }
+  }
 } catch (error) {
   output.error = String(error?.message ?? error);
 }
+output.events = output.runs[0] ?? [];
 output.messages = agent.messages;
 output.threadId = agent.threadId;
 process.stdout.write(JSON.stringify(output) + "\n");

@@ -80,6 +80,8 @@ class FakeRuntime:
         run_id: str | None = None,
         principal: str | None = None,
         history: Any = None,
+        client_tools: Any = (),
+        resume: Any = (),
     ) -> AsyncIterator[FakeStream]:
         if assistant not in self.assistants:
             raise RunError(f"unknown assistant {assistant!r}", code="unknown_assistant")

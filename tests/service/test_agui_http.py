@@ -15,6 +15,7 @@ from yao_actors.config import AssistantSpec, Config
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.service.agui_http import encode_sse
+from yao_actors.service.agui_input import parse_run_input
 from yao_actors.testing import FunctionModel
 
 TOKEN = "s3cret-token-of-16+"
@@ -256,3 +257,24 @@ async def test_a_run_error_after_the_stream_started_is_an_event_and_the_stream_e
     assert response.events[-1]["type"] == "RUN_ERROR"
     assert response.events[-1]["code"] == "max_turns"
     assert [e["type"] for e in response.events].count("RUN_ERROR") == 1
+
+
+def test_a_turns_tool_calls_split_over_assistant_messages_become_one_message() -> None:
+    def call(call_id: str) -> dict[str, Any]:
+        return {"id": call_id, "type": "function", "function": {"name": "weather__get", "arguments": "{}"}}
+
+    body = run_input(
+        messages=[
+            {"id": "1", "role": "user", "content": "北京和上海?"},
+            {"id": "c1", "role": "assistant", "toolCalls": [call("c1")]},
+            {"id": "c2", "role": "assistant", "toolCalls": [call("c2")]},
+            {"id": "3", "role": "tool", "toolCallId": "c1", "content": "1"},
+            {"id": "4", "role": "tool", "toolCallId": "c2", "content": "2"},
+        ]
+    )
+    run = parse_run_input(json.dumps(body).encode(), assistant=None, client_roles={"user"})
+    assert run.history == (
+        {"role": "user", "content": "北京和上海?"},
+        {"role": "assistant", "content": "", "tool_calls": [call("c1"), call("c2")]},
+    )
+    assert [m["tool_call_id"] for m in run.messages] == ["c1", "c2"]

@@ -101,7 +101,11 @@ MALFORMED: list[tuple[str, str | bytes, str]] = [
     ("runId not a string", json.dumps({"type": "cancel", "runId": 7}), "bad_request"),
     ("cancel without runId", json.dumps({"type": "cancel"}), "bad_request"),
     ("unknown field", json.dumps({"type": "ping", "extra": 1}), "bad_request"),
-    ("client tools", json.dumps(run_frame("x", run_id="x", tools=[{"name": "rm"}])), "bad_request"),
+    (
+        "a client tool without a description",
+        json.dumps(run_frame("x", run_id="x", tools=[{"name": "rm"}])),
+        "bad_request",
+    ),
     ("binary frame", b'{"type": "ping"}', "bad_request"),
     ("huge frame", json.dumps(run_frame("x" * 5000, run_id="x")), "frame_too_large"),
     ("unknown assistant", json.dumps(run_frame("hi", run_id="x", assistant="nobody")), "unknown_assistant"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,7 @@ from tests.service.support import TERMINAL, receive, running_service
 from tests.service.test_hostile import still_serves
 from yao_actors.errors import FrameError, RunErrorCode
 from yao_actors.service.chat import open_service_connection
-from yao_actors.service.protocol import RunFrame, encode, parse_frame
+from yao_actors.service.protocol import PingFrame, RunFrame, encode, parse_frame
 
 #: Text with every kind of code point, lone surrogates included (Hypothesis leaves them out unless asked).
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, categories=["Cs"])
@@ -139,3 +140,38 @@ async def _garbage_after_the_handshake(garbage: bytes) -> None:
 @given(st.binary(min_size=1, max_size=256))
 def test_raw_bytes_on_an_open_websocket_close_it_cleanly_and_the_service_goes_on(garbage: bytes) -> None:
     trio.run(_garbage_after_the_handshake, garbage)
+
+
+@pytest.mark.parametrize(
+    ("message", "valid"),
+    [
+        ('{"type":"ping"}', True),
+        ('{ "type" : "ping" }', True),
+        ('{"type":"ping","x":1}', False),
+        ('{"type":"ping","type":"run"}', False),
+        ('["ping"]', False),
+        ('{"type":"Ping"}', False),
+    ],
+)
+def test_the_ping_fast_path_takes_exactly_the_valid_ping(message: str, valid: bool) -> None:
+    """A ping skips the schema; only the one frame that would pass it may (the schema decides the rest)."""
+    if valid:
+        assert parse_frame(message, max_bytes=4096) == PingFrame()
+    else:
+        with pytest.raises(FrameError) as refused:
+            parse_frame(message, max_bytes=4096)
+        assert refused.value.code == RunErrorCode.BAD_REQUEST
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ("plain", '{"v":"plain"}'),
+        ("北京", '{"v":"北京"}'),
+        ("\ud800", '{"v":"\\ud800"}'),
+        ("北京\ud800", '{"v":"\\u5317\\u4eac\\ud800"}'),
+    ],
+)
+def test_encode_keeps_text_as_is_and_escapes_only_what_is_not_utf8(value: str, written: str) -> None:
+    """The ASCII fast path and the check for other text give the same frames as before."""
+    assert encode({"v": value}) == written

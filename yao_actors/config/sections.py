@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from yao_actors.config.approval import assistant_approval, server_approval
 from yao_actors.config.module_servers import read_module_transport
 from yao_actors.config.sample_files import read_samples
 from yao_actors.config.service import ServiceReader
@@ -86,7 +87,7 @@ class ConfigReader(ServiceReader):
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
         allowed = (
             "type", "command", "args", "env", "cwd", "url", "headers", "module", "timeout", "connect_timeout",
-            "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr",
+            "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "approval",
         )  # fmt: skip
         item = self.obj(value, path, allowed)
         if item is None:
@@ -115,6 +116,8 @@ class ConfigReader(ServiceReader):
             options["samples"] = read_samples(self, item["samples"], join_path(path, "samples"), self.base_dir)
         if "expose_stderr" in item:
             options["expose_stderr"] = self.boolean(item["expose_stderr"], join_path(path, "expose_stderr"))
+        if "approval" in item:
+            options["approval"] = server_approval(self, item["approval"], join_path(path, "approval"))
         if transport is None or None in options.values():
             return None
         return ServerSpec(id=server_id, transport=transport, **options)
@@ -256,6 +259,7 @@ class ConfigReader(ServiceReader):
     ) -> AssistantSpec | None:
         allowed = (
             "model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools", "history", "options", "fallback",
+            "approval", "approval_timeout",
         )  # fmt: skip
         item = self.obj(value, path, allowed)
         if item is None:
@@ -283,6 +287,10 @@ class ConfigReader(ServiceReader):
             options["options"] = self.request_options(item["options"], join_path(path, "options"))
         if "fallback" in item:
             options["fallback"] = self.fallback(item["fallback"], join_path(path, "fallback"))
+        if "approval" in item:
+            options["approval"] = assistant_approval(self, item["approval"], join_path(path, "approval"))
+        if "approval_timeout" in item:
+            options["approval_timeout"] = self.number(item["approval_timeout"], join_path(path, "approval_timeout"))
         history_ok, history_max = self.history(item.get("history", {}), join_path(path, "history"))
         if model is None or prompt is None or not ok or not history_ok or None in options.values():
             return None

@@ -27,7 +27,8 @@ The package follows a run's data flow: :mod:`.window` (the history a request car
 :mod:`.run` (the steps of DESIGN §4.4), :mod:`.order` (what a run's caller and its actor share; the live
 log a ``resume`` follows), :mod:`.journal` (the run's writes to the conversation store), :mod:`.actor` (the
 per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back), :mod:`.manager`
-(threads loaded on demand from the store, ``RunStream``, resume, forget).
+(threads loaded on demand from the store, ``RunStream``, resume, forget), :mod:`.client_tools` (the client's own
+tools: offered, never dispatched, answered by the next run), :mod:`.approvals` (calls held for a person).
 """
 
 from yao_actors.conversation.actor import ConversationHandle, serve_conversation

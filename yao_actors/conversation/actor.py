@@ -16,10 +16,13 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
+from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
 from yao_actors.conversation.journal import RunJournal, store_unavailable
 from yao_actors.conversation.order import RunOrder, RunResult
-from yao_actors.conversation.run import Answer, Run, RunResources
+from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
 from yao_actors.conversation.window import window_history
+from yao_actors.dispatch import execute_tool_calls
 from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
@@ -27,6 +30,7 @@ from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
 from yao_actors.results import ToolCallResult
+from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -57,6 +61,8 @@ class ThreadStatus:
 
     history: BoundedHistory = attrs.field(factory=BoundedHistory)
     pending: int = 0
+    approvals: list[PendingApproval] = attrs.field(factory=list)
+    """Calls held for a person's approval by the thread's last run, until a run answers them."""
 
 
 @attrs.define(eq=False)
@@ -152,6 +158,7 @@ class _ConversationActor:
             self.status.history.replace(order.history)
         history = tuple(self.status.history.messages)
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
+        run.client_tools = order.client_tools
         ending: Ending | None = CANCELLED
         written = 0
 
@@ -167,12 +174,8 @@ class _ConversationActor:
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                ending = await _start(journal, order)
-                if ending is None:
-                    run.transcript.extend(order.messages)
-                    written = len(run.transcript)
-                    window = window_history(run.history, order.assistant.history_max_messages)
-                    ending = await _answer(run, order, [*window, *order.messages])
+                ending = await _start(run, order, self.status, journal)
+                written = len(run.transcript) if journal.started else 0
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -190,6 +193,7 @@ class _ConversationActor:
                     failed = store_unavailable(journal.failure)
                     result = attrs.evolve(result, outcome=Outcome.ERROR, error=str(failed), code=failed.code)
                 order.result = result
+                self.status.approvals.extend(result.interrupts)
                 await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
                 # The thread keeps what its store has, so the two never disagree.
                 self.status.history.extend(journal.stored)
@@ -246,13 +250,49 @@ def _usage_record(usage: Usage) -> dict[str, int]:
     }
 
 
-async def _start(journal: RunJournal, order: RunOrder) -> RunError | None:
-    """Record the run as started in the store (with its input); the error that ends it when that fails."""
+async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJournal) -> Ending:
+    """Answer the calls held for approval, record the run as started in the store with what joins the history
+    (the held calls' results and the run's input), take that into the transcript, and answer it.
+
+    A tool message answering no open call, or a ``resume`` entry for no waiting interrupt (or an expired one),
+    ends the run with its error before anything runs; so does a store that cannot record the run's start.
+    """
     try:
-        await journal.start(order.assistant.id, order.messages)
+        check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
+        resolution = resolve(status.approvals, order.resume, run.resources.clock())
+    except RunError as refused:
+        return refused
+    status.approvals.clear()
+    resumed = await _run_approved(run, order.assistant, resolution)
+    # Calls of client tools the input does not answer are answered first, so the history stays valid.
+    given = [*answer_dangling_calls([*run.history, *resumed], order.messages), *order.messages]
+    try:
+        await journal.start(order.assistant.id, [*run.transcript, *given])
     except RunError as error:
         return error
-    return None
+    run.transcript.extend(given)
+    window = window_history(run.history, order.assistant.history_max_messages)
+    return await _answer(run, order, [*window, *resumed, *given])
+
+
+async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resolution) -> list[Message]:
+    """Run the approved calls and tell the model about the others; their tool messages, in the transcript too."""
+    messages: list[Message] = []
+    if resolution.approved:
+        catalog = await run.catalog(assistant, ())
+        run.batch = PendingBatch(resolution.approved, catalog)
+        results = await execute_tool_calls(
+            resolution.approved,
+            catalog,
+            run.resources.servers,
+            batch_timeout=assistant.timeouts.turn,
+            on_event=run.on_dispatch,
+        )
+        run.batch = None
+        run.record(results, messages)
+    messages.extend(resolution.refused)
+    run.transcript.extend(resolution.refused)
+    return messages
 
 
 async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> Ending:
@@ -287,7 +327,15 @@ def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
     if isinstance(ending, Answer):
         if ending.message is not None:
             run.transcript.append(ending.message)
-        return attrs.evolve(result, text=ending.text, outcome=ending.outcome, data=ending.data, note=ending.note)
+        return attrs.evolve(
+            result,
+            text=ending.text,
+            outcome=ending.outcome,
+            data=ending.data,
+            note=ending.note,
+            pending_tool_calls=ending.pending,
+            interrupts=ending.interrupts,
+        )
     return result
 
 
@@ -301,7 +349,13 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
         await events.run_error(result.error or "", code=result.code or RunErrorCode.RUN_ERROR, usage=run.usage)
     else:
         cancelled_run = result.outcome is Outcome.CANCELLED
-        await events.run_finished(_finished_value(result), cancelled=cancelled_run, usage=run.usage)
+        await events.run_finished(
+            _finished_value(result),
+            cancelled=cancelled_run,
+            usage=run.usage,
+            pending_tool_call_ids=result.pending_tool_calls,
+            interrupts=[pending.interrupt() for pending in result.interrupts],
+        )
 
 
 async def _close_out_late(run: Run, order: RunOrder, unreported: Sequence[ToolCallResult]) -> list[EventDict]:

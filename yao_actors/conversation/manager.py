@@ -8,21 +8,25 @@ channel (:class:`RunStream`); :meth:`ConversationManager.run` returns its
 from __future__ import annotations
 
 import functools
+import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import attrs
 import trio
 
 from yao_actors.catalog import CatalogCache
 from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, serve_conversation
+from yao_actors.conversation.approvals import ApprovalPolicy
+from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.order import FollowStream, RunOrder, RunResult
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
-from yao_actors.conversation.run import RunResources
+from yao_actors.conversation.run import RunResources, request_tools
 from yao_actors.dispatch import ToolServer
-from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
+from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
@@ -301,6 +305,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
         run_id: str | None = None,
         principal: str | None = None,
         history: Sequence[Message] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
@@ -310,20 +316,35 @@ class ConversationManager(metaclass=NoPublicConstructor):
         run is over: its history is recorded and ``stream.result`` is set. A thread belongs to the
         ``principal`` that created it; another principal's run on it raises ``RunError`` (``unknown_thread``).
         ``history``, when given, replaces the thread's history before the run (an AG-UI HTTP client sends the
-        whole conversation on every run: the history, then ``messages``).
+        whole conversation on every run: the history, then ``messages``). ``client_tools`` are the client's own
+        tools (function tools; :mod:`~yao_actors.conversation.client_tools`): one named like a tool of the
+        assistant raises ``RunError`` (``bad_request``) before the run starts. ``resume`` entries answer the
+        thread's calls held for approval (:mod:`~yao_actors.conversation.approvals`).
         """
         spec = self.assistant(assistant)
+        await self._check_client_tools(spec, client_tools)
         order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
         order = RunOrder(
             spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events, principal
         )
         order.history = None if history is None else tuple(dict(m) for m in history)
+        order.client_tools, order.resume = tuple(client_tools), tuple(resume)
         try:
             with receive:
                 await self._submit(order)
                 yield RunStream(order, receive)
         finally:
             await self._wait_out(order)
+
+    async def _check_client_tools(self, spec: AssistantSpec, client_tools: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse client tools named like the assistant's tools (a catalog that cannot be built is the run's error)."""
+        if not client_tools:
+            return
+        try:
+            catalog = await self._resources.catalogs.get(spec, self._resources.servers)
+        except ConfigError:
+            return
+        check_client_tools(client_tools, request_tools(spec, catalog))
 
     async def run(
         self,
@@ -333,13 +354,18 @@ class ConversationManager(metaclass=NoPublicConstructor):
         thread_id: str | None = None,
         run_id: str | None = None,
         principal: str | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> RunResult:
         """Run to the end and return the result with every event.
 
-        Cancelling the caller cancels the run, as leaving :meth:`open_run` does; ``principal`` as there.
+        Cancelling the caller cancels the run, as leaving :meth:`open_run` does; ``principal``,
+        ``client_tools`` and ``resume`` as there.
         """
         spec = self.assistant(assistant)
+        await self._check_client_tools(spec, client_tools)
         order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None, principal)
+        order.client_tools, order.resume = tuple(client_tools), tuple(resume)
         try:
             await self._submit(order)
             await order.done.wait()
@@ -390,6 +416,8 @@ async def open_conversations(
     catalogs: CatalogCache | None = None,
     store: ConversationStore | None = None,
     detach_grace: float = DETACH_GRACE,
+    approvals: ApprovalPolicy | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[ConversationManager]:
     """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
 
@@ -403,7 +431,9 @@ async def open_conversations(
     a run whose consumer detached goes on for ``detach_grace`` seconds unfollowed.
     Cancelled runs still close out (history, one terminal event) before the block exits.
     """
-    resources = RunResources(assistants, servers, models, catalogs or CatalogCache(), tuple(prompts))
+    resources = RunResources(
+        assistants, servers, models, catalogs or CatalogCache(), tuple(prompts), approvals or ApprovalPolicy(), clock
+    )
     async with open_owned_nursery() as nursery:
         yield ConversationManager._create(
             resources,

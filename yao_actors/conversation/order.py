@@ -15,13 +15,14 @@ only when nobody has followed it for the runtime's ``detach_grace`` seconds
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import trio
 from opentelemetry.context import Context
 
+from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, Outcome
 from yao_actors.models.base import Message, Usage
@@ -53,6 +54,8 @@ class RunResult:
     error: str | None = None
     code: RunErrorCode | None = None
     events: tuple[EventDict, ...] = ()
+    pending_tool_calls: tuple[str, ...] = ()
+    interrupts: tuple[PendingApproval, ...] = ()
 
 
 @attrs.define(eq=False)
@@ -73,6 +76,10 @@ class RunOrder:
     principal: str | None = None
     history: tuple[Message, ...] | None = None
     """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
+    client_tools: tuple[Mapping[str, Any], ...] = ()
+    """The tools of the run's client (AG-UI frontend tools), as function tools."""
+    resume: tuple[Mapping[str, Any], ...] = ()
+    """AG-UI ``resume`` entries answering the interrupts of the thread's held calls."""
     log: list[EventDict] = attrs.field(factory=list)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)

@@ -13,6 +13,7 @@ servers, models and catalog cache of its runtime, never the manager itself.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -20,6 +21,8 @@ import attrs
 import trio
 
 from yao_actors.catalog import Catalog, CatalogCache
+from yao_actors.conversation.approvals import ApprovalPolicy, PendingApproval, split_held
+from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.relay import DeltaRelay
 from yao_actors.dispatch import (
     CallFinished,
@@ -87,6 +90,9 @@ class RunResources:
     models: Mapping[str, Model]
     catalogs: CatalogCache = attrs.field(factory=CatalogCache)
     prompts: tuple[str, ...] = ()
+    approvals: ApprovalPolicy = attrs.field(factory=ApprovalPolicy)
+    clock: Callable[[], float] = time.time
+    """Wall-clock time, for the expiry of approvals (tests pass their own)."""
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
@@ -112,6 +118,10 @@ class Answer:
     message: Message | None = None
     data: Any = None
     note: str | None = None
+    pending: tuple[str, ...] = ()
+    """Calls of client tools left for the client to answer (outcome ``client_tools``)."""
+    interrupts: tuple[PendingApproval, ...] = ()
+    """Calls held for a person's approval (outcome ``interrupt``)."""
 
 
 @attrs.frozen
@@ -156,6 +166,12 @@ class Run:
     checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
     """Called before a tool batch runs (``False``: the events so far may be written) and after it
     (``True``: the transcript ends on a whole turn); the actor's journal writes them behind the run."""
+    client_tools: tuple[Mapping[str, Any], ...] = ()
+    """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`.client_tools`)."""
+
+    @property
+    def client_names(self) -> frozenset[str]:
+        return frozenset(tool_name(tool) for tool in self.client_tools)
 
     def new_message_id(self) -> str:
         self.counter += 1
@@ -186,7 +202,7 @@ class Run:
             self.resources.model(assistant.model, assistant.options),
             build_request(self.resources.prompts, assistant, catalog, conversation),
             catalog,
-            request_tools(assistant, catalog),
+            (*request_tools(assistant, catalog), *self.client_tools),
         )
         completion = await self.call_model(assistant, request.model, request.messages, request.tools, "model")
         try:
@@ -198,6 +214,9 @@ class Run:
             if not completion.tool_calls or not assistant.tool_loop:
                 return standard_answer(completion)
             return await self.tool_loop(assistant, request)
+        except CallsPending as pending:
+            outcome = Outcome.INTERRUPT if pending.held else Outcome.CLIENT_TOOLS
+            return Answer(self.last_text, outcome, pending=pending.call_ids, interrupts=pending.held)
         except ModelError as error:
             if assistant.fallback is False:
                 raise
@@ -367,14 +386,20 @@ class Run:
     async def execute(
         self, assistant: AssistantSpec, messages: list[Message], completion: Completion, catalog: Catalog
     ) -> list[ToolCallResult]:
-        """Run a completion's tool calls; append its assistant message and one tool message per call."""
+        """Run a completion's tool calls; append its assistant message and one tool message per call.
+
+        Calls of client tools, and calls that need approval, are not run: once the others are done,
+        :class:`CallsPending` ends the run.
+        """
         message = completion.to_message()
         messages.append(message)
         self.transcript.append(message)
         self.checkpoint(False)
-        self.batch = PendingBatch(completion.tool_calls, catalog)
+        ours, theirs = split_calls(completion.tool_calls, self.client_names)
+        ours, held = split_held(self.resources.approvals, assistant, ours, catalog, self.resources.clock())
+        self.batch = PendingBatch(tuple(ours), catalog)
         results = await execute_tool_calls(
-            completion.tool_calls,
+            ours,
             catalog,
             self.resources.servers,
             batch_timeout=assistant.timeouts.turn,
@@ -383,6 +408,8 @@ class Run:
         self.batch = None
         self.record(results, messages)
         self.checkpoint(True)
+        if theirs or held:
+            raise CallsPending([call.id for call in theirs], held)
         return results
 
     async def on_dispatch(self, event: DispatchEvent) -> None:

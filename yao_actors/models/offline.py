@@ -54,8 +54,12 @@ class FunctionModel:
     it may be async. The answer is reported to ``on_delta`` as a real stream
     would be: reasoning, then text, then each tool call (id and name first,
     then its arguments); with ``chunk_size`` set, text and arguments arrive in
-    fragments of that many characters, else in one piece. Every call is kept
-    in :attr:`calls` for tests to inspect.
+    fragments of that many characters, else in one piece. With
+    ``stream=False`` nothing is reported to ``on_delta``: the completion comes
+    back whole, as from a model that does not stream (a run still emits the
+    same text and tool-call events for it; the benchmarks use this mode, so
+    they measure the runtime rather than this double's streaming). Every call
+    is kept in :attr:`calls` for tests to inspect.
 
     The dicts in the lists are the caller's own, not copies: like any model
     (the :class:`~yao_actors.models.base.Model` protocol takes them
@@ -65,10 +69,18 @@ class FunctionModel:
     message once it is in a history, so the calls kept stay as they were made.
     """
 
-    def __init__(self, fn: ModelFunction, *, name: str = "function model", chunk_size: int | None = None) -> None:
+    def __init__(
+        self,
+        fn: ModelFunction,
+        *,
+        name: str = "function model",
+        chunk_size: int | None = None,
+        stream: bool = True,
+    ) -> None:
         self.fn = fn
         self.name = name
         self.chunk_size = chunk_size
+        self.stream = stream
         self.calls: list[RecordedCall] = []
 
     async def complete(
@@ -78,15 +90,16 @@ class FunctionModel:
         *,
         on_delta: OnDelta | None = None,
     ) -> Completion:
-        """Ask ``fn`` for the answer, record the call, and stream the answer to ``on_delta``."""
-        given_messages = [_as_dict(m) for m in messages]
-        given_tools = [_as_dict(t) for t in tools]
+        """Ask ``fn`` for the answer, record the call, and stream the answer to ``on_delta`` (unless ``stream`` is off)."""
+        # Inline rather than a call per item: the history grows every turn, so this runs a lot.
+        given_messages = [m if type(m) is dict else dict(m) for m in messages]
+        given_tools = [t if type(t) is dict else dict(t) for t in tools]
         answer = self.fn(list(given_messages), list(given_tools))
         if inspect.isawaitable(answer):
             answer = await answer
         completion = Completion(text=answer) if isinstance(answer, str) else answer
         self.calls.append(RecordedCall(tuple(given_messages), tuple(given_tools), completion))
-        if on_delta is not None:
+        if on_delta is not None and self.stream:
             await self._stream(completion, on_delta)
         return completion
 
@@ -103,11 +116,6 @@ class FunctionModel:
             await on_delta(ToolCallDelta(index=index, id=call.id, name=call.name))
             for piece in self._pieces(call.arguments):
                 await on_delta(ToolCallDelta(index=index, arguments=piece))
-
-
-def _as_dict(value: Mapping[str, Any]) -> dict[str, Any]:
-    """``value`` itself when it is a dict (the usual case), else a dict of it."""
-    return value if isinstance(value, dict) else dict(value)
 
 
 # --------------------------------------------------------------------------- conversation reading

@@ -146,6 +146,8 @@ class AguiExchange:
                     run_id=run.run_id,
                     principal=principal,
                     history=run.history,
+                    client_tools=run.tools,
+                    resume=run.resume,
                 ) as stream:
                     self._stream = stream
                     if self._stopping:

@@ -29,7 +29,7 @@ from ag_ui.core import (
     UserMessage,
 )
 
-from yao_actors.service.protocol import DEFAULT_ASSISTANT, MAX_DEPTH, hostile_value
+from yao_actors.service.protocol import DEFAULT_ASSISTANT, MAX_DEPTH, function_tool, hostile_value
 
 Message = dict[str, Any]
 
@@ -86,7 +86,7 @@ def parse_run_input(body: bytes, *, assistant: str | None, client_roles: Collect
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise InputError(422, f"{where}: {first['msg']} (not a valid AG-UI RunAgentInput)") from None
     messages = [_message(m, index, client_roles) for index, m in enumerate(run_input.messages)]
-    conversation = [m for m in messages if m is not None]
+    conversation = _one_message_per_turn([m for m in messages if m is not None])
     last_assistant = max((i for i, m in enumerate(conversation) if m["role"] == "assistant"), default=-1)
     return AguiRun(
         thread_id=run_input.thread_id,
@@ -94,9 +94,29 @@ def parse_run_input(body: bytes, *, assistant: str | None, client_roles: Collect
         assistant=assistant or _assistant_prop(run_input.forwarded_props),
         history=tuple(conversation[: last_assistant + 1]),
         messages=tuple(conversation[last_assistant + 1 :]),
-        tools=tuple(_tool(tool.name, tool.description, tool.parameters) for tool in run_input.tools or ()),
+        tools=tuple(function_tool(tool.name, tool.description, tool.parameters) for tool in run_input.tools or ()),
         resume=tuple(entry.model_dump(by_alias=True, exclude_none=True) for entry in run_input.resume or ()),
     )
+
+
+def _one_message_per_turn(messages: list[Message]) -> list[Message]:
+    """Merge assistant messages that follow each other into one (their text, then their tool calls in order).
+
+    An AG-UI client builds an assistant message per tool call when the events name no parent message, which
+    puts ``[assistant(c1), assistant(c2), tool(c1), tool(c2)]`` in the conversation; a model API wants each
+    assistant message with ``tool_calls`` followed by their tool messages, so the turn becomes one message.
+    """
+    merged: list[Message] = []
+    for message in messages:
+        previous = merged[-1] if merged else None
+        if previous is not None and previous["role"] == message["role"] == "assistant":
+            previous["content"] = "".join((previous["content"], message["content"]))
+            calls = [*previous.get("tool_calls", ()), *message.get("tool_calls", ())]
+            if calls:
+                previous["tool_calls"] = calls
+        else:
+            merged.append(message)
+    return merged
 
 
 def _assistant_prop(props: Any) -> str:
@@ -106,11 +126,6 @@ def _assistant_prop(props: Any) -> str:
             raise InputError(422, "forwardedProps.assistant: must be a non-empty string (an assistant id)")
         return name
     return DEFAULT_ASSISTANT
-
-
-def _tool(name: str, description: str, parameters: Any) -> dict[str, Any]:
-    schema = parameters if isinstance(parameters, dict) and parameters else {"type": "object", "properties": {}}
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
 
 
 def _message(message: Any, index: int, client_roles: Collection[str]) -> Message | None:

@@ -19,7 +19,7 @@ import os
 import ssl
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
@@ -245,9 +245,15 @@ async def chat(
     thread_id: str | None = None,
     raw: bool = False,
     out: TextIO = sys.stdout,
+    ask: Ask | None = None,
 ) -> int:
     """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
-    exit code (see the module docstring)."""
+    exit code (see the module docstring).
+
+    A run that ends waiting for approvals (``RUN_FINISHED`` outcome ``interrupt``) is answered: ``ask`` gets
+    each interrupt's message and returns the reply (by default the terminal's, ``[y/N]``; no terminal: no),
+    and a run carrying the answers as ``resume`` entries follows on the same connection.
+    """
     run_id = uuid.uuid4().hex
     thread_id = thread_id or uuid.uuid4().hex
     frame: dict[str, Any] = {
@@ -267,7 +273,14 @@ async def chat(
     try:
         async with open_service_connection(url, token=token) as ws:
             await ws.send_message(json.dumps(frame, ensure_ascii=False))
-            code = await _follow(ws, run_id, renderer if not raw else None, out)
+            code, last = await _follow(ws, run_id, renderer if not raw else None, out)
+            while code == 0 and last is not None and (last.get("outcome") or {}).get("type") == "interrupt":
+                entries = [await _decide(interrupt, ask or ask_terminal) for interrupt in last["outcome"]["interrupts"]]
+                frame = {k: v for k, v in frame.items() if k in ("type", "assistant")}
+                run_id = uuid.uuid4().hex
+                frame |= {"runId": run_id, "threadId": last["threadId"], "messages": [], "resume": entries}
+                await ws.send_message(json.dumps(frame, ensure_ascii=False))
+                code, last = await _follow(ws, run_id, renderer if not raw else None, out)
         if code is None:
             _silence(out)
             return PIPE_CLOSED
@@ -281,10 +294,31 @@ async def chat(
     return 2
 
 
-async def _follow(ws: WebSocketConnection, run_id: str, renderer: Renderer | None, out: TextIO) -> int | None:
+Ask = Callable[[str], Awaitable[str]]
+"""How ``chat`` asks a person: the question in, the reply out (``y`` / ``yes`` approve)."""
+
+
+async def ask_terminal(question: str) -> str:
+    """Ask on the terminal, ``[y/N]``; without a terminal the answer is no."""
+    if not sys.stdin.isatty():
+        return ""
+    return await trio.to_thread.run_sync(input, f"{question} [y/N] ")
+
+
+async def _decide(interrupt: dict[str, Any], ask: Ask) -> dict[str, Any]:
+    """The ``resume`` entry of one interrupt, from the person's reply."""
+    reply = await ask(str(interrupt.get("message") or f"Approve {interrupt.get('toolCallId')}?"))
+    approved = reply.strip().lower() in ("y", "yes")
+    return {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": approved}}
+
+
+async def _follow(
+    ws: WebSocketConnection, run_id: str, renderer: Renderer | None, out: TextIO
+) -> tuple[int | None, dict[str, Any] | None]:
     """Print events until the run's terminal one: 0 if it finished, 1 on ``RUN_ERROR`` or a lost connection.
 
-    A closed ``out`` (the reader of a pipe left) ends following at once with ``None``.
+    Returns the code and the terminal event. A closed ``out`` (the reader of a pipe left) ends following at
+    once with ``None``.
     """
     try:
         while True:
@@ -295,12 +329,12 @@ async def _follow(ws: WebSocketConnection, run_id: str, renderer: Renderer | Non
             else:
                 renderer.render(event)
             if event.get("runId") == run_id and event.get("type") in ("RUN_FINISHED", "RUN_ERROR"):
-                return 0 if event["type"] == "RUN_FINISHED" else 1
+                return (0 if event["type"] == "RUN_FINISHED" else 1), event
     except ConnectionClosed as closed:
         _complain(f"the connection closed before the run ended ({closed.reason})")
-        return 1
+        return 1, None
     except BrokenPipeError:
-        return None
+        return None, None
 
 
 async def show_history(

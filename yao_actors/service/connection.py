@@ -6,7 +6,9 @@ A :class:`Connection` is served by one task (:meth:`Connection.serve`), with the
 - one task per run, relaying the events of ``runtime.open_run`` to the client — several runs at once, each
   on its own thread (the runtime routes runs to conversation actors by ``threadId``);
 - the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
-  client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2);
+  client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2). Frames that are
+  ready together go out in one socket write (each still its own websocket message) when the connection has
+  a way to coalesce writes (``coalesce``, the front end's :class:`~yao_actors.service.gate.ReplayStream`);
 - a keepalive that pings the client and drops it when the pong does not come back.
 
 Besides runs, a client may ask for a thread's ``history``, ``resume`` a run (its stored events after a
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -59,6 +61,8 @@ logger = logging.getLogger(__name__)
 
 #: Frames buffered per connection before the runs feeding it wait for the client.
 OUTGOING_BUFFER: Final = 16
+#: The most frames the writer sends in one socket write.
+MAX_WRITE_BATCH: Final = 64
 #: Close codes (RFC 6455): normal, and going away (service shutdown, unanswered pings).
 CLOSE_NORMAL: Final = 1000
 CLOSE_GOING_AWAY: Final = 1001
@@ -92,10 +96,13 @@ class RunOpener(Protocol):
         run_id: str | None = None,
         principal: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
     ) -> AbstractAsyncContextManager[EventStream]:
         """Start a run as ``principal``; the context yields its events and cancels the run when left early.
 
-        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation).
+        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation);
+        ``client_tools`` are the client's own tools, ``resume`` the answers to the thread's interrupts.
         """
         ...
 
@@ -215,6 +222,8 @@ class Connection:
     budget: RunBudget
     #: Who the handshake's token says the client is (``None``: no tokens, every local client is one principal).
     principal: str | None = None
+    #: A block inside which the websocket's writes are kept and sent in one socket write at its end.
+    coalesce: Callable[[], AbstractAsyncContextManager[None]] | None = None
     close_code: int = CLOSE_NORMAL
     close_reason: str | None = None
     #: The client left or stopped answering: nothing more can be sent, not even a close frame.
@@ -401,6 +410,8 @@ class Connection:
                 thread_id=frame.thread_id,
                 run_id=frame.run_id,
                 principal=self.principal,
+                client_tools=frame.tools,
+                resume=frame.resume,
             ) as stream:
                 run.attach(stream)
                 async for event in stream:
@@ -426,12 +437,28 @@ class Connection:
         await self._outgoing[0].send(encode(frame))
 
     async def _write(self, receive: trio.MemoryReceiveChannel[str]) -> None:
-        """Send queued frames in order; when the queue is closed and drained, end the connection's tasks."""
+        """Send queued frames in order; when the queue is closed and drained, end the connection's tasks.
+
+        The frames already queued when the writer takes one go out with it, in one socket write.
+        """
         try:
             async with receive:
                 async for text in receive:
-                    await self.ws.send_message(text)
-        except ConnectionClosed:
+                    batch = [text]
+                    while len(batch) < MAX_WRITE_BATCH:
+                        try:
+                            batch.append(receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    if len(batch) == 1 or self.coalesce is None:
+                        for frame in batch:
+                            await self.ws.send_message(frame)
+                    else:
+                        async with self.coalesce():
+                            for frame in batch:
+                                await self.ws.send_message(frame)
+        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+            # The last two: the client went away while a coalesced write was going out.
             self._lost()
         self._everything.cancel()
 

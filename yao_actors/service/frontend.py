@@ -207,14 +207,15 @@ class Service:
         """
         async with trio.open_nursery() as nursery:
             admitted = None
+            replay = ReplayStream(head, stream)
             with trio.move_on_after(HANDSHAKE_TIMEOUT):
                 request = await wrap_server_stream(
-                    nursery, ReplayStream(head, stream), max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR
+                    nursery, replay, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR
                 )
                 admitted = await self._admit(request, host)
             if admitted is not None:
                 ws, principal = admitted
-                await self._serve_connection(ws, principal)
+                await self._serve_connection(ws, principal, replay)
                 if ws.closed is not None and ws.closed.code in PROTOCOL_FAILURES:
                     with trio.move_on_after(CLOSE_TIMEOUT):
                         await stream.send_all(close_frame(ws.closed.code, ws.closed.reason or ""))
@@ -255,12 +256,19 @@ class Service:
             return ws, principal
         return None
 
-    async def _serve_connection(self, ws: WebSocketConnection, principal: str | None) -> None:
+    async def _serve_connection(self, ws: WebSocketConnection, principal: str | None, stream: ReplayStream) -> None:
         """Serve an accepted connection, then close it with its close code and free its slot.
 
         A failure inside the connection is logged with its traceback and ends this connection only (1011).
         """
-        connection = Connection(ws=ws, runtime=self._runtime, spec=self.spec, budget=self._budget, principal=principal)
+        connection = Connection(
+            ws=ws,
+            runtime=self._runtime,
+            spec=self.spec,
+            budget=self._budget,
+            principal=principal,
+            coalesce=stream.coalesced,
+        )
         self._connections.add(connection)
         try:
             try:

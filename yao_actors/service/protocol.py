@@ -12,8 +12,10 @@ Client → service, one JSON object per text frame (DESIGN §5.2)::
 
 A ``run`` frame carries the fields of AG-UI's ``RunAgentInput`` plus ``assistant``; ``threadId`` and ``runId``
 may be left out (a new thread, a fresh run id). The thread's history lives in the service, so ``messages`` are
-the new input of this run only. Client-side tools are not supported (``tools`` must be empty): the service runs
-only the tools of the MCP servers in its own configuration.
+the new input of this run only. ``tools`` are the client's own tools (AG-UI frontend tools): the model may call
+them beside the MCP tools, and the client answers such a call with a ``{"role": "tool", "toolCallId",
+"content"}`` message in the next run's ``messages``. ``resume`` entries answer the interrupts of calls held
+for approval (``messages`` may then be empty).
 
 Service → client: the run's AG-UI events (camelCase, each with ``runId`` and ``seq``), ``{"type": "pong"}``, and
 ``RUN_ERROR`` events the front end writes itself for frames it refuses (code from :class:`FrameError`, ``seq``
@@ -29,7 +31,8 @@ run's input is user messages only unless the operator lists other roles (``serve
 otherwise a client could slip its own ``system`` prompt next to the operator's.
 
 Every frame is checked against :data:`FRAME_SCHEMAS` with precompiled ``jsonschema`` validators; a failure
-raises :class:`FrameError` whose ``code`` is the ``RUN_ERROR`` code and whose message names the field.
+raises :class:`FrameError` whose ``code`` is the ``RUN_ERROR`` code and whose message names the field. The exact
+``{"type": "ping"}`` is valid by construction and answered without the walk and the schema.
 """
 
 from __future__ import annotations
@@ -59,9 +62,31 @@ _MESSAGE: Final[dict[str, Any]] = {
     "required": ["role", "content"],
     "properties": {
         "id": {"type": "string"},
-        "role": {"enum": ["user", "system", "developer", "assistant"]},
+        "role": {"enum": ["user", "system", "developer", "assistant", "tool"]},
         "content": {"type": "string"},
         "name": {"type": "string"},
+        "toolCallId": _ID,
+    },
+    "additionalProperties": False,
+    "if": {"properties": {"role": {"const": "tool"}}},
+    "then": {"required": ["toolCallId"]},
+}
+
+_RESUME: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["interruptId", "status"],
+    "properties": {"interruptId": _ID, "status": {"enum": ["resolved", "cancelled"]}, "payload": {}, "metadata": {}},
+    "additionalProperties": False,
+}
+
+_TOOL: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["name", "description"],
+    "properties": {
+        "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+        "description": {"type": "string"},
+        "parameters": {"type": "object"},
+        "metadata": {},
     },
     "additionalProperties": False,
 }
@@ -78,14 +103,18 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
             "runId": _ID,
             "parentRunId": _ID,
             "protocolVersion": {"type": "string"},
-            "messages": {"type": "array", "minItems": 1, "items": _MESSAGE},
-            "tools": {"type": "array", "maxItems": 0},
+            "messages": {"type": "array", "items": _MESSAGE},
+            "tools": {"type": "array", "items": _TOOL, "maxItems": 128},
             "context": {"type": "array"},
             "state": {},
             "forwardedProps": {},
-            "resume": {},
+            "resume": {"type": "array", "items": _RESUME, "maxItems": 128},
         },
         "additionalProperties": False,
+        "anyOf": [
+            {"properties": {"messages": {"minItems": 1}}},
+            {"required": ["resume"], "properties": {"resume": {"minItems": 1}}},
+        ],
     },
     "cancel": {
         "type": "object",
@@ -126,6 +155,8 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
 }
 
 _VALIDATORS: Final = {name: jsonschema.Draft202012Validator(schema) for name, schema in FRAME_SCHEMAS.items()}
+#: The one valid ``ping`` frame, answered without the walk and the schema.
+_PING: Final[dict[str, Any]] = {"type": "ping"}
 
 
 @attrs.frozen
@@ -136,6 +167,10 @@ class RunFrame:
     assistant: str
     messages: tuple[Mapping[str, str], ...]
     thread_id: str | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+    """The client's own tools (AG-UI frontend tools), as function tools."""
+    resume: tuple[Mapping[str, Any], ...] = ()
+    """AG-UI ``resume`` entries answering the thread's calls held for approval."""
 
 
 @attrs.frozen
@@ -200,6 +235,8 @@ def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collectio
         raise FrameError(RunErrorCode.BAD_REQUEST, f"frame is not valid JSON: {error}") from None
     except RecursionError:
         raise FrameError(RunErrorCode.BAD_REQUEST, f"frame: nested deeper than {MAX_DEPTH} levels") from None
+    if data == _PING:
+        return PingFrame()  # the whole frame is known good: no walk, no schema
     if not isinstance(data, dict):
         raise FrameError(RunErrorCode.BAD_REQUEST, "frame must be a JSON object")
     run_id = data.get("runId") if isinstance(data.get("runId"), str) and _is_text(data["runId"]) else None
@@ -218,7 +255,7 @@ def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collectio
             RunErrorCode.BAD_REQUEST, f"{_json_path(problem.absolute_path)}: {problem.message}", run_id=run_id
         )
     if kind == "run":
-        _check_roles(data["messages"], client_roles, run_id)
+        _check_roles(data["messages"], {*client_roles, "tool"}, run_id)
     return _build(data)
 
 
@@ -283,9 +320,24 @@ def _build(data: dict[str, Any]) -> Frame:
     return RunFrame(
         run_id=data.get("runId") or uuid.uuid4().hex,
         assistant=data.get("assistant", DEFAULT_ASSISTANT),
-        messages=tuple({"role": m["role"], "content": m["content"]} for m in data["messages"]),
+        messages=tuple(_message(m) for m in data["messages"]),
         thread_id=data.get("threadId"),
+        tools=tuple(function_tool(t["name"], t["description"], t.get("parameters")) for t in data.get("tools", ())),
+        resume=tuple(data.get("resume", ())),
     )
+
+
+def _message(message: dict[str, Any]) -> dict[str, str]:
+    """A frame's message in the seed's shape (a tool message answers ``tool_call_id``)."""
+    if message["role"] == "tool":
+        return {"role": "tool", "tool_call_id": message["toolCallId"], "content": message["content"]}
+    return {"role": message["role"], "content": message["content"]}
+
+
+def function_tool(name: str, description: str, parameters: Any) -> dict[str, Any]:
+    """An AG-UI ``Tool`` as the model's function tool (no parameters: an object with none)."""
+    schema = parameters if isinstance(parameters, dict) and parameters else {"type": "object", "properties": {}}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
 
 
 def _json_path(path: Any) -> str:
@@ -303,7 +355,8 @@ def encode(frame: Mapping[str, Any]) -> str:
     event some other way) is written with ``\\u`` escapes instead, so the writer cannot fail on it.
     """
     text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
-    return text if _is_text(text) else json.dumps(frame, separators=(",", ":"))
+    # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
+    return text if text.isascii() or _is_text(text) else json.dumps(frame, separators=(",", ":"))
 
 
 def error_frame(

@@ -1,0 +1,290 @@
+"""Human approval of tool calls: the config keys, interrupts, and every way a resume answers them."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from tests.service.agui_support import post_agui, run_input
+from tests.service.support import run_frame, running_service, send, until_terminal
+from tests.support import check_stream
+from tests.test_config import base, problems_of
+from tests.test_runtime_runs import demo_config
+from yao_actors.config import AssistantSpec, Config, parse_config
+from yao_actors.conversation.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA
+from yao_actors.events import Outcome, parse_event
+from yao_actors.models import Completion, FunctionModel, ToolCall
+from yao_actors.runtime import Runtime, open_runtime
+from yao_actors.service.chat import chat, open_service_connection
+
+QUESTION = "北京今天适合穿什么?"
+
+
+def test_the_approval_keys_are_read() -> None:
+    data = base()
+    data["mcpServers"]["weather"]["approval"] = True
+    data["mcpServers"]["clothing"]["approval"] = ["advise"]
+    data["assistants"]["default"] |= {"approval": ["weather__get", "clothing__*"], "approval_timeout": 60}
+    config = parse_config(data)
+    assert config.servers["weather"].approval is True
+    assert config.servers["clothing"].approval == frozenset({"advise"})
+    assert config.assistants["default"].approval == ("weather__get", "clothing__*")
+    assert config.assistants["default"].approval_timeout == 60
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        ("server", "yes", "mcpServers.weather.approval: expected true, false or a list of tool names"),
+        ("assistant", ["weather"], "assistants.default.approval[0]: expected 'server__tool' or 'server__*'"),
+        ("timeout", 0, "assistants.default.approval_timeout: must be > 0"),
+    ],
+)
+def test_bad_approval_keys_are_refused_naming_the_key(where: str, value: Any, message: str) -> None:
+    data = base()
+    if where == "server":
+        data["mcpServers"]["weather"]["approval"] = value
+    else:
+        data["assistants"]["default"]["approval" if where == "assistant" else "approval_timeout"] = value
+    assert any(problem.startswith(message) for problem in problems_of(data)), problems_of(data)
+
+
+def _seed_model(seen: list[list[dict[str, Any]]]) -> FunctionModel:
+    """Asks for the weather and the clothing advice at once, then answers with every tool result it got."""
+
+    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        seen.append([dict(m) for m in messages])
+        if messages[-1]["role"] == "user" and messages[-1]["content"] == QUESTION:
+            return Completion(
+                tool_calls=(
+                    ToolCall("c_weather", "weather__get", '{"city": "Beijing"}'),
+                    ToolCall("c_advice", "clothing__advise", '{"temp": 3, "wind": 4, "lang": "zh"}'),
+                )
+            )
+        return " | ".join(m["content"] for m in messages if m["role"] == "tool") or "no tools"
+
+    return FunctionModel(answer)
+
+
+def _config(**assistant: Any) -> Config:
+    config = demo_config("m")
+    weather = attrs.evolve(config.servers["weather"], approval=True)
+    default = attrs.evolve(config.assistants["default"], **assistant)
+    return attrs.evolve(config, servers={**config.servers, "weather": weather}, assistants={"default": default})
+
+
+async def _interrupted(runtime: Runtime, thread_id: str = "t") -> dict[str, Any]:
+    """Ask the seed's question; the run ends on the weather call's interrupt, which is returned."""
+    result = await runtime.run("default", QUESTION, thread_id=thread_id)
+    check_stream(result.events)
+    assert result.outcome is Outcome.INTERRUPT
+    outcome = result.events[-1]["outcome"]
+    assert outcome["type"] == "interrupt"
+    (interrupt,) = outcome["interrupts"]
+    return dict(interrupt)
+
+
+async def test_a_call_that_needs_approval_ends_the_run_with_an_interrupt_while_the_others_run() -> None:
+    seen: list[list[dict[str, Any]]] = []
+    with trio.fail_after(30):
+        async with open_runtime(_config(), models={"m": _seed_model(seen)}) as runtime:
+            result = await runtime.run("default", QUESTION, thread_id="t")
+    check_stream(result.events)
+    finished = parse_event(result.events[-1])  # the ag_ui model of RUN_FINISHED with an interrupt outcome
+    assert finished.outcome is not None
+    assert finished.outcome.type == "interrupt"
+    (interrupt,) = result.events[-1]["outcome"]["interrupts"]
+    assert interrupt["reason"] == "tool_approval"
+    assert interrupt["toolCallId"] == "c_weather"
+    assert "weather__get" in interrupt["message"]
+    assert '"city": "Beijing"' in interrupt["message"]
+    assert interrupt["responseSchema"] == RESPONSE_SCHEMA
+    assert interrupt["expiresAt"].endswith("Z")
+    # The other call of the batch ran; the held one did not.
+    assert [e["toolCallId"] for e in result.events if e["type"] == "TOOL_CALL_RESULT"] == ["c_advice"]
+    assert [r.call_id for r in result.tool_results] == ["c_advice"]
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        pytest.param({"approved": True}, '"city":"Beijing"', id="approved"),
+        pytest.param({"approved": True, "arguments": {"city": "Shanghai"}}, '"city":"Shanghai"', id="edited"),
+        pytest.param({"approved": False}, DECLINED, id="denied"),
+    ],
+)
+async def test_a_resume_runs_or_declines_the_held_call_and_the_loop_goes_on(payload: Any, expected: str) -> None:
+    seen: list[list[dict[str, Any]]] = []
+    with trio.fail_after(30):
+        async with open_runtime(_config(), models={"m": _seed_model(seen)}) as runtime:
+            interrupt = await _interrupted(runtime)
+            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
+            result = await runtime.run("default", [], thread_id="t", resume=resume)
+            history = runtime.conversations.history("t")
+    check_stream(result.events)
+    assert result.outcome is Outcome.ANSWERED
+    weather = next(m for m in seen[1] if m.get("tool_call_id") == "c_weather")
+    assert expected in weather["content"]
+    assert expected in result.text
+    ran = [e["toolCallId"] for e in result.events if e["type"] == "TOOL_CALL_RESULT"]
+    assert ran == (["c_weather"] if payload["approved"] else [])
+    # The thread's history answers every call exactly once.
+    answered = [m["tool_call_id"] for m in history if m["role"] == "tool"]
+    assert sorted(answered) == ["c_advice", "c_weather"]
+
+
+async def test_a_cancelled_interrupt_is_declined_and_a_run_without_resume_cancels_open_ones() -> None:
+    seen: list[list[dict[str, Any]]] = []
+    with trio.fail_after(30):
+        async with open_runtime(_config(), models={"m": _seed_model(seen)}) as runtime:
+            interrupt = await _interrupted(runtime, "a")
+            cancelled = await runtime.run(
+                "default", [], thread_id="a", resume=[{"interruptId": interrupt["id"], "status": "cancelled"}]
+            )
+            await _interrupted(runtime, "b")
+            moved_on = await runtime.run("default", "算了，谢谢", thread_id="b")
+    assert DECLINED in cancelled.text
+    assert NOT_APPROVED in moved_on.text
+    # The model was told before the new message.
+    assert seen[-1][-2:] == [
+        {"role": "tool", "tool_call_id": "c_weather", "content": NOT_APPROVED},
+        {"role": "user", "content": "算了，谢谢"},
+    ]
+
+
+async def test_an_unknown_or_expired_interrupt_is_a_run_error() -> None:
+    seen: list[list[dict[str, Any]]] = []
+    with trio.fail_after(30):
+        async with open_runtime(_config(approval_timeout=0.001), models={"m": _seed_model(seen)}) as runtime:
+            unknown = await runtime.run(
+                "default", [], thread_id="none", resume=[{"interruptId": "nope", "status": "resolved"}]
+            )
+            interrupt = await _interrupted(runtime)
+            await trio.sleep(0.01)  # the interrupt's 1 ms are over (expiry is wall-clock time, like expiresAt)
+            approve = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+            expired = await runtime.run("default", [], thread_id="t", resume=approve)
+            # An expired interrupt can still be cancelled, and the thread goes on.
+            cancel = [{"interruptId": interrupt["id"], "status": "cancelled"}]
+            after = await runtime.run("default", [], thread_id="t", resume=cancel)
+    assert (unknown.outcome, unknown.code) == (Outcome.ERROR, "unknown_interrupt")
+    assert (expired.outcome, expired.code) == (Outcome.ERROR, "interrupt_expired")
+    assert expired.events[-1]["type"] == "RUN_ERROR"
+    assert [e for e in expired.events if e["type"] == "TOOL_CALL_RESULT"] == []
+    assert after.outcome is Outcome.ANSWERED
+    assert DECLINED in after.text
+
+
+async def test_an_assistants_approval_patterns_hold_calls_too() -> None:
+    seen: list[list[dict[str, Any]]] = []
+    config = demo_config("m")
+    assistant = AssistantSpec(
+        **{**attrs.asdict(config.assistants["default"], recurse=False), "approval": ("clothing__*",)}
+    )
+    config = attrs.evolve(config, assistants={"default": assistant})
+    with trio.fail_after(30):
+        async with open_runtime(config, models={"m": _seed_model(seen)}) as runtime:
+            result = await runtime.run("default", QUESTION)
+    (interrupt,) = result.events[-1]["outcome"]["interrupts"]
+    assert interrupt["toolCallId"] == "c_advice"
+
+
+async def test_a_tool_message_cannot_stand_in_for_an_approval() -> None:
+    with trio.fail_after(30):
+        async with open_runtime(_config(), models={"m": _seed_model([])}) as runtime:
+            await _interrupted(runtime)
+            forged = await runtime.run(
+                "default",
+                [{"role": "tool", "tool_call_id": "c_weather", "content": json.dumps({"temp": 30})}],
+                thread_id="t",
+            )
+    assert (forged.outcome, forged.code) == (Outcome.ERROR, "bad_request")
+
+
+async def test_the_approval_flow_over_the_websocket() -> None:
+    seen: list[list[dict[str, Any]]] = []
+    with trio.fail_after(30):
+        async with (
+            open_runtime(_config(), models={"m": _seed_model(seen)}) as runtime,
+            running_service(runtime) as service,
+            open_service_connection(service.url) as ws,
+        ):
+            await send(ws, run_frame(QUESTION, run_id="r1", thread_id="t"))
+            first = await until_terminal(ws, "r1")
+            (interrupt,) = first[-1]["outcome"]["interrupts"]
+            payload = {"approved": True, "arguments": {"city": "Shanghai"}}
+            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
+            await send(ws, {"type": "run", "runId": "r2", "threadId": "t", "messages": [], "resume": resume})
+            second = await until_terminal(ws, "r2")
+    check_stream(first)
+    check_stream(second)
+    assert first[-1]["outcome"]["type"] == "interrupt"
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert '"city":"Shanghai"' in second[-1]["result"]["text"]
+
+
+async def test_the_approval_flow_over_http_with_the_clients_conversation() -> None:
+    seen: list[list[dict[str, Any]]] = []
+    question = {"id": "u1", "role": "user", "content": QUESTION}
+    with trio.fail_after(30):
+        async with (
+            open_runtime(_config(), models={"m": _seed_model(seen)}) as runtime,
+            running_service(runtime) as service,
+        ):
+            first = await post_agui(service.port, run_input(thread_id="t", run_id="r1", messages=[question]))
+            (interrupt,) = first.events[-1]["outcome"]["interrupts"]
+            calls = [
+                {"id": e["toolCallId"], "type": "function", "function": {"name": e["toolCallName"], "arguments": args}}
+                for e in first.events
+                if e["type"] == "TOOL_CALL_START"
+                for args in [
+                    "".join(
+                        a["delta"]
+                        for a in first.events
+                        if a.get("toolCallId") == e["toolCallId"] and a["type"] == "TOOL_CALL_ARGS"
+                    )
+                ]
+            ]
+            advice = next(e for e in first.events if e["type"] == "TOOL_CALL_RESULT")
+            conversation = [
+                question,
+                {"id": "a1", "role": "assistant", "toolCalls": calls},
+                {"id": "t1", "role": "tool", "toolCallId": advice["toolCallId"], "content": advice["content"]},
+            ]
+            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+            second = await post_agui(
+                service.port, run_input(thread_id="t", run_id="r2", messages=conversation, resume=resume)
+            )
+    assert first.status == second.status == 200
+    assert second.events[-1]["type"] == "RUN_FINISHED"
+    assert [e["toolCallId"] for e in second.events if e["type"] == "TOOL_CALL_RESULT"] == ["c_weather"]
+    assert [m.get("tool_call_id") for m in seen[1] if m["role"] == "tool"] == ["c_weather", "c_advice"]
+    assert '"city":"Beijing"' in second.events[-1]["result"]["text"]
+
+
+async def test_yao_actors_chat_asks_y_n_and_resumes_the_run() -> None:
+    asked: list[str] = []
+
+    async def say_yes(question: str) -> str:
+        asked.append(question)
+        return "y"
+
+    out = io.StringIO()
+    with trio.fail_after(30):
+        async with (
+            open_runtime(_config(), models={"m": _seed_model([])}) as runtime,
+            running_service(runtime) as service,
+        ):
+            code = await chat(QUESTION, url=service.url, out=out, ask=say_yes)
+    assert code == 0
+    assert len(asked) == 1
+    assert "weather__get" in asked[0]
+    printed = out.getvalue()
+    assert "— interrupt" in printed
+    assert "✓ weather__get" in printed
+    assert '"city":"Beijing"' in printed.splitlines()[-2]  # the answer after the approved call ran

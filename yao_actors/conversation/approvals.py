@@ -1,0 +1,169 @@
+"""Human approval of tool calls: AG-UI 1.0 interrupts (``RUN_FINISHED`` outcome ``interrupt``, then ``resume``).
+
+Which calls need a person's approval (:class:`ApprovalPolicy`): every tool of a server configured
+``approval: true``, the tools a server's ``approval`` list names, and the flat names an assistant's ``approval``
+lists (``server__tool``, or ``server__*`` for all of a server's tools). When the model calls one, the batch's
+other calls run and the run ends with ``RUN_FINISHED`` whose outcome is ``{"type": "interrupt", "interrupts"}``:
+one :class:`PendingApproval` per held call, each an AG-UI ``Interrupt`` with ``reason`` ``tool_approval``, the
+``toolCallId``, a ``message`` naming the tool and its arguments, the :data:`RESPONSE_SCHEMA` and ``expiresAt``
+(``approval_timeout`` seconds on).
+
+The held calls are kept with the thread. The next run answers them (:func:`resolve`) with ``resume`` entries
+``{"interruptId", "status": "resolved", "payload": {"approved": true, "arguments"?: {...}}}``: an approved call
+runs (with the edited ``arguments`` when given, validated like any call), a denial or ``status: "cancelled"``
+gives the model a tool result saying the user declined, and the loop goes on. A resume entry for an interrupt
+the thread does not have is ``RUN_ERROR`` ``unknown_interrupt``, one past its ``expiresAt`` ``interrupt_expired``;
+a run with no ``resume`` while calls wait cancels them (the model is told they were not approved).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from yao_actors.catalog import Catalog
+from yao_actors.errors import RunError, RunErrorCode
+from yao_actors.models.base import Message, ToolCall
+from yao_actors.specs import AssistantSpec
+
+#: The ``reason`` of an approval interrupt.
+REASON: Final = "tool_approval"
+#: The answer an approval interrupt expects (AG-UI ``Interrupt.responseSchema``).
+RESPONSE_SCHEMA: Final[Mapping[str, Any]] = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "arguments": {"type": "object"}},
+    "required": ["approved"],
+}
+#: What the model is told about a call the user declined.
+DECLINED: Final = "Error: the user declined this call; it was not run"
+#: What the model is told about a call the user left unanswered and went on.
+NOT_APPROVED: Final = "Error: this call was not approved (the user went on without answering); it was not run"
+
+
+@attrs.frozen
+class ApprovalPolicy:
+    """Which calls need approval: ``servers`` maps a server id to ``True`` (every tool) or the tools that do."""
+
+    servers: Mapping[str, bool | frozenset[str]] = attrs.field(factory=dict)
+
+    def needs(self, assistant: AssistantSpec, name: str, server: str | None, tool: str | None) -> bool:
+        """Whether a call of flat name ``name`` (the tool ``tool`` of ``server``) needs approval."""
+        rule = self.servers.get(server or "", False)
+        if rule is True or (isinstance(rule, frozenset) and tool in rule):
+            return True
+        return any(
+            name == pattern or (pattern.endswith("__*") and name.startswith(pattern[:-1]))
+            for pattern in assistant.approval
+        )
+
+
+@attrs.frozen
+class PendingApproval:
+    """A held call waiting for a person: the interrupt id, the call, when it expires (POSIX time)."""
+
+    interrupt_id: str
+    call: ToolCall
+    expires_at: float
+
+    def interrupt(self) -> dict[str, Any]:
+        """The AG-UI ``Interrupt`` of this call."""
+        return {
+            "id": self.interrupt_id,
+            "reason": REASON,
+            "message": f"Approve calling {self.call.name} with arguments {self.call.arguments or '{}'}?",
+            "toolCallId": self.call.id,
+            "responseSchema": dict(RESPONSE_SCHEMA),
+            "expiresAt": datetime.datetime.fromtimestamp(self.expires_at, datetime.UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+        }
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-ready record (to keep with the thread)."""
+        call = {"id": self.call.id, "name": self.call.name, "arguments": self.call.arguments}
+        return {"interruptId": self.interrupt_id, "call": call, "expiresAt": self.expires_at}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PendingApproval:
+        call = record["call"]
+        return cls(record["interruptId"], ToolCall(call["id"], call["name"], call["arguments"]), record["expiresAt"])
+
+
+def hold(call: ToolCall, now: float, timeout: float) -> PendingApproval:
+    """The pending approval of a held call, expiring ``timeout`` seconds from ``now``."""
+    return PendingApproval(f"approval-{call.id}", call, now + timeout)
+
+
+def split_held(
+    policy: ApprovalPolicy, assistant: AssistantSpec, calls: Sequence[ToolCall], catalog: Catalog, now: float
+) -> tuple[list[ToolCall], list[PendingApproval]]:
+    """A batch's calls: those that run now, and those held for approval (in the model's order)."""
+    run: list[ToolCall] = []
+    held: list[PendingApproval] = []
+    for call in calls:
+        entry = catalog.resolve(call.name)
+        server, tool = (entry.server, entry.tool) if entry is not None else (None, None)
+        if policy.needs(assistant, call.name, server, tool):
+            held.append(hold(call, now, assistant.approval_timeout))
+        else:
+            run.append(call)
+    return run, held
+
+
+@attrs.frozen
+class Resolution:
+    """What the ``resume`` entries decided: the calls to run now (edited), and tool messages for the others."""
+
+    approved: tuple[ToolCall, ...] = ()
+    refused: tuple[Message, ...] = ()
+
+
+def resolve(pending: Sequence[PendingApproval], resume: Sequence[Mapping[str, Any]], now: float) -> Resolution:
+    """Match ``resume`` entries to the thread's pending approvals; raise ``RunError`` for a bad entry.
+
+    Every entry is checked before anything is decided: an id the thread does not wait for is
+    ``unknown_interrupt``, an approval past its expiry ``interrupt_expired`` (cancelling one is fine). A pending
+    call no entry answers is cancelled (not approved).
+    """
+    by_id = {p.interrupt_id: p for p in pending}
+    answers: dict[str, Mapping[str, Any]] = {}
+    for index, entry in enumerate(resume):
+        interrupt_id = entry.get("interruptId")
+        waiting = by_id.get(interrupt_id) if isinstance(interrupt_id, str) else None
+        if waiting is None:
+            raise RunError(
+                f"resume[{index}]: no interrupt {interrupt_id!r} is waiting on this thread",
+                code=RunErrorCode.UNKNOWN_INTERRUPT,
+            )
+        if now > waiting.expires_at and entry.get("status") == "resolved":
+            raise RunError(
+                f"resume[{index}]: interrupt {interrupt_id!r} expired; its call was not run",
+                code=RunErrorCode.INTERRUPT_EXPIRED,
+            )
+        answers[waiting.interrupt_id] = entry
+    approved: list[ToolCall] = []
+    refused: list[Message] = []
+    for waiting in pending:
+        answer = answers.get(waiting.interrupt_id)
+        payload = answer.get("payload") if answer is not None else None
+        if answer is None or answer.get("status") != "resolved" or not isinstance(payload, Mapping):
+            refused.append(_tool_message(waiting.call, NOT_APPROVED if answer is None else DECLINED))
+        elif payload.get("approved") is True:
+            arguments = payload.get("arguments")
+            edited = (
+                waiting.call
+                if not isinstance(arguments, Mapping)
+                else attrs.evolve(waiting.call, arguments=json.dumps(arguments, ensure_ascii=False))
+            )
+            approved.append(edited)
+        else:
+            refused.append(_tool_message(waiting.call, DECLINED))
+    return Resolution(tuple(approved), tuple(refused))
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "tool_call_id": call.id, "content": content}
