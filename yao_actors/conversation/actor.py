@@ -160,13 +160,11 @@ class _ConversationActor:
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
         run.client_tools = order.client_tools
         ending: Ending | None = CANCELLED
-        written = 0
 
         def checkpoint(whole_turn: bool) -> None:
-            nonlocal written
             if whole_turn:
-                journal.turn(run.transcript[written:])
-                written = len(run.transcript)
+                journal.turn(run.transcript[journal.written :])
+                journal.written = len(run.transcript)
             else:
                 journal.kick_soon()
 
@@ -175,7 +173,6 @@ class _ConversationActor:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
                 ending = await _start(run, order, self.status, journal)
-                written = len(run.transcript) if journal.started else 0
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -187,7 +184,7 @@ class _ConversationActor:
                 unreported = run.settle()
                 result = _conclude(run, order, ending or CANCELLED)
                 if journal.started and journal.failure is None:
-                    journal.turn(run.transcript[written:])
+                    journal.turn(run.transcript[journal.written :])
                 await journal.flush()
                 if journal.failure is not None and result.outcome is not Outcome.ERROR:
                     failed = store_unavailable(journal.failure)
@@ -271,6 +268,7 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
     except RunError as error:
         return error
     run.transcript.extend(given)
+    journal.written = len(run.transcript)
     window = window_history(run.history, order.assistant.history_max_messages)
     return await _answer(run, order, [*window, *resumed, *given])
 

@@ -52,6 +52,8 @@ class RunJournal:
     """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
     failure: StoreUnavailable | None = None
     started: bool = False
+    written: int = 0
+    """How much of the run's transcript the journal has been given (the actor's bookkeeping)."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
     _wake: trio.Event = attrs.field(factory=trio.Event)
