@@ -163,9 +163,8 @@ class Run:
     counter: int = 0
     call_ids: set[str] = attrs.field(factory=set)
     call_counter: int = 0
+    #: Before a tool batch (False: the events so far may be written), after it (True: a whole turn): the journal's.
     checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
-    """Called before a tool batch runs (``False``: the events so far may be written) and after it
-    (``True``: the transcript ends on a whole turn); the actor's journal writes them behind the run."""
     client_tools: tuple[Mapping[str, Any], ...] = ()
     """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`.client_tools`)."""
 
@@ -438,10 +437,8 @@ class Run:
                 messages.append(tool_message)
 
     def settle(self) -> list[ToolCallResult]:
-        """After a cancellation or failure: give every unanswered call of the batch a ``cancelled`` result.
-
-        Returns the batch's results whose ``TOOL_CALL_RESULT`` is still to be emitted.
-        """
+        """After a cancellation or failure: give every unanswered call of the batch a ``cancelled`` result;
+        returns the batch's results whose ``TOOL_CALL_RESULT`` is still to be emitted."""
         if self.batch is None:
             return []
         batch, self.batch = self.batch, None
