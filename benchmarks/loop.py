@@ -21,7 +21,10 @@ Two workloads, each over the test server as real stdio subprocesses:
   measures overhead: its tool costs almost nothing. What observability costs a
   turn with tracing off (the span and metric calls of one model call and one
   tool call, timed alone in this process) is printed after the table, as a
-  share of the loop's CPU per turn.
+  share of the loop's CPU per turn. ``sqlite`` and ``redis`` are ``loop`` with
+  the thread kept in a SQLite file and in a Redis server of the benchmark's
+  own (``loop`` keeps it in the memory store, the library's default); what
+  each adds per turn is printed after the table (targets: ≤ 20% and ≤ 30%).
 - ``sleep``: 4 servers × 3 turns (``--servers``, ``--sleep-turns``), each turn one
   100 ms ``sleep`` call on every server (``--latency-ms``), all at once. The
   ``raw`` row runs each turn's calls from a plain nursery over one ``mcp.Client``
@@ -47,8 +50,12 @@ import json
 import logging
 import os
 import platform
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -66,13 +73,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from yao_actors.config import AssistantSpec, Config, ServerRef
-from yao_actors.conversation import RunResult
+from yao_actors.conversation import ConversationManager, RunResult, open_conversations
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.runtime import Runtime, open_runtime
+from yao_actors.specs import StoreSpec
+from yao_actors.store import open_store
 from yao_actors.testing import TEST_SERVER_COMMAND, stdio_test_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,11 +105,54 @@ class Workload:
 
 @attrs.define(eq=False)
 class Setup:
-    """A workload, ready: the runtime (server actors, the model) and one plain ``mcp`` client per server."""
+    """A workload, ready: the runtime (server actors, the model), one plain ``mcp`` client per server, and
+    conversations over the same server actors keeping their threads in SQLite and in Redis (``stores``)."""
 
     workload: Workload
     runtime: Runtime
     raw_clients: list[mcp.Client]
+    stores: dict[str, ConversationManager] = attrs.field(factory=dict)
+
+
+async def start_redis(folder: Path, stack: AsyncExitStack) -> str:
+    """A ``redis-server`` of the benchmark's own on a free loopback port (stopped with ``stack``); its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = await trio.lowlevel.open_process(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", ""],
+        stdout=subprocess.DEVNULL,
+    )
+    stack.push_async_callback(process.wait)
+    stack.callback(process.terminate)
+    with trio.fail_after(10):
+        while True:
+            try:
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+            except OSError:
+                await trio.sleep(0.02)
+                continue
+            await stream.aclose()
+            return f"redis://127.0.0.1:{port}/0"
+
+
+async def open_durable_conversations(runtime: Runtime, stack: AsyncExitStack) -> dict[str, ConversationManager]:
+    """The runtime's assistants, servers and models over a SQLite store (a temporary file) and, when
+    ``redis-server`` is installed, a Redis store (a server of its own on a free loopback port)."""
+    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="yao-loop-")))
+    specs = {"sqlite": StoreSpec.sqlite(folder / "conversations.sqlite3")}
+    if shutil.which("redis-server"):
+        specs["redis"] = StoreSpec("redis", url=await start_redis(folder, stack), prefix="loop:")
+    else:
+        print("redis-server is not installed: no redis row", file=sys.stderr)
+    managers = {}
+    for name, spec in specs.items():
+        store = await stack.enter_async_context(open_store(spec))
+        config = runtime.config
+        managers[name] = await stack.enter_async_context(
+            open_conversations(config.assistants, runtime.servers, runtime.models, store=store)
+        )
+    return managers
 
 
 def server_ids(count: int) -> list[str]:
@@ -146,7 +198,8 @@ async def open_setup(workload: Workload) -> AsyncIterator[Setup]:
         ]
         for client in raw_clients:
             await client.list_tools()  # as warm as the actors: no tools/list per call
-        yield Setup(workload, runtime, raw_clients)
+        stores = await open_durable_conversations(runtime, stack)
+        yield Setup(workload, runtime, raw_clients, stores)
 
 
 @attrs.define(eq=False)
@@ -252,7 +305,14 @@ def jobs(setup: Setup) -> dict[str, Job]:
         finally:
             TRACING.switch(False)
 
-    return {"raw": raw, "handle": handle, "loop": loop, "stream": stream, "traced": traced}
+    def durable(manager: ConversationManager) -> Job:
+        async def run() -> None:
+            check(await manager.run("bench", "go"))
+
+        return run
+
+    rows = {"raw": raw, "handle": handle, "loop": loop, "stream": stream, "traced": traced}
+    return rows | {name: durable(manager) for name, manager in setup.stores.items()}
 
 
 @attrs.frozen
@@ -321,6 +381,15 @@ def print_table(rows: list[dict[str, Any]], off_cost: float) -> None:
     by_row = {(r["workload"], r["row"]): r for r in rows}
     for workload in dict.fromkeys(r["workload"] for r in rows):
         loop, traced = by_row.get((workload, "loop")), by_row.get((workload, "traced"))
+        for store, target in (("sqlite", 0.20), ("redis", 0.30)):
+            durable = by_row.get((workload, store))
+            if loop and durable:
+                wall = durable["per_turn_ms"] / loop["per_turn_ms"] - 1
+                cpu = durable["cpu_per_turn_ms"] / loop["cpu_per_turn_ms"] - 1
+                print(
+                    f"[{workload}] the {store} store adds {wall:+.1%} wall, {cpu:+.1%} CPU per turn over loop "
+                    f"(the memory store; target ≤ +{target:.0%})"
+                )
         if loop and traced:
             wall = traced["per_turn_ms"] / loop["per_turn_ms"] - 1
             cpu = traced["cpu_per_turn_ms"] / loop["cpu_per_turn_ms"] - 1

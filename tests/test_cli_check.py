@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,16 +80,14 @@ def test_version_from_the_command_and_the_package() -> None:
     assert done.stdout.strip() == f"yao-actors {yao_actors.__version__}"
 
 
-def test_check_finds_module_servers_in_the_current_directory_as_serve_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_check_finds_module_servers_in_the_current_directory_as_serve_does(tmp_path: Path) -> None:
     (tmp_path / "check_tools_here.py").write_text(
         "from mcp.server.mcpserver import MCPServer\nserver = MCPServer('x')\n"
     )
     path = write(tmp_path, {"mcpServers": {"here": {"module": "check_tools_here:server"}}})
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
-    monkeypatch.delitem(sys.modules, "check_tools_here", raising=False)
-    assert main(["check", "--config", path]) == 0, capsys.readouterr().out
-    assert capsys.readouterr().out.startswith(f"{path}: ok (1 server(s)")
-    sys.modules.pop("check_tools_here", None)
+    # The installed command, as a user runs it: its sys.path starts with its own directory, not the current one.
+    command = shutil.which("yao-actors", path=os.path.dirname(sys.executable)) or shutil.which("yao-actors")
+    assert command is not None
+    done = subprocess.run([command, "check", "--config", path], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"{path}: ok (1 server(s)")

@@ -78,10 +78,13 @@ EVERY_KEY: dict[str, Any] = {
         "host": "127.0.0.1", "port": 1, "token": "t" * 16, "tokens": {"alice": "a" * 16},
         "allowed_origins": ["null"], "allow_client_roles": ["system"], "max_frame_bytes": 1, "max_connections": 1,
         "max_runs_per_connection": 1, "max_runs": 1, "idle_timeout": 1, "shutdown_grace": 1,
-        "max_thread_bytes": 1, "max_threads_bytes": 1,
+        "max_thread_bytes": 1, "max_threads_bytes": 1, "detach_grace": 0,
     },
     "prompts": ["g"],
+    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60},
 }  # fmt: skip
+#: The key a redis store cannot have (a file has one store): checked as a second file.
+SQLITE_STORE: dict[str, Any] = {"store": {"type": "sqlite", "path": "/tmp/t.sqlite3", "event_ttl": 60}}
 
 
 def problems_of(data: Any, environ: dict[str, str] = ENV) -> list[str]:
@@ -204,8 +207,10 @@ def test_the_readers_keys_are_the_schemas_keys() -> None:
 
 
 def test_a_file_with_every_key_is_valid_for_the_schema_and_the_reader() -> None:
-    assert data_keys(EVERY_KEY) == schema_keys(config_schema())
+    assert data_keys(EVERY_KEY) | data_keys(SQLITE_STORE) == schema_keys(config_schema())
     assert schema_problems(EVERY_KEY) == []
+    assert schema_problems(SQLITE_STORE) == []
+    assert parse_config(SQLITE_STORE, environ=ENV).store.path == "/tmp/t.sqlite3"  # type: ignore[union-attr]
     config = parse_config(EVERY_KEY, environ=ENV)
     assert isinstance(config.servers["remote"].transport, SseTransport)
     inproc = config.servers["inproc"].transport

@@ -724,7 +724,7 @@ async def test_two_first_runs_of_a_thread_share_one_actor() -> None:
     assert sorted(r.text for r in results) == ["2 messages", "4 messages"]
 
 
-async def test_close_thread_ends_its_actor_and_forgets_the_history() -> None:
+async def test_close_thread_ends_its_actor_and_the_next_run_loads_the_history_from_the_store() -> None:
     model = FunctionModel(lambda messages, tools: f"{len(messages)} messages")
     with trio.fail_after(10):
         async with open_weather_manager(model) as manager:
@@ -734,9 +734,9 @@ async def test_close_thread_ends_its_actor_and_forgets_the_history() -> None:
             manager.close_thread("t")
             await trio.testing.wait_all_tasks_blocked()
             assert manager.statistics() == ConversationStatistics(threads=0, actors=0)
-            assert manager.history("t") == ()
+            assert manager.history("t") == ()  # out of memory ...
             again = await manager.run("a", "two", thread_id="t")
-    assert again.text == "2 messages"  # the system prompt and the new question only
+    assert again.text == "4 messages"  # ... but not out of the store: prompt, "one", its answer, "two"
 
 
 # --------------------------------------------------------------------------- bounds

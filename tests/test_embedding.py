@@ -230,14 +230,13 @@ async def test_threads_can_be_listed_read_and_forgotten() -> None:
         first = await runtime.run("a", "one", thread_id="t1")
         await runtime.run("a", "two", thread_id="t1")
         await runtime.run("a", "other", thread_id="t2")
-        assert runtime.threads.list() == ("t1", "t2")
-        assert "t1" in runtime.threads
-        history = runtime.threads.history("t1")
-        assert [m["content"] for m in history] == ["one", first.text, "two", "answer 4"]
-        runtime.threads.forget("t1")
-        assert runtime.threads.list() == ("t2",)
-        assert runtime.threads.history("t1") == ()
-        runtime.threads.forget("never-existed")
+        assert {t.thread_id for t in await runtime.threads()} == {"t1", "t2"}
+        history = await runtime.history("t1")
+        assert [m["content"] for m in history.messages] == ["one", first.text, "two", "answer 4"]
+        assert await runtime.forget("t1")
+        assert [t.thread_id for t in await runtime.threads()] == ["t2"]
+        assert (await runtime.history("t1")).messages == ()
+        assert not await runtime.forget("never-existed")
         again = await runtime.run("a", "fresh", thread_id="t1")
         assert again.text == "answer 2"  # the system prompt and the new input only
 

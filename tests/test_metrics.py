@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import trio
+import trio.testing
 from prometheus_client import REGISTRY
 
 from tests.test_tracing import config, scripted
@@ -39,6 +40,8 @@ async def test_a_run_counts_its_tool_calls_model_calls_and_tokens() -> None:
     with trio.fail_after(30):
         async with open_runtime(config(), models={"scripted": model}) as runtime:
             await runtime.run("helper", "echo x")
+            # The result is handed over before the thread's actor closes the run's span and gauge: let it settle.
+            await trio.testing.wait_all_tasks_blocked()
             active = value("yao_active_runs")
     assert value("yao_runs_total", assistant="helper", outcome="answered") - before["runs"] == 1
     assert value("yao_run_duration_seconds_count") - before["durations"] == 1

@@ -48,7 +48,7 @@ from yao_actors.errors import (
 from yao_actors.events import Outcome, parse_event
 from yao_actors.models import Completion, FunctionModel, Model, ToolCall, Usage
 from yao_actors.results import ToolCallResult, ToolOutcome
-from yao_actors.runtime import Runtime, Threads, open_runtime
+from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.server_handle import ServerHandle, ServerState, ServerStatistics
 
 __all__ = [
@@ -77,7 +77,6 @@ __all__ = [
     "ServerStatistics",
     "SseTransport",
     "StdioTransport",
-    "Threads",
     "ToolCall",
     "ToolCallResult",
     "ToolOutcome",

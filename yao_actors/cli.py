@@ -1,4 +1,5 @@
-"""The command line: ``yao-actors serve`` runs the service, ``chat "question"`` asks it, ``bench`` times tools.
+"""The command line: ``yao-actors serve`` runs the service, ``chat "question"`` asks it, ``history THREAD`` prints a
+thread it keeps, ``bench`` times tools.
 
 ``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
 config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
@@ -7,8 +8,9 @@ hooks may live there. It prints one line saying where it listens and how to try 
 traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
 gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped.
 
-``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME]`` — see
-:mod:`yao_actors.service.chat`; the token defaults to ``YAO_ACTORS_TOKEN``.
+``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME] [--thread ID]`` and
+``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.service.chat`; the token defaults to
+``YAO_ACTORS_TOKEN``.
 
 ``check [--config FILE]`` validates a configuration file as ``serve`` would (the schema, the reader, the references
 between its records, every ``${VAR}`` it uses set): one line per problem, exit 0 when there is none, 2 otherwise.
@@ -25,6 +27,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
+from urllib.parse import urlsplit
 
 import attrs
 import trio
@@ -33,13 +36,14 @@ from yao_actors import __version__
 from yao_actors.bench.cli import add_bench_parser
 from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
 from yao_actors.config.schema import schema_text
-from yao_actors.errors import ConfigError
+from yao_actors.errors import ConfigError, StoreUnavailable
 from yao_actors.observability.logs import LOG_FORMATS, configure_logging
 from yao_actors.observability.otel_setup import configure_tracing
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
-from yao_actors.service.chat import DEFAULT_URL, chat
+from yao_actors.service.chat import DEFAULT_URL, chat, show_history
+from yao_actors.specs import StoreSpec, default_sqlite_path
 
 #: The question the service suggests trying (the seed's example).
 SAMPLE_QUESTION = "北京今天适合穿什么?"
@@ -62,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default: the config's, else 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default: the config's, else 8765)")
     serve.add_argument(
+        "--store",
+        choices=("memory", "sqlite"),
+        help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (the default file "
+        f"{default_sqlite_path()}); default: the config's 'store', else sqlite",
+    )
+    serve.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,
@@ -79,8 +89,15 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
+    ask.add_argument("--thread", help="continue this thread (default: a new one; its id is printed on stderr)")
     ask.set_defaults(command=_chat_command)
 
+    show = commands.add_parser("history", help="print a thread the service keeps: its messages and runs")
+    show.add_argument("thread")
+    show.add_argument("--url", default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})")
+    show.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
+    show.add_argument("--json", action="store_true", help="print the MESSAGES_SNAPSHOT frame as it came")
+    show.set_defaults(command=_history_command)
     add_bench_parser(commands)
 
     check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
@@ -116,12 +133,24 @@ def _schema_command(args: argparse.Namespace) -> int:
 
 
 def _chat_command(args: argparse.Namespace) -> int:
-    run = partial(chat, args.question, url=args.url, token=args.token, assistant=args.assistant, raw=args.json)
+    run = partial(
+        chat,
+        args.question,
+        url=args.url,
+        token=args.token,
+        assistant=args.assistant,
+        thread_id=args.thread,
+        raw=args.json,
+    )
     try:
         return trio.run(run)
     except KeyboardInterrupt:  # leaving closes the connection, which cancels the run on the service
         print(file=sys.stderr)
         return 130
+
+
+def _history_command(args: argparse.Namespace) -> int:
+    return trio.run(partial(show_history, args.thread, url=args.url, token=args.token, raw=args.json))
 
 
 def _import_from_the_current_directory() -> None:
@@ -138,19 +167,30 @@ def _serve_command(args: argparse.Namespace) -> int:
         overrides = {"host": args.host, "port": args.port}
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
+        config = attrs.evolve(config, store=service_store(config.store, args.store))
     except ConfigError as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
     stop_tracing = configure_tracing(os.environ)
     try:
         trio.run(serve_until_signalled, config, spec)
-    except ConfigError as error:
+    except (ConfigError, StoreUnavailable) as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
     finally:
         if stop_tracing is not None:
             stop_tracing()  # flushes the spans still batched
     return 0
+
+
+def service_store(configured: StoreSpec | None, choice: str | None) -> StoreSpec:
+    """The service's store: ``--store`` if given, else the config's, else SQLite at :func:`default_sqlite_path`
+    (so the service keeps its threads across restarts with no set-up)."""
+    if choice == "memory":
+        return StoreSpec("memory")
+    if choice == "sqlite" and (configured is None or configured.type != "sqlite"):
+        return StoreSpec.sqlite()
+    return configured or StoreSpec.sqlite()
 
 
 async def serve_until_signalled(config: Config, spec: ServiceSpec) -> None:
@@ -181,8 +221,12 @@ def _banner(service: Service, config: Config) -> str:
     url = "" if service.url == DEFAULT_URL else f" --url {service.url}"
     models = sorted({config.models[a.model].provider for a in config.assistants.values() if a.model in config.models})
     model = f" ({', '.join(models)} model)" if models else ""
+    store = config.store or StoreSpec()
+    redis = urlsplit(store.url or "")  # named without its password
+    kept = {"sqlite": f"threads in {store.path}", "redis": f"threads in Redis at {redis.hostname}:{redis.port or 6379}"}
+    kept_where = kept.get(store.type, "threads in memory")
     return (
-        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} — try: "
+        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} ({kept_where}) — try: "
         f'yao-actors chat "{SAMPLE_QUESTION}"{url}{token}, or open {service.page_url} in a browser'
     )
 

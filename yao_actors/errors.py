@@ -100,6 +100,8 @@ class RunErrorCode(enum.StrEnum):
     ``internal_error``    a bug: an unexpected exception inside the run (logged with its traceback)
     ``run_incomplete``    a bug: the run ended without its terminal event; the service wrote one
     ``interrupted``       the process running the run ended first; a durable store closed the run
+    ``store_unavailable`` the conversation store could not be reached or written (Redis down, file unwritable)
+    ``unknown_run``       a ``resume`` named a run that is not stored (or belongs to another principal)
     ``run_ended``         (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
     ``unknown_interrupt`` a ``resume`` entry named an interrupt the thread is not waiting for
     ``interrupt_expired`` a ``resume`` entry approved a call whose interrupt had expired (it was not run)
@@ -122,6 +124,8 @@ class RunErrorCode(enum.StrEnum):
     INTERNAL_ERROR = "internal_error"
     RUN_INCOMPLETE = "run_incomplete"
     INTERRUPTED = "interrupted"
+    STORE_UNAVAILABLE = "store_unavailable"
+    UNKNOWN_RUN = "unknown_run"
     RUN_ENDED = "run_ended"
     UNKNOWN_INTERRUPT = "unknown_interrupt"
     INTERRUPT_EXPIRED = "interrupt_expired"
@@ -136,11 +140,15 @@ class ErrorFrameCode(enum.StrEnum):
     ====================  ==========================================================================
     ``duplicate_run_id``  a ``run`` frame reused the ``runId`` of a run still in flight (that run goes on)
     ``unknown_run``       a ``cancel`` frame named no run in flight on this connection
+    ``unknown_thread``    a ``forget`` frame named a thread that is not stored (or is another principal's)
+    ``store_unavailable`` the conversation store could not be reached for a ``forget`` or ``threads`` frame
     ====================  ==========================================================================
     """
 
     DUPLICATE_RUN_ID = "duplicate_run_id"
     UNKNOWN_RUN = "unknown_run"
+    UNKNOWN_THREAD = "unknown_thread"
+    STORE_UNAVAILABLE = "store_unavailable"
 
 
 def server_unavailable_message(

@@ -9,11 +9,17 @@ stdio child is left running, even when the body raised or was cancelled.
 Runs go through ``runtime.open_run(assistant, messages)`` (an async context
 manager yielding the run's events) or ``runtime.run(...)`` (the whole result);
 both are served by the conversation manager the runtime opens over its servers.
-The runtime's nursery is its own: nothing outside it starts tasks there.
+Threads live in the conversation store the config's ``store`` section names
+(memory when it has none), opened with the runtime: a run still marked running
+by a process that died is closed ``interrupted`` then. ``runtime.history``,
+``runtime.threads``, ``runtime.forget`` and ``runtime.open_resume`` read and
+change what it holds. The runtime's nursery is its own: nothing outside it
+starts tasks there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -25,7 +31,16 @@ import trio
 
 from yao_actors.catalog import CatalogCache
 from yao_actors.config.check import check_config
-from yao_actors.conversation import ConversationManager, MessagesInput, RunResult, RunStream, open_conversations
+from yao_actors.conversation import (
+    ConversationManager,
+    FollowStream,
+    MessagesInput,
+    RunResult,
+    RunStream,
+    StoredRunStream,
+    ThreadHistory,
+    open_conversations,
+)
 from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.errors import ConfigError, NotReady
 from yao_actors.handles import NoPublicConstructor
@@ -33,36 +48,10 @@ from yao_actors.models import Model
 from yao_actors.models.base import Message
 from yao_actors.models.build import build_model
 from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
-from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec
+from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
+from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.transports import Connector, open_client
-
-
-@attrs.define(eq=False)
-class Threads:
-    """The conversation threads a runtime keeps (``runtime.threads``): list them, read one, forget one.
-
-    Threads live in memory, at most 1000 of them and within ``server.max_threads_bytes``
-    (the least recently used idle ones are forgotten first).
-    """
-
-    _conversations: ConversationManager
-
-    def list(self) -> tuple[str, ...]:
-        """The ids of the threads kept, least recently used first."""
-        return self._conversations.thread_ids()
-
-    def __contains__(self, thread_id: object) -> bool:
-        return thread_id in self._conversations.thread_ids()
-
-    def history(self, thread_id: str) -> tuple[Message, ...]:
-        """The messages a thread keeps (its runs' input, assistant and tool messages); empty for an unknown thread."""
-        return self._conversations.history(thread_id)
-
-    def forget(self, thread_id: str) -> None:
-        """Forget a thread: runs already submitted to it finish, then its history is dropped; its id then starts
-        an empty thread. Forgetting an unknown thread does nothing."""
-        self._conversations.close_thread(thread_id)
 
 
 @attrs.define(eq=False)
@@ -77,11 +66,6 @@ class Runtime(metaclass=NoPublicConstructor):
     servers: Mapping[str, ServerHandle]
     models: Mapping[str, Model]
     conversations: ConversationManager
-
-    @property
-    def threads(self) -> Threads:
-        """The conversation threads: ``list()``, ``history(thread_id)``, ``forget(thread_id)``."""
-        return Threads(self.conversations)
 
     async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - reports who is late
         """Wait until every (enabled) server is ready: connected, its tools listed.
@@ -164,6 +148,32 @@ class Runtime(metaclass=NoPublicConstructor):
             resume=resume,
         )
 
+    @property
+    def store(self) -> ConversationStore:
+        """Where the runtime's threads live between runs (the config's ``store``)."""
+        return self.conversations.store
+
+    async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
+        """A thread's stored messages and runs (empty for an unknown thread, or another principal's);
+        ``.to_wire()`` is the websocket's ``MESSAGES_SNAPSHOT``."""
+        return await self.conversations.load_thread(thread_id, principal=principal)
+
+    async def threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
+        """The threads ``principal`` owns, newest first."""
+        return await self.conversations.list_threads(principal=principal, limit=limit)
+
+    async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
+        """Delete a thread and its runs (cancelling those in flight first); ``False`` when unknown (or another's)."""
+        return await self.conversations.forget(thread_id, principal=principal)
+
+    def open_resume(
+        self, run_id: str, *, after_seq: int = 0, principal: str | None = None
+    ) -> AbstractAsyncContextManager[FollowStream | StoredRunStream]:
+        """A run's events with ``seq`` above ``after_seq``: stored, then live while it goes on in this process,
+        ending with its one terminal event. ``RunError`` ``unknown_run`` for a run not stored (or another's).
+        A run whose consumer detached (:meth:`RunStream.detach`) is kept going while someone follows it."""
+        return self.conversations.open_resume(run_id, after_seq=after_seq, principal=principal)
+
 
 @asynccontextmanager
 async def open_runtime(
@@ -172,6 +182,7 @@ async def open_runtime(
     models: Mapping[str, Model] | None = None,
     connect: Connector = open_client,
     ready_timeout: float | None = None,
+    store: ConversationStore | None = None,
 ) -> AsyncIterator[Runtime]:
     """Start every server actor of ``config`` at once; stop them all when the block exits.
 
@@ -182,7 +193,9 @@ async def open_runtime(
     (:func:`~yao_actors.config.check_config`): an unknown model or server raises
     :class:`~yao_actors.errors.ConfigError` before anything starts; two tools of an assistant's servers under one flat name
     raise it once the servers are up (:func:`check_tool_names`). ``connect`` is
-    how server actors reach their servers (tests pass their own).
+    how server actors reach their servers (tests pass their own). ``store`` is an
+    open conversation store to use instead of opening the config's ``store``
+    (:class:`~yao_actors.errors.StoreUnavailable` when that cannot be reached).
 
     The block is entered after each server's *first* connection attempt, even one
     that failed (it is retried in the background, and runs meanwhile lack its
@@ -195,6 +208,13 @@ async def open_runtime(
     """
     check_config(config, models=models or {})
     resolved = resolve_models(config, models or {})
+    if store is None:
+        async with (
+            _open_config_store(config) as opened,
+            open_runtime(config, models=models, connect=connect, ready_timeout=ready_timeout, store=opened) as runtime,
+        ):
+            yield runtime
+        return
     async with open_owned_nursery() as nursery:
         servers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], connect)
         catalogs = CatalogCache()
@@ -207,12 +227,26 @@ async def open_runtime(
             max_threads_bytes=config.service.max_threads_bytes,
             prompts=config.prompts,
             catalogs=catalogs,
+            store=store,
+            detach_grace=config.service.detach_grace,
             approvals=ApprovalPolicy({spec.id: spec.approval for spec in config.servers.values() if spec.approval}),
         ) as conversations:
             runtime = Runtime._create(config, servers, resolved, conversations)
             if ready_timeout is not None:
                 await runtime.wait_ready(ready_timeout)
             yield runtime
+
+
+def _open_config_store(config: Config) -> AbstractAsyncContextManager[ConversationStore]:
+    """The config's store; a memory store (the default) keeps the in-memory history budgets of ``server``."""
+    spec = config.store or StoreSpec()
+    if spec.type != "memory":
+        return open_store(spec)
+    budgets = config.service
+    memory = MemoryStore(
+        spec.event_ttl, max_thread_bytes=budgets.max_thread_bytes, max_threads_bytes=budgets.max_threads_bytes
+    )
+    return contextlib.nullcontext(memory)
 
 
 async def _start_servers(

@@ -3,7 +3,8 @@
 They mirror the JSON file's four sections: ``mcpServers`` → :class:`ServerSpec`
 (one MCP server each), ``models`` → :class:`ModelSpec`, ``assistants`` →
 :class:`AssistantSpec`, and ``server`` → :class:`ServiceSpec` (the websocket
-*service* this runtime offers, not an MCP server). :class:`Config` holds them all.
+*service* this runtime offers, not an MCP server), and ``store`` → :class:`StoreSpec`
+(where threads live between runs). :class:`Config` holds them all.
 
 Build them in code for an embedded runtime, or read them from a file with
 :func:`yao_actors.config.load_config`. This module depends on nothing of the
@@ -13,7 +14,9 @@ included) can import it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -252,6 +255,42 @@ class ServiceSpec:
     shutdown_grace: float = 5.0
     max_thread_bytes: int = MAX_THREAD_BYTES
     max_threads_bytes: int = MAX_THREADS_BYTES
+    #: Seconds a run whose client went away keeps going, waiting to be resumed, before it is cancelled.
+    detach_grace: float = 30.0
+
+
+# --------------------------------------------------------------------------- the conversation store
+
+DEFAULT_EVENT_TTL = 86400.0
+"""Seconds a run's event log is kept after its last event (one day)."""
+
+StoreType = Literal["memory", "sqlite", "redis"]
+
+
+def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the service keeps its threads by default: ``${XDG_STATE_HOME:-~/.local/state}/yao-actors/conversations.sqlite3``."""
+    environ = os.environ if environ is None else environ
+    state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "yao-actors" / "conversations.sqlite3"
+
+
+@attrs.frozen
+class StoreSpec:
+    """Which conversation store to open: ``memory``, ``sqlite`` (``path``) or ``redis`` (``url``, ``prefix``).
+
+    ``event_ttl`` is how many seconds a run's event log is kept after its last event.
+    """
+
+    type: StoreType = "memory"
+    path: str | None = None
+    url: str | None = None
+    prefix: str = "yao:"
+    event_ttl: float = DEFAULT_EVENT_TTL
+
+    @classmethod
+    def sqlite(cls, path: str | os.PathLike[str] | None = None) -> StoreSpec:
+        """A SQLite store in ``path`` (default: :func:`default_sqlite_path`)."""
+        return cls("sqlite", path=os.fspath(path if path is not None else default_sqlite_path()))
 
 
 # --------------------------------------------------------------------------- the whole
@@ -261,7 +300,9 @@ class ServiceSpec:
 class Config:
     """A whole configuration: servers, models, assistants and the service.
 
-    ``prompts`` are global system prompts, put before every assistant's own (seed order).
+    ``prompts`` are global system prompts, put before every assistant's own (seed order). ``store`` is the
+    ``store`` section: ``None`` when the file has none (a runtime then keeps its threads in memory; the
+    service opens SQLite at :func:`default_sqlite_path`).
     Every entry's key must be its record's ``id`` (``servers={"time": ServerSpec("time", ...)}``):
     a mismatch raises :class:`~yao_actors.errors.ConfigError` naming both, instead of
     a server that never serves. :func:`yao_actors.config.check_config` checks the
@@ -273,6 +314,7 @@ class Config:
     assistants: Mapping[str, AssistantSpec] = attrs.field(factory=dict)
     service: ServiceSpec = ServiceSpec()
     prompts: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    store: StoreSpec | None = None
 
     def __attrs_post_init__(self) -> None:
         sections = (("mcpServers", self.servers), ("models", self.models), ("assistants", self.assistants))

@@ -13,7 +13,7 @@ import trio
 
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
 from tests.support import server_stats
-from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
+from yao_actors.config import AssistantSpec, Config, ServerRef, ServiceSpec, default_config
 from yao_actors.events import parse_event
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
@@ -38,11 +38,12 @@ def _slow_model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> 
 
 
 @asynccontextmanager
-async def slow_tool_service() -> AsyncIterator[tuple[Runtime, Service]]:
+async def slow_tool_service(*, detach_grace: float = 30.0) -> AsyncIterator[tuple[Runtime, Service]]:
     """A service whose default assistant calls a 30-second tool of a stdio test server."""
     config = Config(
         servers={"s1": stdio_test_server("s1")},
         assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("s1"),))},
+        service=ServiceSpec(detach_grace=detach_grace),
     )
     async with (
         open_runtime(config, models={"m": FunctionModel(_slow_model)}) as runtime,
@@ -113,9 +114,9 @@ async def test_cancel_over_the_real_runtime_cancels_the_tool_call() -> None:
     assert [r["metadata"]["kind"] for r in results] == ["cancelled"]
 
 
-async def test_a_vanished_client_cancels_its_tool_calls() -> None:
+async def test_a_vanished_clients_run_is_cancelled_once_detach_grace_passes_unresumed() -> None:
     with trio.fail_after(60):
-        async with slow_tool_service() as (runtime, service):
+        async with slow_tool_service(detach_grace=0.5) as (runtime, service):
             async with open_service_connection(service.url) as ws:
                 await send(ws, run_frame("go", run_id="r1"))
                 while (await receive(ws))["type"] != "TOOL_CALL_END":
@@ -124,6 +125,8 @@ async def test_a_vanished_client_cancels_its_tool_calls() -> None:
                     await trio.sleep(0.05)
             await _wait_for_cancelled_execution(runtime)
             await wait_until(lambda: service.statistics() == service.statistics().__class__(0, 0, False))
+            [run] = (await runtime.history((await runtime.threads())[0].thread_id)).runs
+    assert (run.run_id, run.outcome) == ("r1", "cancelled")
 
 
 async def test_the_chat_client_against_the_real_service() -> None:

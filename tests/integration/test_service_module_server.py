@@ -95,9 +95,9 @@ def _model(tmp_path: Path) -> Any:
     return reply
 
 
-async def _results(ws: WebSocketConnection, word: str) -> tuple[list[str], str]:
-    await send(ws, run_frame(word, run_id=word))
-    events = await until_terminal(ws, word)
+async def _results(ws: WebSocketConnection, word: str, run_id: str | None = None) -> tuple[list[str], str]:
+    await send(ws, run_frame(word, run_id=run_id or word))
+    events = await until_terminal(ws, run_id or word)
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
     text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
     return [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"], text
@@ -138,7 +138,7 @@ async def test_a_module_server_serves_runs_in_the_service_process(tmp_path: Path
                     shouted = await _results(ws, "shout")
                     waited = await _wait_answers_ping_while_the_tool_blocks(ws, tmp_path)
                     exploded = await _results(ws, "explode")
-                    again = await _results(ws, "shout")
+                    again = await _results(ws, "shout", "shout-again")  # a stored run's id is never reused
                     children = _descendants(process.pid)
                 process.send_signal(signal.SIGTERM)
                 code = await process.wait()

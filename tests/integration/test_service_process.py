@@ -49,8 +49,9 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
-async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
+async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
+    env["XDG_STATE_HOME"] = str(tmp_path)  # the service's default SQLite store goes there
     with trio.fail_after(60):
         process = await trio.lowlevel.open_process(
             [sys.executable, "server.py", "--port", "0"], cwd=REPO, env=env, stdout=subprocess.PIPE
@@ -73,6 +74,8 @@ async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
                 process.kill()
                 await process.wait()
     assert f'yao-actors chat "{SEED_QUESTION}"' in banner
+    assert f"threads in {tmp_path}/yao-actors/conversations.sqlite3" in banner
+    assert (tmp_path / "yao-actors" / "conversations.sqlite3").exists()
     assert "http://127.0.0.1:" in banner
     assert len(children) >= 2  # the two demo MCP servers
     assert closed.value.reason is not None
@@ -84,6 +87,7 @@ async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child() -> None:
 async def _server_py_on_every_interface(**environ: str) -> subprocess.CompletedProcess[bytes]:
     """Run ``server.py --host 0.0.0.0`` with ``environ`` as the only ``YAO_ACTORS_*`` variables; it should refuse."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("YAO_ACTORS_")} | environ
+    env["XDG_STATE_HOME"] = "/nonexistent/never-written"  # refused before any store is opened
     with trio.fail_after(30):
         return await trio.run_process(
             [sys.executable, "server.py", "--host", "0.0.0.0", "--port", "0"],
@@ -121,6 +125,7 @@ async def test_server_py_refuses_colliding_tool_names_at_start(tmp_path: Path) -
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
+    env["XDG_STATE_HOME"] = str(tmp_path)
     with trio.fail_after(60):
         result = await trio.run_process(
             [sys.executable, "server.py", "--config", str(path), "--port", "0"],

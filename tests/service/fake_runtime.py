@@ -26,7 +26,8 @@ import attrs
 import trio
 from ag_ui.core import ToolCallResultEvent
 
-from yao_actors.errors import RunError
+from yao_actors.conversation import ThreadHistory
+from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import RunEvents, SendEvent
 
 
@@ -39,8 +40,28 @@ class FakeRuntime:
     cancelled: list[str] = attrs.field(factory=list)
     finished: list[str] = attrs.field(factory=list)
     sent: dict[str, int] = attrs.field(factory=dict)
-    threads: list[str | None] = attrs.field(factory=list)
+    thread_ids: list[str | None] = attrs.field(factory=list)
     _gates: dict[str, trio.Event] = attrs.field(factory=dict)
+
+    async def history(self, thread_id: str, *, principal: str | None = None) -> Any:
+        """No thread is stored here: every history is an empty snapshot."""
+        await trio.lowlevel.checkpoint()
+        return ThreadHistory(thread_id, (), ())
+
+    async def threads(self, *, principal: str | None = None, limit: int = 100) -> list[Any]:
+        await trio.lowlevel.checkpoint()
+        return []
+
+    async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
+        await trio.lowlevel.checkpoint()
+        return False
+
+    @asynccontextmanager
+    async def open_resume(self, run_id: str, *, after_seq: int = 0, principal: str | None = None) -> AsyncIterator[Any]:
+        """No run is stored here: every resume is of an unknown run."""
+        await trio.lowlevel.checkpoint()
+        raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
+        yield  # pragma: no cover
 
     def release(self, name: str) -> None:
         """Let the ``hold:<name>`` runs answer."""
@@ -68,7 +89,7 @@ class FakeRuntime:
             raise ZeroDivisionError("a bug in the runtime")
         run_id = run_id or f"run-{len(self.started)}"
         self.started.append(run_id)
-        self.threads.append(thread_id)
+        self.thread_ids.append(thread_id)
         send, receive = trio.open_memory_channel[dict[str, Any]](0)
         stream = FakeStream(receive, broken_cancel=messages[-1]["content"].startswith("uncancellable:"))
         events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=self._counted(send, run_id))

@@ -40,7 +40,7 @@ async def test_a_run_streams_its_events_in_order_and_ends_once() -> None:
     assert "TOOL_CALL_START" in types
     text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert text == "echo: what is the weather"
-    assert runtime.threads == ["t1"]
+    assert runtime.thread_ids == ["t1"]
 
 
 async def test_two_threads_on_one_connection_interleave() -> None:
@@ -57,7 +57,7 @@ async def test_two_threads_on_one_connection_interleave() -> None:
             runtime.release("a")
             a_events = await until_terminal(ws, "ra")
     assert b_events[-1]["type"] == a_events[-1]["type"] == "RUN_FINISHED"
-    assert runtime.threads == ["ta", "tb"]
+    assert runtime.thread_ids == ["ta", "tb"]
 
 
 async def test_cancel_stops_a_run_with_one_terminal_event() -> None:

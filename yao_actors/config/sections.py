@@ -22,6 +22,7 @@ from yao_actors.config.approval import server_approval
 from yao_actors.config.assistants import AssistantReader
 from yao_actors.config.module_servers import read_module_transport
 from yao_actors.config.sample_files import read_samples
+from yao_actors.config.service import ServiceReader
 from yao_actors.config.values import join_path, type_name
 from yao_actors.models.build import default_model_spec
 from yao_actors.specs import (
@@ -42,11 +43,9 @@ from yao_actors.specs import (
 logger = logging.getLogger(__name__)
 
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-#: Roles an operator may allow clients to send besides ``user`` (``server.allow_client_roles``).
-CLIENT_ROLES = ("system", "developer", "assistant")
 
 #: The sections of a configuration file.
-ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts")
+ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts", "store")
 #: The keys of ``mcpServers.<id>`` this runtime reads.
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
@@ -77,7 +76,7 @@ MODEL_KEYS = (
 SERVICE_KEYS = tuple(a.name for a in attrs.fields(ServiceSpec))
 
 
-class ConfigReader(AssistantReader):
+class ConfigReader(AssistantReader, ServiceReader):
     """Walks a decoded configuration into a :class:`~yao_actors.specs.Config`, one message per problem."""
 
     def __init__(self, environ: Mapping[str, str], *, base_dir: Path | None = None) -> None:
@@ -105,6 +104,7 @@ class ConfigReader(AssistantReader):
             assistants = {"default": AssistantSpec("default", model_id, (DEFAULT_PROMPT,), refs)}
         service = self.service(root.get("server", {}), "server")
         prompts = self.prompt(root.get("prompts", []), "prompts") or ()
+        store = self.store(root["store"], "store") if "store" in root else None
         if self.unused_resources:
             logger.warning(
                 "MCP resources are accepted in mcp.servers but not offered to the model (as in the seed): %s",
@@ -112,7 +112,9 @@ class ConfigReader(AssistantReader):
             )
         for key_path, treatment in self.other_client_keys:
             logger.warning("%s: a key of other MCP clients' files, %s", key_path, treatment)
-        return Config(servers=servers, models=models, assistants=assistants, service=service, prompts=prompts)
+        return Config(
+            servers=servers, models=models, assistants=assistants, service=service, prompts=prompts, store=store
+        )
 
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
         return self.entries(value, path, "servers", self.server)
@@ -280,41 +282,3 @@ class ConfigReader(AssistantReader):
         if provider is None or any(v is None for k, v in options.items() if k != "api_key_env"):
             return None
         return ModelSpec(id=model_id, provider=provider, **options)  # type: ignore[arg-type]
-
-    def tokens(self, value: Any, path: str) -> dict[str, str]:
-        """Principal names to tokens, ``${VAR}`` expanded; an empty name or token would let anyone in."""
-        tokens = self.string_map(value, path)
-        for name, token in tokens.items():
-            if not name or not token:
-                self.fail(join_path(path, name), "a principal needs a non-empty name and a non-empty token")
-        return tokens
-
-    def service(self, value: Any, path: str) -> ServiceSpec:
-        allowed = SERVICE_KEYS
-        item = self.obj(value, path, allowed)
-        if item is None:
-            return ServiceSpec()
-        options: dict[str, Any] = {}
-        for key, raw in item.items():
-            key_path = join_path(path, key)
-            if key == "host":
-                options[key] = self.string(raw, key_path)
-            elif key == "port":
-                options[key] = self.integer(raw, key_path, maximum=65535)
-            elif key == "token":
-                options[key] = None if raw is None else self.expand(self.string(raw, key_path) or "", key_path)
-            elif key == "tokens":
-                options[key] = self.tokens(raw, key_path)
-            elif key == "allowed_origins":
-                options[key] = self.strings(raw, key_path)
-            elif key == "allow_client_roles":
-                roles = self.strings(raw, key_path)
-                options[key] = tuple(
-                    r for i, r in enumerate(roles) if self.choice(r, join_path(key_path, i), CLIENT_ROLES)
-                )
-            elif key in ("idle_timeout", "shutdown_grace"):
-                options[key] = self.number(raw, key_path)
-            elif key in allowed:
-                options[key] = self.integer(raw, key_path, minimum=1)
-        clean = {k: v for k, v in options.items() if v is not None or k == "token"}
-        return ServiceSpec(**clean)

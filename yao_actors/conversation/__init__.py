@@ -24,12 +24,14 @@ runtime holds: it keeps the actors by thread id in a nursery of its own and offe
 
 The package follows a run's data flow: :mod:`.window` (the history a request carries),
 :mod:`.relay` (model stream → events, unique tool-call ids),
-:mod:`.run` (the steps of DESIGN §4.4), :mod:`.client_tools` (the client's own tools: offered, never
-dispatched, answered by the next run), :mod:`.actor` (the per-thread actor:
-run orders and close-out), :mod:`.manager` (threads, ``RunStream``).
+:mod:`.run` (the steps of DESIGN §4.4), :mod:`.order` (what a run's caller and its actor share; the live
+log a ``resume`` follows), :mod:`.journal` (the run's writes to the conversation store), :mod:`.actor` (the
+per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back), :mod:`.manager`
+(threads loaded on demand from the store, ``RunStream``, resume, forget), :mod:`.client_tools` (the client's own
+tools: offered, never dispatched, answered by the next run), :mod:`.approvals` (calls held for a person).
 """
 
-from yao_actors.conversation.actor import ConversationHandle, RunResult, serve_conversation
+from yao_actors.conversation.actor import ConversationHandle, serve_conversation
 from yao_actors.conversation.manager import (
     ConversationManager,
     ConversationStatistics,
@@ -38,16 +40,21 @@ from yao_actors.conversation.manager import (
     input_messages,
     open_conversations,
 )
+from yao_actors.conversation.order import FollowStream, RunResult
+from yao_actors.conversation.replay import StoredRunStream, ThreadHistory
 from yao_actors.conversation.run import RunResources, build_request
 
 __all__ = [
     "ConversationHandle",
     "ConversationManager",
     "ConversationStatistics",
+    "FollowStream",
     "MessagesInput",
     "RunResources",
     "RunResult",
     "RunStream",
+    "StoredRunStream",
+    "ThreadHistory",
     "build_request",
     "input_messages",
     "open_conversations",

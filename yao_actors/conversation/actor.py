@@ -1,22 +1,25 @@
 """The conversation actor: one per thread, it owns the thread's history and executes its runs in order.
 
-A run is submitted as a :class:`RunOrder`; the actor executes orders one at a
+A run is submitted as a :class:`~yao_actors.conversation.order.RunOrder`; the actor executes orders one at a
 time and closes each one out — exactly one terminal event, the result, the
-history — even when the run was cancelled (DESIGN invariant 6).
+history in memory and in the store, the run's record — even when the run was cancelled (DESIGN invariant 6).
+The thread lives in the conversation store between runs; the actor holds a bounded copy of its history
+while it is in memory.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import trio
-from opentelemetry.context import Context
 
 from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
 from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
+from yao_actors.conversation.journal import RunJournal, store_unavailable
+from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
 from yao_actors.conversation.window import window_history
 from yao_actors.dispatch import execute_tool_calls
@@ -25,54 +28,15 @@ from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
-from yao_actors.observability import tracing
 from yao_actors.observability.runs import RunObservation
 from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
+from yao_actors.store import ConversationStore, RunStatus
 
 logger = logging.getLogger(__name__)
 
 CLEANUP_GRACE = 5.0
 """Seconds a cancelled run has to record its results and emit its terminal event."""
-
-
-@attrs.frozen
-class RunResult:
-    """What a run produced.
-
-    ``text`` is the final answer (the fallback's when it answered);
-    ``tool_results`` every tool call of the run in order; ``usage`` summed over
-    every model call, fallback included; ``outcome`` how it ended; ``data`` what
-    a ``next`` hook returned; ``error`` and ``code`` those of a ``RUN_ERROR``;
-    ``note`` why the fallback was used; ``events`` the run's events when they
-    were collected (:meth:`ConversationManager.run`); ``pending_tool_calls`` the
-    calls of client tools left for the client (outcome ``client_tools``); ``interrupts``
-    the calls held for approval (outcome ``interrupt``).
-
-    ``text`` is filled whenever the run finished, also when the fallback
-    answered because the tool loop failed: test :attr:`ok` for success.
-    """
-
-    run_id: str
-    thread_id: str
-    text: str
-    tool_results: tuple[ToolCallResult, ...]
-    usage: Usage
-    outcome: Outcome
-    data: Any = None
-    note: str | None = None
-    error: str | None = None
-    code: RunErrorCode | None = None
-    events: tuple[EventDict, ...] = ()
-    pending_tool_calls: tuple[str, ...] = ()
-    interrupts: tuple[PendingApproval, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """Whether the run ended normally: the assistant answered (``answered``) or a ``next`` hook returned data
-        (``data``). ``fallback`` and ``degraded`` finished with a text that is not the assistant's answer;
-        ``cancelled`` and ``error`` have none."""
-        return self.outcome in (Outcome.ANSWERED, Outcome.DATA)
 
 
 class Cancelled:
@@ -81,53 +45,6 @@ class Cancelled:
 
 CANCELLED = Cancelled()
 Ending = Answer | RunError | Cancelled
-
-
-@attrs.define(eq=False)
-class RunOrder:
-    """A run submitted to a thread's actor; the caller keeps it to cancel the run and read its result.
-
-    ``events`` is the consumer's channel (:meth:`ConversationManager.open_run`);
-    without one the events are kept in ``collected`` (:meth:`ConversationManager.run`,
-    which returns them all at the end: a channel and a task reading it would
-    only cost a trip through the scheduler per event). ``trace_context`` is the
-    submitter's trace context: the run's ``invoke_agent`` span starts under it.
-    """
-
-    assistant: AssistantSpec
-    messages: tuple[Message, ...]
-    run_id: str
-    thread_id: str
-    events: trio.MemorySendChannel[EventDict] | None
-    history: tuple[Message, ...] | None = None
-    """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
-    client_tools: tuple[Mapping[str, Any], ...] = ()
-    """The tools of the run's client (AG-UI frontend tools), as function tools."""
-    resume: tuple[Mapping[str, Any], ...] = ()
-    """AG-UI ``resume`` entries answering the interrupts of the thread's held calls."""
-    collected: list[EventDict] = attrs.field(factory=list)
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    started: trio.Event = attrs.field(factory=trio.Event)
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: RunResult | None = None
-    late_events: list[EventDict] = attrs.field(factory=list)
-    trace_context: Context | None = attrs.field(factory=tracing.capture)
-
-    async def deliver(self, event: EventDict) -> None:
-        """Send an event to the consumer; a consumer that is gone cancels the run."""
-        if self.events is None:
-            self.collected.append(event)
-            return
-        try:
-            await self.events.send(event)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.scope.cancel()
-
-    def end(self) -> None:
-        """The run is over: no more events; whoever waits for it may go on."""
-        if self.events is not None:
-            self.events.close()
-        self.done.set()
 
 
 RUN_QUEUE = 8
@@ -189,9 +106,10 @@ class ConversationHandle(metaclass=NoPublicConstructor):
 
 @attrs.define(eq=False)
 class _ConversationActor:
-    """The actor's side: the inbox's receive end, the thread's history, and what its runs may use."""
+    """The actor's side: the inbox's receive end, the thread's history, its store, and what its runs may use."""
 
     resources: RunResources
+    store: ConversationStore
     inbox: trio.MemoryReceiveChannel[RunOrder]
     status: ThreadStatus
     on_history_grown: Callable[[], None]
@@ -217,18 +135,44 @@ class _ConversationActor:
                     observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
 
     async def _execute(self, order: RunOrder) -> None:
-        """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6)."""
+        """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
         order.started.set()
+        journal = RunJournal(self.store, order.thread_id, order.run_id)
+        order.sink = journal.event
+        async with trio.open_nursery() as writer:
+            await writer.start(journal.serve)
+            try:
+                await self.execute_run(order, journal)
+            finally:
+                writer.cancel_scope.cancel()
+
+    async def execute_run(self, order: RunOrder, journal: RunJournal) -> None:
+        """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6).
+
+        The store gets the run's input when it starts, each whole turn as the run goes (behind it),
+        and the rest, the run's record and its events before the run counts as over.
+        """
         if order.history is not None:
+            # The client's conversation stands for this run (and the thread's copy in memory); the store
+            # keeps appending what the runs add, as for any thread.
             self.status.history.replace(order.history)
         history = tuple(self.status.history.messages)
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
         run.client_tools = order.client_tools
-        ending: Ending = CANCELLED
+        ending: Ending | None = CANCELLED
+
+        def checkpoint(whole_turn: bool) -> None:
+            if whole_turn:
+                journal.turn(run.transcript[journal.written :])
+                journal.written = len(run.transcript)
+            else:
+                journal.kick_soon()
+
+        run.checkpoint = checkpoint
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                ending = await _start(run, order, self.status)
+                ending = await _start(run, order, self.status, journal)
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -238,47 +182,77 @@ class _ConversationActor:
             # bounded by CLEANUP_GRACE, so a consumer that stopped reading cannot hold it.
             with trio.CancelScope(shield=True):
                 unreported = run.settle()
-                order.result = _conclude(run, order, ending)
-                self.status.approvals.extend(order.result.interrupts)
-                self.status.history.extend(run.transcript)
+                result = _conclude(run, order, ending or CANCELLED)
+                if journal.started and journal.failure is None:
+                    journal.turn(run.transcript[journal.written :])
+                await journal.flush()
+                if journal.failure is not None and result.outcome is not Outcome.ERROR:
+                    failed = store_unavailable(journal.failure)
+                    result = attrs.evolve(result, outcome=Outcome.ERROR, error=str(failed), code=failed.code)
+                order.result = result
+                self.status.approvals.extend(result.interrupts)
+                await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
+                # The thread keeps what its store has, so the two never disagree.
+                self.status.history.extend(journal.stored)
                 # While this run still counts as pending, so its own thread is never the one forgotten.
                 self.on_history_grown()
                 with trio.move_on_after(CLEANUP_GRACE):
-                    await _close_out(run, order.result, unreported)
+                    await _close_out(run, result, unreported)
                 if not run.events.finished:
                     # The consumer did not drain its channel in time: the rest of the close-out goes
                     # past the channel (late events), and the stream hands it over after the last
                     # buffered event, so the consumer still sees exactly one terminal event.
-                    order.late_events = await _close_out_late(run, order.result, unreported)
+                    order.late_events = await _close_out_late(run, order, unreported)
+                await journal.flush()
                 order.end()
 
 
 async def serve_conversation(
     thread_id: str,
     resources: RunResources,
+    store: ConversationStore,
     *,
     owner: str | None = None,
+    history: Sequence[Message] = (),
     max_history_bytes: int = MAX_THREAD_BYTES,
     on_history_grown: Callable[[], None] = lambda: None,
     task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
 
-    ``owner`` is the principal that created the thread. The thread keeps at most ``max_history_bytes`` of history; ``on_history_grown`` is called each time a
-    run's messages joined it (the manager keeps all threads within their budget that way).
+    ``owner`` is the principal that owns the thread, ``history`` what ``store`` holds of it (the thread
+    was opened there). The thread keeps at most ``max_history_bytes`` of history in memory;
+    ``on_history_grown`` is called each time a run's messages joined it (the manager keeps all threads
+    within their budget that way).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
-    actor = _ConversationActor(resources, receive, status, on_history_grown)
+    status.history.extend(history)
+    actor = _ConversationActor(resources, store, receive, status, on_history_grown)
     task_status.started(ConversationHandle._create(thread_id, owner, send, status))
     await actor.serve()
 
 
-async def _start(run: Run, order: RunOrder, status: ThreadStatus) -> Ending:
-    """Answer the calls held for approval, take the run's input into the transcript, and answer it.
+def _status(result: RunResult) -> RunStatus:
+    """The stored status of a run that ended with ``result``."""
+    return RunStatus.FAILED if result.outcome is Outcome.ERROR else RunStatus.FINISHED
+
+
+def _usage_record(usage: Usage) -> dict[str, int]:
+    """A run's usage as its stored record keeps it (OpenAI's names)."""
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+
+
+async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJournal) -> Ending:
+    """Answer the calls held for approval, record the run as started in the store with what joins the history
+    (the held calls' results and the run's input), take that into the transcript, and answer it.
 
     A tool message answering no open call, or a ``resume`` entry for no waiting interrupt (or an expired one),
-    ends the run with its error before anything runs.
+    ends the run with its error before anything runs; so does a store that cannot record the run's start.
     """
     try:
         check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
@@ -289,7 +263,12 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus) -> Ending:
     resumed = await _run_approved(run, order.assistant, resolution)
     # Calls of client tools the input does not answer are answered first, so the history stays valid.
     given = [*answer_dangling_calls([*run.history, *resumed], order.messages), *order.messages]
+    try:
+        await journal.start(order.assistant.id, [*run.transcript, *given])
+    except RunError as error:
+        return error
     run.transcript.extend(given)
+    journal.written = len(run.transcript)
     window = window_history(run.history, order.assistant.history_max_messages)
     return await _answer(run, order, [*window, *resumed, *given])
 
@@ -377,15 +356,18 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
         )
 
 
-async def _close_out_late(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> list[EventDict]:
-    """The close-out events not delivered yet, numbered on from the last one sent, built without sending them."""
+async def _close_out_late(run: Run, order: RunOrder, unreported: Sequence[ToolCallResult]) -> list[EventDict]:
+    """The close-out events not delivered yet, numbered on from the last one sent, built without sending them
+    (they still join the run's log)."""
     captured: list[EventDict] = []
 
     async def capture(event: EventDict) -> None:
         captured.append(event)
+        order.record(event)
 
     run.events.redirect(capture)
-    await _close_out(run, result, unreported)
+    assert order.result is not None
+    await _close_out(run, order.result, unreported)
     return captured
 
 

@@ -18,17 +18,21 @@ import attrs
 import trio
 
 from yao_actors.catalog import CatalogCache
-from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, RunOrder, RunResult, serve_conversation
+from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, serve_conversation
 from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.conversation.client_tools import check_client_tools
+from yao_actors.conversation.journal import store_unavailable
+from yao_actors.conversation.order import FollowStream, RunOrder, RunResult
+from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.run import RunResources, request_tools
 from yao_actors.dispatch import ToolServer
-from yao_actors.errors import ConfigError, RunError, RunErrorCode
+from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
+from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo
 from yao_actors.tasks import open_owned_nursery
 
 EVENT_BUFFER = 16
@@ -36,6 +40,9 @@ EVENT_BUFFER = 16
 
 MAX_THREADS = 1000
 """Threads a runtime keeps; past that the least recently used idle thread is forgotten."""
+
+DETACH_GRACE = 30.0
+"""Seconds a detached run goes on unfollowed before it is cancelled (``server.detach_grace``)."""
 
 MessagesInput = str | Sequence[Message]
 """A run's input: one user message as text, or a list of chat messages."""
@@ -76,6 +83,12 @@ class RunStream(trio.abc.ReceiveChannel[EventDict]):
         """Cancel the run; it still ends with its terminal event (``RUN_FINISHED``, outcome ``cancelled``)."""
         self._order.scope.cancel()
 
+    def detach(self) -> None:
+        """Stop reading without cancelling: the run goes on, and leaving the ``open_run`` block no longer
+        cancels it. It is cancelled once nobody has followed it (``open_resume``) for the runtime's
+        ``detach_grace`` seconds."""
+        self._order.detach()
+
     async def receive(self) -> EventDict:
         try:
             return await self._receive.receive()
@@ -106,11 +119,19 @@ class ConversationManager(metaclass=NoPublicConstructor):
 
     _resources: RunResources
     _nursery: trio.Nursery
+    _store: ConversationStore
     _max_threads: int
     _max_thread_bytes: int
     _max_threads_bytes: int
+    _detach_grace: float
     _threads: dict[str, ConversationHandle] = attrs.field(factory=dict)
     _starting: trio.Lock = attrs.field(factory=trio.Lock)
+    _live: dict[str, RunOrder] = attrs.field(factory=dict)
+
+    @property
+    def store(self) -> ConversationStore:
+        """Where threads live between runs."""
+        return self._store
 
     @property
     def max_thread_bytes(self) -> int:
@@ -150,19 +171,31 @@ class ConversationManager(metaclass=NoPublicConstructor):
             async with self._starting:
                 handle = self._threads.pop(thread_id, None)
                 if handle is None:
-                    if len(self._threads) >= self._max_threads:
-                        self._forget_an_idle_thread()
-                    handle = await self._nursery.start(
-                        functools.partial(
-                            serve_conversation,
-                            thread_id,
-                            self._resources,
-                            owner=owner,
-                            max_history_bytes=self._max_thread_bytes,
-                            on_history_grown=self._fit_memory_budget,
-                        )
-                    )
+                    handle = await self._load_thread(thread_id, owner)
         self._threads[thread_id] = handle  # most recently used last
+        return handle
+
+    async def _load_thread(self, thread_id: str, owner: str | None) -> ConversationHandle:
+        """Open the thread in the store (created for ``owner``, or as stored) and start its actor with its history."""
+        try:
+            info = await self._store.open_thread(thread_id, owner)
+            history = await self._store.load_history(thread_id) if info.principal == owner else []
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
+        if len(self._threads) >= self._max_threads:
+            self._forget_an_idle_thread()
+        handle: ConversationHandle = await self._nursery.start(
+            functools.partial(
+                serve_conversation,
+                thread_id,
+                self._resources,
+                self._store,
+                owner=info.principal,
+                history=history,
+                max_history_bytes=self._max_thread_bytes,
+                on_history_grown=self._fit_memory_budget,
+            )
+        )
         return handle
 
     def _forget_an_idle_thread(self) -> None:
@@ -188,9 +221,80 @@ class ConversationManager(metaclass=NoPublicConstructor):
         return tuple(self._threads)
 
     def history(self, thread_id: str) -> tuple[Message, ...]:
-        """The messages a thread has kept so far (empty for an unknown thread)."""
+        """The messages a thread keeps in memory now (empty for a thread not in memory); see :meth:`load_thread`."""
         handle = self._threads.get(thread_id)
         return () if handle is None else handle.history
+
+    async def _owned_info(self, thread_id: str, principal: str | None) -> ThreadInfo | None:
+        """The stored thread when ``principal`` owns it, else ``None`` (another's thread is as unknown)."""
+        try:
+            info = await self._store.get_thread(thread_id)
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
+        return info if info is not None and info.principal == principal else None
+
+    async def load_thread(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
+        """A thread as its store has it: every message and its runs (empty for an unknown thread or another
+        principal's). ``RunError`` ``store_unavailable`` when the store is out of reach."""
+        if await self._owned_info(thread_id, principal) is None:
+            return ThreadHistory(thread_id, (), ())
+        try:
+            messages = await self._store.load_history(thread_id)
+            runs = await self._store.list_runs(thread_id)
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
+        return ThreadHistory(thread_id, tuple(messages), tuple(runs))
+
+    async def list_threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
+        """The threads ``principal`` owns, newest first."""
+        try:
+            return await self._store.list_threads(principal, limit=limit)
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
+
+    async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
+        """Delete a thread of ``principal`` and its runs, in memory and in the store; ``False`` when it is
+        unknown (or another's). Its runs in flight or waiting are cancelled and closed out first."""
+        if await self._owned_info(thread_id, principal) is None:
+            return False
+        runs = [order for order in self._live.values() if order.thread_id == thread_id]
+        for order in runs:
+            order.scope.cancel()
+        with trio.move_on_after(2 * CLEANUP_GRACE):
+            for order in runs:
+                await order.done.wait()
+        self.close_thread(thread_id)
+        try:
+            return await self._store.forget_thread(thread_id)
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
+
+    @asynccontextmanager
+    async def open_resume(
+        self, run_id: str, *, after_seq: int = 0, principal: str | None = None
+    ) -> AsyncIterator[FollowStream | StoredRunStream]:
+        """A run's events with ``seq`` above ``after_seq``, ending with its one terminal event.
+
+        A run going on in this process is followed live (its log, then its new events); any other comes
+        from the store. Unknown (or another principal's) runs raise ``RunError`` ``unknown_run``. While
+        the block is open a detached run is not cancelled; leaving it starts its ``detach_grace`` again.
+        """
+        order = self._live.get(run_id)
+        if order is not None and order.principal == principal:
+            stream = FollowStream(order, after_seq)
+            order.follow(+1)
+            try:
+                yield stream
+            finally:
+                order.follow(-1)
+            return
+        try:
+            stored = await stored_run_stream(self._store, run_id, after_seq, principal)
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
+        if stored is None:
+            raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
+        yield stored
 
     def statistics(self) -> ConversationStatistics:
         return ConversationStatistics(threads=len(self._threads), actors=len(self._nursery.child_tasks))
@@ -224,15 +328,17 @@ class ConversationManager(metaclass=NoPublicConstructor):
         spec = self.assistant(assistant)
         await self._check_client_tools(spec, client_tools)
         order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
-        order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events)
+        order = RunOrder(
+            spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events, principal
+        )
         order.history = None if history is None else tuple(dict(m) for m in history)
         order.client_tools, order.resume = tuple(client_tools), tuple(resume)
         try:
             with receive:
-                await (await self.owned_thread(order.thread_id, principal)).submit(order)
+                await self._submit(order)
                 yield RunStream(order, receive)
         finally:
-            await _wait_out(order)
+            await self._wait_out(order)
 
     async def _check_client_tools(self, spec: AssistantSpec, client_tools: Sequence[Mapping[str, Any]]) -> None:
         """Refuse client tools named like the assistant's tools (a catalog that cannot be built is the run's error)."""
@@ -262,23 +368,43 @@ class ConversationManager(metaclass=NoPublicConstructor):
         """
         spec = self.assistant(assistant)
         await self._check_client_tools(spec, client_tools)
-        order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None)
+        order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None, principal)
         order.client_tools, order.resume = tuple(client_tools), tuple(resume)
         try:
-            await (await self.owned_thread(order.thread_id, principal)).submit(order)
+            await self._submit(order)
             await order.done.wait()
         finally:
-            await _wait_out(order)
+            await self._wait_out(order)
         assert order.result is not None
-        return attrs.evolve(order.result, events=tuple(order.collected))
+        return attrs.evolve(order.result, events=tuple(order.log))
 
+    async def _submit(self, order: RunOrder) -> None:
+        """Queue the order on its thread (``principal``'s) and list it as live until it ends."""
+        if order.run_id in self._live:
+            raise RunError(f"run {order.run_id!r} is already going on", code=RunErrorCode.BAD_REQUEST)
+        handle = await self.owned_thread(order.thread_id, order.principal)
+        self._live[order.run_id] = order
+        try:
+            await handle.submit(order)
+        except BaseException:
+            del self._live[order.run_id]
+            raise
+        self._nursery.start_soon(self._unlist_when_done, order)
 
-async def _wait_out(order: RunOrder) -> None:
-    """Cancel a run that is still going, and wait until it has recorded its result and ended (if it started)."""
-    order.scope.cancel()
-    if order.started.is_set():
-        with trio.CancelScope(shield=True), trio.move_on_after(2 * CLEANUP_GRACE):
-            await order.done.wait()
+    async def _unlist_when_done(self, order: RunOrder) -> None:
+        await order.done.wait()
+        del self._live[order.run_id]
+
+    async def _wait_out(self, order: RunOrder) -> None:
+        """The caller leaves: a detached run goes on (see :meth:`RunStream.detach`); any other is cancelled,
+        and waited for until it has recorded its result and ended (if it started)."""
+        if order.detached and self._detach_grace > 0 and order.run_id in self._live:
+            self._nursery.start_soon(order.serve_detached, self._detach_grace)
+            return
+        order.scope.cancel()
+        if order.started.is_set():
+            with trio.CancelScope(shield=True), trio.move_on_after(2 * CLEANUP_GRACE):
+                await order.done.wait()
 
 
 @asynccontextmanager
@@ -292,6 +418,8 @@ async def open_conversations(
     max_threads_bytes: int = MAX_THREADS_BYTES,
     prompts: Sequence[str] = (),
     catalogs: CatalogCache | None = None,
+    store: ConversationStore | None = None,
+    detach_grace: float = DETACH_GRACE,
     approvals: ApprovalPolicy | None = None,
     clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[ConversationManager]:
@@ -302,11 +430,21 @@ async def open_conversations(
     the history one thread keeps in memory and ``max_threads_bytes`` all of them
     together (:mod:`yao_actors.history_budget`). ``prompts`` are the global
     system prompts (``Config.prompts``); ``catalogs`` a cache of the tool
-    catalogs to share (the runtime checks tool names with it). Cancelled runs
-    still close out (history, one terminal event) before the block exits.
+    catalogs to share (the runtime checks tool names with it). Threads live in
+    ``store`` between runs (default: a new :class:`~yao_actors.store.MemoryStore`);
+    a run whose consumer detached goes on for ``detach_grace`` seconds unfollowed.
+    Cancelled runs still close out (history, one terminal event) before the block exits.
     """
     resources = RunResources(
         assistants, servers, models, catalogs or CatalogCache(), tuple(prompts), approvals or ApprovalPolicy(), clock
     )
     async with open_owned_nursery() as nursery:
-        yield ConversationManager._create(resources, nursery, max_threads, max_thread_bytes, max_threads_bytes)
+        yield ConversationManager._create(
+            resources,
+            nursery,
+            store if store is not None else MemoryStore(),
+            max_threads,
+            max_thread_bytes,
+            max_threads_bytes,
+            detach_grace,
+        )

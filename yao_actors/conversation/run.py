@@ -163,6 +163,8 @@ class Run:
     counter: int = 0
     call_ids: set[str] = attrs.field(factory=set)
     call_counter: int = 0
+    #: Before a tool batch (False: the events so far may be written), after it (True: a whole turn): the journal's.
+    checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
     client_tools: tuple[Mapping[str, Any], ...] = ()
     """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`.client_tools`)."""
 
@@ -367,10 +369,8 @@ class Run:
         return completion
 
     async def end_step(self, completion: C) -> C:
-        """Close the model call's open messages (filling in what was not streamed) and its step.
-
-        Returns ``completion`` with every tool call under the id its events used (unique in the run).
-        """
+        """Close the model call's open messages (filling in what was not streamed) and its step; returns
+        ``completion`` with every tool call under the id its events used (unique in the run)."""
         if self.relay is not None:
             if completion is None:
                 await self.relay.close()
@@ -393,6 +393,7 @@ class Run:
         message = completion.to_message()
         messages.append(message)
         self.transcript.append(message)
+        self.checkpoint(False)
         ours, theirs = split_calls(completion.tool_calls, self.client_names)
         ours, held = split_held(self.resources.approvals, assistant, ours, catalog, self.resources.clock())
         self.batch = PendingBatch(tuple(ours), catalog)
@@ -405,6 +406,7 @@ class Run:
         )
         self.batch = None
         self.record(results, messages)
+        self.checkpoint(True)
         if theirs or held:
             raise CallsPending([call.id for call in theirs], held)
         return results
@@ -435,10 +437,8 @@ class Run:
                 messages.append(tool_message)
 
     def settle(self) -> list[ToolCallResult]:
-        """After a cancellation or failure: give every unanswered call of the batch a ``cancelled`` result.
-
-        Returns the batch's results whose ``TOOL_CALL_RESULT`` is still to be emitted.
-        """
+        """After a cancellation or failure: give every unanswered call of the batch a ``cancelled`` result;
+        returns the batch's results whose ``TOOL_CALL_RESULT`` is still to be emitted."""
         if self.batch is None:
             return []
         batch, self.batch = self.batch, None

@@ -1,8 +1,11 @@
-"""The terminal client: ``yao-actors chat "question"`` — ask over the websocket and print the stream as it arrives.
+"""The terminal client: ``yao-actors chat "question"`` — ask over the websocket and print the stream as it arrives;
+``yao-actors history THREAD`` — print a stored thread.
 
 :func:`open_service_connection` is the connection (also what tests and the load benchmark use); :func:`chat` sends one
 question and renders the run with a :class:`Renderer` (readable, or raw JSON lines with ``--json``). The exit
 code is 0 when the run finished, 1 on ``RUN_ERROR``, 2 when the service could not be reached or refused us.
+``--thread ID`` continues a thread; the thread of every run is named on stderr, to continue it later.
+:func:`show_history` asks for a thread's ``MESSAGES_SNAPSHOT`` and prints its messages and runs.
 A reader that stops early (``yao-actors chat ... | head``) ends the command quietly with 0.
 
 URLs may be ``ws://`` or ``wss://`` (TLS, e.g. behind a reverse proxy), or the ``http(s)://`` URL of the page
@@ -239,18 +242,26 @@ async def chat(
     url: str = DEFAULT_URL,
     token: str | None = None,
     assistant: str | None = None,
+    thread_id: str | None = None,
     raw: bool = False,
     out: TextIO = sys.stdout,
     ask: Ask | None = None,
 ) -> int:
-    """Ask ``question`` and print the run as it streams; returns the exit code (see the module docstring).
+    """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
+    exit code (see the module docstring).
 
     A run that ends waiting for approvals (``RUN_FINISHED`` outcome ``interrupt``) is answered: ``ask`` gets
     each interrupt's message and returns the reply (by default the terminal's, ``[y/N]``; no terminal: no),
     and a run carrying the answers as ``resume`` entries follows on the same connection.
     """
     run_id = uuid.uuid4().hex
-    frame: dict[str, Any] = {"type": "run", "runId": run_id, "messages": [{"role": "user", "content": question}]}
+    thread_id = thread_id or uuid.uuid4().hex
+    frame: dict[str, Any] = {
+        "type": "run",
+        "runId": run_id,
+        "threadId": thread_id,
+        "messages": [{"role": "user", "content": question}],
+    }
     if assistant:
         frame["assistant"] = assistant
     renderer = Renderer(out=out, live=out.isatty())
@@ -273,6 +284,7 @@ async def chat(
         if code is None:
             _silence(out)
             return PIPE_CLOSED
+        print(f"yao-actors chat: thread {thread_id} (continue it with --thread {thread_id})", file=sys.stderr)
         return code
     except ConnectionRejected as rejected:
         body = (rejected.body or b"").decode(errors="replace").strip()
@@ -323,6 +335,63 @@ async def _follow(
         return 1, None
     except BrokenPipeError:
         return None, None
+
+
+async def show_history(
+    thread_id: str, *, url: str = DEFAULT_URL, token: str | None = None, raw: bool = False, out: TextIO = sys.stdout
+) -> int:
+    """Print a stored thread: each message (tool calls and results included), then its runs; 0, or 2 when the
+    service could not be reached, 1 when it could not read its store. An unknown thread prints nothing."""
+    try:
+        websocket_address(url)
+        async with open_service_connection(url, token=token) as ws:
+            await ws.send_message(json.dumps({"type": "history", "threadId": thread_id}))
+            snapshot = json.loads(await ws.get_message())
+    except ValueError as error:
+        _complain(str(error))
+        return 2
+    except ConnectionRejected as rejected:
+        body = (rejected.body or b"").decode(errors="replace").strip()
+        _complain(f"{url} refused the connection: HTTP {rejected.status_code} {body}")
+        return 2
+    except (OSError, HandshakeError, trio.TooSlowError, ConnectionClosed) as error:
+        _complain(f"cannot reach {url}: {error or type(error).__name__}")
+        return 2
+    if snapshot.get("type") != "MESSAGES_SNAPSHOT":
+        _complain(f"{snapshot.get('code', 'error')}: {snapshot.get('message', snapshot)}")
+        return 1
+    try:
+        if raw:
+            out.write(json.dumps(snapshot, ensure_ascii=False) + "\n")
+        else:
+            out.write("".join(f"{line}\n" for line in history_lines(snapshot)))
+        out.flush()
+    except BrokenPipeError:
+        _silence(out)
+    return 0
+
+
+def history_lines(snapshot: dict[str, Any]) -> list[str]:
+    """A ``MESSAGES_SNAPSHOT`` (with ``runs``) as readable lines."""
+    lines: list[str] = []
+    for message in snapshot.get("messages", []):
+        role = message.get("role")
+        if role == "tool":
+            lines.append(f"  → {_shorten(str(message.get('content', '')))}")
+            continue
+        for call in message.get("toolCalls", []):
+            function = call.get("function", {})
+            lines.append(f"  ⚙ {function.get('name')} {function.get('arguments') or '{}'}")
+        if message.get("content"):
+            lines.append(f"{role}: {message['content']}")
+    for run in snapshot.get("runs", []):
+        usage = run.get("usage") or {}
+        tokens = f" · tokens: {usage['total_tokens']}" if "total_tokens" in usage else ""
+        lines.append(
+            f"— run {run['runId']} ({run.get('assistant')}): {run.get('outcome') or 'running'}"
+            f" · {run.get('startedAt')} → {run.get('finishedAt') or '…'}{tokens}"
+        )
+    return lines
 
 
 def _silence(out: TextIO) -> None:

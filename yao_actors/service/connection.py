@@ -11,8 +11,13 @@ A :class:`Connection` is served by one task (:meth:`Connection.serve`), with the
   a way to coalesce writes (``coalesce``, the front end's :class:`~yao_actors.service.gate.ReplayStream`);
 - a keepalive that pings the client and drops it when the pong does not come back.
 
-Ends: the client leaving (or not answering pings) cancels everything at once, runs included — nobody is
-left to read their events. :meth:`Connection.stop` (service shutdown) ends gracefully: reading stops, every run
+Besides runs, a client may ask for a thread's ``history``, ``resume`` a run (its stored events after a
+``seq``, then its live ones: relayed like a run), ``forget`` a thread, and list its ``threads``; each is
+answered from the runtime's conversation store, for the connection's principal only.
+
+Ends: the client leaving (or not answering pings) ends the connection's tasks at once; its runs are
+*detached*, not cancelled: each goes on for ``server.detach_grace`` seconds waiting for a ``resume`` (from
+any connection of the same principal), and is cancelled only if none comes (0: at once). :meth:`Connection.stop` (service shutdown) ends gracefully: reading stops, every run
 is cancelled yet still writes its one terminal event, the writer drains, and the connection closes with 1001.
 A connection with no run and no frame for ``idle_timeout`` seconds is closed (1000).
 
@@ -23,6 +28,7 @@ go on. Anything else that fails in a connection ends that connection only (see t
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -39,12 +45,17 @@ from yao_actors.service.protocol import (
     PONG,
     USER_ROLES,
     CancelFrame,
+    ForgetFrame,
+    HistoryFrame,
     PingFrame,
+    ResumeFrame,
     RunFrame,
+    ThreadsFrame,
     encode,
     error_frame,
     parse_frame,
 )
+from yao_actors.store.base import iso
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +75,10 @@ class EventStream(Protocol):
 
     def cancel(self) -> None:
         """Cancel the run; its terminal event still comes through the stream."""
+        ...
+
+    def detach(self) -> None:
+        """Stop reading without cancelling the run (it waits ``detach_grace`` seconds for a ``resume``)."""
         ...
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]: ...
@@ -90,6 +105,51 @@ class RunOpener(Protocol):
         ``client_tools`` are the client's own tools, ``resume`` the answers to the thread's interrupts.
         """
         ...
+
+    def open_resume(
+        self, run_id: str, *, after_seq: int = 0, principal: str | None = None
+    ) -> AbstractAsyncContextManager[ResumedStream]:
+        """A run's events after ``after_seq``, ending with its terminal one; ``RunError`` ``unknown_run``."""
+        ...
+
+    async def history(self, thread_id: str, *, principal: str | None = None) -> Snapshot:
+        """A thread's stored messages and runs (``.to_wire()``: the ``MESSAGES_SNAPSHOT`` frame)."""
+        ...
+
+    async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
+        """Delete a thread; ``False`` when it is unknown to ``principal``."""
+        ...
+
+    async def threads(self, *, principal: str | None = None, limit: int = 100) -> Sequence[ThreadSummary]:
+        """``principal``'s threads, newest first."""
+        ...
+
+
+class ResumedStream(Protocol):
+    """The events of a resumed run: iterate them; ``cancel`` cancels the run when it goes on in this process."""
+
+    def cancel(self) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]: ...
+
+
+class Snapshot(Protocol):
+    """A thread's history as ``Runtime.history`` gives it."""
+
+    def to_wire(self) -> dict[str, Any]: ...
+
+
+class ThreadSummary(Protocol):
+    """A stored thread as ``Runtime.threads`` lists it."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def created_at(self) -> datetime.datetime: ...
+
+    @property
+    def updated_at(self) -> datetime.datetime: ...
 
 
 @attrs.define(eq=False)
@@ -125,12 +185,12 @@ class _RelayedRun:
 
     run_id: str
     thread_id: str
-    stream: EventStream | None = None
+    stream: EventStream | ResumedStream | None = None
     cancel_requested: bool = False
     last_seq: int = 0
     ended: bool = False
 
-    def attach(self, stream: EventStream) -> None:
+    def attach(self, stream: EventStream | ResumedStream) -> None:
         """The run's stream is open; a cancel asked for before now takes effect."""
         self.stream = stream
         if self.cancel_requested:
@@ -192,12 +252,16 @@ class Connection:
                         await self._read(runs)
                     except ConnectionClosed:
                         self._lost()
-                    for run in self._runs.values():
-                        run.cancel()
+                    if not self.lost:  # a lost client's runs are detached, waiting to be resumed
+                        for run in self._runs.values():
+                            run.cancel()
 
     def _lost(self) -> None:
-        """The client is gone (or unresponsive): cancel everything of this connection at once."""
+        """The client is gone (or unresponsive): detach its runs, and end everything of this connection at once."""
         self.lost = True
+        for run in self._runs.values():
+            if run.stream is not None and hasattr(run.stream, "detach"):
+                run.stream.detach()
         self._everything.cancel()
 
     async def _read(self, runs: trio.Nursery) -> None:
@@ -221,9 +285,13 @@ class Connection:
                 await self._emit(PONG)
             elif isinstance(frame, CancelFrame):
                 await self._cancel(frame.run_id)
+            elif isinstance(frame, HistoryFrame | ForgetFrame | ThreadsFrame):
+                await self._answer(frame)
             elif frame.run_id in self._runs:
                 message = f"runId {frame.run_id!r} is already in flight on this connection; that run goes on"
                 await self._emit(error_frame(ErrorFrameCode.DUPLICATE_RUN_ID, message, frame.run_id))
+            elif isinstance(frame, ResumeFrame):
+                self._start_resume(frame, runs)
             else:
                 self._start_run(frame, runs)
         except FrameError as error:
@@ -245,6 +313,58 @@ class Connection:
             )
         else:
             run.cancel()
+
+    async def _answer(self, frame: HistoryFrame | ForgetFrame | ThreadsFrame) -> None:
+        """Answer a question about the client's threads from the store (``store_unavailable`` when it is out)."""
+        thread_id = None if isinstance(frame, ThreadsFrame) else frame.thread_id
+        try:
+            if isinstance(frame, HistoryFrame):
+                await self._emit((await self.runtime.history(frame.thread_id, principal=self.principal)).to_wire())
+            elif isinstance(frame, ThreadsFrame):
+                listed = await self.runtime.threads(principal=self.principal, limit=frame.limit)
+                await self._emit({"type": "threads", "threads": [_thread_entry(t) for t in listed]})
+            elif await self.runtime.forget(frame.thread_id, principal=self.principal):
+                await self._emit({"type": "forgotten", "threadId": frame.thread_id})
+            else:
+                message = f"no thread {frame.thread_id!r} is stored"
+                await self._emit(error_frame(ErrorFrameCode.UNKNOWN_THREAD, message, thread_id=frame.thread_id))
+        except RunError as error:
+            code = ErrorFrameCode.STORE_UNAVAILABLE
+            await self._emit(error_frame(code, str(error), thread_id=thread_id))
+
+    def _start_resume(self, frame: ResumeFrame, runs: trio.Nursery) -> None:
+        """Follow a run on this connection (it counts towards the connection's runs, not the service's)."""
+        if len(self._runs) >= self.spec.max_runs_per_connection:
+            raise FrameError(
+                RunErrorCode.TOO_MANY_RUNS,
+                f"this connection already has {len(self._runs)} runs in flight "
+                f"(limit {self.spec.max_runs_per_connection})",
+                run_id=frame.run_id,
+            )
+        run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id="", last_seq=frame.after_seq)
+        runs.start_soon(self._resume, frame, run)
+
+    async def _resume(self, frame: ResumeFrame, run: _RelayedRun) -> None:
+        """Relay a resumed run up to its terminal event; an unknown run gets ``RUN_ERROR`` ``unknown_run``."""
+        try:
+            async with self.runtime.open_resume(
+                frame.run_id, after_seq=frame.after_seq, principal=self.principal
+            ) as stream:
+                run.attach(stream)
+                async for event in stream:
+                    await self._emit(event)
+                    run.saw(event)
+        except RunError as error:
+            if not run.ended:
+                run.ended = True
+                await self._emitter(run).run_error(str(error), code=error.code)
+        except Exception as error:  # a bug must not end the connection
+            logger.error("resume of run %s failed", frame.run_id, exc_info=error)
+            if not run.ended:
+                run.ended = True
+                await self._emitter(run).run_error("internal error", code=RunErrorCode.INTERNAL_ERROR)
+        finally:
+            del self._runs[frame.run_id]
 
     def _start_run(self, frame: RunFrame, runs: trio.Nursery) -> None:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
@@ -354,3 +474,8 @@ class Connection:
                     self._lost()
         except ConnectionClosed:
             self._lost()
+
+
+def _thread_entry(thread: ThreadSummary) -> dict[str, Any]:
+    """One entry of a ``threads`` answer."""
+    return {"threadId": thread.thread_id, "createdAt": iso(thread.created_at), "updatedAt": iso(thread.updated_at)}

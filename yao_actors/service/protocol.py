@@ -5,6 +5,10 @@ Client → service, one JSON object per text frame (DESIGN §5.2)::
     {"type": "run", "threadId"?, "runId"?, "assistant"?, "messages": [{"role": "user", "content": "..."}], ...}
     {"type": "cancel", "runId": "..."}
     {"type": "ping"}
+    {"type": "history", "threadId": "..."}          → MESSAGES_SNAPSHOT (with threadId and runs)
+    {"type": "resume", "runId": "...", "afterSeq": N} → the run's events after N, ending with its terminal one
+    {"type": "forget", "threadId": "..."}           → {"type": "forgotten", "threadId"}
+    {"type": "threads"}                             → {"type": "threads", "threads": [...]}
 
 A ``run`` frame carries the fields of AG-UI's ``RunAgentInput`` plus ``assistant``; ``threadId`` and ``runId``
 may be left out (a new thread, a fresh run id). The thread's history lives in the service, so ``messages`` are
@@ -124,6 +128,30 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
         "properties": {"type": {"const": "ping"}},
         "additionalProperties": False,
     },
+    "history": {
+        "type": "object",
+        "required": ["type", "threadId"],
+        "properties": {"type": {"const": "history"}, "threadId": _ID},
+        "additionalProperties": False,
+    },
+    "resume": {
+        "type": "object",
+        "required": ["type", "runId"],
+        "properties": {"type": {"const": "resume"}, "runId": _ID, "afterSeq": {"type": "integer", "minimum": 0}},
+        "additionalProperties": False,
+    },
+    "forget": {
+        "type": "object",
+        "required": ["type", "threadId"],
+        "properties": {"type": {"const": "forget"}, "threadId": _ID},
+        "additionalProperties": False,
+    },
+    "threads": {
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"const": "threads"}, "limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
+        "additionalProperties": False,
+    },
 }
 
 _VALIDATORS: Final = {name: jsonschema.Draft202012Validator(schema) for name, schema in FRAME_SCHEMAS.items()}
@@ -157,7 +185,36 @@ class PingFrame:
     """Ask for a ``pong`` (an application-level liveness check; websocket pings work too)."""
 
 
-Frame = RunFrame | CancelFrame | PingFrame
+@attrs.frozen
+class HistoryFrame:
+    """Ask for a thread's stored messages and runs."""
+
+    thread_id: str
+
+
+@attrs.frozen
+class ResumeFrame:
+    """Follow run ``run_id`` from after ``after_seq``: its stored events, then its live ones."""
+
+    run_id: str
+    after_seq: int = 0
+
+
+@attrs.frozen
+class ForgetFrame:
+    """Delete a thread and its runs."""
+
+    thread_id: str
+
+
+@attrs.frozen
+class ThreadsFrame:
+    """List the client's threads, newest first."""
+
+    limit: int = 100
+
+
+Frame = RunFrame | CancelFrame | PingFrame | HistoryFrame | ResumeFrame | ForgetFrame | ThreadsFrame
 
 
 def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collection[str] = USER_ROLES) -> Frame:
@@ -247,10 +304,19 @@ def _check_roles(messages: list[dict[str, Any]], allowed: Collection[str], run_i
 
 def _build(data: dict[str, Any]) -> Frame:
     """Turn a validated frame object into its record."""
-    if data["type"] == "ping":
+    kind = data["type"]
+    if kind == "ping":
         return PingFrame()
-    if data["type"] == "cancel":
+    if kind == "cancel":
         return CancelFrame(run_id=data["runId"])
+    if kind == "history":
+        return HistoryFrame(thread_id=data["threadId"])
+    if kind == "resume":
+        return ResumeFrame(run_id=data["runId"], after_seq=data.get("afterSeq", 0))
+    if kind == "forget":
+        return ForgetFrame(thread_id=data["threadId"])
+    if kind == "threads":
+        return ThreadsFrame(limit=data.get("limit", 100))
     return RunFrame(
         run_id=data.get("runId") or uuid.uuid4().hex,
         assistant=data.get("assistant", DEFAULT_ASSISTANT),
@@ -293,9 +359,17 @@ def encode(frame: Mapping[str, Any]) -> str:
     return text if text.isascii() or _is_text(text) else json.dumps(frame, separators=(",", ":"))
 
 
-def error_frame(code: ErrorFrameCode, message: str, run_id: str) -> dict[str, Any]:
-    """A non-terminal ``error`` frame about a frame (not a run): ``duplicate_run_id``, ``unknown_run``."""
-    return {"type": "error", "code": code, "runId": run_id, "message": message}
+def error_frame(
+    code: ErrorFrameCode, message: str, run_id: str | None = None, *, thread_id: str | None = None
+) -> dict[str, Any]:
+    """A non-terminal ``error`` frame about a frame (not a run): ``duplicate_run_id``, ``unknown_run``,
+    ``unknown_thread``, ``store_unavailable``; it names the frame's ``runId`` or ``threadId``."""
+    frame: dict[str, Any] = {"type": "error", "code": code, "message": message}
+    if run_id is not None:
+        frame["runId"] = run_id
+    if thread_id is not None:
+        frame["threadId"] = thread_id
+    return frame
 
 
 PONG: Final[dict[str, Any]] = {"type": "pong"}

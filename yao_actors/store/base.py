@@ -19,15 +19,13 @@ from typing import Any, Protocol
 import attrs
 
 from yao_actors.errors import RunErrorCode
+from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
 
 Message = Mapping[str, Any]
 """A chat message as the model sees it: ``role``, ``content``, ``tool_calls``, ``tool_call_id``."""
 
 EventDict = dict[str, Any]
 """An AG-UI event as it went on the wire, with its per-run ``seq``."""
-
-DEFAULT_EVENT_TTL = 86400.0
-"""Seconds a run's event log is kept after its last event (one day)."""
 
 INTERRUPTED_CODE = RunErrorCode.INTERRUPTED.value
 """The ``RUN_ERROR`` code of a run whose process died before it finished."""

@@ -1,4 +1,10 @@
-"""The in-memory store: the library's default, gone with the process."""
+"""The in-memory store: the library's default, gone with the process.
+
+It is bounded the way a runtime's in-memory history is (:mod:`yao_actors.history_budget`): a thread's
+history keeps at most ``max_thread_bytes`` (its oldest whole turns are dropped first), and all histories
+together at most ``max_threads_bytes`` (the least recently written threads are forgotten first, with their
+runs and logs). Sizes are those of the stored JSON text. A durable store keeps everything.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, message_bytes
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
@@ -39,15 +46,22 @@ class _EventLog:
 class MemoryStore:
     """A :class:`~yao_actors.store.ConversationStore` in dicts.
 
-    Values are copied in and out (through JSON), so a caller never shares a
-    stored message or event. ``clock`` gives POSIX time (tests move it).
+    Events are copied in and out (through JSON), so a caller never shares a
+    stored one. Messages are kept as given (the runtime never changes a message
+    once recorded, and its in-memory history holds the same objects, so a thread
+    costs its memory once) and copied out. ``clock`` gives POSIX time (tests move it).
     """
 
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
+    max_thread_bytes: int = MAX_THREAD_BYTES
+    max_threads_bytes: int = MAX_THREADS_BYTES
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
-    _messages: dict[str, list[str]] = attrs.field(factory=dict, init=False)
+    _bytes: dict[str, int] = attrs.field(factory=dict, init=False)
+    _total_bytes: int = attrs.field(default=0, init=False)
+    _messages: dict[str, list[Message]] = attrs.field(factory=dict, init=False)
+    _sizes: dict[str, list[int]] = attrs.field(factory=dict, init=False)
     _runs: dict[str, RunRecord] = attrs.field(factory=dict, init=False)
     _thread_runs: dict[str, list[str]] = attrs.field(factory=dict, init=False)
     _logs: dict[str, _EventLog] = attrs.field(factory=dict, init=False)
@@ -73,32 +87,53 @@ class MemoryStore:
     ) -> list[ThreadInfo]:
         await trio.lowlevel.checkpoint()
         threads = [t for t in self._threads.values() if principal is ANY_PRINCIPAL or t.principal == principal]
-        # Insertion order breaks ties between threads created within one clock tick.
+        # Creation order breaks ties between threads created within one clock tick.
+        threads.sort(key=lambda t: t.created_at)
         return list(reversed(threads))[:limit]
 
     async def load_history(self, thread_id: str) -> list[Message]:
         await trio.lowlevel.checkpoint()
-        return [decode_json(text) for text in self._messages.get(thread_id, ())]
+        return [decode_json(encode_message(m)) for m in self._messages.get(thread_id, ())]
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
         await trio.lowlevel.checkpoint()
-        self._append(thread_id, [encode_message(m) for m in messages])
+        self._append(thread_id, _checked(messages))
 
-    def _append(self, thread_id: str, encoded: list[str]) -> None:
+    def _append(self, thread_id: str, given: Sequence[Message]) -> None:
         if thread_id not in self._threads:
             raise KeyError(f"thread {thread_id!r} was not opened")
-        self._messages[thread_id].extend(encoded)
-        self._threads[thread_id] = attrs.evolve(self._threads[thread_id], updated_at=utc(self.clock()))
+        messages = self._messages[thread_id]
+        sizes = self._sizes.setdefault(thread_id, [])
+        messages.extend(given)
+        sizes.extend(message_bytes(m) for m in given)
+        size = self._bytes.get(thread_id, 0) + sum(sizes[len(sizes) - len(given) :])
+        if size > self.max_thread_bytes:
+            cut = keep_from(messages, sizes, self.max_thread_bytes)
+            size -= sum(sizes[:cut])
+            del messages[:cut], sizes[:cut]
+        self._total_bytes += size - self._bytes.get(thread_id, 0)
+        self._bytes[thread_id] = size
+        # Most recently written last: the first threads are the ones to forget.
+        self._threads[thread_id] = attrs.evolve(self._threads.pop(thread_id), updated_at=utc(self.clock()))
+        for oldest in list(self._threads):
+            if self._total_bytes <= self.max_threads_bytes or oldest == thread_id:
+                break
+            self._forget(oldest)
 
     async def forget_thread(self, thread_id: str) -> bool:
         await trio.lowlevel.checkpoint()
-        if self._threads.pop(thread_id, None) is None:
+        if thread_id not in self._threads:
             return False
-        del self._messages[thread_id]
+        self._forget(thread_id)
+        return True
+
+    def _forget(self, thread_id: str) -> None:
+        del self._threads[thread_id], self._messages[thread_id]
+        self._sizes.pop(thread_id, None)
+        self._total_bytes -= self._bytes.pop(thread_id, 0)
         for run_id in self._thread_runs.pop(thread_id):
             del self._runs[run_id]
             self._logs.pop(run_id, None)
-        return True
 
     # -- runs
 
@@ -106,10 +141,10 @@ class MemoryStore:
         self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
     ) -> RunRecord:
         await trio.lowlevel.checkpoint()
-        encoded = [encode_message(m) for m in input_messages]
+        given = _checked(input_messages)
         if run_id in self._runs:
             raise ValueError(f"run {run_id!r} is already stored")
-        self._append(thread_id, encoded)
+        self._append(thread_id, given)
         run = RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(self.clock()), self.owner)
         self._runs[run_id] = run
         self._thread_runs[thread_id].append(run_id)
@@ -177,3 +212,12 @@ class MemoryStore:
         """Nothing outlives the process that holds a memory store: there is never a run to close."""
         await trio.lowlevel.checkpoint()
         return []
+
+
+def _checked(messages: Sequence[Message]) -> list[Message]:
+    """The messages, each checked as a store takes it (:func:`~yao_actors.store.base.encode_message` refuses
+    anything that is not a mapping with a string ``role``) without keeping the encoding."""
+    for message in messages:
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            encode_message(message)  # raises, naming the message
+    return list(messages)

@@ -5,57 +5,32 @@
     "store": {"type": "memory"}
     "store": {"type": "sqlite", "path": "/var/lib/yao/conversations.sqlite3", "event_ttl": 86400}
     "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "yao:"}
+
+
+The records (:class:`StoreSpec`, :func:`default_sqlite_path`) live in :mod:`yao_actors.specs` with the rest
+of the configuration; they are re-exported here.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any, Literal, cast
-
-import attrs
+from typing import Any, cast
 
 from yao_actors.errors import ConfigError
-from yao_actors.store.base import DEFAULT_EVENT_TTL, ConversationStore
+from yao_actors.specs import DEFAULT_EVENT_TTL, StoreType
+from yao_actors.specs import StoreSpec as StoreSpec  # re-exported
+from yao_actors.specs import default_sqlite_path as default_sqlite_path  # re-exported
+from yao_actors.store.base import ConversationStore
 from yao_actors.store.memory import MemoryStore
 from yao_actors.store.sqlite import open_sqlite_store
-
-StoreType = Literal["memory", "sqlite", "redis"]
 
 _KEYS: Mapping[str, tuple[str, ...]] = {
     "memory": ("type", "event_ttl"),
     "sqlite": ("type", "path", "event_ttl"),
     "redis": ("type", "url", "prefix", "event_ttl"),
 }
-
-
-def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the service keeps its threads by default: ``${XDG_STATE_HOME:-~/.local/state}/yao-actors/conversations.sqlite3``."""
-    environ = os.environ if environ is None else environ
-    state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "yao-actors" / "conversations.sqlite3"
-
-
-@attrs.frozen
-class StoreSpec:
-    """Which conversation store to open: ``memory``, ``sqlite`` (``path``) or ``redis`` (``url``, ``prefix``).
-
-    ``event_ttl`` is how many seconds a run's event log is kept after its last event.
-    """
-
-    type: StoreType = "memory"
-    path: str | None = None
-    url: str | None = None
-    prefix: str = "yao:"
-    event_ttl: float = DEFAULT_EVENT_TTL
-
-    @classmethod
-    def sqlite(cls, path: str | os.PathLike[str] | None = None) -> StoreSpec:
-        """A SQLite store in ``path`` (default: :func:`default_sqlite_path`)."""
-        return cls("sqlite", path=os.fspath(path if path is not None else default_sqlite_path()))
 
 
 def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:

@@ -1,0 +1,74 @@
+"""The configuration reader's service-side sections: ``server`` (where and to whom the service listens) and ``store``
+(where threads live between runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from yao_actors.config.values import ValueReader, join_path
+from yao_actors.errors import ConfigError
+from yao_actors.specs import ServiceSpec, StoreSpec
+from yao_actors.store.spec import parse_store_spec
+
+#: Roles an operator may allow clients to send besides ``user`` (``server.allow_client_roles``).
+CLIENT_ROLES = ("system", "developer", "assistant")
+
+
+class ServiceReader(ValueReader):
+    """Reads the ``server`` and ``store`` sections, one message per problem."""
+
+    def tokens(self, value: Any, path: str) -> dict[str, str]:
+        """Principal names to tokens, ``${VAR}`` expanded; an empty name or token would let anyone in."""
+        tokens = self.string_map(value, path)
+        for name, token in tokens.items():
+            if not name or not token:
+                self.fail(join_path(path, name), "a principal needs a non-empty name and a non-empty token")
+        return tokens
+
+    def store(self, value: Any, path: str) -> StoreSpec | None:
+        """The ``store`` section; ``${VAR}`` in ``path`` and ``url`` (a Redis password, say) is expanded."""
+        if isinstance(value, dict):
+            value = {
+                k: self.expand(v, join_path(path, k)) if k in ("path", "url") and isinstance(v, str) else v
+                for k, v in value.items()
+            }
+        try:
+            return parse_store_spec(value, path)
+        except ConfigError as error:
+            for problem in error.problems:
+                self.problems.append(problem)
+            return None
+
+    def service(self, value: Any, path: str) -> ServiceSpec:
+        allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
+        item = self.obj(value, path, allowed)
+        if item is None:
+            return ServiceSpec()
+        options: dict[str, Any] = {}
+        for key, raw in item.items():
+            key_path = join_path(path, key)
+            if key == "host":
+                options[key] = self.string(raw, key_path)
+            elif key == "port":
+                options[key] = self.integer(raw, key_path, maximum=65535)
+            elif key == "token":
+                options[key] = None if raw is None else self.expand(self.string(raw, key_path) or "", key_path)
+            elif key == "tokens":
+                options[key] = self.tokens(raw, key_path)
+            elif key == "allowed_origins":
+                options[key] = self.strings(raw, key_path)
+            elif key == "allow_client_roles":
+                roles = self.strings(raw, key_path)
+                options[key] = tuple(
+                    r for i, r in enumerate(roles) if self.choice(r, join_path(key_path, i), CLIENT_ROLES)
+                )
+            elif key == "detach_grace":  # 0: a run whose client goes away is cancelled at once
+                options[key] = self.number(raw, key_path, strict=False)
+            elif key in ("idle_timeout", "shutdown_grace"):
+                options[key] = self.number(raw, key_path)
+            elif key in allowed:
+                options[key] = self.integer(raw, key_path, minimum=1)
+        clean = {k: v for k, v in options.items() if v is not None or k == "token"}
+        return ServiceSpec(**clean)

@@ -1,0 +1,145 @@
+"""The journal of a run: what it writes to the conversation store, behind the run, one write at a time.
+
+A run hands its journal each finished turn of history (an assistant message
+with ``tool_calls`` together with all its tool messages, or the answer) and
+every event it emits. A writer task (:meth:`RunJournal.serve`) writes them in
+order while the run goes on — the model's next call and the store's write
+overlap — and the close-out waits for the rest (:meth:`RunJournal.flush`).
+Each store call is atomic, so a crash never leaves half a turn; each runs
+shielded, so a cancellation never leaves one in doubt (written or not?).
+
+The first :class:`~yao_actors.errors.StoreUnavailable` stops the writing: the
+journal keeps it in :attr:`RunJournal.failure`, writes nothing more, and the
+run ends with ``RUN_ERROR`` ``store_unavailable``. :attr:`RunJournal.stored`
+is the history that reached the store; the thread's in-memory copy takes only
+that, so memory and store never disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
+from yao_actors.events import EventDict
+from yao_actors.models.base import Message
+from yao_actors.store import ConversationStore, RunStatus
+
+logger = logging.getLogger(__name__)
+
+EVENTS_DELAY = 0.05
+"""Seconds the events before a tool batch may wait to be written with the batch's turn (see ``kick_soon``)."""
+
+
+def store_unavailable(error: StoreUnavailable) -> RunError:
+    """The ``RunError`` of a run whose store failed."""
+    return RunError(f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE)
+
+
+@attrs.define(eq=False)
+class RunJournal:
+    """The store writes of one run (see the module docstring). Made by the conversation actor per run."""
+
+    store: ConversationStore
+    thread_id: str
+    run_id: str
+    stored: list[Message] = attrs.field(factory=list)
+    """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
+    failure: StoreUnavailable | None = None
+    started: bool = False
+    written: int = 0
+    """How much of the run's transcript the journal has been given (the actor's bookkeeping)."""
+    _turns: list[Message] = attrs.field(factory=list)
+    _events: list[EventDict] = attrs.field(factory=list)
+    _wake: trio.Event = attrs.field(factory=trio.Event)
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _due: float = math.inf
+    _waiting: trio.CancelScope | None = None
+
+    async def start(self, assistant: str, messages: Sequence[Message]) -> None:
+        """Record the run as running, with its input joining the thread's history, in one write.
+
+        Raises ``RunError`` ``store_unavailable`` when the store is out of reach, and
+        ``bad_request`` when the run id is already stored (runs are never overwritten).
+        """
+        try:
+            with trio.CancelScope(shield=True):
+                await self.store.start_run(self.thread_id, self.run_id, assistant, messages)
+        except StoreUnavailable as error:
+            self.failure = error
+            raise store_unavailable(error) from error
+        except ValueError:
+            raise RunError(
+                f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
+            ) from None
+        self.started = True
+        self.stored.extend(messages)
+
+    def event(self, event: EventDict) -> None:
+        """Keep an event for the next write (events are written with turns and at the end; none are written
+        for a run whose start could not be stored)."""
+        self._events.append(event)
+
+    def turn(self, messages: Sequence[Message]) -> None:
+        """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
+        if self.failure is not None:
+            raise store_unavailable(self.failure)
+        self._turns.extend(messages)
+        self.kick()
+
+    def kick(self) -> None:
+        """Wake the writer: what is queued is written as soon as the write before it is done."""
+        self._wake.set()
+
+    def kick_soon(self) -> None:
+        """Have the events so far written within :data:`EVENTS_DELAY` seconds, unless a turn comes first and
+        takes them along (a fast tool batch then costs one write, a slow one still has its events stored)."""
+        due = trio.current_time() + EVENTS_DELAY
+        if due < self._due:
+            self._due = due
+            if self._waiting is not None:
+                self._waiting.deadline = due
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The writer task: write what is queued each time it is woken (or due), until cancelled."""
+        task_status.started()
+        while True:
+            with trio.CancelScope(deadline=self._due) as self._waiting:
+                await self._wake.wait()
+            self._waiting = None
+            self._wake = trio.Event()
+            self._due = math.inf
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write everything queued, in order (turns, then events); a failure is kept in :attr:`failure`."""
+        async with self._lock:
+            while self.started and self.failure is None and (self._turns or self._events):
+                turns, self._turns = self._turns, []
+                events, self._events = self._events, []
+                try:
+                    with trio.CancelScope(shield=True):
+                        if turns:
+                            await self.store.append_messages(self.thread_id, turns)
+                            self.stored.extend(turns)
+                        if events:
+                            await self.store.append_events(self.run_id, events)
+                except StoreUnavailable as error:
+                    logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
+                    self.failure = error
+
+    async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
+        """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""
+        if not self.started or self.failure is not None:
+            return
+        try:
+            with trio.CancelScope(shield=True):
+                await self.store.finish_run(self.run_id, status=status, outcome=outcome, usage=usage)
+        except StoreUnavailable as error:
+            logger.warning("run %s: could not close its record: %s", self.run_id, error)
+            self.failure = error

@@ -1,0 +1,201 @@
+"""A run order: what the caller of a run and the thread's actor share, and how others follow the run live.
+
+The caller (:meth:`ConversationManager.open_run`) makes a :class:`RunOrder` and
+submits it to the thread's actor; the actor executes it and delivers its events.
+Every event also joins the order's log (:attr:`RunOrder.log`), which is what a
+``resume`` follows while the run goes on in this process (:class:`FollowStream`)
+and what :meth:`ConversationManager.run` returns.
+
+A consumer that goes away cancels its run, unless it *detached* first
+(:meth:`RunOrder.detach`): a detached run goes on without it, and is cancelled
+only when nobody has followed it for the runtime's ``detach_grace`` seconds
+(:meth:`RunOrder.serve_detached`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import trio
+from opentelemetry.context import Context
+
+from yao_actors.conversation.approvals import PendingApproval
+from yao_actors.errors import RunErrorCode
+from yao_actors.events import TERMINAL_TYPES, EventDict, Outcome
+from yao_actors.models.base import Message, Usage
+from yao_actors.observability import tracing
+from yao_actors.results import ToolCallResult
+from yao_actors.specs import AssistantSpec
+
+
+@attrs.frozen
+class RunResult:
+    """What a run produced.
+
+    ``text`` is the final answer (the fallback's when it answered);
+    ``tool_results`` every tool call of the run in order; ``usage`` summed over
+    every model call, fallback included; ``outcome`` how it ended; ``data`` what
+    a ``next`` hook returned; ``error`` and ``code`` those of a ``RUN_ERROR``;
+    ``note`` why the fallback was used; ``events`` the run's events when they
+    were collected (:meth:`ConversationManager.run`); ``pending_tool_calls`` the
+    calls of client tools left for the client (outcome ``client_tools``); ``interrupts``
+    the calls held for approval (outcome ``interrupt``).
+
+    ``text`` is filled whenever the run finished, also when the fallback
+    answered because the tool loop failed: test :attr:`ok` for success.
+    """
+
+    run_id: str
+    thread_id: str
+    text: str
+    tool_results: tuple[ToolCallResult, ...]
+    usage: Usage
+    outcome: Outcome
+    data: Any = None
+    note: str | None = None
+    error: str | None = None
+    code: RunErrorCode | None = None
+    events: tuple[EventDict, ...] = ()
+    pending_tool_calls: tuple[str, ...] = ()
+    interrupts: tuple[PendingApproval, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run ended normally: the assistant answered (``answered``) or a ``next`` hook returned data
+        (``data``). ``fallback`` and ``degraded`` finished with a text that is not the assistant's answer;
+        ``cancelled`` and ``error`` have none."""
+        return self.outcome in (Outcome.ANSWERED, Outcome.DATA)
+
+
+@attrs.define(eq=False)
+class RunOrder:
+    """A run submitted to a thread's actor; the caller keeps it to cancel the run and read its result.
+
+    ``events`` is the consumer's channel (:meth:`ConversationManager.open_run`), or ``None``
+    (:meth:`ConversationManager.run`, which returns the log at the end: a channel and a task
+    reading it would only cost a trip through the scheduler per event). ``principal`` owns the
+    run's thread. ``sink`` gets every event too (the run's journal, set by the actor).
+    """
+
+    assistant: AssistantSpec
+    messages: tuple[Message, ...]
+    run_id: str
+    thread_id: str
+    events: trio.MemorySendChannel[EventDict] | None
+    principal: str | None = None
+    history: tuple[Message, ...] | None = None
+    """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
+    client_tools: tuple[Mapping[str, Any], ...] = ()
+    """The tools of the run's client (AG-UI frontend tools), as function tools."""
+    resume: tuple[Mapping[str, Any], ...] = ()
+    """AG-UI ``resume`` entries answering the interrupts of the thread's held calls."""
+    log: list[EventDict] = attrs.field(factory=list)
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    started: trio.Event = attrs.field(factory=trio.Event)
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: RunResult | None = None
+    late_events: list[EventDict] = attrs.field(factory=list)
+    sink: Callable[[EventDict], None] | None = None
+    detached: bool = False
+    followers: int = 0
+    trace_context: Context | None = attrs.field(factory=tracing.capture)
+    """The submitter's trace context: the run's ``invoke_agent`` span starts under it."""
+    _grew: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+    _attachment: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+
+    def record(self, event: EventDict) -> None:
+        """Add an event to the log (and the sink), waking the followers."""
+        self.log.append(event)
+        if self.sink is not None:
+            self.sink(event)
+        self._grew.unpark_all()
+
+    async def deliver(self, event: EventDict) -> None:
+        """Send an event to the consumer and record it; a consumer gone without detaching cancels the run.
+
+        An event whose sending was cancelled is not recorded: the emitter will number it again.
+        """
+        if self.events is not None and not self.detached:
+            try:
+                await self.events.send(event)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                if not self.detached:
+                    self.scope.cancel()
+        self.record(event)
+
+    def detach(self) -> None:
+        """The consumer stops reading; the run goes on (see :meth:`serve_detached`)."""
+        self.detached = True
+
+    def follow(self, change: int) -> None:
+        """A follower came (``+1``) or went (``-1``)."""
+        self.followers += change
+        self._attachment.unpark_all()
+
+    def end(self) -> None:
+        """The run is over: no more events; whoever waits for it may go on."""
+        if self.events is not None:
+            self.events.close()
+        self.done.set()
+        self._grew.unpark_all()
+        self._attachment.unpark_all()
+
+    async def wait_grown(self) -> None:
+        """Return once an event joins the log or the run ends."""
+        if not self.done.is_set():
+            await self._grew.park()
+
+    async def serve_detached(self, grace: float) -> None:
+        """Cancel the (detached) run once nobody has followed it for ``grace`` seconds; return when it ends."""
+        while not self.done.is_set():
+            waited = trio.CancelScope(deadline=math.inf if self.followers else trio.current_time() + grace)
+            with waited:
+                await self._attachment.park()
+            if waited.cancelled_caught and not self.followers:
+                self.scope.cancel()
+                return
+
+
+class FollowStream(trio.abc.ReceiveChannel[EventDict]):
+    """A run's logged events with ``seq`` above ``after_seq``, then its live ones, up to its terminal event."""
+
+    def __init__(self, order: RunOrder, after_seq: int) -> None:
+        self._order = order
+        self._after = after_seq
+        self._index = 0
+        self._finished = False
+
+    @property
+    def run_id(self) -> str:
+        return self._order.run_id
+
+    @property
+    def thread_id(self) -> str:
+        return self._order.thread_id
+
+    def cancel(self) -> None:
+        """Cancel the run; it still ends with its terminal event."""
+        self._order.scope.cancel()
+
+    async def receive(self) -> EventDict:
+        while not self._finished:
+            log = self._order.log
+            while self._index < len(log):
+                event = log[self._index]
+                self._index += 1
+                if event["seq"] > self._after:
+                    self._finished = event["type"] in TERMINAL_TYPES
+                    await trio.lowlevel.checkpoint()
+                    return event
+            if self._order.done.is_set():
+                break
+            await self._order.wait_grown()
+        await trio.lowlevel.checkpoint()
+        raise trio.EndOfChannel
+
+    async def aclose(self) -> None:
+        self._finished = True
+        await trio.lowlevel.checkpoint()
