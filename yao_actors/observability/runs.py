@@ -51,6 +51,7 @@ class RunObservation:
         )
         self.span: Span = INVALID_SPAN
         self._started = 0.0
+        self._ended = False
 
     def __enter__(self) -> RunObservation:
         self._fields.__enter__()
@@ -64,6 +65,10 @@ class RunObservation:
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
         ACTIVE_RUNS.dec()
+        if self._ended and error is not None and _only_cancelled(error):
+            # The run's result was already handed over: a cancellation that reaches its tail (the runtime
+            # closing while the actor tidies up) is not the run failing.
+            kind = error = traceback = None
         try:
             self._span.__exit__(kind, error, traceback)
         finally:
@@ -71,6 +76,7 @@ class RunObservation:
 
     def ended(self, outcome: str, usage: Usage, *, code: str | None = None, error: str | None = None) -> None:
         """The run's result is known: count it, log it, and close its span's attributes."""
+        self._ended = True
         duration = trio.current_time() - self._started
         labelled(RUNS, self.assistant, outcome).inc()
         RUN_DURATION.observe(duration)
@@ -99,6 +105,12 @@ class RunObservation:
 
     def _ids(self) -> dict[str, str]:
         return {"run_id": self.run_id, "thread_id": self.thread_id}
+
+
+def _only_cancelled(error: BaseException) -> bool:
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only_cancelled(inner) for inner in error.exceptions)
+    return isinstance(error, trio.Cancelled)
 
 
 class ModelCallObservation:
