@@ -154,15 +154,23 @@ async def _open_raw(stack: AsyncExitStack, spec: ServerSpec, connect: Connector)
 
 def batch_runner(bench: Bench, mode: str) -> Callable[[int], Awaitable[_Batch]]:
     """The way ``mode`` runs a batch of N calls on ``bench``."""
-    runners = {"raw": _raw_batch, "actor": _actor_batch, "parallel": _dispatched, "sequential": _dispatched}
+    runners: dict[str, Callable[[Bench, str, int], Awaitable[_Batch]]] = {
+        "raw": functools.partial(_concurrent_batch, _raw_call),
+        "actor": functools.partial(_concurrent_batch, _actor_call),
+        "parallel": _dispatched,
+        "sequential": _dispatched,
+    }
     return functools.partial(runners[mode], bench, mode)
 
 
-async def _raw_batch(bench: Bench, mode: str, size: int) -> _Batch:
+async def _concurrent_batch(
+    call: Callable[[Bench, Target], Awaitable[str | None]], bench: Bench, mode: str, size: int
+) -> _Batch:
+    """One batch of direct calls (``raw`` through the client, ``actor`` through the server's handle), all at once."""
     failures: Failures = collections.Counter()
 
     async def one(target: Target) -> None:
-        kind = await _raw_call(bench, target)
+        kind = await call(bench, target)
         if kind is not None:
             failures[kind] += 1
 
@@ -188,20 +196,6 @@ async def _raw_call(bench: Bench, target: Target) -> str | None:
 async def _actor_call(bench: Bench, target: Target) -> str | None:
     outcome = await bench.handles[target.entry.server].call_tool(target.entry.tool, dict(target.arguments))
     return None if outcome.kind is None else outcome.kind.value
-
-
-async def _actor_batch(bench: Bench, mode: str, size: int) -> _Batch:
-    failures: Failures = collections.Counter()
-
-    async def one(target: Target) -> None:
-        kind = await _actor_call(bench, target)
-        if kind is not None:
-            failures[kind] += 1
-
-    async with trio.open_nursery() as nursery:
-        for target in bench.targets_of(size):
-            nursery.start_soon(one, target)
-    return _Batch(failures)
 
 
 async def _dispatched(bench: Bench, mode: str, size: int) -> _Batch:
