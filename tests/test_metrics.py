@@ -40,11 +40,10 @@ async def test_a_run_counts_its_tool_calls_model_calls_and_tokens() -> None:
     with trio.fail_after(30):
         async with open_runtime(config(), models={"scripted": model}) as runtime:
             await runtime.run("helper", "echo x")
-            # The result is handed over before the thread's actor closes the run's span and gauge: let it settle.
-            await trio.testing.wait_all_tasks_blocked()
+            # Counted before the result is handed over: whoever saw the run end sees it in the metrics.
             active = value("yao_active_runs")
-    assert value("yao_runs_total", assistant="helper", outcome="answered") - before["runs"] == 1
-    assert value("yao_run_duration_seconds_count") - before["durations"] == 1
+            assert value("yao_runs_total", assistant="helper", outcome="answered") - before["runs"] == 1
+            assert value("yao_run_duration_seconds_count") - before["durations"] == 1
     assert value("yao_tool_calls_total", server="test", tool="echo", kind="ok") - before["echo"] == 1
     # A made-up tool name never becomes a label value.
     assert value("yao_tool_calls_total", server="", tool="", kind="unknown_tool") - before["unknown"] == 1
@@ -68,3 +67,19 @@ async def test_a_model_timeout_is_counted_as_one() -> None:
     assert result.code == "model_error"
     assert value("yao_model_calls_total", model="slow", outcome="timeout") - before == 1
     assert value("yao_runs_total", assistant="helper", outcome="error") - errors == 1
+
+
+async def test_a_streamed_run_is_counted_before_its_terminal_event_arrives() -> None:
+    # A client that scrapes /metrics as soon as it sees RUN_FINISHED must find the run counted (CI saw it missing).
+    model = scripted(Completion(text="done", usage=Usage(1, 1, 2)))
+    before = value("yao_runs_total", assistant="helper", outcome="answered")
+    with trio.fail_after(30):
+        async with (
+            open_runtime(config(), models={"scripted": model}) as runtime,
+            runtime.open_run("helper", "hello") as stream,
+        ):
+            async for event in stream:
+                if event["type"] == "RUN_FINISHED":
+                    counted = value("yao_runs_total", assistant="helper", outcome="answered") - before
+                    active = value("yao_active_runs")
+    assert (counted, active) == (1, 0)

@@ -126,15 +126,9 @@ class _ConversationActor:
     async def execute(self, order: RunOrder) -> None:
         """Execute one run (in its span, counted and logged); it always ends with exactly one terminal event."""
         with RunObservation(order.assistant.id, order.run_id, order.thread_id, order.trace_context) as observed:
-            try:
-                await self._execute(order)
-            finally:
-                if order.result is not None:
-                    result = order.result
-                    code = result.code.value if result.code is not None else None
-                    observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
+            await self._execute(order, observed)
 
-    async def _execute(self, order: RunOrder) -> None:
+    async def _execute(self, order: RunOrder, observed: RunObservation) -> None:
         """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
         order.started.set()
         journal = RunJournal(self.store, order.thread_id, order.run_id)
@@ -142,11 +136,11 @@ class _ConversationActor:
         async with trio.open_nursery() as writer:
             await writer.start(journal.serve)
             try:
-                await self.execute_run(order, journal)
+                await self.execute_run(order, journal, observed)
             finally:
                 writer.cancel_scope.cancel()
 
-    async def execute_run(self, order: RunOrder, journal: RunJournal) -> None:
+    async def execute_run(self, order: RunOrder, journal: RunJournal, observed: RunObservation) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6).
 
         The store gets the run's input when it starts, each whole turn as the run goes (behind it),
@@ -190,6 +184,9 @@ class _ConversationActor:
                     failed = store_unavailable(journal.failure)
                     result = attrs.evolve(result, outcome=Outcome.ERROR, error=str(failed), code=failed.code)
                 order.result = result
+                # Counted before the terminal event goes out: whoever saw the run end sees it in the metrics.
+                code = result.code.value if result.code is not None else None
+                observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
                 self.status.approvals.extend(result.interrupts)
                 await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
                 # The thread keeps what its store has, so the two never disagree.

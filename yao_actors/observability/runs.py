@@ -64,7 +64,8 @@ class RunObservation:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        ACTIVE_RUNS.dec()
+        if not self._ended:
+            ACTIVE_RUNS.dec()
         if self._ended and error is not None and _only_cancelled(error):
             # The run's result was already handed over: a cancellation that reaches its tail (the runtime
             # closing while the actor tidies up) is not the run failing.
@@ -77,6 +78,7 @@ class RunObservation:
     def ended(self, outcome: str, usage: Usage, *, code: str | None = None, error: str | None = None) -> None:
         """The run's result is known: count it, log it, and close its span's attributes."""
         self._ended = True
+        ACTIVE_RUNS.dec()
         duration = trio.current_time() - self._started
         labelled(RUNS, self.assistant, outcome).inc()
         RUN_DURATION.observe(duration)
