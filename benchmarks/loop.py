@@ -50,10 +50,7 @@ import json
 import logging
 import os
 import platform
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -83,6 +80,7 @@ from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.specs import StoreSpec
 from yao_actors.store import open_store
 from yao_actors.testing import TEST_SERVER_COMMAND, stdio_test_server
+from yao_actors.testing.redis_server import REDIS_SERVER, RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "loop.json"
@@ -114,35 +112,16 @@ class Setup:
     stores: dict[str, ConversationManager] = attrs.field(factory=dict)
 
 
-async def start_redis(folder: Path, stack: AsyncExitStack) -> str:
-    """A ``redis-server`` of the benchmark's own on a free loopback port (stopped with ``stack``); its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = await trio.lowlevel.open_process(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", ""],
-        stdout=subprocess.DEVNULL,
-    )
-    stack.push_async_callback(process.wait)
-    stack.callback(process.terminate)
-    with trio.fail_after(10):
-        while True:
-            try:
-                stream = await trio.open_tcp_stream("127.0.0.1", port)
-            except OSError:
-                await trio.sleep(0.02)
-                continue
-            await stream.aclose()
-            return f"redis://127.0.0.1:{port}/0"
-
-
 async def open_durable_conversations(runtime: Runtime, stack: AsyncExitStack) -> dict[str, ConversationManager]:
     """The runtime's assistants, servers and models over a SQLite store (a temporary file) and, when
     ``redis-server`` is installed, a Redis store (a server of its own on a free loopback port)."""
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="yao-loop-")))
     specs = {"sqlite": StoreSpec.sqlite(folder / "conversations.sqlite3")}
-    if shutil.which("redis-server"):
-        specs["redis"] = StoreSpec("redis", url=await start_redis(folder, stack), prefix="loop:")
+    if REDIS_SERVER is not None:
+        redis = RedisServer(folder, append_only=False)  # a server of the benchmark's own, stopped with the stack
+        redis.start()
+        stack.callback(redis.stop)
+        specs["redis"] = StoreSpec("redis", url=redis.url, prefix="loop:")
     else:
         print("redis-server is not installed: no redis row", file=sys.stderr)
     managers = {}

@@ -3,11 +3,16 @@
 Two measurements:
 
 - **Per-turn cost** of each store (memory; SQLite in a temporary folder; Redis, a
-  ``redis-server`` started on a free loopback port in a temporary folder, or
-  ``--redis-url``): the median wall time of appending one turn (an assistant
-  message with two tool calls and their two tool messages, one atomic write) and
-  of appending one batch of a run's events (``--events`` AG-UI events, one
-  write), over ``--turns`` turns after a warm-up.
+  ``redis-server`` started on a free loopback port in a temporary folder, without
+  an append-only file, or ``--redis-url``): what a run's journal writes per turn,
+  one turn (an assistant message with two tool calls and their two tool
+  messages) with a batch of ``--events`` AG-UI events, in one ``append_turn``
+  (one SQLite transaction, one Redis script); beside it the same written as
+  before, ``append_messages`` then ``append_events`` (two writes). Rows
+  interleave, turn by turn, over ``--turns`` turns after a warm-up; printed: the
+  median wall time of a turn's write and this process's CPU per turn (the
+  SQLite worker thread's included, the Redis server's not), and each store's
+  ratio to the memory store.
 - **Idle threads**: a fresh process opens a SQLite store, creates
   ``--threads`` threads (each with a run, its question and a one-turn answer) and
   keeps none of them in memory; its RSS growth is printed (target: well under
@@ -32,20 +37,20 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the redis-server launcher lives in tests/
+from yao_actors.config import AssistantSpec, Config
+from yao_actors.models import FunctionModel
+from yao_actors.runtime import open_runtime
+from yao_actors.store import ConversationStore, RunStatus, StoreSpec, open_store
+from yao_actors.testing.redis_server import RedisServer
 
-from tests.store.redis_server import RedisServer  # noqa: E402
-from yao_actors.config import AssistantSpec, Config  # noqa: E402
-from yao_actors.models import FunctionModel  # noqa: E402
-from yao_actors.runtime import open_runtime  # noqa: E402
-from yao_actors.store import ConversationStore, RunStatus, StoreSpec, open_store  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 TURN = [
     {
@@ -65,27 +70,54 @@ def event(run_id: str, seq: int) -> dict[str, Any]:
     return {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "word ", "runId": run_id, "seq": seq}
 
 
-async def per_turn(store: ConversationStore, turns: int, batch: int) -> dict[str, float]:
-    """Median milliseconds of one turn append and of one event batch append."""
-    await store.open_thread("bench", None)
-    await store.start_run("bench", "run", "default", [{"role": "user", "content": "weather?"}])
-    turn_times, event_times = [], []
-    seq = 0
+WAYS = ("append_turn", "two_writes")
+"""How a turn is written: one ``append_turn``, or ``append_messages`` then ``append_events``."""
+
+
+@attrs.define
+class Bench:
+    """One store's thread and run, and the turns written so far."""
+
+    store: ConversationStore
+    seq: int = 0
+    wall: dict[str, list[float]] = attrs.field(factory=lambda: {way: [] for way in WAYS})
+    cpu: dict[str, float] = attrs.field(factory=lambda: dict.fromkeys(WAYS, 0.0))
+
+    async def open(self) -> None:
+        await self.store.open_thread("bench", None)
+        await self.store.start_run("bench", "run", "default", [{"role": "user", "content": "weather?"}])
+
+    async def turn(self, way: str, batch: int, *, measured: bool) -> None:
+        events = [event("run", self.seq + i + 1) for i in range(batch)]
+        self.seq += batch
+        started, started_cpu = time.perf_counter(), time.process_time()
+        if way == "append_turn":
+            await self.store.append_turn("bench", "run", TURN, events)
+        else:
+            await self.store.append_messages("bench", TURN)
+            await self.store.append_events("run", events)
+        if measured:
+            self.cpu[way] += time.process_time() - started_cpu
+            self.wall[way].append(time.perf_counter() - started)
+
+
+async def per_turn(stores: dict[str, ConversationStore], turns: int, batch: int) -> dict[str, dict[str, float]]:
+    """Per store and way: the median wall ms of one turn's write and the CPU ms per turn, rows interleaved."""
+    benches = {name: Bench(store) for name, store in stores.items()}
+    for bench in benches.values():
+        await bench.open()
     for index in range(turns + 10):
-        started = time.perf_counter()
-        await store.append_messages("bench", TURN)
-        appended = time.perf_counter()
-        await store.append_events("run", [event("run", seq + i + 1) for i in range(batch)])
-        done = time.perf_counter()
-        seq += batch
-        if index >= 10:  # warm-up
-            turn_times.append(appended - started)
-            event_times.append(done - appended)
-    await store.finish_run("run", status=RunStatus.FINISHED, outcome="answered")
-    return {
-        "turn_ms": statistics.median(turn_times) * 1000,
-        "events_ms": statistics.median(event_times) * 1000,
-    }
+        for way in WAYS if index % 2 == 0 else WAYS[::-1]:
+            for bench in benches.values():
+                await bench.turn(way, batch, measured=index >= 10)  # the first ten warm up
+    for bench in benches.values():
+        await bench.store.finish_run("run", status=RunStatus.FINISHED, outcome="answered")
+    figures = {}
+    for name, bench in benches.items():
+        for way in WAYS:
+            figures.setdefault(name, {})[f"{way}_ms"] = statistics.median(bench.wall[way]) * 1000
+            figures[name][f"{way}_cpu_ms"] = bench.cpu[way] / turns * 1000
+    return figures
 
 
 @asynccontextmanager
@@ -93,7 +125,7 @@ async def redis_spec(url: str | None, folder: Path) -> AsyncIterator[StoreSpec]:
     if url is not None:
         yield StoreSpec("redis", url=url, prefix=f"bench-{time.time_ns()}:")
         return
-    server = RedisServer(folder)
+    server = RedisServer(folder, append_only=False)
     server.start()
     try:
         yield StoreSpec("redis", url=server.url, prefix="bench:")
@@ -102,15 +134,12 @@ async def redis_spec(url: str | None, folder: Path) -> AsyncIterator[StoreSpec]:
 
 
 async def measure_stores(args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    figures = {}
     with tempfile.TemporaryDirectory() as folder:
-        specs = {"memory": StoreSpec("memory"), "sqlite": StoreSpec.sqlite(Path(folder) / "bench.sqlite3")}
-        for name, spec in specs.items():
-            async with open_store(spec) as store:
-                figures[name] = await per_turn(store, args.turns, args.events)
-        async with redis_spec(args.redis_url, Path(folder)) as spec, open_store(spec) as store:
-            figures["redis"] = await per_turn(store, args.turns, args.events)
-    return figures
+        async with AsyncExitStack() as stack:
+            specs = {"memory": StoreSpec("memory"), "sqlite": StoreSpec.sqlite(Path(folder) / "bench.sqlite3")}
+            specs["redis"] = await stack.enter_async_context(redis_spec(args.redis_url, Path(folder)))
+            stores = {name: await stack.enter_async_context(open_store(spec)) for name, spec in specs.items()}
+            return await per_turn(stores, args.turns, args.events)
 
 
 def rss_kib() -> int:
@@ -191,10 +220,15 @@ def main() -> None:
         return
 
     stores = trio.run(measure_stores, args)
-    print(f"per turn, median of {args.turns} (a 3-message turn; a batch of {args.events} events):")
-    print(f"  {'store':<8} {'turn append':>12} {'event append':>13}")
+    print(f"a turn's write (3 messages and {args.events} events), median wall ms and CPU ms per turn of {args.turns}:")
+    print(f"  {'store':<8} {'append_turn':>12} {'cpu':>7} {'cpu vs memory':>14}   {'two writes':>11} {'cpu':>7}")
+    memory_cpu = stores["memory"]["append_turn_cpu_ms"]
     for name, row in stores.items():
-        print(f"  {name:<8} {row['turn_ms']:>9.3f} ms {row['events_ms']:>10.3f} ms")
+        row["append_turn_cpu_vs_memory"] = row["append_turn_cpu_ms"] / memory_cpu
+        print(
+            f"  {name:<8} {row['append_turn_ms']:>9.3f} ms {row['append_turn_cpu_ms']:>7.3f}"
+            f" {row['append_turn_cpu_vs_memory']:>14.2f}   {row['two_writes_ms']:>8.3f} ms {row['two_writes_cpu_ms']:>7.3f}"
+        )
     idle = measure_idle_threads(args.threads)
     print(
         f"{idle['threads']} idle threads in SQLite: RSS grew {idle['rss_growth_mb']:.1f} MB"

@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
+import pytest
+
 from yao_actors.conversation import ConversationManager, open_conversations
 from yao_actors.dispatch import ToolServer
 from yao_actors.events import EventDict, parse_event
 from yao_actors.models.base import Model
 from yao_actors.server_handle import ServerHandle
 from yao_actors.specs import AssistantSpec
+from yao_actors.testing.redis_server import REDIS_SERVER
+
+needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed (.ci/run installs it)")
+"""Marks a test that starts a real ``redis-server``."""
 
 
 @asynccontextmanager

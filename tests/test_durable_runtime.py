@@ -240,9 +240,48 @@ class FlakyStore(MemoryStore):
         self._check()
         await super().append_messages(*args, **kwargs)
 
+    async def append_turn(self, *args: Any, **kwargs: Any) -> None:
+        self._check()
+        await super().append_turn(*args, **kwargs)
+
     async def open_thread(self, *args: Any, **kwargs: Any) -> Any:
         self._check()
         return await super().open_thread(*args, **kwargs)
+
+
+@attrs.define(eq=False)
+class CountingStore(MemoryStore):
+    """A memory store that notes its writes: ``(method, messages, events)``."""
+
+    writes: list[tuple[str, int, int]] = attrs.field(factory=list)
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Any]) -> None:
+        self.writes.append(("append_messages", len(messages), 0))
+        await super().append_messages(thread_id, messages)
+
+    async def append_events(self, run_id: str, events: Sequence[Any]) -> None:
+        self.writes.append(("append_events", 0, len(events)))
+        await super().append_events(run_id, events)
+
+    async def append_turn(self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any]) -> None:
+        self.writes.append(("append_turn", len(messages), len(events)))
+        await super().append_turn(thread_id, run_id, messages, events)
+
+
+async def test_a_run_writes_each_turn_with_its_events_in_one_store_call() -> None:
+    store = CountingStore()
+    with trio.fail_after(GUARD):
+        async with open_runtime(config(), models={"m": FunctionModel(echo_then_answer)}, store=store) as runtime:
+            result = await runtime.run("a", "北京今天适合穿什么?", thread_id="t")
+    assert result.outcome is Outcome.ANSWERED
+    assert {method for method, _, _ in store.writes} == {"append_turn"}
+    # Two turns (the call with its tool message, the answer) and the terminal event: three writes at most
+    # (the writer may take both turns at once), each turn with the events queued before it.
+    assert len(store.writes) <= 3
+    assert sum(m for _, m, _ in store.writes) == 3
+    assert all(e for _, m, e in store.writes if m)
+    assert sum(e for _, _, e in store.writes) == len(result.events)
+    assert await store.read_events(result.run_id) == list(result.events)
 
 
 async def test_a_store_out_of_reach_ends_runs_with_store_unavailable_and_nothing_half_written() -> None:

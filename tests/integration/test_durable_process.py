@@ -24,11 +24,11 @@ import trio
 
 from tests.integration.test_service_process import _descendants, _running
 from tests.service.support import receive, run_frame, send, until_terminal
-from tests.store.redis_server import RedisServer
-from tests.support import check_stream
+from tests.support import check_stream, needs_redis
 from yao_actors.service.chat import open_service_connection
 from yao_actors.testing import read_line
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
+from yao_actors.testing.redis_server import RedisServer
 
 REPO = Path(__file__).resolve().parents[2]
 GUARD = 90
@@ -47,7 +47,7 @@ def model(request: RecordedRequest) -> Reply:
     return Reply(text=f"{len(request.body['messages'])} 条消息")
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=needs_redis)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
     if request.param == "sqlite":
         yield {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3")}

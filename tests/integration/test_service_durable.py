@@ -11,8 +11,7 @@ from typing import Any
 import trio
 
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
-from tests.store.redis_server import RedisServer
-from tests.support import check_stream
+from tests.support import check_stream, needs_redis
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
@@ -20,6 +19,7 @@ from yao_actors.service import Service
 from yao_actors.service.chat import open_service_connection
 from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
+from yao_actors.testing.redis_server import RedisServer
 from yao_actors.testing.servers import build_test_server
 
 GUARD = 60
@@ -163,6 +163,7 @@ async def test_another_principals_thread_is_unknown_to_every_frame(tmp_path: Pat
     assert (run["type"], run["code"], run["runId"]) == ("RUN_ERROR", "unknown_thread", "r2")
 
 
+@needs_redis
 async def test_redis_stopped_between_runs_gives_store_unavailable_and_the_service_recovers(tmp_path: Path) -> None:
     redis = RedisServer(tmp_path)
     redis.start()

@@ -153,6 +153,48 @@ async def test_a_refused_event_batch_writes_nothing(store: ConversationStore) ->
         assert await store.read_events("r1") == events(1, 2)
 
 
+async def test_a_turn_and_its_events_are_written_together(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        question = {"role": "user", "content": "北京今天适合穿什么?"}
+        await store.open_thread("t1", "alice")
+        await store.start_run("t1", "r1", "default", [question])
+        await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
+        await store.append_turn("t1", "r1", [], events(3))
+        await store.append_turn("t1", "r1", TURN[3:], [])
+        await store.append_turn("t1", "r1", [], [])
+        assert await store.load_history("t1") == [question, *TURN]
+        assert await store.read_events("r1") == events(1, 2, 3)
+        assert await store.read_events("r1", 2) == events(3)
+        await store.append_events("r1", events(4))  # the two ways of appending events share one log
+        assert await store.read_events("r1", 3) == events(4)
+
+
+async def test_a_refused_turn_writes_neither_its_messages_nor_its_events(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r1", "default", [])
+        await store.open_thread("t2", None)
+        await store.start_run("t2", "r2", "default", [])
+        await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
+        with pytest.raises(ValueError, match="not above the stored last seq 2"):
+            await store.append_turn("t1", "r1", TURN[3:], events(2, 3))
+        with pytest.raises(ValueError, match="does not rise"):
+            await store.append_turn("t1", "r1", TURN[3:], events(3, 5, 4))
+        with pytest.raises(ValueError, match="string 'role'"):
+            await store.append_turn("t1", "r1", [TURN[3], {"content": "no role"}], events(3))
+        with pytest.raises(KeyError, match="not opened"):
+            await store.append_turn("unopened", "r1", TURN[3:], events(3))
+        with pytest.raises(KeyError, match="not stored"):
+            await store.append_turn("t1", "unknown", TURN[3:], events(3))
+        with pytest.raises(KeyError, match="not stored on thread 't1'"):
+            await store.append_turn("t1", "r2", TURN[3:], events(3, run_id="r2"))
+        assert await store.load_history("t1") == TURN[:3]
+        assert await store.read_events("r1") == events(1, 2)
+        assert await store.load_history("t2") == []
+        assert await store.read_events("r2") == []
+        assert await store.get_thread("unopened") is None
+
+
 async def test_forget_deletes_the_thread_its_runs_and_their_events(store: ConversationStore) -> None:
     with trio.fail_after(GUARD):
         for thread_id in ("t1", "t2"):

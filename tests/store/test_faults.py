@@ -9,10 +9,11 @@ import pytest
 import trio
 
 from tests.store.conftest import Clock
-from tests.store.redis_server import RedisServer
+from tests.support import needs_redis
 from yao_actors.errors import StoreUnavailable
 from yao_actors.store import RunStatus, StoreSpec, open_sqlite_store, open_store
 from yao_actors.store.sqlite import MIGRATIONS
+from yao_actors.testing.redis_server import RedisServer
 
 GUARD = 20.0
 QUESTION = [{"role": "user", "content": "weather?"}]
@@ -23,6 +24,7 @@ TURN = [
 ]
 
 
+@needs_redis
 async def test_redis_stopped_is_unavailable_and_restarted_serves_again_with_nothing_lost(tmp_path: Path) -> None:
     server = RedisServer(tmp_path)
     server.start()

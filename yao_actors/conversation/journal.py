@@ -5,8 +5,10 @@ with ``tool_calls`` together with all its tool messages, or the answer) and
 every event it emits. A writer task (:meth:`RunJournal.serve`) writes them in
 order while the run goes on — the model's next call and the store's write
 overlap — and the close-out waits for the rest (:meth:`RunJournal.flush`).
-Each store call is atomic, so a crash never leaves half a turn; each runs
-shielded, so a cancellation never leaves one in doubt (written or not?).
+A turn and the events queued with it go in one store call
+(``ConversationStore.append_turn``: one SQLite transaction, one Redis round
+trip). Each store call is atomic, so a crash never leaves half a turn; each
+runs shielded, so a cancellation never leaves one in doubt (written or not?).
 
 The first :class:`~yao_actors.errors.StoreUnavailable` stops the writing: the
 journal keeps it in :attr:`RunJournal.failure`, writes nothing more, and the
@@ -133,18 +135,16 @@ class RunJournal:
             await self.flush()
 
     async def flush(self) -> None:
-        """Write everything queued, in order (turns, then events); a failure is kept in :attr:`failure`."""
+        """Write everything queued, the turns with the events, in one store write each time round;
+        a failure is kept in :attr:`failure`."""
         async with self._lock:
             while self.started and self.failure is None and (self._turns or self._events):
                 turns, self._turns = self._turns, []
                 events, self._events = self._events, []
                 try:
                     with trio.CancelScope(shield=True):
-                        if turns:
-                            await self.store.append_messages(self.thread_id, turns)
-                            self.stored.extend(turns)
-                        if events:
-                            await self.store.append_events(self.run_id, events)
+                        await self.store.append_turn(self.thread_id, self.run_id, turns, events)
+                    self.stored.extend(turns)
                 except StoreUnavailable as error:
                     logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
                     self.failure = error

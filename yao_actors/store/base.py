@@ -193,6 +193,18 @@ class ConversationStore(Protocol):
         """
         ...
 
+    async def append_turn(
+        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+    ) -> None:
+        """Append a turn of a run's history and a batch of its events in one write, all or nothing.
+
+        What a run writes as it goes (its journal calls this once per turn): ``messages`` as
+        :meth:`append_messages` takes them (a whole turn), ``events`` as :meth:`append_events` does;
+        either may be empty. ``KeyError`` when the thread was not opened or the run is not stored on it,
+        ``ValueError`` for a message or a batch those methods refuse; either way nothing is written.
+        """
+        ...
+
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired)."""
         ...

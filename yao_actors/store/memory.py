@@ -178,12 +178,37 @@ class MemoryStore:
 
     async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
         await trio.lowlevel.checkpoint()
-        seqs = event_seqs(events)
         if run_id not in self._runs:
+            event_seqs(events)  # a malformed batch is refused as such first, as by the other backends
             raise KeyError(f"run {run_id!r} is not stored")
-        copies = [decode_json(encode_event(e)) for e in events]
+        self._add_events(run_id, self._checked_events(run_id, events))
+
+    async def append_turn(
+        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+    ) -> None:
+        await trio.lowlevel.checkpoint()
+        given = _checked(messages)
+        if thread_id not in self._threads:
+            raise KeyError(f"thread {thread_id!r} was not opened")
+        run = self._runs.get(run_id)
+        if run is None or run.thread_id != thread_id:
+            raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+        copies = self._checked_events(run_id, events)  # everything is checked before anything is written
+        if given:
+            self._append(thread_id, given)
+        if copies:
+            self._add_events(run_id, copies)
+
+    def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> list[EventDict]:
+        """Copies of a batch for a stored run's log, checked to rise above it (``ValueError`` otherwise)."""
+        seqs = event_seqs(events)
         log = self._live_log(run_id)
         check_rises(run_id, seqs, log.events[-1]["seq"] if log and log.events else 0)
+        return [decode_json(encode_event(e)) for e in events]
+
+    def _add_events(self, run_id: str, copies: list[EventDict]) -> None:
+        """Append checked copies to the run's log and refresh its expiry."""
+        log = self._logs.get(run_id)
         if log is None:
             log = self._logs[run_id] = _EventLog(0.0)
         log.events.extend(copies)

@@ -114,6 +114,45 @@ return {1, last}
 """
 )
 
+_APPEND_TURN = (
+    _LAST_SEQ
+    + """
+local function lines(text)
+  local found, start = {}, 1
+  while start <= #text do
+    local stop = string.find(text, '\\n', start, true) or #text + 1
+    found[#found + 1] = string.sub(text, start, stop - 1)
+    start = stop + 1
+  end
+  return found
+end
+-- KEYS: thread, messages, run, events; ARGV: now, ttl ms, thread id, the messages' JSON one a line,
+-- the events' seqs one a line, the events' JSON one a line
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-2, 0} end
+if redis.call('HGET', KEYS[3], 'threadId') ~= ARGV[3] then return {-1, 0} end
+local messages, seqs, events = lines(ARGV[4]), lines(ARGV[5]), lines(ARGV[6])
+local last = 0
+if #seqs > 0 then
+  last = last_seq(KEYS[4])
+  if tonumber(seqs[1]) <= last then return {0, last} end
+end
+if #messages > 0 then
+  redis.call('HSET', KEYS[1], 'updatedAt', ARGV[1])
+  for i = 1, #messages, 1000 do redis.call('RPUSH', KEYS[2], unpack(messages, i, math.min(i + 999, #messages))) end
+end
+if #seqs > 0 then
+  for i = 1, #seqs do redis.call('XADD', KEYS[4], '0-' .. seqs[i], 'e', events[i]) end
+  redis.call('PEXPIRE', KEYS[4], ARGV[2])
+end
+return {1, last}
+"""
+)
+"""A turn's messages and a batch of events in one script (one round trip): all checked, then all written.
+
+Compact JSON never holds a raw line feed (one in a string is escaped), so the messages and the events
+travel one a line in a single argument each: a handful of arguments for coredis to prepare, however
+long the turn."""
+
 _CLOSE_INTERRUPTED = (
     _LAST_SEQ
     + """
@@ -212,6 +251,7 @@ class RedisStore:
             "start_run": _START_RUN,
             "finish_run": _FINISH_RUN,
             "append_events": _APPEND_EVENTS,
+            "append_turn": _APPEND_TURN,
             "close_interrupted": _CLOSE_INTERRUPTED,
             "forget_thread": _FORGET_THREAD,
             "save_approvals": _SAVE_APPROVALS,
@@ -219,8 +259,14 @@ class RedisStore:
         return {name: self._client.register_script(source) for name, source in sources.items()}
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[str | int | float]) -> Any:
+        """Run a script by its digest (``EVALSHA``), loading it first when the server does not have it."""
+        script = self._scripts[name]
         with _reachable(self.url):
-            return await self._scripts[name](keys=keys, args=args)
+            try:
+                return await self._client.evalsha(script.sha, keys=keys, args=args)
+            except coredis.exceptions.NoScriptError:  # a new or restarted server
+                await self._client.script_load(script.script)
+                return await self._client.evalsha(script.sha, keys=keys, args=args)
 
     def _key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
@@ -339,6 +385,35 @@ class RedisStore:
         done, last = await self._script("append_events", [self._key("run", run_id), self._events_key(run_id)], args)
         if done == -1:
             raise KeyError(f"run {run_id!r} is not stored")
+        if done == 0:
+            check_rises(run_id, seqs, int(last))
+
+    async def append_turn(
+        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+    ) -> None:
+        encoded = [encode_message(m) for m in messages]
+        seqs = event_seqs(events)
+        if not encoded and not seqs:
+            return
+        args = [
+            repr(self.clock()),
+            str(self._ttl_ms),
+            thread_id,
+            "\n".join(encoded),
+            "\n".join(map(str, seqs)),
+            "\n".join(map(encode_event, events)),
+        ]
+        keys = [
+            self._key("thread", thread_id),
+            self._key("thread", thread_id, "messages"),
+            self._key("run", run_id),
+            self._events_key(run_id),
+        ]
+        done, last = await self._script("append_turn", keys, args)
+        if done == -2:
+            raise KeyError(f"thread {thread_id!r} was not opened")
+        if done == -1:
+            raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
         if done == 0:
             check_rises(run_id, seqs, int(last))
 

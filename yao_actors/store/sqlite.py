@@ -285,6 +285,19 @@ class SqliteStore:
     # -- event logs
 
     async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+        await self._append_turn(None, run_id, [], events)
+
+    async def append_turn(
+        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+    ) -> None:
+        if messages or events:
+            await self._append_turn(thread_id, run_id, messages, events)
+
+    async def _append_turn(
+        self, thread_id: str | None, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+    ) -> None:
+        """Messages and events in one transaction; ``thread_id`` ``None``: only events, of a run on any thread."""
+        encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
         rows = [(run_id, seq, encode_event(event)) for seq, event in zip(seqs, events, strict=True)]
         now = self.clock()
@@ -292,13 +305,21 @@ class SqliteStore:
 
         def work(db: sqlite3.Connection) -> None:
             found = db.execute(
-                "SELECT (SELECT MAX(seq) FROM events WHERE run_id = ?) FROM runs WHERE run_id = ?", (run_id, run_id)
+                "SELECT thread_id, (SELECT MAX(seq) FROM events WHERE run_id = ?) FROM runs WHERE run_id = ?",
+                (run_id, run_id),
             ).fetchone()
-            if found is None:
+            if thread_id is None and found is None:
                 raise KeyError(f"run {run_id!r} is not stored")
-            check_rises(run_id, seqs, found[0] or 0)
-            db.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
-            db.execute("UPDATE runs SET events_expire_at = ? WHERE run_id = ?", (now + self.event_ttl, run_id))
+            if thread_id is not None and (found is None or found[0] != thread_id):
+                if not _thread_exists(db, thread_id):
+                    raise KeyError(f"thread {thread_id!r} was not opened")
+                raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+            check_rises(run_id, seqs, found[1] or 0)
+            if encoded:
+                _append_messages(db, found[0], encoded, now)
+            if rows or thread_id is None:  # append_events refreshes the log's expiry even for an empty batch
+                db.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
+                db.execute("UPDATE runs SET events_expire_at = ? WHERE run_id = ?", (now + self.event_ttl, run_id))
             if purge:
                 _purge_expired_events(db, now)
 
@@ -361,6 +382,10 @@ def _append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str],
     if db.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (now, thread_id)).rowcount != 1:
         raise KeyError(f"thread {thread_id!r} was not opened")
     db.executemany("INSERT INTO messages (thread_id, message) VALUES (?, ?)", [(thread_id, m) for m in encoded])
+
+
+def _thread_exists(db: sqlite3.Connection, thread_id: str) -> bool:
+    return db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is not None
 
 
 def _purge_expired_events(db: sqlite3.Connection, now: float) -> None:

@@ -1,5 +1,5 @@
 """Test doubles for users' own tests: offline models, a fake OpenAI-compatible endpoint, the test MCP server and its
-launchers (stdio spec, streamable HTTP process)."""
+launchers (stdio spec, streamable HTTP process), and a real ``redis-server`` on a free loopback port."""
 
 from typing import Any
 
@@ -13,6 +13,7 @@ from yao_actors.testing.processes import (
     read_line,
     stdio_test_server,
 )
+from yao_actors.testing.redis_server import RedisServer
 
 
 def __getattr__(name: str) -> Any:
@@ -34,6 +35,7 @@ __all__ = [
     "HttpTestServer",
     "RecordedCall",
     "RecordedRequest",
+    "RedisServer",
     "Reply",
     "TestModel",
     "build_test_server",
