@@ -39,10 +39,10 @@ async def test_open_thread_creates_once_and_keeps_its_owner(store: ConversationS
     with trio.fail_after(GUARD):
         assert await store.get_thread("t1") is None
         created = await store.open_thread("t1", "alice")
-        assert (created.thread_id, created.principal) == ("t1", "alice")
+        assert (created.thread_id, created.principal, created.created) == ("t1", "alice", True)
         assert created.created_at.tzinfo is not None
         again = await store.open_thread("t1", "bob")
-        assert again.principal == "alice"
+        assert (again.principal, again.created) == ("alice", False)
         assert again.created_at == created.created_at
         assert await store.get_thread("t1") == again
         assert (await store.open_thread("t2", None)).principal is None

@@ -180,9 +180,10 @@ class ConversationManager(metaclass=NoPublicConstructor):
         and its calls waiting for approval."""
         try:
             info = await self._store.open_thread(thread_id, owner)
-            owned = info.principal == owner
-            history = await self._store.load_history(thread_id) if owned else []
-            approvals = await self._store.load_approvals(thread_id) if owned else []
+            # A thread this call created has nothing stored yet; another principal's is not loaded.
+            stored = info.principal == owner and not info.created
+            history = await self._store.load_history(thread_id) if stored else []
+            approvals = await self._store.load_approvals(thread_id) if stored else []
         except StoreUnavailable as error:
             raise store_unavailable(error) from error
         if len(self._threads) >= self._max_threads:

@@ -70,12 +70,17 @@ def iso(moment: datetime.datetime | None) -> str | None:
 
 @attrs.frozen
 class ThreadInfo:
-    """A stored thread: its id, the principal that owns it (``None``: no owner), and its times."""
+    """A stored thread: its id, the principal that owns it (``None``: no owner), and its times.
+
+    ``created`` says that the ``open_thread`` call which returned it created the thread (so it has no
+    history to load yet); it is not part of equality.
+    """
 
     thread_id: str
     principal: str | None
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    created: bool = attrs.field(default=False, eq=False)
 
 
 @attrs.frozen
@@ -129,7 +134,7 @@ class ConversationStore(Protocol):
     # -- threads
 
     async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
-        """Create the thread owned by ``principal``, or load it as stored.
+        """Create the thread owned by ``principal`` (``ThreadInfo.created``), or load it as stored.
 
         An existing thread keeps its owner: the caller compares
         ``ThreadInfo.principal`` with its own and treats another's thread as unknown.
@@ -235,6 +240,11 @@ class ConversationStore(Protocol):
         ...
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""Compact JSON for stored messages and events: one encoder for all (``json.dumps`` with options makes one a call).
+Its text never holds a raw line feed (one in a string is escaped), which the Redis store relies on."""
+
+
 def new_owner_token() -> str:
     """A token naming one store object (one process's hold on its runs)."""
     return uuid.uuid4().hex
@@ -244,7 +254,7 @@ def encode_message(message: Message) -> str:
     """One message as compact JSON; refuses a message that is not a mapping with a string ``role``."""
     if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
         raise ValueError(f"a stored message must be a mapping with a string 'role', got {message!r:.200}")
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT.encode(message)
 
 
 def encode_usage(usage: Mapping[str, Any] | None) -> str:
@@ -282,7 +292,7 @@ def purge_interval(event_ttl: float) -> float:
 
 
 def encode_event(event: EventDict) -> str:
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT.encode(event)
 
 
 def interrupted_event(run_id: str, seq: int, now: float) -> EventDict:

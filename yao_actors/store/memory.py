@@ -74,12 +74,13 @@ class MemoryStore:
 
     async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
         await trio.lowlevel.checkpoint()
-        if thread_id not in self._threads:
-            now = utc(self.clock())
-            self._threads[thread_id] = ThreadInfo(thread_id, principal, now, now)
-            self._messages[thread_id] = []
-            self._thread_runs[thread_id] = []
-        return self._threads[thread_id]
+        if thread_id in self._threads:
+            return self._threads[thread_id]
+        now = utc(self.clock())
+        self._threads[thread_id] = ThreadInfo(thread_id, principal, now, now)
+        self._messages[thread_id] = []
+        self._thread_runs[thread_id] = []
+        return ThreadInfo(thread_id, principal, now, now, created=True)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
         await trio.lowlevel.checkpoint()

@@ -59,13 +59,18 @@ _OPEN_THREAD = (
     _OWNER_KEY
     + """
 -- KEYS: thread, threads; ARGV: prefix, thread id, now, principal (absent: none)
+-- Returns whether it created the thread (1 or 0), then the thread's fields and values.
+local created = 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], 'createdAt', ARGV[3], 'updatedAt', ARGV[3])
   if ARGV[4] then redis.call('HSET', KEYS[1], 'principal', ARGV[4]) end
   redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
   redis.call('ZADD', owner_key(ARGV[1], ARGV[4]), ARGV[3], ARGV[2])
+  created = 1
 end
-return redis.call('HGETALL', KEYS[1])
+local answer = redis.call('HGETALL', KEYS[1])
+table.insert(answer, 1, created)
+return answer
 """
 )
 
@@ -282,8 +287,9 @@ class RedisStore:
         args: list[str | float] = [self.prefix, thread_id, repr(self.clock())]
         if principal is not None:
             args.append(principal)
-        flat = await self._script("open_thread", [self._key("thread", thread_id), self._key("threads")], args)
-        return _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
+        created, *flat = await self._script("open_thread", [self._key("thread", thread_id), self._key("threads")], args)
+        info = _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
+        return attrs.evolve(info, created=created == 1)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
         with _reachable(self.url):

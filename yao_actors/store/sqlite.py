@@ -1,10 +1,12 @@
 """The SQLite store: one file on one machine, the service's default.
 
-The standard library's ``sqlite3`` runs off the event loop
-(``trio.to_thread.run_sync``) on one connection, one call at a time behind a
-Trio lock, so there is one writer per store object. The file is in WAL mode
-(readers never block the writer; other processes may share it) with a
-``busy_timeout``; every call is one transaction. The schema carries its
+The standard library's ``sqlite3`` runs off the event loop, in a thread of the
+store's own (:mod:`yao_actors.store.worker`), on one connection, one call at a
+time behind a Trio lock, so there is one writer per store object. The file is in
+WAL mode (readers never block the writer; other processes may share it) with a
+``busy_timeout``; every call is one transaction (a run's turn, its messages and
+its events, is one: :meth:`SqliteStore.append_turn`), and a call's rows go in
+one multi-row ``INSERT``. The schema carries its
 version in ``schema_version`` and :data:`MIGRATIONS` brings an older file up
 to date when it is opened.
 """
@@ -45,6 +47,7 @@ from yao_actors.store.base import (
     purge_interval,
     utc,
 )
+from yao_actors.store.worker import WorkerThread, open_worker_thread
 
 T = TypeVar("T")
 
@@ -161,14 +164,16 @@ async def open_sqlite_store(
     created, opened or migrated.
     """
     source = os.fspath(path)
-    try:
-        connection = await trio.to_thread.run_sync(lambda: connect(source, busy_timeout=busy_timeout))
-    except (OSError, sqlite3.Error) as error:
-        raise _unavailable(source, error) from error
-    try:
-        yield SqliteStore(source, connection, event_ttl=event_ttl, clock=clock)
-    finally:
-        connection.close()
+    async with open_worker_thread(f"sqlite store {source}") as worker:
+        try:
+            connection = await worker.run(lambda: connect(source, busy_timeout=busy_timeout))
+        except (OSError, sqlite3.Error) as error:
+            raise _unavailable(source, error) from error
+        try:
+            yield SqliteStore(source, connection, worker, event_ttl=event_ttl, clock=clock)
+        finally:
+            with trio.CancelScope(shield=True):
+                await worker.run(connection.close)
 
 
 @attrs.define(eq=False)
@@ -177,6 +182,7 @@ class SqliteStore:
 
     path: str
     _connection: sqlite3.Connection = attrs.field(alias="connection")
+    _worker: WorkerThread = attrs.field(alias="worker")
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
@@ -190,14 +196,14 @@ class SqliteStore:
         return await self._call(lambda: self._connection.execute(query, parameters).fetchall())
 
     async def _call(self, work: Callable[[], T]) -> T:
-        """Run blocking work on the connection in a worker thread, one call at a time.
+        """Run blocking work on the connection in the store's thread, one call at a time.
 
         The thread is not abandoned on cancellation: a transaction that started
         finishes (or rolls back) before the cancellation is delivered.
         """
         async with self._lock:
             try:
-                return await trio.to_thread.run_sync(work)
+                return await self._worker.run(work)
             except sqlite3.Error as error:
                 if _is_unavailability(error):
                     raise _unavailable(self.path, error) from error
@@ -209,7 +215,9 @@ class SqliteStore:
         now = self.clock()
 
         def work(db: sqlite3.Connection) -> ThreadInfo:
-            db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?, ?)", (thread_id, principal, now, now))
+            inserted = db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?, ?)", (thread_id, principal, now, now))
+            if inserted.rowcount == 1:
+                return ThreadInfo(thread_id, principal, utc(now), utc(now), created=True)
             return _thread(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
 
         return await self._write(work)
@@ -318,7 +326,7 @@ class SqliteStore:
             if encoded:
                 _append_messages(db, found[0], encoded, now)
             if rows or thread_id is None:  # append_events refreshes the log's expiry even for an empty batch
-                db.executemany("INSERT INTO events VALUES (?, ?, ?)", rows)
+                _insert_rows(db, "INSERT INTO events VALUES", rows)
                 db.execute("UPDATE runs SET events_expire_at = ? WHERE run_id = ?", (now + self.event_ttl, run_id))
             if purge:
                 _purge_expired_events(db, now)
@@ -381,7 +389,23 @@ class SqliteStore:
 def _append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str], now: float) -> None:
     if db.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (now, thread_id)).rowcount != 1:
         raise KeyError(f"thread {thread_id!r} was not opened")
-    db.executemany("INSERT INTO messages (thread_id, message) VALUES (?, ?)", [(thread_id, m) for m in encoded])
+    _insert_rows(db, "INSERT INTO messages (thread_id, message) VALUES", [(thread_id, m) for m in encoded])
+
+
+ROWS_PER_INSERT = 256
+"""Rows one ``INSERT`` takes at most (SQLite allows 32,766 parameters to a statement)."""
+
+
+def _insert_rows(db: sqlite3.Connection, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` with one multi-row ``INSERT`` per :data:`ROWS_PER_INSERT`.
+
+    One statement step for a turn's rows rather than one each: each step gives up the GIL and takes it
+    back, and while the run goes on in the event loop's thread every hand-over costs a thread switch.
+    """
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        chunk = rows[start : start + ROWS_PER_INSERT]
+        values = ", ".join(["(" + ", ".join("?" * len(chunk[0])) + ")"] * len(chunk))
+        db.execute(f"{insert} {values}", [value for row in chunk for value in row])
 
 
 def _thread_exists(db: sqlite3.Connection, thread_id: str) -> bool:
