@@ -167,6 +167,13 @@ async def test_a_turn_and_its_events_are_written_together(store: ConversationSto
         assert await store.read_events("r1", 2) == events(3)
         await store.append_events("r1", events(4))  # the two ways of appending events share one log
         assert await store.read_events("r1", 3) == events(4)
+        # Line breaks in text (Redis passes a turn's messages and events one a line) and a long turn.
+        lines = {"role": "assistant", "content": "第一行\n第二行\r\n\n"}
+        many = [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i}\n"} for i in range(1500)]
+        delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a\nb\n", "runId": "r1", "seq": 5}
+        await store.append_turn("t1", "r1", [lines, *many], [delta, *events(*range(6, 1506))])
+        assert (await store.load_history("t1"))[5:] == [lines, *many]
+        assert await store.read_events("r1", 4) == [delta, *events(*range(6, 1506))]
 
 
 async def test_a_refused_turn_writes_neither_its_messages_nor_its_events(store: ConversationStore) -> None:
