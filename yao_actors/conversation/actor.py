@@ -9,6 +9,7 @@ while it is in memory.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,7 +63,8 @@ class ThreadStatus:
     history: BoundedHistory = attrs.field(factory=BoundedHistory)
     pending: int = 0
     approvals: list[PendingApproval] = attrs.field(factory=list)
-    """Calls held for a person's approval by the thread's last run, until a run answers them."""
+    """Calls held for a person's approval by the thread's last run, until a run answers them (the store keeps
+    them too, from before the run's terminal event until the run that answers them starts)."""
 
 
 @attrs.define(eq=False)
@@ -180,6 +182,10 @@ class _ConversationActor:
                 if journal.started and journal.failure is None:
                     journal.turn(run.transcript[journal.written :])
                 await journal.flush()
+                if result.interrupts and journal.started and journal.failure is None:
+                    # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
+                    with contextlib.suppress(RunError):  # kept in journal.failure: the run ends with it
+                        await journal.keep_approvals(result.interrupts)
                 if journal.failure is not None and result.outcome is not Outcome.ERROR:
                     failed = store_unavailable(journal.failure)
                     result = attrs.evolve(result, outcome=Outcome.ERROR, error=str(failed), code=failed.code)
@@ -187,7 +193,8 @@ class _ConversationActor:
                 # Counted before the terminal event goes out: whoever saw the run end sees it in the metrics.
                 code = result.code.value if result.code is not None else None
                 observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
-                self.status.approvals.extend(result.interrupts)
+                if result.outcome is Outcome.INTERRUPT:
+                    self.status.approvals.extend(result.interrupts)
                 await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
                 # The thread keeps what its store has, so the two never disagree.
                 self.status.history.extend(journal.stored)
@@ -211,20 +218,22 @@ async def serve_conversation(
     *,
     owner: str | None = None,
     history: Sequence[Message] = (),
+    approvals: Sequence[PendingApproval] = (),
     max_history_bytes: int = MAX_THREAD_BYTES,
     on_history_grown: Callable[[], None] = lambda: None,
     task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
 
-    ``owner`` is the principal that owns the thread, ``history`` what ``store`` holds of it (the thread
-    was opened there). The thread keeps at most ``max_history_bytes`` of history in memory;
-    ``on_history_grown`` is called each time a run's messages joined it (the manager keeps all threads
-    within their budget that way).
+    ``owner`` is the principal that owns the thread, ``history`` and ``approvals`` (its calls waiting for a
+    person) what ``store`` holds of it (the thread was opened there). The thread keeps at most
+    ``max_history_bytes`` of history in memory; ``on_history_grown`` is called each time a run's messages
+    joined it (the manager keeps all threads within their budget that way).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
     status.history.extend(history)
+    status.approvals.extend(approvals)
     actor = _ConversationActor(resources, store, receive, status, on_history_grown)
     task_status.started(ConversationHandle._create(thread_id, owner, send, status))
     await actor.serve()
@@ -254,6 +263,10 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
     try:
         check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
         resolution = resolve(status.approvals, order.resume, run.resources.clock())
+        if status.approvals:
+            # Cleared in the store before an approved call runs: a crash from here on loses the approval
+            # instead of running its call twice.
+            await journal.keep_approvals([])
     except RunError as refused:
         return refused
     status.approvals.clear()
