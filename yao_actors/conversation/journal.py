@@ -81,9 +81,12 @@ class RunJournal:
         self.stored.extend(messages)
 
     def event(self, event: EventDict) -> None:
-        """Keep an event for the next write (events are written with turns and at the end; none are written
-        for a run whose start could not be stored)."""
+        """Keep an event for the next write: with the next turn, or within :data:`EVENTS_DELAY` seconds,
+        so that a process sharing the store can follow the run as it goes (none are written for a run
+        whose start could not be stored)."""
         self._events.append(event)
+        if self._due == math.inf:
+            self.kick_soon()
 
     def turn(self, messages: Sequence[Message]) -> None:
         """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
