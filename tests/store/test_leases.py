@@ -104,7 +104,7 @@ async def test_a_sweep_closes_only_the_runs_whose_lease_expired(
     with trio.fail_after(GUARD):
         async with open_store(spec, clock=clock) as store:
             leases = lease_backend(store)
-            for thread, run in (("t-dead", "r-dead"), ("t-alive", "r-alive"), ("t-none", "r-none")):
+            for thread in ("t-dead", "t-alive", "t-none"):
                 await store.open_thread(thread, None)
             # Runs take their lease first; "r-none" stands for a run whose lease is long gone.
             assert (await leases.take("t-dead", "x:r-dead", SHORT)).taken
@@ -112,7 +112,11 @@ async def test_a_sweep_closes_only_the_runs_whose_lease_expired(
             for thread, run in (("t-dead", "r-dead"), ("t-alive", "r-alive"), ("t-none", "r-none")):
                 await store.start_run(thread, run, "a", [{"role": "user", "content": run}])
             await let_expire(clock)
-            assert sorted(await leases.running_runs()) == [("r-alive", "t-alive"), ("r-dead", "t-dead"), ("r-none", "t-none")]
+            assert sorted(await leases.running_runs()) == [
+                ("r-alive", "t-alive"),
+                ("r-dead", "t-dead"),
+                ("r-none", "t-none"),
+            ]
             assert sorted(await sweep_dead_runs(leases, "sweeper", 30)) == ["r-dead", "r-none"]
             assert await leases.running_runs() == [("r-alive", "t-alive")]
             assert await sweep_dead_runs(leases, "sweeper", 30) == []
