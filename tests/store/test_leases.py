@@ -20,7 +20,8 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.specs import StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, RunStatus, open_store
-from yao_actors.store.leases import MemoryLeases, lease_backend, sweep_dead_runs
+from yao_actors.store.lease_backend import lease_backend
+from yao_actors.store.leases import MemoryLeases, sweep_dead_runs
 from yao_actors.testing.servers import build_test_server
 
 GUARD = 20.0

@@ -16,12 +16,12 @@ import trio
 
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.store import ConversationStore, MemoryStore
+from yao_actors.store.lease_backend import lease_backend
 from yao_actors.store.leases import (
     DEFAULT_LEASE_TTL,
     DEFAULT_LEASE_WAIT,
     Taken,
     ThreadLeases,
-    lease_backend,
     sweep_dead_runs,
 )
 

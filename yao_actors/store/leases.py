@@ -9,7 +9,7 @@ which is wrong once several processes share a store.
 
 ::
 
-    ThreadLeases          the backend of a store (lease_backend(store)):
+    ThreadLeases          the backend of a store (yao_actors.store.lease_backend.lease_backend(store)):
     ├── MemoryLeases      a dict; one process, so only the contract
     ├── SqliteLeases      a ``leases`` row per thread, taken in one transaction (yao_actors.store.sqlite_leases)
     └── RedisLeases       ``SET NX PX`` with a token, renewed and released by Lua scripts that check it
@@ -73,24 +73,6 @@ class ThreadLeases(Protocol):
     async def running_runs(self) -> list[tuple[str, str]]:
         """The ``(run id, thread id)`` of every run the store has as running (what a sweep looks at)."""
         ...
-
-
-def lease_backend(store: ConversationStore) -> ThreadLeases:
-    """The leases of ``store``: memory, SQLite or Redis (an unknown store gets the in-process kind)."""
-    from yao_actors.store.sqlite import SqliteStore
-    from yao_actors.store.sqlite_leases import SqliteLeases
-
-    if isinstance(store, SqliteStore):
-        return SqliteLeases(store)
-    try:
-        from yao_actors.store.redis import RedisStore
-        from yao_actors.store.redis_leases import RedisLeases
-    except ImportError:  # coredis is optional: then no store is a RedisStore
-        pass
-    else:
-        if isinstance(store, RedisStore):
-            return RedisLeases(store)
-    return MemoryLeases(store)
 
 
 @attrs.define(eq=False)
