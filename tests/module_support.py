@@ -13,15 +13,10 @@ from types import ModuleType
 import attrs
 import pytest
 
-#: An in-process server with the tools the tests of ``module:`` need.
-TOOLS_MODULE = """
-    import sys
-    import threading
-
+#: The server ``mine`` with the two tools every ``module:`` test uses (the start of each tools module).
+COMMON_TOOLS = """
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
 
-    released = threading.Event()
     server = MCPServer("mine")
 
 
@@ -33,6 +28,18 @@ TOOLS_MODULE = """
     @server.tool()
     def explode(reason: str) -> str:
         raise RuntimeError(reason)
+"""
+
+#: An in-process server with the tools the tests of ``module:`` need.
+TOOLS_MODULE = (
+    COMMON_TOOLS
+    + """
+    import sys
+    import threading
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    released = threading.Event()
 
 
     @server.tool()
@@ -55,6 +62,7 @@ TOOLS_MODULE = """
     def leave(code: int) -> str:
         sys.exit(code)
 """
+)
 
 
 @attrs.define

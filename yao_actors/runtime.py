@@ -209,13 +209,22 @@ async def open_runtime(
     """
     check_config(config, models=models or {})
     resolved = resolve_models(config, models or {})
-    if store is None:
-        async with (
-            _open_config_store(config) as opened,
-            open_runtime(config, models=models, connect=connect, ready_timeout=ready_timeout, store=opened) as runtime,
-        ):
+    async with contextlib.AsyncExitStack() as stack:
+        if store is None:
+            store = await stack.enter_async_context(_open_config_store(config))
+        async with _open_checked_runtime(config, resolved, connect, ready_timeout, store) as runtime:
             yield runtime
-        return
+
+
+@asynccontextmanager
+async def _open_checked_runtime(
+    config: Config,
+    models: Mapping[str, Model],
+    connect: Connector,
+    ready_timeout: float | None,
+    store: ConversationStore,
+) -> AsyncIterator[Runtime]:
+    """:func:`open_runtime` once its config is checked, its models resolved and its store open."""
     spec = config.store or StoreSpec()
     leases = LeasePolicy.of(store, ttl=spec.lease_ttl, wait=spec.lease_wait)
     async with open_owned_nursery() as nursery:
@@ -227,7 +236,7 @@ async def open_runtime(
         async with open_conversations(
             config.assistants,
             servers,
-            resolved,
+            models,
             max_thread_bytes=config.service.max_thread_bytes,
             max_threads_bytes=config.service.max_threads_bytes,
             prompts=config.prompts,
@@ -237,7 +246,7 @@ async def open_runtime(
             approvals=ApprovalPolicy({s.id: s.approval for s in config.servers.values() if s.approval}),
             leases=leases,
         ) as conversations:
-            runtime = Runtime._create(config, servers, resolved, conversations)
+            runtime = Runtime._create(config, servers, models, conversations)
             if ready_timeout is not None:
                 await runtime.wait_ready(ready_timeout)
             yield runtime

@@ -139,7 +139,11 @@ async def fail_in_flight(
 
 
 async def check_all(handle: ServerHandle) -> None:
-    """Every behaviour check in turn, on one server (its spec's ``timeout`` short, about a second)."""
+    """Every behaviour check in turn, on one server.
+
+    Its spec's ``timeout`` is short (a few seconds: long enough that a loaded machine does not time out the
+    quick calls, short against the 30 s sleep that must time out).
+    """
     await check_list_and_call(handle)
     await check_concurrent_calls(handle)
     await check_progress(handle)

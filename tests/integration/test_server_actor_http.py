@@ -46,7 +46,7 @@ def http_spec(url: str, **changes: Any) -> ServerSpec:
 
 async def test_behaviour_over_http() -> None:
     with trio.fail_after(60):
-        async with http_test_server() as (url, _process), running(http_spec(url, timeout=1.0)) as handle:
+        async with http_test_server() as (url, _process), running(http_spec(url, timeout=3.0)) as handle:
             await actor_checks.check_all(handle)
 
 

@@ -33,7 +33,7 @@ def stdio_spec(server_id: str = "stdio", **changes: Any) -> ServerSpec:
 
 async def test_behaviour_over_stdio() -> None:
     with trio.fail_after(60):
-        async with running(stdio_spec(timeout=1.0)) as handle:
+        async with running(stdio_spec(timeout=3.0)) as handle:
             await actor_checks.check_all(handle)
 
 

@@ -20,29 +20,18 @@ import trio
 from trio_websocket import WebSocketConnection
 
 from tests.integration.test_service_process import REPO, _descendants
+from tests.module_support import COMMON_TOOLS
 from tests.service.support import receive, run_frame, send, until_terminal
 from yao_actors.service.chat import open_service_connection
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 from yao_actors.testing.fake_openai import RecordedRequest
 from yao_actors.testing.processes import read_line
 
-TOOLS = """
+TOOLS = (
+    COMMON_TOOLS
+    + """
     import pathlib
     import time
-
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer("mine")
-
-
-    @server.tool(description="Shout the text back.")
-    def shout(text: str) -> str:
-        return text.upper() + "!"
-
-
-    @server.tool()
-    def explode(reason: str) -> str:
-        raise RuntimeError(reason)
 
 
     @server.tool()
@@ -55,6 +44,7 @@ TOOLS = """
             time.sleep(0.01)
         return "gave up"
 """
+)
 
 
 def _project(tmp_path: Path, model_url: str) -> Path:

@@ -234,3 +234,62 @@ def _durable_spec(kind: str, request: pytest.FixtureRequest) -> StoreSpec:
         return StoreSpec.sqlite(tmp_path / "conversations.sqlite3")
     server = request.getfixturevalue("redis_server")
     return StoreSpec("redis", url=server.url, prefix=f"recovery-{id(request)}:")
+
+
+def approval(call_id: str, city: str) -> dict[str, Any]:
+    """A pending approval as the conversation actor keeps it (``PendingApproval.to_record``)."""
+    call = {"id": call_id, "name": "weather__get", "arguments": f'{{"city": "{city}"}}'}
+    return {"interruptId": f"approval-{call_id}", "call": call, "expiresAt": 1_800_003_600.5}
+
+
+async def test_pending_approvals_are_replaced_cleared_and_forgotten_with_their_thread(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        assert await store.load_approvals("nobody") == []
+        with pytest.raises(KeyError, match="not opened"):
+            await store.save_approvals("nobody", [approval("c1", "北京")])
+        await store.open_thread("t1", "alice")
+        await store.open_thread("t2", "alice")
+        await store.save_approvals("t1", [approval("c1", "北京"), approval("c2", "Paris")])
+        loaded = await store.load_approvals("t1")
+        assert loaded == [approval("c1", "北京"), approval("c2", "Paris")]  # in order, non-ASCII intact
+        assert await store.load_approvals("t2") == []
+        loaded[0]["call"]["name"] = "changed"  # what a caller holds is its own copy
+        assert (await store.load_approvals("t1"))[0] == approval("c1", "北京")
+        # A refused save writes nothing.
+        with pytest.raises(ValueError, match=r"approvals\[1\]: a stored approval must be a JSON object"):
+            await store.save_approvals("t1", [approval("c3", "Rome"), "approval-c3"])  # type: ignore[list-item]
+        with pytest.raises(ValueError, match="not JSON"):
+            await store.save_approvals("t1", [{"interruptId": "x", "call": object()}])
+        assert [a["interruptId"] for a in await store.load_approvals("t1")] == ["approval-c1", "approval-c2"]
+        # A save replaces; an empty one clears.
+        await store.save_approvals("t1", [approval("c3", "Rome")])
+        assert await store.load_approvals("t1") == [approval("c3", "Rome")]
+        await store.save_approvals("t1", [])
+        assert await store.load_approvals("t1") == []
+        await store.save_approvals("t1", [])  # clearing nothing is fine
+        # They go with their thread, and a thread opened again under the id starts without any.
+        await store.save_approvals("t1", [approval("c4", "Oslo")])
+        await store.save_approvals("t2", [approval("c5", "Lima")])
+        assert await store.forget_thread("t1")
+        assert await store.load_approvals("t1") == []
+        await store.open_thread("t1", "bob")
+        assert await store.load_approvals("t1") == []
+        assert await store.load_approvals("t2") == [approval("c5", "Lima")]
+
+
+@pytest.mark.parametrize("durable", ["sqlite", "redis"])
+async def test_pending_approvals_survive_reopening_the_store(
+    durable: str, request: pytest.FixtureRequest, clock: Clock
+) -> None:
+    spec = _durable_spec(durable, request)
+    with trio.fail_after(GUARD):
+        async with open_store(spec, clock=clock) as before:
+            await before.open_thread("t1", "alice")
+            await before.start_run("t1", "r1", "default", [{"role": "user", "content": "北京天气?"}])
+            await before.save_approvals("t1", [approval("c1", "北京")])
+            await before.finish_run("r1", status=RunStatus.FINISHED, outcome="interrupt")
+        async with open_store(spec, clock=clock) as after:
+            assert await after.load_approvals("t1") == [approval("c1", "北京")]
+            await after.save_approvals("t1", [])
+        async with open_store(spec, clock=clock) as again:
+            assert await again.load_approvals("t1") == []

@@ -130,3 +130,30 @@ async def test_sqlite_file_is_wal_and_versioned(tmp_path: Path, clock: Clock) ->
     with trio.fail_after(GUARD), pytest.raises(StoreUnavailable, match="newer than this program"):
         async with open_store(StoreSpec.sqlite(path)):
             pass
+
+
+async def test_an_sqlite_file_of_schema_version_1_is_upgraded_and_keeps_its_threads(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    db = sqlite3.connect(path)
+    for statement in MIGRATIONS[0]:  # the file as the first release of the store wrote it
+        db.execute(statement)
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO schema_version VALUES (1)")
+    db.execute("INSERT INTO threads VALUES ('t1', 'alice', 1.0, 1.0)")
+    db.execute("INSERT INTO messages (thread_id, message) VALUES ('t1', ?)", ('{"role":"user","content":"北京?"}',))
+    db.commit()
+    db.close()
+    approvals = [{"interruptId": "approval-c1", "call": {"id": "c1", "name": "w", "arguments": "{}"}, "expiresAt": 9.0}]
+    with trio.fail_after(GUARD):
+        async with open_store(StoreSpec.sqlite(path)) as store:
+            assert await store.load_history("t1") == [{"role": "user", "content": "北京?"}]
+            assert await store.load_approvals("t1") == []
+            await store.save_approvals("t1", approvals)
+        async with open_store(StoreSpec.sqlite(path)) as store:
+            assert await store.load_approvals("t1") == approvals
+            assert await store.forget_thread("t1")
+            assert await store.load_approvals("t1") == []
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
+    assert db.execute("SELECT COUNT(*) FROM approvals").fetchone() == (0,)
+    db.close()

@@ -207,6 +207,20 @@ class ConversationStore(Protocol):
         """
         ...
 
+    # -- pending approvals
+
+    async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
+        """Replace an opened thread's pending approvals (JSON objects, kept in order); ``[]`` clears them.
+
+        They go with the thread: ``forget_thread`` deletes them. ``KeyError`` for a thread that was not
+        opened; ``ValueError`` (nothing written) for an approval that is not a JSON object.
+        """
+        ...
+
+    async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread's pending approvals as last saved (``[]`` for none, or for an unknown thread)."""
+        ...
+
 
 def new_owner_token() -> str:
     """A token naming one store object (one process's hold on its runs)."""
@@ -268,3 +282,22 @@ def interrupted_event(run_id: str, seq: int, now: float) -> EventDict:
         "runId": run_id,
         "seq": seq,
     }
+
+
+def encode_approvals(approvals: Sequence[Mapping[str, Any]]) -> str:
+    """A thread's pending approvals as one compact JSON array; refuses anything but JSON objects."""
+    for index, approval in enumerate(approvals):
+        if not isinstance(approval, Mapping):
+            raise ValueError(f"approvals[{index}]: a stored approval must be a JSON object, got {approval!r:.200}")
+    try:
+        return json.dumps([dict(a) for a in approvals], separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"approvals: not JSON: {error}") from None
+
+
+def decode_approvals(text: str | bytes | None) -> list[dict[str, Any]]:
+    """Stored pending approvals back as dicts (``[]`` for none)."""
+    if not text:
+        return []
+    value: list[dict[str, Any]] = json.loads(text)
+    return value

@@ -26,7 +26,9 @@ from yao_actors.store.base import (
     RunStatus,
     ThreadInfo,
     check_rises,
+    decode_approvals,
     decode_json,
+    encode_approvals,
     encode_event,
     encode_message,
     event_seqs,
@@ -66,6 +68,7 @@ class MemoryStore:
     _thread_runs: dict[str, list[str]] = attrs.field(factory=dict, init=False)
     _logs: dict[str, _EventLog] = attrs.field(factory=dict, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
+    _approvals: dict[str, str] = attrs.field(factory=dict, init=False)
 
     # -- threads
 
@@ -131,6 +134,7 @@ class MemoryStore:
         del self._threads[thread_id], self._messages[thread_id]
         self._sizes.pop(thread_id, None)
         self._total_bytes -= self._bytes.pop(thread_id, 0)
+        self._approvals.pop(thread_id, None)
         for run_id in self._thread_runs.pop(thread_id):
             del self._runs[run_id]
             self._logs.pop(run_id, None)
@@ -212,6 +216,22 @@ class MemoryStore:
         """Nothing outlives the process that holds a memory store: there is never a run to close."""
         await trio.lowlevel.checkpoint()
         return []
+
+    # -- pending approvals
+
+    async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
+        await trio.lowlevel.checkpoint()
+        encoded = encode_approvals(approvals)  # kept as JSON text: a caller never shares a stored one
+        if thread_id not in self._threads:
+            raise KeyError(f"thread {thread_id!r} was not opened")
+        if approvals:
+            self._approvals[thread_id] = encoded
+        else:
+            self._approvals.pop(thread_id, None)
+
+    async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
+        await trio.lowlevel.checkpoint()
+        return decode_approvals(self._approvals.get(thread_id))
 
 
 def _checked(messages: Sequence[Message]) -> list[Message]:

@@ -3,7 +3,8 @@
 Every write is one Lua script: one round trip, applied atomically by the
 server. Keys live under ``prefix``::
 
-    {prefix}thread:{id}            hash    principal (absent: none), createdAt, updatedAt
+    {prefix}thread:{id}            hash    principal (absent: none), createdAt, updatedAt, approvals (absent: none;
+                                           the pending approvals' JSON array)
     {prefix}thread:{id}:messages   list    the history, one JSON message an element
     {prefix}thread:{id}:runs       list    run ids in start order
     {prefix}run:{id}               hash    threadId, assistant, status, outcome, usage, startedAt, finishedAt, owner
@@ -37,7 +38,9 @@ from yao_actors.store.base import (
     RunStatus,
     ThreadInfo,
     check_rises,
+    decode_approvals,
     decode_json,
+    encode_approvals,
     encode_event,
     encode_message,
     encode_usage,
@@ -144,6 +147,14 @@ return 1
 """
 )
 
+_SAVE_APPROVALS = """
+-- KEYS: thread; ARGV: the approvals' JSON array ('' clears them)
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'approvals') else redis.call('HSET', KEYS[1], 'approvals', ARGV[1]) end
+return 1
+"""
+"""Sets or clears the pending approvals of an opened thread (a field of its hash: forgetting it deletes them)."""
+
 
 _UNREACHABLE = (coredis.exceptions.ConnectionError, coredis.exceptions.AuthenticationError, OSError)
 
@@ -203,6 +214,7 @@ class RedisStore:
             "append_events": _APPEND_EVENTS,
             "close_interrupted": _CLOSE_INTERRUPTED,
             "forget_thread": _FORGET_THREAD,
+            "save_approvals": _SAVE_APPROVALS,
         }
         return {name: self._client.register_script(source) for name, source in sources.items()}
 
@@ -353,6 +365,18 @@ class RedisStore:
             if await self._script("close_interrupted", keys, args):
                 closed.append(run_id)
         return closed
+
+    # -- pending approvals
+
+    async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
+        encoded = encode_approvals(approvals) if approvals else ""
+        if not await self._script("save_approvals", [self._key("thread", thread_id)], [encoded]):
+            raise KeyError(f"thread {thread_id!r} was not opened")
+
+    async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
+        with _reachable(self.url):
+            text = await self._client.hget(self._key("thread", thread_id), "approvals")
+        return decode_approvals(text)
 
 
 def _event(identifier: str, text: str) -> EventDict:

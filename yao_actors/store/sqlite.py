@@ -33,7 +33,9 @@ from yao_actors.store.base import (
     RunStatus,
     ThreadInfo,
     check_rises,
+    decode_approvals,
     decode_json,
+    encode_approvals,
     encode_event,
     encode_message,
     encode_usage,
@@ -79,6 +81,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             seq INTEGER NOT NULL,
             event TEXT NOT NULL,
             PRIMARY KEY (run_id, seq)) WITHOUT ROWID""",
+    ),
+    (
+        # A thread's pending approvals (a JSON array), gone with the thread.
+        """CREATE TABLE approvals (
+            thread_id TEXT PRIMARY KEY REFERENCES threads ON DELETE CASCADE,
+            approvals TEXT NOT NULL)""",
     ),
 )
 """Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
@@ -328,6 +336,25 @@ class SqliteStore:
             return [run_id for run_id, _ in running]
 
         return await self._write(work)
+
+    # -- pending approvals
+
+    async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
+        encoded = encode_approvals(approvals)
+
+        def work(db: sqlite3.Connection) -> None:
+            if db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is None:
+                raise KeyError(f"thread {thread_id!r} was not opened")
+            if approvals:
+                db.execute("INSERT OR REPLACE INTO approvals VALUES (?, ?)", (thread_id, encoded))
+            else:
+                db.execute("DELETE FROM approvals WHERE thread_id = ?", (thread_id,))
+
+        await self._write(work)
+
+    async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
+        rows = await self._read("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
+        return decode_approvals(rows[0][0]) if rows else []
 
 
 def _append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str], now: float) -> None:
