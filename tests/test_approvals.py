@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -16,11 +17,13 @@ from tests.support import check_stream
 from tests.test_config import base, problems_of
 from tests.test_runtime_runs import demo_config
 from yao_actors.config import AssistantSpec, Config, parse_config
-from yao_actors.conversation.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA
+from yao_actors.conversation.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
+from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import Outcome, parse_event
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service.chat import chat, open_service_connection
+from yao_actors.store import MemoryStore, StoreSpec, open_store
 
 QUESTION = "北京今天适合穿什么?"
 
@@ -288,3 +291,104 @@ async def test_yao_actors_chat_asks_y_n_and_resumes_the_run() -> None:
     assert "— interrupt" in printed
     assert "✓ weather__get" in printed
     assert '"city":"Beijing"' in printed.splitlines()[-2]  # the answer after the approved call ran
+
+
+def _approve(interrupt_id: str) -> list[dict[str, Any]]:
+    return [{"interruptId": interrupt_id, "status": "resolved", "payload": {"approved": True}}]
+
+
+async def test_pending_approvals_survive_closing_and_reopening_the_runtime_on_sqlite(tmp_path: Path) -> None:
+    seen: list[list[dict[str, Any]]] = []
+    spec = StoreSpec.sqlite(tmp_path / "conversations.sqlite3")
+    with trio.fail_after(30):
+        async with (
+            open_store(spec) as store,
+            open_runtime(_config(), models={"m": _seed_model(seen)}, store=store) as runtime,
+        ):
+            interrupt = await _interrupted(runtime, "t")
+            await _interrupted(runtime, "forgotten")
+            assert await runtime.forget("forgotten")
+        # Another process (a new store object and runtime) on the same file.
+        async with open_store(spec) as store:
+            kept = await store.load_approvals("t")
+            gone = await store.load_approvals("forgotten")
+            async with open_runtime(_config(), models={"m": _seed_model(seen)}, store=store) as runtime:
+                stale = await runtime.run("default", [], thread_id="t", resume=_approve("approval-nope"))
+                resumed = await runtime.run("default", [], thread_id="t", resume=_approve(interrupt["id"]))
+                again = await runtime.run("default", [], thread_id="t", resume=_approve(interrupt["id"]))
+            left = await store.load_approvals("t")
+    assert [a["interruptId"] for a in kept] == [interrupt["id"]]
+    assert gone == []
+    # A stale id keeps its error, and does not disturb the call that waits.
+    assert (stale.outcome, stale.code) == (Outcome.ERROR, RunErrorCode.UNKNOWN_INTERRUPT)
+    check_stream(resumed.events)
+    assert resumed.outcome is Outcome.ANSWERED
+    assert [e["toolCallId"] for e in resumed.events if e["type"] == "TOOL_CALL_RESULT"] == ["c_weather"]
+    assert [r.name for r in resumed.tool_results] == ["weather__get"]
+    assert all(r.ok for r in resumed.tool_results)
+    weather = next(m for m in seen[-1] if m.get("tool_call_id") == "c_weather")  # the model saw the real result
+    assert '"city":"Beijing"' in weather["content"]
+    assert '"city":"Beijing"' in resumed.text
+    # Answered means gone: from memory and from the store.
+    assert (again.outcome, again.code) == (Outcome.ERROR, RunErrorCode.UNKNOWN_INTERRUPT)
+    assert left == []
+
+
+async def test_a_thread_dropped_from_memory_loads_its_pending_approvals_from_the_store() -> None:
+    with trio.fail_after(30):
+        async with open_runtime(_config(), models={"m": _seed_model([])}) as runtime:
+            interrupt = await _interrupted(runtime)
+            runtime.conversations.close_thread("t")
+            assert runtime.conversations.thread_ids() == ()
+            resumed = await runtime.run("default", [], thread_id="t", resume=_approve(interrupt["id"]))
+    assert resumed.outcome is Outcome.ANSWERED
+    assert [r.call_id for r in resumed.tool_results] == ["c_weather"]
+
+
+@attrs.define(eq=False)
+class _ApprovalsDown(MemoryStore):
+    """A memory store that cannot write pending approvals while ``down``."""
+
+    down: bool = False
+
+    async def save_approvals(self, *args: Any, **kwargs: Any) -> None:
+        if self.down:
+            raise StoreUnavailable("the test's store is down")
+        await super().save_approvals(*args, **kwargs)
+
+
+async def test_approvals_the_store_cannot_keep_end_the_run_with_store_unavailable() -> None:
+    store = _ApprovalsDown(down=True)
+    with trio.fail_after(30):
+        async with open_runtime(_config(), models={"m": _seed_model([])}, store=store) as runtime:
+            unkept = await runtime.run("default", QUESTION, thread_id="a")
+            store.down = False
+            interrupt = await _interrupted(runtime, "b")
+            store.down = True
+            refused = await runtime.run("default", [], thread_id="b", resume=_approve(interrupt["id"]))
+            store.down = False
+            resumed = await runtime.run("default", [], thread_id="b", resume=_approve(interrupt["id"]))
+    # No interrupt goes out that a restart could lose.
+    assert (unkept.outcome, unkept.code) == (Outcome.ERROR, RunErrorCode.STORE_UNAVAILABLE)
+    assert unkept.events[-1]["type"] == "RUN_ERROR"
+    # A resume whose approval cannot be cleared runs nothing; the call still waits, and runs once the store is back.
+    assert (refused.outcome, refused.code) == (Outcome.ERROR, RunErrorCode.STORE_UNAVAILABLE)
+    assert refused.tool_results == ()
+    assert resumed.outcome is Outcome.ANSWERED
+    assert [r.call_id for r in resumed.tool_results] == ["c_weather"]
+
+
+def test_a_stored_approval_that_cannot_be_read_is_left_out_naming_why(caplog: pytest.LogCaptureFixture) -> None:
+    good = {
+        "interruptId": "approval-c1",
+        "call": {"id": "c1", "name": "weather__get", "arguments": "{}"},
+        "expiresAt": 9,
+    }
+    bad = [{**good, "expiresAt": "soon"}, {**good, "call": None}, {"call": good["call"], "expiresAt": 9}]
+    loaded = stored_approvals("t", [bad[0], good, *bad[1:]])
+    assert [(p.interrupt_id, p.call.name, p.expires_at) for p in loaded] == [("approval-c1", "weather__get", 9.0)]
+    assert loaded[0].to_record() == good
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("stored approval 0" in m and "'expiresAt' must be a number" in m for m in messages)
+    assert any("stored approval 2" in m and "'call' must be an object" in m for m in messages)
+    assert any("stored approval 3" in m and "'interruptId' must be a string" in m for m in messages)

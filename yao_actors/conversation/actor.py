@@ -9,6 +9,7 @@ while it is in memory.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
+from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve, stored_approvals
 from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
 from yao_actors.conversation.journal import RunJournal, store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
@@ -63,7 +64,8 @@ class ThreadStatus:
     history: BoundedHistory = attrs.field(factory=BoundedHistory)
     pending: int = 0
     approvals: list[PendingApproval] = attrs.field(factory=list)
-    """Calls held for a person's approval by the thread's last run, until a run answers them."""
+    """Calls held for a person's approval by the thread's last run, until a run answers them (the store keeps
+    them too, from before the run's terminal event until the run that answers them starts)."""
     stored_messages: int | None = None
     """How many messages the store holds for the thread, as far as this actor knows (``None``: not known):
     a run that finds another number when it takes the thread's lease reloads the history (another process
@@ -160,12 +162,14 @@ class _ConversationActor:
                 return refused
             self.renewing = await helpers.start(keep_lease, self.leases, order.thread_id, token, order.scope.cancel)
             if taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
-                try:
+                try:  # and the calls it holds for approval, which that process may have changed
                     stored = await self.store.load_history(order.thread_id)
+                    approvals = await self.store.load_approvals(order.thread_id)
                 except StoreUnavailable as error:
                     return store_unavailable(error)
                 self.status.history.replace(stored)
                 self.status.stored_messages = len(stored)
+                self.status.approvals[:] = stored_approvals(order.thread_id, approvals)
         if order.history is not None:
             # The client's conversation stands for this run (and the thread's copy in memory); the store
             # keeps appending what the runs add, as for any thread.
@@ -219,6 +223,10 @@ class _ConversationActor:
                 if journal.started and journal.failure is None:
                     journal.turn(run.transcript[journal.written :])
                 await journal.flush()
+                if result.interrupts and journal.started and journal.failure is None:
+                    # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
+                    with contextlib.suppress(RunError):  # kept in journal.failure: the run ends with it
+                        await journal.keep_approvals(result.interrupts)
                 if journal.failure is not None and result.outcome is not Outcome.ERROR:
                     failed = store_unavailable(journal.failure)
                     result = attrs.evolve(result, outcome=Outcome.ERROR, error=str(failed), code=failed.code)
@@ -226,7 +234,8 @@ class _ConversationActor:
                 # Counted before the terminal event goes out: whoever saw the run end sees it in the metrics.
                 code = result.code.value if result.code is not None else None
                 observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
-                self.status.approvals.extend(result.interrupts)
+                if result.outcome is Outcome.INTERRUPT:
+                    self.status.approvals.extend(result.interrupts)
                 await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
                 # The run is over in the store: another process may take the thread now.
                 await self.release(order)
@@ -256,6 +265,7 @@ async def serve_conversation(
     *,
     owner: str | None = None,
     history: Sequence[Message] = (),
+    approvals: Sequence[PendingApproval] = (),
     max_history_bytes: int = MAX_THREAD_BYTES,
     on_history_grown: Callable[[], None] = lambda: None,
     leases: LeasePolicy | None = None,
@@ -263,16 +273,17 @@ async def serve_conversation(
 ) -> None:
     """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
 
-    ``owner`` is the principal that owns the thread, ``history`` what ``store`` holds of it (the thread
-    was opened there). The thread keeps at most ``max_history_bytes`` of history in memory;
-    ``on_history_grown`` is called each time a run's messages joined it (the manager keeps all threads
-    within their budget that way). ``leases`` are the store's thread leases: with a shared store each run
-    holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
+    ``owner`` is the principal that owns the thread, ``history`` and ``approvals`` (its calls waiting for a
+    person) what ``store`` holds of it (the thread was opened there). The thread keeps at most
+    ``max_history_bytes`` of history in memory; ``on_history_grown`` is called each time a run's messages
+    joined it (the manager keeps all threads within their budget that way). ``leases`` are the store's thread
+    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
     status.history.extend(history)
     status.stored_messages = len(history)
+    status.approvals.extend(approvals)
     actor = _ConversationActor(resources, store, receive, status, on_history_grown, leases or LeasePolicy.of(store))
     task_status.started(ConversationHandle._create(thread_id, owner, send, status))
     await actor.serve()
@@ -302,6 +313,10 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
     try:
         check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
         resolution = resolve(status.approvals, order.resume, run.resources.clock())
+        if status.approvals:
+            # Cleared in the store before an approved call runs: a crash from here on loses the approval
+            # instead of running its call twice.
+            await journal.keep_approvals([])
     except RunError as refused:
         return refused
     status.approvals.clear()

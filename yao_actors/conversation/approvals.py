@@ -8,18 +8,21 @@ one :class:`PendingApproval` per held call, each an AG-UI ``Interrupt`` with ``r
 ``toolCallId``, a ``message`` naming the tool and its arguments, the :data:`RESPONSE_SCHEMA` and ``expiresAt``
 (``approval_timeout`` seconds on).
 
-The held calls are kept with the thread. The next run answers them (:func:`resolve`) with ``resume`` entries
-``{"interruptId", "status": "resolved", "payload": {"approved": true, "arguments"?: {...}}}``: an approved call
-runs (with the edited ``arguments`` when given, validated like any call), a denial or ``status: "cancelled"``
-gives the model a tool result saying the user declined, and the loop goes on. A resume entry for an interrupt
-the thread does not have is ``RUN_ERROR`` ``unknown_interrupt``, one past its ``expiresAt`` ``interrupt_expired``;
-a run with no ``resume`` while calls wait cancels them (the model is told they were not approved).
+The held calls are kept with the thread, in its conversation store too (written before the interrupt goes out,
+cleared when the run answering them starts), so they survive a restart with a durable store. The next run
+answers them (:func:`resolve`) with ``resume`` entries ``{"interruptId", "status": "resolved", "payload":
+{"approved": true, "arguments"?: {...}}}``: an approved call runs (with the edited ``arguments`` when given,
+validated like any call), a denial or ``status: "cancelled"`` gives the model a tool result saying the user
+declined, and the loop goes on. A resume entry for an interrupt the thread does not have is ``RUN_ERROR``
+``unknown_interrupt``, one past its ``expiresAt`` ``interrupt_expired``; a run with no ``resume`` while calls wait
+cancels them (the model is told they were not approved).
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -29,6 +32,8 @@ from yao_actors.catalog import Catalog
 from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.models.base import Message, ToolCall
 from yao_actors.specs import AssistantSpec
+
+logger = logging.getLogger(__name__)
 
 #: The ``reason`` of an approval interrupt.
 REASON: Final = "tool_approval"
@@ -89,8 +94,32 @@ class PendingApproval:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> PendingApproval:
-        call = record["call"]
-        return cls(record["interruptId"], ToolCall(call["id"], call["name"], call["arguments"]), record["expiresAt"])
+        """The pending approval of a :meth:`to_record` record; ``ValueError`` naming the field that is wrong."""
+        call = record.get("call") if isinstance(record, Mapping) else None
+        if not isinstance(call, Mapping):
+            raise ValueError("'call' must be an object")
+        for where, value in (
+            ("interruptId", record.get("interruptId")),
+            *((f"call.{k}", call.get(k)) for k in ("id", "name", "arguments")),
+        ):
+            if not isinstance(value, str):
+                raise ValueError(f"{where!r} must be a string, got {value!r:.80}")
+        expires_at = record.get("expiresAt")
+        if isinstance(expires_at, bool) or not isinstance(expires_at, int | float):
+            raise ValueError(f"'expiresAt' must be a number, got {expires_at!r:.80}")
+        return cls(record["interruptId"], ToolCall(call["id"], call["name"], call["arguments"]), float(expires_at))
+
+
+def stored_approvals(thread_id: str, records: Sequence[Mapping[str, Any]]) -> list[PendingApproval]:
+    """The pending approvals a store kept for a thread; a record that cannot be read is left out and logged
+    (a resume naming it is then ``unknown_interrupt``), so one bad record never keeps the thread from loading."""
+    approvals: list[PendingApproval] = []
+    for index, record in enumerate(records):
+        try:
+            approvals.append(PendingApproval.from_record(record))
+        except ValueError as error:
+            logger.warning("thread %s: stored approval %d left out, it is unreadable: %s", thread_id, index, error)
+    return approvals
 
 
 def hold(call: ToolCall, now: float, timeout: float) -> PendingApproval:

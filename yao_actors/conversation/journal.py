@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict
 from yao_actors.models.base import Message
@@ -146,3 +147,15 @@ class RunJournal:
         except StoreUnavailable as error:
             logger.warning("run %s: could not close its record: %s", self.run_id, error)
             self.failure = error
+
+    async def keep_approvals(self, approvals: Sequence[PendingApproval]) -> None:
+        """Write the thread's pending approvals to the store (``[]``: none wait any more), shielded, so a resume
+        after a restart, or in another process, finds them. Raises ``RunError`` ``store_unavailable`` (kept in
+        :attr:`failure`) when the store is out of reach."""
+        try:
+            with trio.CancelScope(shield=True):
+                await self.store.save_approvals(self.thread_id, [pending.to_record() for pending in approvals])
+        except StoreUnavailable as error:
+            logger.warning("run %s: could not store the thread's pending approvals: %s", self.run_id, error)
+            self.failure = error
+            raise store_unavailable(error) from error

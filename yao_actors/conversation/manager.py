@@ -19,7 +19,7 @@ import trio
 
 from yao_actors.catalog import CatalogCache
 from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, serve_conversation
-from yao_actors.conversation.approvals import ApprovalPolicy
+from yao_actors.conversation.approvals import ApprovalPolicy, stored_approvals
 from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy
@@ -178,10 +178,13 @@ class ConversationManager(metaclass=NoPublicConstructor):
         return handle
 
     async def _load_thread(self, thread_id: str, owner: str | None) -> ConversationHandle:
-        """Open the thread in the store (created for ``owner``, or as stored) and start its actor with its history."""
+        """Open the thread in the store (created for ``owner``, or as stored) and start its actor with its history
+        and its calls waiting for approval."""
         try:
             info = await self._store.open_thread(thread_id, owner)
-            history = await self._store.load_history(thread_id) if info.principal == owner else []
+            owned = info.principal == owner
+            history = await self._store.load_history(thread_id) if owned else []
+            approvals = await self._store.load_approvals(thread_id) if owned else []
         except StoreUnavailable as error:
             raise store_unavailable(error) from error
         if len(self._threads) >= self._max_threads:
@@ -194,6 +197,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
                 self._store,
                 owner=info.principal,
                 history=history,
+                approvals=stored_approvals(thread_id, approvals),
                 max_history_bytes=self._max_thread_bytes,
                 on_history_grown=self._fit_memory_budget,
                 leases=self._leases,

@@ -1,9 +1,10 @@
 """The store interface and the records it speaks in.
 
 A :class:`ConversationStore` is where a thread lives between runs (DESIGN §9):
-its model-facing history (the seed's message shapes), its runs, and each run's
-event log. Every method is a Trio checkpoint; a backend that cannot be reached
-raises :class:`~yao_actors.errors.StoreUnavailable` and has then written nothing
+its model-facing history (the seed's message shapes), its runs, each run's
+event log, and its calls waiting for a person's approval. Every method is a
+Trio checkpoint; a backend that cannot be reached raises
+:class:`~yao_actors.errors.StoreUnavailable` and has then written nothing
 of the call that failed (every write is one transaction).
 """
 

@@ -150,7 +150,8 @@ return 1
 _SAVE_APPROVALS = """
 -- KEYS: thread; ARGV: the approvals' JSON array ('' clears them)
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'approvals') else redis.call('HSET', KEYS[1], 'approvals', ARGV[1]) end
+if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'approvals')
+else redis.call('HSET', KEYS[1], 'approvals', ARGV[1]) end
 return 1
 """
 """Sets or clears the pending approvals of an opened thread (a field of its hash: forgetting it deletes them)."""
