@@ -136,6 +136,10 @@ class RunJournal:
                 except StoreUnavailable as error:
                     logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
                     self.failure = error
+                except ValueError as error:
+                    # Another process closed the run's log (this run lost its thread's lease and was taken
+                    # for dead): what it adds now is not stored, and the run is being cancelled.
+                    logger.error("run %s: events not stored: %s", self.run_id, error)
 
     async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
         """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""
