@@ -195,15 +195,9 @@ class _ConversationActor:
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), ())
         run.client_tools = order.client_tools
         ending: Ending | None = CANCELLED
-
-        def checkpoint(whole_turn: bool) -> None:
-            if whole_turn:
-                journal.turn(run.transcript[journal.written :])
-                journal.written = len(run.transcript)
-            else:
-                journal.kick_soon()
-
-        run.checkpoint = checkpoint
+        # The journal follows the transcript; no closure over the run, so a finished run is freed at once.
+        journal.transcript = run.transcript
+        run.checkpoint = journal.checkpoint
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
