@@ -150,15 +150,14 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
-async def main(rounds: int, calls: int, transports: list[str]) -> None:
+async def main(rounds: int, calls: int, transports: list[str]) -> dict[str, Any]:
     load = [round(x, 2) for x in os.getloadavg()]
     rows: list[dict[str, Any]] = []
     for transport in transports:
         rows.extend(await measure(transport, rounds, calls))
     load_at_end = [round(x, 2) for x in os.getloadavg()]
     print_table(rows)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    report = {
+    return {
         "benchmark": "actor_overhead",
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -170,8 +169,6 @@ async def main(rounds: int, calls: int, transports: list[str]) -> None:
         "unit": "median microseconds per call over the rounds",
         "results": rows,
     }
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwritten to {RESULTS}")
 
 
 if __name__ == "__main__":
@@ -179,5 +176,9 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--transports", nargs="+", default=["memory", "stdio"], choices=["memory", "stdio"])
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
     args = parser.parse_args()
-    trio.run(main, args.rounds, args.calls, args.transports)
+    report = trio.run(main, args.rounds, args.calls, args.transports)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwritten to {args.out}")

@@ -9,9 +9,9 @@ clients, each on its own websocket over loopback, start one run at once and read
 The table shows, per wave: completed runs, errors, run latency percentiles against the ideal (turns × tool
 latency), runs per second over the whole wave, the events a run sends its client, the **service's CPU
 milliseconds per run** (user + system time of the service process over the wave, from ``/proc/<pid>/stat``,
-divided by the runs completed: a figure a busy machine disturbs far less than latency or runs/s), and the
-service's peak RSS (``VmHWM``). With ``--repeat`` each client count runs that many waves, each against a fresh
-service, and the table shows their medians.
+divided by the runs completed: a figure a busy machine disturbs far less than latency or runs/s; ``of it sys``
+is the kernel's share, mostly socket writes), and the service's peak RSS (``VmHWM``). With ``--repeat`` each
+client count runs that many waves, each against a fresh service, and the table shows their medians.
 
     python benchmarks/ws_load.py [--clients 200 1000] [--repeat 3] [--turns 3] [--tool-ms 50] [--transport memory]
     python benchmarks/ws_load.py --clients 600 --profile service.prof   # cProfile of the service over the wave
@@ -193,10 +193,11 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds process ``pid`` has used so far (its own threads; not its children)."""
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds process ``pid`` has used so far (its own threads; not its children)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 async def wave(
@@ -228,13 +229,16 @@ async def wave(
                 line += await process.stdout.receive_some(1)
             url = line.decode().split()[1]
         tally = Tally()
-        cpu_before = sum(cpu_seconds(p.pid) for p in processes)
+        cpu_before = [cpu_seconds(p.pid) for p in processes]
         started = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for index in range(clients):
                 nursery.start_soon(one_client, url, index, tally)
         elapsed = time.perf_counter() - started
-        cpu = sum(cpu_seconds(p.pid) for p in processes) - cpu_before
+        spent = [cpu_seconds(p.pid) for p in processes]
+        user = sum(u for u, _ in spent) - sum(u for u, _ in cpu_before)
+        system = sum(s for _, s in spent) - sum(s for _, s in cpu_before)
+        cpu = user + system
         rss = sum(peak_rss_mib(p.pid) for p in processes)
     finally:
         for process in processes:
@@ -264,6 +268,7 @@ async def wave(
         "events_per_run": tally.events / runs if runs else float("nan"),
         "service_cpu_s": cpu,
         "service_cpu_ms_per_run": cpu * 1000 / len(latencies) if latencies else float("nan"),
+        "service_sys_ms_per_run": system * 1000 / len(latencies) if latencies else float("nan"),
         "service_peak_rss_mib": rss,
     }
 
@@ -283,15 +288,16 @@ def median_row(waves: list[dict[str, Any]]) -> dict[str, Any]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = (
-        f"{'workers':>7} {'clients':>8} {'waves':>5} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} {'p99':>8} "
-        f"{'runs/s':>8} {'events/run':>10} {'cpu ms/run':>10} {'RSS MiB':>8}"
+        f"{'workers':>7} {'clients':>8} {'waves':>5} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} "
+        f"{'p99':>8} {'runs/s':>8} {'events/run':>10} {'cpu ms/run':>10} {'of it sys':>9} {'RSS MiB':>8}"
     )
     print(head)
     for r in rows:
         print(
             f"{r['workers']:>7} {r['clients']:>8} {r['waves']:>5} {r['completed']:>6.0f} {r['errors']:>6.0f} {r['ideal_ms']:>5.0f}ms "
             f"{r['p50_ms']:>6.0f}ms {r['p95_ms']:>6.0f}ms {r['p99_ms']:>6.0f}ms {r['runs_per_s']:>8.1f} "
-            f"{r['events_per_run']:>10.1f} {r['service_cpu_ms_per_run']:>10.2f} {r['service_peak_rss_mib']:>8.1f}"
+            f"{r['events_per_run']:>10.1f} {r['service_cpu_ms_per_run']:>10.2f} {r['service_sys_ms_per_run']:>9.2f} "
+            f"{r['service_peak_rss_mib']:>8.1f}"
         )
 
 

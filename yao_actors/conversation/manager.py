@@ -28,7 +28,7 @@ from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, store
 from yao_actors.conversation.run import RunResources, request_tools
 from yao_actors.dispatch import ToolServer
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
-from yao_actors.events import EventDict
+from yao_actors.events import EventDict, SendEvent
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
 from yao_actors.models.base import Message, Model
@@ -94,6 +94,9 @@ class RunStream(trio.abc.ReceiveChannel[EventDict]):
         try:
             return await self._receive.receive()
         except trio.EndOfChannel:
+            failure, self._order.consumer_error = self._order.consumer_error, None
+            if failure is not None:
+                raise failure from None  # the run's sink failed: its caller's error
             # A consumer too slow for the run's close-out still gets it, and its one terminal event.
             if not self._order.late_events:
                 raise
@@ -318,6 +321,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         history: Sequence[Message] | None = None,
         client_tools: Sequence[Mapping[str, Any]] = (),
         resume: Sequence[Mapping[str, Any]] = (),
+        sink: SendEvent | None = None,
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
@@ -331,13 +335,21 @@ class ConversationManager(metaclass=NoPublicConstructor):
         tools (function tools; :mod:`~yao_actors.conversation.client_tools`): one named like a tool of the
         assistant raises ``RunError`` (``bad_request``) before the run starts. ``resume`` entries answer the
         thread's calls held for approval (:mod:`~yao_actors.conversation.approvals`).
+
+        ``sink``, when given, is awaited with each event in the run's own task, instead of the events
+        going through the stream: a consumer that forwards them (the websocket front end) saves a task
+        hand-off per event. The stream then yields only the close-out events a ``sink`` too slow for
+        ``CLEANUP_GRACE`` did not take; it ends when the run does. ``sink`` waiting slows the run (as a
+        full stream does); a ``sink`` raising ``trio.BrokenResourceError`` or ``ClosedResourceError`` is a
+        consumer gone; any other exception out of it cancels the run and comes out of the stream.
         """
         spec = self.assistant(assistant)
         await self._check_client_tools(spec, client_tools)
-        order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER)
+        order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER if sink is None else 0)
         order = RunOrder(
             spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events, principal
         )
+        order.consumer = sink
         order.history = None if history is None else tuple(dict(m) for m in history)
         order.client_tools, order.resume = tuple(client_tools), tuple(resume)
         try:

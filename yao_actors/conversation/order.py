@@ -24,7 +24,7 @@ from opentelemetry.context import Context
 
 from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.errors import RunErrorCode
-from yao_actors.events import TERMINAL_TYPES, EventDict, Outcome
+from yao_actors.events import TERMINAL_TYPES, EventDict, Outcome, SendEvent
 from yao_actors.models.base import Message, Usage
 from yao_actors.observability import tracing
 from yao_actors.results import ToolCallResult
@@ -76,8 +76,10 @@ class RunOrder:
 
     ``events`` is the consumer's channel (:meth:`ConversationManager.open_run`), or ``None``
     (:meth:`ConversationManager.run`, which returns the log at the end: a channel and a task
-    reading it would only cost a trip through the scheduler per event). ``principal`` owns the
-    run's thread. ``sink`` gets every event too (the run's journal, set by the actor).
+    reading it would only cost a trip through the scheduler per event). ``consumer``, when set,
+    takes the events instead of the channel, awaited in the run's own task (a front end that
+    forwards each event saves a task hand-off per event). ``principal`` owns the run's thread.
+    ``sink`` gets every event too (the run's journal, set by the actor).
     """
 
     assistant: AssistantSpec
@@ -86,6 +88,9 @@ class RunOrder:
     thread_id: str
     events: trio.MemorySendChannel[EventDict] | None
     principal: str | None = None
+    consumer: SendEvent | None = None
+    consumer_error: Exception | None = None
+    """What the ``consumer`` raised (other than a closed or broken channel): the run was cancelled then."""
     history: tuple[Message, ...] | None = None
     """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
     client_tools: tuple[Mapping[str, Any], ...] = ()
@@ -116,14 +121,22 @@ class RunOrder:
     async def deliver(self, event: EventDict) -> None:
         """Send an event to the consumer and record it; a consumer gone without detaching cancels the run.
 
-        An event whose sending was cancelled is not recorded: the emitter will number it again.
+        An event whose sending was cancelled is not recorded: the emitter will number it again. A
+        ``consumer`` that fails gets no more events, and the run is cancelled (its failure is kept in
+        :attr:`consumer_error`): it never reaches the run's own code, which must still close out.
         """
-        if self.events is not None and not self.detached:
+        if not self.detached and self.consumer_error is None:
             try:
-                await self.events.send(event)
+                if self.consumer is not None:
+                    await self.consumer(event)
+                elif self.events is not None:
+                    await self.events.send(event)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 if not self.detached:
                     self.scope.cancel()
+            except Exception as error:
+                self.consumer_error = error
+                self.scope.cancel()
         self.record(event)
 
     def detach(self) -> None:

@@ -3,8 +3,9 @@
 A :class:`Connection` is served by one task (:meth:`Connection.serve`), with these parts:
 
 - the reader (in the serving task itself): validates each frame, answers ``ping``, cancels runs, starts runs;
-- one task per run, relaying the events of ``runtime.open_run`` to the client — several runs at once, each
-  on its own thread (the runtime routes runs to conversation actors by ``threadId``);
+- one task per run, holding ``runtime.open_run`` open while the run's events go from the run's own task
+  straight into the writer's queue (``open_run``'s ``sink``: no task hand-off in between) — several runs at
+  once, each on its own thread (the runtime routes runs to conversation actors by ``threadId``);
 - the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
   client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2). Frames that are
   ready together go out in one socket write (each still its own websocket message) when the connection has
@@ -29,8 +30,9 @@ go on. Anything else that fails in a connection ends that connection only (see t
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -98,11 +100,14 @@ class RunOpener(Protocol):
         history: Sequence[Mapping[str, Any]] | None = None,
         client_tools: Sequence[Mapping[str, Any]] = (),
         resume: Sequence[Mapping[str, Any]] = (),
+        sink: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> AbstractAsyncContextManager[EventStream]:
         """Start a run as ``principal``; the context yields its events and cancels the run when left early.
 
         ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation);
         ``client_tools`` are the client's own tools, ``resume`` the answers to the thread's interrupts.
+        ``sink``, when given, is awaited with each event in the run's own task; the stream then yields only
+        what the sink could not take before the run ended (a sink's exception comes out of the stream).
         """
         ...
 
@@ -346,25 +351,9 @@ class Connection:
 
     async def _resume(self, frame: ResumeFrame, run: _RelayedRun) -> None:
         """Relay a resumed run up to its terminal event; an unknown run gets ``RUN_ERROR`` ``unknown_run``."""
-        try:
-            async with self.runtime.open_resume(
-                frame.run_id, after_seq=frame.after_seq, principal=self.principal
-            ) as stream:
-                run.attach(stream)
-                async for event in stream:
-                    await self._emit(event)
-                    run.saw(event)
-        except RunError as error:
-            if not run.ended:
-                run.ended = True
-                await self._emitter(run).run_error(str(error), code=error.code)
-        except Exception as error:  # a bug must not end the connection
-            logger.error("resume of run %s failed", frame.run_id, exc_info=error)
-            if not run.ended:
-                run.ended = True
-                await self._emitter(run).run_error("internal error", code=RunErrorCode.INTERNAL_ERROR)
-        finally:
-            del self._runs[frame.run_id]
+        await self._relay(
+            run, self.runtime.open_resume(frame.run_id, after_seq=frame.after_seq, principal=self.principal)
+        )
 
     def _start_run(self, frame: RunFrame, runs: trio.Nursery) -> None:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
@@ -387,24 +376,9 @@ class Connection:
         runs.start_soon(self._run, frame, run)
 
     async def _run(self, frame: RunFrame, run: _RelayedRun) -> None:
-        """Relay one run, then free its slots; a failure ends the run with ``internal_error``, nothing more."""
+        """Relay one run (its events come straight to the writer's queue), then free its slot."""
         try:
-            await self._relay(frame, run)
-        except Exception as error:  # a bug must not end the connection, let alone the service
-            logger.error("run %s failed", frame.run_id, exc_info=error)
-            if not run.ended:
-                run.ended = True
-                await self._emitter(run).run_error(
-                    f"internal error: {type(error).__name__}", code=RunErrorCode.INTERNAL_ERROR
-                )
-        finally:
-            del self._runs[frame.run_id]
-            self.budget.release()
-
-    async def _relay(self, frame: RunFrame, run: _RelayedRun) -> None:
-        """Forward the run's events up to its terminal one; make sure the client gets exactly one."""
-        try:
-            async with self.runtime.open_run(
+            opened = self.runtime.open_run(
                 frame.assistant,
                 [dict(message) for message in frame.messages],
                 thread_id=frame.thread_id,
@@ -412,19 +386,43 @@ class Connection:
                 principal=self.principal,
                 client_tools=frame.tools,
                 resume=frame.resume,
-            ) as stream:
-                run.attach(stream)
-                async for event in stream:
-                    await self._emit(event)
-                    run.saw(event)
-        except RunError as error:
-            if not run.ended:
-                run.ended = True
-                await self._emitter(run).run_error(str(error), code=error.code)
-        if not run.ended:
-            await self._emitter(run).run_error(
-                "the run ended without a terminal event", code=RunErrorCode.RUN_INCOMPLETE
+                sink=functools.partial(self._forward, run),
             )
+            await self._relay(run, opened)
+        finally:
+            self.budget.release()
+
+    async def _relay(self, run: _RelayedRun, opened: AbstractAsyncContextManager[EventStream | ResumedStream]) -> None:
+        """Forward a run's events up to its terminal one, then forget the run; the client gets exactly one.
+
+        A run refused (``RunError``), failing (an exception: a runtime bug, an event that cannot be encoded) or
+        ending without a terminal event gets a ``RUN_ERROR`` from here; a failure is logged and ends only its run.
+        """
+        try:
+            try:
+                async with opened as stream:
+                    run.attach(stream)
+                    async for event in stream:
+                        await self._forward(run, event)
+            except RunError as error:
+                await self._end(run, str(error), error.code)
+            except Exception as error:  # a bug must not end the connection, let alone the service
+                logger.error("run %s failed", run.run_id, exc_info=error)
+                await self._end(run, f"internal error: {type(error).__name__}", RunErrorCode.INTERNAL_ERROR)
+            await self._end(run, "the run ended without a terminal event", RunErrorCode.RUN_INCOMPLETE)
+        finally:
+            del self._runs[run.run_id]
+
+    async def _forward(self, run: _RelayedRun, event: Event) -> None:
+        """Queue one of a run's events for the writer (``open_run``'s sink: called in the run's own task)."""
+        await self._emit(event)
+        run.saw(event)
+
+    async def _end(self, run: _RelayedRun, message: str, code: RunErrorCode) -> None:
+        """Give a run that has not had its terminal event a ``RUN_ERROR`` (nothing for one that has)."""
+        if not run.ended:
+            run.ended = True
+            await self._emitter(run).run_error(message, code=code)
 
     def _emitter(self, run: _RelayedRun) -> RunEvents:
         """An emitter for the events the front end writes itself, numbered after those already relayed."""
@@ -433,8 +431,17 @@ class Connection:
         return emitter
 
     async def _emit(self, frame: Event) -> None:
-        """Queue a frame for the writer, waiting while the client is behind."""
-        await self._outgoing[0].send(encode(frame))
+        """Queue a frame for the writer, waiting while the client is behind.
+
+        While the queue has room this takes no trip through the scheduler: the events a run emits together
+        (a step's start, its tool call, its end) are all queued before the writer runs, and go out in one
+        socket write. A full queue waits (and checkpoints) as a channel send does.
+        """
+        text = encode(frame)
+        try:
+            self._outgoing[0].send_nowait(text)
+        except trio.WouldBlock:
+            await self._outgoing[0].send(text)
 
     async def _write(self, receive: trio.MemoryReceiveChannel[str]) -> None:
         """Send queued frames in order; when the queue is closed and drained, end the connection's tasks.

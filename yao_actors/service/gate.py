@@ -92,11 +92,13 @@ class ReplayStream(trio.abc.Stream):
         return await self._inner.receive_some(max_bytes)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        """Send on the inner stream (inside :meth:`coalesced`: keep the bytes for the block's one write)."""
+        """Send on the inner stream (inside :meth:`coalesced`: keep the bytes for the block's one write).
+
+        Keeping the bytes takes no trip through the scheduler: the block's end sends them, and checkpoints.
+        """
         self._check_open()
         if self._held is not None:
             self._held += data
-            await trio.lowlevel.checkpoint()
             return
         async with self._sending:
             await self._inner.send_all(data)

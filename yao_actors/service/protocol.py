@@ -91,6 +91,19 @@ _TOOL: Final[dict[str, Any]] = {
     "additionalProperties": False,
 }
 
+
+def _small_frame(
+    kind: str, required: Mapping[str, Any] | None = None, optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The schema of a frame of type ``kind`` with the ``required`` and ``optional`` fields and nothing else."""
+    return {
+        "type": "object",
+        "required": ["type", *(required or {})],
+        "properties": {"type": {"const": kind}, **(required or {}), **(optional or {})},
+        "additionalProperties": False,
+    }
+
+
 #: The JSON schema of each client frame, by ``type``.
 FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
     "run": {
@@ -116,42 +129,12 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
             {"required": ["resume"], "properties": {"resume": {"minItems": 1}}},
         ],
     },
-    "cancel": {
-        "type": "object",
-        "required": ["type", "runId"],
-        "properties": {"type": {"const": "cancel"}, "runId": _ID},
-        "additionalProperties": False,
-    },
-    "ping": {
-        "type": "object",
-        "required": ["type"],
-        "properties": {"type": {"const": "ping"}},
-        "additionalProperties": False,
-    },
-    "history": {
-        "type": "object",
-        "required": ["type", "threadId"],
-        "properties": {"type": {"const": "history"}, "threadId": _ID},
-        "additionalProperties": False,
-    },
-    "resume": {
-        "type": "object",
-        "required": ["type", "runId"],
-        "properties": {"type": {"const": "resume"}, "runId": _ID, "afterSeq": {"type": "integer", "minimum": 0}},
-        "additionalProperties": False,
-    },
-    "forget": {
-        "type": "object",
-        "required": ["type", "threadId"],
-        "properties": {"type": {"const": "forget"}, "threadId": _ID},
-        "additionalProperties": False,
-    },
-    "threads": {
-        "type": "object",
-        "required": ["type"],
-        "properties": {"type": {"const": "threads"}, "limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
-        "additionalProperties": False,
-    },
+    "cancel": _small_frame("cancel", {"runId": _ID}),
+    "ping": _small_frame("ping"),
+    "history": _small_frame("history", {"threadId": _ID}),
+    "resume": _small_frame("resume", {"runId": _ID}, {"afterSeq": {"type": "integer", "minimum": 0}}),
+    "forget": _small_frame("forget", {"threadId": _ID}),
+    "threads": _small_frame("threads", optional={"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}),
 }
 
 _VALIDATORS: Final = {name: jsonschema.Draft202012Validator(schema) for name, schema in FRAME_SCHEMAS.items()}
