@@ -230,11 +230,13 @@ async def wave(
             url = line.decode().split()[1]
         tally = Tally()
         cpu_before = [cpu_seconds(p.pid) for p in processes]
+        clients_before = time.process_time()
         started = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for index in range(clients):
                 nursery.start_soon(one_client, url, index, tally)
         elapsed = time.perf_counter() - started
+        clients_cpu = time.process_time() - clients_before
         spent = [cpu_seconds(p.pid) for p in processes]
         user = sum(u for u, _ in spent) - sum(u for u, _ in cpu_before)
         system = sum(s for _, s in spent) - sum(s for _, s in cpu_before)
@@ -270,6 +272,7 @@ async def wave(
         "service_cpu_ms_per_run": cpu * 1000 / len(latencies) if latencies else float("nan"),
         "service_sys_ms_per_run": system * 1000 / len(latencies) if latencies else float("nan"),
         "service_peak_rss_mib": rss,
+        "clients_cpu_ms_per_run": clients_cpu * 1000 / len(latencies) if latencies else float("nan"),
     }
 
 
@@ -331,6 +334,8 @@ async def main(args: argparse.Namespace) -> None:
         f"connection{store}"
     )
     print_table(rows)
+    clients_cpu = ", ".join(f"{r['clients_cpu_ms_per_run']:.1f}" for r in rows)
+    print(f"the clients' own CPU ms per run (this process, the load generator), by row: {clients_cpu}")
     if args.workers:
         for clients in args.clients:
             same = [r for r in rows if r["clients"] == clients]
