@@ -259,11 +259,17 @@ async def scale_out_scenario(tmp_path: Path, store: dict[str, Any], spec: StoreS
                 while len(worker_pids(parent.pid) - first) < 1:  # noqa: ASYNC110 (another process's children)
                     await trio.sleep(0.2)
                 now = worker_pids(parent.pid)
+                # SIGTERM reaches every worker, which shuts down gracefully; the parent exits once all have.
+                parent.send_signal(signal.SIGTERM)
+                stopped = await parent.wait()
+                left = [pid for pid in now if _running(pid)]
                 log_text = (tmp_path / "workers.log").read_text(errors="replace")
         async with open_store(spec) as stored:
             histories = {t: await stored.load_history(t) for t in logs}
             runs = {t: await stored.list_runs(t) for t in logs}
 
+    assert stopped == 0, log_text[-4000:]
+    assert left == []
     assert victim not in now
     assert len(now) == 2
     assert re.search(rf"worker \d \(pid {victim}\) exited with signal SIGKILL; restarting it", log_text), log_text
