@@ -15,6 +15,12 @@ client count runs that many waves, each against a fresh service, and the table s
 
     python benchmarks/ws_load.py [--clients 200 1000] [--repeat 3] [--turns 3] [--tool-ms 50] [--transport memory]
     python benchmarks/ws_load.py --clients 600 --profile service.prof   # cProfile of the service over the wave
+    python benchmarks/ws_load.py --workers 1 2 [--clients 200] [--repeat 3]  # scale-out, threads in Redis
+
+With ``--workers``, each wave runs that many service processes listening on one port through ``SO_REUSEPORT`` (as
+``yao-actors serve --workers N`` does), all keeping their threads in one Redis (a ``redis-server`` the benchmark
+starts on a free loopback port), so every worker count is measured with the same store; CPU and RSS are summed
+over the workers, and the last line gives the runs/s of each count against one worker's.
 
 Writes ``benchmarks/results/ws_load.json`` (``--out``) with the machine's load average before the first wave.
 A benchmark, not a test: it asserts nothing. Loopback only.
@@ -23,15 +29,21 @@ A benchmark, not a test: it asserts nothing. Loopback only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import os
 import platform
+import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +63,48 @@ from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.service import serve_service
 from yao_actors.service.chat import open_service_connection
+from yao_actors.service.workers import reserve_port, reuse_port_listener
+from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.servers import build_test_server
 
 RESULTS = Path(__file__).parent / "results" / "ws_load.json"
+
+
+@contextlib.contextmanager
+def open_redis(wanted: bool) -> Iterator[str | None]:
+    """A ``redis-server`` on a free loopback port (no persistence) for the waves, stopped at the end."""
+    if not wanted:
+        yield None
+        return
+    executable = shutil.which("redis-server")
+    if executable is None:
+        raise SystemExit("--workers needs redis-server (Debian: apt-get install redis-server)")
+    reserved = reserve_port("127.0.0.1", 0)
+    port = reserved.getsockname()[1]
+    reserved.close()
+    process = subprocess.Popen(
+        [executable, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+                    probe.sendall(b"PING\r\n")
+                    if probe.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
 MAX_CLIENTS = 5000
 
 
@@ -74,8 +124,9 @@ def _model(turns: int, tool_seconds: float) -> FunctionModel:
     return FunctionModel(answer, stream=False)
 
 
-async def serve(turns: int, tool_seconds: float, transport: str) -> None:
-    """Serve on a free loopback port, print ``LISTENING <url>``, stop on SIGTERM."""
+async def serve(turns: int, tool_seconds: float, transport: str, port: int = 0, redis_url: str | None = None) -> None:
+    """Serve on ``port`` (0: a free one; else shared with other workers through ``SO_REUSEPORT``) on loopback,
+    with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM."""
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
         if transport == "memory"
@@ -84,14 +135,16 @@ async def serve(turns: int, tool_seconds: float, transport: str) -> None:
     config = Config(
         servers={"s1": ServerSpec("s1", server_transport, max_concurrency=MAX_CLIENTS, queue_size=MAX_CLIENTS)},
         assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("s1"),), max_turn=turns + 2)},
+        store=None if redis_url is None else StoreSpec("redis", url=redis_url, prefix="ws-load:"),
     )
-    spec = ServiceSpec(host="127.0.0.1", port=0, max_connections=MAX_CLIENTS, max_runs=MAX_CLIENTS)
+    spec = ServiceSpec(host="127.0.0.1", port=port, max_connections=MAX_CLIENTS, max_runs=MAX_CLIENTS)
+    listeners = [reuse_port_listener("127.0.0.1", port)] if port else None
     with trio.open_signal_receiver(signal.SIGTERM) as signals:
         async with (
             open_runtime(config, models={"m": _model(turns, tool_seconds)}) as runtime,
             trio.open_nursery() as nursery,
         ):
-            service = await nursery.start(serve_service, runtime, spec)
+            service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
             print(f"LISTENING {service.url}", flush=True)
             async for _ in signals:
                 break
@@ -108,11 +161,12 @@ class Tally:
     latencies: list[float] = attrs.field(factory=list)
     errors: list[str] = attrs.field(factory=list)
     events: int = 0
+    wave: str = attrs.field(factory=lambda: uuid.uuid4().hex[:8])
 
 
 async def one_client(url: str, index: int, tally: Tally) -> None:
     """Run one conversation on its own connection; record its latency or its error, and its events."""
-    run_id = f"load-{index}"
+    run_id = f"load-{tally.wave}-{index}"  # unique in a store shared by several waves
     frame = {"type": "run", "runId": run_id, "messages": [{"role": "user", "content": "go"}]}
     try:
         async with open_service_connection(url) as ws:
@@ -146,41 +200,65 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
-async def wave(clients: int, turns: int, tool_ms: float, transport: str, profile: Path | None) -> dict[str, Any]:
-    """Start a fresh service, run ``clients`` conversations at once against it, and measure."""
+async def wave(
+    clients: int,
+    turns: int,
+    tool_ms: float,
+    transport: str,
+    profile: Path | None,
+    workers: int | None = None,
+    redis_url: str | None = None,
+) -> dict[str, Any]:
+    """Start a fresh service (``workers`` processes on one port, threads in Redis, when given), run ``clients``
+    conversations at once against it, and measure."""
     command = [sys.executable, __file__, "--serve", "--turns", str(turns), "--tool-ms", str(tool_ms)]
     command += ["--transport", transport]
     if profile is not None:
         command += ["--profile", str(profile)]
-    process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE)
+    reserved = None
+    if workers is not None:
+        assert redis_url is not None
+        reserved = reserve_port("127.0.0.1", 0)
+        command += ["--port", str(reserved.getsockname()[1]), "--redis-url", redis_url]
+    processes = [await trio.lowlevel.open_process(command, stdout=subprocess.PIPE) for _ in range(workers or 1)]
     try:
-        assert process.stdout is not None
-        line = b""
-        while not line.endswith(b"\n"):
-            line += await process.stdout.receive_some(1)
-        url = line.decode().split()[1]
+        for process in processes:
+            assert process.stdout is not None
+            line = b""
+            while not line.endswith(b"\n"):
+                line += await process.stdout.receive_some(1)
+            url = line.decode().split()[1]
         tally = Tally()
-        cpu_before = cpu_seconds(process.pid)
+        cpu_before = [cpu_seconds(p.pid) for p in processes]
+        clients_before = time.process_time()
         started = time.perf_counter()
         async with trio.open_nursery() as nursery:
             for index in range(clients):
                 nursery.start_soon(one_client, url, index, tally)
         elapsed = time.perf_counter() - started
-        user, system = (after - before for after, before in zip(cpu_seconds(process.pid), cpu_before, strict=True))
+        clients_cpu = time.process_time() - clients_before
+        spent = [cpu_seconds(p.pid) for p in processes]
+        user = sum(u for u, _ in spent) - sum(u for u, _ in cpu_before)
+        system = sum(s for _, s in spent) - sum(s for _, s in cpu_before)
         cpu = user + system
-        rss = peak_rss_mib(process.pid)
+        rss = sum(peak_rss_mib(p.pid) for p in processes)
     finally:
-        process.send_signal(signal.SIGTERM)
-        with trio.move_on_after(30):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            with trio.move_on_after(30):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        if reserved is not None:
+            reserved.close()
     latencies = tally.latencies
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) >= 2 else [float("nan")] * 99
     runs = len(latencies) + len(tally.errors)
     return {
         "clients": clients,
+        "workers": workers or 1,
         "completed": len(latencies),
         "errors": len(tally.errors),
         "error_kinds": sorted(set(tally.errors)),
@@ -194,12 +272,13 @@ async def wave(clients: int, turns: int, tool_ms: float, transport: str, profile
         "service_cpu_ms_per_run": cpu * 1000 / len(latencies) if latencies else float("nan"),
         "service_sys_ms_per_run": system * 1000 / len(latencies) if latencies else float("nan"),
         "service_peak_rss_mib": rss,
+        "clients_cpu_ms_per_run": clients_cpu * 1000 / len(latencies) if latencies else float("nan"),
     }
 
 
 def median_row(waves: list[dict[str, Any]]) -> dict[str, Any]:
     """One row for the waves of one client count: the median of each figure, and every wave's CPU per run."""
-    row: dict[str, Any] = {"clients": waves[0]["clients"], "waves": len(waves)}
+    row: dict[str, Any] = {"clients": waves[0]["clients"], "workers": waves[0]["workers"], "waves": len(waves)}
     for key, value in waves[0].items():
         if key == "error_kinds":
             row[key] = sorted({kind for w in waves for kind in w[key]})
@@ -212,13 +291,13 @@ def median_row(waves: list[dict[str, Any]]) -> dict[str, Any]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = (
-        f"{'clients':>8} {'waves':>5} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} {'p99':>8} "
-        f"{'runs/s':>8} {'events/run':>10} {'cpu ms/run':>10} {'of it sys':>9} {'RSS MiB':>8}"
+        f"{'workers':>7} {'clients':>8} {'waves':>5} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} "
+        f"{'p99':>8} {'runs/s':>8} {'events/run':>10} {'cpu ms/run':>10} {'of it sys':>9} {'RSS MiB':>8}"
     )
     print(head)
     for r in rows:
         print(
-            f"{r['clients']:>8} {r['waves']:>5} {r['completed']:>6.0f} {r['errors']:>6.0f} {r['ideal_ms']:>5.0f}ms "
+            f"{r['workers']:>7} {r['clients']:>8} {r['waves']:>5} {r['completed']:>6.0f} {r['errors']:>6.0f} {r['ideal_ms']:>5.0f}ms "
             f"{r['p50_ms']:>6.0f}ms {r['p95_ms']:>6.0f}ms {r['p99_ms']:>6.0f}ms {r['runs_per_s']:>8.1f} "
             f"{r['events_per_run']:>10.1f} {r['service_cpu_ms_per_run']:>10.2f} {r['service_sys_ms_per_run']:>9.2f} "
             f"{r['service_peak_rss_mib']:>8.1f}"
@@ -228,16 +307,41 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 async def main(args: argparse.Namespace) -> None:
     load = [round(x, 2) for x in os.getloadavg()]
     rows = []
-    for clients in args.clients:
-        waves = []
-        for _ in range(args.repeat):
-            waves.append(await wave(min(clients, MAX_CLIENTS), args.turns, args.tool_ms, args.transport, args.profile))
-        rows.append(median_row(waves))
+    with open_redis(args.workers is not None) as redis_url:
+        for clients in args.clients:
+            for workers in args.workers or [None]:
+                # With several worker counts the waves interleave (1, 2, 1, 2, ...): a machine whose load
+                # changes during the run disturbs every count alike.
+                rows.append({"clients": clients, "workers": workers, "waves": []})
+            for _ in range(args.repeat):
+                for row in rows[-len(args.workers or [None]) :]:
+                    row["waves"].append(
+                        await wave(
+                            min(clients, MAX_CLIENTS),
+                            args.turns,
+                            args.tool_ms,
+                            args.transport,
+                            args.profile,
+                            row["workers"],
+                            redis_url,
+                        )
+                    )
+    rows = [median_row(row["waves"]) for row in rows]
     load_at_end = [round(x, 2) for x in os.getloadavg()]
+    store = ", threads in Redis, workers on one SO_REUSEPORT port" if args.workers else ""
     print(
-        f"{args.turns} turns × {args.tool_ms:.0f} ms tool per run, test server {args.transport}, one run per connection"
+        f"{args.turns} turns × {args.tool_ms:.0f} ms tool per run, test server {args.transport}, one run per "
+        f"connection{store}"
     )
     print_table(rows)
+    clients_cpu = ", ".join(f"{r['clients_cpu_ms_per_run']:.1f}" for r in rows)
+    print(f"the clients' own CPU ms per run (this process, the load generator), by row: {clients_cpu}")
+    if args.workers:
+        for clients in args.clients:
+            same = [r for r in rows if r["clients"] == clients]
+            one = same[0]["runs_per_s"]
+            ratios = ", ".join(f"{r['workers']} workers ×{r['runs_per_s'] / one:.2f}" for r in same[1:])
+            print(f"{clients} clients: runs/s against {same[0]['workers']} worker(s): {ratios}")
     report = {
         "benchmark": "ws_load",
         "machine": {
@@ -252,6 +356,7 @@ async def main(args: argparse.Namespace) -> None:
         "turns": args.turns,
         "tool_ms": args.tool_ms,
         "transport": args.transport,
+        "store": "redis" if args.workers else "memory",
         "results": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -268,17 +373,25 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=1, help="waves per client count, each on a fresh service")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the service process to this file")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
+    parser.add_argument(
+        "--workers", type=int, nargs="+", help="worker counts to compare (SO_REUSEPORT, threads in Redis)"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.workers is not None and args.out == RESULTS:
+        args.out = RESULTS.with_name("ws_load_workers.json")
+    serving = partial(serve, args.turns, args.tool_ms / 1000, args.transport, args.port, args.redis_url)
     if not args.serve:
         trio.run(main, args)
     elif args.profile is None:
-        trio.run(serve, args.turns, args.tool_ms / 1000, args.transport)
+        trio.run(serving)
     else:
         profiler = cProfile.Profile()
         profiler.enable()
         try:
-            trio.run(serve, args.turns, args.tool_ms / 1000, args.transport)
+            trio.run(serving)
         finally:
             profiler.disable()
             profiler.dump_stats(args.profile)

@@ -81,7 +81,7 @@ EVERY_KEY: dict[str, Any] = {
         "max_thread_bytes": 1, "max_threads_bytes": 1, "detach_grace": 0,
     },
     "prompts": ["g"],
-    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60},
+    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60, "lease_ttl": 5, "lease_wait": 12.5},
 }  # fmt: skip
 #: The key a redis store cannot have (a file has one store): checked as a second file.
 SQLITE_STORE: dict[str, Any] = {"store": {"type": "sqlite", "path": "/tmp/t.sqlite3", "event_ttl": 60}}

@@ -87,8 +87,10 @@ async def test_the_wire_form_of_a_history_is_an_agui_messages_snapshot_with_runs
 
 async def test_a_runs_input_is_stored_when_it_starts(tmp_path: Path) -> None:
     release = trio.Event()
+    asked = trio.Event()
 
     async def slow(messages: object, tools: object) -> str:
+        asked.set()
         await release.wait()
         return "done"
 
@@ -98,7 +100,8 @@ async def test_a_runs_input_is_stored_when_it_starts(tmp_path: Path) -> None:
             runtime.open_run("a", "还在想吗?", thread_id="t") as stream,
         ):
             assert (await stream.receive())["type"] == "RUN_STARTED"
-            await trio.testing.wait_all_tasks_blocked()
+            await asked.wait()  # the model is asked once the run's start is stored (store calls run in threads,
+            # which wait_all_tasks_blocked counts as blocked)
             while_running = await runtime.history("t")
             release.set()
             events = [event async for event in stream]

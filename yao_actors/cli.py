@@ -1,12 +1,13 @@
 """The command line: ``yao-actors serve`` runs the service, ``chat "question"`` asks it, ``history THREAD`` prints a
 thread it keeps, ``bench`` times tools.
 
-``serve [--config FILE] [--host HOST] [--port PORT] [--log-level LEVEL] [--log-format text|json]`` — with no
+``serve [--config FILE] [--host HOST] [--port PORT] [--workers N] [--log-level LEVEL] [--log-format text|json]`` — with no
 config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
 ``OPENAI_*``) on 127.0.0.1:8765. The current directory is on the import path, so the config's ``module`` servers and
 hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
 traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
-gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped.
+gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped. ``--workers N`` runs
+N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:mod:`yao_actors.service.workers`).
 
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME] [--thread ID]`` and
 ``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.service.chat`; the token defaults to
@@ -43,6 +44,7 @@ from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
 from yao_actors.service.chat import DEFAULT_URL, chat, show_history
+from yao_actors.service.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 from yao_actors.specs import StoreSpec, default_sqlite_path
 
 #: The question the service suggests trying (the seed's example).
@@ -71,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
         help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (the default file "
         f"{default_sqlite_path()}); default: the config's 'store', else sqlite",
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes sharing the port through SO_REUSEPORT, each a whole runtime; the parent restarts "
+        "one that dies; more than 1 needs a shared store (sqlite or redis) (default: 1)",
+    )
+    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # a worker of --workers
     serve.add_argument(
         "--log-level",
         default="INFO",
@@ -168,12 +178,15 @@ def _serve_command(args: argparse.Namespace) -> int:
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
         config = attrs.evolve(config, store=service_store(config.store, args.store))
+        check_workers(args.workers, config.store)
     except ConfigError as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
+    if args.workers > 1:
+        return _serve_workers(args, spec)
     stop_tracing = configure_tracing(os.environ)
     try:
-        trio.run(serve_until_signalled, config, spec)
+        trio.run(partial(serve_until_signalled, config, spec, reuse_port=args.reuse_port))
     except (ConfigError, StoreUnavailable) as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
@@ -181,6 +194,38 @@ def _serve_command(args: argparse.Namespace) -> int:
         if stop_tracing is not None:
             stop_tracing()  # flushes the spans still batched
     return 0
+
+
+def check_workers(workers: int, store: StoreSpec | None) -> None:
+    """``--workers`` is at least 1, and more than 1 only with a store the workers share."""
+    if workers < 1:
+        raise ConfigError([f"--workers: expected a number of worker processes >= 1, got {workers}"])
+    if workers > 1 and (store is None or store.type == "memory"):
+        raise ConfigError(
+            [
+                f"--workers {workers}: the workers must share their threads, so the store must be 'sqlite' (one "
+                "machine) or 'redis' (several), not 'memory' (set the config's store, or drop --store memory)"
+            ]
+        )
+
+
+def _serve_workers(args: argparse.Namespace, spec: ServiceSpec) -> int:
+    """The parent of ``--workers N``: reserve the port, start the workers on it, print one banner, supervise."""
+    reserved = reserve_port(spec.host, spec.port)  # port 0: a free one, the same for every worker
+    port = reserved.getsockname()[1]
+    argv = ["--host", spec.host, "--port", str(port), "--reuse-port"]
+    argv += ["--log-level", args.log_level, "--log-format", args.log_format]
+    if args.config:
+        argv += ["--config", args.config]
+    if args.store:
+        argv += ["--store", args.store]
+
+    def ready(banners: list[str]) -> None:
+        first = banners[0].removeprefix("yao-actors: ")
+        print(f"yao-actors: {args.workers} workers (SO_REUSEPORT) {first}", flush=True)
+
+    with reserved:
+        return trio.run(serve_workers, worker_command(argv), args.workers, ready)
 
 
 def service_store(configured: StoreSpec | None, choice: str | None) -> StoreSpec:
@@ -193,11 +238,15 @@ def service_store(configured: StoreSpec | None, choice: str | None) -> StoreSpec
     return configured or StoreSpec.sqlite()
 
 
-async def serve_until_signalled(config: Config, spec: ServiceSpec) -> None:
-    """Serve ``config`` until SIGINT or SIGTERM, then shut down gracefully (a second signal stops at once)."""
+async def serve_until_signalled(config: Config, spec: ServiceSpec, *, reuse_port: bool = False) -> None:
+    """Serve ``config`` until SIGINT or SIGTERM, then shut down gracefully (a second signal stops at once).
+
+    ``reuse_port``: listen with ``SO_REUSEPORT``, as one of several workers on the port.
+    """
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_runtime(config) as runtime, trio.open_nursery() as nursery:
-            service: Service = await nursery.start(serve_service, runtime, spec)
+            listeners = [reuse_port_listener(spec.host, spec.port)] if reuse_port else None
+            service: Service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
             print(_banner(service, config), flush=True)
             await _next(signals)
             nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope)

@@ -101,6 +101,7 @@ class RunErrorCode(enum.StrEnum):
     ``run_incomplete``    a bug: the run ended without its terminal event; the service wrote one
     ``interrupted``       the process running the run ended first; a durable store closed the run
     ``store_unavailable`` the conversation store could not be reached or written (Redis down, file unwritable)
+    ``thread_busy``       another process ran the thread and still held its lease after ``store.lease_wait``
     ``unknown_run``       a ``resume`` named a run that is not stored (or belongs to another principal)
     ``run_ended``         (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
     ``unknown_interrupt`` a ``resume`` entry named an interrupt the thread is not waiting for
@@ -125,6 +126,7 @@ class RunErrorCode(enum.StrEnum):
     RUN_INCOMPLETE = "run_incomplete"
     INTERRUPTED = "interrupted"
     STORE_UNAVAILABLE = "store_unavailable"
+    THREAD_BUSY = "thread_busy"
     UNKNOWN_RUN = "unknown_run"
     RUN_ENDED = "run_ended"
     UNKNOWN_INTERRUPT = "unknown_interrupt"

@@ -42,6 +42,7 @@ from yao_actors.conversation import (
     open_conversations,
 )
 from yao_actors.conversation.approvals import ApprovalPolicy
+from yao_actors.conversation.leasing import LeasePolicy, serve_sweeps
 from yao_actors.errors import ConfigError, NotReady
 from yao_actors.events import SendEvent
 from yao_actors.handles import NoPublicConstructor
@@ -229,7 +230,11 @@ async def _open_checked_runtime(
     store: ConversationStore,
 ) -> AsyncIterator[Runtime]:
     """:func:`open_runtime` once its config is checked, its models resolved and its store open."""
+    spec = config.store or StoreSpec()
+    leases = LeasePolicy.of(store, ttl=spec.lease_ttl, wait=spec.lease_wait)
     async with open_owned_nursery() as nursery:
+        if leases.shared:
+            await nursery.start(serve_sweeps, leases)  # closes the runs a dead process left, now and periodically
         servers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], connect)
         catalogs = CatalogCache()
         await check_tool_names(config.assistants.values(), servers, catalogs)
@@ -243,7 +248,8 @@ async def _open_checked_runtime(
             catalogs=catalogs,
             store=store,
             detach_grace=config.service.detach_grace,
-            approvals=ApprovalPolicy({spec.id: spec.approval for spec in config.servers.values() if spec.approval}),
+            approvals=ApprovalPolicy({s.id: s.approval for s in config.servers.values() if s.approval}),
+            leases=leases,
         ) as conversations:
             runtime = Runtime._create(config, servers, models, conversations)
             if ready_timeout is not None:

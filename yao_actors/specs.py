@@ -264,6 +264,12 @@ class ServiceSpec:
 DEFAULT_EVENT_TTL = 86400.0
 """Seconds a run's event log is kept after its last event (one day)."""
 
+DEFAULT_LEASE_TTL = 10.0
+"""Seconds a thread's lease lasts unless renewed (a run renews it every third of that)."""
+
+DEFAULT_LEASE_WAIT = 30.0
+"""Seconds a run waits for its thread's lease, held elsewhere, before it ends with ``thread_busy``."""
+
 StoreType = Literal["memory", "sqlite", "redis"]
 
 
@@ -278,7 +284,9 @@ def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
 class StoreSpec:
     """Which conversation store to open: ``memory``, ``sqlite`` (``path``) or ``redis`` (``url``, ``prefix``).
 
-    ``event_ttl`` is how many seconds a run's event log is kept after its last event.
+    ``event_ttl`` is how many seconds a run's event log is kept after its last event. ``lease_ttl`` how long
+    a thread's lease lasts unless renewed, ``lease_wait`` how long a run waits for a lease held elsewhere
+    (:mod:`yao_actors.store.leases`).
     """
 
     type: StoreType = "memory"
@@ -286,6 +294,8 @@ class StoreSpec:
     url: str | None = None
     prefix: str = "yao:"
     event_ttl: float = DEFAULT_EVENT_TTL
+    lease_ttl: float = DEFAULT_LEASE_TTL
+    lease_wait: float = DEFAULT_LEASE_WAIT
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str] | None = None) -> StoreSpec:

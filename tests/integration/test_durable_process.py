@@ -145,7 +145,8 @@ async def test_kill_9_during_a_tool_call_leaves_the_run_interrupted_and_the_thre
 ) -> None:
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
-            config = write_config(tmp_path, fake.base_url, store)
+            # A short lease: the restarted service closes the dead run once its lease expires.
+            config = write_config(tmp_path, fake.base_url, {**store, "lease_ttl": 1.0})
             async with service_process(config) as (process, url), open_service_connection(url) as ws:
                 await send(ws, run_frame("睡一会儿", run_id="r1", thread_id="t1"))
                 seen = [await receive(ws)]
@@ -155,10 +156,11 @@ async def test_kill_9_during_a_tool_call_leaves_the_run_interrupted_and_the_thre
                 process.kill()
                 await process.wait()
             async with service_process(config) as (process, url):
-                snapshot = await history(url, "t1")
                 async with open_service_connection(url) as ws:
                     await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
-                    replayed = await until_terminal(ws, "r1")
+                    replayed = await until_terminal(ws, "r1")  # followed in the store until it is closed
+                snapshot = await history(url, "t1")
+                async with open_service_connection(url) as ws:
                     await send(ws, run_frame("还在吗?", run_id="r2", thread_id="t1"))
                     after = await until_terminal(ws, "r2")
                 assert await stop(process) == 0

@@ -17,14 +17,15 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
+from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve, stored_approvals
 from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
 from yao_actors.conversation.journal import RunJournal, store_unavailable
+from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
 from yao_actors.conversation.window import window_history
 from yao_actors.dispatch import execute_tool_calls
-from yao_actors.errors import ModelError, RunError, RunErrorCode, exception_leaves
+from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
@@ -65,6 +66,10 @@ class ThreadStatus:
     approvals: list[PendingApproval] = attrs.field(factory=list)
     """Calls held for a person's approval by the thread's last run, until a run answers them (the store keeps
     them too, from before the run's terminal event until the run that answers them starts)."""
+    stored_messages: int | None = None
+    """How many messages the store holds for the thread, as far as this actor knows (``None``: not known):
+    a run that finds another number when it takes the thread's lease reloads the history (another process
+    sharing the store ran the thread meanwhile)."""
 
 
 @attrs.define(eq=False)
@@ -115,6 +120,9 @@ class _ConversationActor:
     inbox: trio.MemoryReceiveChannel[RunOrder]
     status: ThreadStatus
     on_history_grown: Callable[[], None]
+    leases: LeasePolicy
+    renewing: trio.CancelScope | None = None
+    """While the running run holds its thread's lease: the scope of the task renewing it."""
 
     async def serve(self) -> None:
         """Execute the thread's runs one at a time until the inbox closes or the task is cancelled."""
@@ -135,25 +143,56 @@ class _ConversationActor:
         order.started.set()
         journal = RunJournal(self.store, order.thread_id, order.run_id)
         order.sink = journal.event
-        async with trio.open_nursery() as writer:
-            await writer.start(journal.serve)
+        async with trio.open_nursery() as helpers:
+            await helpers.start(journal.serve)
             try:
-                await self.execute_run(order, journal, observed)
+                await self.execute_run(order, journal, observed, helpers)
             finally:
-                writer.cancel_scope.cancel()
+                helpers.cancel_scope.cancel()
+                await self.release(order)
 
-    async def execute_run(self, order: RunOrder, journal: RunJournal, observed: RunObservation) -> None:
+    async def take_thread(self, run: Run, order: RunOrder, helpers: trio.Nursery) -> RunError | None:
+        """Take the thread's lease when the store is shared (kept renewed in ``helpers``), bring the history up
+        to date with the store's when another process added to it, and give the run its history."""
+        if self.leases.shared:
+            token = self.leases.token(order.run_id)
+            try:
+                taken = await take_lease(self.leases, order.thread_id, token)
+            except RunError as refused:
+                return refused
+            self.renewing = await helpers.start(keep_lease, self.leases, order.thread_id, token, order.scope.cancel)
+            if taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
+                try:  # and the calls it holds for approval, which that process may have changed
+                    stored = await self.store.load_history(order.thread_id)
+                    approvals = await self.store.load_approvals(order.thread_id)
+                except StoreUnavailable as error:
+                    return store_unavailable(error)
+                self.status.history.replace(stored)
+                self.status.stored_messages = len(stored)
+                self.status.approvals[:] = stored_approvals(order.thread_id, approvals)
+        if order.history is not None:
+            # The client's conversation stands for this run (and the thread's copy in memory); the store
+            # keeps appending what the runs add, as for any thread.
+            self.status.history.replace(order.history)
+        run.history = tuple(self.status.history.messages)
+        return None
+
+    async def release(self, order: RunOrder) -> None:
+        """Give the thread's lease back (once the run's record is closed in the store)."""
+        if self.renewing is not None:
+            self.renewing.cancel()
+            self.renewing = None
+            await release_lease(self.leases, order.thread_id, self.leases.token(order.run_id))
+
+    async def execute_run(
+        self, order: RunOrder, journal: RunJournal, observed: RunObservation, helpers: trio.Nursery
+    ) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6).
 
         The store gets the run's input when it starts, each whole turn as the run goes (behind it),
         and the rest, the run's record and its events before the run counts as over.
         """
-        if order.history is not None:
-            # The client's conversation stands for this run (and the thread's copy in memory); the store
-            # keeps appending what the runs add, as for any thread.
-            self.status.history.replace(order.history)
-        history = tuple(self.status.history.messages)
-        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), history)
+        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), ())
         run.client_tools = order.client_tools
         ending: Ending | None = CANCELLED
         # The journal follows the transcript; no closure over the run, so a finished run is freed at once.
@@ -162,7 +201,9 @@ class _ConversationActor:
         try:
             with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                ending = await _start(run, order, self.status, journal)
+                ending = await self.take_thread(run, order, helpers)
+                if ending is None:
+                    ending = await _start(run, order, self.status, journal)
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -190,8 +231,14 @@ class _ConversationActor:
                 if result.outcome is Outcome.INTERRUPT:
                     self.status.approvals.extend(result.interrupts)
                 await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
+                # The run is over in the store: another process may take the thread now.
+                await self.release(order)
                 # The thread keeps what its store has, so the two never disagree.
                 self.status.history.extend(journal.stored)
+                if self.status.stored_messages is not None:
+                    self.status.stored_messages = (
+                        None if journal.failure is not None else self.status.stored_messages + len(journal.stored)
+                    )
                 # While this run still counts as pending, so its own thread is never the one forgotten.
                 self.on_history_grown()
                 with trio.move_on_after(CLEANUP_GRACE):
@@ -215,6 +262,7 @@ async def serve_conversation(
     approvals: Sequence[PendingApproval] = (),
     max_history_bytes: int = MAX_THREAD_BYTES,
     on_history_grown: Callable[[], None] = lambda: None,
+    leases: LeasePolicy | None = None,
     task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
@@ -222,13 +270,15 @@ async def serve_conversation(
     ``owner`` is the principal that owns the thread, ``history`` and ``approvals`` (its calls waiting for a
     person) what ``store`` holds of it (the thread was opened there). The thread keeps at most
     ``max_history_bytes`` of history in memory; ``on_history_grown`` is called each time a run's messages
-    joined it (the manager keeps all threads within their budget that way).
+    joined it (the manager keeps all threads within their budget that way). ``leases`` are the store's thread
+    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
     status.history.extend(history)
+    status.stored_messages = len(history)
     status.approvals.extend(approvals)
-    actor = _ConversationActor(resources, store, receive, status, on_history_grown)
+    actor = _ConversationActor(resources, store, receive, status, on_history_grown, leases or LeasePolicy.of(store))
     task_status.started(ConversationHandle._create(thread_id, owner, send, status))
     await actor.serve()
 

@@ -86,9 +86,12 @@ class RunJournal:
         self.stored.extend(messages)
 
     def event(self, event: EventDict) -> None:
-        """Keep an event for the next write (events are written with turns and at the end; none are written
-        for a run whose start could not be stored)."""
+        """Keep an event for the next write: with the next turn, or within :data:`EVENTS_DELAY` seconds,
+        so that a process sharing the store can follow the run as it goes (none are written for a run
+        whose start could not be stored)."""
         self._events.append(event)
+        if self._due == math.inf:
+            self.kick_soon()
 
     def turn(self, messages: Sequence[Message]) -> None:
         """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
@@ -149,6 +152,10 @@ class RunJournal:
                 except StoreUnavailable as error:
                     logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
                     self.failure = error
+                except ValueError as error:
+                    # Another process closed the run's log (this run lost its thread's lease and was taken
+                    # for dead): what it adds now is not stored, and the run is being cancelled.
+                    logger.error("run %s: events not stored: %s", self.run_id, error)
 
     async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
         """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""

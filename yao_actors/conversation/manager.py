@@ -22,6 +22,7 @@ from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, ser
 from yao_actors.conversation.approvals import ApprovalPolicy, stored_approvals
 from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.journal import store_unavailable
+from yao_actors.conversation.leasing import LeasePolicy
 from yao_actors.conversation.order import FollowStream, RunOrder, RunResult
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.run import RunResources, request_tools
@@ -127,6 +128,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
     _max_thread_bytes: int
     _max_threads_bytes: int
     _detach_grace: float
+    _leases: LeasePolicy
     _threads: dict[str, ConversationHandle] = attrs.field(factory=dict)
     _starting: trio.Lock = attrs.field(factory=trio.Lock)
     _live: dict[str, RunOrder] = attrs.field(factory=dict)
@@ -202,6 +204,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
                 approvals=stored_approvals(thread_id, approvals),
                 max_history_bytes=self._max_thread_bytes,
                 on_history_grown=self._fit_memory_budget,
+                leases=self._leases,
             )
         )
         return handle
@@ -439,6 +442,7 @@ async def open_conversations(
     detach_grace: float = DETACH_GRACE,
     approvals: ApprovalPolicy | None = None,
     clock: Callable[[], float] = time.time,
+    leases: LeasePolicy | None = None,
 ) -> AsyncIterator[ConversationManager]:
     """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
 
@@ -449,19 +453,22 @@ async def open_conversations(
     system prompts (``Config.prompts``); ``catalogs`` a cache of the tool
     catalogs to share (the runtime checks tool names with it). Threads live in
     ``store`` between runs (default: a new :class:`~yao_actors.store.MemoryStore`);
-    a run whose consumer detached goes on for ``detach_grace`` seconds unfollowed.
+    a run whose consumer detached goes on for ``detach_grace`` seconds unfollowed. ``leases`` say how runs
+    hold their thread's lease in a shared store (default: the store's, with the default ttl and wait).
     Cancelled runs still close out (history, one terminal event) before the block exits.
     """
     resources = RunResources(
         assistants, servers, models, catalogs or CatalogCache(), tuple(prompts), approvals or ApprovalPolicy(), clock
     )
+    store = store if store is not None else MemoryStore()
     async with open_owned_nursery() as nursery:
         yield ConversationManager._create(
             resources,
             nursery,
-            store if store is not None else MemoryStore(),
+            store,
             max_threads,
             max_thread_bytes,
             max_threads_bytes,
             detach_grace,
+            leases or LeasePolicy.of(store),
         )

@@ -135,10 +135,14 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
         self._finished = True
 
     async def _terminal(self, record: RunRecord) -> EventDict:
-        """The run's stored terminal event, or one made from its record when the log no longer has it."""
+        """The run's stored terminal event, or one made from its record when the log no longer has it.
+
+        Numbered past what the client has seen: a process that died may have sent events it never stored,
+        and the terminal event a sweep appended then has a ``seq`` the client already saw on another event.
+        """
         for event in reversed(await self._store.read_events(record.run_id, 0)):
             if event.get("type") in TERMINAL_TYPES:
-                return event
+                return event if event["seq"] > self._after else {**event, "seq": self._after + 1}
         return terminal_from_record(record, self._after + 1)
 
     async def aclose(self) -> None:

@@ -292,13 +292,18 @@ class Service:
 
 @asynccontextmanager
 async def open_service(
-    runtime: RunOpener, spec: ServiceSpec, *, servers: Mapping[str, Observable] | None = None
+    runtime: RunOpener,
+    spec: ServiceSpec,
+    *,
+    servers: Mapping[str, Observable] | None = None,
+    listeners: list[trio.SocketListener] | None = None,
 ) -> AsyncIterator[Service]:
     """Listen on ``spec.host:spec.port`` and serve ``runtime`` until the block ends, then shut down gracefully.
 
     Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
     a free port; read it from :attr:`Service.port`. ``/readyz`` reports ``servers`` (by default a
-    :class:`~yao_actors.runtime.Runtime`'s own).
+    :class:`~yao_actors.runtime.Runtime`'s own). ``listeners``, when given, are listened on instead (a worker's
+    ``SO_REUSEPORT`` socket, :mod:`yao_actors.service.workers`).
     """
     credentials = resolve_credentials(spec)
     check_listen(spec.host, credentials)
@@ -307,7 +312,8 @@ async def open_service(
         servers = runtime.servers if isinstance(runtime, Runtime) else {}
     budget = RunBudget(limit=spec.max_runs)
     endpoints = Endpoints(servers, credentials, lambda: budget.closing)
-    listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
+    if listeners is None:
+        listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
         service = Service(
             spec=spec,
@@ -333,13 +339,14 @@ async def serve_service(
     spec: ServiceSpec,
     *,
     servers: Mapping[str, Observable] | None = None,
+    listeners: list[trio.SocketListener] | None = None,
     task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled (stops at once) or until :meth:`Service.shutdown` is called on the reported handle.
 
-    ``servers`` as for :func:`open_service`.
+    ``servers`` and ``listeners`` as for :func:`open_service`.
     """
-    async with open_service(runtime, spec, servers=servers) as service:
+    async with open_service(runtime, spec, servers=servers, listeners=listeners) as service:
         task_status.started(service)
         await service.wait_stopped()
 

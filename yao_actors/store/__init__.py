@@ -9,7 +9,8 @@
                           ``redis`` extra: coredis)
 
 ``open_store(StoreSpec)`` opens the one a ``store`` configuration section names
-(``parse_store_spec``) and closes the runs a dead process left running.
+(``parse_store_spec``). Thread leases (``leases.py``; a backend per store type) keep one run of a thread at a
+time across the processes sharing a store, and close the runs a dead process left running.
 """
 
 from yao_actors.store.base import (

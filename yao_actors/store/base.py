@@ -121,8 +121,8 @@ class ConversationStore(Protocol):
 
     Writes are atomic: every call writes all of what it was given or nothing.
     Reads of something unknown give an empty answer (``None``, ``[]``), never
-    an error. :func:`~yao_actors.store.open_store` opens one and, for durable
-    backends, closes the runs a dead process left running.
+    an error. :func:`~yao_actors.store.open_store` opens one; the runs a dead
+    process left running are closed through thread leases (:mod:`yao_actors.store.leases`).
     """
 
     event_ttl: float

@@ -4,7 +4,7 @@
 
     "store": {"type": "memory"}
     "store": {"type": "sqlite", "path": "/var/lib/yao/conversations.sqlite3", "event_ttl": 86400}
-    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "yao:"}
+    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "yao:", "lease_ttl": 10, "lease_wait": 30}
 
 
 The records (:class:`StoreSpec`, :func:`default_sqlite_path`) live in :mod:`yao_actors.specs` with the rest
@@ -13,13 +13,14 @@ of the configuration; they are re-exported here.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from yao_actors.errors import ConfigError
-from yao_actors.specs import DEFAULT_EVENT_TTL, StoreType
+from yao_actors.specs import DEFAULT_EVENT_TTL, DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, StoreType
 from yao_actors.specs import StoreSpec as StoreSpec  # re-exported
 from yao_actors.specs import default_sqlite_path as default_sqlite_path  # re-exported
 from yao_actors.store.base import ConversationStore
@@ -27,9 +28,9 @@ from yao_actors.store.memory import MemoryStore
 from yao_actors.store.sqlite import open_sqlite_store
 
 _KEYS: Mapping[str, tuple[str, ...]] = {
-    "memory": ("type", "event_ttl"),
-    "sqlite": ("type", "path", "event_ttl"),
-    "redis": ("type", "url", "prefix", "event_ttl"),
+    "memory": ("type", "event_ttl", "lease_ttl", "lease_wait"),
+    "sqlite": ("type", "path", "event_ttl", "lease_ttl", "lease_wait"),
+    "redis": ("type", "url", "prefix", "event_ttl", "lease_ttl", "lease_wait"),
 }
 
 
@@ -58,9 +59,11 @@ def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
         fail("path", "required for a sqlite store")
     if kind == "redis" and "url" not in data:
         fail("url", "required for a redis store")
-    ttl = data.get("event_ttl", DEFAULT_EVENT_TTL)
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0:
-        fail("event_ttl", f"expected a number of seconds > 0, got {ttl!r}")
+    seconds = {"event_ttl": DEFAULT_EVENT_TTL, "lease_ttl": DEFAULT_LEASE_TTL, "lease_wait": DEFAULT_LEASE_WAIT}
+    for key, default in seconds.items():
+        value = seconds[key] = data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+            fail(key, f"expected a number of seconds > 0, got {value!r}")
     if problems:
         raise ConfigError(problems)
     return StoreSpec(
@@ -68,13 +71,18 @@ def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
         path=data.get("path"),
         url=data.get("url"),
         prefix=data.get("prefix", "yao:"),
-        event_ttl=float(ttl),
+        event_ttl=float(seconds["event_ttl"]),
+        lease_ttl=float(seconds["lease_ttl"]),
+        lease_wait=float(seconds["lease_wait"]),
     )
 
 
 @asynccontextmanager
 async def open_store(spec: StoreSpec, *, clock: Callable[[], float] = time.time) -> AsyncIterator[ConversationStore]:
-    """Open the store ``spec`` names, close the runs a dead process left running, and close it on exit.
+    """Open the store ``spec`` names, and close it on exit.
+
+    The runs a dead process left running are closed once their thread's lease has expired, by a runtime's
+    sweep (:mod:`yao_actors.store.leases`), not here: other live processes may share the store.
 
     Raises :class:`~yao_actors.errors.StoreUnavailable` when a durable store
     cannot be reached or opened. ``clock`` gives POSIX time (tests move it).
@@ -94,5 +102,4 @@ async def open_store(spec: StoreSpec, *, clock: Callable[[], float] = time.time)
             raise ConfigError([f"store.type: 'redis' needs {error.name}: pip install 'yao-actors[redis]'"]) from error
         opened = open_redis_store(spec.url, prefix=spec.prefix, event_ttl=spec.event_ttl, clock=clock)
     async with opened as store:
-        await store.close_interrupted_runs()
         yield store

@@ -1,0 +1,130 @@
+"""How runs use thread leases (:mod:`yao_actors.store.leases`): take one before the run, keep it, give it back.
+
+:func:`take_lease` waits up to ``lease_wait`` for a thread leased elsewhere, then fails the run with
+``RunError`` ``thread_busy``; :func:`keep_lease` renews it every third of ``lease_ttl`` while the run goes on
+and calls ``on_lost`` when another holder took it (the run is then cancelled rather than run twice);
+:func:`serve_sweeps` closes, in every process, the runs whose process died (their thread's lease expired).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import attrs
+import trio
+
+from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
+from yao_actors.store import ConversationStore, MemoryStore
+from yao_actors.store.lease_backend import lease_backend
+from yao_actors.store.leases import (
+    DEFAULT_LEASE_TTL,
+    DEFAULT_LEASE_WAIT,
+    Taken,
+    ThreadLeases,
+    sweep_dead_runs,
+)
+
+logger = logging.getLogger(__name__)
+
+POLL_INTERVAL = 0.2
+"""Seconds between two attempts at a lease held elsewhere (at most a third of the lease's ttl)."""
+
+
+@attrs.frozen
+class LeasePolicy:
+    """A runtime's leases: the store's backend, how long a lease lasts (``ttl``) and how long a run waits."""
+
+    leases: ThreadLeases
+    owner: str
+    """The token prefix of this process (the store's ``owner``); a run's token is ``{owner}:{run id}``."""
+    ttl: float = DEFAULT_LEASE_TTL
+    wait: float = DEFAULT_LEASE_WAIT
+    shared: bool = True
+    """Whether other processes may share the store; runs on an in-process :class:`MemoryStore` take no lease
+    (one process runs a thread's runs one at a time anyway)."""
+
+    @classmethod
+    def of(
+        cls, store: ConversationStore, *, ttl: float = DEFAULT_LEASE_TTL, wait: float = DEFAULT_LEASE_WAIT
+    ) -> LeasePolicy:
+        """The policy of runs on ``store``."""
+        return cls(lease_backend(store), store.owner, ttl, wait, shared=not isinstance(store, MemoryStore))
+
+    def token(self, run_id: str) -> str:
+        return f"{self.owner}:{run_id}"
+
+
+async def take_lease(policy: LeasePolicy, thread_id: str, token: str) -> Taken:
+    """The thread's lease for ``token``, waiting up to ``policy.wait`` while another holds it.
+
+    Raises ``RunError`` ``thread_busy`` when it is still held elsewhere after that; ``store_unavailable``
+    when the store cannot be reached.
+    """
+    try:
+        with trio.move_on_after(policy.wait):
+            while True:
+                taken = await policy.leases.take(thread_id, token, policy.ttl)
+                if taken.taken:
+                    if taken.closed:
+                        logger.warning("thread %s: closed run(s) whose process died: %s", thread_id, taken.closed)
+                    return taken
+                await trio.sleep(min(POLL_INTERVAL, policy.ttl / 3))
+    except StoreUnavailable as error:
+        raise RunError(
+            f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE
+        ) from error
+    raise RunError(
+        f"thread {thread_id!r} is busy: a run elsewhere still holds it after {policy.wait:g} s (store.lease_wait)",
+        code=RunErrorCode.THREAD_BUSY,
+    )
+
+
+async def keep_lease(
+    policy: LeasePolicy,
+    thread_id: str,
+    token: str,
+    on_lost: Callable[[], None],
+    *,
+    task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Renew the lease every third of its ttl until cancelled (``started`` gives the scope that stops it);
+    ``on_lost()`` once it is found held by another."""
+    with trio.CancelScope() as renewing:
+        task_status.started(renewing)
+        while True:
+            await trio.sleep(policy.ttl / 3)
+            try:
+                kept = await policy.leases.renew(thread_id, token, policy.ttl)
+            except StoreUnavailable as error:
+                logger.warning("thread %s: could not renew its lease: %s", thread_id, error)
+                continue
+            if not kept:
+                logger.error("thread %s: its lease expired and was taken elsewhere; the run is cancelled", thread_id)
+                on_lost()
+                return
+
+
+async def release_lease(policy: LeasePolicy, thread_id: str, token: str) -> None:
+    """Give the lease back (shielded: a cancelled run still frees its thread); an unreachable store lets it expire."""
+    with trio.CancelScope(shield=True):
+        try:
+            await policy.leases.release(thread_id, token)
+        except StoreUnavailable as error:
+            logger.warning("thread %s: could not release its lease (it expires by itself): %s", thread_id, error)
+
+
+async def serve_sweeps(policy: LeasePolicy, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """Close the runs whose process died: once before ``started()`` (a restarted process's first look), then
+    every half ``ttl``, so a dead run is closed within about ``1.5 × ttl`` of its last renewal."""
+    token = f"{policy.owner}:sweep"
+    started = False
+    while True:
+        try:
+            await sweep_dead_runs(policy.leases, token, policy.ttl)
+        except StoreUnavailable as error:
+            logger.warning("the sweep for dead runs could not reach the store: %s", error)
+        if not started:
+            task_status.started()
+            started = True
+        await trio.sleep(policy.ttl / 2)

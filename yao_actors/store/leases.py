@@ -1,0 +1,146 @@
+"""Thread leases: one run of a thread at a time, in whichever process or machine shares the store (issue 17).
+
+A run takes its thread's lease (a token with an expiry) before it touches the thread, renews it every third
+of ``lease_ttl`` and releases it at the end. A process that dies stops renewing: its lease expires, and the
+next one to take the thread's lease — a run on that thread, or a worker's periodic sweep — closes the run it
+left ``running`` as ``interrupted`` in the same atomic step (terminal ``RUN_ERROR`` ``interrupted`` appended to
+its log; its history holds only whole turns, as always). That replaces "close every run not mine" at start,
+which is wrong once several processes share a store.
+
+::
+
+    ThreadLeases          the backend of a store (yao_actors.store.lease_backend.lease_backend(store)):
+    ├── MemoryLeases      a dict; one process, so only the contract
+    ├── SqliteLeases      a ``leases`` row per thread, taken in one transaction (yao_actors.store.sqlite_leases)
+    └── RedisLeases       ``SET NX PX`` with a token, renewed and released by Lua scripts that check it
+                          (yao_actors.store.redis_leases)
+
+A taken lease also reports how many messages the store holds for the thread (``None`` when the store is not
+shared), so a process that keeps a copy of the history in memory knows when another process added to it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Protocol
+
+import attrs
+import trio
+
+from yao_actors.specs import DEFAULT_LEASE_TTL as DEFAULT_LEASE_TTL  # configuration values, re-exported
+from yao_actors.specs import DEFAULT_LEASE_WAIT as DEFAULT_LEASE_WAIT
+from yao_actors.store.base import ConversationStore, RunStatus, interrupted_event
+from yao_actors.store.memory import MemoryStore
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED_MESSAGE = interrupted_event("", 0, 0.0)["message"]
+
+
+@attrs.frozen
+class Taken:
+    """The answer to a lease request: whether it was taken, the dead runs it closed, and the thread's size.
+
+    ``stored_messages`` is how many messages the store holds for the thread (``None``: the store is not
+    shared, so no other process can have added any).
+    """
+
+    taken: bool
+    closed: tuple[str, ...] = ()
+    stored_messages: int | None = None
+
+
+class ThreadLeases(Protocol):
+    """The leases of one store (see the module docstring). Every method is one atomic step in the store."""
+
+    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
+        """Take the thread's lease for ``token`` (or extend it, when ``token`` holds it) for ``ttl`` seconds.
+
+        When taken, every run of the thread still ``running`` (and ``also_close``, a run of that thread) is
+        closed as interrupted: with the lease free, nobody is running it.
+        """
+        ...
+
+    async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
+        """Extend the lease ``token`` holds by ``ttl`` seconds; ``False`` when it no longer holds it."""
+        ...
+
+    async def release(self, thread_id: str, token: str) -> None:
+        """Give the lease up, if ``token`` still holds it."""
+        ...
+
+    async def running_runs(self) -> list[tuple[str, str]]:
+        """The ``(run id, thread id)`` of every run the store has as running (what a sweep looks at)."""
+        ...
+
+
+@attrs.define(eq=False)
+class MemoryLeases:
+    """Leases of a store in this process's memory (a :class:`MemoryStore`, or a store the runtime was given)."""
+
+    store: ConversationStore
+    _held: dict[str, tuple[str, float]] = attrs.field(factory=dict, init=False)
+
+    def _now(self) -> float:
+        return trio.current_time()
+
+    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
+        await trio.lowlevel.checkpoint()
+        held = self._held.get(thread_id)
+        if held is not None and held[0] != token and held[1] > self._now():
+            return Taken(False)
+        self._held[thread_id] = (token, self._now() + ttl)
+        if isinstance(self.store, MemoryStore):
+            # Its runs live and die with this process, which runs a thread's runs one at a time.
+            return Taken(True)
+        closed = await close_running_runs(self.store, thread_id, also_close)
+        return Taken(True, closed, len(await self.store.load_history(thread_id)))
+
+    async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
+        await trio.lowlevel.checkpoint()
+        held = self._held.get(thread_id)
+        if held is None or held[0] != token:
+            return False
+        self._held[thread_id] = (token, self._now() + ttl)
+        return True
+
+    async def release(self, thread_id: str, token: str) -> None:
+        await trio.lowlevel.checkpoint()
+        held = self._held.get(thread_id)
+        if held is not None and held[0] == token:
+            del self._held[thread_id]
+
+    async def running_runs(self) -> list[tuple[str, str]]:
+        await trio.lowlevel.checkpoint()
+        return []  # the runs of an in-process store die with the process that would sweep them
+
+
+async def close_running_runs(store: ConversationStore, thread_id: str, also_close: str | None) -> tuple[str, ...]:
+    """Close the thread's running runs as interrupted, through the store's interface (the lease is held)."""
+    closed: list[str] = []
+    for run in await store.list_runs(thread_id):
+        if run.status is RunStatus.RUNNING or run.run_id == also_close:
+            events = await store.read_events(run.run_id)
+            seq = events[-1]["seq"] + 1 if events else 1
+            if await store.finish_run(run.run_id, status=RunStatus.INTERRUPTED, outcome=RunStatus.INTERRUPTED.value):
+                await store.append_events(run.run_id, [interrupted_event(run.run_id, seq, time.time())])
+                closed.append(run.run_id)
+    return tuple(closed)
+
+
+async def sweep_dead_runs(leases: ThreadLeases, token: str, ttl: float) -> list[str]:
+    """Close every running run whose thread's lease is free (its process died); their ids.
+
+    For each such thread the sweep takes the lease itself (which closes the run), then releases it; a thread
+    whose lease is held, here or elsewhere, is left alone.
+    """
+    closed: list[str] = []
+    for run_id, thread_id in await leases.running_runs():
+        taken = await leases.take(thread_id, token, ttl, also_close=run_id)
+        if taken.taken:
+            await leases.release(thread_id, token)
+            closed.extend(taken.closed)
+    if closed:
+        logger.warning("closed %d run(s) whose process died: %s", len(closed), ", ".join(closed))
+    return closed

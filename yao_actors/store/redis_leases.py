@@ -1,0 +1,125 @@
+"""Thread leases in a Redis store: ``SET NX PX`` with a token; renewal and release are Lua scripts that check it.
+
+The lease of thread ``id`` is the string key ``{prefix}thread:{id}:lease`` holding its holder's token, with
+the lease's time to live as the key's (Redis' own clock, so machines need not agree on the time). Taking it
+is one script: ``SET NX PX`` (or an extension when the token already holds it), then the thread's last run
+(and the run a sweep names) closed as interrupted when still running, then the length of the history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import coredis
+
+from yao_actors.store.base import INTERRUPTED_CODE
+from yao_actors.store.leases import INTERRUPTED_MESSAGE, Taken
+from yao_actors.store.redis import _LAST_SEQ, RedisStore, _reachable
+
+_TAKE = (
+    _LAST_SEQ
+    + """
+-- KEYS: lease, thread runs, running set, thread messages
+-- ARGV: token, ttl ms, prefix, now, timestamp ms, message, code, run to close too ('' none), event ttl ms
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, {}, 0} end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+local closed = {}
+local function close(run_id)
+  local run = ARGV[3] .. 'run:' .. run_id
+  if redis.call('HGET', run, 'status') ~= 'running' then return end
+  local stream = run .. ':events'
+  local seq = last_seq(stream) + 1
+  local event = cjson.encode({type = 'RUN_ERROR', message = ARGV[6], code = ARGV[7],
+                              timestamp = tonumber(ARGV[5]), runId = run_id})
+  redis.call('XADD', stream, '0-' .. seq, 'e', event)
+  redis.call('PEXPIRE', stream, ARGV[9])
+  redis.call('HSET', run, 'status', 'interrupted', 'outcome', 'interrupted', 'finishedAt', ARGV[4])
+  redis.call('SREM', KEYS[3], run_id)
+  closed[#closed + 1] = run_id
+end
+local last = redis.call('LINDEX', KEYS[2], -1)
+if last then close(last) end
+if ARGV[8] ~= '' and ARGV[8] ~= last then close(ARGV[8]) end
+return {1, closed, redis.call('LLEN', KEYS[4])}
+"""
+)
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+@attrs.define(eq=False)
+class RedisLeases:
+    """The :class:`~yao_actors.store.leases.ThreadLeases` of a :class:`RedisStore`."""
+
+    store: RedisStore
+    _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
+
+    @_scripts.default
+    def _register(self) -> dict[str, coredis.commands.Script[str]]:
+        client = self.store._client
+        return {
+            name: client.register_script(source)
+            for name, source in (("take", _TAKE), ("renew", _RENEW), ("release", _RELEASE))
+        }
+
+    async def _script(self, name: str, keys: list[str], args: list[str | int | float]) -> Any:
+        with _reachable(self.store.url):
+            return await self._scripts[name](keys=keys, args=args)
+
+    def _lease_key(self, thread_id: str) -> str:
+        return self.store._key("thread", thread_id, "lease")
+
+    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
+        store = self.store
+        now = store.clock()
+        keys = [
+            self._lease_key(thread_id),
+            store._key("thread", thread_id, "runs"),
+            store._key("runs", "running"),
+            store._key("thread", thread_id, "messages"),
+        ]
+        args: list[str | int | float] = [
+            token,
+            _ms(ttl),
+            store.prefix,
+            repr(now),
+            int(now * 1000),
+            INTERRUPTED_MESSAGE,
+            INTERRUPTED_CODE,
+            also_close or "",
+            store._ttl_ms,
+        ]
+        taken, closed, count = await self._script("take", keys, args)
+        return Taken(bool(taken), tuple(str(run_id) for run_id in closed), int(count) if taken else None)
+
+    async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
+        return bool(await self._script("renew", [self._lease_key(thread_id)], [token, _ms(ttl)]))
+
+    async def release(self, thread_id: str, token: str) -> None:
+        await self._script("release", [self._lease_key(thread_id)], [token])
+
+    async def running_runs(self) -> list[tuple[str, str]]:
+        client = self.store._client
+        with _reachable(self.store.url):
+            run_ids = sorted(await client.smembers(self.store._key("runs", "running")))
+            if not run_ids:
+                return []
+            async with client.pipeline(transaction=False) as pipe:
+                requests = [pipe.hget(self.store._key("run", run_id), "threadId") for run_id in run_ids]
+            threads = [await request for request in requests]
+        return [(run_id, str(thread)) for run_id, thread in zip(run_ids, threads, strict=True) if thread is not None]
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))

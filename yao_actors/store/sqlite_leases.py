@@ -1,0 +1,84 @@
+"""Thread leases in a SQLite store: a ``leases`` row per thread, taken, renewed and released in one transaction.
+
+Processes on one machine sharing the file see one another's leases; the expiry is the store's clock (POSIX
+time), so they must share a clock, which one machine does. The table is created on first use (``IF NOT
+EXISTS``), outside the store's schema versions, so that an older program opening the file is not refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import attrs
+
+from yao_actors.store.base import INTERRUPTED_CODE, RunStatus, encode_event, interrupted_event
+from yao_actors.store.leases import Taken
+from yao_actors.store.sqlite import SqliteStore
+
+_CREATE = (
+    "CREATE TABLE IF NOT EXISTS leases (thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL)"
+)
+
+
+@attrs.define(eq=False)
+class SqliteLeases:
+    """The :class:`~yao_actors.store.leases.ThreadLeases` of a :class:`SqliteStore`."""
+
+    store: SqliteStore
+    _created: bool = attrs.field(default=False, init=False)
+
+    async def _ensure_table(self) -> None:
+        if not self._created:
+            await self.store._write(lambda db: db.execute(_CREATE))
+            self._created = True
+
+    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
+        await self._ensure_table()
+        store = self.store
+        now = store.clock()
+
+        def work(db: sqlite3.Connection) -> Taken:
+            row = db.execute("SELECT token, expires_at FROM leases WHERE thread_id = ?", (thread_id,)).fetchone()
+            if row is not None and row[0] != token and row[1] > now:
+                return Taken(False)
+            db.execute(
+                "INSERT INTO leases VALUES (?, ?, ?) ON CONFLICT (thread_id)"
+                " DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at",
+                (thread_id, token, now + ttl),
+            )
+            running = db.execute(
+                "SELECT run_id, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id) FROM runs"
+                " WHERE thread_id = ? AND status = 'running'",  # also_close among them, when it still runs
+                (thread_id,),
+            ).fetchall()
+            for run_id, last_seq in running:
+                event = interrupted_event(run_id, (last_seq or 0) + 1, now)
+                db.execute("INSERT INTO events VALUES (?, ?, ?)", (run_id, event["seq"], encode_event(event)))
+                db.execute(
+                    "UPDATE runs SET status = ?, outcome = ?, finished_at = ?, events_expire_at = ? WHERE run_id = ?",
+                    (RunStatus.INTERRUPTED.value, INTERRUPTED_CODE, now, now + store.event_ttl, run_id),
+                )
+            count = db.execute("SELECT COUNT(*) FROM messages WHERE thread_id = ?", (thread_id,)).fetchone()[0]
+            return Taken(True, tuple(run_id for run_id, _ in running), int(count))
+
+        return await store._write(work)
+
+    async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
+        await self._ensure_table()
+        expires = self.store.clock() + ttl
+        cursor = await self.store._write(
+            lambda db: db.execute(
+                "UPDATE leases SET expires_at = ? WHERE thread_id = ? AND token = ?", (expires, thread_id, token)
+            )
+        )
+        return cursor.rowcount == 1
+
+    async def release(self, thread_id: str, token: str) -> None:
+        await self._ensure_table()
+        await self.store._write(
+            lambda db: db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (thread_id, token))
+        )
+
+    async def running_runs(self) -> list[tuple[str, str]]:
+        rows = await self.store._read("SELECT run_id, thread_id FROM runs WHERE status = 'running'", ())
+        return [(str(run_id), str(thread_id)) for run_id, thread_id in rows]
