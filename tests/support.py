@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
@@ -15,8 +16,22 @@ from yao_actors.server_handle import ServerHandle
 from yao_actors.specs import AssistantSpec
 from yao_actors.testing.redis_server import REDIS_SERVER
 
-needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed (.ci/run installs it)")
-"""Marks a test that starts a real ``redis-server``."""
+#: CI (``bash .ci/run`` sets ``CI=true``) installs every system tool the tests start: none of them may be skipped there.
+IN_CI = os.environ.get("CI") == "true"
+
+needs_redis = pytest.mark.skipif(
+    REDIS_SERVER is None and not IN_CI, reason="redis-server is not installed (.ci/run installs it)"
+)
+"""Marks a test that starts a real ``redis-server`` (skipped without one, except in CI, where it fails)."""
+
+
+def require_tool(path: str | None, name: str) -> None:
+    """Skip the calling test when the system tool ``name`` is missing (``path`` is ``None``); in CI, fail it."""
+    if path is None:
+        message = f"{name} is not installed (.ci/run installs it)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
 
 
 @asynccontextmanager

@@ -30,6 +30,7 @@ from trio_websocket import ConnectionClosed, HandshakeError
 
 from tests.integration.test_service_process import _descendants, _running
 from tests.service.support import TERMINAL, receive, run_frame, send
+from tests.support import require_tool
 from yao_actors.service.chat import open_service_connection
 from yao_actors.specs import StoreSpec
 from yao_actors.store import RunStatus, open_store
@@ -91,8 +92,7 @@ backend yao_workers
 @asynccontextmanager
 async def haproxy(tmp_path: Path, back: int) -> AsyncIterator[str]:
     """HAProxy on a free loopback port in front of ``back``; yields its websocket URL once it answers /readyz."""
-    if HAPROXY is None:
-        pytest.skip("haproxy is not installed (.ci/run installs it)")
+    require_tool(HAPROXY, "haproxy")
     front = free_port()
     path = tmp_path / "haproxy.cfg"
     path.write_text(HAPROXY_CONFIG.format(front=front, back=back), encoding="utf-8")
@@ -302,8 +302,7 @@ async def scale_out_scenario(tmp_path: Path, store: dict[str, Any], spec: StoreS
 
 @pytest.fixture
 def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (.ci/run installs it)")
+    require_tool(REDIS_SERVER, "redis-server")
     server = RedisServer(tmp_path)
     server.start()
     try:

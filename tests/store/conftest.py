@@ -9,6 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.support import require_tool
 from yao_actors.store import ConversationStore, StoreSpec, open_store
 from yao_actors.testing.redis_server import REDIS_SERVER, RedisServer
 
@@ -29,8 +30,7 @@ class Clock:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (.ci/run installs it)")
+    require_tool(REDIS_SERVER, "redis-server")
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     server.start()
     yield server
