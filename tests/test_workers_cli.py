@@ -1,13 +1,16 @@
-"""``serve --workers``: refused without a store the workers can share, and the port they share."""
+"""``serve --workers``: refused without a store the workers can share, the port they share, how a worker ends."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import sys
 
 import pytest
+import trio
 
 from yao_actors.cli import main
-from yao_actors.service.workers import reserve_port, reuse_port_listener
+from yao_actors.service.workers import Supervisor, Worker, reserve_port, reuse_port_listener
 
 
 def test_more_than_one_worker_needs_a_shared_store(capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,3 +40,43 @@ async def test_workers_listen_on_one_reserved_port_and_each_accepts_connections(
         finally:
             await first.aclose()
             await second.aclose()
+
+
+# Stand-in workers (real processes): they print a banner once "serving", as `serve` does, or never.
+NEVER_SERVES = "import time; time.sleep(60)"
+SERVES_THEN_DIES_ON_SIGTERM = "import time; print('ws://127.0.0.1:1/', flush=True); time.sleep(60)"
+SERVES_THEN_STOPS_WELL = (
+    "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
+    "print('ws://127.0.0.1:1/', flush=True); time.sleep(60)"
+)
+
+
+async def _stop_when(supervisor: Supervisor, serving: bool) -> Worker:
+    """Run ``supervisor`` (one worker), stop it once its worker is started (``serving``: and has printed its banner)."""
+    worker = supervisor.workers[0]
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supervisor.serve)
+            while worker.process is None or (serving and not worker.serving):  # noqa: ASYNC110
+                await trio.sleep(0.01)
+            supervisor.stop()
+    return worker
+
+
+async def test_a_worker_stopped_while_it_was_starting_ended_well() -> None:
+    # CI saw the parent exit 1 when SIGTERM reached a worker it had just restarted, still loading.
+    worker = await _stop_when(Supervisor([sys.executable, "-c", NEVER_SERVES], 1), serving=False)
+    assert worker.process is not None
+    assert worker.process.returncode == -signal.SIGTERM
+    assert not worker.serving
+    assert worker.ended_well()
+
+
+async def test_a_serving_worker_ends_well_only_if_it_exits_zero() -> None:
+    dies = await _stop_when(Supervisor([sys.executable, "-c", SERVES_THEN_DIES_ON_SIGTERM], 1), serving=True)
+    assert dies.serving
+    assert not dies.ended_well()
+    stops = await _stop_when(Supervisor([sys.executable, "-c", SERVES_THEN_STOPS_WELL], 1), serving=True)
+    assert stops.process is not None
+    assert stops.process.returncode == 0
+    assert stops.ended_well()

@@ -255,8 +255,10 @@ async def scale_out_scenario(tmp_path: Path, store: dict[str, Any], spec: StoreS
                     victim = min(first)
                     os.kill(victim, signal.SIGKILL)
                     kill_at = trio.current_time()
-                # The parent restarts the dead worker (after its backoff).
-                while len(worker_pids(parent.pid) - first) < 1:  # noqa: ASYNC110 (another process's children)
+                # The parent restarts the dead worker (after its backoff), and the new one serves.
+                while not (restarted := worker_pids(parent.pid) - first) or not re.search(  # noqa: ASYNC110
+                    rf"worker \d started \(pid {min(restarted)}\)", (tmp_path / "workers.log").read_text()
+                ):
                     await trio.sleep(0.2)
                 now = worker_pids(parent.pid)
                 # SIGTERM reaches every worker, which shuts down gracefully; the parent exits once all have.

@@ -89,6 +89,13 @@ class Worker:
     process: trio.Process | None = None
     restarts: int = 0
     banner: str = ""
+    #: The process in the slot now has printed its banner (it serves); one stopped before that has not.
+    serving: bool = False
+
+    def ended_well(self) -> bool:
+        """The slot's last process exited 0, or was stopped by SIGTERM before it served (stopped while starting)."""
+        code = None if self.process is None else self.process.returncode
+        return code == 0 or (code == -signal.SIGTERM and not self.serving)
 
 
 @attrs.define(eq=False)
@@ -99,25 +106,30 @@ class Supervisor:
     count: int
     workers: list[Worker] = attrs.field(init=False)
     stopping: bool = False
+    #: Every worker serves, or :meth:`stop` came first.
+    _settled: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.workers = [Worker(i + 1) for i in range(self.count)]
 
     async def serve(self, *, task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
-        """Start every worker, report their banners once all are serving, and keep them running until stopped."""
+        """Start every worker, report their banners once all are serving, and keep them running until stopped.
+
+        Stopped before every worker served, it reports nothing and returns once they have exited.
+        """
         banners: dict[int, str] = {}
-        all_ready = trio.Event()
 
         def ready(worker: Worker, banner: str) -> None:
             banners[worker.index] = banner
             if len(banners) == self.count:
-                all_ready.set()
+                self._settled.set()
 
         async with trio.open_nursery() as nursery:
             for worker in self.workers:  # all at once: each starts its own MCP servers first
                 nursery.start_soon(self._keep, worker, ready)
-            await all_ready.wait()
-            task_status.started([banners[index] for index in sorted(banners)])
+            await self._settled.wait()
+            if not self.stopping:
+                task_status.started([banners[index] for index in sorted(banners)])
 
     async def _keep(self, worker: Worker, ready: Callable[[Worker, str], None]) -> None:
         """Run the worker in its slot, restarting it with backoff whenever it dies, until the parent stops."""
@@ -126,7 +138,7 @@ class Supervisor:
         while not self.stopping:
             started_at = trio.current_time()
             process = await trio.lowlevel.open_process(list(self.command), stdout=subprocess.PIPE)
-            worker.process = process
+            worker.process, worker.serving = process, False
             if self.stopping:  # stopped while it was being started
                 process.send_signal(signal.SIGTERM)
             assert process.stdout is not None
@@ -134,11 +146,13 @@ class Supervisor:
             with trio.move_on_after(START_TIMEOUT), contextlib.suppress(EOFError):
                 banner = await read_line(process.stdout)
             if banner:
-                worker.banner = banner
+                worker.banner, worker.serving = banner, True
                 logger.info("worker %d started (pid %d)", worker.index, process.pid)
                 if not reported:
                     reported = True
                     ready(worker, banner)
+            elif self.stopping:
+                logger.info("worker %d (pid %d) was stopped while starting", worker.index, process.pid)
             else:
                 logger.error("worker %d (pid %d) did not start; stopping it", worker.index, process.pid)
                 process.kill()
@@ -165,6 +179,7 @@ class Supervisor:
     def stop(self, *, sig: int = signal.SIGTERM) -> None:
         """Send ``sig`` to every worker still running (SIGTERM: shut down gracefully) and restart none."""
         self.stopping = True
+        self._settled.set()
         for worker in self.workers:
             process = worker.process
             if process is not None and process.returncode is None:
@@ -214,8 +229,7 @@ async def _supervise(supervisor: Supervisor, on_ready: Callable[[list[str]], Non
             # The nursery waits for every worker to exit; then the signal watcher is cancelled.
             await _all_exited(supervisor)
             nursery.cancel_scope.cancel()
-    codes = [w.process.returncode for w in supervisor.workers if w.process is not None]
-    return 0 if all(code == 0 for code in codes) else 1
+    return 0 if all(worker.ended_well() for worker in supervisor.workers) else 1
 
 
 async def _all_exited(supervisor: Supervisor) -> None:
