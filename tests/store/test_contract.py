@@ -137,6 +137,35 @@ async def test_events_are_appended_in_batches_and_read_after_a_seq(store: Conver
         assert await store.read_events("unknown") == []
 
 
+async def test_a_follower_waiting_for_events_wakes_when_one_is_appended(store: ConversationStore) -> None:
+    # How resume follows a run going on in another process. Redis blocks on the stream (XREAD BLOCK) until the
+    # append, on a connection of its own; the others come back after a poll interval, with or without events.
+    woke: list[list[dict[str, Any]]] = []
+    waits = 0
+
+    async def follow() -> None:
+        nonlocal waits
+        while not (new := await store.read_events("r1", 1)):
+            waits += 1
+            await store.wait_events("r1", 1, 60)
+        woke.append(new)
+
+    with trio.fail_after(GUARD):  # the 60 s wait must end with the append, long before the guard
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r1", "default", [])
+        await store.append_events("r1", events(1))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follow)
+            await trio.sleep(0.1)  # the follower is waiting by now
+            assert woke == []
+            # The store's other calls are not held up by the blocked reader.
+            assert (await store.get_run("r1")) is not None
+            await store.append_events("r1", events(2))
+    assert woke == [events(2)]
+    if type(store).__name__ == "RedisStore":
+        assert waits == 1  # one blocking read, woken by the append (not a poll loop)
+
+
 async def test_a_refused_event_batch_writes_nothing(store: ConversationStore) -> None:
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)

@@ -5,7 +5,8 @@
 
 :class:`StoredRunStream` is what ``resume`` gives for a run that is not going on in this process: its stored
 events after a ``seq``, always ending with its one terminal event. A run still ``running`` in the store (in
-another process sharing it) is polled until its terminal event is stored. When the log no longer holds a
+another process sharing it) is followed until its terminal event is stored (the store's ``wait_events``: Redis
+blocks on the run's stream, SQLite polls). When the log no longer holds a
 terminal event past the client's ``seq`` (it was already seen, or the log expired after ``event_ttl``), the
 stored terminal event is sent again, or one is made from the run's record.
 """
@@ -24,8 +25,8 @@ from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunRecord, RunStatus
 
-POLL_INTERVAL: Final = 0.5
-"""Seconds between two looks at the store for the events of a run going on in another process."""
+FOLLOW_WAIT: Final = 5.0
+"""Longest wait for a run going on in another process before its record is looked at again."""
 
 
 @attrs.frozen
@@ -129,7 +130,7 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
             return
         record = await self._store.get_run(self._run.run_id)
         if record is not None and record.status is RunStatus.RUNNING:
-            await trio.sleep(POLL_INTERVAL)
+            await self._store.wait_events(self._run.run_id, self._after, FOLLOW_WAIT)
             return
         self._pending.append(await self._terminal(record or self._run))
         self._finished = True

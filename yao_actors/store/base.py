@@ -15,7 +15,7 @@ import enum
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -215,6 +215,16 @@ class ConversationStore(Protocol):
         """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired)."""
         ...
 
+    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
+        """Return once the run's log may hold events past ``after_seq``, or after at most ``timeout`` seconds.
+
+        How a process follows a run going on in another one: Redis blocks on the run's stream
+        (``XREAD BLOCK``) and returns as soon as an event is appended; SQLite and memory wait one
+        poll interval (:data:`POLL_INTERVAL`, or ``timeout`` if shorter). Nothing is read: call
+        :meth:`read_events` after.
+        """
+        ...
+
     # -- recovery
 
     async def close_interrupted_runs(self) -> list[str]:
@@ -243,6 +253,10 @@ class ConversationStore(Protocol):
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 """Compact JSON for stored messages and events: one encoder for all (``json.dumps`` with options makes one a call).
 Its text never holds a raw line feed (one in a string is escaped), which the Redis store relies on."""
+
+
+POLL_INTERVAL: Final = 0.5
+"""Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""
 
 
 def new_owner_token() -> str:

@@ -19,6 +19,7 @@ from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
+    POLL_INTERVAL,
     AnyPrincipal,
     EventDict,
     Message,
@@ -220,6 +221,9 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         log = self._live_log(run_id)
         return [dict(e) for e in log.events if e["seq"] > after_seq] if log else []
+
+    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
+        await trio.sleep(min(timeout, POLL_INTERVAL))
 
     def _live_log(self, run_id: str) -> _EventLog | None:
         """The run's log, dropping it when it has expired."""

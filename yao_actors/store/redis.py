@@ -429,6 +429,13 @@ class RedisStore:
             entries = await self._client.xrange(self._events_key(run_id), f"(0-{after_seq}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
+    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
+        # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
+        with _reachable(self.url):
+            await self._client.xread(
+                {self._events_key(run_id): f"0-{after_seq}"}, count=1, block=max(1, int(timeout * 1000))
+            )
+
     def _events_key(self, run_id: str) -> str:
         return self._key("run", run_id, "events")
 

@@ -28,6 +28,7 @@ from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
     INTERRUPTED_CODE,
+    POLL_INTERVAL,
     AnyPrincipal,
     EventDict,
     Message,
@@ -342,6 +343,9 @@ class SqliteStore:
             (run_id, after_seq, self.clock()),
         )
         return [decode_json(row[0]) for row in rows]
+
+    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
+        await trio.sleep(min(timeout, POLL_INTERVAL))
 
     # -- recovery
 
