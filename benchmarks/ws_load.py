@@ -34,12 +34,11 @@ import cProfile
 import json
 import os
 import platform
-import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -66,6 +65,7 @@ from yao_actors.service.chat import open_service_connection
 from yao_actors.service.workers import reserve_port, reuse_port_listener
 from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
+from yao_actors.testing.redis_server import REDIS_SERVER, RedisServer
 from yao_actors.testing.servers import build_test_server
 
 RESULTS = Path(__file__).parent / "results" / "ws_load.json"
@@ -77,32 +77,15 @@ def open_redis(wanted: bool) -> Iterator[str | None]:
     if not wanted:
         yield None
         return
-    executable = shutil.which("redis-server")
-    if executable is None:
+    if REDIS_SERVER is None:
         raise SystemExit("--workers needs redis-server (Debian: apt-get install redis-server)")
-    reserved = reserve_port("127.0.0.1", 0)
-    port = reserved.getsockname()[1]
-    reserved.close()
-    process = subprocess.Popen(
-        [executable, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-                    probe.sendall(b"PING\r\n")
-                    if probe.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with tempfile.TemporaryDirectory(prefix="ws-load-redis-") as folder:
+        server = RedisServer(Path(folder), append_only=False)
+        server.start()
+        try:
+            yield server.url
+        finally:
+            server.stop()
 
 
 MAX_CLIENTS = 5000
