@@ -10,7 +10,6 @@ import pytest
 import trio
 
 from tests.store.conftest import Clock
-from yao_actors.events import parse_event
 from yao_actors.store import ANY_PRINCIPAL, ConversationStore, RunStatus, StoreSpec, open_store
 
 GUARD = 10.0
@@ -268,42 +267,6 @@ async def test_a_finished_runs_events_stay_for_event_ttl_after_its_last_event(
             clock.advance(2)
             assert await store.read_events("r1") == []
             assert await store.get_run("r1") is not None  # the run outlives its log
-
-
-@pytest.mark.parametrize("durable", ["sqlite", "redis"])
-async def test_close_interrupted_runs_closes_the_runs_of_other_store_objects(
-    durable: str, request: pytest.FixtureRequest, clock: Clock
-) -> None:
-    spec = _durable_spec(durable, request)
-    with trio.fail_after(GUARD):
-        async with open_store(spec, clock=clock) as before:
-            await before.open_thread("t1", "alice")
-            await before.start_run("t1", "done", "default", [{"role": "user", "content": "first"}])
-            await before.finish_run("done", status=RunStatus.FINISHED, outcome="answered")
-            await before.start_run("t1", "r1", "default", [{"role": "user", "content": "second"}])
-            await before.append_events("r1", events(1, 2, 3, run_id="r1"))
-            assert await before.close_interrupted_runs() == []  # its own runs are alive
-        # A new process opens the store and closes the runs of other store objects (a one-process rule; a
-        # runtime closes dead runs by their expired leases instead, see test_leases.py).
-        async with open_store(spec, clock=clock) as after:
-            assert await after.close_interrupted_runs() == ["r1"]
-            run = await after.get_run("r1")
-            assert run is not None
-            assert (run.status, run.outcome) == (RunStatus.INTERRUPTED, "interrupted")
-            assert run.finished_at is not None
-            logged = await after.read_events("r1")
-            assert [e["seq"] for e in logged] == [1, 2, 3, 4]
-            terminal = logged[-1]
-            parse_event(terminal)
-            assert (terminal["type"], terminal["code"], terminal["runId"]) == ("RUN_ERROR", "interrupted", "r1")
-            assert (await after.get_run("done")).outcome == "answered"  # type: ignore[union-attr]
-            assert not await after.finish_run("r1", status=RunStatus.FINISHED, outcome="answered")
-            assert await after.close_interrupted_runs() == []
-            # The thread is usable.
-            await after.start_run("t1", "r2", "default", [{"role": "user", "content": "third"}])
-            await after.append_messages("t1", [{"role": "assistant", "content": "ok"}])
-            assert await after.finish_run("r2", status=RunStatus.FINISHED, outcome="answered")
-            assert [m["content"] for m in await after.load_history("t1")] == ["first", "second", "third", "ok"]
 
 
 def _durable_spec(kind: str, request: pytest.FixtureRequest) -> StoreSpec:

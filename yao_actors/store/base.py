@@ -225,16 +225,6 @@ class ConversationStore(Protocol):
         """
         ...
 
-    # -- recovery
-
-    async def close_interrupted_runs(self) -> list[str]:
-        """Close the runs left running by other store objects (dead processes); their ids.
-
-        Each gets a terminal ``RUN_ERROR`` ``interrupted`` as its next event and
-        status and outcome ``interrupted``; its thread stays usable.
-        """
-        ...
-
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:

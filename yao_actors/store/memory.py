@@ -242,11 +242,6 @@ class MemoryStore:
         for run_id in [r for r, log in self._logs.items() if log.expires_at <= now]:
             del self._logs[run_id]
 
-    async def close_interrupted_runs(self) -> list[str]:
-        """Nothing outlives the process that holds a memory store: there is never a run to close."""
-        await trio.lowlevel.checkpoint()
-        return []
-
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:

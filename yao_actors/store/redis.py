@@ -45,7 +45,6 @@ from yao_actors.store.base import (
     encode_message,
     encode_usage,
     event_seqs,
-    interrupted_event,
     new_owner_token,
     utc,
 )
@@ -158,22 +157,6 @@ Compact JSON never holds a raw line feed (one in a string is escaped), so the me
 travel one a line in a single argument each: a handful of arguments for coredis to prepare, however
 long the turn."""
 
-_CLOSE_INTERRUPTED = (
-    _LAST_SEQ
-    + """
--- KEYS: run, events, running; ARGV: run id, own owner token, now, ttl ms, the event's JSON without its seq
-local status = redis.call('HGET', KEYS[1], 'status')
-if status ~= 'running' then redis.call('SREM', KEYS[3], ARGV[1]) return 0 end
-if redis.call('HGET', KEYS[1], 'owner') == ARGV[2] then return 0 end
-local seq = last_seq(KEYS[2]) + 1
-redis.call('XADD', KEYS[2], '0-' .. seq, 'e', ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-redis.call('HSET', KEYS[1], 'status', 'interrupted', 'outcome', 'interrupted', 'finishedAt', ARGV[3])
-redis.call('SREM', KEYS[3], ARGV[1])
-return seq
-"""
-)
-
 _FORGET_THREAD = (
     _OWNER_KEY
     + """
@@ -258,7 +241,6 @@ class RedisStore:
             "finish_run": _FINISH_RUN,
             "append_events": _APPEND_EVENTS,
             "append_turn": _APPEND_TURN,
-            "close_interrupted": _CLOSE_INTERRUPTED,
             "forget_thread": _FORGET_THREAD,
             "save_approvals": _SAVE_APPROVALS,
         }
@@ -438,22 +420,6 @@ class RedisStore:
 
     def _events_key(self, run_id: str) -> str:
         return self._key("run", run_id, "events")
-
-    # -- recovery
-
-    async def close_interrupted_runs(self) -> list[str]:
-        running = self._key("runs", "running")
-        with _reachable(self.url):
-            run_ids = sorted(await self._client.smembers(running))
-        closed = []
-        for run_id in run_ids:
-            event = interrupted_event(run_id, 0, self.clock())
-            del event["seq"]  # the script numbers it: the stream entry's id carries the seq
-            args: list[str | int] = [run_id, self.owner, repr(self.clock()), self._ttl_ms, encode_event(event)]
-            keys = [self._key("run", run_id), self._events_key(run_id), running]
-            if await self._script("close_interrupted", keys, args):
-                closed.append(run_id)
-        return closed
 
     # -- pending approvals
 

@@ -27,7 +27,6 @@ from yao_actors.errors import StoreUnavailable
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
-    INTERRUPTED_CODE,
     POLL_INTERVAL,
     AnyPrincipal,
     EventDict,
@@ -43,7 +42,6 @@ from yao_actors.store.base import (
     encode_message,
     encode_usage,
     event_seqs,
-    interrupted_event,
     new_owner_token,
     purge_interval,
     utc,
@@ -346,29 +344,6 @@ class SqliteStore:
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         await trio.sleep(min(timeout, POLL_INTERVAL))
-
-    # -- recovery
-
-    async def close_interrupted_runs(self) -> list[str]:
-        now = self.clock()
-
-        def work(db: sqlite3.Connection) -> list[str]:
-            running = db.execute(
-                "SELECT run_id, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id) FROM runs"
-                " WHERE status = 'running' AND owner != ?",
-                (self.owner,),
-            ).fetchall()
-            for run_id, last_seq in running:
-                event = interrupted_event(run_id, (last_seq or 0) + 1, now)
-                db.execute("INSERT INTO events VALUES (?, ?, ?)", (run_id, event["seq"], encode_event(event)))
-                db.execute(
-                    "UPDATE runs SET status = ?, outcome = ?, finished_at = ?, events_expire_at = ? WHERE run_id = ?",
-                    (RunStatus.INTERRUPTED.value, INTERRUPTED_CODE, now, now + self.event_ttl, run_id),
-                )
-            _purge_expired_events(db, now)
-            return [run_id for run_id, _ in running]
-
-        return await self._write(work)
 
     # -- pending approvals
 
