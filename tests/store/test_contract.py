@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from tests.store.conftest import Clock
 from yao_actors.store import ANY_PRINCIPAL, ConversationStore, RunStatus, StoreSpec, open_store
@@ -155,7 +156,9 @@ async def test_a_follower_waiting_for_events_wakes_when_one_is_appended(store: C
         await store.append_events("r1", events(1))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(follow)
-            await trio.sleep(0.1)  # the follower is waiting by now
+            while not waits:  # noqa: ASYNC110 (the follower is about to wait)
+                await trio.sleep(0.01)
+            await trio.testing.wait_all_tasks_blocked()  # and is waiting now (on the store's socket or clock)
             assert woke == []
             # The store's other calls are not held up by the blocked reader.
             assert (await store.get_run("r1")) is not None
