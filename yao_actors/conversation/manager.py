@@ -90,6 +90,10 @@ class RunStream(trio.abc.ReceiveChannel[EventDict]):
         ``detach_grace`` seconds."""
         self._order.detach()
 
+    async def wait_done(self) -> None:
+        """Return once the run has ended (a detached run too: the websocket service keeps its slot until then)."""
+        await self._order.done.wait()
+
     async def receive(self) -> EventDict:
         try:
             return await self._receive.receive()

@@ -8,8 +8,8 @@ A :class:`Connection` is served by one task (:meth:`Connection.serve`), with the
   once, each on its own thread (the runtime routes runs to conversation actors by ``threadId``);
 - the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
   client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2). Frames that are
-  ready together go out in one socket write (each still its own websocket message) when the connection has
-  a way to coalesce writes (``coalesce``, the front end's :class:`~yao_actors.service.gate.ReplayStream`);
+  ready together go out in one socket write, each still its own websocket message
+  (:class:`~yao_actors.service.wire.MessageWriter`);
 - a keepalive that pings the client and drops it when the pong does not come back.
 
 Besides runs, a client may ask for a thread's ``history``, ``resume`` a run (its stored events after a
@@ -18,8 +18,10 @@ answered from the runtime's conversation store, for the connection's principal o
 
 Ends: the client leaving (or not answering pings) ends the connection's tasks at once; its runs are
 *detached*, not cancelled: each goes on for ``server.detach_grace`` seconds waiting for a ``resume`` (from
-any connection of the same principal), and is cancelled only if none comes (0: at once). :meth:`Connection.stop` (service shutdown) ends gracefully: reading stops, every run
-is cancelled yet still writes its one terminal event, the writer drains, and the connection closes with 1001.
+any connection of the same principal), and is cancelled only if none comes (0: at once); until it ends it keeps
+its slot in ``server.max_runs`` (:meth:`RunBudget.release_when_done`). :meth:`Connection.stop` (service shutdown)
+ends gracefully: reading stops, every run is cancelled yet still writes its one terminal event, the writer drains,
+and the connection closes with 1001.
 A connection with no run and no frame for ``idle_timeout`` seconds is closed (1000).
 
 Failures stay local: an exception out of one run (a runtime bug, an event that cannot be encoded) ends that
@@ -34,7 +36,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -57,6 +59,7 @@ from yao_actors.service.protocol import (
     error_frame,
     parse_frame,
 )
+from yao_actors.service.wire import MessageWriter
 from yao_actors.store.base import iso
 
 logger = logging.getLogger(__name__)
@@ -81,6 +84,10 @@ class EventStream(Protocol):
 
     def detach(self) -> None:
         """Stop reading without cancelling the run (it waits ``detach_grace`` seconds for a ``resume``)."""
+        ...
+
+    async def wait_done(self) -> None:
+        """Return once the run has ended (a detached one too)."""
         ...
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]: ...
@@ -130,6 +137,15 @@ class RunOpener(Protocol):
         ...
 
 
+@runtime_checkable
+class DetachedRun(Protocol):
+    """What the service keeps of a run whose client left: a way to cancel it and to wait for its end."""
+
+    def cancel(self) -> None: ...
+
+    async def wait_done(self) -> None: ...
+
+
 class ResumedStream(Protocol):
     """The events of a resumed run: iterate them; ``cancel`` cancels the run when it goes on in this process."""
 
@@ -159,11 +175,19 @@ class ThreadSummary(Protocol):
 
 @attrs.define(eq=False)
 class RunBudget:
-    """The runs in flight across the whole service, at most ``limit``; shutdown waits on it until none is left."""
+    """The runs in flight across the whole service, at most ``limit``; shutdown waits on it until none is left.
+
+    A run whose client left (detached: it waits ``detach_grace`` seconds for a ``resume``) keeps its slot
+    until it ends, waited for in ``nursery`` (the service's): otherwise a client that starts runs and drops,
+    again and again, would hold any number of them.
+    """
 
     limit: int
     active: int = 0
     closing: bool = False
+    #: Where detached runs are waited for; ``None``: their slots are freed when their client leaves.
+    nursery: trio.Nursery | None = None
+    _detached: set[DetachedRun] = attrs.field(factory=set, init=False)
     _changed: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot, init=False)
 
     def try_acquire(self) -> bool:
@@ -177,6 +201,26 @@ class RunBudget:
         """Give back the slot of a run that ended."""
         self.active -= 1
         self._changed.unpark_all()
+
+    def release_when_done(self, stream: DetachedRun) -> None:
+        """Give back a detached run's slot once the run ends (at once without a nursery to wait in)."""
+        if self.nursery is None:
+            self.release()
+            return
+        self._detached.add(stream)
+        self.nursery.start_soon(self._wait_detached, stream)
+
+    def cancel_detached(self) -> None:
+        """Cancel every detached run (shutdown, after its grace); each still ends with its terminal event."""
+        for stream in self._detached:
+            stream.cancel()
+
+    async def _wait_detached(self, stream: DetachedRun) -> None:
+        try:
+            await stream.wait_done()
+        finally:
+            self._detached.discard(stream)
+            self.release()
 
     async def wait_idle(self) -> None:
         """Return once no run is in flight."""
@@ -194,6 +238,8 @@ class _RelayedRun:
     cancel_requested: bool = False
     last_seq: int = 0
     ended: bool = False
+    #: The client left while the run went on: it waits for a ``resume`` (``detach_grace``).
+    detached: bool = False
 
     def attach(self, stream: EventStream | ResumedStream) -> None:
         """The run's stream is open; a cancel asked for before now takes effect."""
@@ -227,8 +273,6 @@ class Connection:
     budget: RunBudget
     #: Who the handshake's token says the client is (``None``: no tokens, every local client is one principal).
     principal: str | None = None
-    #: A block inside which the websocket's writes are kept and sent in one socket write at its end.
-    coalesce: Callable[[], AbstractAsyncContextManager[None]] | None = None
     close_code: int = CLOSE_NORMAL
     close_reason: str | None = None
     #: The client left or stopped answering: nothing more can be sent, not even a close frame.
@@ -267,6 +311,7 @@ class Connection:
         for run in self._runs.values():
             if run.stream is not None and hasattr(run.stream, "detach"):
                 run.stream.detach()
+                run.detached = not run.ended
         self._everything.cancel()
 
     async def _read(self, runs: trio.Nursery) -> None:
@@ -376,7 +421,10 @@ class Connection:
         runs.start_soon(self._run, frame, run)
 
     async def _run(self, frame: RunFrame, run: _RelayedRun) -> None:
-        """Relay one run (its events come straight to the writer's queue), then free its slot."""
+        """Relay one run (its events come straight to the writer's queue), then free its slot.
+
+        A run the client left goes on detached, and keeps its slot until it ends.
+        """
         try:
             opened = self.runtime.open_run(
                 frame.assistant,
@@ -390,7 +438,11 @@ class Connection:
             )
             await self._relay(run, opened)
         finally:
-            self.budget.release()
+            stream = run.stream
+            if run.detached and isinstance(stream, DetachedRun):
+                self.budget.release_when_done(stream)
+            else:
+                self.budget.release()
 
     async def _relay(self, run: _RelayedRun, opened: AbstractAsyncContextManager[EventStream | ResumedStream]) -> None:
         """Forward a run's events up to its terminal one, then forget the run; the client gets exactly one.
@@ -446,26 +498,27 @@ class Connection:
     async def _write(self, receive: trio.MemoryReceiveChannel[str]) -> None:
         """Send queued frames in order; when the queue is closed and drained, end the connection's tasks.
 
-        The frames already queued when the writer takes one go out with it, in one socket write.
+        The frames queued when the writer takes one go out with it in one socket write (up to
+        :data:`MAX_WRITE_BATCH`), each its own websocket message. The queue is read without a checkpoint
+        while it has frames: the write checkpoints.
         """
+        writer = MessageWriter(self.ws)
         try:
             async with receive:
-                async for text in receive:
-                    batch = [text]
+                while True:
+                    try:
+                        batch = [receive.receive_nowait()]
+                    except trio.WouldBlock:
+                        batch = [await receive.receive()]
                     while len(batch) < MAX_WRITE_BATCH:
                         try:
                             batch.append(receive.receive_nowait())
-                        except (trio.WouldBlock, trio.EndOfChannel):
+                        except (trio.WouldBlock, trio.EndOfChannel):  # the end comes on the next round
                             break
-                    if len(batch) == 1 or self.coalesce is None:
-                        for frame in batch:
-                            await self.ws.send_message(frame)
-                    else:
-                        async with self.coalesce():
-                            for frame in batch:
-                                await self.ws.send_message(frame)
-        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
-            # The last two: the client went away while a coalesced write was going out.
+                    await writer.send(batch)
+        except trio.EndOfChannel:
+            pass
+        except ConnectionClosed:
             self._lost()
         self._everything.cancel()
 

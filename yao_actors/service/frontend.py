@@ -113,9 +113,9 @@ class Service:
     async def shutdown(self) -> None:
         """Shut down gracefully; idempotent.
 
-        Refuses new runs and websocket upgrades (503) at once, lets runs in flight finish for up to
-        ``shutdown_grace`` seconds, then cancels the rest (each still sends its terminal event) and closes every
-        connection with code 1001. Through the grace the listener stays open for plain HTTP, so ``/healthz``
+        Refuses new runs and websocket upgrades (503) at once, lets runs in flight (detached ones too) finish
+        for up to ``shutdown_grace`` seconds, then cancels the rest (each still sends its terminal event) and
+        closes every connection with code 1001. Through the grace the listener stays open for plain HTTP, so ``/healthz``
         answers 503 and load balancers drain; it closes when the grace ends (or the last run does).
         """
         if self._budget.closing:
@@ -131,9 +131,11 @@ class Service:
         with trio.move_on_after(self.spec.shutdown_grace):
             await self._budget.wait_idle()
         self._listening.cancel()
+        self._budget.cancel_detached()
         for connection in list(self._connections):
             connection.stop()
         with trio.move_on_after(CLOSE_TIMEOUT):
+            await self._budget.wait_idle()  # the runs just cancelled write their terminal events
             while self._admitted:
                 await self._changed.park()
         self._stopped.set()
@@ -267,7 +269,6 @@ class Service:
             spec=self.spec,
             budget=self._budget,
             principal=principal,
-            coalesce=stream.coalesced,
         )
         self._connections.add(connection)
         try:
@@ -315,6 +316,7 @@ async def open_service(
     if listeners is None:
         listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
+        budget.nursery = nursery  # detached runs keep their slots until they end, waited for here
         service = Service(
             spec=spec,
             host=spec.host,

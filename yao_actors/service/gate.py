@@ -3,14 +3,12 @@
 trio-websocket answers any request without ``Upgrade: websocket`` with a bare 400 before a handler sees it, so
 the service reads the request head itself first (:func:`read_head`). A plain request goes on to
 :mod:`yao_actors.service.http` (the page, ``POST /agui``, 404 elsewhere); an upgrade is handed to trio-websocket
-over a :class:`ReplayStream` that gives back the bytes already read, so one port serves both. The same stream lets
-the connection write several websocket messages in one socket write (:meth:`ReplayStream.coalesced`).
+over a :class:`ReplayStream` that gives back the bytes already read, so one port serves both.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Final
 
 import attrs
@@ -69,17 +67,12 @@ class ReplayStream(trio.abc.Stream):
     Closing it does not close ``inner``, which stays its owner's: when the client breaks the protocol (invalid
     UTF-8 in a text frame, say), trio-websocket closes the stream without sending a close frame, and the owner
     can still send one (:func:`close_frame`) before closing the TCP connection.
-
-    Inside :meth:`coalesced`, what is sent is kept and goes out in one write when the block ends: a socket
-    write costs far more CPU than framing a message, so several events ready together cost one.
     """
 
     def __init__(self, prefix: bytes, inner: trio.abc.Stream) -> None:
         self._prefix = prefix
         self._inner = inner
         self._closed = False
-        self._held: bytearray | None = None
-        self._sending = trio.StrictFIFOLock()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
         """Return replayed bytes while any are left, then read from the inner stream."""
@@ -92,37 +85,9 @@ class ReplayStream(trio.abc.Stream):
         return await self._inner.receive_some(max_bytes)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        """Send on the inner stream (inside :meth:`coalesced`: keep the bytes for the block's one write).
-
-        Keeping the bytes takes no trip through the scheduler: the block's end sends them, and checkpoints.
-        """
+        """Send on the inner stream (trio-websocket's send lock keeps its writers apart)."""
         self._check_open()
-        if self._held is not None:
-            self._held += data
-            return
-        async with self._sending:
-            await self._inner.send_all(data)
-
-    @asynccontextmanager
-    async def coalesced(self) -> AsyncIterator[None]:
-        """Keep what is sent inside the block (by any task) and send it in one write at its end.
-
-        Bytes are kept in the order they were sent. A block left by an exception sends nothing: its writer
-        is being cancelled or has failed, and the connection with it. Inside an outer block, the outer one
-        writes.
-        """
-        if self._held is not None:
-            yield
-            return
-        self._held = held = bytearray()
-        try:
-            yield
-        finally:
-            self._held = None
-        if held:
-            self._check_open()
-            async with self._sending:
-                await self._inner.send_all(held)
+        await self._inner.send_all(data)
 
     async def wait_send_all_might_not_block(self) -> None:
         """Delegate to the inner stream."""
