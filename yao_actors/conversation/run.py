@@ -352,12 +352,14 @@ class Run:
         await self.events.step_started(step)
         self.step = step
         try:
-            with ModelCallObservation(model.name, step) as observed, trio.fail_after(assistant.timeouts.model):
-                completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+            with ModelCallObservation(model.name, step) as observed:
+                # A plain scope and a check after it: ``trio.fail_after`` is the same scope inside a generator.
+                with trio.CancelScope(deadline=trio.current_time() + assistant.timeouts.model) as deadline:
+                    completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+                if deadline.cancelled_caught:
+                    timeout = assistant.timeouts.model
+                    raise ModelTimeout(f"model {model.name!r} did not answer within {timeout} s")
                 observed.completed(completion)
-        except trio.TooSlowError as error:
-            await self.end_step(None)
-            raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
         except Exception:
             await self.end_step(None)
             raise
