@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from yao_actors.cli import main
+from yao_actors.service import workers
 from yao_actors.service.workers import Supervisor, Worker, reserve_port, reuse_port_listener
 
 
@@ -80,3 +81,39 @@ async def test_a_serving_worker_ends_well_only_if_it_exits_zero() -> None:
     assert stops.process is not None
     assert stops.process.returncode == 0
     assert stops.ended_well()
+
+
+SERVES_THEN_EXITS_1 = "import sys; print('ws://127.0.0.1:1/', flush=True); sys.exit(1)"
+SERVES_A_WHILE_THEN_EXITS_1 = "import sys, time; print('ws://127.0.0.1:1/', flush=True); time.sleep(0.3); sys.exit(1)"
+
+
+async def _backoffs(command: str, restarts: int, caplog: pytest.LogCaptureFixture) -> list[float]:
+    """The delays the supervisor waited before each of a crashing worker's first ``restarts`` restarts."""
+    supervisor = Supervisor([sys.executable, "-c", command], 1)
+    worker = supervisor.workers[0]
+    with caplog.at_level("WARNING", logger="yao_actors.service.workers"), trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supervisor.serve)
+            while worker.restarts < restarts:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+            supervisor.stop()
+    delays = [r.args[3] for r in caplog.records if "restarting it in" in r.msg]  # type: ignore[index]
+    assert all("exited with code 1" in r.getMessage() for r in caplog.records if "restarting" in r.msg)
+    return delays[:restarts]
+
+
+async def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_backoff_up_to_its_cap(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(workers, "BACKOFF_INITIAL", 0.01)
+    monkeypatch.setattr(workers, "BACKOFF_MAX", 0.04)
+    monkeypatch.setattr(workers, "HEALTHY_AFTER", 600.0)  # no death here counts as after a healthy life
+    assert await _backoffs(SERVES_THEN_EXITS_1, 5, caplog) == [0.01, 0.02, 0.04, 0.04, 0.04]
+
+
+async def test_a_worker_that_lived_long_enough_is_restarted_after_the_initial_backoff_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(workers, "BACKOFF_INITIAL", 0.01)
+    monkeypatch.setattr(workers, "HEALTHY_AFTER", 0.2)  # each of these lives 0.3 s at least
+    assert await _backoffs(SERVES_A_WHILE_THEN_EXITS_1, 3, caplog) == [0.01, 0.01, 0.01]

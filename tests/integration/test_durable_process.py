@@ -9,10 +9,8 @@ client whose connection drops mid-run.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -22,15 +20,13 @@ from typing import Any
 import pytest
 import trio
 
-from tests.integration.test_service_process import _descendants, _running
+from tests.integration.processes import server_py
 from tests.service.support import receive, run_frame, send, until_terminal
 from tests.support import check_stream, needs_redis
 from yao_actors.service.chat import open_service_connection
-from yao_actors.testing import read_line
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.redis_server import RedisServer
 
-REPO = Path(__file__).resolve().parents[2]
 GUARD = 90
 
 
@@ -76,28 +72,10 @@ def write_config(tmp_path: Path, base_url: str, store: dict[str, Any]) -> Path:
 async def service_process(config: Path) -> AsyncIterator[tuple[trio.Process, str]]:
     """``server.py --config`` on a free port; yields the process and its websocket URL. Whatever the test did to
     it, nothing of it is left running at the end (its MCP server child included)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "server.py", "--config", str(config), "--port", "0"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-    )
-    children: set[int] = set()
-    try:
-        assert process.stdout is not None
-        banner = await read_line(process.stdout)
+    async with server_py("--config", str(config), "--port", "0") as (process, banner):
         match = re.search(r"ws://127\.0\.0\.1:\d+/", banner)
         assert match, banner
-        children = _descendants(process.pid)
         yield process, match.group()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        for pid in children:
-            if _running(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 async def stop(process: trio.Process) -> int:

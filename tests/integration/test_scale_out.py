@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -28,17 +27,15 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, HandshakeError
 
-from tests.integration.test_service_process import _descendants, _running
+from tests.integration.processes import descendants, running, server_py
 from tests.service.support import TERMINAL, receive, run_frame, send
 from tests.support import require_tool
 from yao_actors.service.chat import open_service_connection
 from yao_actors.specs import StoreSpec
 from yao_actors.store import RunStatus, open_store
-from yao_actors.testing import read_line
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.redis_server import REDIS_SERVER, RedisServer, free_port
 
-REPO = Path(__file__).resolve().parents[2]
 HAPROXY = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
 GUARD = 240
 LEASE_TTL = 4.0
@@ -126,43 +123,20 @@ async def _ready(port: int) -> bool:
 @asynccontextmanager
 async def workers(config: Path, tmp_path: Path, count: int) -> AsyncIterator[tuple[trio.Process, int]]:
     """``server.py --workers count``; yields the parent and the shared port. Nothing of it is left at the end."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
     log = open(tmp_path / "workers.log", "wb")  # noqa: SIM115, ASYNC230 (the process keeps it open)
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "server.py", "--config", str(config), "--port", "0", "--workers", str(count)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=log,
-    )
-    log.close()
-    seen: set[int] = set()
-    try:
-        assert process.stdout is not None
-        banner = await read_line(process.stdout)
+    command = ("--config", str(config), "--port", "0", "--workers", str(count))
+    async with server_py(*command, stderr=log, graceful=True) as (process, banner):
+        log.close()
         match = re.search(r"ws://127\.0\.0\.1:(\d+)/", banner)
         assert match, banner
         assert f"{count} workers" in banner
-        seen = _descendants(process.pid)
         yield process, int(match.group(1))
-    finally:
-        seen |= _descendants(process.pid)
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-            with trio.move_on_after(30):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        for pid in seen:
-            if _running(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def worker_pids(parent: int) -> set[int]:
     """The parent's direct children: its workers."""
     found = set()
-    for pid in _descendants(parent):
+    for pid in descendants(parent):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
         except OSError:
@@ -264,7 +238,7 @@ async def scale_out_scenario(tmp_path: Path, store: dict[str, Any], spec: StoreS
                 # SIGTERM reaches every worker, which shuts down gracefully; the parent exits once all have.
                 parent.send_signal(signal.SIGTERM)
                 stopped = await parent.wait()
-                left = [pid for pid in now if _running(pid)]
+                left = [pid for pid in now if running(pid)]
                 log_text = (tmp_path / "workers.log").read_text(errors="replace")
         async with open_store(spec) as stored:
             histories = {t: await stored.load_history(t) for t in logs}

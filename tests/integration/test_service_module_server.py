@@ -19,7 +19,7 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection
 
-from tests.integration.test_service_process import REPO, _descendants
+from tests.integration.processes import REPO, descendants
 from tests.module_support import COMMON_TOOLS
 from tests.service.support import receive, run_frame, send, until_terminal
 from yao_actors.service.chat import open_service_connection
@@ -129,7 +129,7 @@ async def test_a_module_server_serves_runs_in_the_service_process(tmp_path: Path
                     waited = await _wait_answers_ping_while_the_tool_blocks(ws, tmp_path)
                     exploded = await _results(ws, "explode")
                     again = await _results(ws, "shout", "shout-again")  # a stored run's id is never reused
-                    children = _descendants(process.pid)
+                    children = descendants(process.pid)
                 process.send_signal(signal.SIGTERM)
                 code = await process.wait()
             finally:

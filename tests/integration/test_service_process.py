@@ -14,65 +14,27 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed
 
+from tests.integration.processes import REPO, clean_environment, descendants, running, server_py
 from tests.integration.test_service_e2e import SEED_QUESTION
 from tests.service.support import receive, send
 from yao_actors.service.chat import open_service_connection
-from yao_actors.testing import read_line
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid``, from ``/proc``."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is still a running process (an exited, unreaped one does not count)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "YAO_ACTORS_"))}
-    env["XDG_STATE_HOME"] = str(tmp_path)  # the service's default SQLite store goes there
+    env = clean_environment(XDG_STATE_HOME=str(tmp_path))  # the service's default SQLite store goes there
     with trio.fail_after(60):
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "server.py", "--port", "0"], cwd=REPO, env=env, stdout=subprocess.PIPE
-        )
-        try:
-            assert process.stdout is not None
-            banner = await read_line(process.stdout)
+        async with server_py("--port", "0", env=env) as (process, banner):
             match = re.search(r"ws://127\.0\.0\.1:\d+/", banner)
             assert match, banner
             async with open_service_connection(match.group()) as ws:
                 await send(ws, {"type": "ping"})
                 assert await receive(ws) == {"type": "pong"}
-                children = _descendants(process.pid)
+                children = descendants(process.pid)
                 process.send_signal(signal.SIGTERM)
                 with pytest.raises(ConnectionClosed) as closed:
                     await ws.get_message()
             code = await process.wait()
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+            left = [pid for pid in children if running(pid)]  # before the context kills what is left
     assert f'yao-actors chat "{SEED_QUESTION}"' in banner
     assert f"threads in {tmp_path}/yao-actors/conversations.sqlite3" in banner
     assert (tmp_path / "yao-actors" / "conversations.sqlite3").exists()
@@ -81,7 +43,7 @@ async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child(tmp_path: 
     assert closed.value.reason is not None
     assert closed.value.reason.code == 1001
     assert code == 0
-    assert [pid for pid in children if _running(pid)] == []
+    assert left == []
 
 
 async def _server_py_on_every_interface(**environ: str) -> subprocess.CompletedProcess[bytes]:
