@@ -10,47 +10,34 @@ import sys
 import textwrap
 from typing import Any
 
-import pytest
 import trio
 
 from tests.service.support import run_frame, running_service, send
 from tests.support import check_stream
 from tests.test_conversation import open_weather_manager, scripted, text_reply
-from yao_actors import events as events_module
 from yao_actors import history_budget
 from yao_actors.config import AssistantSpec, Config, ServerRef
-from yao_actors.conversation.actor import ConversationHandle
 from yao_actors.errors import RunErrorCode
-from yao_actors.events import Outcome, WireEvent, encode_json, encoded_event
+from yao_actors.events import Outcome, WireEvent, encoded_event
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.service.chat import open_service_connection
 from yao_actors.service.protocol import encode
 from yao_actors.store import MemoryStore, RunStatus
-from yao_actors.store import memory as memory_module
 from yao_actors.testing import FunctionModel, stdio_test_server
 
 # --------------------------------------------------------------------------- encoded once
 
 
-def test_a_wire_event_is_encoded_once_as_the_wire_encodes_frames(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[Any] = []
-
-    def counting(value: Any) -> str:
-        calls.append(value)
-        return encode_json(value)
-
-    monkeypatch.setattr(events_module, "encode_json", counting)
+def test_a_wire_event_is_encoded_once_as_the_wire_encodes_frames() -> None:
     for value in ({"type": "TEXT_MESSAGE_CONTENT", "delta": "北京今天25度", "seq": 1}, {"delta": "\ud800", "seq": 2}):
         event = WireEvent(value)
         text = event.encoded()
-        assert event.encoded() is text
+        assert event.encoded() is text  # made once, then kept
         assert encoded_event(event) is text
         assert text == encode(value)  # the text a frame of the same dict goes out as
         assert json.loads(text) == event
-    assert len(calls) == 2
     assert encoded_event({"seq": 3}) == '{"seq":3}'
-    assert len(calls) == 3
 
 
 def _echo_then_answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
@@ -59,16 +46,7 @@ def _echo_then_answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]
     return "北京今天25度, 穿短袖"
 
 
-async def test_the_wire_and_the_store_get_the_same_text_of_each_event_encoded_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    encoded: list[Any] = []
-
-    def counting(value: Any) -> str:
-        encoded.append(value)
-        return encode_json(value)
-
-    monkeypatch.setattr(events_module, "encode_json", counting)
+async def test_the_wire_and_the_store_get_the_same_text_of_each_event() -> None:
     config = Config(
         servers={"s1": stdio_test_server("s1")},
         assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("s1"),))},
@@ -96,76 +74,91 @@ async def test_the_wire_and_the_store_get_the_same_text_of_each_event_encoded_on
     assert any(e["type"] == "TOOL_CALL_RESULT" and "北京" in e["content"] for e in events)
     assert texts == wire  # byte for byte
     assert stored == events
-    assert len(encoded) == len(events)  # each event encoded once, for the wire and the store
 
 
-async def test_the_memory_store_keeps_text_decoded_only_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    decoded: list[Any] = []
-    decode = memory_module.decode_json
-    monkeypatch.setattr(memory_module, "decode_json", lambda text: decoded.append(text) or decode(text))
+async def test_the_store_keeps_the_very_text_a_runs_consumer_got() -> None:
+    model = scripted(text_reply("北京今天25度"))
+    received: list[Any] = []
+
+    async def sink(event: Any) -> None:
+        received.append(event)
+        await trio.lowlevel.checkpoint()
+
+    with trio.fail_after(10):
+        async with open_weather_manager(model) as manager:
+            async with manager.open_run("a", "北京今天适合穿什么?", run_id="r", thread_id="t", sink=sink) as stream:
+                assert [event async for event in stream] == []
+            store = manager.store
+            assert isinstance(store, MemoryStore)
+            texts = store._logs["r"].texts
+    check_stream(received)
+    assert all(type(event) is WireEvent for event in received)
+    assert len(texts) == len(received)
+    assert all(kept is event.encoded() for kept, event in zip(texts, received, strict=True))  # no second encoding
+
+
+async def test_the_memory_store_keeps_text_and_copies_on_read() -> None:
     store = MemoryStore()
     await store.open_thread("t", None)
     await store.start_run("t", "r", "a", [{"role": "user", "content": "北京今天适合穿什么?"}])
     given = [WireEvent({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "seq": 1})]
     plain = {"type": "STEP_STARTED", "stepName": "s", "seq": 2}
     await store.append_turn("t", "r", [], [*given, plain])
-    assert decoded == []  # a write decodes nothing
+    assert store._logs["r"].texts[0] is given[0].encoded()  # the event's own text, not a copy of it
     plain["stepName"] = "changed"  # the store kept its own text, not the caller's dict
     first = await store.read_events("r")
     assert first == [dict(given[0]), {"type": "STEP_STARTED", "stepName": "s", "seq": 2}]
     first[0]["type"] = "changed"  # nor does a reader share it
     assert await store.read_events("r", after_seq=0) == [dict(given[0]), first[1]]
     assert await store.read_events("r", after_seq=1) == [first[1]]
-    assert store._logs["r"].texts[0] is given[0].encoded()  # the event's own text, not a copy of it
 
 
-async def test_a_message_is_measured_once_for_the_memory_store_and_the_thread(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    measured: list[Any] = []
-    measure = history_budget.message_bytes
-    monkeypatch.setattr(history_budget, "_remembered", {})  # what earlier tests' stores measured
-    monkeypatch.setattr(history_budget, "message_bytes", lambda m: measured.append(m) or measure(m))
+def test_a_message_the_store_measured_is_not_measured_again_by_the_thread() -> None:
+    message: dict[str, Any] = {"role": "user", "content": "北京今天适合穿什么?"}
+    size = history_budget.remember_bytes(message)
+    message["content"] += "x" * 100  # (a recorded message never changes: this shows which size is used)
+    history = history_budget.BoundedHistory()
+    history.extend([message])
+    assert history.bytes == size  # the store's measure, taken
+    assert id(message) not in history_budget._remembered  # and forgotten
+    other = history_budget.BoundedHistory()
+    other.extend([message])
+    assert other.bytes == history_budget.message_bytes(message)  # not remembered: measured
+
+
+async def test_a_runs_messages_leave_no_remembered_sizes_behind() -> None:
     model = scripted(text_reply("北京今天25度"))
     with trio.fail_after(10):
         async with open_weather_manager(model) as manager:
             await manager.run("a", "北京今天适合穿什么?", thread_id="t")
-            handle = await manager.thread("t")
-            history = handle.history
-            kept = handle.history_bytes
+            history = manager.history("t")
     assert [m["role"] for m in history] == ["user", "assistant"]
-    assert len(measured) == len(history)  # by the store; the thread took those sizes
-    assert kept == sum(map(measure, history))
-    assert not history_budget._remembered  # nothing left behind
+    assert not any(id(m) in history_budget._remembered for m in history)
 
 
-# --------------------------------------------------------------------------- the memory budget, O(1) per run
+# --------------------------------------------------------------------------- the memory budget, a running total
 
 
-async def test_the_memory_budget_is_checked_without_reading_every_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    reads: list[str] = []
-    size = ConversationHandle.history_bytes
-    monkeypatch.setattr(
-        ConversationHandle, "history_bytes", property(lambda h: reads.append(h.thread_id) or size.fget(h))
-    )
+async def test_the_memory_budget_keeps_a_running_total_and_forgets_the_least_recently_used() -> None:
     model = scripted(*(text_reply("ok") for _ in range(25)))
     with trio.fail_after(30):
         async with open_weather_manager(model, limits={"max_threads_bytes": 5000}) as manager:
             for i in range(20):
                 await manager.run("a", "x" * 10, thread_id=f"t{i}")
-            reads.clear()
             await manager.run("a", "y" * 10, thread_id="t5")
-            assert reads == ["t5"]  # only the thread whose run ended, of the 20 kept
             assert len(manager.thread_ids()) == 20  # 20 threads of ~210 bytes each: within the budget
+            kept_bytes = [(await manager.thread(t)).history_bytes for t in manager.thread_ids()]
+            assert manager._total_bytes == sum(kept_bytes)
             # Over the budget now: the least recently used idle threads go, oldest first, and no more than needed.
             await manager.run("a", "z" * 1500, thread_id="big")
             kept = manager.thread_ids()
+            assert manager._total_bytes == sum([(await manager.thread(t)).history_bytes for t in kept])
     assert kept[-1] == "big"
-    assert kept[0] not in ("t0", "t1")
     used = [*(f"t{i}" for i in range(20) if i != 5), "t5"]  # least recently used first
     forgotten = [t for t in used if t not in kept]
     assert 0 < len(forgotten) < 20
     assert forgotten == used[: len(forgotten)]  # the least recently used ones, and no more
+    assert manager._total_bytes <= 5000
 
 
 # --------------------------------------------------------------------------- the memory store's budget
