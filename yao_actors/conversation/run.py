@@ -228,9 +228,8 @@ class Run:
     async def retry_block(self, assistant: AssistantSpec, request: TurnRequest, completion: Completion) -> Completion:
         """Execute the calls; re-ask the model to fix retryable failures, at most 3 executions in all.
 
-        Returns the last completion: its calls are executed, or it has none
-        (the model answered the retry in plain text, which is accepted).
-        Non-retryable failures are not retried: the model gets them as
+        Returns the last completion: its calls are executed, or it has none (the model answered the retry in
+        plain text, which is accepted). Non-retryable failures are not retried: the model gets them as
         ``Error: ...`` results like any other.
         """
         for execution in range(1, MAX_EXECUTIONS + 1):
@@ -352,12 +351,13 @@ class Run:
         await self.events.step_started(step)
         self.step = step
         try:
-            with ModelCallObservation(model.name, step) as observed, trio.fail_after(assistant.timeouts.model):
-                completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+            with ModelCallObservation(model.name, step) as observed:
+                timeout = assistant.timeouts.model  # a plain scope: trio.fail_after wraps one in a generator
+                with trio.CancelScope(deadline=trio.current_time() + timeout) as deadline:
+                    completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+                if deadline.cancelled_caught:
+                    raise ModelTimeout(f"model {model.name!r} did not answer within {timeout} s")
                 observed.completed(completion)
-        except trio.TooSlowError as error:
-            await self.end_step(None)
-            raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
         except Exception:
             await self.end_step(None)
             raise
