@@ -367,7 +367,8 @@ async def test_each_tool_message_has_the_content_its_result_event_carried() -> N
     assert json.loads(kept["b"]) == {"city": "Beijing", "temp": 25}
     assert json.loads(kept["s"]) == json.loads(kept["s2"]) == {"city": "Shanghai", "temp": 25}
     assert kept["u"].startswith("Error: unknown tool")
-    assert kept["f"].startswith("Error: ") and "北京 is closed" in kept["f"]
+    assert kept["f"].startswith("Error: ")
+    assert "北京 is closed" in kept["f"]
     assert list(kept) == ["b", "u", "s", "f", "s2"]
 
 
