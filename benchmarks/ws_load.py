@@ -16,11 +16,16 @@ client count runs that many waves, each against a fresh service, and the table s
     python benchmarks/ws_load.py [--clients 200 1000] [--repeat 3] [--turns 3] [--tool-ms 50] [--transport memory]
     python benchmarks/ws_load.py --clients 600 --profile service.prof   # cProfile of the service over the wave
     python benchmarks/ws_load.py --workers 1 2 [--clients 200] [--repeat 3]  # scale-out, threads in Redis
+    python benchmarks/ws_load.py --front-end-only [--clients 200]  # the websocket front end's own CPU per run
 
 With ``--workers``, each wave runs that many service processes listening on one port through ``SO_REUSEPORT`` (as
 ``yao-actors serve --workers N`` does), all keeping their threads in one Redis (a ``redis-server`` the benchmark
 starts on a free loopback port), so every worker count is measured with the same store; CPU and RSS are summed
 over the workers, and the last line gives the runs/s of each count against one worker's.
+
+With ``--front-end-only`` the service records one real run's events at its start and every run replays them
+through the front end (the tool's latency after each ``TOOL_CALL_END``): the CPU per run is then what the
+websocket front end costs (handshake, frame parsing, writing the events, closing), without the runtime.
 
 Writes ``benchmarks/results/ws_load.json`` (``--out``) with the machine's load average before the first wave.
 A benchmark, not a test: it asserts nothing. Loopback only.
@@ -107,9 +112,19 @@ def _model(turns: int, tool_seconds: float) -> FunctionModel:
     return FunctionModel(answer, stream=False)
 
 
-async def serve(turns: int, tool_seconds: float, transport: str, port: int = 0, redis_url: str | None = None) -> None:
+async def serve(
+    turns: int,
+    tool_seconds: float,
+    transport: str,
+    port: int = 0,
+    redis_url: str | None = None,
+    front_end_only: bool = False,
+) -> None:
     """Serve on ``port`` (0: a free one; else shared with other workers through ``SO_REUSEPORT``) on loopback,
-    with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM."""
+    with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
+
+    ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
+    the service's CPU is the websocket front end's alone."""
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
         if transport == "memory"
@@ -127,11 +142,52 @@ async def serve(turns: int, tool_seconds: float, transport: str, port: int = 0, 
             open_runtime(config, models={"m": _model(turns, tool_seconds)}) as runtime,
             trio.open_nursery() as nursery,
         ):
-            service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
+            runs: Any = runtime
+            if front_end_only:
+                recorded = await runtime.run("default", "go")
+                runs = ReplayedRuns(tuple(dict(event) for event in recorded.events), tool_seconds)
+            service = await nursery.start(partial(serve_service, runs, spec, listeners=listeners))
             print(f"LISTENING {service.url}", flush=True)
             async for _ in signals:
                 break
             nursery.cancel_scope.cancel()
+
+
+class ReplayedRuns:
+    """A runtime double for ``--front-end-only``: each run sends the recorded events of one real run through
+    the front end's sink, waiting the tool's latency after each ``TOOL_CALL_END`` as the real run did."""
+
+    def __init__(self, events: tuple[dict[str, Any], ...], tool_seconds: float) -> None:
+        self.events = events
+        self.tool_seconds = tool_seconds
+
+    @contextlib.asynccontextmanager
+    async def open_run(self, assistant: str, messages: Any, **options: Any) -> Any:
+        sink, run_id = options["sink"], options["run_id"]
+        for event in self.events:
+            await sink({**event, "runId": run_id})
+            if event["type"] == "TOOL_CALL_END":
+                await trio.sleep(self.tool_seconds)
+        yield _EndedStream()
+
+
+class _EndedStream:
+    """The stream of a replayed run, which has ended by the time it is yielded."""
+
+    def cancel(self) -> None:
+        pass
+
+    def detach(self) -> None:
+        pass
+
+    async def wait_done(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    def __aiter__(self) -> _EndedStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        raise StopAsyncIteration
 
 
 # --------------------------------------------------------------------------- the clients
@@ -191,11 +247,14 @@ async def wave(
     profile: Path | None,
     workers: int | None = None,
     redis_url: str | None = None,
+    front_end_only: bool = False,
 ) -> dict[str, Any]:
     """Start a fresh service (``workers`` processes on one port, threads in Redis, when given), run ``clients``
     conversations at once against it, and measure."""
     command = [sys.executable, __file__, "--serve", "--turns", str(turns), "--tool-ms", str(tool_ms)]
     command += ["--transport", transport]
+    if front_end_only:
+        command.append("--front-end-only")
     if profile is not None:
         command += ["--profile", str(profile)]
     reserved = None
@@ -307,11 +366,14 @@ async def main(args: argparse.Namespace) -> None:
                             args.profile,
                             row["workers"],
                             redis_url,
+                            args.front_end_only,
                         )
                     )
     rows = [median_row(row["waves"]) for row in rows]
     load_at_end = [round(x, 2) for x in os.getloadavg()]
     store = ", threads in Redis, workers on one SO_REUSEPORT port" if args.workers else ""
+    if args.front_end_only:
+        store += ", FRONT END ONLY (the runs replay one real run's events)"
     print(
         f"{args.turns} turns × {args.tool_ms:.0f} ms tool per run, test server {args.transport}, one run per "
         f"connection{store}"
@@ -340,6 +402,7 @@ async def main(args: argparse.Namespace) -> None:
         "tool_ms": args.tool_ms,
         "transport": args.transport,
         "store": "redis" if args.workers else "memory",
+        "front_end_only": args.front_end_only,
         "results": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -359,13 +422,20 @@ if __name__ == "__main__":
     parser.add_argument(
         "--workers", type=int, nargs="+", help="worker counts to compare (SO_REUSEPORT, threads in Redis)"
     )
+    parser.add_argument(
+        "--front-end-only",
+        action="store_true",
+        help="runs replay one real run's events (recorded at the start): the service's CPU is the front end's",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.workers is not None and args.out == RESULTS:
         args.out = RESULTS.with_name("ws_load_workers.json")
-    serving = partial(serve, args.turns, args.tool_ms / 1000, args.transport, args.port, args.redis_url)
+    serving = partial(
+        serve, args.turns, args.tool_ms / 1000, args.transport, args.port, args.redis_url, args.front_end_only
+    )
     if not args.serve:
         trio.run(main, args)
     elif args.profile is None:

@@ -35,7 +35,8 @@ from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents, parse_event
 from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
-from yao_actors.service.connection import EventStream, RunBudget, RunOpener
+from yao_actors.service.budget import RunBudget
+from yao_actors.service.connection import EventStream, RunOpener
 from yao_actors.service.http import HttpExchange
 from yao_actors.service.protocol import USER_ROLES
 

@@ -41,7 +41,8 @@ from yao_actors.service.auth import (
     resolve_credentials,
     selected_subprotocol,
 )
-from yao_actors.service.connection import Connection, RunBudget, RunOpener
+from yao_actors.service.budget import RunBudget
+from yao_actors.service.connection import Connection, RunOpener
 from yao_actors.service.gate import ReplayStream, RequestHead, close_frame, read_head
 from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
