@@ -60,7 +60,7 @@ from yao_actors.service.protocol import (
     error_frame,
     parse_frame,
 )
-from yao_actors.service.wire import MessageWriter
+from yao_actors.service.wire import MessageWriter, WholeWrites
 from yao_actors.store.base import iso
 
 logger = logging.getLogger(__name__)
@@ -210,6 +210,8 @@ class Connection:
     budget: RunBudget
     #: Who the handshake's token says the client is (``None``: no tokens, every local client is one principal).
     principal: str | None = None
+    #: The stream the websocket was made over, written to directly by the writer (``None``: message by message).
+    stream: WholeWrites | None = None
     close_code: int = CLOSE_NORMAL
     close_reason: str | None = None
     #: The client left or stopped answering: nothing more can be sent, not even a close frame.
@@ -441,7 +443,7 @@ class Connection:
         :data:`MAX_WRITE_BATCH`), each its own websocket message. The queue is read without a checkpoint
         while it has frames: the write checkpoints.
         """
-        writer = MessageWriter(self.ws)
+        writer = MessageWriter(self.ws, self.stream)
         try:
             async with receive:
                 while True:
@@ -457,8 +459,8 @@ class Connection:
                     await writer.send(batch)
         except trio.EndOfChannel:
             pass
-        except ConnectionClosed:
-            self._lost()
+        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+            self._lost()  # the last two: the client went away while a write was going out
         self._everything.cancel()
 
     async def _keepalive(self) -> None:

@@ -270,6 +270,7 @@ class Service:
             spec=self.spec,
             budget=self._budget,
             principal=principal,
+            stream=stream,
         )
         self._connections.add(connection)
         try:

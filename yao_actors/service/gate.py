@@ -8,7 +8,7 @@ over a :class:`ReplayStream` that gives back the bytes already read, so one port
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import attrs
@@ -56,6 +56,10 @@ async def read_head(stream: trio.abc.ReceiveStream) -> RequestHead | None:
     return RequestHead(method=method, target=target, headers=headers, raw=bytes(buffer))
 
 
+def _open() -> bool:
+    return True
+
+
 def close_frame(code: int, reason: str) -> bytes:
     """A server's websocket close frame, for a connection trio-websocket dropped without one (see ReplayStream)."""
     return bytes(FrameProtocol(client=False, extensions=[]).close(code, reason))
@@ -64,7 +68,8 @@ def close_frame(code: int, reason: str) -> bytes:
 class ReplayStream(trio.abc.Stream):
     """A stream that first gives back ``prefix`` (bytes already read from ``inner``), then reads ``inner``.
 
-    Closing it does not close ``inner``, which stays its owner's: when the client breaks the protocol (invalid
+    Each write goes out whole, also when several tasks write (trio-websocket's own writes, and the
+    connection's writer: :class:`~yao_actors.service.wire.MessageWriter`). Closing it does not close ``inner``, which stays its owner's: when the client breaks the protocol (invalid
     UTF-8 in a text frame, say), trio-websocket closes the stream without sending a close frame, and the owner
     can still send one (:func:`close_frame`) before closing the TCP connection.
     """
@@ -73,6 +78,7 @@ class ReplayStream(trio.abc.Stream):
         self._prefix = prefix
         self._inner = inner
         self._closed = False
+        self._sending = trio.StrictFIFOLock()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
         """Return replayed bytes while any are left, then read from the inner stream."""
@@ -85,9 +91,26 @@ class ReplayStream(trio.abc.Stream):
         return await self._inner.receive_some(max_bytes)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        """Send on the inner stream (trio-websocket's send lock keeps its writers apart)."""
+        """Send on the inner stream, whole: writes from several tasks never interleave."""
+        await self.send_all_while(data, _open)
+
+    async def send_all_while(self, data: bytes | bytearray | memoryview, still_open: Callable[[], bool]) -> bool:
+        """Send ``data`` whole, unless ``still_open()`` is false once it is this write's turn (then ``False``).
+
+        A free lock is taken without a trip through the scheduler (the write itself has one).
+        """
         self._check_open()
-        await self._inner.send_all(data)
+        try:
+            self._sending.acquire_nowait()
+        except trio.WouldBlock:
+            await self._sending.acquire()
+        try:
+            if not still_open():
+                return False
+            await self._inner.send_all(data)
+            return True
+        finally:
+            self._sending.release()
 
     async def wait_send_all_might_not_block(self) -> None:
         """Delegate to the inner stream."""
