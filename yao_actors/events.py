@@ -84,10 +84,11 @@ class WireEvent(dict[str, Any]):
 
     def encoded(self) -> str:
         """The event as compact JSON (:func:`encode_json`), made on the first call."""
-        text: str | None = getattr(self, "_text", None)  # (cheaper than catching the AttributeError)
-        if text is None:
-            text = self._text = encode_json(self)
-        return text
+        try:
+            return self._text
+        except AttributeError:
+            self._text = encode_json(self)
+            return self._text
 
 
 def encoded_event(event: EventDict) -> str:
