@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerState
+from yao_actors.testing.servers import build_test_server
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -377,3 +379,27 @@ async def test_the_readmes_ten_lines_work_as_written(write_module: ModuleWriter,
     assert empty.kind is ErrorKind.TOOL_ERROR
     assert empty.error is not None
     assert empty.error.endswith("the text is empty")
+
+
+def test_building_a_module_server_leaves_an_unconfigured_root_logger_as_it_was(
+    write_module: ModuleWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK's MCPServer calls logging.basicConfig(level=INFO) when built: in an application that had not
+    # configured logging, every INFO record of the process would start going to stderr.
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # as in a process that never configured logging (pytest's removed)
+    monkeypatch.setattr(root, "level", logging.WARNING)
+    name = write_module(
+        """
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("at-import")
+
+        def build():
+            return MCPServer("by-factory")
+        """
+    )
+    parse_config(servers(a={"module": f"{name}:server"}, b={"module": f"{name}:build"}))
+    build_test_server("t")
+    assert root.handlers == []
+    assert root.level == logging.WARNING
