@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,6 @@ from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.server_actor import ServerState
-from yao_actors.testing.servers import build_test_server
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -381,14 +380,23 @@ async def test_the_readmes_ten_lines_work_as_written(write_module: ModuleWriter,
     assert empty.error.endswith("the text is empty")
 
 
-def test_building_a_module_server_leaves_an_unconfigured_root_logger_as_it_was(
-    write_module: ModuleWriter, monkeypatch: pytest.MonkeyPatch
+UNCONFIGURED_LOGGING = """
+import logging, sys
+from yao_actors.config import parse_config
+from yao_actors.testing.servers import build_test_server
+servers = {"a": {"module": sys.argv[1] + ":server"}, "b": {"module": sys.argv[1] + ":build"}}
+parse_config({"mcpServers": servers, "models": {"demo": {"provider": "demo"}}})
+build_test_server("t")
+root = logging.getLogger()
+print(len(root.handlers), logging.getLevelName(root.level))
+"""
+
+
+async def test_building_a_module_server_leaves_an_unconfigured_root_logger_as_it_was(
+    write_module: ModuleWriter, tmp_path: Path
 ) -> None:
     # The SDK's MCPServer calls logging.basicConfig(level=INFO) when built: in an application that had not
-    # configured logging, every INFO record of the process would start going to stderr.
-    root = logging.getLogger()
-    monkeypatch.setattr(root, "handlers", [])  # as in a process that never configured logging (pytest's removed)
-    monkeypatch.setattr(root, "level", logging.WARNING)
+    # configured logging (a fresh process), every INFO record of the process would start going to stderr.
     name = write_module(
         """
         from mcp.server.mcpserver import MCPServer
@@ -399,7 +407,9 @@ def test_building_a_module_server_leaves_an_unconfigured_root_logger_as_it_was(
             return MCPServer("by-factory")
         """
     )
-    parse_config(servers(a={"module": f"{name}:server"}, b={"module": f"{name}:build"}))
-    build_test_server("t")
-    assert root.handlers == []
-    assert root.level == logging.WARNING
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-c", UNCONFIGURED_LOGGING, name], env=env, capture_stdout=True, capture_stderr=True
+        )
+    assert done.stdout.decode().split() == ["0", "WARNING"], done.stderr.decode()
