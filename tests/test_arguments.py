@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from yao_actors import arguments
 from yao_actors.arguments import check_arguments, compiled_validator, parse_arguments
@@ -160,3 +162,101 @@ def test_lone_surrogates_in_arguments_become_replacement_characters(raw: str) ->
     parsed = parse_arguments(raw)
     assert parsed.value == {"city": "\ufffd"}
     assert json.dumps(parsed.value, ensure_ascii=False).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- the plain check of flat object schemas
+
+#: What an MCP SDK generates from ``def echo(text: str, times: int = 1, loud: bool | None = None)``-like signatures.
+FLAT: dict[str, Any] = {
+    "type": "object",
+    "title": "echoArguments",
+    "properties": {
+        "text": {"type": "string", "title": "Text"},
+        "times": {"type": "integer", "title": "Times", "default": 1},
+        "ratio": {"type": "number"},
+        "loud": {"type": "boolean", "description": "shout"},
+        "tags": {"type": "array"},
+        "extra": {"type": "object"},
+        "nothing": {"type": "null"},
+        "anything": {"title": "Anything"},
+    },
+    "required": ["text"],
+}
+
+
+def test_a_flat_object_schema_gets_a_plain_check_and_anything_more_does_not() -> None:
+    assert arguments.simple_check(FLAT) is not None
+    assert arguments.simple_check({"type": "object"}) is not None
+    assert arguments.simple_check(WEATHER) is None  # enum, minimum, items
+    assert arguments.simple_check({**FLAT, "$schema": "http://json-schema.org/draft-04/schema#"}) is None
+    assert arguments.simple_check({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) is None
+    assert arguments.simple_check({"type": "object", "additionalProperties": {"type": "string"}}) is None
+    assert arguments.simple_check({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}}) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"text": "北京"}, None),
+        ({"text": "x", "times": 2, "ratio": 0.5, "loud": True, "tags": [1], "extra": {}, "nothing": None}, None),
+        ({"text": "x", "times": 2.0}, None),  # jsonschema's integer takes 2.0: the plain check leaves it to it
+        ({"text": "x", "undeclared": 1}, None),
+        ({}, "'text' is a required property"),
+        ({"text": 1}, "text: 1 is not of type 'string'"),
+        ({"text": "x", "times": True}, "times: True is not of type 'integer'"),
+        ({"text": "x", "times": 2.5}, "times: 2.5 is not of type 'integer'"),
+        ({"text": "x", "ratio": False}, "ratio: False is not of type 'number'"),
+        ({"text": "x", "tags": {}}, "tags: {} is not of type 'array'"),
+    ],
+)
+def test_the_plain_check_gives_the_same_answers_and_jsonschema_words_the_problems(
+    value: dict[str, Any], problem: str | None
+) -> None:
+    checked = check_arguments(json.dumps(value, ensure_ascii=False), FLAT)
+    assert checked.problems == (() if problem is None else (problem,))
+    assert checked.value == (value if problem is None else None)
+
+
+def test_a_closed_flat_schema_refuses_undeclared_properties() -> None:
+    closed = {**FLAT, "additionalProperties": False}
+    assert arguments.simple_check(closed) is not None
+    assert check_arguments('{"text": "x"}', closed).ok
+    problems = check_arguments('{"text": "x", "undeclared": 1}', closed).problems
+    assert len(problems) == 1
+    assert "'undeclared' was unexpected" in problems[0]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2),
+    max_leaves=4,
+)
+PROPERTY_NAMES = st.sampled_from(["a", "b", "c"])
+PROPERTY = st.fixed_dictionaries(
+    {}, optional={"type": st.sampled_from(sorted(arguments._PLAIN_TYPES)), "title": st.text(max_size=2)}
+)
+FLAT_SCHEMAS = st.fixed_dictionaries(
+    {"type": st.just("object")},
+    optional={
+        "properties": st.dictionaries(PROPERTY_NAMES, PROPERTY, max_size=3),
+        "required": st.lists(PROPERTY_NAMES, max_size=3, unique=True),
+        "additionalProperties": st.booleans(),
+        "title": st.text(max_size=2),
+    },
+)
+
+
+@given(schema=FLAT_SCHEMAS, value=st.dictionaries(PROPERTY_NAMES | st.text(max_size=2), JSON_VALUES, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_the_plain_check_never_accepts_what_jsonschema_rejects(schema: dict[str, Any], value: dict[str, Any]) -> None:
+    check = arguments.simple_check(schema)
+    validator = compiled_validator(schema)
+    assert check is not None
+    assert validator is not None
+    if check(value):
+        assert validator.is_valid(value)
+    # and the problems check_arguments reports are jsonschema's own, whichever way it went
+    # a flat schema's errors are about the object or one of its properties: paths of at most one name
+    errors = list(validator.iter_errors(value))
+    expected = sorted(f"{e.absolute_path[0]}: {e.message}" if e.absolute_path else e.message for e in errors)
+    assert sorted(arguments.schema_problems(value, schema)) == expected

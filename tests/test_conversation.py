@@ -345,6 +345,33 @@ async def test_fallback_failure_finishes_with_what_it_has() -> None:
     assert "SUBAGENT_ERROR" in types(result.events)
 
 
+async def test_each_tool_message_has_the_content_its_result_event_carried() -> None:
+    # One turn of calls with different results (one failing before its server, one failing on it), then another
+    # turn: each call's tool message and its TOOL_CALL_RESULT event have the same content, by call id.
+    model = scripted(
+        tools_reply(
+            call("w__get", {"city": "Beijing"}, "b"),
+            call("w__nothing", {}, "u"),
+            call("w__get", {"city": "Shanghai"}, "s"),
+            call("w__fail", {"message": "北京 is closed"}, "f"),
+        ),
+        tools_reply(call("w__get", {"city": "Shanghai"}, "s2")),
+        text_reply("done"),
+    )
+    result = await run_once(model)
+    check_stream(result.events)
+    sent = {e["toolCallId"]: e["content"] for e in result.events if e["type"] == "TOOL_CALL_RESULT"}
+    last = model.calls[-1].messages
+    kept = {m["tool_call_id"]: m["content"] for m in last if m["role"] == "tool"}
+    assert kept == sent
+    assert json.loads(kept["b"]) == {"city": "Beijing", "temp": 25}
+    assert json.loads(kept["s"]) == json.loads(kept["s2"]) == {"city": "Shanghai", "temp": 25}
+    assert kept["u"].startswith("Error: unknown tool")
+    assert kept["f"].startswith("Error: ")
+    assert "北京 is closed" in kept["f"]
+    assert list(kept) == ["b", "u", "s", "f", "s2"]
+
+
 async def test_model_deadline_is_a_model_failure(autojump_clock: trio.testing.MockClock) -> None:
     async def slow(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         await trio.sleep(1000)

@@ -248,6 +248,49 @@ async def test_the_batch_deadline_turns_unfinished_calls_into_timeouts(autojump_
         assert sorted(e.result.call_id for e in recorder.of(CallFinished)) == sorted(r.call_id for r in results)
 
 
+@pytest.mark.parametrize(
+    ("server_timeout", "batch_timeout", "expected"),
+    [
+        (5, 20, "timed out after 5s"),  # the call's own deadline comes first
+        (20, 5, "the batch deadline expired"),  # the batch's comes first
+        (5, 5, "timed out after 5s"),  # together: the call's own, as when its scope was inside the batch's
+    ],
+)
+async def test_a_single_call_reports_the_deadline_that_expired(
+    autojump_clock: trio.testing.MockClock, server_timeout: float, batch_timeout: float, expected: str
+) -> None:
+    # A batch of one call runs under one cancel scope (the handle's) for both deadlines.
+    a = scripted_server("a", timeout=server_timeout)
+    recorder = Recorder()
+    start = trio.current_time()
+    async with serving(a) as servers:
+        catalog = await catalog_of(servers)
+        (cut,) = await execute_tool_calls(
+            [call("1", "a__sleep", '{"seconds": 60}')], catalog, servers, batch_timeout=batch_timeout, on_event=recorder
+        )
+        assert trio.current_time() - start == pytest.approx(min(server_timeout, batch_timeout))
+        assert cut.kind is ErrorKind.TIMEOUT
+        assert expected in (cut.error or "")
+        assert cut.duration == pytest.approx(min(server_timeout, batch_timeout))
+        assert [e.result for e in recorder.of(CallFinished)] == [cut]
+        await trio.testing.wait_all_tasks_blocked()  # the server hears of the cancellation
+        assert a.cancelled == ["sleep"]
+        # and serves the next call
+        (nxt,) = await execute_tool_calls([call("2", "a__echo", '{"n": 2}')], catalog, servers, batch_timeout=5)
+        assert nxt.result == {"n": 2}
+
+
+async def test_a_cancelled_single_call_tells_the_server_to_cancel(autojump_clock: trio.testing.MockClock) -> None:
+    a = scripted_server("a", timeout=100)
+    async with serving(a) as servers:
+        catalog = await catalog_of(servers)
+        with trio.move_on_after(3) as caller:
+            await execute_tool_calls([call("1", "a__sleep", '{"seconds": 60}')], catalog, servers, batch_timeout=50)
+        assert caller.cancelled_caught  # the caller's cancellation passes through, it is no result
+        await trio.testing.wait_all_tasks_blocked()
+        assert a.cancelled == ["sleep"]
+
+
 async def test_after_a_deadline_the_server_answers_the_next_call(autojump_clock: trio.testing.MockClock) -> None:
     a = scripted_server("a")
     async with serving(a) as servers:

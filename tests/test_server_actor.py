@@ -13,6 +13,7 @@ import mcp
 import mcp.types
 import pytest
 import trio
+import trio.testing
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
@@ -59,6 +60,27 @@ async def test_unknown_tool_is_a_tool_error() -> None:
         outcome = await handle.call_tool("no_such_tool", {})
     assert outcome.kind is ErrorKind.TOOL_ERROR
     assert outcome.retryable
+
+
+@pytest.mark.parametrize(("own", "callers", "raises"), [(5, 2, True), (2, 5, False), (3, 3, False)])
+async def test_a_callers_deadline_shares_the_calls_scope(
+    autojump_clock: trio.abc.Clock, own: float, callers: float, raises: bool
+) -> None:
+    """``deadline=``: the earlier of the two ends the call; the caller's raises ``TooSlowError``, the call's own
+    is its ``timeout`` outcome (also on a tie); either way the server is told to cancel."""
+    async with running(memory_spec(timeout=own)) as handle:
+        start = trio.current_time()
+        if raises:
+            with pytest.raises(trio.TooSlowError):
+                await handle.call_tool("sleep", {"seconds": 60}, deadline=start + callers)
+        else:
+            outcome = await handle.call_tool("sleep", {"seconds": 60}, deadline=start + callers)
+            assert outcome.kind is ErrorKind.TIMEOUT
+            assert f"timed out after {own:g}s" in (outcome.error or "")
+        assert trio.current_time() - start == pytest.approx(min(own, callers))
+        await trio.testing.wait_all_tasks_blocked()
+        assert handle.statistics().in_flight == 0  # the actor's side of the call was cancelled too
+        assert (await handle.call_tool("echo", {"text": "next"})).result == {"text": "next"}
 
 
 async def test_concurrency_is_capped_and_the_rest_queue(autojump_clock: trio.abc.Clock) -> None:

@@ -46,7 +46,12 @@ class ToolServer(ToolSource, Protocol):
     """What dispatch needs from a server handle (``yao_actors.server_actor``)."""
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        progress: ProgressFn | None = None,
+        deadline: float = math.inf,
     ) -> ToolOutcome: ...
 
 
@@ -123,21 +128,40 @@ class _Batch:
             labelled(TOOL_DURATION, result.server).observe(result.duration)
         await self.emit(CallFinished(result, index))
 
-    async def run(self, planned: _Planned, *, sequential_retry: bool = False) -> ToolCallResult:
-        """Send one call to its server (in its ``execute_tool`` span) and make the result (not yet recorded)."""
+    async def run(
+        self, planned: _Planned, *, sequential_retry: bool = False, deadline: float = math.inf
+    ) -> ToolCallResult:
+        """Send one call to its server (in its ``execute_tool`` span) and make the result (not yet recorded).
+
+        ``deadline`` is the batch's, handed to the server's handle (one cancel scope for the call's deadline
+        and the batch's); when the batch's expires first the result is the batch's ``timeout``.
+        """
         call, entry = planned.call, planned.entry
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
             await self.emit(CallProgress(call, value, total, message, planned.index))
 
         self.started[planned.index] = trio.current_time()
-        with tracing.open_span(f"execute_tool {entry.name}", _span_attributes(call, entry)) as span:
+        # The span's name and attributes are made only when spans record.
+        span_cm = (
+            tracing.open_span(f"execute_tool {entry.name}", _span_attributes(call, entry))
+            if tracing.tracing_on()
+            else tracing.NO_SPAN
+        )
+        with span_cm as span:
             if sequential_retry:
                 span.set_attribute(tracing.SEQUENTIAL_RETRY, True)
             await self.emit(CallStarted(call, entry.server, entry.tool, planned.index))
             # Without a listener, ask for no progress: the server then sends none.
             wanted = progress if self.on_event is not None else None
-            outcome = await planned.server.call_tool(entry.tool, planned.arguments, progress=wanted)
+            try:
+                outcome = await planned.server.call_tool(
+                    entry.tool, planned.arguments, progress=wanted, deadline=deadline
+                )
+            except trio.TooSlowError:
+                result = _timed_out(self, planned)
+                tracing.fail(span, ErrorKind.TIMEOUT.value, result.error or "")
+                return result
             if outcome.kind is not None:
                 tracing.fail(span, outcome.kind.value, outcome.error or "")
                 if outcome.kind is ErrorKind.SERVER_UNAVAILABLE and span.is_recording():
@@ -176,7 +200,9 @@ async def execute_tool_calls(
     ``mode="sequential"`` runs every call one after another across servers (a
     baseline for benchmarks). ``batch_timeout`` (seconds) bounds the whole batch:
     calls still running then are cancelled (their servers get
-    ``notifications/cancelled``) and get ``timeout`` results.
+    ``notifications/cancelled``) and get ``timeout`` results. A batch of one
+    call hands its deadline to the call's handle instead (one cancel scope, not
+    two); the batch's deadline then bounds the call, not the listener's events.
     """
     batch = _Batch(on_event, [None] * len(calls))
     groups: dict[str, list[_Planned]] = {}
@@ -190,11 +216,19 @@ async def execute_tool_calls(
         runs = [functools.partial(_run_one_by_one, batch, ordered)]
     else:
         runs = [functools.partial(_run_group, batch, group) for group in groups.values()]
+    deadline = math.inf if batch_timeout is None else trio.current_time() + batch_timeout
+    if mode == "parallel" and len(batch.planned) == 1:
+        # One call (the usual turn): in this task, and under one cancel scope, the handle's, which
+        # keeps the call's own deadline and the batch's (a nursery, a task, or a second scope of their
+        # own would cost more than a call to a fast server).
+        (planned,) = batch.planned.values()
+        await batch.finish(planned.index, await batch.run(planned, deadline=deadline))
+        return [result for result in batch.results if result is not None]
     try:
-        with trio.move_on_after(math.inf if batch_timeout is None else batch_timeout):
+        with trio.CancelScope(deadline=deadline):
             if len(runs) == 1:
-                # One server's calls (the usual turn): run them in this task; a nursery and a
-                # task of their own would cost more than a call to a fast server.
+                # One server's calls: run them in this task; a nursery and a task of their
+                # own would cost more than a call to a fast server.
                 await runs[0]()
             else:
                 async with trio.open_nursery() as nursery:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import os
 import time
 import typing
@@ -47,6 +48,55 @@ from yao_actors.results import ToolCallResult, tool_message_content
 
 EventDict = dict[str, Any]
 """An event as it goes on the wire: camelCase keys, JSON-ready values, ``runId`` and ``seq``."""
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
+
+
+def encode_json(value: Any) -> str:
+    """``value`` as compact JSON, non-ASCII text kept as is: how events and frames go on the wire and into a store.
+
+    The result is always valid UTF-8: a value holding a string that is not (a lone surrogate) is written with
+    ``\\u`` escapes instead, so neither a socket write nor a store can fail on it. Raises ``TypeError`` or
+    ``ValueError`` for a value that is not JSON.
+    """
+    text = _COMPACT.encode(value)
+    # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _COMPACT_ASCII.encode(value)
+    return text
+
+
+class WireEvent(dict[str, Any]):
+    """An emitted event: its dict, and the JSON text it goes out as, made once (:meth:`encoded`).
+
+    What :class:`RunEvents` sends. The websocket writes the text and the run's journal stores the same text,
+    so an event is encoded once however many consumers it has. The text is made on the first call and kept:
+    an emitted event is complete, and nothing changes it afterwards (a change would not be in the text).
+    """
+
+    __slots__ = ("_text",)
+    _text: str
+
+    def encoded(self) -> str:
+        """The event as compact JSON (:func:`encode_json`), made on the first call."""
+        try:
+            return self._text
+        except AttributeError:
+            self._text = encode_json(self)
+            return self._text
+
+
+def encoded_event(event: EventDict) -> str:
+    """The JSON text of an event: the one a :class:`WireEvent` already has, or :func:`encode_json`'s."""
+    if type(event) is WireEvent:
+        return event.encoded()
+    return encode_json(event)
+
 
 SendEvent = Callable[[EventDict], Awaitable[None]]
 """Where an emitter delivers events: an async callable, e.g. a bounded memory channel's ``send``."""
@@ -145,7 +195,7 @@ def _as_send(target: SendEvent | trio.MemorySendChannel[EventDict]) -> SendEvent
 
 
 @attrs.define(eq=False)
-class _Turnstile:
+class Turnstile:
     """One sender at a time, in the order they came; passing it while it is free costs no trip through the scheduler.
 
     A sender that leaves hands the turnstile straight to the first one waiting (``busy`` stays set), so a
@@ -189,7 +239,7 @@ class RunEvents:
     seq: int = attrs.field(default=0, init=False)
     terminal: EventDict | None = attrs.field(default=None, init=False)
     _subagent_run_id: str | None = attrs.field(default=None, init=False)
-    _turnstile: _Turnstile = attrs.field(factory=_Turnstile, init=False)
+    _turnstile: Turnstile = attrs.field(factory=Turnstile, init=False)
 
     @property
     def finished(self) -> bool:
@@ -209,12 +259,12 @@ class RunEvents:
         finally:
             self._subagent_run_id = previous
 
-    async def emit(self, event: BaseEvent) -> EventDict:
+    async def emit(self, event: BaseEvent) -> WireEvent:
         """Emit an ``ag_ui`` model (validated when it was built); returns the dict that was sent."""
         return await self.emit_dict(event.model_dump(by_alias=True, exclude_none=True, mode="json"))
 
-    async def emit_dict(self, data: EventDict) -> EventDict:
-        """Number, stamp and send one event dict (it is completed in place); returns it.
+    async def emit_dict(self, data: EventDict) -> WireEvent:
+        """Number, stamp and send one event dict; returns the :class:`WireEvent` sent (``data`` completed).
 
         Emission is all or nothing: an event whose delivery was cancelled uses
         no ``seq`` number (the numbers a consumer sees have no gaps), and a
@@ -236,13 +286,14 @@ class RunEvents:
             data["seq"] = self.seq + 1
             if self.validate:
                 parse_event(data)
-            await self._send(data)
+            event = WireEvent(data)
+            await self._send(event)
             self.seq += 1
             if kind in TERMINAL_TYPES:
-                self.terminal = data
+                self.terminal = event
         finally:
             self._turnstile.leave()
-        return data
+        return event
 
     def _check_open(self, kind: str) -> None:
         if self.terminal is not None:

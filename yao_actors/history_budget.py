@@ -16,7 +16,10 @@ Two budgets, in bytes of message text:
 Sizes are measured once per message, when it joins a history: the UTF-8 length
 of every string in it (keys included) plus a small fixed cost per value. It is
 an estimate of what the message costs, cheap to compute, and what the budgets
-are compared with.
+are compared with. A runtime whose store is the in-memory one keeps a run's
+messages twice (the store's copy and the thread's, the same objects): the store
+measures each (:func:`remember_bytes`) and the thread's history takes that
+measure (:func:`taken_bytes`) instead of measuring again.
 """
 
 from __future__ import annotations
@@ -53,6 +56,35 @@ def message_bytes(message: Any) -> int:
     return total
 
 
+REMEMBERED_SIZES = 256
+"""The most message sizes :func:`remember_bytes` keeps for :func:`taken_bytes` (the oldest go first)."""
+
+_remembered: dict[int, tuple[Any, int]] = {}
+"""Sizes measured by :func:`remember_bytes` and not yet taken, by the message's ``id`` (with the message, so the
+``id`` cannot be reused while it is here)."""
+
+
+def remember_bytes(message: Any) -> int:
+    """:func:`message_bytes` of ``message``, also kept for the next :func:`taken_bytes` of the same object.
+
+    What a store calls for a message that is about to join a thread's history in memory too (the runtime's
+    in-memory store and the thread's history hold the same message objects, and a recorded message never
+    changes). At most :data:`REMEMBERED_SIZES` are kept: a size nobody takes is dropped, oldest first.
+    """
+    size = message_bytes(message)
+    if len(_remembered) >= REMEMBERED_SIZES:
+        del _remembered[next(iter(_remembered))]
+    _remembered[id(message)] = (message, size)
+    return size
+
+
+def taken_bytes(message: Any) -> int:
+    """The size :func:`remember_bytes` measured for this very object (forgotten then), or :func:`message_bytes`."""
+    # An entry keeps its message alive, so its id is that object's while it is kept.
+    entry = _remembered.pop(id(message), None)
+    return message_bytes(message) if entry is None else entry[1]
+
+
 def turn_starts(messages: Sequence[Any]) -> list[int]:
     """Where the turns of a history start: its beginning and every ``user`` message."""
     return [0, *(i for i, m in enumerate(messages) if i and isinstance(m, dict) and m.get("role") == "user")]
@@ -84,7 +116,7 @@ class BoundedHistory:
     def extend(self, new: Iterable[Any]) -> int:
         """Append ``new`` messages, then drop the oldest turns over budget; returns how many were dropped."""
         for message in new:
-            size = message_bytes(message)
+            size = taken_bytes(message)
             self.messages.append(message)
             self.sizes.append(size)
             self.bytes += size
@@ -101,17 +133,22 @@ class BoundedHistory:
         return self.extend(messages)
 
 
-def idle_threads_to_forget(threads: Iterable[tuple[str, int, bool]], limit: int) -> list[str]:
+def idle_threads_to_forget(
+    threads: Iterable[tuple[str, int, bool]], limit: int, *, total: int | None = None
+) -> list[str]:
     """Which threads to forget so the histories fit ``limit``.
 
     ``threads`` are ``(thread id, history bytes, idle)``, least recently used
     first; only idle threads are forgotten, oldest first, and no more than
-    needed. Busy threads count towards the total but stay.
+    needed. Busy threads count towards the total but stay. ``total``, when the
+    caller keeps it, is the bytes of all of them: then ``threads`` is read only
+    as far as needed (nothing at all within the budget).
     """
-    entries = list(threads)
-    total = sum(size for _, size, _ in entries)
+    if total is None:
+        threads = list(threads)
+        total = sum(size for _, size, _ in threads)
     forget: list[str] = []
-    for thread_id, size, idle in entries:
+    for thread_id, size, idle in threads:
         if total <= limit:
             break
         if idle:

@@ -7,7 +7,8 @@ a :class:`CallRequest` in the inbox and waits on the request itself for progress
 items, then the outcome. The call's deadline (``spec.timeout``) is a cancel scope
 in the caller's task: when it fires, or the caller is cancelled, the request's
 own scope is cancelled and the actor cancels the MCP request (the server gets
-``notifications/cancelled``).
+``notifications/cancelled``). A caller with a deadline of its own (a turn's) hands
+it to ``call_tool``, which keeps both in that one scope instead of two.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import collections
 import enum
 import inspect
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -194,16 +196,26 @@ class ServerHandle(metaclass=NoPublicConstructor):
         return self._status.catalog
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        progress: ProgressFn | None = None,
+        deadline: float = math.inf,
     ) -> ToolOutcome:
         """Call tool ``name`` under the spec's deadline; a failure is an outcome, never an exception.
 
         ``progress`` (a plain or an ``async`` function of ``(progress, total,
         message)``) receives the call's progress notifications (some may be
-        dropped if it is slower than the server). Raises only ``trio.Cancelled``;
-        the server then receives ``notifications/cancelled`` for the request.
+        dropped if it is slower than the server). ``deadline`` is the caller's
+        own (an absolute ``trio.current_time()``, e.g. a turn's): the call runs
+        in one cancel scope under the earlier of it and ``spec.timeout``, and
+        when the caller's is the one that expires it raises
+        ``trio.TooSlowError``, as ``trio.fail_at(deadline)`` around the call
+        would. Otherwise it raises only ``trio.Cancelled``. Either way the
+        server then receives ``notifications/cancelled`` for the request.
         """
-        outcome = await self._call(name, arguments, progress)
+        outcome = await self._call(name, arguments, progress, deadline)
         self._status.calls += 1
         if not outcome.ok:
             self._status.errors += 1
@@ -240,10 +252,14 @@ class ServerHandle(metaclass=NoPublicConstructor):
         await trio.lowlevel.checkpoint()
         return self.state
 
-    async def _call(self, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None) -> ToolOutcome:
+    async def _call(
+        self, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None, deadline: float
+    ) -> ToolOutcome:
         started = trio.current_time()
+        own = started + self.spec.timeout
         request = CallRequest(name, dict(arguments or {}), started, progress is not None, tracing.capture())
-        with trio.move_on_after(self.spec.timeout):
+        # One scope for both deadlines: the call's own, and the caller's when it comes first.
+        with trio.CancelScope(deadline=min(own, deadline)):
             try:
                 # A full queue is answered at once: waiting for room would only move the queue into callers.
                 self._mailbox.send_nowait(request)
@@ -256,6 +272,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
             finally:
                 if request.outcome is None:  # timed out or cancelled: the server is told to stop
                     request.scope.cancel()
+        if deadline < own:  # the caller's deadline came first, and it expired (ties are the call's own)
+            raise trio.TooSlowError
         return ToolOutcome(
             error=f"tool {name!r} on server {self.id!r} timed out after {self.spec.timeout:g}s",
             kind=ErrorKind.TIMEOUT,

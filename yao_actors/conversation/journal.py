@@ -29,7 +29,7 @@ import trio
 
 from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
-from yao_actors.events import EventDict
+from yao_actors.events import EventDict, Turnstile
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunStatus
 
@@ -42,6 +42,13 @@ EVENTS_DELAY = 0.05
 def store_unavailable(error: StoreUnavailable) -> RunError:
     """The ``RunError`` of a run whose store failed."""
     return RunError(f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE)
+
+
+def lost_thread(thread_id: str, error: KeyError) -> StoreUnavailable:
+    """The failure of a write to a thread (or run) the store no longer has (``KeyError``): someone forgot it."""
+    return StoreUnavailable(
+        f"thread {thread_id!r} is no longer in the store ({error.args[0] if error.args else error})"
+    )
 
 
 @attrs.define(eq=False)
@@ -61,8 +68,11 @@ class RunJournal:
     """How much of :attr:`transcript` the journal has been given."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
-    _wake: trio.Event = attrs.field(factory=trio.Event)
-    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _kicked: bool = False
+    """A turn is queued: the writer writes at once (set by :meth:`kick`, cleared when the writer wakes)."""
+    _wake: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+    _writing: Turnstile = attrs.field(factory=Turnstile)
+    """One write at a time (the writer's, the close-out's), in order; free, it costs no trip through the scheduler."""
     _due: float = math.inf
     _waiting: trio.CancelScope | None = None
 
@@ -82,6 +92,9 @@ class RunJournal:
             raise RunError(
                 f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
             ) from None
+        except KeyError as error:
+            self.failure = lost_thread(self.thread_id, error)
+            raise store_unavailable(self.failure) from error
         self.started = True
         self.stored.extend(messages)
 
@@ -116,7 +129,8 @@ class RunJournal:
 
     def kick(self) -> None:
         """Wake the writer: what is queued is written as soon as the write before it is done."""
-        self._wake.set()
+        self._kicked = True
+        self._wake.unpark_all()
 
     def kick_soon(self) -> None:
         """Have the events so far written within :data:`EVENTS_DELAY` seconds, unless a turn comes first and
@@ -128,34 +142,51 @@ class RunJournal:
                 self._waiting.deadline = due
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The writer task: write what is queued each time it is woken (or due), until cancelled."""
+        """The writer task: write what is queued each time it is woken (or due), until cancelled.
+
+        One write per wake: the events a run emits while a turn is being written wait for the next turn,
+        or their :data:`EVENTS_DELAY` (queued then, they set it), not for a write of their own.
+        """
         task_status.started()
         while True:
-            with trio.CancelScope(deadline=self._due) as self._waiting:
-                await self._wake.wait()
-            self._waiting = None
-            self._wake = trio.Event()
+            if not self._kicked:
+                with trio.CancelScope(deadline=self._due) as self._waiting:
+                    await self._wake.park()
+                self._waiting = None
+            self._kicked = False
             self._due = math.inf
-            await self.flush()
+            await self.flush(everything=False)
 
-    async def flush(self) -> None:
-        """Write everything queued, the turns with the events, in one store write each time round;
-        a failure is kept in :attr:`failure`."""
-        async with self._lock:
+    async def flush(self, *, everything: bool = True) -> None:
+        """Write what is queued, the turns with the events, in one store write; with ``everything``, again
+        until nothing is left (what the run queued meanwhile). A failure is kept in :attr:`failure`."""
+        await self._writing.enter()
+        try:
             while self.started and self.failure is None and (self._turns or self._events):
-                turns, self._turns = self._turns, []
-                events, self._events = self._events, []
-                try:
-                    with trio.CancelScope(shield=True):
-                        await self.store.append_turn(self.thread_id, self.run_id, turns, events)
-                    self.stored.extend(turns)
-                except StoreUnavailable as error:
-                    logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
-                    self.failure = error
-                except ValueError as error:
-                    # Another process closed the run's log (this run lost its thread's lease and was taken
-                    # for dead): what it adds now is not stored, and the run is being cancelled.
-                    logger.error("run %s: events not stored: %s", self.run_id, error)
+                await self._write()
+                if not everything:
+                    break
+        finally:
+            self._writing.leave()
+
+    async def _write(self) -> None:
+        """One store write of everything queued (shielded: a cancellation never leaves it in doubt)."""
+        turns, self._turns = self._turns, []
+        events, self._events = self._events, []
+        try:
+            with trio.CancelScope(shield=True):
+                await self.store.append_turn(self.thread_id, self.run_id, turns, events)
+            self.stored.extend(turns)
+        except StoreUnavailable as error:
+            logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
+            self.failure = error
+        except ValueError as error:
+            # Another process closed the run's log (this run lost its thread's lease and was taken
+            # for dead): what it adds now is not stored, and the run is being cancelled.
+            logger.error("run %s: events not stored: %s", self.run_id, error)
+        except KeyError as error:
+            self.failure = lost_thread(self.thread_id, error)
+            logger.error("run %s: %s", self.run_id, self.failure)
 
     async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
         """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""

@@ -130,6 +130,10 @@ class ConversationManager(metaclass=NoPublicConstructor):
     _detach_grace: float
     _leases: LeasePolicy
     _threads: dict[str, ConversationHandle] = attrs.field(factory=dict)
+    _history_bytes: dict[str, int] = attrs.field(factory=dict)
+    """Each kept thread's history bytes as of its last run's end (or its start): what :attr:`_total_bytes` sums."""
+    _total_bytes: int = 0
+    """The histories of the kept threads together, kept as a running total: the budget check is O(1) per run."""
     _starting: trio.Lock = attrs.field(factory=trio.Lock)
     _live: dict[str, RunOrder] = attrs.field(factory=dict)
 
@@ -203,10 +207,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
                 history=history,
                 approvals=stored_approvals(thread_id, approvals),
                 max_history_bytes=self._max_thread_bytes,
-                on_history_grown=self._fit_memory_budget,
+                on_history_grown=functools.partial(self._fit_memory_budget, thread_id),
                 leases=self._leases,
             )
         )
+        self._history_bytes[thread_id] = size = handle.history_bytes
+        self._total_bytes += size
         return handle
 
     def _forget_an_idle_thread(self) -> None:
@@ -215,16 +221,30 @@ class ConversationManager(metaclass=NoPublicConstructor):
                 self.close_thread(thread_id)
                 return
 
-    def _fit_memory_budget(self) -> None:
-        """Forget least recently used idle threads while the histories together exceed ``max_threads_bytes``."""
-        threads = ((tid, handle.history_bytes, handle.pending == 0) for tid, handle in self._threads.items())
-        for thread_id in idle_threads_to_forget(threads, self._max_threads_bytes):
+    def _fit_memory_budget(self, grown: str) -> None:
+        """Thread ``grown``'s run has ended (its history changed): forget least recently used idle threads while
+        the histories together exceed ``max_threads_bytes``.
+
+        The total is kept as it goes (each thread's bytes change only in its own runs, and each run ends
+        here), so a run within the budget costs O(1) here, however many threads are kept; only a run that
+        takes the total over it looks through the threads, oldest first, and only as far as it needs.
+        """
+        handle = self._threads.get(grown)
+        if handle is not None:  # not closed meanwhile
+            size = handle.history_bytes
+            self._total_bytes += size - self._history_bytes.get(grown, 0)
+            self._history_bytes[grown] = size
+        if self._total_bytes <= self._max_threads_bytes:
+            return
+        threads = ((tid, self._history_bytes[tid], kept.pending == 0) for tid, kept in self._threads.items())
+        for thread_id in idle_threads_to_forget(threads, self._max_threads_bytes, total=self._total_bytes):
             self.close_thread(thread_id)
 
     def close_thread(self, thread_id: str) -> None:
         """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""
         handle = self._threads.pop(thread_id, None)
         if handle is not None:
+            self._total_bytes -= self._history_bytes.pop(thread_id, 0)
             handle.close()
 
     def thread_ids(self) -> tuple[str, ...]:

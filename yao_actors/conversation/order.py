@@ -116,7 +116,8 @@ class RunOrder:
         self.log.append(event)
         if self.sink is not None:
             self.sink(event)
-        self._grew.unpark_all()
+        if self._grew:  # most runs have no follower: no wake-up to make
+            self._grew.unpark_all()
 
     async def deliver(self, event: EventDict) -> None:
         """Send an event to the consumer and record it; a consumer gone without detaching cancels the run.

@@ -83,8 +83,11 @@ class DeltaRelay:
                 stream = self.calls.setdefault(index, _CallStream(arguments=call.arguments))
                 stream.id = stream.id or self.unique_call_id(call.id)
                 await self._tool_call(ToolCallDelta(index=index, name=call.name))
-            calls.append(attrs.evolve(call, id=stream.id or call.id))
+            call_id = stream.id or call.id
+            calls.append(call if call_id == call.id else attrs.evolve(call, id=call_id))
         await self.close()
+        if all(given is kept for given, kept in zip(completion.tool_calls, calls, strict=True)):
+            return completion  # every call kept the model's id (the usual case): nothing to copy
         return attrs.evolve(completion, tool_calls=tuple(calls))
 
     async def close(self) -> None:

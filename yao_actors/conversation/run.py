@@ -24,6 +24,10 @@ from yao_actors.catalog import Catalog, CatalogCache
 from yao_actors.conversation.approvals import ApprovalPolicy, PendingApproval, split_held
 from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.relay import DeltaRelay
+from yao_actors.conversation.request import TOOL_RETRY_PROMPT as TOOL_RETRY_PROMPT
+from yao_actors.conversation.request import build_request as build_request
+from yao_actors.conversation.request import next_payload
+from yao_actors.conversation.request import request_tools as request_tools
 from yao_actors.dispatch import (
     CallFinished,
     CallProgress,
@@ -57,15 +61,6 @@ MAX_EXECUTIONS = 3
 
 MAX_DELEGATION_DEPTH = 4
 """Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
-
-TOOL_RETRY_PROMPT = (
-    "Some of your tool calls failed; the tool messages above give the error of each one. "
-    "Fix the arguments of the failed calls using those errors and the tools' parameter schemas, "
-    "and call the tools again. Calls that succeeded already have their results above: do not repeat them. "
-    "If a failed call cannot be fixed (the tool does not exist, or it cannot do what was asked), "
-    "do not call it again: answer the user without it, and say what could not be done."
-)
-"""The system message that closes an argument-retry request (the seed sent an untranslated i18n key)."""
 
 V = TypeVar("V")
 C = TypeVar("C", Completion, None)
@@ -137,12 +132,14 @@ class TurnRequest:
 
 @attrs.define(eq=False)
 class PendingBatch:
-    """A batch of tool calls in flight: the results it has so far, and which of them were reported as events (by position)."""
+    """A batch of tool calls in flight: the results it has so far, which of them were reported as events, and the
+    tool message content those events carried (encoded once for both), by position."""
 
     calls: tuple[ToolCall, ...]
     catalog: Catalog
     done: dict[int, ToolCallResult] = attrs.field(factory=dict)
     reported: set[int] = attrs.field(factory=set)
+    contents: dict[int, str] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -228,9 +225,8 @@ class Run:
     async def retry_block(self, assistant: AssistantSpec, request: TurnRequest, completion: Completion) -> Completion:
         """Execute the calls; re-ask the model to fix retryable failures, at most 3 executions in all.
 
-        Returns the last completion: its calls are executed, or it has none
-        (the model answered the retry in plain text, which is accepted).
-        Non-retryable failures are not retried: the model gets them as
+        Returns the last completion: its calls are executed, or it has none (the model answered the retry in
+        plain text, which is accepted). Non-retryable failures are not retried: the model gets them as
         ``Error: ...`` results like any other.
         """
         for execution in range(1, MAX_EXECUTIONS + 1):
@@ -352,12 +348,13 @@ class Run:
         await self.events.step_started(step)
         self.step = step
         try:
-            with ModelCallObservation(model.name, step) as observed, trio.fail_after(assistant.timeouts.model):
-                completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+            with ModelCallObservation(model.name, step) as observed:
+                timeout = assistant.timeouts.model  # a plain scope: trio.fail_after wraps one in a generator
+                with trio.CancelScope(deadline=trio.current_time() + timeout) as deadline:
+                    completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+                if deadline.cancelled_caught:
+                    raise ModelTimeout(f"model {model.name!r} did not answer within {timeout} s")
                 observed.completed(completion)
-        except trio.TooSlowError as error:
-            await self.end_step(None)
-            raise ModelTimeout(f"model {model.name!r} did not answer within {assistant.timeouts.model} s") from error
         except Exception:
             await self.end_step(None)
             raise
@@ -396,16 +393,13 @@ class Run:
         self.checkpoint(False)
         ours, theirs = split_calls(completion.tool_calls, self.client_names)
         ours, held = split_held(self.resources.approvals, assistant, ours, catalog, self.resources.clock())
-        self.batch = PendingBatch(tuple(ours), catalog)
+        batch = self.batch = PendingBatch(tuple(ours), catalog)
+        timeout = assistant.timeouts.turn
         results = await execute_tool_calls(
-            ours,
-            catalog,
-            self.resources.servers,
-            batch_timeout=assistant.timeouts.turn,
-            on_event=self.on_dispatch,
+            ours, catalog, self.resources.servers, batch_timeout=timeout, on_event=self.on_dispatch
         )
         self.batch = None
-        self.record(results, messages)
+        self.record(results, messages, batch.contents)
         self.checkpoint(True)
         if theirs or held:
             raise CallsPending([call.id for call in theirs], held)
@@ -416,9 +410,10 @@ class Run:
             batch = self.batch
             if batch is not None:
                 batch.done[event.index] = event.result
-            await self.events.tool_call_result(self.new_message_id(), event.result)
+            sent = await self.events.tool_call_result(self.new_message_id(), event.result)
             if batch is not None:
                 batch.reported.add(event.index)
+                batch.contents[event.index] = sent["content"]
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 await self.events.server_status(event.result.server, "unavailable", event.result.error)
         elif isinstance(event, CallProgress):
@@ -427,11 +422,17 @@ class Run:
             await self.events.sequential_retry(event.call_ids)
             tracing.add_event("yao.sequential_retry", {"yao.retry.call_ids": event.call_ids})
 
-    def record(self, results: Sequence[ToolCallResult], messages: list[Message] | None = None) -> None:
-        """Keep a batch's results and answer each of its calls with a tool message."""
+    def record(
+        self, results: Sequence[ToolCallResult], messages: list[Message] | None = None, known: Mapping[int, str] = {}
+    ) -> None:
+        """Keep a batch's results and answer each of its calls with a tool message (content ``known`` by position:
+        what its ``TOOL_CALL_RESULT`` carried, else encoded here)."""
         self.results.extend(results)
-        for result in results:
-            tool_message = {"role": "tool", "tool_call_id": result.call_id, "content": tool_message_content(result)}
+        for index, result in enumerate(results):
+            content = known.get(index)
+            if content is None:
+                content = tool_message_content(result)
+            tool_message = {"role": "tool", "tool_call_id": result.call_id, "content": content}
             self.transcript.append(tool_message)
             if messages is not None:
                 messages.append(tool_message)
@@ -443,7 +444,7 @@ class Run:
             return []
         batch, self.batch = self.batch, None
         results = [batch.done.get(i) or _cancelled_result(call, batch.catalog) for i, call in enumerate(batch.calls)]
-        self.record(results)
+        self.record(results, None, batch.contents)
         return [result for index, result in enumerate(results) if index not in batch.reported]
 
     async def emit_settled(self, unreported: Sequence[ToolCallResult]) -> None:
@@ -465,36 +466,6 @@ def _cancelled_result(call: ToolCall, catalog: Catalog) -> ToolCallResult:
     return failed_result(call, catalog.resolve(call.name), message, ErrorKind.CANCELLED)
 
 
-def build_request(
-    prompts: Sequence[str], assistant: AssistantSpec, catalog: Catalog, conversation: Sequence[Message]
-) -> list[Message]:
-    """Step 1: global prompts, the assistant's prompts, the samples message, then history and input (seed order)."""
-    messages: list[Message] = [{"role": "system", "content": p} for p in (*prompts, *assistant.prompt) if p]
-    if catalog.samples_message:
-        messages.append({"role": "system", "content": catalog.samples_message})
-    messages.extend(conversation)
-    return messages
-
-
-def request_tools(assistant: AssistantSpec, catalog: Catalog) -> Sequence[Mapping[str, Any]]:
-    """The tools offered: the assistant's static ``options.tools`` first, then the MCP tools (seed order)."""
-    static = assistant.options.get("tools") or ()
-    return (*static, *catalog.tools) if static else catalog.tools
-
-
 def standard_answer(completion: Completion) -> Answer:
     """The standard response: the completion's text; its message joins the history unless it was executed."""
     return Answer(completion.text, Outcome.ANSWERED, None if completion.tool_calls else completion.to_message())
-
-
-def next_payload(
-    conversation: Sequence[Message], completion: Completion, results: Sequence[ToolCallResult]
-) -> dict[str, Any]:
-    """What the ``next`` hook gets: the seed's fields, and ``tool_results`` (this project's earlier name)."""
-    return {
-        "messages": list(conversation),
-        "completion": completion,
-        "tools": list(results),
-        "tool_results": list(results),
-        "error": "",
-    }

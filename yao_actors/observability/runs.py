@@ -120,10 +120,15 @@ class ModelCallObservation:
 
     def __init__(self, model: str, step: str) -> None:
         self.model = model
-        self._span = tracing.open_span(
-            f"chat {model}",
-            {tracing.OPERATION: "chat", tracing.REQUEST_MODEL: model, tracing.STEP: step},
-            kind=SpanKind.CLIENT,
+        # The span's name and attributes are made only when spans record (a model call per turn).
+        self._span: tracing.open_span | tracing.NoSpan = (
+            tracing.open_span(
+                f"chat {model}",
+                {tracing.OPERATION: "chat", tracing.REQUEST_MODEL: model, tracing.STEP: step},
+                kind=SpanKind.CLIENT,
+            )
+            if tracing.tracing_on()
+            else tracing.NO_SPAN
         )
         self.span: Span = INVALID_SPAN
 

@@ -150,6 +150,25 @@ class open_span:
                 otel_context.detach(self._token)
 
 
+class NoSpan:
+    """``with NO_SPAN as span:`` — what :class:`open_span` is while tracing is off, without making one."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Span:
+        return INVALID_SPAN
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        return None
+
+
+NO_SPAN: Final = NoSpan()
+"""A span block that records nothing, for a caller that checked :func:`tracing_on` itself and saves building a
+name and attributes."""
+
+
 def fail(span: Span, error_type: str, description: str = "") -> None:
     """Mark ``span`` failed with ``error.type`` (the first one given counts)."""
     if not span.is_recording():

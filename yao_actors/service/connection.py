@@ -42,7 +42,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
-from yao_actors.events import TERMINAL_TYPES, RunEvents
+from yao_actors.events import TERMINAL_TYPES, RunEvents, WireEvent
 from yao_actors.service.protocol import (
     PONG,
     USER_ROLES,
@@ -435,9 +435,11 @@ class Connection:
 
         While the queue has room this takes no trip through the scheduler: the events a run emits together
         (a step's start, its tool call, its end) are all queued before the writer runs, and go out in one
-        socket write. A full queue waits (and checkpoints) as a channel send does.
+        socket write. A full queue waits (and checkpoints) as a channel send does. A run's event
+        (:class:`~yao_actors.events.WireEvent`) goes out as the text it was encoded to once, the text its
+        run's journal stores.
         """
-        text = encode(frame)
+        text = frame.encoded() if type(frame) is WireEvent else encode(frame)
         try:
             self._outgoing[0].send_nowait(text)
         except trio.WouldBlock:

@@ -20,6 +20,7 @@ from typing import Any, Final, Protocol
 import attrs
 
 from yao_actors.errors import RunErrorCode
+from yao_actors.events import encoded_event
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
 
 Message = Mapping[str, Any]
@@ -296,7 +297,9 @@ def purge_interval(event_ttl: float) -> float:
 
 
 def encode_event(event: EventDict) -> str:
-    return _COMPACT.encode(event)
+    """An event's stored text: the very text it went on the wire as (a run's :class:`~yao_actors.events.WireEvent`
+    is encoded once, for both), or the same encoding of any other event dict."""
+    return encoded_event(event)
 
 
 def interrupted_event(run_id: str, seq: int, now: float) -> EventDict:

@@ -3,11 +3,13 @@
 It is bounded the way a runtime's in-memory history is (:mod:`yao_actors.history_budget`): a thread's
 history keeps at most ``max_thread_bytes`` (its oldest whole turns are dropped first), and all histories
 together at most ``max_threads_bytes`` (the least recently written threads are forgotten first, with their
-runs and logs). Sizes are those of the stored JSON text. A durable store keeps everything.
+runs and logs; never a thread with a run in progress, which its conversation is still writing to). Sizes are
+measured as the runtime's (:func:`~yao_actors.history_budget.message_bytes`). A durable store keeps everything.
 """
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, message_bytes
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, remember_bytes
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
@@ -41,16 +43,20 @@ from yao_actors.store.base import (
 
 @attrs.define
 class _EventLog:
+    """A run's stored events: their ``seq`` numbers and their JSON texts, in order."""
+
     expires_at: float
-    events: list[EventDict] = attrs.field(factory=list)
+    seqs: list[int] = attrs.field(factory=list)
+    texts: list[str] = attrs.field(factory=list)
 
 
 @attrs.define(eq=False)
 class MemoryStore:
     """A :class:`~yao_actors.store.ConversationStore` in dicts.
 
-    Events are copied in and out (through JSON), so a caller never shares a
-    stored one. Messages are kept as given (the runtime never changes a message
+    Events are kept as their JSON text (the text they went on the wire as: a run's events are encoded once,
+    :func:`~yao_actors.store.base.encode_event`) and decoded when read back, so a caller never shares a
+    stored one and a write costs no copy. Messages are kept as given (the runtime never changes a message
     once recorded, and its in-memory history holds the same objects, so a thread
     costs its memory once) and copied out. ``clock`` gives POSIX time (tests move it).
     """
@@ -61,6 +67,11 @@ class MemoryStore:
     max_thread_bytes: int = MAX_THREAD_BYTES
     max_threads_bytes: int = MAX_THREADS_BYTES
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
+    """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
+    _written: dict[str, float] = attrs.field(factory=dict, init=False)
+    """When each thread was last written, least recently written first: the order the budget forgets them in."""
+    _running: dict[str, int] = attrs.field(factory=dict, init=False)
+    """Threads with runs in progress, and how many: in use, so the budget never forgets them."""
     _bytes: dict[str, int] = attrs.field(factory=dict, init=False)
     _total_bytes: int = attrs.field(default=0, init=False)
     _messages: dict[str, list[Message]] = attrs.field(factory=dict, init=False)
@@ -76,16 +87,18 @@ class MemoryStore:
     async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
         await trio.lowlevel.checkpoint()
         if thread_id in self._threads:
-            return self._threads[thread_id]
-        now = utc(self.clock())
+            return self._info(thread_id)
+        written = self.clock()
+        now = utc(written)
         self._threads[thread_id] = ThreadInfo(thread_id, principal, now, now)
+        self._written[thread_id] = written
         self._messages[thread_id] = []
         self._thread_runs[thread_id] = []
         return ThreadInfo(thread_id, principal, now, now, created=True)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
         await trio.lowlevel.checkpoint()
-        return self._threads.get(thread_id)
+        return self._info(thread_id) if thread_id in self._threads else None
 
     async def list_threads(
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
@@ -94,7 +107,12 @@ class MemoryStore:
         threads = [t for t in self._threads.values() if principal is ANY_PRINCIPAL or t.principal == principal]
         # Creation order breaks ties between threads created within one clock tick.
         threads.sort(key=lambda t: t.created_at)
-        return list(reversed(threads))[:limit]
+        return [self._info(t.thread_id) for t in list(reversed(threads))[:limit]]
+
+    def _info(self, thread_id: str) -> ThreadInfo:
+        """A stored thread with its time of last write."""
+        info = self._threads[thread_id]
+        return attrs.evolve(info, updated_at=utc(self._written[thread_id]))
 
     async def load_history(self, thread_id: str) -> list[Message]:
         await trio.lowlevel.checkpoint()
@@ -110,7 +128,7 @@ class MemoryStore:
         messages = self._messages[thread_id]
         sizes = self._sizes.setdefault(thread_id, [])
         messages.extend(given)
-        sizes.extend(message_bytes(m) for m in given)
+        sizes.extend(map(remember_bytes, given))
         size = self._bytes.get(thread_id, 0) + sum(sizes[len(sizes) - len(given) :])
         if size > self.max_thread_bytes:
             cut = keep_from(messages, sizes, self.max_thread_bytes)
@@ -119,9 +137,16 @@ class MemoryStore:
         self._total_bytes += size - self._bytes.get(thread_id, 0)
         self._bytes[thread_id] = size
         # Most recently written last: the first threads are the ones to forget.
-        self._threads[thread_id] = attrs.evolve(self._threads.pop(thread_id), updated_at=utc(self.clock()))
-        for oldest in list(self._threads):
-            if self._total_bytes <= self.max_threads_bytes or oldest == thread_id:
+        del self._written[thread_id]
+        self._written[thread_id] = self.clock()
+        if self._total_bytes > self.max_threads_bytes:
+            self._fit_budget(thread_id)
+
+    def _fit_budget(self, writing: str) -> None:
+        """Forget the least recently written threads until the histories fit ``max_threads_bytes`` again; never
+        the thread being written, nor one with a run in progress (a conversation using it writes to it)."""
+        for oldest in [t for t in self._written if t != writing and t not in self._running]:
+            if self._total_bytes <= self.max_threads_bytes:
                 break
             self._forget(oldest)
 
@@ -133,7 +158,8 @@ class MemoryStore:
         return True
 
     def _forget(self, thread_id: str) -> None:
-        del self._threads[thread_id], self._messages[thread_id]
+        del self._threads[thread_id], self._written[thread_id], self._messages[thread_id]
+        self._running.pop(thread_id, None)
         self._sizes.pop(thread_id, None)
         self._total_bytes -= self._bytes.pop(thread_id, 0)
         self._approvals.pop(thread_id, None)
@@ -154,6 +180,7 @@ class MemoryStore:
         run = RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(self.clock()), self.owner)
         self._runs[run_id] = run
         self._thread_runs[thread_id].append(run_id)
+        self._running[thread_id] = self._running.get(thread_id, 0) + 1
         return run
 
     async def finish_run(
@@ -166,6 +193,10 @@ class MemoryStore:
         self._runs[run_id] = attrs.evolve(
             run, status=status, outcome=outcome, usage=dict(usage or {}), finished_at=utc(self.clock())
         )
+        if self._running[run.thread_id] > 1:
+            self._running[run.thread_id] -= 1
+        else:
+            del self._running[run.thread_id]
         return True
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -195,32 +226,35 @@ class MemoryStore:
         run = self._runs.get(run_id)
         if run is None or run.thread_id != thread_id:
             raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
-        copies = self._checked_events(run_id, events)  # everything is checked before anything is written
+        batch = self._checked_events(run_id, events)  # everything is checked before anything is written
         if given:
             self._append(thread_id, given)
-        if copies:
-            self._add_events(run_id, copies)
+        if events:
+            self._add_events(run_id, batch)
 
-    def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> list[EventDict]:
-        """Copies of a batch for a stored run's log, checked to rise above it (``ValueError`` otherwise)."""
+    def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> tuple[list[int], list[str]]:
+        """A batch's numbers and texts for a stored run's log, checked to rise above it (``ValueError`` otherwise)."""
         seqs = event_seqs(events)
         log = self._live_log(run_id)
-        check_rises(run_id, seqs, log.events[-1]["seq"] if log and log.events else 0)
-        return [decode_json(encode_event(e)) for e in events]
+        check_rises(run_id, seqs, log.seqs[-1] if log and log.seqs else 0)
+        return seqs, [encode_event(e) for e in events]
 
-    def _add_events(self, run_id: str, copies: list[EventDict]) -> None:
-        """Append checked copies to the run's log and refresh its expiry."""
+    def _add_events(self, run_id: str, batch: tuple[list[int], list[str]]) -> None:
+        """Append a checked batch to the run's log and refresh its expiry."""
         log = self._logs.get(run_id)
         if log is None:
             log = self._logs[run_id] = _EventLog(0.0)
-        log.events.extend(copies)
+        log.seqs.extend(batch[0])
+        log.texts.extend(batch[1])
         log.expires_at = self.clock() + self.event_ttl
         self._purge_expired_logs()
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         await trio.lowlevel.checkpoint()
         log = self._live_log(run_id)
-        return [dict(e) for e in log.events if e["seq"] > after_seq] if log else []
+        if log is None:
+            return []
+        return [decode_json(text) for text in log.texts[bisect.bisect_right(log.seqs, after_seq) :]]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         await trio.sleep(min(timeout, POLL_INTERVAL))
