@@ -144,7 +144,8 @@ class CallRequest:
     async def wait_for_update(self) -> None:
         """Wait until a progress item or the outcome has arrived since the last wait."""
         await self._updated.wait()
-        self._updated = trio.Event()
+        if self.outcome is None:  # a progress item: wait again for the next one (the outcome comes only once)
+            self._updated = trio.Event()
 
 
 def unavailable_outcome(spec: ServerSpec, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:

@@ -95,7 +95,7 @@ class FunctionModel:
         given_messages = [m if type(m) is dict else dict(m) for m in messages]
         given_tools = [t if type(t) is dict else dict(t) for t in tools]
         answer = self.fn(list(given_messages), list(given_tools))
-        if inspect.isawaitable(answer):
+        if not isinstance(answer, Completion | str) and inspect.isawaitable(answer):
             answer = await answer
         completion = Completion(text=answer) if isinstance(answer, str) else answer
         self.calls.append(RecordedCall(tuple(given_messages), tuple(given_tools), completion))
