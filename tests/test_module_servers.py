@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -377,3 +378,38 @@ async def test_the_readmes_ten_lines_work_as_written(write_module: ModuleWriter,
     assert empty.kind is ErrorKind.TOOL_ERROR
     assert empty.error is not None
     assert empty.error.endswith("the text is empty")
+
+
+UNCONFIGURED_LOGGING = """
+import logging, sys
+from yao_actors.config import parse_config
+from yao_actors.testing.servers import build_test_server
+servers = {"a": {"module": sys.argv[1] + ":server"}, "b": {"module": sys.argv[1] + ":build"}}
+parse_config({"mcpServers": servers, "models": {"demo": {"provider": "demo"}}})
+build_test_server("t")
+root = logging.getLogger()
+print(len(root.handlers), logging.getLevelName(root.level))
+"""
+
+
+async def test_building_a_module_server_leaves_an_unconfigured_root_logger_as_it_was(
+    write_module: ModuleWriter, tmp_path: Path
+) -> None:
+    # The SDK's MCPServer calls logging.basicConfig(level=INFO) when built: in an application that had not
+    # configured logging (a fresh process), every INFO record of the process would start going to stderr.
+    name = write_module(
+        """
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("at-import")
+
+        def build():
+            return MCPServer("by-factory")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [sys.executable, "-c", UNCONFIGURED_LOGGING, name], env=env, capture_stdout=True, capture_stderr=True
+        )
+    assert done.stdout.decode().split() == ["0", "WARNING"], done.stderr.decode()

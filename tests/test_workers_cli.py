@@ -10,8 +10,14 @@ import pytest
 import trio
 
 from yao_actors.cli import main
-from yao_actors.service import workers
-from yao_actors.service.workers import Supervisor, Worker, reserve_port, reuse_port_listener
+from yao_actors.service.workers import (
+    BACKOFF_INITIAL,
+    BACKOFF_MAX,
+    Supervisor,
+    Worker,
+    reserve_port,
+    reuse_port_listener,
+)
 
 
 def test_more_than_one_worker_needs_a_shared_store(capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,6 +26,11 @@ def test_more_than_one_worker_needs_a_shared_store(capsys: pytest.CaptureFixture
     assert "--workers 2" in error
     assert "'sqlite'" in error
     assert "'redis'" in error
+
+
+def test_the_supervisor_backs_off_by_the_documented_defaults() -> None:
+    supervisor = Supervisor(["true"], 1)
+    assert (supervisor.backoff_initial, supervisor.backoff_max) == (BACKOFF_INITIAL, BACKOFF_MAX) == (0.5, 30.0)
 
 
 def test_workers_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,9 +98,8 @@ SERVES_THEN_EXITS_1 = "import sys; print('ws://127.0.0.1:1/', flush=True); sys.e
 SERVES_A_WHILE_THEN_EXITS_1 = "import sys, time; print('ws://127.0.0.1:1/', flush=True); time.sleep(0.3); sys.exit(1)"
 
 
-async def _backoffs(command: str, restarts: int, caplog: pytest.LogCaptureFixture) -> list[float]:
-    """The delays the supervisor waited before each of a crashing worker's first ``restarts`` restarts."""
-    supervisor = Supervisor([sys.executable, "-c", command], 1)
+async def _backoffs(supervisor: Supervisor, restarts: int, caplog: pytest.LogCaptureFixture) -> list[float]:
+    """The delays ``supervisor`` (one crashing worker) waited before each of its first ``restarts`` restarts."""
     worker = supervisor.workers[0]
     with caplog.at_level("WARNING", logger="yao_actors.service.workers"), trio.fail_after(60):
         async with trio.open_nursery() as nursery:
@@ -103,17 +113,17 @@ async def _backoffs(command: str, restarts: int, caplog: pytest.LogCaptureFixtur
 
 
 async def test_a_worker_that_keeps_dying_is_restarted_after_a_doubling_backoff_up_to_its_cap(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(workers, "BACKOFF_INITIAL", 0.01)
-    monkeypatch.setattr(workers, "BACKOFF_MAX", 0.04)
-    monkeypatch.setattr(workers, "HEALTHY_AFTER", 600.0)  # no death here counts as after a healthy life
-    assert await _backoffs(SERVES_THEN_EXITS_1, 5, caplog) == [0.01, 0.02, 0.04, 0.04, 0.04]
+    command = [sys.executable, "-c", SERVES_THEN_EXITS_1]
+    # healthy_after: no death here counts as one after a healthy life.
+    supervisor = Supervisor(command, 1, backoff_initial=0.01, backoff_max=0.04, healthy_after=600)
+    assert await _backoffs(supervisor, 5, caplog) == [0.01, 0.02, 0.04, 0.04, 0.04]
 
 
 async def test_a_worker_that_lived_long_enough_is_restarted_after_the_initial_backoff_again(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(workers, "BACKOFF_INITIAL", 0.01)
-    monkeypatch.setattr(workers, "HEALTHY_AFTER", 0.2)  # each of these lives 0.3 s at least
-    assert await _backoffs(SERVES_A_WHILE_THEN_EXITS_1, 3, caplog) == [0.01, 0.01, 0.01]
+    command = [sys.executable, "-c", SERVES_A_WHILE_THEN_EXITS_1]
+    supervisor = Supervisor(command, 1, backoff_initial=0.01, healthy_after=0.2)  # each lives 0.3 s at least
+    assert await _backoffs(supervisor, 3, caplog) == [0.01, 0.01, 0.01]

@@ -56,8 +56,9 @@ def message_bytes(message: Any) -> int:
     return total
 
 
-REMEMBERED_SIZES = 256
-"""The most message sizes :func:`remember_bytes` keeps for :func:`taken_bytes` (the oldest go first)."""
+REMEMBERED_SIZES = 4096
+"""The most message sizes :func:`remember_bytes` keeps for :func:`taken_bytes` (the oldest go first): the
+messages of a few hundred runs in flight (a run's are taken when it ends)."""
 
 _remembered: dict[int, tuple[Any, int]] = {}
 """Sizes measured by :func:`remember_bytes` and not yet taken, by the message's ``id`` (with the message, so the

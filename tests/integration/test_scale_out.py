@@ -46,7 +46,7 @@ def model(request: RecordedRequest) -> Reply:
     """A user question gets one short ``sleep`` call; the tool's result gets the answer."""
     last = request.body["messages"][-1]
     if last["role"] == "user":
-        return Reply(tool_calls=(FakeToolCall("test__sleep", json.dumps({"seconds": 0.4}), "c1"),))
+        return Reply(tool_calls=(FakeToolCall("test__sleep", json.dumps({"seconds": 0.8}), "c1"),))
     users = sum(1 for m in request.body["messages"] if m["role"] == "user")
     return Reply(text=f"第{users}个问题的回答")
 
@@ -201,6 +201,18 @@ def check_history(messages: list[dict[str, Any]]) -> None:
             assert [m.get("tool_call_id") for m in following] == wanted, messages
 
 
+async def most_runs_going_on(spec: StoreSpec, threads: list[str], wanted: int) -> None:
+    """Return once the store has ``wanted`` runs running over ``threads`` (or after 3 s: the test then says
+    whether a run was cut, and whether runs were left to send after the kill)."""
+    async with open_store(spec) as store:
+        with trio.move_on_after(3):
+            while True:
+                runs = [run for thread in threads for run in await store.list_runs(thread)]
+                if sum(run.status is RunStatus.RUNNING for run in runs) >= wanted:
+                    return
+                await trio.sleep(0.02)
+
+
 async def scale_out_scenario(tmp_path: Path, store: dict[str, Any], spec: StoreSpec, conversations: int) -> None:
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
@@ -225,7 +237,11 @@ async def scale_out_scenario(tmp_path: Path, store: dict[str, Any], spec: StoreS
                 async with trio.open_nursery() as nursery:
                     for thread_id in logs:
                         nursery.start_soon(conversation, thread_id)
-                    await half.wait()  # a third of the runs are over, most conversations have one in flight
+                    await half.wait()  # a third of the runs are over
+                    # The conversations tend to go in step (every first run ends at about the same time): kill
+                    # once most have their next run recorded and going on, so that the victim is cut in the middle
+                    # of some (a worker holds about half of them), not between runs.
+                    await most_runs_going_on(spec, list(logs), conversations * 2 // 3)
                     victim = min(first)
                     os.kill(victim, signal.SIGKILL)
                     kill_at = trio.current_time()

@@ -113,13 +113,11 @@ async def test_a_sweep_closes_only_the_runs_whose_lease_expired(
             for thread, run in (("t-dead", "r-dead"), ("t-alive", "r-alive"), ("t-none", "r-none")):
                 await store.start_run(thread, run, "a", [{"role": "user", "content": run}])
             await let_expire(clock)
-            assert sorted(await leases.running_runs()) == [
-                ("r-alive", "t-alive"),
-                ("r-dead", "t-dead"),
-                ("r-none", "t-none"),
-            ]
+            # The sweep's candidates: running, with the thread's lease free (r-alive's is held).
+            assert sorted(await leases.unleased_running_runs()) == [("r-dead", "t-dead"), ("r-none", "t-none")]
             assert sorted(await sweep_dead_runs(leases, "sweeper", 30)) == ["r-dead", "r-none"]
-            assert await leases.running_runs() == [("r-alive", "t-alive")]
+            assert await leases.unleased_running_runs() == []
+            assert (await store.get_run("r-alive")).status is RunStatus.RUNNING  # type: ignore[union-attr]
             assert await sweep_dead_runs(leases, "sweeper", 30) == []
             assert (await leases.take("t-dead", "z", 30)).taken  # the sweep gave the lease back
 

@@ -10,14 +10,21 @@ opens a new session on it (its lifespan runs again).
 
 Importing runs the module's code in this process: that is the point (no
 subprocess, no serialization), and the reason to prefer a stdio server for code
-that must be isolated.
+that must be isolated. One side effect is undone: building an ``MCPServer``
+calls ``logging.basicConfig(level=INFO)`` in the SDK, which would turn on every
+INFO record of the process (the runtime's per-run records, the HTTP clients')
+for an application that had not configured logging; the root logger is left as
+it was (:func:`keeping_root_logging`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+import logging
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from mcp.server.lowlevel.server import Server
@@ -44,6 +51,30 @@ def resolve_module_server(reference: str) -> MCPServer | Server[Any]:
     if not _REFERENCE.match(reference):
         raise ModuleServerError(f'expected "package.module:attribute", got {reference!r}')
     module_name, _, attribute = reference.partition(":")
+    with keeping_root_logging():
+        return _resolve(reference, module_name, attribute)
+
+
+@contextlib.contextmanager
+def keeping_root_logging() -> Iterator[None]:
+    """Leave the root logger's handlers and level as they were before the block (the MCP SDK's ``MCPServer``
+    configures logging when built: ``logging.basicConfig(level=INFO)`` with a handler of its own)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        if root.handlers != handlers or root.level != level:
+            for handler in [h for h in root.handlers if h not in handlers]:
+                root.removeHandler(handler)
+                handler.close()
+            for handler in handlers:
+                if handler not in root.handlers:
+                    root.addHandler(handler)
+            root.setLevel(level)
+
+
+def _resolve(reference: str, module_name: str, attribute: str) -> MCPServer | Server[Any]:
     try:
         target: Any = importlib.import_module(module_name)
     except (Exception, SystemExit) as error:

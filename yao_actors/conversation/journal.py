@@ -9,8 +9,14 @@ A turn and the events queued with it go in one store call
 (``ConversationStore.append_turn``: one SQLite transaction, one Redis round
 trip). Each store call is atomic, so a crash never leaves half a turn; each
 runs shielded, so a cancellation never leaves one in doubt (written or not?).
+The writer makes one write per wake; the events emitted meanwhile go with the
+next turn or within :data:`EVENTS_DELAY`. Writes take turns without a trip
+through the scheduler when none is going on (:class:`~yao_actors.events.Turnstile`).
+The events are the run's :class:`~yao_actors.events.WireEvent` values: a store
+keeps the text they went on the wire as, encoded once.
 
-The first :class:`~yao_actors.errors.StoreUnavailable` stops the writing: the
+The first :class:`~yao_actors.errors.StoreUnavailable` (or a write to a thread the
+store no longer has, taken as one) stops the writing: the
 journal keeps it in :attr:`RunJournal.failure`, writes nothing more, and the
 run ends with ``RUN_ERROR`` ``store_unavailable``. :attr:`RunJournal.stored`
 is the history that reached the store; the thread's in-memory copy takes only

@@ -104,6 +104,9 @@ class Supervisor:
 
     command: Sequence[str]
     count: int
+    backoff_initial: float = BACKOFF_INITIAL
+    backoff_max: float = BACKOFF_MAX
+    healthy_after: float = HEALTHY_AFTER
     workers: list[Worker] = attrs.field(init=False)
     stopping: bool = False
     #: Every worker serves, or :meth:`stop` came first.
@@ -133,7 +136,7 @@ class Supervisor:
 
     async def _keep(self, worker: Worker, ready: Callable[[Worker, str], None]) -> None:
         """Run the worker in its slot, restarting it with backoff whenever it dies, until the parent stops."""
-        backoff = BACKOFF_INITIAL
+        backoff = self.backoff_initial
         reported = False
         while not self.stopping:
             started_at = trio.current_time()
@@ -163,8 +166,8 @@ class Supervisor:
                 return
             if not reported:
                 raise WorkerFailed(f"worker {worker.index} could not start: it exited with {_how(code)}")
-            if trio.current_time() - started_at > HEALTHY_AFTER:
-                backoff = BACKOFF_INITIAL
+            if trio.current_time() - started_at > self.healthy_after:
+                backoff = self.backoff_initial
             logger.warning(
                 "worker %d (pid %d) exited with %s; restarting it in %g s",
                 worker.index,
@@ -173,7 +176,7 @@ class Supervisor:
                 backoff,
             )
             await trio.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX)
+            backoff = min(backoff * 2, self.backoff_max)
             worker.restarts += 1
 
     def stop(self, *, sig: int = signal.SIGTERM) -> None:

@@ -70,8 +70,9 @@ class ThreadLeases(Protocol):
         """Give the lease up, if ``token`` still holds it."""
         ...
 
-    async def running_runs(self) -> list[tuple[str, str]]:
-        """The ``(run id, thread id)`` of every run the store has as running (what a sweep looks at)."""
+    async def unleased_running_runs(self) -> list[tuple[str, str]]:
+        """The ``(run id, thread id)`` of every run the store has as running whose thread's lease is free (expired
+        or released): what a sweep looks at. (Read in bulk; :meth:`take` checks each again, atomically.)"""
         ...
 
 
@@ -111,7 +112,7 @@ class MemoryLeases:
         if held is not None and held[0] == token:
             del self._held[thread_id]
 
-    async def running_runs(self) -> list[tuple[str, str]]:
+    async def unleased_running_runs(self) -> list[tuple[str, str]]:
         await trio.lowlevel.checkpoint()
         return []  # the runs of an in-process store die with the process that would sweep them
 
@@ -136,7 +137,7 @@ async def sweep_dead_runs(leases: ThreadLeases, token: str, ttl: float) -> list[
     whose lease is held, here or elsewhere, is left alone.
     """
     closed: list[str] = []
-    for run_id, thread_id in await leases.running_runs():
+    for run_id, thread_id in await leases.unleased_running_runs():
         taken = await leases.take(thread_id, token, ttl, also_close=run_id)
         if taken.taken:
             await leases.release(thread_id, token)

@@ -109,7 +109,7 @@ class RedisLeases:
     async def release(self, thread_id: str, token: str) -> None:
         await self._script("release", [self._lease_key(thread_id)], [token])
 
-    async def running_runs(self) -> list[tuple[str, str]]:
+    async def unleased_running_runs(self) -> list[tuple[str, str]]:
         client = self.store._client
         with _reachable(self.store.url):
             run_ids = sorted(await client.smembers(self.store._key("runs", "running")))
@@ -118,7 +118,12 @@ class RedisLeases:
             async with client.pipeline(transaction=False) as pipe:
                 requests = [pipe.hget(self.store._key("run", run_id), "threadId") for run_id in run_ids]
             threads = [await request for request in requests]
-        return [(run_id, str(thread)) for run_id, thread in zip(run_ids, threads, strict=True) if thread is not None]
+            runs = [
+                (run_id, str(thread)) for run_id, thread in zip(run_ids, threads, strict=True) if thread is not None
+            ]
+            async with client.pipeline(transaction=False) as pipe:
+                held = [pipe.exists([self._lease_key(thread_id)]) for _, thread_id in runs]
+            return [run for run, lease in zip(runs, held, strict=True) if not await lease]
 
 
 def _ms(seconds: float) -> int:

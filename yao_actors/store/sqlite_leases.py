@@ -79,6 +79,11 @@ class SqliteLeases:
             lambda db: db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (thread_id, token))
         )
 
-    async def running_runs(self) -> list[tuple[str, str]]:
-        rows = await self.store._read("SELECT run_id, thread_id FROM runs WHERE status = 'running'", ())
+    async def unleased_running_runs(self) -> list[tuple[str, str]]:
+        await self._ensure_table()
+        rows = await self.store._read(
+            "SELECT runs.run_id, runs.thread_id FROM runs LEFT JOIN leases ON leases.thread_id = runs.thread_id"
+            " WHERE runs.status = 'running' AND (leases.thread_id IS NULL OR leases.expires_at <= ?)",
+            (self.store.clock(),),
+        )
         return [(str(run_id), str(thread_id)) for run_id, thread_id in rows]

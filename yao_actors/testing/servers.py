@@ -30,6 +30,8 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
+from yao_actors.config.module_servers import keeping_root_logging
+
 P = ParamSpec("P")
 
 
@@ -59,8 +61,9 @@ class _Stats:
 
 
 def build_test_server(name: str = "test", *, extra_tools: int = 0) -> MCPServer:
-    """A fresh test server named ``name`` with its own statistics."""
-    server = MCPServer(name)
+    """A fresh test server named ``name`` with its own statistics (building it leaves logging as it was)."""
+    with keeping_root_logging():
+        server = MCPServer(name)
     stats = _Stats()
 
     @server.tool(description="Return the text it was given: {'text': text}.")
