@@ -291,6 +291,25 @@ async def test_a_cancelled_single_call_tells_the_server_to_cancel(autojump_clock
         assert a.cancelled == ["sleep"]
 
 
+@pytest.mark.parametrize("servers", [1, 2])
+async def test_a_listener_holding_results_past_the_batch_deadline_still_takes_each_once(
+    autojump_clock: trio.testing.MockClock, servers: int
+) -> None:
+    taken: list[str] = []
+
+    async def slow(event: DispatchEvent) -> None:
+        if isinstance(event, CallFinished):
+            await trio.sleep(10)  # past the batch deadline
+            taken.append(event.result.call_id)
+
+    a, b = scripted_server("a"), scripted_server("b")
+    calls = [call("1", "a__echo", '{"n": 1}'), call("2", "b__echo" if servers == 2 else "a__echo", '{"n": 2}')]
+    async with serving(a, b) as served:
+        results = await execute_tool_calls(calls, await catalog_of(served), served, batch_timeout=5, on_event=slow)
+    assert [r.result for r in results] == [{"n": 1}, {"n": 2}]  # the calls finished before the deadline
+    assert sorted(taken) == ["1", "2"]
+
+
 async def test_after_a_deadline_the_server_answers_the_next_call(autojump_clock: trio.testing.MockClock) -> None:
     a = scripted_server("a")
     async with serving(a) as servers:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
 from tests.support import check_stream
 from tests.test_conversation import call, open_weather_manager, scripted, slow_batch_model, text_reply, tools_reply
+from yao_actors.config import RunTimeouts
 from yao_actors.errors import ErrorKind
 from yao_actors.events import EventDict, Outcome
 
@@ -131,3 +133,31 @@ async def test_a_sink_too_slow_for_the_close_out_leaves_the_rest_to_the_stream(
     assert received[-1]["type"] == "TEXT_MESSAGE_START"
     assert late[-1]["type"] == "RUN_FINISHED"
     assert late[-1]["outcome"] == {"type": "cancelled"}
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_a_sink_slower_than_the_turn_deadline_still_gets_every_tool_result(
+    autojump_clock: trio.testing.MockClock, calls: int
+) -> None:
+    # The calls finish at once; the sink then holds each TOOL_CALL_RESULT longer than the turn's deadline. The
+    # deadline bounds the calls, not the telling of their results: each one still reaches the sink, once.
+    model = scripted(tools_reply(*(call("w__echo", {"n": n}, f"c{n}") for n in range(calls))), text_reply("好了"))
+    received: list[EventDict] = []
+
+    async def sink(event: EventDict) -> None:
+        if event["type"] == "TOOL_CALL_RESULT":
+            await trio.sleep(10)
+        received.append(event)
+
+    timeouts = RunTimeouts(run=5000, model=100, turn=5)
+    async with (
+        open_weather_manager(model, timeouts=timeouts) as manager,
+        manager.open_run("a", "Q", thread_id="t", sink=sink) as stream,
+    ):
+        assert [event async for event in stream] == []
+    check_stream(received)
+    results = [e["toolCallId"] for e in received if e["type"] == "TOOL_CALL_RESULT"]
+    assert results == [f"c{n}" for n in range(calls)]
+    assert stream.result is not None
+    assert stream.result.outcome is Outcome.ANSWERED
+    assert [r.ok for r in stream.result.tool_results] == [True] * calls

@@ -18,6 +18,8 @@ call gets exactly one ``CallFinished`` (a call that is about to be retried
 reports only its final result). ``index`` in an event is the call's position in
 ``calls``. When the caller's scope is cancelled, ``trio.Cancelled`` propagates;
 ``batch_timeout`` instead turns what is still running into ``timeout`` results.
+The deadline bounds the calls, not the telling of their results: a
+``CallFinished`` it cut off while the listener held it is given again after.
 An exception raised by ``on_event`` ends the batch (cancelling what still runs)
 and propagates as itself, not wrapped in exception groups.
 """
@@ -116,6 +118,8 @@ class _Batch:
     results: list[ToolCallResult | None]
     planned: dict[int, _Planned] = attrs.field(factory=dict)
     started: dict[int, float] = attrs.field(factory=dict)
+    reported: set[int] = attrs.field(factory=set)
+    """The calls whose ``CallFinished`` the listener took in full."""
 
     async def emit(self, event: DispatchEvent) -> None:
         if self.on_event is not None:
@@ -127,6 +131,7 @@ class _Batch:
         if index in self.started and result.server:
             labelled(TOOL_DURATION, result.server).observe(result.duration)
         await self.emit(CallFinished(result, index))
+        self.reported.add(index)
 
     async def run(
         self, planned: _Planned, *, sequential_retry: bool = False, deadline: float = math.inf
@@ -238,8 +243,12 @@ async def execute_tool_calls(
         # Only a failing on_event gets here: give the caller its exception, not a tree of groups.
         raise exception_leaves(group)[0]  # noqa: B904 - the group is its context
     for index, planned in batch.planned.items():
-        if batch.results[index] is None:
+        result = batch.results[index]
+        if result is None:
             await batch.finish(index, _timed_out(batch, planned))
+        elif index not in batch.reported:  # the deadline cut its CallFinished off while the listener held it
+            await batch.emit(CallFinished(result, index))
+            batch.reported.add(index)
     # Every call was either answered by its check or planned, and every planned call finished or timed out.
     return [result for result in batch.results if result is not None]
 
