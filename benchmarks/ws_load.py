@@ -64,6 +64,7 @@ from yao_actors.config import (
     StdioTransport,
 )
 from yao_actors.models.base import Completion, ToolCall
+from yao_actors.observability.logs import configure_logging
 from yao_actors.runtime import open_runtime
 from yao_actors.service import serve_service
 from yao_actors.service.chat import open_service_connection
@@ -74,6 +75,8 @@ from yao_actors.testing.redis_server import REDIS_SERVER, RedisServer
 from yao_actors.testing.servers import build_test_server
 
 RESULTS = Path(__file__).parent / "results" / "ws_load.json"
+SERVICE_LOG = Path(tempfile.gettempdir()) / "ws_load-service.log"
+"""Where the service processes' standard error goes (their log records), appended to."""
 
 
 @contextlib.contextmanager
@@ -124,7 +127,9 @@ async def serve(
     with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
 
     ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
-    the service's CPU is the websocket front end's alone."""
+    the service's CPU is the websocket front end's alone. Logs as ``yao-actors serve`` does by default (INFO
+    text: two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
+    configure_logging("INFO")
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
         if transport == "memory"
@@ -262,7 +267,11 @@ async def wave(
         assert redis_url is not None
         reserved = reserve_port("127.0.0.1", 0)
         command += ["--port", str(reserved.getsockname()[1]), "--redis-url", redis_url]
-    processes = [await trio.lowlevel.open_process(command, stdout=subprocess.PIPE) for _ in range(workers or 1)]
+    log = open(SERVICE_LOG, "ab")  # noqa: SIM115, ASYNC230 (the services keep it open)
+    processes = [
+        await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, stderr=log) for _ in range(workers or 1)
+    ]
+    log.close()
     try:
         for process in processes:
             assert process.stdout is not None
@@ -381,6 +390,7 @@ async def main(args: argparse.Namespace) -> None:
     print_table(rows)
     clients_cpu = ", ".join(f"{r['clients_cpu_ms_per_run']:.1f}" for r in rows)
     print(f"the clients' own CPU ms per run (this process, the load generator), by row: {clients_cpu}")
+    print(f"the service processes' log records (INFO, as yao-actors serve logs): {SERVICE_LOG}")
     if args.workers:
         for clients in args.clients:
             same = [r for r in rows if r["clients"] == clients]
