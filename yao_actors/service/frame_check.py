@@ -66,24 +66,18 @@ def _compile(schema: Mapping[str, Any]) -> list[Check] | None:
         if type_check is None:
             return None
         checks.append(type_check)
-    for keyword in ("required", "properties", "additionalProperties"):
-        if keyword in schema:
-            check = _object_keyword(keyword, schema)
-            if check is None:
-                return None
-            checks.append(check)
-    for keyword in ("const", "enum", "minLength", "maxLength", "pattern"):
-        if keyword in schema:
-            check = _string_keyword(keyword, schema[keyword])
-            if check is None:
-                return None
-            checks.append(check)
-    for keyword in ("items", "minItems", "maxItems", "minimum", "maximum"):
-        if keyword in schema:
-            check = _sized_keyword(keyword, schema[keyword])
-            if check is None:
-                return None
-            checks.append(check)
+    builders: tuple[tuple[tuple[str, ...], Callable[[str], Check | None]], ...] = (
+        (("required", "properties", "additionalProperties"), lambda keyword: _object_keyword(keyword, schema)),
+        (("const", "enum", "minLength", "maxLength", "pattern"), lambda k: _string_keyword(k, schema[k])),
+        (("items", "minItems", "maxItems", "minimum", "maximum"), lambda k: _sized_keyword(k, schema[k])),
+    )
+    for keywords, build in builders:
+        for keyword in keywords:
+            if keyword in schema:
+                check = build(keyword)
+                if check is None:
+                    return None
+                checks.append(check)
     if "if" in schema:
         check = _if_then(schema["if"], schema.get("then", {}))
         if check is None:
