@@ -34,7 +34,7 @@ import json
 import os
 import time
 import typing
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -91,7 +91,7 @@ class WireEvent(dict[str, Any]):
             return self._text
 
 
-def encoded_event(event: EventDict) -> str:
+def encoded_event(event: Mapping[str, Any]) -> str:
     """The JSON text of an event: the one a :class:`WireEvent` already has, or :func:`encode_json`'s."""
     if type(event) is WireEvent:
         return event.encoded()

@@ -44,7 +44,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
-from yao_actors.events import TERMINAL_TYPES, RunEvents, WireEvent
+from yao_actors.events import TERMINAL_TYPES, RunEvents, encoded_event
 from yao_actors.service.budget import DetachedRun, RunBudget
 from yao_actors.service.protocol import (
     PONG,
@@ -56,7 +56,6 @@ from yao_actors.service.protocol import (
     ResumeFrame,
     RunFrame,
     ThreadsFrame,
-    encode,
     error_frame,
     parse_frame,
 )
@@ -430,7 +429,7 @@ class Connection:
         (:class:`~yao_actors.events.WireEvent`) goes out as the text it was encoded to once, the text its
         run's journal stores.
         """
-        text = frame.encoded() if type(frame) is WireEvent else encode(frame)
+        text = encoded_event(frame)
         try:
             self._outgoing[0].send_nowait(text)
         except trio.WouldBlock:

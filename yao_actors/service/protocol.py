@@ -49,6 +49,7 @@ import attrs
 import jsonschema  # type: ignore[import-untyped]
 
 from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
+from yao_actors.events import encode_json
 from yao_actors.service.frame_check import compile_check
 
 #: The deepest nesting of arrays and objects a frame may have (a run frame needs 4).
@@ -359,9 +360,7 @@ def encode(frame: Mapping[str, Any]) -> str:
     The result is always valid UTF-8: a frame holding a string that is not (a lone surrogate that reached an
     event some other way) is written with ``\\u`` escapes instead, so the writer cannot fail on it.
     """
-    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
-    # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
-    return text if text.isascii() or _is_text(text) else json.dumps(frame, separators=(",", ":"))
+    return encode_json(frame)
 
 
 def error_frame(

@@ -20,7 +20,7 @@ from typing import Any, Final, Protocol
 import attrs
 
 from yao_actors.errors import RunErrorCode
-from yao_actors.events import encoded_event
+from yao_actors.events import encode_json, encoded_event
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
 
 Message = Mapping[str, Any]
@@ -241,11 +241,6 @@ class ConversationStore(Protocol):
         ...
 
 
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-"""Compact JSON for stored messages and events: one encoder for all (``json.dumps`` with options makes one a call).
-Its text never holds a raw line feed (one in a string is escaped), which the Redis store relies on."""
-
-
 POLL_INTERVAL: Final = 0.5
 """Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""
 
@@ -256,10 +251,12 @@ def new_owner_token() -> str:
 
 
 def encode_message(message: Message) -> str:
-    """One message as compact JSON; refuses a message that is not a mapping with a string ``role``."""
+    """One message as compact JSON (:func:`~yao_actors.events.encode_json`, as events are: never a raw line feed,
+    which the Redis store relies on, and valid UTF-8); refuses a message that is not a mapping with a string
+    ``role``."""
     if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
         raise ValueError(f"a stored message must be a mapping with a string 'role', got {message!r:.200}")
-    return _COMPACT.encode(message)
+    return encode_json(message)
 
 
 def encode_usage(usage: Mapping[str, Any] | None) -> str:
