@@ -11,6 +11,7 @@ loses the link, so the server restarts.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import signal
@@ -22,7 +23,6 @@ import anyio
 import attrs
 import mcp.types
 import trio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
@@ -54,9 +54,7 @@ DEFAULT_LINE_LIMITS = LineLimits()
 @asynccontextmanager
 async def open_stdio_transport(
     params: StdioTransport, link: Link, limits: LineLimits = DEFAULT_LINE_LIMITS
-) -> AsyncIterator[
-    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
-]:
+) -> AsyncIterator[tuple[StdoutReader, StdinWriter]]:
     """Run ``params``' command and yield the MCP streams over its stdin/stdout.
 
     The child's death sets ``link.lost`` with its exit code (after its last
@@ -73,26 +71,29 @@ async def open_stdio_transport(
         start_new_session=True,
     )
     link.pid = process.pid
-    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    assert isinstance(process.stdin, trio.lowlevel.FdStream)
+    assert isinstance(process.stdout, trio.lowlevel.FdStream)
+    reader = StdoutReader(process.stdout, link, limits.stdout)
+    writer = StdinWriter(process.stdin, link)
     stderr_done = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_pump_stdout, process, read_writer, link, limits.stdout)
-            nursery.start_soon(_pump_stdin, process, write_reader, link)
+            nursery.start_soon(writer.write_backlog)
             nursery.start_soon(_collect_stderr, process, link, stderr_done, limits.stderr)
             nursery.start_soon(_watch_exit, process, link, stderr_done)
             try:
-                yield read_stream, write_stream
+                yield reader, writer
             finally:
+                writer.close()
+                # Reading on (and discarding) keeps a child that is still writing from blocking on a full pipe.
+                nursery.start_soon(reader.drain)
                 with trio.CancelScope(shield=True):
                     await stop_process(process)
                 nursery.cancel_scope.cancel()
     finally:
+        writer.close()
         with trio.CancelScope(shield=True):
             await stop_process(process)
-            await read_stream.aclose()
-            await write_stream.aclose()
 
 
 @attrs.define
@@ -106,15 +107,20 @@ class _LineSplitter:
     _partial: bytearray = attrs.field(factory=bytearray)
     cut: bool = False
 
-    def feed(self, chunk: bytes | bytearray) -> list[tuple[bytes, bool]]:
+    def feed(self, chunk: bytes | bytearray) -> list[tuple[bytes | bytearray, bool]]:
         """The lines ``chunk`` finishes (without their newline), each with whether it was cut at ``limit``."""
         *ends, rest = chunk.split(b"\n")
-        lines = []
+        lines: list[tuple[bytes | bytearray, bool]] = []
         for piece in ends:
-            self._add(piece)
-            lines.append((bytes(self._partial), self.cut))
-            self._partial.clear()
-            self.cut = False
+            if self._partial or self.cut:
+                self._add(piece)
+                lines.append((bytes(self._partial), self.cut))
+                self._partial.clear()
+                self.cut = False
+            elif len(piece) > self.limit:
+                lines.append((piece[: self.limit], True))
+            else:  # a whole line in one chunk, the usual case: no copy through the buffer
+                lines.append((piece, False))
         self._add(rest)
         return lines
 
@@ -129,58 +135,201 @@ class _LineSplitter:
         self._partial += piece[:room]
 
 
-async def _pump_stdout(
-    process: trio.Process, sink: MemoryObjectSendStream[SessionMessage | Exception], link: Link, limit: int
-) -> None:
-    """Parse the child's stdout, one JSON-RPC message a line, into the session's read stream.
+#: Bytes read from a child's stdout at once.
+READ_SIZE = 65536
 
-    A line over ``limit`` bytes loses ``link`` (the stream cannot be trusted past it) and ends the
-    read stream, so the session fails its pending requests and supervision restarts the server.
+
+class StdoutReader:
+    """The session's read stream: the child's stdout, one JSON-RPC message a line, read in the session's own task.
+
+    The session's receive loop reads and parses the lines itself (no task between it and the pipe, and no
+    read-ahead: a session that is not reading leaves the child's writes in the pipe). A line that is not a
+    JSON-RPC message is passed on as its parse error (the session logs it and goes on); a line over ``limit``
+    bytes loses ``link`` (the stream cannot be trusted past it) and ends the stream, so the session fails its
+    pending requests and supervision restarts the server.
     """
-    assert process.stdout is not None
-    async with sink:
-        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            if await _forward_messages(process.stdout, sink, limit):
-                link.mark_lost(f"stdout line over {limit} bytes")
-    # Reading on (and discarding) keeps a child that is still writing from blocking on a full pipe.
-    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        while await process.stdout.receive_some():
-            pass
+
+    def __init__(self, stdout: trio.lowlevel.FdStream, link: Link, limit: int) -> None:
+        self._stdout = stdout
+        self._link = link
+        self._limit = limit
+        self._lines = _LineSplitter(limit)
+        self._ready: collections.deque[SessionMessage | Exception] = collections.deque()
+        self._ended = False  # end of file, a broken pipe, or a line over the limit
+        self._closed = False
+        self._waited = True  # whether the last read waited for the pipe (then the next need not yield first)
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message (or parse error) from stdout; ``anyio.EndOfStream`` once stdout has ended.
+
+        Messages that came in one read are passed on one per scheduler batch, as a task would hand them over:
+        what the session starts for one (a progress callback's task) runs before it sees the next.
+        """
+        if self._ready:
+            await trio.lowlevel.checkpoint()
+        while not self._ready:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._ended:
+                raise anyio.EndOfStream
+            chunk = await self._read_chunk()
+            if not chunk:
+                self._ended = True
+                continue
+            for line, cut in self._lines.feed(chunk):
+                if cut:
+                    self._overflow()
+                    break
+                if line.strip():
+                    self._ready.append(_parse_line(line))
+            if self._lines.cut:
+                self._overflow()
+        return self._ready.popleft()
+
+    async def _read_chunk(self) -> bytes:
+        """The next bytes of stdout (``b""`` at its end), straight from the pipe when it has them.
+
+        It waits for the pipe only when it is empty, and yields to the scheduler first only after a read that
+        did not wait, so a child that writes without pause cannot keep the session's task from others.
+        """
+        if not self._waited:
+            await trio.lowlevel.checkpoint()
+        self._waited = False
+        while True:
+            fd = self._stdout.fileno()  # -1 once closed: asked every time, never kept
+            try:
+                return os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                self._waited = True
+                try:
+                    await trio.lowlevel.wait_readable(fd)
+                except (trio.ClosedResourceError, OSError):
+                    return b""
+            except OSError:
+                return b""
+
+    def _overflow(self) -> None:
+        self._ended = True
+        self._link.mark_lost(f"stdout line over {self._limit} bytes")
+
+    async def drain(self) -> None:
+        """Stop passing messages on and read the rest of stdout, discarding it (the child never blocks on it)."""
+        self._closed = True
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError, trio.BusyResourceError):
+            while await self._stdout.receive_some():
+                pass
+
+    async def aclose(self) -> None:
+        self._closed = True
+        await trio.lowlevel.checkpoint()
+
+    def __aiter__(self) -> StdoutReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> StdoutReader:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
-async def _forward_messages(
-    stdout: trio.abc.ReceiveStream, sink: MemoryObjectSendStream[SessionMessage | Exception], limit: int
-) -> bool:
-    """Send each stdout line's message to ``sink`` until end of file; whether it stopped at a line too long."""
-    lines = _LineSplitter(limit)
-    while chunk := await stdout.receive_some():
-        for line, cut in lines.feed(chunk):
-            if cut:
-                return True
-            if line.strip():
-                await sink.send(_parse_line(line))
-        if lines.cut:
-            return True
-    return False
-
-
-def _parse_line(line: bytes) -> SessionMessage | Exception:
+def _parse_line(line: bytes | bytearray) -> SessionMessage | Exception:
     try:
         return SessionMessage(mcp.types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
         return exc
 
 
-async def _pump_stdin(process: trio.Process, source: MemoryObjectReceiveStream[SessionMessage], link: Link) -> None:
-    """Write the session's messages to the child's stdin."""
-    assert process.stdin is not None
-    async with source:
+#: Messages (or the rests of messages) the backlog writer may hold beyond the one it is writing.
+BACKLOG_SIZE = 1
+
+
+class StdinWriter:
+    """The session's write stream: each message written to the child's stdin by the sender itself.
+
+    A message the pipe takes whole is written from the sender's own task, with no hop through another task.
+    When the pipe is full (the child is not reading), the rest of a message that was partly written, and
+    every message after it until the backlog is written, go through the backlog writer task in order: a
+    sender then waits for its turn there (bounded backpressure), and a partly written message is always
+    finished, so a cancelled sender never leaves half a message in the pipe.
+    """
+
+    def __init__(self, stdin: trio.lowlevel.FdStream, link: Link) -> None:
+        self._stdin = stdin
+        self._link = link
+        self._backlog_send, self._backlog_receive = trio.open_memory_channel[bytes](BACKLOG_SIZE)
+        self._queued = 0  # messages handed to the backlog writer and not yet written
+        self._closed = False
+
+    async def send(self, message: SessionMessage) -> None:
+        """Write ``message`` (one line of JSON), or hand it to the backlog writer when the pipe has no room."""
+        data = (message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if not self._queued:
+            try:
+                written = os.write(self._stdin.fileno(), data)  # -1 once closed: asked every time, never kept
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self._link.mark_lost("the server closed its stdin")
+                raise anyio.BrokenResourceError from exc
+            if written == len(data):
+                return
+            if written:
+                # The rest must follow at once and whatever happens to the sender: the backlog is empty.
+                data = data[written:]
+                self._queued += 1
+                try:
+                    self._backlog_send.send_nowait(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    self._queued -= 1
+                    raise anyio.BrokenResourceError from exc
+                return
+        self._queued += 1
         try:
-            async for message in source:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await process.stdin.send_all(data.encode())
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            link.mark_lost("the server closed its stdin")
+            await self._backlog_send.send(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self._queued -= 1
+            raise anyio.BrokenResourceError from exc
+        except BaseException:
+            self._queued -= 1  # not handed over: a Trio channel's send that raises did not deliver
+            raise
+
+    async def write_backlog(self) -> None:
+        """The backlog writer: write what the pipe had no room for, in order, waiting for the child to read."""
+        async with self._backlog_receive:
+            async for data in self._backlog_receive:
+                try:
+                    await self._stdin.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._link.mark_lost("the server closed its stdin")
+                    self._closed = True
+                    return
+                finally:
+                    self._queued -= 1
+
+    def close(self) -> None:
+        """Take no more messages (the backlog writer ends once it has written what it holds)."""
+        self._closed = True
+        self._backlog_send.close()
+
+    async def aclose(self) -> None:
+        self.close()
+        await trio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> StdinWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 async def _collect_stderr(process: trio.Process, link: Link, done: trio.Event, limit: int) -> None:
@@ -200,7 +349,7 @@ async def _collect_stderr(process: trio.Process, link: Link, done: trio.Event, l
         done.set()
 
 
-def _stderr_text(line: bytes, cut: bool, limit: int) -> str:
+def _stderr_text(line: bytes | bytearray, cut: bool, limit: int) -> str:
     text = line.decode(errors="replace").rstrip()
     return f"{text} [line cut at {limit} bytes]" if cut else text
 
