@@ -1,0 +1,97 @@
+"""The stdio transport's wire over a real child process: lines in, messages out, a full pipe, a malformed line."""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import mcp.types
+import pytest
+import trio
+from mcp.shared.message import SessionMessage
+
+from yao_actors.config import StdioTransport
+from yao_actors.transports import Link, open_stdio_transport
+
+#: Waits before reading stdin (so the pipe fills up), then answers each line with its ``i`` and its pad's length.
+SLOW_ECHO = """
+import json, sys, time
+time.sleep(0.3)
+for line in sys.stdin:
+    params = json.loads(line)["params"]
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "seen", "params": {"i": params["i"], "n": len(params["pad"])}}) + "\\n")
+    sys.stdout.flush()
+"""
+
+PAD = 40_000  # a few messages more than a pipe's buffer
+
+
+def script(source: str) -> StdioTransport:
+    return StdioTransport(command=sys.executable, args=("-c", source))
+
+
+def message(i: int) -> SessionMessage:
+    notification = mcp.types.JSONRPCNotification(jsonrpc="2.0", method="m", params={"i": i, "pad": "x" * PAD})
+    return SessionMessage(notification)
+
+
+async def seen(read_stream: object, count: int) -> list[tuple[int, int]]:
+    received = []
+    for _ in range(count):
+        item = await read_stream.receive()  # type: ignore[attr-defined]
+        assert isinstance(item, SessionMessage), item
+        assert isinstance(item.message, mcp.types.JSONRPCNotification)
+        params = item.message.params or {}
+        received.append((params["i"], params["n"]))
+    return received
+
+
+async def test_messages_wait_for_a_full_pipe_in_order_and_whole() -> None:
+    link = Link()
+    with trio.fail_after(30):
+        async with open_stdio_transport(script(SLOW_ECHO), link) as (read_stream, write_stream):
+            for i in range(6):  # the child is not reading yet: the pipe fills, later ones wait their turn
+                await write_stream.send(message(i))
+            assert await seen(read_stream, 6) == [(i, PAD) for i in range(6)]
+
+
+async def test_a_sender_cancelled_while_the_pipe_is_full_leaves_no_half_message() -> None:
+    link = Link()
+    with trio.fail_after(30):
+        async with open_stdio_transport(script(SLOW_ECHO), link) as (read_stream, write_stream):
+            sent: list[int] = []
+
+            async def send(first: int) -> None:
+                for i in range(first, first + 4):
+                    await write_stream.send(message(i))
+                    sent.append(i)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(send, 0)
+                nursery.start_soon(send, 100)
+                await trio.sleep(0.05)
+                nursery.cancel_scope.cancel()  # both are waiting for the child, one may be halfway through a message
+            await write_stream.send(message(999))
+            received = await seen(read_stream, len(sent) + 1)
+    assert all(n == PAD for _, n in received)  # every message arrived whole
+    assert {i for i, _ in received} >= {*sent, 999}
+    assert received[-1] == (999, PAD)
+
+
+async def test_a_malformed_line_is_passed_on_as_an_error_and_the_stream_goes_on() -> None:
+    source = (
+        "import sys\n"
+        "sys.stdout.write('not json\\n\\n')\n"
+        'sys.stdout.write(\'{"jsonrpc": "2.0", "method": "a"}\\n{"jsonrpc": "2.0", "me\')\n'
+        "sys.stdout.flush()\n"
+        'sys.stdout.write(\'thod": "b"}\\n\')\n'
+    )
+    link = Link()
+    with trio.fail_after(30):
+        async with open_stdio_transport(script(source), link) as (read_stream, _):
+            items = [item async for item in read_stream]
+            with pytest.raises(anyio.EndOfStream):
+                await read_stream.receive()
+    assert isinstance(items[0], ValueError)
+    assert [item.message.method for item in items[1:] if isinstance(item, SessionMessage)] == ["a", "b"]
+    assert len(items) == 3
