@@ -217,7 +217,10 @@ def observability_off_cost(repeat: int = 20000) -> float:
     def turn() -> None:
         with ModelCallObservation("scripted", "turn 1") as observed:
             observed.completed(completion)
-        with tracing.open_span(f"execute_tool {call.name}", {tracing.TOOL_NAME: call.name}), tracing.attached(None):
+        with (
+            tracing.open_span("execute_tool", lambda: {tracing.TOOL_NAME: call.name}, target=call.name),
+            tracing.attached(None),
+        ):
             tracing.capture()
         labelled(TOOL_CALLS, "s0", "echo", "ok").inc()
         labelled(TOOL_DURATION, "s0").observe(0.001)

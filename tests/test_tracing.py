@@ -6,6 +6,7 @@ stdio and a streamable HTTP server.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import trio
@@ -18,6 +19,7 @@ from yao_actors.config import AssistantSpec, Config, Hooks, InMemoryTransport, S
 from yao_actors.errors import ModelHTTPError
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall, Usage
+from yao_actors.observability import tracing
 from yao_actors.runtime import open_runtime
 from yao_actors.testing.servers import build_test_server
 
@@ -211,3 +213,42 @@ async def test_a_delegated_assistant_is_an_invoke_agent_span_inside_the_run(span
     assert delegated.attributes is not None
     assert delegated.attributes["gen_ai.agent.name"] == "expert"
     assert parent_of(one(finished, "chat scripted"), finished) is delegated
+
+
+async def test_open_span_names_the_target_and_makes_its_attributes_when_spans_record(
+    spans: InMemorySpanExporter,
+) -> None:
+    carried = tracing.capture()
+    assert carried is not None
+    with tracing.open_span("execute_tool", lambda: {tracing.TOOL_NAME: "s__t"}, target="s__t") as span:
+        assert span.is_recording()
+        with tracing.attached(carried):  # the carried context (outside the span) is current in the block
+            assert tracing.current_span() is not span
+        assert tracing.current_span() is span
+    (finished,) = spans.get_finished_spans()
+    assert finished.name == "execute_tool s__t"
+    assert dict(finished.attributes or {}) == {tracing.TOOL_NAME: "s__t"}
+
+
+#: In a fresh interpreter (no tracer provider): what open_span and attached are, and whether they build anything.
+_OFF = """
+from yao_actors.observability import tracing
+
+def boom():
+    raise AssertionError("attributes made while tracing is off")
+
+assert not tracing.tracing_on()
+assert tracing.open_span("execute_tool", boom, target="s__t") is tracing.NO_SPAN
+with tracing.open_span("execute_tool", boom, target="s__t") as span:
+    assert not span.is_recording()
+assert tracing.capture() is None
+assert tracing.attached(None) is tracing.attached(None)  # one shared block that does nothing
+with tracing.attached(None):
+    pass
+print("ok")
+"""
+
+
+async def test_with_tracing_off_open_span_and_attached_make_nothing() -> None:
+    done = await trio.run_process([sys.executable, "-c", _OFF], capture_stdout=True, capture_stderr=True, check=False)
+    assert done.stdout.decode().strip() == "ok", done.stderr.decode()

@@ -147,13 +147,7 @@ class _Batch:
             await self.emit(CallProgress(call, value, total, message, planned.index))
 
         self.started[planned.index] = trio.current_time()
-        # The span's name and attributes are made only when spans record.
-        span_cm = (
-            tracing.open_span(f"execute_tool {entry.name}", _span_attributes(call, entry))
-            if tracing.tracing_on()
-            else tracing.NO_SPAN
-        )
-        with span_cm as span:
+        with tracing.open_span("execute_tool", lambda: _span_attributes(call, entry), target=entry.name) as span:
             if sequential_retry:
                 span.set_attribute(tracing.SEQUENTIAL_RETRY, True)
             await self.emit(CallStarted(call, entry.server, entry.tool, planned.index))
@@ -286,9 +280,8 @@ async def _refuse(
     batch: _Batch, index: int, call: ToolCall, entry: CatalogEntry | None, result: ToolCallResult
 ) -> None:
     """A call refused before it reached a server: its (failed) ``execute_tool`` span, then its result."""
-    if tracing.tracing_on():
-        with tracing.open_span(f"execute_tool {call.name}", _span_attributes(call, entry)) as span:
-            tracing.fail(span, result.kind.value if result.kind else "error", result.error or "")
+    with tracing.open_span("execute_tool", lambda: _span_attributes(call, entry), target=call.name) as span:
+        tracing.fail(span, result.kind.value if result.kind else "error", result.error or "")
     await batch.finish(index, result)
 
 

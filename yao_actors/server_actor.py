@@ -153,12 +153,8 @@ class _ServerActor:
         outcome: ToolOutcome | None = None
         self.status.in_flight += 1
         try:
-            with request.scope:
-                if request.trace_context is None:  # tracing off: no context to carry over
-                    outcome = await self._execute(connection, request)
-                else:
-                    with tracing.attached(request.trace_context):
-                        outcome = await self._execute(connection, request)
+            with request.scope, tracing.attached(request.trace_context):
+                outcome = await self._execute(connection, request)
         finally:
             self.status.in_flight -= 1
             if outcome is not None:

@@ -40,13 +40,14 @@ class RunObservation:
         self.thread_id = thread_id
         self._fields = run_fields(run_id, thread_id)
         self._span = tracing.open_span(
-            f"invoke_agent {assistant}",
-            {
+            "invoke_agent",
+            lambda: {
                 tracing.OPERATION: "invoke_agent",
                 tracing.AGENT_NAME: assistant,
                 tracing.CONVERSATION_ID: thread_id,
                 tracing.RUN_ID: run_id,
             },
+            target=assistant,
             parent=parent,
         )
         self.span: Span = INVALID_SPAN
@@ -120,15 +121,11 @@ class ModelCallObservation:
 
     def __init__(self, model: str, step: str) -> None:
         self.model = model
-        # The span's name and attributes are made only when spans record (a model call per turn).
-        self._span: tracing.open_span | tracing.NoSpan = (
-            tracing.open_span(
-                f"chat {model}",
-                {tracing.OPERATION: "chat", tracing.REQUEST_MODEL: model, tracing.STEP: step},
-                kind=SpanKind.CLIENT,
-            )
-            if tracing.tracing_on()
-            else tracing.NO_SPAN
+        self._span = tracing.open_span(
+            "chat",
+            lambda: {tracing.OPERATION: "chat", tracing.REQUEST_MODEL: model, tracing.STEP: step},
+            target=model,
+            kind=SpanKind.CLIENT,
         )
         self.span: Span = INVALID_SPAN
 

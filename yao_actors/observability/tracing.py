@@ -3,9 +3,10 @@
 The tree is ``invoke_agent {assistant}`` (a run) → ``chat {model}`` (a model call, the fallback's included)
 and ``execute_tool {server__tool}`` (a tool call). Only ``opentelemetry-api`` is needed: when no SDK tracer
 provider is installed, :func:`open_span` hands out one shared non-recording span without touching the
-context, so tracing costs a function call and an ``isinstance`` (the API's own no-op spans cost some 13 µs
-each). An application (or ``yao-actors serve`` with the ``otel`` extra) installs a provider and spans start
-recording.
+context and without making its name or attributes, so tracing costs a function call and an ``isinstance``
+(the API's own no-op spans cost some 13 µs each); :func:`attached` of no context does nothing. Callers need
+not check :func:`tracing_on` first. An application (or ``yao-actors serve`` with the ``otel`` extra)
+installs a provider and spans start recording.
 
 The trace context crosses the actor mailboxes inside the requests: a run order and a tool call request carry
 :func:`capture` of the sender's context, and the actor that serves them makes it current
@@ -17,7 +18,8 @@ the call.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from contextvars import Token
 from types import TracebackType
 from typing import Final
@@ -83,43 +85,71 @@ def capture() -> Context | None:
     return otel_context.get_current() if tracing_on() else None
 
 
-class attached:
-    """``with attached(carried):`` makes a carried context current in this task for the block (nothing for ``None``)."""
+class _Attached:
+    """The block of :func:`attached` for a carried context: it is current in this task for the block."""
 
     __slots__ = ("_carried", "_token")
 
-    def __init__(self, carried: Context | None) -> None:
+    def __init__(self, carried: Context) -> None:
         self._carried = carried
         self._token: Token[Context] | None = None
 
     def __enter__(self) -> None:
-        if self._carried is not None:
-            self._token = otel_context.attach(self._carried)
+        self._token = otel_context.attach(self._carried)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._token is not None:
             otel_context.detach(self._token)
 
 
-class open_span:
-    """``with open_span(name, attributes) as span:`` — a span, current for the block.
+class _Nothing:
+    """A block that does nothing: :func:`attached` of no context."""
 
-    ``parent`` is a carried context (:func:`capture`) to start under instead of the current one. An exception
-    leaving the block marks the span failed with ``error.type`` (``cancelled`` for a Trio cancellation) unless
-    the block already set one. While tracing is off, ``span`` is the API's shared invalid span, on which every
-    method does nothing.
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NOTHING: Final = _Nothing()
+
+
+def attached(carried: Context | None) -> AbstractContextManager[None]:
+    """``with attached(carried):`` makes a carried context (:func:`capture`) current in this task for the block.
+
+    ``None`` (what :func:`capture` gives while tracing is off) makes it a shared block that does nothing, so a
+    caller need not check.
     """
+    return _NOTHING if carried is None else _Attached(carried)
+
+
+class NoSpan:
+    """``with NO_SPAN as span:`` — what :func:`open_span` is while tracing is off: ``span`` is the invalid span."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Span:
+        return INVALID_SPAN
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        return None
+
+
+NO_SPAN: Final = NoSpan()
+"""The span block that records nothing: :func:`open_span` while tracing is off."""
+
+
+class SpanBlock:
+    """The block of :func:`open_span` while spans record: a span, current for the block."""
 
     __slots__ = ("_attributes", "_kind", "_name", "_parent", "_span", "_token")
 
-    def __init__(
-        self,
-        name: str,
-        attributes: Attributes | None = None,
-        *,
-        kind: SpanKind = SpanKind.INTERNAL,
-        parent: Context | None = None,
-    ) -> None:
+    def __init__(self, name: str, attributes: Attributes | None, kind: SpanKind, parent: Context | None) -> None:
         self._name = name
         self._attributes = attributes
         self._kind = kind
@@ -128,8 +158,6 @@ class open_span:
         self._token: Token[Context] | None = None
 
     def __enter__(self) -> Span:
-        if not tracing_on():
-            return INVALID_SPAN
         parent = self._parent if self._parent is not None else otel_context.get_current()
         self._span = _tracer().start_span(self._name, context=parent, kind=self._kind, attributes=self._attributes)
         self._token = otel_context.attach(trace.set_span_in_context(self._span, parent))
@@ -150,23 +178,31 @@ class open_span:
                 otel_context.detach(self._token)
 
 
-class NoSpan:
-    """``with NO_SPAN as span:`` — what :class:`open_span` is while tracing is off, without making one."""
+def open_span(
+    name: str,
+    attributes: Attributes | Callable[[], Attributes] | None = None,
+    *,
+    target: str | None = None,
+    kind: SpanKind = SpanKind.INTERNAL,
+    parent: Context | None = None,
+) -> SpanBlock | NoSpan:
+    """``with open_span(name, attributes) as span:`` — a span, current for the block.
 
-    __slots__ = ()
+    The span is named ``name``, followed by `` target`` when ``target`` is given (``open_span("chat",
+    target=model)``); ``attributes`` may be a function that makes them. ``parent`` is a carried context
+    (:func:`capture`) to start under instead of the current one. An exception leaving the block marks the span
+    failed with ``error.type`` (``cancelled`` for a Trio cancellation) unless the block already set one.
 
-    def __enter__(self) -> Span:
-        return INVALID_SPAN
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        return None
-
-
-NO_SPAN: Final = NoSpan()
-"""A span block that records nothing, for a caller that checked :func:`tracing_on` itself and saves building a
-name and attributes."""
+    While tracing is off it is the shared :data:`NO_SPAN` (``span`` is the API's invalid span, on which every
+    method does nothing), and neither the name nor the attributes are made: callers need not check first.
+    """
+    if not tracing_on():
+        return NO_SPAN
+    if target is not None:
+        name = f"{name} {target}"
+    if callable(attributes):
+        attributes = attributes()
+    return SpanBlock(name, attributes, kind, parent)
 
 
 def fail(span: Span, error_type: str, description: str = "") -> None:

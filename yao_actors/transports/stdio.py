@@ -180,7 +180,7 @@ class StdoutReader:
                 if cut:
                     self._overflow()
                     break
-                if line.strip():
+                if line and not line.isspace():  # a blank line is no message (isspace copies nothing)
                     self._ready.append(_parse_line(line))
             if self._lines.cut:
                 self._overflow()
