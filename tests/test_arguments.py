@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from yao_actors import arguments
 from yao_actors.arguments import check_arguments, compiled_validator, parse_arguments
+from yao_actors.schema_check import TYPES, compile_check, never
 
 WEATHER: dict[str, Any] = {
     "type": "object",
@@ -184,14 +185,17 @@ FLAT: dict[str, Any] = {
 }
 
 
-def test_a_flat_object_schema_gets_a_plain_check_and_anything_more_does_not() -> None:
-    assert arguments.simple_check(FLAT) is not None
-    assert arguments.simple_check({"type": "object"}) is not None
-    assert arguments.simple_check(WEATHER) is None  # enum, minimum, items
-    assert arguments.simple_check({**FLAT, "$schema": "http://json-schema.org/draft-04/schema#"}) is None
-    assert arguments.simple_check({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) is None
-    assert arguments.simple_check({"type": "object", "additionalProperties": {"type": "string"}}) is None
-    assert arguments.simple_check({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}}) is None
+def test_a_schema_of_the_compiled_keywords_gets_a_plain_check_and_any_other_keyword_does_not() -> None:
+    assert compile_check(FLAT) is not never
+    assert compile_check({"type": "object"}) is not never
+    assert compile_check(WEATHER)({"city": "Beijing", "days": 2, "hours": [{"at": 3}]})  # enum, minimum, items
+    assert compile_check({**FLAT, "$schema": "http://json-schema.org/draft-04/schema#"}) is never
+    assert compile_check({"type": "object", "additionalProperties": {"type": "string"}}) is never
+    # A property whose schema is not compiled: only objects that have it go to jsonschema.
+    for uncompiled in ({"type": ["string", "null"]}, {"$ref": "#/$defs/A"}):
+        check = compile_check({"type": "object", "properties": {"a": uncompiled}})
+        assert check({"b": 1})
+        assert not check({"a": "x"})
 
 
 @pytest.mark.parametrize(
@@ -219,7 +223,7 @@ def test_the_plain_check_gives_the_same_answers_and_jsonschema_words_the_problem
 
 def test_a_closed_flat_schema_refuses_undeclared_properties() -> None:
     closed = {**FLAT, "additionalProperties": False}
-    assert arguments.simple_check(closed) is not None
+    assert compile_check(closed) is not never
     assert check_arguments('{"text": "x"}', closed).ok
     problems = check_arguments('{"text": "x", "undeclared": 1}', closed).problems
     assert len(problems) == 1
@@ -232,9 +236,7 @@ JSON_VALUES = st.recursive(
     max_leaves=4,
 )
 PROPERTY_NAMES = st.sampled_from(["a", "b", "c"])
-PROPERTY = st.fixed_dictionaries(
-    {}, optional={"type": st.sampled_from(sorted(arguments._PLAIN_TYPES)), "title": st.text(max_size=2)}
-)
+PROPERTY = st.fixed_dictionaries({}, optional={"type": st.sampled_from(sorted(TYPES)), "title": st.text(max_size=2)})
 FLAT_SCHEMAS = st.fixed_dictionaries(
     {"type": st.just("object")},
     optional={
@@ -249,9 +251,9 @@ FLAT_SCHEMAS = st.fixed_dictionaries(
 @given(schema=FLAT_SCHEMAS, value=st.dictionaries(PROPERTY_NAMES | st.text(max_size=2), JSON_VALUES, max_size=4))
 @settings(max_examples=400, deadline=None)
 def test_the_plain_check_never_accepts_what_jsonschema_rejects(schema: dict[str, Any], value: dict[str, Any]) -> None:
-    check = arguments.simple_check(schema)
+    check = compile_check(schema)
     validator = compiled_validator(schema)
-    assert check is not None
+    assert check is not never
     assert validator is not None
     if check(value):
         assert validator.is_valid(value)

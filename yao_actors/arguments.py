@@ -10,17 +10,18 @@ schema's canonical JSON, because compiling costs far more than validating.
 Problems are values, not exceptions: every call gets a result.
 
 Most tool schemas are a flat object of typed properties (what MCP SDKs generate
-from a function's signature). For those a plain check (:func:`simple_check`)
-answers "valid" for the usual call in a few operations; only when it cannot
-vouch for a value does jsonschema look at it, and only jsonschema words the
-problems. The plain check never accepts what jsonschema rejects.
+from a function's signature). For those, and for any schema of the keywords
+:mod:`yao_actors.schema_check` compiles, a plain check answers "valid" for the
+usual call in a few operations; only when it cannot vouch for a value does
+jsonschema look at it, and only jsonschema words the problems. The plain check
+never accepts what jsonschema rejects.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -30,6 +31,7 @@ from jsonschema import validators
 from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
 from yao_actors import untrusted_json
+from yao_actors.schema_check import Check, compile_check, never
 
 _JSON_TYPE_NAMES: dict[type, str] = {
     list: "array",
@@ -126,7 +128,7 @@ def schema_problems(value: Any, schema: Mapping[str, Any]) -> tuple[str, ...]:
     remains the judge of its own tool's input.
     """
     validator, plain = _compiled(schema)
-    if plain is not None and plain(value):
+    if plain(value):
         return ()
     if validator is None:
         return ()
@@ -135,9 +137,7 @@ def schema_problems(value: Any, schema: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 _IDENTITY_CACHE_SIZE = 1024
-PlainCheck = Callable[[Any], bool]
-"""``True`` when a value certainly satisfies the schema; ``False`` when jsonschema must look (it may still pass)."""
-_by_identity: dict[int, tuple[Mapping[str, Any], Validator | None, PlainCheck | None]] = {}
+_by_identity: dict[int, tuple[Mapping[str, Any], Validator | None, Check]] = {}
 
 
 def compiled_validator(schema: Mapping[str, Any]) -> Validator | None:
@@ -151,79 +151,20 @@ def compiled_validator(schema: Mapping[str, Any]) -> Validator | None:
     return _compiled(schema)[0]
 
 
-def _compiled(schema: Mapping[str, Any]) -> tuple[Validator | None, PlainCheck | None]:
-    """The cached validator and plain check (:func:`simple_check`) of ``schema``."""
+def _compiled(schema: Mapping[str, Any]) -> tuple[Validator | None, Check]:
+    """The cached validator and plain check (:func:`~yao_actors.schema_check.compile_check`) of ``schema``.
+
+    An invalid schema (no validator) gets no plain check either: the server judges such a tool's input.
+    """
     hit = _by_identity.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1], hit[2]
     validator = _compile(json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str))
-    plain = simple_check(schema)
+    plain = compile_check(schema) if validator is not None else never
     if len(_by_identity) >= _IDENTITY_CACHE_SIZE:
         del _by_identity[next(iter(_by_identity))]
     _by_identity[id(schema)] = (schema, validator, plain)
     return validator, plain
-
-
-#: What a value of each JSON type is, exactly as ``json.loads`` makes it. ``integer`` takes only ``int`` (jsonschema
-#: also takes ``1.0``: such values are left to it), and ``bool`` is no number.
-_PLAIN_TYPES: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: type(v) is str,
-    "integer": lambda v: type(v) is int,
-    "number": lambda v: type(v) is int or type(v) is float,
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-    "array": lambda v: type(v) is list,
-    "object": lambda v: type(v) is dict,
-}
-#: Keywords that only annotate: jsonschema does not validate with them.
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"})
-
-
-def simple_check(schema: Mapping[str, Any]) -> PlainCheck | None:
-    """A plain check for a flat object schema, or ``None`` when ``schema`` is anything more.
-
-    Takes ``{"type": "object", "properties": {name: {"type": T, ...annotations}}, "required": [...],
-    "additionalProperties": false|true}`` (plus annotations), with ``T`` one JSON type name; any other keyword,
-    here or in a property, leaves the schema to jsonschema alone. A property without a ``type`` takes anything.
-    """
-    if (
-        schema.get("type") != "object"
-        or not set(schema) <= {"type", "properties", "required", "additionalProperties"} | _ANNOTATIONS
-    ):
-        return None
-    properties = schema.get("properties", {})
-    required = schema.get("required", [])
-    closed = schema.get("additionalProperties", True)
-    if not isinstance(properties, dict) or not isinstance(required, list) or not isinstance(closed, bool):
-        return None
-    if not all(isinstance(name, str) for name in required):
-        return None
-    checks: dict[str, Callable[[Any], bool] | None] = {}
-    for name, sub in properties.items():
-        if not isinstance(sub, dict) or not set(sub) <= {"type"} | _ANNOTATIONS:
-            return None
-        kind = sub.get("type")
-        if kind is not None and (not isinstance(kind, str) or kind not in _PLAIN_TYPES):
-            return None
-        checks[name] = None if kind is None else _PLAIN_TYPES[kind]
-    needed = tuple(required)
-
-    def check(value: Any) -> bool:
-        if type(value) is not dict:
-            return False
-        for name in needed:
-            if name not in value:
-                return False
-        for name, item in value.items():
-            if name in checks:
-                test = checks[name]
-                if test is not None and not test(item):
-                    return False
-            elif not closed:
-                return False
-        return True
-
-    return check
 
 
 @functools.lru_cache(maxsize=1024)

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from yao_actors.errors import FrameError
+from yao_actors.schema_check import compile_check
 from yao_actors.service import protocol
-from yao_actors.service.frame_check import compile_check
 from yao_actors.service.protocol import FRAME_SCHEMAS, MAX_DEPTH, hostile_value, parse_frame
 
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, categories=["Cs"])
