@@ -95,3 +95,27 @@ async def test_a_malformed_line_is_passed_on_as_an_error_and_the_stream_goes_on(
     assert isinstance(items[0], ValueError)
     assert [item.message.method for item in items[1:] if isinstance(item, SessionMessage)] == ["a", "b"]
     assert len(items) == 3
+
+
+async def test_tasks_started_for_messages_that_came_together_run_in_their_order() -> None:
+    """As a task handing messages over would: progress callbacks (tasks the session starts) stay in order.
+
+    Sixteen messages come in one read; the tasks started for each pair must run in the pair's order (without
+    a scheduler batch between the two, Trio runs a batch in either order: each pair would be a coin toss).
+    """
+    lines = "".join(f'{{"jsonrpc": "2.0", "method": "m{i}"}}\n' for i in range(16))
+    source = f"import sys\nsys.stdout.write({lines!r})\nsys.stdout.flush()\nsys.stdin.read()\n"
+    ran: list[int] = []
+
+    async def record(i: int) -> None:
+        ran.append(i)
+
+    with trio.fail_after(30):
+        async with open_stdio_transport(script(source), Link()) as (read_stream, _), trio.open_nursery() as nursery:
+            await trio.sleep(0.3)  # all the lines wait in the pipe: one read takes them together
+            for i in range(16):
+                await read_stream.receive()
+                nursery.start_soon(record, i)
+                if i % 2:
+                    await trio.sleep(0.01)  # the pair's tasks run before the next pair
+    assert ran == list(range(16))

@@ -158,15 +158,15 @@ class StdoutReader:
         self._ended = False  # end of file, a broken pipe, or a line over the limit
         self._closed = False
         self._waited = True  # whether the last read waited for the pipe (then the next need not yield first)
+        self._yielded = True  # whether a scheduler batch has passed since the last message was passed on
 
     async def receive(self) -> SessionMessage | Exception:
         """The next message (or parse error) from stdout; ``anyio.EndOfStream`` once stdout has ended.
 
-        Messages that came in one read are passed on one per scheduler batch, as a task would hand them over:
-        what the session starts for one (a progress callback's task) runs before it sees the next.
+        Between two messages there is always a scheduler batch, as when a task hands them over: what the
+        session starts for one (a progress callback's task) runs before it sees the next. A message that
+        had to be waited for has had its batch already; only one that was there at once yields first.
         """
-        if self._ready:
-            await trio.lowlevel.checkpoint()
         while not self._ready:
             if self._closed:
                 raise anyio.ClosedResourceError
@@ -184,6 +184,9 @@ class StdoutReader:
                     self._ready.append(_parse_line(line))
             if self._lines.cut:
                 self._overflow()
+        if not self._yielded:
+            await trio.lowlevel.checkpoint()
+        self._yielded = False
         return self._ready.popleft()
 
     async def _read_chunk(self) -> bytes:
@@ -194,16 +197,17 @@ class StdoutReader:
         """
         if not self._waited:
             await trio.lowlevel.checkpoint()
+            self._yielded = True
         self._waited = False
         while True:
             fd = self._stdout.fileno()  # -1 once closed: asked every time, never kept
             try:
                 return os.read(fd, READ_SIZE)
             except BlockingIOError:
-                self._waited = True
+                self._waited = self._yielded = True
                 try:
                     await trio.lowlevel.wait_readable(fd)
-                except (trio.ClosedResourceError, OSError):
+                except (trio.ClosedResourceError, trio.BusyResourceError, OSError):
                     return b""
             except OSError:
                 return b""
@@ -220,8 +224,8 @@ class StdoutReader:
                 pass
 
     async def aclose(self) -> None:
+        """Pass no more messages on (no checkpoint: a session closes it on its way out, cancelled or not)."""
         self._closed = True
-        await trio.lowlevel.checkpoint()
 
     def __aiter__(self) -> StdoutReader:
         return self
@@ -322,8 +326,8 @@ class StdinWriter:
         self._backlog_send.close()
 
     async def aclose(self) -> None:
+        """:meth:`close` (no checkpoint: a session closes it on its way out, cancelled or not)."""
         self.close()
-        await trio.lowlevel.checkpoint()
 
     async def __aenter__(self) -> StdinWriter:
         return self
