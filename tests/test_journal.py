@@ -63,7 +63,7 @@ async def test_a_busy_process_has_its_turn_written_within_the_idle_wait(autojump
             autojump_clock.jump(step)
             await trio.lowlevel.checkpoint()
         nursery.cancel_scope.cancel()
-    assert IDLE_WAIT <= store.log[0][1] - start <= IDLE_WAIT + 3 * step  # (the write itself takes a step or two)
+    assert IDLE_WAIT <= store.log[0][1] - start < 2 * IDLE_WAIT  # (the write itself takes a few steps)
     assert await store.load_history("t") == [QUESTION, CALL, RESULT]
 
 

@@ -56,6 +56,7 @@ import trio.testing
 from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict, Turnstile
+from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunStatus
 
@@ -89,6 +90,9 @@ class RunJournal:
     run_id: str
     stored: list[Message] = attrs.field(factory=list)
     """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
+    sizes: list[int] = attrs.field(factory=list)
+    """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`stored`, measured as it was written
+    (the thread's history takes them)."""
     failure: StoreUnavailable | None = None
     started: bool = False
     transcript: list[Message] = attrs.field(factory=list)
@@ -125,7 +129,7 @@ class RunJournal:
             self.failure = lost_thread(self.thread_id, error)
             raise store_unavailable(self.failure) from error
         self.started = True
-        self.stored.extend(messages)
+        self._stored(messages)
 
     def event(self, event: EventDict) -> None:
         """Keep an event for the next write: with the next turn, or within :data:`EVENTS_DELAY` seconds,
@@ -208,7 +212,7 @@ class RunJournal:
         try:
             with trio.CancelScope(shield=True):
                 await self.store.append_turn(self.thread_id, self.run_id, turns, events)
-            self.stored.extend(turns)
+            self._stored(turns)
         except StoreUnavailable as error:
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
             self.failure = error
@@ -219,6 +223,11 @@ class RunJournal:
         except KeyError as error:
             self.failure = lost_thread(self.thread_id, error)
             logger.error("run %s: %s", self.run_id, self.failure)
+
+    def _stored(self, messages: Sequence[Message]) -> None:
+        """Messages the store took: kept with their sizes."""
+        self.stored.extend(messages)
+        self.sizes.extend(map(message_bytes, messages))
 
     async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
         """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""
