@@ -12,7 +12,7 @@ import trio
 import trio.testing
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
 from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, Request, TextMessage
+from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 from wsproto.extensions import PerMessageDeflate
 from wsproto.frame_protocol import FrameProtocol
 
@@ -195,3 +195,41 @@ async def test_the_service_accepts_no_extension_so_its_frames_need_none() -> Non
                 while len(data) < 17:
                     data += await stream.receive_some()
     assert data == b"\x81\x0f" + b'{"type":"pong"}'
+
+
+async def test_a_batch_waiting_for_the_write_lock_is_not_sent_once_the_connection_closes() -> None:
+    server_side, client_side = trio.testing.lockstep_stream_pair()  # a write waits until the client reads it
+    server = ServerWebSocket(server_side, max_message_size=100)
+    client = WSConnection(ConnectionType.CLIENT)
+    outcomes: list[str] = []
+
+    async def send(text: str) -> None:
+        try:
+            await server.send_messages([text])
+            outcomes.append(text)
+        except ConnectionClosed:
+            outcomes.append(f"{text}: closed")
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client_side.send_all, client.send(Request(host="localhost", target="/")))
+            assert await server.handshake(b"") is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.accept, None)
+            client.receive_data(await client_side.receive_some())
+        events: list[Any] = list(client.events())
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send, "first")
+            await trio.testing.wait_all_tasks_blocked()  # writing, holding the lock
+            nursery.start_soon(send, "second")
+            await trio.testing.wait_all_tasks_blocked()  # waiting for the lock
+            nursery.start_soon(server.aclose, 1000, "bye")  # closing: the waiting batch must not go out
+            await trio.testing.wait_all_tasks_blocked()
+            while not any(isinstance(event, CloseConnection) for event in events):
+                client.receive_data(await client_side.receive_some())
+                events += client.events()
+            [close] = [event for event in events if isinstance(event, CloseConnection)]
+            await client_side.send_all(client.send(close.response()))  # the closing handshake ends aclose
+    assert outcomes == ["first", "second: closed"]
+    assert [event.data for event in events if isinstance(event, TextMessage)] == ["first"]
+    assert (close.code, close.reason) == (1000, "bye")

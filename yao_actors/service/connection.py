@@ -244,7 +244,7 @@ class Connection:
         """The client is gone (or unresponsive): detach its runs, and end everything of this connection at once."""
         self.lost = True
         for run in self._runs.values():
-            if run.stream is not None and hasattr(run.stream, "detach"):
+            if isinstance(run.stream, DetachedRun):  # a resumed run's stream only follows it: nothing to detach
                 run.stream.detach()
                 run.detached = not run.ended
         self._everything.cancel()

@@ -296,12 +296,11 @@ async def open_service(
     page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
     if servers is None:
         servers = runtime.servers if isinstance(runtime, Runtime) else {}
-    budget = RunBudget(limit=spec.max_runs)
-    endpoints = Endpoints(servers, credentials, lambda: budget.closing)
     if listeners is None:
         listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
-        budget.nursery = nursery  # detached runs keep their slots until they end, waited for here
+        budget = RunBudget(limit=spec.max_runs, nursery=nursery)  # detached runs are waited for here
+        endpoints = Endpoints(servers, credentials, lambda: budget.closing)
         service = Service(
             spec=spec,
             host=spec.host,
