@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 import attrs
@@ -97,7 +97,8 @@ redis.call('SREM', KEYS[2], ARGV[5])
 return 1
 """
 
-_LAST_SEQ = """
+# The Lua function both append scripts (and the lease backend's take) use: the last event seq of a run's stream.
+LAST_SEQ_LUA = """
 local function last_seq(stream)
   local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
   if #last == 0 then return 0 end
@@ -106,7 +107,7 @@ end
 """
 
 _APPEND_EVENTS = (
-    _LAST_SEQ
+    LAST_SEQ_LUA
     + """
 -- KEYS: run, events; ARGV: ttl ms, then seq and JSON of each event
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
@@ -119,7 +120,7 @@ return {1, last}
 )
 
 _APPEND_TURN = (
-    _LAST_SEQ
+    LAST_SEQ_LUA
     + """
 local function lines(text)
   local found, start = {}, 1
@@ -225,7 +226,8 @@ async def open_redis_store(
 class RedisStore:
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
-    _client: coredis.Redis[str] = attrs.field(alias="client")
+    client: coredis.Redis[str]
+    """The store's connection (its lease backend shares it)."""
     url: str
     prefix: str = "yao:"
     event_ttl: float = DEFAULT_EVENT_TTL
@@ -244,23 +246,33 @@ class RedisStore:
             "forget_thread": _FORGET_THREAD,
             "save_approvals": _SAVE_APPROVALS,
         }
-        return {name: self._client.register_script(source) for name, source in sources.items()}
+        return {name: self.client.register_script(source) for name, source in sources.items()}
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[str | int | float]) -> Any:
+        return await self.run_script(self._scripts[name], keys, args)
+
+    async def run_script(
+        self, script: coredis.commands.Script[str], keys: Sequence[str], args: Sequence[str | int | float]
+    ) -> Any:
         """Run a script by its digest (``EVALSHA``), loading it first when the server does not have it."""
-        script = self._scripts[name]
         with _reachable(self.url):
             try:
-                return await self._client.evalsha(script.sha, keys=keys, args=args)
+                return await self.client.evalsha(script.sha, keys=keys, args=args)
             except coredis.exceptions.NoScriptError:  # a new or restarted server
-                await self._client.script_load(script.script)
-                return await self._client.evalsha(script.sha, keys=keys, args=args)
+                await self.client.script_load(script.script)
+                return await self.client.evalsha(script.sha, keys=keys, args=args)
 
-    def _key(self, *parts: str) -> str:
+    def reachable(self) -> AbstractContextManager[None]:
+        """A block in which the ways the server can be out of reach raise :class:`StoreUnavailable`."""
+        return _reachable(self.url)
+
+    def key(self, *parts: str) -> str:
+        """The Redis key of ``parts`` under the store's prefix."""
         return self.prefix + ":".join(parts)
 
     @property
-    def _ttl_ms(self) -> int:
+    def ttl_ms(self) -> int:
+        """How long a finished run's events are kept, in milliseconds."""
         return max(1, int(self.event_ttl * 1000))
 
     # -- threads
@@ -269,38 +281,38 @@ class RedisStore:
         args: list[str | float] = [self.prefix, thread_id, repr(self.clock())]
         if principal is not None:
             args.append(principal)
-        created, *flat = await self._script("open_thread", [self._key("thread", thread_id), self._key("threads")], args)
+        created, *flat = await self._script("open_thread", [self.key("thread", thread_id), self.key("threads")], args)
         info = _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         return attrs.evolve(info, created=created == 1)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
         with _reachable(self.url):
-            fields = await self._client.hgetall(self._key("thread", thread_id))
+            fields = await self.client.hgetall(self.key("thread", thread_id))
         return _thread(thread_id, fields) if fields else None
 
     async def list_threads(
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
     ) -> list[ThreadInfo]:
         if principal is ANY_PRINCIPAL:
-            index = self._key("threads")
+            index = self.key("threads")
         else:
-            index = self._key("threads", "owner", "~" if principal is None else f"={principal}")
+            index = self.key("threads", "owner", "~" if principal is None else f"={principal}")
         with _reachable(self.url):
-            ids = [str(i) for i in await self._client.zrange(index, 0, limit - 1, rev=True)]
-            found = await self._hgetall_each([self._key("thread", i) for i in ids])
+            ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
+            found = await self._hgetall_each([self.key("thread", i) for i in ids])
         return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     async def _hgetall_each(self, keys: Sequence[str]) -> list[dict[str, str]]:
         """Every hash in one round trip."""
         if not keys:
             return []
-        async with self._client.pipeline(transaction=False) as pipe:
+        async with self.client.pipeline(transaction=False) as pipe:
             requests = [pipe.hgetall(key) for key in keys]
         return [dict(await request) for request in requests]
 
     async def load_history(self, thread_id: str) -> list[Message]:
         with _reachable(self.url):
-            items = await self._client.lrange(self._key("thread", thread_id, "messages"), 0, -1)
+            items = await self.client.lrange(self.key("thread", thread_id, "messages"), 0, -1)
         return [decode_json(item) for item in items]
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
@@ -311,11 +323,11 @@ class RedisStore:
     ) -> None:
         run_id, assistant = run or ("", "")
         keys = [
-            self._key("thread", thread_id),
-            self._key("thread", thread_id, "messages"),
-            self._key("thread", thread_id, "runs"),
-            self._key("run", run_id) if run else "",
-            self._key("runs", "running"),
+            self.key("thread", thread_id),
+            self.key("thread", thread_id, "messages"),
+            self.key("thread", thread_id, "runs"),
+            self.key("run", run_id) if run else "",
+            self.key("runs", "running"),
         ]
         args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
         answer = await self._script("start_run", keys, args)
@@ -326,11 +338,11 @@ class RedisStore:
 
     async def forget_thread(self, thread_id: str) -> bool:
         keys = [
-            self._key("thread", thread_id),
-            self._key("thread", thread_id, "messages"),
-            self._key("thread", thread_id, "runs"),
-            self._key("threads"),
-            self._key("runs", "running"),
+            self.key("thread", thread_id),
+            self.key("thread", thread_id, "messages"),
+            self.key("thread", thread_id, "runs"),
+            self.key("threads"),
+            self.key("runs", "running"),
         ]
         return bool(await self._script("forget_thread", keys, [self.prefix, thread_id]))
 
@@ -347,19 +359,19 @@ class RedisStore:
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
-        keys = [self._key("run", run_id), self._key("runs", "running")]
+        keys = [self.key("run", run_id), self.key("runs", "running")]
         args = [status.value, outcome, encode_usage(usage), repr(self.clock()), run_id]
         return bool(await self._script("finish_run", keys, args))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _reachable(self.url):
-            fields = await self._client.hgetall(self._key("run", run_id))
+            fields = await self.client.hgetall(self.key("run", run_id))
         return _run(run_id, fields) if fields else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         with _reachable(self.url):
-            ids = await self._client.lrange(self._key("thread", thread_id, "runs"), 0, -1)
-            found = await self._hgetall_each([self._key("run", i) for i in ids])
+            ids = await self.client.lrange(self.key("thread", thread_id, "runs"), 0, -1)
+            found = await self._hgetall_each([self.key("run", i) for i in ids])
         return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     # -- event logs
@@ -368,10 +380,10 @@ class RedisStore:
         seqs = event_seqs(events)
         if not seqs:
             return
-        args: list[str | int] = [self._ttl_ms]
+        args: list[str | int] = [self.ttl_ms]
         for seq, event in zip(seqs, events, strict=True):
             args += [seq, encode_event(event)]
-        done, last = await self._script("append_events", [self._key("run", run_id), self._events_key(run_id)], args)
+        done, last = await self._script("append_events", [self.key("run", run_id), self._events_key(run_id)], args)
         if done == -1:
             raise KeyError(f"run {run_id!r} is not stored")
         if done == 0:
@@ -386,16 +398,16 @@ class RedisStore:
             return
         args = [
             repr(self.clock()),
-            str(self._ttl_ms),
+            str(self.ttl_ms),
             thread_id,
             "\n".join(encoded),
             "\n".join(map(str, seqs)),
             "\n".join(map(encode_event, events)),
         ]
         keys = [
-            self._key("thread", thread_id),
-            self._key("thread", thread_id, "messages"),
-            self._key("run", run_id),
+            self.key("thread", thread_id),
+            self.key("thread", thread_id, "messages"),
+            self.key("run", run_id),
             self._events_key(run_id),
         ]
         done, last = await self._script("append_turn", keys, args)
@@ -408,29 +420,29 @@ class RedisStore:
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         with _reachable(self.url):
-            entries = await self._client.xrange(self._events_key(run_id), f"(0-{after_seq}", "+")
+            entries = await self.client.xrange(self._events_key(run_id), f"(0-{after_seq}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
         with _reachable(self.url):
-            await self._client.xread(
+            await self.client.xread(
                 {self._events_key(run_id): f"0-{after_seq}"}, count=1, block=max(1, int(timeout * 1000))
             )
 
     def _events_key(self, run_id: str) -> str:
-        return self._key("run", run_id, "events")
+        return self.key("run", run_id, "events")
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         encoded = encode_approvals(approvals) if approvals else ""
-        if not await self._script("save_approvals", [self._key("thread", thread_id)], [encoded]):
+        if not await self._script("save_approvals", [self.key("thread", thread_id)], [encoded]):
             raise KeyError(f"thread {thread_id!r} was not opened")
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         with _reachable(self.url):
-            text = await self._client.hget(self._key("thread", thread_id), "approvals")
+            text = await self.client.hget(self.key("thread", thread_id), "approvals")
         return decode_approvals(text)
 
 

@@ -15,10 +15,10 @@ import coredis
 
 from yao_actors.store.base import INTERRUPTED_CODE
 from yao_actors.store.leases import INTERRUPTED_MESSAGE, Taken
-from yao_actors.store.redis import _LAST_SEQ, RedisStore, _reachable
+from yao_actors.store.redis import LAST_SEQ_LUA, RedisStore
 
 _TAKE = (
-    _LAST_SEQ
+    LAST_SEQ_LUA
     + """
 -- KEYS: lease, thread runs, running set, thread messages
 -- ARGV: token, ttl ms, prefix, now, timestamp ms, message, code, run to close too ('' none), event ttl ms
@@ -67,27 +67,26 @@ class RedisLeases:
 
     @_scripts.default
     def _register(self) -> dict[str, coredis.commands.Script[str]]:
-        client = self.store._client
+        client = self.store.client
         return {
             name: client.register_script(source)
             for name, source in (("take", _TAKE), ("renew", _RENEW), ("release", _RELEASE))
         }
 
     async def _script(self, name: str, keys: list[str], args: list[str | int | float]) -> Any:
-        with _reachable(self.store.url):
-            return await self._scripts[name](keys=keys, args=args)
+        return await self.store.run_script(self._scripts[name], keys, args)
 
     def _lease_key(self, thread_id: str) -> str:
-        return self.store._key("thread", thread_id, "lease")
+        return self.store.key("thread", thread_id, "lease")
 
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
         store = self.store
         now = store.clock()
         keys = [
             self._lease_key(thread_id),
-            store._key("thread", thread_id, "runs"),
-            store._key("runs", "running"),
-            store._key("thread", thread_id, "messages"),
+            store.key("thread", thread_id, "runs"),
+            store.key("runs", "running"),
+            store.key("thread", thread_id, "messages"),
         ]
         args: list[str | int | float] = [
             token,
@@ -98,7 +97,7 @@ class RedisLeases:
             INTERRUPTED_MESSAGE,
             INTERRUPTED_CODE,
             also_close or "",
-            store._ttl_ms,
+            store.ttl_ms,
         ]
         taken, closed, count = await self._script("take", keys, args)
         return Taken(bool(taken), tuple(str(run_id) for run_id in closed), int(count) if taken else None)
@@ -110,13 +109,13 @@ class RedisLeases:
         await self._script("release", [self._lease_key(thread_id)], [token])
 
     async def unleased_running_runs(self) -> list[tuple[str, str]]:
-        client = self.store._client
-        with _reachable(self.store.url):
-            run_ids = sorted(await client.smembers(self.store._key("runs", "running")))
+        client = self.store.client
+        with self.store.reachable():
+            run_ids = sorted(await client.smembers(self.store.key("runs", "running")))
             if not run_ids:
                 return []
             async with client.pipeline(transaction=False) as pipe:
-                requests = [pipe.hget(self.store._key("run", run_id), "threadId") for run_id in run_ids]
+                requests = [pipe.hget(self.store.key("run", run_id), "threadId") for run_id in run_ids]
             threads = [await request for request in requests]
             runs = [
                 (run_id, str(thread)) for run_id, thread in zip(run_ids, threads, strict=True) if thread is not None

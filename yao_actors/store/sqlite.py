@@ -185,28 +185,29 @@ class SqliteStore:
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
-    _lock: trio.Lock = attrs.field(factory=trio.Lock, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
 
-    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in)."""
         return await self._call(lambda: _transaction(self._connection, work))
 
-    async def _read(self, query: str, parameters: Sequence[Any]) -> list[Any]:
+    async def query(self, query: str, parameters: Sequence[Any]) -> list[Any]:
+        """The rows of one read-only statement, in the store's thread."""
         return await self._call(lambda: self._connection.execute(query, parameters).fetchall())
 
     async def _call(self, work: Callable[[], T]) -> T:
-        """Run blocking work on the connection in the store's thread, one call at a time.
+        """Run blocking work on the connection in the store's thread: one call at a time, in the order
+        they were made (the thread's queue keeps both; no lock is needed on this side).
 
         The thread is not abandoned on cancellation: a transaction that started
         finishes (or rolls back) before the cancellation is delivered.
         """
-        async with self._lock:
-            try:
-                return await self._worker.run(work)
-            except sqlite3.Error as error:
-                if _is_unavailability(error):
-                    raise _unavailable(self.path, error) from error
-                raise
+        try:
+            return await self._worker.run(work)
+        except sqlite3.Error as error:
+            if _is_unavailability(error):
+                raise _unavailable(self.path, error) from error
+            raise
 
     # -- threads
 
@@ -219,10 +220,10 @@ class SqliteStore:
                 return ThreadInfo(thread_id, principal, utc(now), utc(now), created=True)
             return _thread(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
 
-        return await self._write(work)
+        return await self.transaction(work)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
-        rows = await self._read("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+        rows = await self.query("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
         return _thread(rows[0]) if rows else None
 
     async def list_threads(
@@ -233,19 +234,19 @@ class SqliteStore:
         else:
             query = "SELECT * FROM threads WHERE principal IS ? ORDER BY created_at DESC, rowid DESC LIMIT ?"
             parameters = (principal, limit)  # type: ignore[assignment]
-        return [_thread(row) for row in await self._read(query, parameters)]
+        return [_thread(row) for row in await self.query(query, parameters)]
 
     async def load_history(self, thread_id: str) -> list[Message]:
-        rows = await self._read("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
+        rows = await self.query("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
         return [decode_json(row[0]) for row in rows]
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
         encoded = [encode_message(m) for m in messages]
         now = self.clock()
-        await self._write(lambda db: _append_messages(db, thread_id, encoded, now))
+        await self.transaction(lambda db: _append_messages(db, thread_id, encoded, now))
 
     async def forget_thread(self, thread_id: str) -> bool:
-        cursor = await self._write(lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)))
+        cursor = await self.transaction(lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)))
         return cursor.rowcount == 1
 
     # -- runs
@@ -265,14 +266,14 @@ class SqliteStore:
                 (run_id, thread_id, assistant, RunStatus.RUNNING.value, now, self.owner),
             )
 
-        await self._write(work)
+        await self.transaction(work)
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
 
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
         parameters = (status.value, outcome, encode_usage(usage), self.clock(), run_id)
-        cursor = await self._write(
+        cursor = await self.transaction(
             lambda db: db.execute(
                 "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ?"
                 " WHERE run_id = ? AND status = 'running'",
@@ -282,12 +283,12 @@ class SqliteStore:
         return cursor.rowcount == 1
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        rows = await self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        rows = await self.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         return _run(rows[0]) if rows else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         query = f"SELECT {_RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid"
-        return [_run(row) for row in await self._read(query, (thread_id,))]
+        return [_run(row) for row in await self.query(query, (thread_id,))]
 
     # -- event logs
 
@@ -330,12 +331,12 @@ class SqliteStore:
             if purge:
                 _purge_expired_events(db, now)
 
-        await self._write(work)
+        await self.transaction(work)
         if purge:
             self._next_purge = now + purge_interval(self.event_ttl)
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        rows = await self._read(
+        rows = await self.query(
             "SELECT event FROM events JOIN runs USING (run_id)"
             " WHERE run_id = ? AND seq > ? AND events_expire_at > ? ORDER BY seq",
             (run_id, after_seq, self.clock()),
@@ -358,10 +359,10 @@ class SqliteStore:
             else:
                 db.execute("DELETE FROM approvals WHERE thread_id = ?", (thread_id,))
 
-        await self._write(work)
+        await self.transaction(work)
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
-        rows = await self._read("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
+        rows = await self.query("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
         return decode_approvals(rows[0][0]) if rows else []
 
 

@@ -29,7 +29,7 @@ class SqliteLeases:
 
     async def _ensure_table(self) -> None:
         if not self._created:
-            await self.store._write(lambda db: db.execute(_CREATE))
+            await self.store.transaction(lambda db: db.execute(_CREATE))
             self._created = True
 
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
@@ -61,12 +61,12 @@ class SqliteLeases:
             count = db.execute("SELECT COUNT(*) FROM messages WHERE thread_id = ?", (thread_id,)).fetchone()[0]
             return Taken(True, tuple(run_id for run_id, _ in running), int(count))
 
-        return await store._write(work)
+        return await store.transaction(work)
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
         await self._ensure_table()
         expires = self.store.clock() + ttl
-        cursor = await self.store._write(
+        cursor = await self.store.transaction(
             lambda db: db.execute(
                 "UPDATE leases SET expires_at = ? WHERE thread_id = ? AND token = ?", (expires, thread_id, token)
             )
@@ -75,13 +75,13 @@ class SqliteLeases:
 
     async def release(self, thread_id: str, token: str) -> None:
         await self._ensure_table()
-        await self.store._write(
+        await self.store.transaction(
             lambda db: db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (thread_id, token))
         )
 
     async def unleased_running_runs(self) -> list[tuple[str, str]]:
         await self._ensure_table()
-        rows = await self.store._read(
+        rows = await self.store.query(
             "SELECT runs.run_id, runs.thread_id FROM runs LEFT JOIN leases ON leases.thread_id = runs.thread_id"
             " WHERE runs.status = 'running' AND (leases.thread_id IS NULL OR leases.expires_at <= ?)",
             (self.store.clock(),),
