@@ -1,4 +1,5 @@
-"""MessageWriter: a batch of text messages framed as wsproto frames them, in one write, read back by a client."""
+"""ServerWebSocket: the handshake, a batch of text messages framed as wsproto frames them in one write, pings,
+closing, fragments and limits — against trio-websocket's client, as the service's clients use it."""
 
 from __future__ import annotations
 
@@ -9,16 +10,16 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream, wrap_server_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
 from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, Request, TextMessage
+from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 from wsproto.extensions import PerMessageDeflate
 from wsproto.frame_protocol import FrameProtocol
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service
-from yao_actors.service.gate import ReplayStream
-from yao_actors.service.wire import MessageWriter, text_frame
+from yao_actors.service.websocket import ServerWebSocket
+from yao_actors.service.wire import text_frame
 
 
 class CountingStream(trio.abc.Stream):
@@ -43,24 +44,24 @@ class CountingStream(trio.abc.Stream):
 
 
 @asynccontextmanager
-async def websocket_pair() -> AsyncIterator[
-    tuple[WebSocketConnection, WebSocketConnection, CountingStream, ReplayStream]
-]:
+async def websocket_pair(
+    max_message_size: int = 1 << 20,
+) -> AsyncIterator[tuple[ServerWebSocket, WebSocketConnection, CountingStream]]:
     """A server websocket (accepted, as the front end accepts) and its client, over an in-memory stream pair."""
     server_side, client_side = trio.testing.memory_stream_pair()
     counting = CountingStream(server_side)
-    replay = ReplayStream(b"", counting)
+    server = ServerWebSocket(counting, max_message_size=max_message_size)
     async with trio.open_nursery() as nursery:
-        accepted: list[WebSocketConnection] = []
 
         async def serve() -> None:
-            request = await wrap_server_stream(nursery, replay)
-            accepted.append(await request.accept())
+            request = await server.handshake(b"")
+            assert request is not None
+            await server.accept(None)
 
         nursery.start_soon(serve)
         client = await wrap_client_stream(nursery, client_side, "localhost", "/")
         await trio.testing.wait_all_tasks_blocked()
-        yield accepted[0], client, counting, replay
+        yield server, client, counting
         nursery.cancel_scope.cancel()
 
 
@@ -79,38 +80,99 @@ def test_a_lone_surrogate_cannot_be_framed() -> None:
 
 
 async def test_a_batch_goes_out_in_one_write_and_arrives_as_separate_messages() -> None:
-    async with websocket_pair() as (server, client, counting, replay):
-        writer = MessageWriter(server, replay)
+    async with websocket_pair() as (server, client, counting):
         before = len(counting.writes)
         messages = ['{"type":"A"}', "北京今天适合穿什么?", "x" * 70000]
-        await writer.send(messages)
+        await server.send_messages(messages)
         assert len(counting.writes) == before + 1
         assert [await client.get_message() for _ in messages] == messages
-        await writer.send([b'{"type":"B"}'])  # bytes: text already encoded
+        await server.send_messages([b'{"type":"B"}'])  # bytes: text already encoded
         assert await client.get_message() == '{"type":"B"}'
 
 
-async def test_pings_are_still_answered_and_a_closed_connection_refuses_writes() -> None:
-    async with websocket_pair() as (server, client, _, replay):
-        writer = MessageWriter(server, replay)
+async def test_messages_fragments_and_pings_are_read_in_the_readers_own_task() -> None:
+    async with websocket_pair() as (server, client, _):
+        await client.send_message("one")
+        await client.send_message(b"two")
+        assert await server.get_message() == "one"
+        assert await server.get_message() == b"two"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.ping, b"are you there")
+            with trio.fail_after(5):
+                assert await server.get_message(trio.current_time() + 0.5) is None  # answered the ping meanwhile
+        await server.ping()
+        assert server.awaiting_pong
         with trio.fail_after(5):
-            await client.ping(b"are you there")  # the server's reader answers under the same send lock
-        await writer.send(["after the ping"])
-        assert await client.get_message() == "after the ping"
-        with trio.fail_after(5):
-            await client.aclose()  # returns once the server has answered the close: it is closed too
+            assert await server.get_message(trio.current_time() + 0.5) is None
+        assert not server.awaiting_pong  # the client's pong came back
+
+
+async def test_a_fragmented_message_is_put_together() -> None:
+    server_side, client_side = trio.testing.memory_stream_pair()
+    server = ServerWebSocket(server_side, max_message_size=100)
+    client = WSConnection(ConnectionType.CLIENT)
+    frames = FrameProtocol(client=True, extensions=[])
+    data = client.send(Request(host="localhost", target="/")) + frames.send_data("ab", fin=False)
+    data += frames.send_data("cd", fin=True)  # the first frame's continuation
+    await client_side.send_all(data)
+    with trio.fail_after(5):
+        assert await server.handshake(await server_side.receive_some()) is not None
+        await server.accept(None)
+        assert await server.get_message() == "abcd"
+
+
+async def test_a_message_beyond_the_limit_closes_the_connection_1009() -> None:
+    async with websocket_pair(max_message_size=10) as (server, client, _):
+        await client.send_message("x" * 11)
+        with pytest.raises(ConnectionClosed) as closed:
+            await server.get_message()
+        assert closed.value.reason.code == 1009
+        with pytest.raises(ConnectionClosed):
+            await client.get_message()
+    assert client.closed is not None
+    assert client.closed.code == 1009
+    assert "maximum message size" in (client.closed.reason or "")
+
+
+async def test_the_clients_close_is_answered_and_a_closed_connection_refuses_writes() -> None:
+    async with websocket_pair() as (server, client, _):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.aclose, 4000, "bye")  # returns once the server has answered the close
+            with pytest.raises(ConnectionClosed) as closed:
+                await server.get_message()
+        assert closed.value.reason.code == 4000
         assert server.closed is not None
         with pytest.raises(ConnectionClosed):
-            await writer.send(["too late"])
+            await server.send_messages(["too late"])
+        with pytest.raises(ConnectionClosed):
+            await server.ping()
 
 
-async def test_without_a_stream_it_sends_message_by_message() -> None:
-    async with websocket_pair() as (server, client, counting, _):
-        writer = MessageWriter(server, None)
-        before = len(counting.writes)
-        await writer.send(["one", b"two"])
-        assert len(counting.writes) == before + 2
-        assert [await client.get_message(), await client.get_message()] == ["one", "two"]
+async def test_closing_sends_the_code_and_waits_for_the_clients_answer() -> None:
+    async with websocket_pair() as (server, client, _):
+        with trio.fail_after(5):
+            await server.aclose(1001, "going away")
+        with pytest.raises(ConnectionClosed):
+            await client.get_message()
+    assert client.closed is not None
+    assert (client.closed.code, client.closed.reason) == (1001, "going away")
+
+
+async def test_a_vanished_client_is_a_1006() -> None:
+    async with websocket_pair() as (server, _, counting):
+        await counting.inner.aclose()
+        with pytest.raises(ConnectionClosed) as closed:
+            await server.get_message()
+    assert closed.value.reason.code == 1006
+
+
+async def test_a_bad_upgrade_request_gets_a_400() -> None:
+    server_side, client_side = trio.testing.memory_stream_pair()
+    server = ServerWebSocket(server_side, max_message_size=100)
+    await client_side.send_all(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+    with trio.fail_after(5):
+        assert await server.handshake(await server_side.receive_some()) is None
+        assert (await client_side.receive_some()).startswith(b"HTTP/1.1 400 ")
 
 
 async def test_the_service_accepts_no_extension_so_its_frames_need_none() -> None:
@@ -133,3 +195,41 @@ async def test_the_service_accepts_no_extension_so_its_frames_need_none() -> Non
                 while len(data) < 17:
                     data += await stream.receive_some()
     assert data == b"\x81\x0f" + b'{"type":"pong"}'
+
+
+async def test_a_batch_waiting_for_the_write_lock_is_not_sent_once_the_connection_closes() -> None:
+    server_side, client_side = trio.testing.lockstep_stream_pair()  # a write waits until the client reads it
+    server = ServerWebSocket(server_side, max_message_size=100)
+    client = WSConnection(ConnectionType.CLIENT)
+    outcomes: list[str] = []
+
+    async def send(text: str) -> None:
+        try:
+            await server.send_messages([text])
+            outcomes.append(text)
+        except ConnectionClosed:
+            outcomes.append(f"{text}: closed")
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client_side.send_all, client.send(Request(host="localhost", target="/")))
+            assert await server.handshake(b"") is not None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.accept, None)
+            client.receive_data(await client_side.receive_some())
+        events: list[Any] = list(client.events())
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send, "first")
+            await trio.testing.wait_all_tasks_blocked()  # writing, holding the lock
+            nursery.start_soon(send, "second")
+            await trio.testing.wait_all_tasks_blocked()  # waiting for the lock
+            nursery.start_soon(server.aclose, 1000, "bye")  # closing: the waiting batch must not go out
+            await trio.testing.wait_all_tasks_blocked()
+            while not any(isinstance(event, CloseConnection) for event in events):
+                client.receive_data(await client_side.receive_some())
+                events += client.events()
+            [close] = [event for event in events if isinstance(event, CloseConnection)]
+            await client_side.send_all(client.send(close.response()))  # the closing handshake ends aclose
+    assert outcomes == ["first", "second: closed"]
+    assert [event.data for event in events if isinstance(event, TextMessage)] == ["first"]
+    assert (close.code, close.reason) == (1000, "bye")

@@ -17,7 +17,11 @@ import trio
 
 @runtime_checkable
 class DetachedRun(Protocol):
-    """What the service keeps of a run whose client left: a way to cancel it and to wait for its end."""
+    """A run that can go on without its client: detach it, cancel it, wait for its end (a resumed run is not one)."""
+
+    def detach(self) -> None:
+        """Stop reading without cancelling the run."""
+        ...
 
     def cancel(self) -> None: ...
 
@@ -34,10 +38,10 @@ class RunBudget:
     """
 
     limit: int
+    #: Where detached runs are waited for (the service's nursery).
+    nursery: trio.Nursery
     active: int = 0
     closing: bool = False
-    #: Where detached runs are waited for; ``None``: their slots are freed when their client leaves.
-    nursery: trio.Nursery | None = None
     _detached: set[DetachedRun] = attrs.field(factory=set, init=False)
     _changed: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot, init=False)
 
@@ -54,10 +58,7 @@ class RunBudget:
         self._changed.unpark_all()
 
     def release_when_done(self, stream: DetachedRun) -> None:
-        """Give back a detached run's slot once the run ends (at once without a nursery to wait in)."""
-        if self.nursery is None:
-            self.release()
-            return
+        """Give back a detached run's slot once the run ends."""
         self._detached.add(stream)
         self.nursery.start_soon(self._wait_detached, stream)
 

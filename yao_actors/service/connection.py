@@ -2,15 +2,15 @@
 
 A :class:`Connection` is served by one task (:meth:`Connection.serve`), with these parts:
 
-- the reader (in the serving task itself): validates each frame, answers ``ping``, cancels runs, starts runs;
+- the reader (in the serving task itself, reading the socket: :class:`~yao_actors.service.websocket.ServerWebSocket`):
+  validates each frame, answers ``ping``, cancels runs, starts runs; it also keeps the connection alive: it
+  pings the client every half ``idle_timeout`` and drops it when the pong has not come back by the next ping;
 - one task per run, holding ``runtime.open_run`` open while the run's events go from the run's own task
   straight into the writer's queue (``open_run``'s ``sink``: no task hand-off in between) — several runs at
   once, each on its own thread (the runtime routes runs to conversation actors by ``threadId``);
 - the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
   client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2). Frames that are
-  ready together go out in one socket write, each still its own websocket message
-  (:class:`~yao_actors.service.wire.MessageWriter`);
-- a keepalive that pings the client and drops it when the pong does not come back.
+  ready together go out in one socket write, each still its own websocket message.
 
 Besides runs, a client may ask for a thread's ``history``, ``resume`` a run (its stored events after a
 ``seq``, then its live ones: relayed like a run), ``forget`` a thread, and list its ``threads``; each is
@@ -40,7 +40,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection
+from trio_websocket import ConnectionClosed
 
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
@@ -59,7 +59,7 @@ from yao_actors.service.protocol import (
     error_frame,
     parse_frame,
 )
-from yao_actors.service.wire import MessageWriter, WholeWrites
+from yao_actors.service.websocket import ServerWebSocket
 from yao_actors.store.base import iso
 
 logger = logging.getLogger(__name__)
@@ -203,14 +203,12 @@ class _RelayedRun:
 class Connection:
     """The state of one accepted websocket; see the module docstring for its tasks and how it ends."""
 
-    ws: WebSocketConnection
+    ws: ServerWebSocket
     runtime: RunOpener
     spec: ServiceSpec
     budget: RunBudget
     #: Who the handshake's token says the client is (``None``: no tokens, every local client is one principal).
     principal: str | None = None
-    #: The stream the websocket was made over, written to directly by the writer (``None``: message by message).
-    stream: WholeWrites | None = None
     close_code: int = CLOSE_NORMAL
     close_reason: str | None = None
     #: The client left or stopped answering: nothing more can be sent, not even a close frame.
@@ -233,7 +231,6 @@ class Connection:
         with self._everything:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write, receive)
-                nursery.start_soon(self._keepalive)
                 async with send, trio.open_nursery() as runs:
                     try:
                         await self._read(runs)
@@ -247,22 +244,48 @@ class Connection:
         """The client is gone (or unresponsive): detach its runs, and end everything of this connection at once."""
         self.lost = True
         for run in self._runs.values():
-            if run.stream is not None and hasattr(run.stream, "detach"):
+            if isinstance(run.stream, DetachedRun):  # a resumed run's stream only follows it: nothing to detach
                 run.stream.detach()
                 run.detached = not run.ended
         self._everything.cancel()
 
     async def _read(self, runs: trio.Nursery) -> None:
-        """Read and handle frames until stopped or idle; raises ``ConnectionClosed`` when the client leaves."""
+        """Read and handle frames until stopped or idle; raises ``ConnectionClosed`` when the client leaves.
+
+        Between frames it keeps the connection alive: a ping every half ``idle_timeout``; a client whose pong
+        has not come back by the next ping (or whose socket takes no ping for that long) is gone.
+        """
+        ws = self.ws
+        idle_timeout = self.spec.idle_timeout
+        interval = idle_timeout / 2
         with self._reading:
+            now = trio.current_time()
+            idle_at, ping_at = now + idle_timeout, now + interval
             while True:
-                with trio.move_on_after(self.spec.idle_timeout) as idle:
-                    message = await self.ws.get_message()
-                if not idle.cancelled_caught:
+                message = await ws.get_message(min(idle_at, ping_at))
+                if message is not None:
                     await self._handle(message, runs)
-                elif not self._runs:
-                    self.close_reason = "idle timeout"
-                    return
+                    idle_at = trio.current_time() + idle_timeout
+                    continue
+                now = trio.current_time()
+                if now >= idle_at:
+                    if not self._runs:
+                        self.close_reason = "idle timeout"
+                        return
+                    idle_at = now + idle_timeout
+                if now >= ping_at:
+                    if not await self._ping(interval):
+                        self._lost()
+                        return
+                    ping_at = now + interval
+
+    async def _ping(self, interval: float) -> bool:
+        """Ping the client; ``False`` when it has not answered the last ping, or its socket takes none in time."""
+        if self.ws.awaiting_pong:
+            return False
+        with trio.move_on_after(interval) as late:
+            await self.ws.ping()
+        return not late.cancelled_caught
 
     async def _handle(self, message: str | bytes, runs: trio.Nursery) -> None:
         """Handle one frame; a refused frame gets a ``RUN_ERROR`` (or an ``error`` frame) and the connection goes on."""
@@ -442,7 +465,7 @@ class Connection:
         :data:`MAX_WRITE_BATCH`), each its own websocket message. The queue is read without a checkpoint
         while it has frames: the write checkpoints.
         """
-        writer = MessageWriter(self.ws, self.stream)
+        ws = self.ws
         try:
             async with receive:
                 while True:
@@ -455,25 +478,12 @@ class Connection:
                             batch.append(receive.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):  # the end comes on the next round
                             break
-                    await writer.send(batch)
+                    await ws.send_messages(batch)
         except trio.EndOfChannel:
             pass
         except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
             self._lost()  # the last two: the client went away while a write was going out
         self._everything.cancel()
-
-    async def _keepalive(self) -> None:
-        """Ping every half ``idle_timeout``; a client that does not answer within that long is gone."""
-        interval = self.spec.idle_timeout / 2
-        try:
-            while True:
-                await trio.sleep(interval)
-                with trio.move_on_after(interval) as late:
-                    await self.ws.ping()
-                if late.cancelled_caught:
-                    self._lost()
-        except ConnectionClosed:
-            self._lost()
 
 
 def _thread_entry(thread: ThreadSummary) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The websocket service: listen, admit connections within the limits, serve the page, shut down gracefully.
 
-Three ownership levels, as in trio-websocket:
+Three ownership levels, as in trio's own servers:
 
 - :func:`open_service` — an async context manager that listens and serves until its block ends, then shuts
   down gracefully (:meth:`Service.shutdown`); leaving by an exception or a cancellation stops at once.
@@ -11,7 +11,7 @@ Three ownership levels, as in trio-websocket:
 Each TCP connection first passes :mod:`yao_actors.service.gate`: a plain HTTP request goes to the service's
 routes (:class:`~yao_actors.service.http.Routes`: the page on ``/``, AG-UI's ``POST /agui``, and
 :mod:`yao_actors.service.http_endpoints`: ``/healthz``, ``/readyz``, ``/metrics``); a websocket
-upgrade goes on to the handshake checks — Origin, bearer token (401), the connection limit (503) — and is then served by a
+upgrade goes on to the handshake (:class:`~yao_actors.service.websocket.ServerWebSocket`, on wsproto) and its checks — Origin, bearer token (401), the connection limit (503) — and is then served by a
 :class:`~yao_actors.service.connection.Connection`. The runtime is the caller's: the service never starts or
 stops it, and a client can never make it spawn a process or reach a URL (servers come only from the config).
 """
@@ -26,7 +26,8 @@ from typing import Final, Protocol
 
 import attrs
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest, wrap_server_stream
+from trio_websocket import ConnectionClosed
+from wsproto.events import Request
 
 from yao_actors.config import ServiceSpec
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
@@ -43,9 +44,10 @@ from yao_actors.service.auth import (
 )
 from yao_actors.service.budget import RunBudget
 from yao_actors.service.connection import Connection, RunOpener
-from yao_actors.service.gate import ReplayStream, RequestHead, close_frame, read_head
+from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
+from yao_actors.service.websocket import ServerWebSocket
 
 logger = logging.getLogger(__name__)
 
@@ -53,11 +55,9 @@ logger = logging.getLogger(__name__)
 HANDSHAKE_TIMEOUT: Final = 10.0
 #: Seconds a connection has to flush its last frames and finish the closing handshake.
 CLOSE_TIMEOUT: Final = 5.0
-#: trio-websocket drops (close 1009) frames this many times larger than ``max_frame_bytes``; frames between
-#: the two limits are refused with ``frame_too_large`` and the connection goes on.
+#: Messages this many times larger than ``max_frame_bytes`` close the connection (1009); frames between the two
+#: limits are refused with ``frame_too_large`` and the connection goes on.
 HARD_FRAME_FACTOR: Final = 4
-#: Close codes of a client breaking the protocol: a malformed frame, invalid UTF-8 in a text frame.
-PROTOCOL_FAILURES: Final = frozenset({1002, 1007})
 #: The close code of a connection ended by a failure in the service.
 CLOSE_INTERNAL_ERROR: Final = 1011
 
@@ -69,6 +69,13 @@ class ServiceStatistics:
     connections: int
     runs: int
     closing: bool
+
+
+@attrs.frozen
+class Admitted:
+    """An accepted websocket's principal (``None``: no tokens, every local client is one principal)."""
+
+    principal: str | None
 
 
 class Stoppable(Protocol):
@@ -194,7 +201,7 @@ class Service:
             if head is not None and not head.is_websocket:
                 await self._serve_http(stream, head)
             elif head is not None:
-                await self._serve_websocket(stream, head.raw, head.headers.get("host"))
+                await self._serve_websocket(stream, head.raw)
         except* (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except* Exception as group:  # one connection's failure must not end the service
@@ -202,76 +209,52 @@ class Service:
         finally:
             await trio.aclose_forcefully(stream)
 
-    async def _serve_websocket(self, stream: trio.SocketStream, head: bytes, host: str | None) -> None:
-        """Finish the websocket handshake within its deadline, then serve the connection.
+    async def _serve_websocket(self, stream: trio.SocketStream, head: bytes) -> None:
+        """Finish the websocket handshake within its deadline, then serve the connection."""
+        ws = ServerWebSocket(stream, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR)
+        admitted = None
+        with trio.move_on_after(HANDSHAKE_TIMEOUT):
+            request = await ws.handshake(head)
+            if request is not None:
+                admitted = await self._admit(ws, request)
+        if admitted is not None:
+            await self._serve_connection(ws, admitted.principal)
 
-        A client that breaks the protocol (invalid UTF-8 in a text frame: 1007; a malformed frame: 1002) is
-        dropped by trio-websocket without a close frame; it gets one here, with the reason.
-        """
-        async with trio.open_nursery() as nursery:
-            admitted = None
-            replay = ReplayStream(head, stream)
-            with trio.move_on_after(HANDSHAKE_TIMEOUT):
-                request = await wrap_server_stream(
-                    nursery, replay, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR
-                )
-                admitted = await self._admit(request, host)
-            if admitted is not None:
-                ws, principal = admitted
-                await self._serve_connection(ws, principal, replay)
-                if ws.closed is not None and ws.closed.code in PROTOCOL_FAILURES:
-                    with trio.move_on_after(CLOSE_TIMEOUT):
-                        await stream.send_all(close_frame(ws.closed.code, ws.closed.reason or ""))
-            nursery.cancel_scope.cancel()
-
-    async def _admit(
-        self, request: WebSocketRequest, host: str | None
-    ) -> tuple[WebSocketConnection, str | None] | None:
-        """Check the handshake (Origin, token, limits): the accepted websocket and its principal, or ``None``.
-
-        ``host`` is the Host header as the gate read it: wsproto keeps it out of the request's extra
-        headers, and the origin check needs it.
-        """
-        raw = [*request.headers, *([(b"host", host.encode("latin-1"))] if host else [])]
-        handshake = Handshake.from_raw(raw, request.proposed_subprotocols)
+    async def _admit(self, ws: ServerWebSocket, request: Request) -> Admitted | None:
+        """Check the handshake (Origin, token, limits) and accept it, or refuse it (``None``)."""
+        raw = [*request.extra_headers, (b"host", request.host.encode("latin-1"))]
+        handshake = Handshake.from_raw(raw, request.subprotocols)
         principal = principal_of(handshake, self._credentials)
         origin = handshake.headers.get("origin")
         if not origin_allowed(handshake, self.spec.allowed_origins, token_required=bool(self._credentials)):
             logger.warning("refused a connection (403): origin %r not allowed", origin, extra={"origin": origin})
-            await request.reject(403, body=b"origin not allowed\n")
+            await ws.reject(403, body=b"origin not allowed\n")
         elif self._credentials and principal is None:
             logger.warning("refused a connection (401): missing or wrong bearer token", extra={"origin": origin})
-            await request.reject(
+            await ws.reject(
                 401, extra_headers=[(b"WWW-Authenticate", b"Bearer")], body=b"missing or wrong bearer token\n"
             )
         elif self._budget.closing or self._admitted >= self.spec.max_connections:
             reason = "shutting down" if self._budget.closing else f"at the limit of {self.spec.max_connections}"
             logger.warning("refused a connection (503): %s", reason, extra={"origin": origin})
-            await request.reject(503, body=b"too many connections, or shutting down\n")
+            await ws.reject(503, body=b"too many connections, or shutting down\n")
         else:
             self._admitted += 1
             try:
-                ws = await request.accept(subprotocol=selected_subprotocol(handshake))
+                await ws.accept(selected_subprotocol(handshake))
             except BaseException:
                 self._release()
                 raise
             WEBSOCKET_CONNECTIONS.inc()
-            return ws, principal
+            return Admitted(principal)
         return None
 
-    async def _serve_connection(self, ws: WebSocketConnection, principal: str | None, stream: ReplayStream) -> None:
+    async def _serve_connection(self, ws: ServerWebSocket, principal: str | None) -> None:
         """Serve an accepted connection, then close it with its close code and free its slot.
 
         A failure inside the connection is logged with its traceback and ends this connection only (1011).
         """
-        connection = Connection(
-            ws=ws,
-            runtime=self._runtime,
-            spec=self.spec,
-            budget=self._budget,
-            principal=principal,
-            stream=stream,
-        )
+        connection = Connection(ws=ws, runtime=self._runtime, spec=self.spec, budget=self._budget, principal=principal)
         self._connections.add(connection)
         try:
             try:
@@ -313,12 +296,11 @@ async def open_service(
     page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
     if servers is None:
         servers = runtime.servers if isinstance(runtime, Runtime) else {}
-    budget = RunBudget(limit=spec.max_runs)
-    endpoints = Endpoints(servers, credentials, lambda: budget.closing)
     if listeners is None:
         listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
-        budget.nursery = nursery  # detached runs keep their slots until they end, waited for here
+        budget = RunBudget(limit=spec.max_runs, nursery=nursery)  # detached runs are waited for here
+        endpoints = Endpoints(servers, credentials, lambda: budget.closing)
         service = Service(
             spec=spec,
             host=spec.host,

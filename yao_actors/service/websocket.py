@@ -1,0 +1,261 @@
+"""The server side of one websocket, on wsproto, read by the task that serves the connection.
+
+trio-websocket's server side gives each connection a reader task that moves every message to the handler
+through a channel, a lock per message sent, an event per ping, and a closing handshake waited for through
+another event: about as much CPU per connection and run as the front end's own code. :class:`ServerWebSocket`
+does what the service needs of a websocket with none of that:
+
+- the opening handshake on the bytes the gate has already read (:meth:`ServerWebSocket.handshake`), then
+  :meth:`~ServerWebSocket.accept` or :meth:`~ServerWebSocket.reject` (an HTTP status with a body);
+- reading in the caller's own task (:meth:`~ServerWebSocket.get_message`, with a deadline for the caller's
+  idle and keepalive timers): pings are answered, pongs noted (:attr:`~ServerWebSocket.awaiting_pong`), a
+  fragmented message is put together, one longer than ``max_message_size`` closes the connection (1009), a
+  frame that breaks the protocol closes it with wsproto's code and reason (1002, 1007), and the client's
+  close is answered;
+- writing a batch of text messages in one socket write (:meth:`~ServerWebSocket.send_messages`, each framed
+  by :func:`~yao_actors.service.wire.text_frame`), each write whole under one lock shared with the pongs,
+  pings and close frame;
+- closing (:meth:`~ServerWebSocket.aclose`): the close frame, then reading until the client's answer, so the
+  socket is not closed with unread bytes (which would reset it and could lose the close frame).
+
+A connection that ended, whoever ended it, raises trio-websocket's ``ConnectionClosed`` with its code and
+reason (:attr:`~ServerWebSocket.closed`), as trio-websocket does; clients (the chat client, tests) still use
+trio-websocket. The service never accepts an extension, so frames need no extension processing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+import trio
+from trio_websocket import CloseReason, ConnectionClosed
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    Pong,
+    RejectConnection,
+    RejectData,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import RemoteProtocolError
+
+from yao_actors.service.gate import MAX_HEAD_BYTES
+from yao_actors.service.wire import text_frame
+
+#: Bytes asked of the socket per read.
+RECEIVE_BYTES: Final = 65536
+#: The close code of a message longer than the limit (RFC 6455 §7.4.1), and of a connection dropped (1006).
+MESSAGE_TOO_BIG: Final = 1009
+ABNORMAL_CLOSURE: Final = 1006
+_END_OF_HEAD: Final = b"\r\n\r\n"
+
+
+class ServerWebSocket:
+    """One server websocket over ``stream`` (a TCP connection the caller owns and closes).
+
+    One task reads (:meth:`handshake`, then :meth:`get_message`, then :meth:`aclose`); any task may write.
+    """
+
+    def __init__(self, stream: trio.abc.Stream, *, max_message_size: int) -> None:
+        self._stream = stream
+        self._max_message_size = max_message_size
+        self._protocol = WSConnection(ConnectionType.SERVER)
+        self._sending = trio.StrictFIFOLock()
+        self._parts: list[str | bytes | bytearray] = []
+        self._size = 0
+        self._after_head = b""
+        #: Why the connection ended (``None`` while it is open); set before the close frame goes out.
+        self.closed: CloseReason | None = None
+        #: A ping went out and no pong has come back since.
+        self.awaiting_pong = False
+
+    # ------------------------------------------------------------------ the opening handshake
+
+    async def handshake(self, received: bytes) -> Request | None:
+        """Read the upgrade request, starting with the bytes already ``received``; ``None`` if it is bad or the
+        client left (a bad request gets wsproto's 400 first).
+
+        Bytes after the request head (frames the client sent at once) are kept for after :meth:`accept`:
+        wsproto's server side would drop them.
+        """
+        buffer = received
+        while _END_OF_HEAD not in buffer:
+            data = await self._receive()
+            if not data or len(buffer) > MAX_HEAD_BYTES:
+                return None
+            buffer += data
+        head, _, self._after_head = buffer.partition(_END_OF_HEAD)
+        try:
+            self._protocol.receive_data(head + _END_OF_HEAD)
+        except RemoteProtocolError as error:
+            if isinstance(error.event_hint, RejectConnection):
+                await self._write(self._protocol.send(error.event_hint))
+            return None
+        for event in self._protocol.events():
+            if isinstance(event, Request):
+                return event
+        return None
+
+    async def accept(self, subprotocol: str | None) -> None:
+        """Accept the upgrade (selecting ``subprotocol``, no extension)."""
+        await self._write(self._protocol.send(AcceptConnection(subprotocol=subprotocol, extensions=[])))
+        if self._after_head:
+            self._protocol.receive_data(self._after_head)
+
+    async def reject(
+        self, status: int, *, extra_headers: Sequence[tuple[bytes, bytes]] = (), body: bytes = b""
+    ) -> None:
+        """Refuse the upgrade with an HTTP ``status`` and ``body``."""
+        headers = [*extra_headers, (b"content-length", str(len(body)).encode())]
+        head = self._protocol.send(RejectConnection(status_code=status, headers=headers, has_body=True))
+        await self._write(head + self._protocol.send(RejectData(data=body, body_finished=True)))
+        self.closed = CloseReason(ABNORMAL_CLOSURE, "rejected")
+
+    # ------------------------------------------------------------------ reading
+
+    async def get_message(self, deadline: float = math.inf) -> str | bytes | None:
+        """The next message (``bytes``: a binary one), or ``None`` once ``deadline`` passes with none complete.
+
+        Only waiting for the socket is bounded by ``deadline``: a pong, the answer to the client's close and
+        the close frame of a broken rule go out whole. Raises ``ConnectionClosed`` once the connection ends.
+        """
+        protocol = self._protocol
+        while True:
+            for event in protocol.events():
+                if isinstance(event, TextMessage | BytesMessage):
+                    message = await self._collect(event.data, event.message_finished)
+                    if message is not None:
+                        return message
+                elif isinstance(event, Ping):
+                    await self._write(protocol.send(event.response()))
+                elif isinstance(event, Pong):
+                    self.awaiting_pong = False
+                elif isinstance(event, CloseConnection):
+                    await self._closed_by(event)
+                if self.closed is not None:
+                    raise ConnectionClosed(self.closed)
+            if deadline == math.inf:
+                data = await self._receive()
+            else:
+                with trio.move_on_at(deadline) as waited:
+                    data = await self._receive()
+                if waited.cancelled_caught:
+                    return None
+            if not data:
+                self._dropped()
+                raise ConnectionClosed(self.closed)
+            protocol.receive_data(data)
+
+    async def _receive(self) -> bytes:
+        """Bytes from the socket; empty once the client is gone."""
+        try:
+            data = await self._stream.receive_some(RECEIVE_BYTES)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return b""
+        return data if isinstance(data, bytes) else bytes(data)
+
+    async def _collect(self, data: str | bytes | bytearray, finished: bool) -> str | bytes | None:
+        """Add a fragment; the whole message once ``finished``. One too long closes the connection (1009)."""
+        size = self._size + len(data)
+        if size > self._max_message_size:
+            self._parts, self._size = [], 0
+            await self._close(MESSAGE_TOO_BIG, f"Exceeded maximum message size: {self._max_message_size} bytes")
+            return None
+        if finished and not self._parts:
+            return data if isinstance(data, str | bytes) else bytes(data)
+        self._parts.append(data)
+        self._size = size
+        if not finished:
+            return None
+        parts, self._parts, self._size = self._parts, [], 0
+        return "".join(parts) if isinstance(data, str) else b"".join(parts)  # type: ignore[arg-type]
+
+    async def _closed_by(self, event: CloseConnection) -> None:
+        """The client closed (answer it), broke the protocol (wsproto's code and reason), or dropped (1006)."""
+        state = self._protocol.state
+        if state is ConnectionState.REMOTE_CLOSING:
+            self.closed = CloseReason(event.code, event.reason)
+            await self._write(self._protocol.send(event.response()))
+        elif state is ConnectionState.OPEN:  # a frame broke the protocol: wsproto says how
+            await self._close(event.code, event.reason)
+        else:
+            self.closed = self.closed or CloseReason(event.code, event.reason)
+
+    def _dropped(self) -> None:
+        """The client went away without a closing handshake."""
+        if self.closed is None:
+            self.closed = CloseReason(ABNORMAL_CLOSURE, None)
+
+    # ------------------------------------------------------------------ writing
+
+    async def send_messages(self, messages: Sequence[str | bytes]) -> None:
+        """Send ``messages`` in order in one socket write, each its own text message (``bytes``: UTF-8 text).
+
+        Raises ``ConnectionClosed`` once the connection is closing, trio's ``BrokenResourceError`` when the
+        client is gone; waits (and checkpoints) while the socket's buffer is full.
+        """
+        if self.closed is not None:
+            raise ConnectionClosed(self.closed)
+        parts: list[bytes] = []
+        for message in messages:
+            parts.extend(text_frame(message))
+        if not await self._write(b"".join(parts), while_open=True):
+            raise ConnectionClosed(self.closed)
+
+    async def ping(self) -> None:
+        """Send a ping; :attr:`awaiting_pong` until the pong comes back (read by :meth:`get_message`)."""
+        if self.closed is not None:
+            raise ConnectionClosed(self.closed)
+        self.awaiting_pong = True
+        await self._write(self._protocol.send(Ping()), while_open=True)
+
+    async def _write(self, data: bytes, *, while_open: bool = False) -> bool:
+        """Write ``data`` whole (writes never interleave); with ``while_open``, not once closing (``False``).
+
+        A free lock is taken without a trip through the scheduler (the write itself has one).
+        """
+        try:
+            self._sending.acquire_nowait()
+        except trio.WouldBlock:
+            await self._sending.acquire()
+        try:
+            if while_open and self.closed is not None:
+                return False
+            await self._stream.send_all(data)
+            return True
+        finally:
+            self._sending.release()
+
+    # ------------------------------------------------------------------ closing
+
+    async def _close(self, code: int, reason: str | None) -> None:
+        """Begin the closing handshake: record why, send the close frame (once)."""
+        if self._protocol.state is not ConnectionState.OPEN:
+            self.closed = self.closed or CloseReason(code, reason)
+            return
+        self.closed = CloseReason(code, reason)
+        await self._write(self._protocol.send(CloseConnection(code=code, reason=reason)))
+
+    async def aclose(self, code: int, reason: str | None) -> None:
+        """Close with ``code`` and ``reason``, then read (discarding messages) until the client answers or leaves.
+
+        Does not close the stream (its owner does); bound it with a timeout.
+        """
+        try:
+            await self._close(code, reason)
+            while self._protocol.state is ConnectionState.LOCAL_CLOSING:
+                data = await self._receive()
+                if not data:
+                    return
+                self._protocol.receive_data(data)
+                for _ in self._protocol.events():
+                    pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._dropped()
