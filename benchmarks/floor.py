@@ -43,6 +43,7 @@ from trio_websocket import ConnectionClosed, WebSocketRequest, open_websocket_ur
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
+from yao_actors.service.gate import read_head
 from yao_actors.service.websocket import ServerWebSocket
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.servers import build_test_server
@@ -111,9 +112,11 @@ async def serve_bursts_own(bursts: list[list[str]], tool_seconds: float) -> None
     async def handler(stream: trio.SocketStream) -> None:
         ws = ServerWebSocket(stream, max_message_size=1 << 20)
         try:
-            if await ws.handshake(b"") is None:
+            head = await read_head(stream)
+            request = None if head is None else await ws.handshake(head)
+            if request is None:
                 return
-            await ws.accept(None)
+            await ws.accept(request, None)
             message = await ws.get_message()
             assert message is not None
             json.loads(message)  # the run frame
