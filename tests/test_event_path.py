@@ -8,8 +8,10 @@ import json
 import subprocess
 import sys
 import textwrap
+import weakref
 from typing import Any
 
+import pytest
 import trio
 
 from tests.service.support import run_frame, running_service, send
@@ -113,27 +115,46 @@ async def test_the_memory_store_keeps_text_and_copies_on_read() -> None:
     assert await store.read_events("r", after_seq=1) == [first[1]]
 
 
-def test_a_message_the_store_measured_is_not_measured_again_by_the_thread() -> None:
+def test_a_history_takes_the_sizes_it_is_given_and_measures_the_others() -> None:
     message: dict[str, Any] = {"role": "user", "content": "北京今天适合穿什么?"}
-    size = history_budget.remember_bytes(message)
+    size = history_budget.message_bytes(message)
     message["content"] += "x" * 100  # (a recorded message never changes: this shows which size is used)
     history = history_budget.BoundedHistory()
-    history.extend([message])
-    assert history.bytes == size  # the store's measure, taken
-    assert id(message) not in history_budget._remembered  # and forgotten
+    history.extend([message], [size])
+    assert history.bytes == size  # the given measure
     other = history_budget.BoundedHistory()
     other.extend([message])
-    assert other.bytes == history_budget.message_bytes(message)  # not remembered: measured
+    assert other.bytes == history_budget.message_bytes(message) > size  # none given: measured
+    with pytest.raises(ValueError, match="1 messages with 2 sizes"):
+        other.extend([message], [1, 2])
+    assert other.messages == [message]  # refused whole: nothing of it kept
 
 
-async def test_a_runs_messages_leave_no_remembered_sizes_behind() -> None:
+class Kept(dict[str, Any]):
+    """A message that can be followed with a weak reference."""
+
+
+async def test_a_message_the_memory_store_measured_is_not_kept_alive_once_forgotten() -> None:
+    store = MemoryStore()
+    message = Kept(role="user", content="北京今天适合穿什么?")
+    followed = weakref.ref(message)
+    await store.open_thread("t", None)
+    await store.start_run("t", "r", "a", [message])
+    del message
+    assert followed() is not None  # the store's
+    await store.forget_thread("t")
+    assert followed() is None  # nothing else held it (no size cache keyed by the message)
+
+
+async def test_a_thread_takes_the_sizes_its_runs_journal_measured() -> None:
     model = scripted(text_reply("北京今天25度"))
     with trio.fail_after(10):
         async with open_weather_manager(model) as manager:
             await manager.run("a", "北京今天适合穿什么?", thread_id="t")
             history = manager.history("t")
+            thread = await manager.thread("t")
     assert [m["role"] for m in history] == ["user", "assistant"]
-    assert not any(id(m) in history_budget._remembered for m in history)
+    assert thread.history_bytes == sum(map(history_budget.message_bytes, history))
 
 
 # --------------------------------------------------------------------------- the memory budget, a running total

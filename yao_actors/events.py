@@ -205,6 +205,13 @@ class Turnstile:
     busy: bool = False
     _waiting: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
 
+    def pass_free(self) -> bool:
+        """Enter at once if the turnstile is free (``True``); else :meth:`enter` waits for its turn."""
+        if self.busy:
+            return False
+        self.busy = True
+        return True
+
     async def enter(self) -> None:
         if self.busy:
             await self._waiting.park()  # woken by leave(), which kept ``busy`` set for us
@@ -273,14 +280,18 @@ class RunEvents:
         several tasks are sent one at a time, in order.
         """
         kind = data["type"]
-        self._check_open(kind)
+        if self.terminal is not None:
+            raise self._closed(kind)
         if self._subagent_run_id is not None and kind in ATTRIBUTABLE_TYPES:
             data.setdefault("subagentRunId", self._subagent_run_id)
         # The turnstile only matters when another task is in the middle of a send; when it is
-        # free, passing it costs nothing (the send checkpoints).
-        await self._turnstile.enter()
+        # free, passing it costs nothing, not even an await (the send checkpoints).
+        turnstile = self._turnstile
+        if not turnstile.pass_free():
+            await turnstile.enter()
         try:
-            self._check_open(kind)
+            if self.terminal is not None:
+                raise self._closed(kind)
             data["timestamp"] = int(time.time() * 1000)
             data["runId"] = self.run_id
             data["seq"] = self.seq + 1
@@ -292,12 +303,12 @@ class RunEvents:
             if kind in TERMINAL_TYPES:
                 self.terminal = event
         finally:
-            self._turnstile.leave()
+            turnstile.leave()
         return event
 
-    def _check_open(self, kind: str) -> None:
-        if self.terminal is not None:
-            raise StreamClosedError(f"run {self.run_id}: {kind} after the terminal event")
+    def _closed(self, kind: str) -> StreamClosedError:
+        """The error of an event emitted after the terminal one."""
+        return StreamClosedError(f"run {self.run_id}: {kind} after the terminal event")
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -16,10 +16,10 @@ Two budgets, in bytes of message text:
 Sizes are measured once per message, when it joins a history: the UTF-8 length
 of every string in it (keys included) plus a small fixed cost per value. It is
 an estimate of what the message costs, cheap to compute, and what the budgets
-are compared with. A runtime whose store is the in-memory one keeps a run's
-messages twice (the store's copy and the thread's, the same objects): the store
-measures each (:func:`remember_bytes`) and the thread's history takes that
-measure (:func:`taken_bytes`) instead of measuring again.
+are compared with. A run's messages are measured as they are written to the
+store, by its journal, and the thread's history takes those sizes
+(:meth:`BoundedHistory.extend` with ``sizes``) instead of measuring again. No
+size is kept anywhere else: nothing here holds a message.
 """
 
 from __future__ import annotations
@@ -56,36 +56,6 @@ def message_bytes(message: Any) -> int:
     return total
 
 
-REMEMBERED_SIZES = 4096
-"""The most message sizes :func:`remember_bytes` keeps for :func:`taken_bytes` (the oldest go first): the
-messages of a few hundred runs in flight (a run's are taken when it ends)."""
-
-_remembered: dict[int, tuple[Any, int]] = {}
-"""Sizes measured by :func:`remember_bytes` and not yet taken, by the message's ``id`` (with the message, so the
-``id`` cannot be reused while it is here)."""
-
-
-def remember_bytes(message: Any) -> int:
-    """:func:`message_bytes` of ``message``, also kept for the next :func:`taken_bytes` of the same object.
-
-    What a store calls for a message that is about to join a thread's history in memory too (the runtime's
-    in-memory store and the thread's history hold the same message objects, and a recorded message never
-    changes). At most :data:`REMEMBERED_SIZES` are kept: a size nobody takes is dropped, oldest first.
-    """
-    size = message_bytes(message)
-    if len(_remembered) >= REMEMBERED_SIZES:
-        del _remembered[next(iter(_remembered))]
-    _remembered[id(message)] = (message, size)
-    return size
-
-
-def taken_bytes(message: Any) -> int:
-    """The size :func:`remember_bytes` measured for this very object (forgotten then), or :func:`message_bytes`."""
-    # An entry keeps its message alive, so its id is that object's while it is kept.
-    entry = _remembered.pop(id(message), None)
-    return message_bytes(message) if entry is None else entry[1]
-
-
 def turn_starts(messages: Sequence[Any]) -> list[int]:
     """Where the turns of a history start: its beginning and every ``user`` message."""
     return [0, *(i for i, m in enumerate(messages) if i and isinstance(m, dict) and m.get("role") == "user")]
@@ -114,13 +84,18 @@ class BoundedHistory:
     sizes: list[int] = attrs.field(factory=list)
     bytes: int = 0
 
-    def extend(self, new: Iterable[Any]) -> int:
-        """Append ``new`` messages, then drop the oldest turns over budget; returns how many were dropped."""
-        for message in new:
-            size = taken_bytes(message)
-            self.messages.append(message)
-            self.sizes.append(size)
-            self.bytes += size
+    def extend(self, new: Iterable[Any], sizes: Iterable[int] | None = None) -> int:
+        """Append ``new`` messages, then drop the oldest turns over budget; returns how many were dropped.
+
+        ``sizes``: their :func:`message_bytes`, when the caller measured them already (one for each).
+        """
+        messages = list(new)
+        measured = list(map(message_bytes, messages) if sizes is None else sizes)
+        if len(measured) != len(messages):
+            raise ValueError(f"{len(messages)} messages with {len(measured)} sizes")
+        self.messages.extend(messages)
+        self.sizes.extend(measured)
+        self.bytes += sum(measured)
         if self.bytes <= self.limit:
             return 0
         cut = keep_from(self.messages, self.sizes, self.limit)

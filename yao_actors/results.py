@@ -127,9 +127,12 @@ def parse_content(blocks: Sequence[Any]) -> Any:
     return items[0] if len(items) == 1 else items
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def compact_json(value: Any) -> str:
     """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
 
 
 def tool_message_content(result: ToolCallResult) -> str:

@@ -234,7 +234,7 @@ class _ConversationActor:
                 # The run is over in the store: another process may take the thread now.
                 await self.release(order)
                 # The thread keeps what its store has, so the two never disagree.
-                self.status.history.extend(journal.stored)
+                self.status.history.extend(journal.stored, journal.sizes)
                 if self.status.stored_messages is not None:
                     self.status.stored_messages = (
                         None if journal.failure is not None else self.status.stored_messages + len(journal.stored)

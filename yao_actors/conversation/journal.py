@@ -3,17 +3,36 @@
 A run hands its journal each finished turn of history (an assistant message
 with ``tool_calls`` together with all its tool messages, or the answer) and
 every event it emits. A writer task (:meth:`RunJournal.serve`) writes them in
-order while the run goes on — the model's next call and the store's write
-overlap — and the close-out waits for the rest (:meth:`RunJournal.flush`).
-A turn and the events queued with it go in one store call
-(``ConversationStore.append_turn``: one SQLite transaction, one Redis round
-trip). Each store call is atomic, so a crash never leaves half a turn; each
-runs shielded, so a cancellation never leaves one in doubt (written or not?).
-The writer makes one write per wake; the events emitted meanwhile go with the
-next turn or within :data:`EVENTS_DELAY`. Writes take turns without a trip
-through the scheduler when none is going on (:class:`~yao_actors.events.Turnstile`).
-The events are the run's :class:`~yao_actors.events.WireEvent` values: a store
-keeps the text they went on the wire as, encoded once.
+order while the run goes on, and the close-out waits for the rest
+(:meth:`RunJournal.flush`). A turn and the events queued with it go in one
+store call (``ConversationStore.append_turn``: one SQLite transaction, one
+Redis round trip). Each store call is atomic, so a crash never leaves half a
+turn; each runs shielded, so a cancellation never leaves one in doubt (written
+or not?). The writer makes one write per wake; the events emitted meanwhile go
+with the next turn or within :data:`EVENTS_DELAY`. Writes take turns without a
+trip through the scheduler when none is going on
+(:class:`~yao_actors.events.Turnstile`). The events are the run's
+:class:`~yao_actors.events.WireEvent` values: a store keeps the text they went
+on the wire as, encoded once.
+
+**When the writer writes: once the process is idle.** A turn is queued as the
+run goes on to its next model call and tool request. Written at once, the
+store's work (for the memory store: encoding the events, measuring the
+messages, ~0.1 ms) would run before that request reaches its server, and a run
+whose tool answers in a millisecond would wait for it. So a woken writer first
+waits until no task of the process can run
+(``trio.testing.wait_all_tasks_blocked``, trio's public way of waiting for
+that: the scheduler wakes it when nothing is runnable and no I/O is ready,
+without spinning) — the run waits on its tool, whose request has gone out —
+and writes in time the process would otherwise spend waiting. It waits at most
+:data:`IDLE_WAIT` seconds: a busy service is never idle, and its turns still
+reach the store within that bound (a process sharing the store, or a resume,
+sees them that much later at most; a write that waited takes along what was
+queued meanwhile). Nothing else changes: one write at a time, turns in order,
+each store call atomic and shielded, and the close-out writes everything left
+at once, without waiting, before the run counts as over. (A test's own
+``wait_all_tasks_blocked()`` wakes in the same moment as a waiting writer, in
+no set order: a test that reads the store waits for the run, not for that.)
 
 The first :class:`~yao_actors.errors.StoreUnavailable` (or a write to a thread the
 store no longer has, taken as one) stops the writing: the
@@ -32,10 +51,12 @@ from typing import Any
 
 import attrs
 import trio
+import trio.testing
 
 from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict, Turnstile
+from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunStatus
 
@@ -43,6 +64,9 @@ logger = logging.getLogger(__name__)
 
 EVENTS_DELAY = 0.05
 """Seconds the events before a tool batch may wait to be written with the batch's turn (see ``kick_soon``)."""
+
+IDLE_WAIT = 0.01
+"""Seconds a write waits at most for the process to be idle (see the module docstring)."""
 
 
 def store_unavailable(error: StoreUnavailable) -> RunError:
@@ -66,6 +90,9 @@ class RunJournal:
     run_id: str
     stored: list[Message] = attrs.field(factory=list)
     """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
+    sizes: list[int] = attrs.field(factory=list)
+    """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`stored`, measured as it was written
+    (the thread's history takes them)."""
     failure: StoreUnavailable | None = None
     started: bool = False
     transcript: list[Message] = attrs.field(factory=list)
@@ -102,7 +129,7 @@ class RunJournal:
             self.failure = lost_thread(self.thread_id, error)
             raise store_unavailable(self.failure) from error
         self.started = True
-        self.stored.extend(messages)
+        self._stored(messages)
 
     def event(self, event: EventDict) -> None:
         """Keep an event for the next write: with the next turn, or within :data:`EVENTS_DELAY` seconds,
@@ -150,7 +177,8 @@ class RunJournal:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The writer task: write what is queued each time it is woken (or due), until cancelled.
 
-        One write per wake: the events a run emits while a turn is being written wait for the next turn,
+        One write per wake, made once the process is idle or :data:`IDLE_WAIT` seconds later: what is queued
+        meanwhile goes along; the events a run emits while a turn is being written wait for the next turn,
         or their :data:`EVENTS_DELAY` (queued then, they set it), not for a write of their own.
         """
         task_status.started()
@@ -159,6 +187,8 @@ class RunJournal:
                 with trio.CancelScope(deadline=self._due) as self._waiting:
                     await self._wake.park()
                 self._waiting = None
+            with trio.CancelScope(deadline=trio.current_time() + IDLE_WAIT):
+                await trio.testing.wait_all_tasks_blocked()
             self._kicked = False
             self._due = math.inf
             await self.flush(everything=False)
@@ -182,7 +212,7 @@ class RunJournal:
         try:
             with trio.CancelScope(shield=True):
                 await self.store.append_turn(self.thread_id, self.run_id, turns, events)
-            self.stored.extend(turns)
+            self._stored(turns)
         except StoreUnavailable as error:
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
             self.failure = error
@@ -193,6 +223,11 @@ class RunJournal:
         except KeyError as error:
             self.failure = lost_thread(self.thread_id, error)
             logger.error("run %s: %s", self.run_id, self.failure)
+
+    def _stored(self, messages: Sequence[Message]) -> None:
+        """Messages the store took: kept with their sizes."""
+        self.stored.extend(messages)
+        self.sizes.extend(map(message_bytes, messages))
 
     async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
         """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""

@@ -78,9 +78,17 @@ class DeltaRelay:
         calls = []
         for index, call in enumerate(completion.tool_calls):
             stream = self.calls.get(index)
-            if stream is None or not stream.started:
-                # Not streamed, or streamed without an id: announce it now, under an id of its own.
-                stream = self.calls.setdefault(index, _CallStream(arguments=call.arguments))
+            if stream is None:
+                # Not streamed (a model that does not stream): announced now, whole.
+                call_id = self.unique_call_id(call.id)
+                stream = self.calls[index] = _CallStream(call_id, call.name)
+                if call.name:
+                    await self.events.tool_call_start(call_id, call.name, parent_message_id=self.text_id)
+                    stream.started = True
+                    if call.arguments:
+                        await self.events.tool_call_args(call_id, call.arguments)
+            elif not stream.started:
+                # Streamed without an id: announced now, under an id of its own.
                 stream.id = stream.id or self.unique_call_id(call.id)
                 await self._tool_call(ToolCallDelta(index=index, name=call.name))
             call_id = stream.id or call.id

@@ -94,11 +94,12 @@ class FunctionModel:
         # Inline rather than a call per item: the history grows every turn, so this runs a lot.
         given_messages = [m if type(m) is dict else dict(m) for m in messages]
         given_tools = [t if type(t) is dict else dict(t) for t in tools]
-        answer = self.fn(list(given_messages), list(given_tools))
+        kept = (tuple(given_messages), tuple(given_tools))  # before ``fn`` has the lists, which are its own
+        answer = self.fn(given_messages, given_tools)
         if not isinstance(answer, Completion | str) and inspect.isawaitable(answer):
             answer = await answer
         completion = Completion(text=answer) if isinstance(answer, str) else answer
-        self.calls.append(RecordedCall(tuple(given_messages), tuple(given_tools), completion))
+        self.calls.append(RecordedCall(*kept, completion))
         if on_delta is not None and self.stream:
             await self._stream(completion, on_delta)
         return completion

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, remember_bytes
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, message_bytes
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
@@ -128,7 +128,7 @@ class MemoryStore:
         messages = self._messages[thread_id]
         sizes = self._sizes.setdefault(thread_id, [])
         messages.extend(given)
-        sizes.extend(map(remember_bytes, given))
+        sizes.extend(map(message_bytes, given))
         size = self._bytes.get(thread_id, 0) + sum(sizes[len(sizes) - len(given) :])
         if size > self.max_thread_bytes:
             cut = keep_from(messages, sizes, self.max_thread_bytes)

@@ -1,0 +1,85 @@
+"""The run's journal writes a queued turn when the process is idle (the run waits on its tool), within
+``IDLE_WAIT`` seconds when it never is, and at once at the close-out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+from yao_actors.conversation.journal import IDLE_WAIT, RunJournal
+from yao_actors.store import MemoryStore
+
+QUESTION = {"role": "user", "content": "北京今天适合穿什么?"}
+CALL = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {}}]}
+RESULT = {"role": "tool", "tool_call_id": "c1", "content": "25度"}
+
+
+@attrs.define(eq=False)
+class NotingStore(MemoryStore):
+    """A memory store that notes each ``append_turn`` in ``log`` (shared with the test), with the time."""
+
+    log: list[tuple[str, float]] = attrs.field(factory=list)
+
+    async def append_turn(self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any]) -> None:
+        await super().append_turn(thread_id, run_id, messages, events)
+        self.log.append(("written", trio.current_time()))
+
+
+async def started_journal() -> tuple[NotingStore, RunJournal]:
+    store = NotingStore()
+    await store.open_thread("t", None)
+    journal = RunJournal(store, "t", "r")
+    await journal.start("a", [QUESTION])
+    return store, journal
+
+
+async def test_a_queued_turn_is_written_once_every_task_waits(autojump_clock: trio.testing.MockClock) -> None:
+    store, journal = await started_journal()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        journal.turn([CALL, RESULT])
+        for step in range(20):  # the run goes on to its next request: busy, never idle
+            store.log.append((f"busy {step}", trio.current_time()))
+            await trio.lowlevel.checkpoint()
+        store.log.append(("waiting", trio.current_time()))
+        await trio.sleep(1)  # the run waits on its tool: the process is idle, the turn is written now
+        nursery.cancel_scope.cancel()
+    assert [what for what, _ in store.log[-2:]] == ["waiting", "written"]
+    assert store.log[-1][1] == store.log[-2][1]  # as soon as the process was idle, not a moment later
+    assert await store.load_history("t") == [QUESTION, CALL, RESULT]
+
+
+async def test_a_busy_process_has_its_turn_written_within_the_idle_wait(autojump_clock: trio.testing.MockClock) -> None:
+    store, journal = await started_journal()
+    start, step = trio.current_time(), IDLE_WAIT / 10
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        journal.turn([CALL, RESULT])
+        while not store.log:  # never idle: time passes only with the work
+            autojump_clock.jump(step)
+            await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    assert IDLE_WAIT <= store.log[0][1] - start < 2 * IDLE_WAIT  # (the write itself takes a few steps)
+    assert await store.load_history("t") == [QUESTION, CALL, RESULT]
+
+
+async def test_the_close_out_writes_what_is_queued_without_waiting(autojump_clock: trio.testing.MockClock) -> None:
+    store, journal = await started_journal()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        journal.turn([CALL])
+        await trio.lowlevel.checkpoint()  # the writer is waiting for the process to be idle
+        journal.turn([RESULT])
+        start = trio.current_time()
+        await journal.flush()
+        assert [what for what, _ in store.log] == ["written"]  # one write, both turns, at once
+        assert store.log[0][1] == start
+        assert journal.stored == [QUESTION, CALL, RESULT]
+        await trio.sleep(1)  # idle: the writer wakes and finds nothing more to write
+        nursery.cancel_scope.cancel()
+    assert len(store.log) == 1
+    assert await store.load_history("t") == [QUESTION, CALL, RESULT]
