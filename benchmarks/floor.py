@@ -11,6 +11,9 @@ each half of that with the libraries alone, none of this project's code in the p
   reads one frame, and sends a real run's 25 event texts (recorded from the runtime at the start) in its four
   bursts, ``tool-ms`` apart, each event its own message; K clients at once. The figure is that process's CPU per
   connection (``/proc/<pid>/stat``, as ``ws_load`` measures the service).
+- ``own websocket`` (beside the floor, not in it): the same server on the service's own websocket
+  (:class:`~yao_actors.service.websocket.ServerWebSocket`: wsproto read in the connection's task, a burst in one
+  write): what serving the websocket itself saves over trio-websocket's server, with nothing else in the path.
 
 Their sum is what any service built on these libraries spends per run before doing anything of its own: compare
 it with ``ws_load``'s service CPU per run taken in the same sitting (``--with-service`` runs ``ws_load`` once
@@ -40,6 +43,8 @@ from trio_websocket import ConnectionClosed, WebSocketRequest, open_websocket_ur
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
+from yao_actors.service.gate import read_head
+from yao_actors.service.websocket import ServerWebSocket
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.servers import build_test_server
 from yao_actors.transports import Link, open_client
@@ -101,6 +106,35 @@ async def mcp_cpu_per_run(clients: int, turns: int, tool_seconds: float) -> floa
 # --------------------------------------------------------------------------- websocket
 
 
+async def serve_bursts_own(bursts: list[list[str]], tool_seconds: float) -> None:
+    """The ``--serve --own`` process: the service's own websocket, each burst in one write."""
+
+    async def handler(stream: trio.SocketStream) -> None:
+        ws = ServerWebSocket(stream, max_message_size=1 << 20)
+        try:
+            head = await read_head(stream)
+            request = None if head is None else await ws.handshake(head)
+            if request is None:
+                return
+            await ws.accept(request, None)
+            message = await ws.get_message()
+            assert message is not None
+            json.loads(message)  # the run frame
+            for index, burst in enumerate(bursts):
+                if index:
+                    await trio.sleep(tool_seconds)
+                await ws.send_messages(burst)
+            await ws.get_message()  # until the client closes
+        except ConnectionClosed:
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    print(f"LISTENING ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/", flush=True)
+    await trio.serve_listeners(handler, listeners)
+
+
 async def serve_bursts(bursts: list[list[str]], tool_seconds: float) -> None:
     """The ``--serve`` process: a plain trio-websocket server sending each connection the recorded bursts."""
 
@@ -128,9 +162,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def websocket_cpu_per_run(bursts_file: Path, expected: int, clients: int, tool_seconds: float) -> float:
-    """The plain websocket server's CPU ms per connection over a wave of ``clients`` at once."""
+async def websocket_cpu_per_run(
+    bursts_file: Path, expected: int, clients: int, tool_seconds: float, *, own: bool = False
+) -> float:
+    """The plain websocket server's CPU ms per connection over a wave of ``clients`` at once (``own``: the
+    service's own websocket instead of trio-websocket's server)."""
     command = [sys.executable, __file__, "--serve", str(bursts_file), "--tool-ms", str(tool_seconds * 1000)]
+    if own:
+        command.append("--own")
     process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE)
     try:
         assert process.stdout is not None
@@ -176,10 +215,13 @@ async def main(args: argparse.Namespace) -> None:
     await scratch.mkdir(exist_ok=True)
     bursts_file = scratch / "bursts.json"
     await bursts_file.write_text(json.dumps(bursts, ensure_ascii=False))
-    samples: dict[str, list[float]] = {"mcp": [], "websocket": [], "service": []}
+    samples: dict[str, list[float]] = {"mcp": [], "websocket": [], "own websocket": [], "service": []}
     for _ in range(args.repeat):
         samples["mcp"].append(await mcp_cpu_per_run(args.clients, args.turns, tool_seconds))
         samples["websocket"].append(await websocket_cpu_per_run(Path(bursts_file), events, args.clients, tool_seconds))
+        samples["own websocket"].append(
+            await websocket_cpu_per_run(Path(bursts_file), events, args.clients, tool_seconds, own=True)
+        )
         if args.with_service:
             samples["service"].append(await service_cpu_per_run(args.clients, Path(scratch / "ws_load.json")))
     medians = {name: statistics.median(values) for name, values in samples.items() if values}
@@ -192,6 +234,8 @@ async def main(args: argparse.Namespace) -> None:
     print(f"{'mcp (raw SDK, in-memory server)':<34} {medians['mcp']:>10.2f}   {samples['mcp']}")
     print(f"{'websocket (plain trio-websocket)':<34} {medians['websocket']:>10.2f}   {samples['websocket']}")
     print(f"{'floor (their sum)':<34} {floor:>10.2f}")
+    own = medians["own websocket"]
+    print(f"{'own websocket (ServerWebSocket)':<34} {own:>10.2f}   {samples['own websocket']}")
     if "service" in medians:
         service = medians["service"]
         print(f"{'service (ws_load, same sitting)':<34} {service:>10.2f}   {samples['service']}")
@@ -228,8 +272,10 @@ if __name__ == "__main__":
     parser.add_argument("--with-service", action="store_true", help="run ws_load once per repeat, for comparison")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--own", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
-        trio.run(serve_bursts, json.loads(args.serve.read_text()), args.tool_ms / 1000)
+        serve = serve_bursts_own if args.own else serve_bursts
+        trio.run(serve, json.loads(args.serve.read_text()), args.tool_ms / 1000)
     else:
         trio.run(main, args)

@@ -18,8 +18,19 @@ from wsproto.frame_protocol import FrameProtocol
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service
-from yao_actors.service.websocket import ServerWebSocket
+from yao_actors.service.gate import read_head
+from yao_actors.service.websocket import ServerWebSocket, UpgradeRequest
 from yao_actors.service.wire import text_frame
+
+KEY = b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+VERSION = b"Sec-WebSocket-Version: 13\r\n"
+
+
+async def upgrade(server: ServerWebSocket, stream: trio.abc.ReceiveStream) -> UpgradeRequest | None:
+    """The upgrade request on ``stream``, read as the gate reads it."""
+    head = await read_head(stream)
+    assert head is not None
+    return await server.handshake(head)
 
 
 class CountingStream(trio.abc.Stream):
@@ -54,9 +65,7 @@ async def websocket_pair(
     async with trio.open_nursery() as nursery:
 
         async def serve() -> None:
-            request = await server.handshake(b"")
-            assert request is not None
-            await server.accept(None)
+            await server.accept(await upgrade(server, server_side), None)
 
         nursery.start_soon(serve)
         client = await wrap_client_stream(nursery, client_side, "localhost", "/")
@@ -116,8 +125,7 @@ async def test_a_fragmented_message_is_put_together() -> None:
     data += frames.send_data("cd", fin=True)  # the first frame's continuation
     await client_side.send_all(data)
     with trio.fail_after(5):
-        assert await server.handshake(await server_side.receive_some()) is not None
-        await server.accept(None)
+        await server.accept(await upgrade(server, server_side), None)
         assert await server.get_message() == "abcd"
 
 
@@ -166,13 +174,54 @@ async def test_a_vanished_client_is_a_1006() -> None:
     assert closed.value.reason.code == 1006
 
 
-async def test_a_bad_upgrade_request_gets_a_400() -> None:
+@pytest.mark.parametrize(
+    ("head", "status", "names_the_version"),
+    [
+        pytest.param(b"Upgrade: websocket\r\nConnection: Upgrade\r\n", b"400", True, id="no key, no version"),
+        pytest.param(
+            b"Upgrade: websocket\r\nConnection: keep-alive\r\n" + KEY + VERSION, b"400", False, id="no upgrade"
+        ),
+        pytest.param(b"Upgrade: websocket\r\nConnection: Upgrade\r\n" + KEY, b"400", True, id="no version"),
+        pytest.param(
+            b"Upgrade: websocket\r\nConnection: Upgrade\r\n" + KEY + b"Sec-WebSocket-Version: 8\r\n",
+            b"426",
+            True,
+            id="v8",
+        ),
+        pytest.param(b"Upgrade: websocket\r\nConnection: Upgrade\r\n" + VERSION, b"400", False, id="no key"),
+    ],
+)
+async def test_a_bad_upgrade_request_is_refused_as_wsproto_refuses_it(
+    head: bytes, status: bytes, names_the_version: bool
+) -> None:
     server_side, client_side = trio.testing.memory_stream_pair()
     server = ServerWebSocket(server_side, max_message_size=100)
-    await client_side.send_all(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+    await client_side.send_all(b"GET / HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n")
     with trio.fail_after(5):
-        assert await server.handshake(await server_side.receive_some()) is None
-        assert (await client_side.receive_some()).startswith(b"HTTP/1.1 400 ")
+        assert await upgrade(server, server_side) is None
+        answer = await client_side.receive_some()
+    assert answer.startswith(b"HTTP/1.1 " + status + b" ")
+    assert (b"sec-websocket-version: 13\r\n" in answer) == names_the_version
+
+
+async def test_every_proposed_subprotocol_counts_and_the_selected_one_is_answered() -> None:
+    server_side, client_side = trio.testing.memory_stream_pair()
+    server = ServerWebSocket(server_side, max_message_size=100)
+    client = WSConnection(ConnectionType.CLIENT)
+    request = Request(host="localhost", target="/", subprotocols=["a", "yao-actors"])
+    data = client.send(request).replace(
+        b"Sec-WebSocket-Protocol: a, yao-actors", b"Sec-WebSocket-Protocol: a\r\nSec-WebSocket-Protocol: b, yao-actors"
+    )
+    await client_side.send_all(data)
+    with trio.fail_after(5):
+        upgraded = await upgrade(server, server_side)
+        assert upgraded is not None
+        assert upgraded.subprotocols == ("a", "b", "yao-actors")
+        await server.accept(upgraded, "yao-actors")
+        client.receive_data(await client_side.receive_some())
+    [accepted] = client.events()
+    assert isinstance(accepted, AcceptConnection)
+    assert accepted.subprotocol == "yao-actors"
 
 
 async def test_the_service_accepts_no_extension_so_its_frames_need_none() -> None:
@@ -213,9 +262,10 @@ async def test_a_batch_waiting_for_the_write_lock_is_not_sent_once_the_connectio
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(client_side.send_all, client.send(Request(host="localhost", target="/")))
-            assert await server.handshake(b"") is not None
+            upgraded = await upgrade(server, server_side)
+            assert upgraded is not None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.accept, None)
+            nursery.start_soon(server.accept, upgraded, None)
             client.receive_data(await client_side.receive_some())
         events: list[Any] = list(client.events())
         async with trio.open_nursery() as nursery:

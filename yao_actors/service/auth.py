@@ -111,14 +111,6 @@ class Handshake:
     headers: Mapping[str, str]
     subprotocols: tuple[str, ...] = ()
 
-    @classmethod
-    def from_raw(cls, headers: Sequence[tuple[bytes, bytes]], subprotocols: Sequence[str]) -> Handshake:
-        """Build from trio-websocket's raw header pairs (names lower-cased, the first value of each kept)."""
-        decoded: dict[str, str] = {}
-        for name, value in headers:
-            decoded.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-        return cls(headers=decoded, subprotocols=tuple(subprotocols))
-
 
 def principal_of(handshake: Handshake, credentials: Sequence[Credential]) -> str | None:
     """The principal whose token the handshake presents, or ``None`` if it presents none of them.

@@ -27,7 +27,6 @@ from typing import Final, Protocol
 import attrs
 import trio
 from trio_websocket import ConnectionClosed
-from wsproto.events import Request
 
 from yao_actors.config import ServiceSpec
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
@@ -47,7 +46,7 @@ from yao_actors.service.connection import Connection, RunOpener
 from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
-from yao_actors.service.websocket import ServerWebSocket
+from yao_actors.service.websocket import ServerWebSocket, UpgradeRequest
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +200,7 @@ class Service:
             if head is not None and not head.is_websocket:
                 await self._serve_http(stream, head)
             elif head is not None:
-                await self._serve_websocket(stream, head.raw)
+                await self._serve_websocket(stream, head)
         except* (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except* Exception as group:  # one connection's failure must not end the service
@@ -209,7 +208,7 @@ class Service:
         finally:
             await trio.aclose_forcefully(stream)
 
-    async def _serve_websocket(self, stream: trio.SocketStream, head: bytes) -> None:
+    async def _serve_websocket(self, stream: trio.SocketStream, head: RequestHead) -> None:
         """Finish the websocket handshake within its deadline, then serve the connection."""
         ws = ServerWebSocket(stream, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR)
         admitted = None
@@ -220,10 +219,9 @@ class Service:
         if admitted is not None:
             await self._serve_connection(ws, admitted.principal)
 
-    async def _admit(self, ws: ServerWebSocket, request: Request) -> Admitted | None:
+    async def _admit(self, ws: ServerWebSocket, request: UpgradeRequest) -> Admitted | None:
         """Check the handshake (Origin, token, limits) and accept it, or refuse it (``None``)."""
-        raw = [*request.extra_headers, (b"host", request.host.encode("latin-1"))]
-        handshake = Handshake.from_raw(raw, request.subprotocols)
+        handshake = Handshake(headers=request.headers, subprotocols=request.subprotocols)
         principal = principal_of(handshake, self._credentials)
         origin = handshake.headers.get("origin")
         if not origin_allowed(handshake, self.spec.allowed_origins, token_required=bool(self._credentials)):
@@ -241,7 +239,7 @@ class Service:
         else:
             self._admitted += 1
             try:
-                await ws.accept(selected_subprotocol(handshake))
+                await ws.accept(request, selected_subprotocol(handshake))
             except BaseException:
                 self._release()
                 raise

@@ -5,8 +5,9 @@ through a channel, a lock per message sent, an event per ping, and a closing han
 another event: about as much CPU per connection and run as the front end's own code. :class:`ServerWebSocket`
 does what the service needs of a websocket with none of that:
 
-- the opening handshake on the bytes the gate has already read (:meth:`ServerWebSocket.handshake`), then
-  :meth:`~ServerWebSocket.accept` or :meth:`~ServerWebSocket.reject` (an HTTP status with a body);
+- the opening handshake on the request head the gate has already read and parsed (:meth:`ServerWebSocket.handshake`:
+  wsproto's checks, without parsing the head a second time through h11), then :meth:`~ServerWebSocket.accept`
+  or :meth:`~ServerWebSocket.reject` (an HTTP status with a body);
 - reading in the caller's own task (:meth:`~ServerWebSocket.get_message`, with a deadline for the caller's
   idle and keepalive timers): pings are answered, pongs noted (:attr:`~ServerWebSocket.awaiting_pong`), a
   fragmented message is put together, one longer than ``max_message_size`` closes the connection (1009), a
@@ -25,28 +26,19 @@ trio-websocket. The service never accepts an extension, so frames need no extens
 
 from __future__ import annotations
 
+import http
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
+import attrs
 import trio
 from trio_websocket import CloseReason, ConnectionClosed
-from wsproto import ConnectionType, WSConnection
-from wsproto.connection import ConnectionState
-from wsproto.events import (
-    AcceptConnection,
-    BytesMessage,
-    CloseConnection,
-    Ping,
-    Pong,
-    RejectConnection,
-    RejectData,
-    Request,
-    TextMessage,
-)
-from wsproto.utilities import RemoteProtocolError
+from wsproto.connection import Connection, ConnectionState, ConnectionType
+from wsproto.events import BytesMessage, CloseConnection, Ping, Pong, TextMessage
+from wsproto.utilities import generate_accept_token
 
-from yao_actors.service.gate import MAX_HEAD_BYTES
+from yao_actors.service.gate import RequestHead
 from yao_actors.service.wire import text_frame
 
 #: Bytes asked of the socket per read.
@@ -55,6 +47,52 @@ RECEIVE_BYTES: Final = 65536
 MESSAGE_TOO_BIG: Final = 1009
 ABNORMAL_CLOSURE: Final = 1006
 _END_OF_HEAD: Final = b"\r\n\r\n"
+#: The one websocket version (RFC 6455), and the header naming it in a refusal.
+WEBSOCKET_VERSION: Final = "13"
+_VERSION_HEADER: Final = (b"sec-websocket-version", WEBSOCKET_VERSION.encode())
+
+
+@attrs.frozen
+class UpgradeRequest:
+    """A valid websocket upgrade request: its headers (names lower-cased, the first value of each), the
+    subprotocols it proposes, its key, and the bytes the client sent after it."""
+
+    headers: Mapping[str, str]
+    subprotocols: tuple[str, ...]
+    key: bytes
+    after_head: bytes
+
+    @classmethod
+    def parse(cls, head: RequestHead) -> UpgradeRequest | tuple[int, str, list[tuple[bytes, bytes]]]:
+        """The request, or why it is refused: an HTTP status, a message and headers (what wsproto refuses)."""
+        headers = head.headers
+        if head.method != "GET":
+            return 400, "Request method must be GET", []
+        if "upgrade" not in _tokens(headers.get("connection", "")):
+            return 400, "Missing header, 'Connection: Upgrade'", []
+        version = headers.get("sec-websocket-version")
+        if version != WEBSOCKET_VERSION:
+            return 426 if version else 400, "Missing header, 'Sec-WebSocket-Version'", [_VERSION_HEADER]
+        key = headers.get("sec-websocket-key")
+        if key is None:
+            return 400, "Missing header, 'Sec-WebSocket-Key'", []
+        if headers.get("upgrade", "").lower() != "websocket":
+            return 400, "Missing header, 'Upgrade: websocket'", []
+        if "host" not in headers:
+            return 400, "Missing header, 'Host'", []
+        raw_head, _, after_head = head.raw.partition(_END_OF_HEAD)
+        subprotocols: list[str] = []
+        if "sec-websocket-protocol" in headers:  # every such header counts, not only the first
+            for line in raw_head.decode("latin-1").split("\r\n")[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "sec-websocket-protocol":
+                    subprotocols += [token.strip() for token in value.split(",") if token.strip()]
+        return cls(headers=headers, subprotocols=tuple(subprotocols), key=key.encode("latin-1"), after_head=after_head)
+
+
+def _tokens(value: str) -> list[str]:
+    """A comma-separated header's tokens, lower-cased."""
+    return [token.strip().lower() for token in value.split(",")]
 
 
 class ServerWebSocket:
@@ -66,11 +104,10 @@ class ServerWebSocket:
     def __init__(self, stream: trio.abc.Stream, *, max_message_size: int) -> None:
         self._stream = stream
         self._max_message_size = max_message_size
-        self._protocol = WSConnection(ConnectionType.SERVER)
+        self._protocol = Connection(ConnectionType.SERVER)
         self._sending = trio.StrictFIFOLock()
         self._parts: list[str | bytes | bytearray] = []
         self._size = 0
-        self._after_head = b""
         #: Why the connection ended (``None`` while it is open); set before the close frame goes out.
         self.closed: CloseReason | None = None
         #: A ping went out and no pong has come back since.
@@ -78,45 +115,46 @@ class ServerWebSocket:
 
     # ------------------------------------------------------------------ the opening handshake
 
-    async def handshake(self, received: bytes) -> Request | None:
-        """Read the upgrade request, starting with the bytes already ``received``; ``None`` if it is bad or the
-        client left (a bad request gets wsproto's 400 first).
+    async def handshake(self, head: RequestHead) -> UpgradeRequest | None:
+        """Check the upgrade request the gate read (RFC 6455 §4.2.1, as wsproto checks it); ``None`` when it is not
+        a valid one, after answering it 400 (426 for another websocket version).
 
-        Bytes after the request head (frames the client sent at once) are kept for after :meth:`accept`:
-        wsproto's server side would drop them.
+        Bytes after the request head (frames the client sent at once) are read after :meth:`accept`.
         """
-        buffer = received
-        while _END_OF_HEAD not in buffer:
-            data = await self._receive()
-            if not data or len(buffer) > MAX_HEAD_BYTES:
-                return None
-            buffer += data
-        head, _, self._after_head = buffer.partition(_END_OF_HEAD)
-        try:
-            self._protocol.receive_data(head + _END_OF_HEAD)
-        except RemoteProtocolError as error:
-            if isinstance(error.event_hint, RejectConnection):
-                await self._write(self._protocol.send(error.event_hint))
-            return None
-        for event in self._protocol.events():
-            if isinstance(event, Request):
-                return event
+        request = UpgradeRequest.parse(head)
+        if isinstance(request, UpgradeRequest):
+            return request
+        status, message, headers = request
+        await self.reject(status, extra_headers=headers, body=message.encode() + b"\n")
         return None
 
-    async def accept(self, subprotocol: str | None) -> None:
+    async def accept(self, request: UpgradeRequest, subprotocol: str | None) -> None:
         """Accept the upgrade (selecting ``subprotocol``, no extension)."""
-        await self._write(self._protocol.send(AcceptConnection(subprotocol=subprotocol, extensions=[])))
-        if self._after_head:
-            self._protocol.receive_data(self._after_head)
+        lines = [
+            b"HTTP/1.1 101 Switching Protocols",
+            b"upgrade: websocket",
+            b"connection: Upgrade",
+            b"sec-websocket-accept: " + generate_accept_token(request.key),
+        ]
+        if subprotocol is not None:
+            lines.append(b"sec-websocket-protocol: " + subprotocol.encode())
+        await self._write(b"\r\n".join(lines) + b"\r\n\r\n")
+        if request.after_head:
+            self._protocol.receive_data(request.after_head)
 
     async def reject(
         self, status: int, *, extra_headers: Sequence[tuple[bytes, bytes]] = (), body: bytes = b""
     ) -> None:
         """Refuse the upgrade with an HTTP ``status`` and ``body``."""
-        headers = [*extra_headers, (b"content-length", str(len(body)).encode())]
-        head = self._protocol.send(RejectConnection(status_code=status, headers=headers, has_body=True))
-        await self._write(head + self._protocol.send(RejectData(data=body, body_finished=True)))
+        lines = [
+            f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}".encode(),
+            *(name + b": " + value for name, value in extra_headers),
+            b"content-type: text/plain; charset=utf-8",
+            b"content-length: " + str(len(body)).encode(),
+            b"connection: close",
+        ]
         self.closed = CloseReason(ABNORMAL_CLOSURE, "rejected")
+        await self._write(b"\r\n".join(lines) + b"\r\n\r\n" + body)
 
     # ------------------------------------------------------------------ reading
 
