@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from yao_actors.conversation.journal import IDLE_WAIT, RunJournal
+from yao_actors.history_budget import message_bytes
 from yao_actors.store import MemoryStore
 
 QUESTION = {"role": "user", "content": "北京今天适合穿什么?"}
@@ -83,3 +84,28 @@ async def test_the_close_out_writes_what_is_queued_without_waiting(autojump_cloc
         nursery.cancel_scope.cancel()
     assert len(store.log) == 1
     assert await store.load_history("t") == [QUESTION, CALL, RESULT]
+
+
+@attrs.define(eq=False)
+class MeasuringStore(MemoryStore):
+    """A memory store whose ``append_turn`` reports made-up sizes, or none (``None``: as a durable store)."""
+
+    reported: list[int] | None = None
+
+    async def append_turn(
+        self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any]
+    ) -> list[int] | None:
+        await super().append_turn(thread_id, run_id, messages, events)
+        return self.reported
+
+
+async def test_the_journal_keeps_the_sizes_its_store_measured_or_measures_itself() -> None:
+    for reported, expected in (([7, 8], [7, 8]), (None, [message_bytes(CALL), message_bytes(RESULT)])):
+        store = MeasuringStore(reported=reported)
+        await store.open_thread("t", None)
+        journal = RunJournal(store, "t", "r")
+        await journal.start("a", [QUESTION])
+        journal.turn([CALL, RESULT])
+        await journal.flush()
+        assert journal.stored == [QUESTION, CALL, RESULT]
+        assert journal.sizes == [message_bytes(QUESTION), *expected]  # the store's measures when it gave them

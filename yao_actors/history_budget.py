@@ -16,10 +16,11 @@ Two budgets, in bytes of message text:
 Sizes are measured once per message, when it joins a history: the UTF-8 length
 of every string in it (keys included) plus a small fixed cost per value. It is
 an estimate of what the message costs, cheap to compute, and what the budgets
-are compared with. A run's messages are measured as they are written to the
-store, by its journal, and the thread's history takes those sizes
-(:meth:`BoundedHistory.extend` with ``sizes``) instead of measuring again. No
-size is kept anywhere else: nothing here holds a message.
+are compared with. A run's messages are measured once, as they are written
+to the store (by the memory store, which returns the sizes it measured for its
+own budget, or else by the run's journal), and the thread's history takes
+those sizes (:meth:`BoundedHistory.extend` with ``sizes``) instead of
+measuring again. No size is kept anywhere else: nothing here holds a message.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import trio
 import trio.testing
 
 from tests.store.conftest import Clock
-from yao_actors.store import ANY_PRINCIPAL, ConversationStore, RunStatus, StoreSpec, open_store
+from yao_actors.history_budget import message_bytes
+from yao_actors.store import ANY_PRINCIPAL, ConversationStore, MemoryStore, RunStatus, StoreSpec, open_store
 
 GUARD = 10.0
 """Seconds any one test may take with real I/O before it fails instead of hanging."""
@@ -189,11 +190,15 @@ async def test_a_turn_and_its_events_are_written_together(store: ConversationSto
         question = {"role": "user", "content": "北京今天适合穿什么?"}
         await store.open_thread("t1", "alice")
         await store.start_run("t1", "r1", "default", [question])
-        await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
+        sizes = await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
         await store.append_turn("t1", "r1", [], events(3))
         await store.append_turn("t1", "r1", TURN[3:], [])
         await store.append_turn("t1", "r1", [], [])
         assert await store.load_history("t1") == [question, *TURN]
+        # Sizes the store measured, if it says: each message's own (its caller takes them instead of measuring).
+        assert sizes is None or list(sizes) == [message_bytes(m) for m in TURN[:3]]
+        if isinstance(store, MemoryStore):  # it measures them for its budget
+            assert sizes is not None
         assert await store.read_events("r1") == events(1, 2, 3)
         assert await store.read_events("r1", 2) == events(3)
         await store.append_events("r1", events(4))  # the two ways of appending events share one log

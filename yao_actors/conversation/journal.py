@@ -92,7 +92,7 @@ class RunJournal:
     """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
     sizes: list[int] = attrs.field(factory=list)
     """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`stored`, measured as it was written
-    (the thread's history takes them)."""
+    (by the store when it returns them, as the memory store does): the thread's history takes them."""
     failure: StoreUnavailable | None = None
     started: bool = False
     transcript: list[Message] = attrs.field(factory=list)
@@ -211,8 +211,8 @@ class RunJournal:
         events, self._events = self._events, []
         try:
             with trio.CancelScope(shield=True):
-                await self.store.append_turn(self.thread_id, self.run_id, turns, events)
-            self._stored(turns)
+                sizes = await self.store.append_turn(self.thread_id, self.run_id, turns, events)
+            self._stored(turns, sizes)
         except StoreUnavailable as error:
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
             self.failure = error
@@ -224,10 +224,12 @@ class RunJournal:
             self.failure = lost_thread(self.thread_id, error)
             logger.error("run %s: %s", self.run_id, self.failure)
 
-    def _stored(self, messages: Sequence[Message]) -> None:
-        """Messages the store took: kept with their sizes."""
+    def _stored(self, messages: Sequence[Message], sizes: Sequence[int] | None = None) -> None:
+        """Messages the store took: kept with their sizes (the store's measures when it gave them)."""
         self.stored.extend(messages)
-        self.sizes.extend(map(message_bytes, messages))
+        if sizes is None or len(sizes) != len(messages):
+            sizes = list(map(message_bytes, messages))
+        self.sizes.extend(sizes)
 
     async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
         """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""

@@ -202,13 +202,15 @@ class ConversationStore(Protocol):
 
     async def append_turn(
         self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
-    ) -> None:
+    ) -> Sequence[int] | None:
         """Append a turn of a run's history and a batch of its events in one write, all or nothing.
 
         What a run writes as it goes (its journal calls this once per turn): ``messages`` as
         :meth:`append_messages` takes them (a whole turn), ``events`` as :meth:`append_events` does;
         either may be empty. ``KeyError`` when the thread was not opened or the run is not stored on it,
         ``ValueError`` for a message or a batch those methods refuse; either way nothing is written.
+        Returns the messages' sizes (:func:`~yao_actors.history_budget.message_bytes`, one each) when the
+        store measured them (the memory store does, for its budget), so the caller need not; else ``None``.
         """
         ...
 

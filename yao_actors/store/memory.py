@@ -122,14 +122,16 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         self._append(thread_id, _checked(messages))
 
-    def _append(self, thread_id: str, given: Sequence[Message]) -> None:
+    def _append(self, thread_id: str, given: Sequence[Message]) -> list[int]:
+        """Append checked messages to a thread's history (within its budget); returns their sizes."""
         if thread_id not in self._threads:
             raise KeyError(f"thread {thread_id!r} was not opened")
         messages = self._messages[thread_id]
         sizes = self._sizes.setdefault(thread_id, [])
+        measured = list(map(message_bytes, given))
         messages.extend(given)
-        sizes.extend(map(message_bytes, given))
-        size = self._bytes.get(thread_id, 0) + sum(sizes[len(sizes) - len(given) :])
+        sizes.extend(measured)
+        size = self._bytes.get(thread_id, 0) + sum(measured)
         if size > self.max_thread_bytes:
             cut = keep_from(messages, sizes, self.max_thread_bytes)
             size -= sum(sizes[:cut])
@@ -141,6 +143,7 @@ class MemoryStore:
         self._written[thread_id] = self.clock()
         if self._total_bytes > self.max_threads_bytes:
             self._fit_budget(thread_id)
+        return measured
 
     def _fit_budget(self, writing: str) -> None:
         """Forget the least recently written threads until the histories fit ``max_threads_bytes`` again; never
@@ -218,7 +221,7 @@ class MemoryStore:
 
     async def append_turn(
         self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
-    ) -> None:
+    ) -> list[int]:
         await trio.lowlevel.checkpoint()
         given = _checked(messages)
         if thread_id not in self._threads:
@@ -227,10 +230,10 @@ class MemoryStore:
         if run is None or run.thread_id != thread_id:
             raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
         batch = self._checked_events(run_id, events)  # everything is checked before anything is written
-        if given:
-            self._append(thread_id, given)
+        sizes = self._append(thread_id, given) if given else []
         if events:
             self._add_events(run_id, batch)
+        return sizes
 
     def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> tuple[list[int], list[str]]:
         """A batch's numbers and texts for a stored run's log, checked to rise above it (``ValueError`` otherwise)."""
