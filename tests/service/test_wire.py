@@ -283,3 +283,31 @@ async def test_a_batch_waiting_for_the_write_lock_is_not_sent_once_the_connectio
     assert outcomes == ["first", "second: closed"]
     assert [event.data for event in events if isinstance(event, TextMessage)] == ["first"]
     assert (close.code, close.reason) == (1000, "bye")
+
+
+class StopsTaking(CountingStream):
+    """A stream whose writes stop going out after the first ``writes`` (a client that stopped reading)."""
+
+    def __init__(self, inner: trio.abc.Stream, writes: int) -> None:
+        super().__init__(inner)
+        self.limit = writes
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if len(self.writes) >= self.limit:
+            await trio.sleep_forever()
+        await super().send_all(data)
+
+
+async def test_a_client_that_sends_and_never_reads_cannot_hold_the_reader(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    server_side, client_side = trio.testing.memory_stream_pair()
+    server = ServerWebSocket(StopsTaking(server_side, writes=1), max_message_size=100, reply_timeout=5)
+    client = WSConnection(ConnectionType.CLIENT)
+    await client_side.send_all(client.send(Request(host="localhost", target="/")) + FrameProtocol(True, []).ping())
+    upgraded = await upgrade(server, server_side)
+    assert upgraded is not None
+    await server.accept(upgraded, None)  # the one write that goes out
+    with trio.fail_after(60), pytest.raises(ConnectionClosed) as closed:
+        await server.get_message()  # the ping's pong cannot go out: the client never reads
+    assert closed.value.reason.code == 1006

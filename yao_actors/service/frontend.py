@@ -210,7 +210,11 @@ class Service:
 
     async def _serve_websocket(self, stream: trio.SocketStream, head: RequestHead) -> None:
         """Finish the websocket handshake within its deadline, then serve the connection."""
-        ws = ServerWebSocket(stream, max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR)
+        ws = ServerWebSocket(
+            stream,
+            max_message_size=self.spec.max_frame_bytes * HARD_FRAME_FACTOR,
+            reply_timeout=self.spec.idle_timeout / 2,  # as long as a keepalive ping may take to go out
+        )
         admitted = None
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
             request = await ws.handshake(head)

@@ -99,11 +99,15 @@ class ServerWebSocket:
     """One server websocket over ``stream`` (a TCP connection the caller owns and closes).
 
     One task reads (:meth:`handshake`, then :meth:`get_message`, then :meth:`aclose`); any task may write.
+    What the reader sends itself (a pong, the answer to the client's close, the close frame of a broken rule)
+    must go out within ``reply_timeout`` seconds, or the client is taken as gone (1006): a client that sends
+    and never reads cannot hold the reader.
     """
 
-    def __init__(self, stream: trio.abc.Stream, *, max_message_size: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, *, max_message_size: int, reply_timeout: float = math.inf) -> None:
         self._stream = stream
         self._max_message_size = max_message_size
+        self._reply_timeout = reply_timeout
         self._protocol = Connection(ConnectionType.SERVER)
         self._sending = trio.StrictFIFOLock()
         self._parts: list[str | bytes | bytearray] = []
@@ -172,7 +176,7 @@ class ServerWebSocket:
                     if message is not None:
                         return message
                 elif isinstance(event, Ping):
-                    await self._write(protocol.send(event.response()))
+                    await self._reply(protocol.send(event.response()))
                 elif isinstance(event, Pong):
                     self.awaiting_pong = False
                 elif isinstance(event, CloseConnection):
@@ -204,7 +208,8 @@ class ServerWebSocket:
         size = self._size + len(data)
         if size > self._max_message_size:
             self._parts, self._size = [], 0
-            await self._close(MESSAGE_TOO_BIG, f"Exceeded maximum message size: {self._max_message_size} bytes")
+            reason = f"Exceeded maximum message size: {self._max_message_size} bytes"
+            await self._close(MESSAGE_TOO_BIG, reason, reply=True)
             return None
         if finished and not self._parts:
             return data if isinstance(data, str | bytes) else bytes(data)
@@ -220,9 +225,9 @@ class ServerWebSocket:
         state = self._protocol.state
         if state is ConnectionState.REMOTE_CLOSING:
             self.closed = CloseReason(event.code, event.reason)
-            await self._write(self._protocol.send(event.response()))
+            await self._reply(self._protocol.send(event.response()))
         elif state is ConnectionState.OPEN:  # a frame broke the protocol: wsproto says how
-            await self._close(event.code, event.reason)
+            await self._close(event.code, event.reason, reply=True)
         else:
             self.closed = self.closed or CloseReason(event.code, event.reason)
 
@@ -254,6 +259,14 @@ class ServerWebSocket:
         self.awaiting_pong = True
         await self._write(self._protocol.send(Ping()), while_open=True)
 
+    async def _reply(self, data: bytes) -> None:
+        """Write what the reader answers, within ``reply_timeout``; ``ConnectionClosed`` (1006) if it cannot."""
+        with trio.move_on_after(self._reply_timeout):
+            await self._write(data)
+            return
+        self._dropped()
+        raise ConnectionClosed(self.closed)
+
     async def _write(self, data: bytes, *, while_open: bool = False) -> bool:
         """Write ``data`` whole (writes never interleave); with ``while_open``, not once closing (``False``).
 
@@ -273,13 +286,15 @@ class ServerWebSocket:
 
     # ------------------------------------------------------------------ closing
 
-    async def _close(self, code: int, reason: str | None) -> None:
-        """Begin the closing handshake: record why, send the close frame (once)."""
+    async def _close(self, code: int, reason: str | None, *, reply: bool = False) -> None:
+        """Begin the closing handshake: record why, send the close frame (once; ``reply``: within the reply
+        timeout)."""
         if self._protocol.state is not ConnectionState.OPEN:
             self.closed = self.closed or CloseReason(code, reason)
             return
         self.closed = CloseReason(code, reason)
-        await self._write(self._protocol.send(CloseConnection(code=code, reason=reason)))
+        frame = self._protocol.send(CloseConnection(code=code, reason=reason))
+        await (self._reply(frame) if reply else self._write(frame))
 
     async def aclose(self, code: int, reason: str | None) -> None:
         """Close with ``code`` and ``reason``, then read (discarding messages) until the client answers or leaves.
