@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
@@ -126,7 +126,7 @@ class _ConversationActor:
 
     async def serve(self) -> None:
         """Execute the thread's runs one at a time until the inbox closes or the task is cancelled."""
-        async with self.inbox:
+        with self.inbox:
             async for order in self.inbox:
                 try:
                     await self.execute(order)
@@ -144,7 +144,7 @@ class _ConversationActor:
         journal = RunJournal(self.store, order.thread_id, order.run_id)
         order.sink = journal.event
         async with trio.open_nursery() as helpers:
-            await helpers.start(journal.serve)
+            helpers.start_soon(journal.serve)  # it needs no head start: what it is given before it runs waits
             try:
                 await self.execute_run(order, journal, observed, helpers)
             finally:
@@ -273,14 +273,42 @@ async def serve_conversation(
     joined it (the manager keeps all threads within their budget that way). ``leases`` are the store's thread
     leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
     """
+    handle, serve = new_conversation(
+        thread_id,
+        resources,
+        store,
+        owner=owner,
+        history=history,
+        approvals=approvals,
+        max_history_bytes=max_history_bytes,
+        on_history_grown=on_history_grown,
+        leases=leases,
+    )
+    task_status.started(handle)
+    await serve()
+
+
+def new_conversation(
+    thread_id: str,
+    resources: RunResources,
+    store: ConversationStore,
+    *,
+    owner: str | None = None,
+    history: Sequence[Message] = (),
+    approvals: Sequence[PendingApproval] = (),
+    max_history_bytes: int = MAX_THREAD_BYTES,
+    on_history_grown: Callable[[], None] = lambda: None,
+    leases: LeasePolicy | None = None,
+) -> tuple[ConversationHandle, Callable[[], Awaitable[None]]]:
+    """The actor of thread ``thread_id`` (as :func:`serve_conversation`), made without a task: its handle, and
+    what its task runs (``nursery.start_soon``: the handle takes runs at once, queued until the actor runs)."""
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
     status.history.extend(history)
     status.stored_messages = len(history)
     status.approvals.extend(approvals)
     actor = _ConversationActor(resources, store, receive, status, on_history_grown, leases or LeasePolicy.of(store))
-    task_status.started(ConversationHandle._create(thread_id, owner, send, status))
-    await actor.serve()
+    return ConversationHandle._create(thread_id, owner, send, status), actor.serve
 
 
 def _status(result: RunResult) -> RunStatus:

@@ -18,7 +18,7 @@ import attrs
 import trio
 
 from yao_actors.catalog import CatalogCache
-from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, serve_conversation
+from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, new_conversation
 from yao_actors.conversation.approvals import ApprovalPolicy, stored_approvals
 from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.journal import store_unavailable
@@ -201,20 +201,18 @@ class ConversationManager(metaclass=NoPublicConstructor):
             raise store_unavailable(error) from error
         if len(self._threads) >= self._max_threads:
             self._forget_an_idle_thread()
-        handle: ConversationHandle = await self._nursery.start(
-            functools.partial(
-                serve_conversation,
-                thread_id,
-                self._resources,
-                self._store,
-                owner=info.principal,
-                history=history,
-                approvals=stored_approvals(thread_id, approvals),
-                max_history_bytes=self._max_thread_bytes,
-                on_history_grown=functools.partial(self._fit_memory_budget, thread_id),
-                leases=self._leases,
-            )
+        handle, serve = new_conversation(
+            thread_id,
+            self._resources,
+            self._store,
+            owner=info.principal,
+            history=history,
+            approvals=stored_approvals(thread_id, approvals),
+            max_history_bytes=self._max_thread_bytes,
+            on_history_grown=functools.partial(self._fit_memory_budget, thread_id),
+            leases=self._leases,
         )
+        self._nursery.start_soon(serve)
         self._history_bytes[thread_id] = size = handle.history_bytes
         self._total_bytes += size
         return handle
@@ -428,20 +426,20 @@ class ConversationManager(metaclass=NoPublicConstructor):
             raise RunError(f"run {order.run_id!r} is already going on", code=RunErrorCode.BAD_REQUEST)
         handle = await self.owned_thread(order.thread_id, order.principal)
         self._live[order.run_id] = order
+        # Unlisted as the run ends (no task waiting for it to end: a spawn and two scheduler trips per run).
+        order.on_end = functools.partial(self._live.pop, order.run_id, None)
         try:
             await handle.submit(order)
-        except BaseException:
+        except BaseException:  # not queued: it never ends
             del self._live[order.run_id]
             raise
-        self._nursery.start_soon(self._unlist_when_done, order)
-
-    async def _unlist_when_done(self, order: RunOrder) -> None:
-        await order.done.wait()
-        del self._live[order.run_id]
 
     async def _wait_out(self, order: RunOrder) -> None:
         """The caller leaves: a detached run goes on (see :meth:`RunStream.detach`); any other is cancelled,
-        and waited for until it has recorded its result and ended (if it started)."""
+        and waited for until it has recorded its result and ended (if it started). A run that has ended
+        (the usual case: its stream ran to the end) needs neither."""
+        if order.done.is_set():
+            return
         if order.detached and self._detach_grace > 0 and order.run_id in self._live:
             self._nursery.start_soon(order.serve_detached, self._detach_grace)
             return

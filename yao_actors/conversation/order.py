@@ -108,6 +108,8 @@ class RunOrder:
     followers: int = 0
     trace_context: Context | None = attrs.field(factory=tracing.capture)
     """The submitter's trace context: the run's ``invoke_agent`` span starts under it."""
+    on_end: Callable[[], object] | None = None
+    """Called once the run is over, before anyone waiting for it goes on (the manager unlists the run)."""
     _grew: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
     _attachment: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
 
@@ -151,6 +153,8 @@ class RunOrder:
 
     def end(self) -> None:
         """The run is over: no more events; whoever waits for it may go on."""
+        if self.on_end is not None:
+            self.on_end()
         if self.events is not None:
             self.events.close()
         self.done.set()
