@@ -192,11 +192,13 @@ class _RelayedRun:
     def saw(self, event: Event) -> None:
         """Note an event relayed to the client."""
         seq = event.get("seq")
-        if isinstance(seq, int):
-            self.last_seq = max(self.last_seq, seq)
-        if event.get("type") == "RUN_STARTED" and isinstance(event.get("threadId"), str):
+        if isinstance(seq, int) and seq > self.last_seq:
+            self.last_seq = seq
+        kind = event.get("type")
+        if kind in TERMINAL_TYPES:
+            self.ended = True
+        elif kind == "RUN_STARTED" and isinstance(event.get("threadId"), str):
             self.thread_id = event["threadId"]
-        self.ended = self.ended or event.get("type") in TERMINAL_TYPES
 
 
 @attrs.define(eq=False)
