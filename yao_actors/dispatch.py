@@ -210,11 +210,6 @@ async def execute_tool_calls(
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)
-    if mode == "sequential":
-        ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
-        runs = [functools.partial(_run_one_by_one, batch, ordered)]
-    else:
-        runs = [functools.partial(_run_group, batch, group) for group in groups.values()]
     deadline = math.inf if batch_timeout is None else trio.current_time() + batch_timeout
     if mode == "parallel" and len(batch.planned) == 1:
         # One call (the usual turn): in this task, and under one cancel scope, the handle's, which
@@ -223,6 +218,11 @@ async def execute_tool_calls(
         (planned,) = batch.planned.values()
         await batch.finish(planned.index, await batch.run(planned, deadline=deadline))
         return [result for result in batch.results if result is not None]
+    if mode == "sequential":
+        ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
+        runs = [functools.partial(_run_one_by_one, batch, ordered)]
+    else:
+        runs = [functools.partial(_run_group, batch, group) for group in groups.values()]
     try:
         with trio.CancelScope(deadline=deadline):
             if len(runs) == 1:

@@ -44,12 +44,11 @@ from ag_ui.core import BaseEvent, Event
 
 from yao_actors.errors import RunErrorCode, StreamClosedError
 from yao_actors.models.base import Usage
-from yao_actors.results import ToolCallResult, tool_message_content
+from yao_actors.results import ToolCallResult, compact_json, tool_message_content
 
 EventDict = dict[str, Any]
 """An event as it goes on the wire: camelCase keys, JSON-ready values, ``runId`` and ``seq``."""
 
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
 
 
@@ -60,7 +59,7 @@ def encode_json(value: Any) -> str:
     ``\\u`` escapes instead, so neither a socket write nor a store can fail on it. Raises ``TypeError`` or
     ``ValueError`` for a value that is not JSON.
     """
-    text = _COMPACT.encode(value)
+    text = compact_json(value)
     # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
     if text.isascii():
         return text

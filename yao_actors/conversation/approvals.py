@@ -133,6 +133,9 @@ def split_held(
     """A batch's calls: those that run now, and those held for approval (in the model's order)."""
     run: list[ToolCall] = []
     held: list[PendingApproval] = []
+    if not policy.servers and not assistant.approval:  # no call can need approval (the usual case)
+        run.extend(calls)
+        return run, held
     for call in calls:
         entry = catalog.resolve(call.name)
         server, tool = (entry.server, entry.tool) if entry is not None else (None, None)

@@ -61,6 +61,8 @@ def check_client_tools(client_tools: Sequence[Mapping[str, Any]], offered: Seque
 
 def split_calls(calls: Sequence[ToolCall], client_names: frozenset[str]) -> tuple[list[ToolCall], list[ToolCall]]:
     """A batch's calls: those the runtime dispatches, and those of client tools, each in the model's order."""
+    if not client_names:  # a run without client tools (the usual case)
+        return list(calls), []
     ours = [call for call in calls if call.name not in client_names]
     theirs = [call for call in calls if call.name in client_names]
     return ours, theirs

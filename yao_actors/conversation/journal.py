@@ -171,8 +171,9 @@ class RunJournal:
         due = trio.current_time() + EVENTS_DELAY
         if due < self._due:
             self._due = due
-            if self._waiting is not None:
-                self._waiting.deadline = due
+            waiting = self._waiting
+            if waiting is not None and due < waiting.deadline:  # waiting for idle: that deadline is sooner
+                waiting.deadline = due
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The writer task: write what is queued each time it is woken (or due), until cancelled.
@@ -183,12 +184,18 @@ class RunJournal:
         """
         task_status.started()
         while True:
-            if not self._kicked:
-                with trio.CancelScope(deadline=self._due) as self._waiting:
+            # One scope for both waits (a scope costs more than the rest of a wake): until kicked or due,
+            # then until idle, its deadline lowered (never raised) to IDLE_WAIT from the kick. Due, it
+            # writes at once: the events have waited their EVENTS_DELAY.
+            with trio.CancelScope(deadline=self._due) as waiting:
+                self._waiting = waiting
+                if not self._kicked:
                     await self._wake.park()
-                self._waiting = None
-            with trio.CancelScope(deadline=trio.current_time() + IDLE_WAIT):
+                idle_deadline = trio.current_time() + IDLE_WAIT
+                if idle_deadline < waiting.deadline:
+                    waiting.deadline = idle_deadline
                 await trio.testing.wait_all_tasks_blocked()
+            self._waiting = None
             self._kicked = False
             self._due = math.inf
             await self.flush(everything=False)

@@ -31,6 +31,7 @@ from yao_actors.conversation.request import request_tools as request_tools
 from yao_actors.dispatch import (
     CallFinished,
     CallProgress,
+    CallStarted,
     DispatchEvent,
     SequentialRetry,
     ToolServer,
@@ -61,6 +62,8 @@ MAX_EXECUTIONS = 3
 
 MAX_DELEGATION_DEPTH = 4
 """Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
+
+_NO_NAMES: frozenset[str] = frozenset()
 
 V = TypeVar("V")
 C = TypeVar("C", Completion, None)
@@ -167,7 +170,7 @@ class Run:
 
     @property
     def client_names(self) -> frozenset[str]:
-        return frozenset(tool_name(tool) for tool in self.client_tools)
+        return frozenset(tool_name(tool) for tool in self.client_tools) if self.client_tools else _NO_NAMES
 
     def new_message_id(self) -> str:
         self.counter += 1
@@ -406,6 +409,8 @@ class Run:
         return results
 
     async def on_dispatch(self, event: DispatchEvent) -> None:
+        if type(event) is CallStarted:  # nothing to tell (the model's message announced the call)
+            return
         if isinstance(event, CallFinished):
             batch = self.batch
             if batch is not None:
