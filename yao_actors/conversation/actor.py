@@ -146,12 +146,15 @@ class _ConversationActor:
         order.started.set()
         journal = RunJournal(self.store, order.thread_id, order.run_id)
         order.sink = journal.event
+        writing = trio.CancelScope()
         async with trio.open_nursery() as helpers:
-            helpers.start_soon(journal.serve)  # it needs no head start: what it is given before it runs waits
+            helpers.start_soon(_serve_journal, journal, writing)  # no head start needed: what it is given waits
             try:
                 await self.execute_run(order, journal, observed, helpers)
             finally:
-                helpers.cancel_scope.cancel()
+                # The writer alone is cancelled (its own scope catches it: it ends as if it returned), not the
+                # nursery, whose exit would otherwise take the cancellation too (a second Cancelled per run).
+                writing.cancel()
                 await self.release(order)
 
     async def take_thread(self, run: Run, order: RunOrder, helpers: trio.Nursery) -> RunError | None:
@@ -312,6 +315,12 @@ def new_conversation(
     status.approvals.extend(approvals)
     actor = _ConversationActor(resources, store, receive, status, on_history_grown, leases or LeasePolicy.of(store))
     return ConversationHandle._create(thread_id, owner, send, status), actor.serve
+
+
+async def _serve_journal(journal: RunJournal, scope: trio.CancelScope) -> None:
+    """The run's journal writer, until ``scope`` is cancelled."""
+    with scope:
+        await journal.serve()
 
 
 def _status(result: RunResult) -> RunStatus:
