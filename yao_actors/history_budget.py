@@ -41,43 +41,20 @@ VALUE_OVERHEAD = 16
 
 
 def message_bytes(message: Any) -> int:
-    """The estimated size of one message (any JSON-like value), without recursion.
-
-    Every value counts :data:`VALUE_OVERHEAD` bytes, a dict key as one; a string counts its UTF-8 length too.
-    """
+    """The estimated size of one message (any JSON-like value), without recursion."""
     total = 0
     stack = [message]
-    pop, push = stack.pop, stack.extend
     while stack:
-        value = pop()
-        kind = type(value)  # exact types first (what a parsed message holds), then subclasses
-        if kind is str:
-            total += VALUE_OVERHEAD + (len(value) if value.isascii() else _utf8_length(value))
-        elif kind is dict:
-            total += VALUE_OVERHEAD
-            for key in value:  # the keys here, without a trip through the stack (nearly always text)
-                if type(key) is str:
-                    total += VALUE_OVERHEAD + (len(key) if key.isascii() else _utf8_length(key))
-                else:
-                    stack.append(key)
-            push(value.values())
-        elif kind is list or kind is tuple:
-            total += VALUE_OVERHEAD
-            push(value)
-        else:
-            total += VALUE_OVERHEAD
-            if isinstance(value, str):
-                total += len(value) if value.isascii() else _utf8_length(value)
-            elif isinstance(value, dict):
-                push(value.keys())
-                push(value.values())
-            elif isinstance(value, list | tuple):
-                push(value)
+        value = stack.pop()
+        total += VALUE_OVERHEAD
+        if isinstance(value, str):
+            total += len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
     return total
-
-
-def _utf8_length(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def turn_starts(messages: Sequence[Any]) -> list[int]:

@@ -10,7 +10,6 @@ a result the way the model receives it (DESIGN §4.2).
 from __future__ import annotations
 
 import json
-import json.encoder
 from collections.abc import Sequence
 from typing import Any
 
@@ -128,29 +127,12 @@ def parse_content(blocks: Sequence[Any]) -> Any:
     return items[0] if len(items) == 1 else items
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
-# The C encoder of ``_COMPACT``, made once: ``JSONEncoder.encode`` makes one per call (with a dict for the
-# circular check: none here, so the encoder keeps no state and any thread may use it; a cyclic value raises
-# ``RecursionError``, taken as the ``ValueError`` ``json`` gives, and a JSON value is never cyclic).
-_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # None without CPython's accelerator
-_C_COMPACT = (
-    None
-    if _make_encoder is None
-    else _make_encoder(None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def compact_json(value: Any) -> str:
-    """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping.
-
-    Raises ``TypeError`` or ``ValueError`` (as ``json.dumps``) for a value that is not JSON.
-    """
-    if _C_COMPACT is None:
-        return _COMPACT.encode(value)
-    try:
-        return "".join(_C_COMPACT(value, 0))
-    except RecursionError:
-        raise ValueError("Circular reference detected (or a value nested too deep)") from None
+    """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping."""
+    return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
 
 
 def tool_message_content(result: ToolCallResult) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 
@@ -14,8 +13,7 @@ from wsproto.events import AcceptConnection, CloseConnection, Request
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import handshake_status, receive, run_frame, running_service, send, until_terminal
-from yao_actors.config import ServiceSpec
-from yao_actors.service import Service, open_service
+from yao_actors.service import Service
 from yao_actors.service.chat import open_service_connection
 
 TOKEN = "a-long-enough-test-token"
@@ -182,33 +180,3 @@ async def test_invalid_utf8_is_closed_1007_with_a_close_frame_and_a_reason() -> 
             await still_serves(service)
     assert [c.code for c in closes] == [1007]
     assert "utf-8" in closes[0].reason.lower()
-
-
-class _OutOfFilesOnce(trio.abc.Listener[trio.SocketStream]):
-    """A real listener whose first ``accept`` fails as it does in a process out of file descriptors."""
-
-    def __init__(self, listener: trio.SocketListener) -> None:
-        self.listener = listener
-        self.socket = listener.socket
-        self.failures = 0
-
-    async def accept(self) -> trio.SocketStream:
-        if not self.failures:
-            self.failures += 1
-            await trio.lowlevel.checkpoint()
-            raise OSError(errno.EMFILE, "Too many open files")
-        return await self.listener.accept()
-
-    async def aclose(self) -> None:
-        await self.listener.aclose()
-
-
-async def test_accept_failing_for_lack_of_resources_is_retried(caplog: pytest.LogCaptureFixture) -> None:
-    (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    flaky = _OutOfFilesOnce(listener)
-    spec = ServiceSpec(host="127.0.0.1", port=0)
-    with trio.fail_after(10):
-        async with open_service(FakeRuntime(), spec, listeners=[flaky]) as service:  # type: ignore[list-item]
-            await still_serves(service)
-    assert flaky.failures == 1
-    assert any("accept failed (EMFILE)" in record.getMessage() for record in caplog.records)

@@ -55,6 +55,10 @@ class ApprovalPolicy:
 
     servers: Mapping[str, bool | frozenset[str]] = attrs.field(factory=dict)
 
+    def holds_any(self, assistant: AssistantSpec) -> bool:
+        """Whether any call of ``assistant`` can need approval (with no rule at all, none is looked up)."""
+        return bool(self.servers or assistant.approval)
+
     def needs(self, assistant: AssistantSpec, name: str, server: str | None, tool: str | None) -> bool:
         """Whether a call of flat name ``name`` (the tool ``tool`` of ``server``) needs approval."""
         rule = self.servers.get(server or "", False)
@@ -133,9 +137,8 @@ def split_held(
     """A batch's calls: those that run now, and those held for approval (in the model's order)."""
     run: list[ToolCall] = []
     held: list[PendingApproval] = []
-    if not policy.servers and not assistant.approval:  # no call can need approval (the usual case)
-        run.extend(calls)
-        return run, held
+    if not policy.holds_any(assistant):  # the usual case
+        return list(calls), held
     for call in calls:
         entry = catalog.resolve(call.name)
         server, tool = (entry.server, entry.tool) if entry is not None else (None, None)

@@ -18,7 +18,6 @@ stops it, and a client can never make it spawn a process or reach a URL (servers
 
 from __future__ import annotations
 
-import errno
 import importlib.resources
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -60,10 +59,6 @@ CLOSE_TIMEOUT: Final = 5.0
 HARD_FRAME_FACTOR: Final = 4
 #: The close code of a connection ended by a failure in the service.
 CLOSE_INTERNAL_ERROR: Final = 1011
-#: ``accept`` errors that mean the system is out of resources for now (as ``trio.serve_listeners`` retries them).
-ACCEPT_CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-#: Seconds to wait before accepting again after such an error.
-ACCEPT_RETRY: Final = 0.1
 
 
 @attrs.frozen
@@ -194,37 +189,10 @@ class Service:
     async def _serve_listeners(self, listeners: list[trio.SocketListener]) -> None:
         """Accept connections until shutdown; each is handled in the service's nursery."""
         with self._listening:
-            async with trio.open_nursery() as nursery:
-                for listener in listeners:
-                    nursery.start_soon(self._accept, listener)
-
-    async def _accept(self, listener: trio.SocketListener) -> None:
-        """Accept connections on ``listener`` (closed at the end), as ``trio.serve_listeners`` does, but without
-        its ``aclose_forcefully`` after each handler: :meth:`_handle_stream` closes its socket itself, at once.
-
-        ``accept`` failing for lack of resources (too many open files, no memory) is logged and retried after
-        :data:`ACCEPT_RETRY` seconds; any other failure ends the service.
-        """
-        async with listener:
-            while True:
-                try:
-                    stream = await listener.accept()
-                except OSError as error:
-                    if error.errno not in ACCEPT_CAPACITY_ERRNOS:
-                        raise
-                    logger.error(
-                        "accept failed (%s); retrying in %gs", errno.errorcode[error.errno], ACCEPT_RETRY, exc_info=True
-                    )
-                    await trio.sleep(ACCEPT_RETRY)
-                else:
-                    self._nursery.start_soon(self._handle_stream, stream)
+            await trio.serve_listeners(self._handle_stream, listeners, handler_nursery=self._nursery)
 
     async def _handle_stream(self, stream: trio.SocketStream) -> None:
-        """One TCP connection: a plain HTTP request is answered, an upgrade gets the handshake and the connection.
-
-        The socket is closed at the end without a checkpoint (what ``SocketStream.aclose`` does before its
-        checkpoint): ``trio.aclose_forcefully`` raised and caught a ``Cancelled`` for every connection.
-        """
+        """One TCP connection: a plain HTTP request is answered, an upgrade gets the handshake and the connection."""
         head = None
         try:
             with trio.move_on_after(HANDSHAKE_TIMEOUT):
@@ -238,7 +206,7 @@ class Service:
         except* Exception as group:  # one connection's failure must not end the service
             logger.error("connection handler failed; dropping the connection", exc_info=group)
         finally:
-            stream.socket.close()
+            await trio.aclose_forcefully(stream)
 
     async def _serve_websocket(self, stream: trio.SocketStream, head: RequestHead) -> None:
         """Finish the websocket handshake within its deadline, then serve the connection."""
