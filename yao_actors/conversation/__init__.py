@@ -31,7 +31,7 @@ per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back)
 tools: offered, never dispatched, answered by the next run), :mod:`.approvals` (calls held for a person).
 """
 
-from yao_actors.conversation.actor import ConversationHandle, serve_conversation
+from yao_actors.conversation.actor import ConversationHandle, new_conversation
 from yao_actors.conversation.manager import (
     ConversationManager,
     ConversationStatistics,
@@ -57,6 +57,6 @@ __all__ = [
     "ThreadHistory",
     "build_request",
     "input_messages",
+    "new_conversation",
     "open_conversations",
-    "serve_conversation",
 ]

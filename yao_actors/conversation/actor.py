@@ -258,42 +258,6 @@ class _ConversationActor:
                 order.end()
 
 
-async def serve_conversation(
-    thread_id: str,
-    resources: RunResources,
-    store: ConversationStore,
-    *,
-    owner: str | None = None,
-    history: Sequence[Message] = (),
-    approvals: Sequence[PendingApproval] = (),
-    max_history_bytes: int = MAX_THREAD_BYTES,
-    on_history_grown: Callable[[], None] = lambda: None,
-    leases: LeasePolicy | None = None,
-    task_status: trio.TaskStatus[ConversationHandle] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """The actor of thread ``thread_id``: ``task_status.started(handle)``, then execute its runs in order.
-
-    ``owner`` is the principal that owns the thread, ``history`` and ``approvals`` (its calls waiting for a
-    person) what ``store`` holds of it (the thread was opened there). The thread keeps at most
-    ``max_history_bytes`` of history in memory; ``on_history_grown`` is called each time a run's messages
-    joined it (the manager keeps all threads within their budget that way). ``leases`` are the store's thread
-    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
-    """
-    handle, serve = new_conversation(
-        thread_id,
-        resources,
-        store,
-        owner=owner,
-        history=history,
-        approvals=approvals,
-        max_history_bytes=max_history_bytes,
-        on_history_grown=on_history_grown,
-        leases=leases,
-    )
-    task_status.started(handle)
-    await serve()
-
-
 def new_conversation(
     thread_id: str,
     resources: RunResources,
@@ -306,8 +270,15 @@ def new_conversation(
     on_history_grown: Callable[[], None] = lambda: None,
     leases: LeasePolicy | None = None,
 ) -> tuple[ConversationHandle, Callable[[], Awaitable[None]]]:
-    """The actor of thread ``thread_id`` (as :func:`serve_conversation`), made without a task: its handle, and
-    what its task runs (``nursery.start_soon``: the handle takes runs at once, queued until the actor runs)."""
+    """The actor of thread ``thread_id``, made without a task: its handle, and what its task runs to execute the
+    thread's runs in order (``nursery.start_soon(serve)``: the handle takes runs at once, queued until it runs).
+
+    ``owner`` is the principal that owns the thread, ``history`` and ``approvals`` (its calls waiting for a
+    person) what ``store`` holds of it (the thread was opened there). The thread keeps at most
+    ``max_history_bytes`` of history in memory; ``on_history_grown`` is called each time a run's messages
+    joined it (the manager keeps all threads within their budget that way). ``leases`` are the store's thread
+    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
+    """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus(BoundedHistory(max_history_bytes))
     status.history.extend(history)
