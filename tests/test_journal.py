@@ -1,5 +1,6 @@
 """The run's journal writes a queued turn when the process is idle (the run waits on its tool), within
-``IDLE_WAIT`` seconds when it never is, and at once at the close-out."""
+``IDLE_WAIT`` seconds when it never is (and then at once for ``BUSY_HOLD`` seconds), and at once at the
+close-out; a closed writer that waits to be woken returns without being cancelled."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import attrs
 import trio
 import trio.testing
 
-from yao_actors.conversation.journal import IDLE_WAIT, RunJournal
+from yao_actors.conversation.journal import BUSY_HOLD, IDLE_WAIT, RunJournal
 from yao_actors.history_budget import message_bytes
 from yao_actors.store import MemoryStore
 
@@ -66,6 +67,60 @@ async def test_a_busy_process_has_its_turn_written_within_the_idle_wait(autojump
         nursery.cancel_scope.cancel()
     assert IDLE_WAIT <= store.log[0][1] - start < 2 * IDLE_WAIT  # (the write itself takes a few steps)
     assert await store.load_history("t") == [QUESTION, CALL, RESULT]
+
+
+async def busy_until_written(store: NotingStore, clock: trio.testing.MockClock) -> float:
+    """Keep the process busy (time passes only with the work) until the store has one more write; its delay."""
+    start, writes = trio.current_time(), len(store.log)
+    while len(store.log) == writes:
+        clock.jump(IDLE_WAIT / 10)
+        await trio.lowlevel.checkpoint()
+    return store.log[-1][1] - start
+
+
+async def test_once_a_wait_for_idle_timed_out_the_writes_skip_it_for_a_while(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    store, journal = await started_journal()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        journal.turn([CALL])
+        assert await busy_until_written(store, autojump_clock) >= IDLE_WAIT  # waited for idle, in vain
+        journal.turn([RESULT])
+        assert await busy_until_written(store, autojump_clock) < IDLE_WAIT  # busy: written at once
+        autojump_clock.jump(BUSY_HOLD)
+        journal.turn([CALL])
+        assert await busy_until_written(store, autojump_clock) >= IDLE_WAIT  # waits for idle again
+        nursery.cancel_scope.cancel()
+    assert await store.load_history("t") == [QUESTION, CALL, RESULT, CALL]
+
+
+async def test_a_closed_writer_returns_without_a_cancellation(autojump_clock: trio.testing.MockClock) -> None:
+    store, journal = await started_journal()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        journal.turn([CALL, RESULT])
+        await trio.sleep(1)  # idle: written; the writer waits to be woken again
+        journal.close()
+    # The writer's own scope caught nothing: it returned (a cancelled one would have caught its Cancelled).
+    assert not journal._serving.cancel_called
+    assert [what for what, _ in store.log] == ["written"]
+
+
+async def test_a_writer_closed_while_waiting_for_idle_is_cancelled_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    store, journal = await started_journal()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        journal.turn([CALL, RESULT])
+        await trio.lowlevel.checkpoint()  # the writer is waiting for the process to be idle
+        await journal.flush()  # the close-out writes what is queued itself
+        start = trio.current_time()
+        journal.close()
+    assert trio.current_time() == start  # the nursery did not wait for the writer's idle wait
+    assert journal._serving.cancelled_caught
+    assert [what for what, _ in store.log] == ["written"]
 
 
 async def test_the_close_out_writes_what_is_queued_without_waiting(autojump_clock: trio.testing.MockClock) -> None:

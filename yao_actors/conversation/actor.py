@@ -146,15 +146,14 @@ class _ConversationActor:
         order.started.set()
         journal = RunJournal(self.store, order.thread_id, order.run_id)
         order.sink = journal.event
-        writing = trio.CancelScope()
         async with trio.open_nursery() as helpers:
-            helpers.start_soon(_serve_journal, journal, writing)  # no head start needed: what it is given waits
+            helpers.start_soon(journal.serve)  # no head start needed: what it is given waits
             try:
                 await self.execute_run(order, journal, observed, helpers)
             finally:
-                # The writer alone is cancelled (its own scope catches it: it ends as if it returned), not the
+                # The writer ends by itself when parked (no Cancelled), and is never cancelled through the
                 # nursery, whose exit would otherwise take the cancellation too (a second Cancelled per run).
-                writing.cancel()
+                journal.close()
                 await self.release(order)
 
     async def take_thread(self, run: Run, order: RunOrder, helpers: trio.Nursery) -> RunError | None:
@@ -220,9 +219,7 @@ class _ConversationActor:
             with trio.CancelScope(shield=True):
                 unreported = run.settle()
                 result = _conclude(run, order, ending or CANCELLED)
-                if journal.started and journal.failure is None:
-                    journal.turn(run.transcript[journal.written :])
-                await journal.flush()
+                await journal.write_rest()
                 if result.interrupts and journal.started and journal.failure is None:
                     # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
                     with contextlib.suppress(RunError):  # kept in journal.failure: the run ends with it
@@ -286,12 +283,6 @@ def new_conversation(
     status.approvals.extend(approvals)
     actor = _ConversationActor(resources, store, receive, status, on_history_grown, leases or LeasePolicy.of(store))
     return ConversationHandle._create(thread_id, owner, send, status), actor.serve
-
-
-async def _serve_journal(journal: RunJournal, scope: trio.CancelScope) -> None:
-    """The run's journal writer, until ``scope`` is cancelled."""
-    with scope:
-        await journal.serve()
 
 
 def _status(result: RunResult) -> RunStatus:
