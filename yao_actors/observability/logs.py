@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ _run: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
 _STANDARD: Final = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 #: Libraries that log every HTTP request at INFO: kept at WARNING unless the level asked for is DEBUG.
 _CHATTY: Final = ("httpx", "httpx2", "httpcore", "mcp", "uvicorn")
+#: Finds what makes a text value need quotes: any whitespace.
+_SPACE: Final = re.compile(r"\s")
 
 
 @contextmanager
@@ -95,7 +98,7 @@ class TextFormatter(logging.Formatter):
 
 def _text_value(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return json.dumps(text, ensure_ascii=False) if (not text or any(c.isspace() for c in text)) else text
+    return json.dumps(text, ensure_ascii=False) if (not text or _SPACE.search(text)) else text
 
 
 def configure_logging(level: str = "INFO", fmt: LogFormat = "text", *, stream: TextIO | None = None) -> None:

@@ -205,8 +205,7 @@ class Service:
             pass
         except* Exception as group:  # one connection's failure must not end the service
             logger.error("connection handler failed; dropping the connection", exc_info=group)
-        finally:
-            await trio.aclose_forcefully(stream)
+        # trio.serve_listeners closes the stream (forcefully) once this returns: no second close here.
 
     async def _serve_websocket(self, stream: trio.SocketStream, head: RequestHead) -> None:
         """Finish the websocket handshake within its deadline, then serve the connection."""
