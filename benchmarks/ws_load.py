@@ -17,6 +17,7 @@ client count runs that many waves, each against a fresh service, and the table s
     python benchmarks/ws_load.py --clients 600 --profile service.prof   # cProfile of the service over the wave
     python benchmarks/ws_load.py --workers 1 2 [--clients 200] [--repeat 3]  # scale-out, threads in Redis
     python benchmarks/ws_load.py --front-end-only [--clients 200]  # the websocket front end's own CPU per run
+    python benchmarks/ws_load.py --counts [--clients 200]  # also tasks, task steps, scheduler batches per run
 
 With ``--workers``, each wave runs that many service processes listening on one port through ``SO_REUSEPORT`` (as
 ``yao-actors serve --workers N`` does), all keeping their threads in one Redis (a ``redis-server`` the benchmark
@@ -26,6 +27,11 @@ over the workers, and the last line gives the runs/s of each count against one w
 With ``--front-end-only`` the service records one real run's events at its start and every run replays them
 through the front end (the tool's latency after each ``TOOL_CALL_END``): the CPU per run is then what the
 websocket front end costs (handshake, frame parsing, writing the events, closing), without the runtime.
+
+With ``--counts`` the service counts, through a Trio instrument, the tasks it starts, the steps its tasks take and
+its scheduler batches (I/O waits), and the table gives each per run over the wave: figures no load changes, so
+they compare across machines and sittings where CPU milliseconds do not (the instrument's own cost, under 1 %, is
+in that wave's CPU).
 
 Writes ``benchmarks/results/ws_load.json`` (``--out``) with the machine's load average before the first wave.
 A benchmark, not a test: it asserts nothing. Loopback only.
@@ -115,6 +121,22 @@ def _model(turns: int, tool_seconds: float) -> FunctionModel:
     return FunctionModel(answer, stream=False)
 
 
+class SchedulerCounts(trio.abc.Instrument):
+    """Counts the service's tasks started, task steps and scheduler batches (``--counts``)."""
+
+    def __init__(self) -> None:
+        self.counts = {"tasks": 0, "steps": 0, "batches": 0}
+
+    def task_spawned(self, task: trio.lowlevel.Task) -> None:
+        self.counts["tasks"] += 1
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.counts["steps"] += 1
+
+    def after_io_wait(self, timeout: float) -> None:
+        self.counts["batches"] += 1
+
+
 async def serve(
     turns: int,
     tool_seconds: float,
@@ -122,13 +144,15 @@ async def serve(
     port: int = 0,
     redis_url: str | None = None,
     front_end_only: bool = False,
+    counts: bool = False,
 ) -> None:
     """Serve on ``port`` (0: a free one; else shared with other workers through ``SO_REUSEPORT``) on loopback,
-    with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
+        with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
 
-    ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
-    the service's CPU is the websocket front end's alone. Logs as ``yao-actors serve`` does by default (INFO
-    text: two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
+        ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
+        the service's CPU is the websocket front end's alone. ``counts``: print ``COUNTS <json>`` (tasks, steps,
+    batches so far: :class:`SchedulerCounts`) on each SIGUSR1. Logs as ``yao-actors serve`` does by default (INFO
+        text: two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
     configure_logging("INFO")
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
@@ -142,7 +166,10 @@ async def serve(
     )
     spec = ServiceSpec(host="127.0.0.1", port=port, max_connections=MAX_CLIENTS, max_runs=MAX_CLIENTS)
     listeners = [reuse_port_listener("127.0.0.1", port)] if port else None
-    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+    counter = SchedulerCounts()
+    if counts:
+        trio.lowlevel.add_instrument(counter)
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGUSR1) as signals:
         async with (
             open_runtime(config, models={"m": _model(turns, tool_seconds)}) as runtime,
             trio.open_nursery() as nursery,
@@ -153,8 +180,10 @@ async def serve(
                 runs = ReplayedRuns(tuple(dict(event) for event in recorded.events), tool_seconds)
             service = await nursery.start(partial(serve_service, runs, spec, listeners=listeners))
             print(f"LISTENING {service.url}", flush=True)
-            async for _ in signals:
-                break
+            async for signum in signals:
+                if signum != signal.SIGUSR1:
+                    break
+                print(f"COUNTS {json.dumps(counter.counts)}", flush=True)
             nursery.cancel_scope.cancel()
 
 
@@ -237,6 +266,26 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+async def read_line(process: trio.Process) -> str:
+    """The next line the service process prints."""
+    assert process.stdout is not None
+    line = b""
+    while not line.endswith(b"\n"):
+        line += await process.stdout.receive_some(1)
+    return line.decode()
+
+
+async def scheduler_counts(processes: list[trio.Process]) -> dict[str, int]:
+    """The services' :class:`SchedulerCounts` so far, summed (each prints them on SIGUSR1)."""
+    total = {"tasks": 0, "steps": 0, "batches": 0}
+    for process in processes:
+        process.send_signal(signal.SIGUSR1)
+        counts = json.loads((await read_line(process)).removeprefix("COUNTS "))
+        for key in total:
+            total[key] += counts[key]
+    return total
+
+
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """User and system CPU seconds process ``pid`` has used so far (its own threads; not its children)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -253,6 +302,7 @@ async def wave(
     workers: int | None = None,
     redis_url: str | None = None,
     front_end_only: bool = False,
+    counts: bool = False,
 ) -> dict[str, Any]:
     """Start a fresh service (``workers`` processes on one port, threads in Redis, when given), run ``clients``
     conversations at once against it, and measure."""
@@ -260,6 +310,8 @@ async def wave(
     command += ["--transport", transport]
     if front_end_only:
         command.append("--front-end-only")
+    if counts:
+        command.append("--counts")
     if profile is not None:
         command += ["--profile", str(profile)]
     reserved = None
@@ -274,11 +326,8 @@ async def wave(
     log.close()
     try:
         for process in processes:
-            assert process.stdout is not None
-            line = b""
-            while not line.endswith(b"\n"):
-                line += await process.stdout.receive_some(1)
-            url = line.decode().split()[1]
+            url = (await read_line(process)).split()[1]
+        counted_before = await scheduler_counts(processes) if counts else {}
         tally = Tally()
         cpu_before = [cpu_seconds(p.pid) for p in processes]
         clients_before = time.process_time()
@@ -293,6 +342,7 @@ async def wave(
         system = sum(s for _, s in spent) - sum(s for _, s in cpu_before)
         cpu = user + system
         rss = sum(peak_rss_mib(p.pid) for p in processes)
+        counted = await scheduler_counts(processes) if counts else {}
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)
@@ -324,6 +374,9 @@ async def wave(
         "service_sys_ms_per_run": system * 1000 / len(latencies) if latencies else float("nan"),
         "service_peak_rss_mib": rss,
         "clients_cpu_ms_per_run": clients_cpu * 1000 / len(latencies) if latencies else float("nan"),
+    } | {
+        f"{key}_per_run": (counted[key] - counted_before[key]) / len(latencies) if latencies else float("nan")
+        for key in counted
     }
 
 
@@ -353,6 +406,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{r['events_per_run']:>10.1f} {r['service_cpu_ms_per_run']:>10.2f} {r['service_sys_ms_per_run']:>9.2f} "
             f"{r['service_peak_rss_mib']:>8.1f}"
         )
+    counted = [r for r in rows if "steps_per_run" in r]
+    for r in counted:
+        print(
+            f"{r['clients']} clients, {r['workers']} worker(s), per run: {r['tasks_per_run']:.1f} tasks started, "
+            f"{r['steps_per_run']:.1f} task steps, {r['batches_per_run']:.1f} scheduler batches"
+        )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -376,6 +435,7 @@ async def main(args: argparse.Namespace) -> None:
                             row["workers"],
                             redis_url,
                             args.front_end_only,
+                            args.counts,
                         )
                     )
     rows = [median_row(row["waves"]) for row in rows]
@@ -437,6 +497,9 @@ if __name__ == "__main__":
         action="store_true",
         help="runs replay one real run's events (recorded at the start): the service's CPU is the front end's",
     )
+    parser.add_argument(
+        "--counts", action="store_true", help="also count the service's tasks, task steps and scheduler batches"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
@@ -444,7 +507,14 @@ if __name__ == "__main__":
     if args.workers is not None and args.out == RESULTS:
         args.out = RESULTS.with_name("ws_load_workers.json")
     serving = partial(
-        serve, args.turns, args.tool_ms / 1000, args.transport, args.port, args.redis_url, args.front_end_only
+        serve,
+        args.turns,
+        args.tool_ms / 1000,
+        args.transport,
+        args.port,
+        args.redis_url,
+        args.front_end_only,
+        args.counts,
     )
     if not args.serve:
         trio.run(main, args)
