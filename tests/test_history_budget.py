@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_conversation import call, open_weather_manager, scripted, text_reply, tools_reply
-from yao_actors.config import Config, ServiceSpec
+from yao_actors.config import AssistantSpec, Config, ServiceSpec
 from yao_actors.conversation.journal import RunJournal
 from yao_actors.conversation.run import Run
-from yao_actors.events import RunEvents
+from yao_actors.errors import RunErrorCode
+from yao_actors.events import Outcome, RunEvents
 from yao_actors.history_budget import (
     VALUE_OVERHEAD,
     BoundedHistory,
@@ -26,6 +27,8 @@ from yao_actors.history_budget import (
     turn_starts,
 )
 from yao_actors.runtime import open_runtime
+from yao_actors.store import MemoryStore
+from yao_actors.testing import FunctionModel
 
 
 def user(text: str) -> dict[str, Any]:
@@ -208,3 +211,38 @@ async def test_the_runtime_takes_the_budgets_from_the_server_section() -> None:
         assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (1234, 5678)
     async with open_runtime(Config()) as runtime:  # embedding without a config file: the same defaults
         assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (4 << 20, 256 << 20)
+
+
+async def test_a_thread_the_store_forgets_starts_anew_in_its_next_run() -> None:
+    # The runtime's memory store and its conversations keep the same budget, but forget by different
+    # recency (last written, last used): a thread used without being written (a refused run) stayed in
+    # memory while the store forgot it, and its next run ended with store_unavailable.
+    seen: list[int] = []
+
+    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        seen.append(sum(1 for m in messages if m["role"] != "system"))
+        return "今天适合穿薄外套。" + "x" * 200
+
+    config = Config(assistants={"a": AssistantSpec(id="a", model="m")}, service=ServiceSpec(max_threads_bytes=1500))
+    async with open_runtime(config, models={"m": FunctionModel(answer, stream=False)}) as runtime:
+        for thread_id in ("A", "B"):
+            assert (await runtime.run("a", "北京今天适合穿什么?", thread_id=thread_id)).outcome is Outcome.ANSWERED
+        refused = await runtime.run("a", [{"role": "tool", "tool_call_id": "nope", "content": "x"}], thread_id="A")
+        assert refused.code is RunErrorCode.BAD_REQUEST  # A is now the most recently used, but not written
+        await runtime.run("a", "y" * 600, thread_id="C")  # over the budget: the store forgets A, the oldest written
+        assert await runtime.conversations.store.get_thread("A") is None
+        assert runtime.conversations.history("A") == ()  # and the conversations forgot it with the store
+        seen.clear()
+        again = await runtime.run("a", "北京今天适合穿什么?", thread_id="A")
+    assert again.outcome is Outcome.ANSWERED, again.error
+    assert seen == [1]  # a new thread: the question alone
+
+
+async def test_the_memory_store_keeps_a_thread_it_may_not_forget() -> None:
+    kept = {"A"}
+    store = MemoryStore(max_threads_bytes=300, may_forget=lambda thread_id: thread_id not in kept)
+    for thread_id in ("A", "B", "C"):
+        await store.open_thread(thread_id, None)
+        await store.append_messages(thread_id, [user("x" * 120)])
+    assert await store.get_thread("A") is not None  # the oldest, but kept
+    assert await store.get_thread("B") is None  # forgotten in its place

@@ -36,11 +36,10 @@ from yao_actors.conversation.manager import (
     ConversationManager,
     ConversationStatistics,
     MessagesInput,
-    RunStream,
     input_messages,
     open_conversations,
 )
-from yao_actors.conversation.order import FollowStream, RunResult
+from yao_actors.conversation.order import FollowStream, RunResult, RunStream
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory
 from yao_actors.conversation.run import RunResources, build_request
 

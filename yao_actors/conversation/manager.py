@@ -23,7 +23,7 @@ from yao_actors.conversation.approvals import ApprovalPolicy, stored_approvals
 from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy
-from yao_actors.conversation.order import FollowStream, RunOrder, RunResult
+from yao_actors.conversation.order import FollowStream, RunOrder, RunResult, RunStream
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.run import RunResources, request_tools
 from yao_actors.dispatch import ToolServer
@@ -58,56 +58,6 @@ def input_messages(messages: MessagesInput) -> tuple[Message, ...]:
     if isinstance(messages, str):
         return ({"role": "user", "content": messages},)
     return tuple(dict(m) for m in messages)
-
-
-class RunStream(trio.abc.ReceiveChannel[EventDict]):
-    """The events of one run, as a receive channel; also the run's ids, result and cancel."""
-
-    def __init__(self, order: RunOrder, receive: trio.MemoryReceiveChannel[EventDict]) -> None:
-        self._order = order
-        self._receive = receive
-
-    @property
-    def run_id(self) -> str:
-        return self._order.run_id
-
-    @property
-    def thread_id(self) -> str:
-        return self._order.thread_id
-
-    @property
-    def result(self) -> RunResult | None:
-        """The run's result, once it has ended."""
-        return self._order.result
-
-    def cancel(self) -> None:
-        """Cancel the run; it still ends with its terminal event (``RUN_FINISHED``, outcome ``cancelled``)."""
-        self._order.scope.cancel()
-
-    def detach(self) -> None:
-        """Stop reading without cancelling: the run goes on, and leaving the ``open_run`` block no longer
-        cancels it. It is cancelled once nobody has followed it (``open_resume``) for the runtime's
-        ``detach_grace`` seconds."""
-        self._order.detach()
-
-    async def wait_done(self) -> None:
-        """Return once the run has ended (a detached run too: the websocket service keeps its slot until then)."""
-        await self._order.done.wait()
-
-    async def receive(self) -> EventDict:
-        try:
-            return await self._receive.receive()
-        except trio.EndOfChannel:
-            failure, self._order.consumer_error = self._order.consumer_error, None
-            if failure is not None:
-                raise failure from None  # the run's sink failed: its caller's error
-            # A consumer too slow for the run's close-out still gets it, and its one terminal event.
-            if not self._order.late_events:
-                raise
-            return self._order.late_events.pop(0)
-
-    async def aclose(self) -> None:
-        await self._receive.aclose()
 
 
 @attrs.frozen
@@ -241,6 +191,15 @@ class ConversationManager(metaclass=NoPublicConstructor):
         threads = ((tid, self._history_bytes[tid], kept.pending == 0) for tid, kept in self._threads.items())
         for thread_id in idle_threads_to_forget(threads, self._max_threads_bytes, total=self._total_bytes):
             self.close_thread(thread_id)
+
+    def _store_may_forget(self, thread_id: str) -> bool:
+        """The memory store's budget is about to forget ``thread_id``: kept while runs wait on it, otherwise its
+        actor goes too (the next run opens the thread anew), so memory and store never disagree."""
+        handle = self._threads.get(thread_id)
+        if handle is not None and handle.pending:
+            return False
+        self.close_thread(thread_id)
+        return True
 
     def close_thread(self, thread_id: str) -> None:
         """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""
@@ -484,7 +443,7 @@ async def open_conversations(
     )
     store = store if store is not None else MemoryStore()
     async with open_owned_nursery() as nursery:
-        yield ConversationManager._create(
+        manager = ConversationManager._create(
             resources,
             nursery,
             store,
@@ -494,3 +453,12 @@ async def open_conversations(
             detach_grace,
             leases or LeasePolicy.of(store),
         )
+        if not isinstance(store, MemoryStore):
+            yield manager
+            return
+        asked = store.may_forget  # a store shared by several managers forgets what none of them keeps
+        store.may_forget = lambda thread_id: manager._store_may_forget(thread_id) and asked(thread_id)
+        try:
+            yield manager
+        finally:
+            store.may_forget = asked

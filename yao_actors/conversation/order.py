@@ -9,7 +9,7 @@ and what :meth:`ConversationManager.run` returns.
 A consumer that goes away cancels its run, unless it *detached* first
 (:meth:`RunOrder.detach`): a detached run goes on without it, and is cancelled
 only when nobody has followed it for the runtime's ``detach_grace`` seconds
-(:meth:`RunOrder.serve_detached`).
+(:meth:`RunOrder.serve_detached`). The caller reads the events from a :class:`RunStream`.
 """
 
 from __future__ import annotations
@@ -217,3 +217,53 @@ class FollowStream(trio.abc.ReceiveChannel[EventDict]):
     async def aclose(self) -> None:
         self._finished = True
         await trio.lowlevel.checkpoint()
+
+
+class RunStream(trio.abc.ReceiveChannel[EventDict]):
+    """The events of one run, as a receive channel; also the run's ids, result and cancel."""
+
+    def __init__(self, order: RunOrder, receive: trio.MemoryReceiveChannel[EventDict]) -> None:
+        self._order = order
+        self._receive = receive
+
+    @property
+    def run_id(self) -> str:
+        return self._order.run_id
+
+    @property
+    def thread_id(self) -> str:
+        return self._order.thread_id
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result, once it has ended."""
+        return self._order.result
+
+    def cancel(self) -> None:
+        """Cancel the run; it still ends with its terminal event (``RUN_FINISHED``, outcome ``cancelled``)."""
+        self._order.scope.cancel()
+
+    def detach(self) -> None:
+        """Stop reading without cancelling: the run goes on, and leaving the ``open_run`` block no longer
+        cancels it. It is cancelled once nobody has followed it (``open_resume``) for the runtime's
+        ``detach_grace`` seconds."""
+        self._order.detach()
+
+    async def wait_done(self) -> None:
+        """Return once the run has ended (a detached run too: the websocket service keeps its slot until then)."""
+        await self._order.done.wait()
+
+    async def receive(self) -> EventDict:
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            failure, self._order.consumer_error = self._order.consumer_error, None
+            if failure is not None:
+                raise failure from None  # the run's sink failed: its caller's error
+            # A consumer too slow for the run's close-out still gets it, and its one terminal event.
+            if not self._order.late_events:
+                raise
+            return self._order.late_events.pop(0)
+
+    async def aclose(self) -> None:
+        await self._receive.aclose()

@@ -5,6 +5,10 @@ history keeps at most ``max_thread_bytes`` (its oldest whole turns are dropped f
 together at most ``max_threads_bytes`` (the least recently written threads are forgotten first, with their
 runs and logs; never a thread with a run in progress, which its conversation is still writing to). Sizes are
 measured as the runtime's (:func:`~yao_actors.history_budget.message_bytes`). A durable store keeps everything.
+
+The conversation manager using the store is asked before a thread is forgotten (:attr:`MemoryStore.may_forget`):
+it keeps a thread whose runs are waiting, and otherwise drops its own copy of the thread with the store's, so the
+next run on the thread starts it anew instead of finding it gone from the store.
 """
 
 from __future__ import annotations
@@ -66,6 +70,9 @@ class MemoryStore:
     owner: str = attrs.field(factory=new_owner_token)
     max_thread_bytes: int = MAX_THREAD_BYTES
     max_threads_bytes: int = MAX_THREADS_BYTES
+    may_forget: Callable[[str], bool] = lambda thread_id: True
+    """Asked before the budget forgets a thread: ``False`` keeps it (the conversation manager's answer while runs
+    wait on the thread; otherwise it drops its copy of the thread and answers ``True``)."""
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -147,11 +154,13 @@ class MemoryStore:
 
     def _fit_budget(self, writing: str) -> None:
         """Forget the least recently written threads until the histories fit ``max_threads_bytes`` again; never
-        the thread being written, nor one with a run in progress (a conversation using it writes to it)."""
+        the thread being written, one with a run in progress (a conversation using it writes to it), or one
+        :attr:`may_forget` keeps."""
         for oldest in [t for t in self._written if t != writing and t not in self._running]:
             if self._total_bytes <= self.max_threads_bytes:
                 break
-            self._forget(oldest)
+            if self.may_forget(oldest):
+                self._forget(oldest)
 
     async def forget_thread(self, thread_id: str) -> bool:
         await trio.lowlevel.checkpoint()
