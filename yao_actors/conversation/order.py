@@ -177,14 +177,10 @@ class RunOrder:
                 return
 
 
-class FollowStream(trio.abc.ReceiveChannel[EventDict]):
-    """A run's logged events with ``seq`` above ``after_seq``, then its live ones, up to its terminal event."""
+class _OrderStream(trio.abc.ReceiveChannel[EventDict]):
+    """A stream of a run order's events: the run's ids, and cancelling the run."""
 
-    def __init__(self, order: RunOrder, after_seq: int) -> None:
-        self._order = order
-        self._after = after_seq
-        self._index = 0
-        self._finished = False
+    _order: RunOrder
 
     @property
     def run_id(self) -> str:
@@ -195,8 +191,18 @@ class FollowStream(trio.abc.ReceiveChannel[EventDict]):
         return self._order.thread_id
 
     def cancel(self) -> None:
-        """Cancel the run; it still ends with its terminal event."""
+        """Cancel the run; it still ends with its terminal event (``RUN_FINISHED``, outcome ``cancelled``)."""
         self._order.scope.cancel()
+
+
+class FollowStream(_OrderStream):
+    """A run's logged events with ``seq`` above ``after_seq``, then its live ones, up to its terminal event."""
+
+    def __init__(self, order: RunOrder, after_seq: int) -> None:
+        self._order = order
+        self._after = after_seq
+        self._index = 0
+        self._finished = False
 
     async def receive(self) -> EventDict:
         while not self._finished:
@@ -219,7 +225,7 @@ class FollowStream(trio.abc.ReceiveChannel[EventDict]):
         await trio.lowlevel.checkpoint()
 
 
-class RunStream(trio.abc.ReceiveChannel[EventDict]):
+class RunStream(_OrderStream):
     """The events of one run, as a receive channel; also the run's ids, result and cancel."""
 
     def __init__(self, order: RunOrder, receive: trio.MemoryReceiveChannel[EventDict]) -> None:
@@ -227,21 +233,9 @@ class RunStream(trio.abc.ReceiveChannel[EventDict]):
         self._receive = receive
 
     @property
-    def run_id(self) -> str:
-        return self._order.run_id
-
-    @property
-    def thread_id(self) -> str:
-        return self._order.thread_id
-
-    @property
     def result(self) -> RunResult | None:
         """The run's result, once it has ended."""
         return self._order.result
-
-    def cancel(self) -> None:
-        """Cancel the run; it still ends with its terminal event (``RUN_FINISHED``, outcome ``cancelled``)."""
-        self._order.scope.cancel()
 
     def detach(self) -> None:
         """Stop reading without cancelling: the run goes on, and leaving the ``open_run`` block no longer
