@@ -27,7 +27,7 @@ from yao_actors.history_budget import (
     turn_starts,
 )
 from yao_actors.runtime import open_runtime
-from yao_actors.store import MemoryStore
+from yao_actors.store import MemoryStore, ThreadKeeper
 from yao_actors.testing import FunctionModel
 
 
@@ -238,11 +238,46 @@ async def test_a_thread_the_store_forgets_starts_anew_in_its_next_run() -> None:
     assert seen == [1]  # a new thread: the question alone
 
 
-async def test_the_memory_store_keeps_a_thread_it_may_not_forget() -> None:
-    kept = {"A"}
-    store = MemoryStore(max_threads_bytes=300, may_forget=lambda thread_id: thread_id not in kept)
+async def test_the_memory_store_keeps_what_a_keeper_keeps_and_tells_every_keeper_what_it_forgets() -> None:
+    dropped: dict[str, list[str]] = {"first": [], "second": []}
+    store = MemoryStore(max_threads_bytes=300)
+    store.keepers.append(ThreadKeeper(lambda thread_id: thread_id == "A", dropped["first"].append))
+    store.keepers.append(ThreadKeeper(lambda thread_id: False, dropped["second"].append))
     for thread_id in ("A", "B", "C"):
         await store.open_thread(thread_id, None)
         await store.append_messages(thread_id, [user("x" * 120)])
-    assert await store.get_thread("A") is not None  # the oldest, but kept
+    assert await store.get_thread("A") is not None  # the oldest, but one keeper keeps it
     assert await store.get_thread("B") is None  # forgotten in its place
+    assert dropped == {"first": ["B"], "second": ["B"]}  # and each keeper was told, to drop its copy
+
+
+async def test_a_thread_being_loaded_is_not_forgotten_under_it() -> None:
+    # While a thread is being loaded (the store's calls await), it is in no one's memory yet: the store asks
+    # and the manager keeps it, so the run that loads it does not find it gone at its start.
+    loading, go_on = trio.Event(), trio.Event()
+
+    class HeldLoads(MemoryStore):
+        async def load_history(self, thread_id: str) -> list[dict[str, Any]]:
+            loading.set()
+            await go_on.wait()
+            return await super().load_history(thread_id)
+
+    config = Config(assistants={"a": AssistantSpec(id="a", model="m")}, service=ServiceSpec(max_threads_bytes=1500))
+    model = FunctionModel(lambda messages, tools: "今天适合穿薄外套。", stream=False)
+    async with open_runtime(config, models={"m": model}, store=HeldLoads(max_threads_bytes=1500)) as runtime:
+        for thread_id in ("A", "C"):
+            await runtime.run("a", "北京今天适合穿什么?", thread_id=thread_id)
+        runtime.conversations.close_thread("A")  # out of memory, still in the store (the oldest written)
+        results = []
+
+        async def run_a() -> None:
+            results.append(await runtime.run("a", "还要带伞吗?", thread_id="A"))
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_a)
+                await loading.wait()  # A is being loaded
+                await runtime.run("a", "y" * 1200, thread_id="C")  # C is in memory: over the budget now
+                go_on.set()
+    assert results[0].outcome is Outcome.ANSWERED, results[0].error
+    assert len(results[0].events) > 0

@@ -33,7 +33,7 @@ from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
-from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo
+from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
 from yao_actors.tasks import open_owned_nursery
 
 EVENT_BUFFER = 16
@@ -89,6 +89,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
     _total_bytes: int = 0
     """The histories of the kept threads together, kept as a running total: the budget check is O(1) per run."""
     _starting: trio.Lock = attrs.field(factory=trio.Lock)
+    _loading: set[str] = attrs.field(factory=set)
+    """Threads being loaded from the store (:meth:`_load_thread`): a memory store keeps them meanwhile."""
     _live: dict[str, RunOrder] = attrs.field(factory=dict)
 
     @property
@@ -141,6 +143,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
     async def _load_thread(self, thread_id: str, owner: str | None) -> ConversationHandle:
         """Open the thread in the store (created for ``owner``, or as stored) and start its actor with its history
         and its calls waiting for approval."""
+        self._loading.add(thread_id)
         try:
             info = await self._store.open_thread(thread_id, owner)
             # A thread this call created has nothing stored yet; another principal's is not loaded.
@@ -149,6 +152,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
             approvals = await self._store.load_approvals(thread_id) if stored else []
         except StoreUnavailable as error:
             raise store_unavailable(error) from error
+        finally:
+            self._loading.discard(thread_id)
         if len(self._threads) >= self._max_threads:
             self._forget_an_idle_thread()
         handle, serve = new_conversation(
@@ -192,14 +197,11 @@ class ConversationManager(metaclass=NoPublicConstructor):
         for thread_id in idle_threads_to_forget(threads, self._max_threads_bytes, total=self._total_bytes):
             self.close_thread(thread_id)
 
-    def _store_may_forget(self, thread_id: str) -> bool:
-        """The memory store's budget is about to forget ``thread_id``: kept while runs wait on it, otherwise its
-        actor goes too (the next run opens the thread anew), so memory and store never disagree."""
+    def _keeps(self, thread_id: str) -> bool:
+        """Whether the memory store must keep ``thread_id``: runs wait on it, or it is being loaded. (A thread it
+        forgets is closed here too, :meth:`close_thread`: the next run opens it anew.)"""
         handle = self._threads.get(thread_id)
-        if handle is not None and handle.pending:
-            return False
-        self.close_thread(thread_id)
-        return True
+        return thread_id in self._loading or (handle is not None and handle.pending > 0)
 
     def close_thread(self, thread_id: str) -> None:
         """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""
@@ -456,9 +458,9 @@ async def open_conversations(
         if not isinstance(store, MemoryStore):
             yield manager
             return
-        asked = store.may_forget  # a store shared by several managers forgets what none of them keeps
-        store.may_forget = lambda thread_id: manager._store_may_forget(thread_id) and asked(thread_id)
+        keeper = ThreadKeeper(manager._keeps, manager.close_thread)
+        store.keepers.append(keeper)
         try:
             yield manager
         finally:
-            store.may_forget = asked
+            store.keepers.remove(keeper)

@@ -22,7 +22,7 @@ from yao_actors.store.base import (
     RunStatus,
     ThreadInfo,
 )
-from yao_actors.store.memory import MemoryStore
+from yao_actors.store.memory import MemoryStore, ThreadKeeper
 from yao_actors.store.spec import StoreSpec, default_sqlite_path, open_store, parse_store_spec
 from yao_actors.store.sqlite import SqliteStore, open_sqlite_store
 
@@ -37,6 +37,7 @@ __all__ = [
     "SqliteStore",
     "StoreSpec",
     "ThreadInfo",
+    "ThreadKeeper",
     "default_sqlite_path",
     "open_sqlite_store",
     "open_store",

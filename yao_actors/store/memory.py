@@ -6,9 +6,9 @@ together at most ``max_threads_bytes`` (the least recently written threads are f
 runs and logs; never a thread with a run in progress, which its conversation is still writing to). Sizes are
 measured as the runtime's (:func:`~yao_actors.history_budget.message_bytes`). A durable store keeps everything.
 
-The conversation manager using the store is asked before a thread is forgotten (:attr:`MemoryStore.may_forget`):
-it keeps a thread whose runs are waiting, and otherwise drops its own copy of the thread with the store's, so the
-next run on the thread starts it anew instead of finding it gone from the store.
+The conversation managers using the store are asked before a thread is forgotten (:attr:`MemoryStore.keepers`):
+one keeps a thread whose runs are waiting (or that it is loading); otherwise each drops its own copy of the thread
+with the store's, so the next run on the thread starts it anew instead of finding it gone from the store.
 """
 
 from __future__ import annotations
@@ -54,6 +54,17 @@ class _EventLog:
     texts: list[str] = attrs.field(factory=list)
 
 
+@attrs.frozen
+class ThreadKeeper:
+    """One that keeps a memory store's threads in memory too (a conversation manager), asked before the store's
+    budget forgets one of them (:attr:`MemoryStore.keepers`)."""
+
+    keeps: Callable[[str], bool]
+    """``True`` while the thread must stay: runs wait on it, or it is being loaded."""
+    drop: Callable[[str], None]
+    """The store forgets the thread: drop your copy of it."""
+
+
 @attrs.define(eq=False)
 class MemoryStore:
     """A :class:`~yao_actors.store.ConversationStore` in dicts.
@@ -70,9 +81,8 @@ class MemoryStore:
     owner: str = attrs.field(factory=new_owner_token)
     max_thread_bytes: int = MAX_THREAD_BYTES
     max_threads_bytes: int = MAX_THREADS_BYTES
-    may_forget: Callable[[str], bool] = lambda thread_id: True
-    """Asked before the budget forgets a thread: ``False`` keeps it (the conversation manager's answer while runs
-    wait on the thread; otherwise it drops its copy of the thread and answers ``True``)."""
+    keepers: list[ThreadKeeper] = attrs.field(factory=list)
+    """Asked before the budget forgets a thread: any one keeping it keeps it; otherwise each drops its copy."""
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -154,13 +164,16 @@ class MemoryStore:
 
     def _fit_budget(self, writing: str) -> None:
         """Forget the least recently written threads until the histories fit ``max_threads_bytes`` again; never
-        the thread being written, one with a run in progress (a conversation using it writes to it), or one
-        :attr:`may_forget` keeps."""
+        the thread being written, one with a run in progress (a conversation using it writes to it), or one a
+        keeper keeps (:attr:`keepers`)."""
         for oldest in [t for t in self._written if t != writing and t not in self._running]:
             if self._total_bytes <= self.max_threads_bytes:
                 break
-            if self.may_forget(oldest):
-                self._forget(oldest)
+            if any(keeper.keeps(oldest) for keeper in self.keepers):
+                continue
+            for keeper in self.keepers:
+                keeper.drop(oldest)
+            self._forget(oldest)
 
     async def forget_thread(self, thread_id: str) -> bool:
         await trio.lowlevel.checkpoint()
