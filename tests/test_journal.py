@@ -4,7 +4,7 @@ close-out; a closed writer that waits to be woken returns without being cancelle
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -39,6 +39,15 @@ async def started_journal() -> tuple[NotingStore, RunJournal]:
     return store, journal
 
 
+async def busy_until(done: Callable[[], bool], clock: trio.testing.MockClock) -> float:
+    """Keep the process busy, never idle (time passes only with the work), until ``done()``; how long that took."""
+    start = trio.current_time()
+    while not done():
+        clock.jump(IDLE_WAIT / 10)
+        await trio.lowlevel.checkpoint()
+    return trio.current_time() - start
+
+
 async def test_a_queued_turn_is_written_once_every_task_waits(autojump_clock: trio.testing.MockClock) -> None:
     store, journal = await started_journal()
     async with trio.open_nursery() as nursery:
@@ -57,25 +66,19 @@ async def test_a_queued_turn_is_written_once_every_task_waits(autojump_clock: tr
 
 async def test_a_busy_process_has_its_turn_written_within_the_idle_wait(autojump_clock: trio.testing.MockClock) -> None:
     store, journal = await started_journal()
-    start, step = trio.current_time(), IDLE_WAIT / 10
     async with trio.open_nursery() as nursery:
         await nursery.start(journal.serve)
         journal.turn([CALL, RESULT])
-        while not store.log:  # never idle: time passes only with the work
-            autojump_clock.jump(step)
-            await trio.lowlevel.checkpoint()
+        waited = await busy_until(lambda: bool(store.log), autojump_clock)
         nursery.cancel_scope.cancel()
-    assert IDLE_WAIT <= store.log[0][1] - start < 2 * IDLE_WAIT  # (the write itself takes a few steps)
+    assert IDLE_WAIT <= waited < 2 * IDLE_WAIT  # (the write itself takes a few steps)
     assert await store.load_history("t") == [QUESTION, CALL, RESULT]
 
 
 async def busy_until_written(store: NotingStore, clock: trio.testing.MockClock) -> float:
-    """Keep the process busy (time passes only with the work) until the store has one more write; its delay."""
-    start, writes = trio.current_time(), len(store.log)
-    while len(store.log) == writes:
-        clock.jump(IDLE_WAIT / 10)
-        await trio.lowlevel.checkpoint()
-    return store.log[-1][1] - start
+    """Keep the process busy until the store has one more write; how long that took."""
+    writes = len(store.log)
+    return await busy_until(lambda: len(store.log) > writes, clock)
 
 
 async def test_once_a_wait_for_idle_timed_out_the_writes_skip_it_for_a_while(
@@ -119,11 +122,8 @@ async def test_a_closed_parked_writer_ends_at_once_on_a_busy_process(autojump_cl
         nursery.start_soon(writer)
         await trio.sleep(1)  # the writer waits to be woken
         journal.close()
-        start = trio.current_time()
-        while not ended.is_set():  # never idle: time passes only with the work
-            autojump_clock.jump(IDLE_WAIT / 10)
-            await trio.lowlevel.checkpoint()
-    assert trio.current_time() - start < IDLE_WAIT  # it did not wait for an idle moment first
+        took = await busy_until(ended.is_set, autojump_clock)
+    assert took < IDLE_WAIT  # it did not wait for an idle moment first
     assert not journal._serving.cancel_called
 
 

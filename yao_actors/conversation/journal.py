@@ -167,17 +167,20 @@ class RunJournal:
         messages, 1 MB each in the RSS test, until the next full collection: tens of MB of garbage.)
         """
         if whole_turn:
-            self.turn(self.transcript[self.written :])
-            self.written = len(self.transcript)
+            self.turn(self._new_transcript())
         else:
             self.kick_soon()
+
+    def _new_transcript(self) -> list[Message]:
+        """The transcript's messages the journal has not been given yet; given now."""
+        new, self.written = self.transcript[self.written :], len(self.transcript)
+        return new
 
     async def write_rest(self) -> None:
         """The close-out's write: the transcript's messages not queued yet and everything queued, now, by the
         caller (the writer is not woken for them: it would only wait to find nothing left)."""
         if self.started and self.failure is None:
-            self._turns.extend(self.transcript[self.written :])
-            self.written = len(self.transcript)
+            self._turns.extend(self._new_transcript())
         await self.flush()
 
     def kick(self) -> None:

@@ -455,12 +455,11 @@ async def open_conversations(
             detach_grace,
             leases or LeasePolicy.of(store),
         )
-        if not isinstance(store, MemoryStore):
-            yield manager
-            return
+        # A memory store asks before its budget forgets a thread (a durable store never forgets one).
+        keepers = store.keepers if isinstance(store, MemoryStore) else []
         keeper = ThreadKeeper(manager._keeps, manager.close_thread)
-        store.keepers.append(keeper)
+        keepers.append(keeper)
         try:
             yield manager
         finally:
-            store.keepers.remove(keeper)
+            keepers.remove(keeper)

@@ -31,7 +31,6 @@ from yao_actors.conversation.request import request_tools as request_tools
 from yao_actors.dispatch import (
     CallFinished,
     CallProgress,
-    CallStarted,
     DispatchEvent,
     SequentialRetry,
     ToolServer,
@@ -62,8 +61,6 @@ MAX_EXECUTIONS = 3
 
 MAX_DELEGATION_DEPTH = 4
 """Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
-
-_NO_NAMES: frozenset[str] = frozenset()
 
 V = TypeVar("V")
 C = TypeVar("C", Completion, None)
@@ -170,7 +167,7 @@ class Run:
 
     @property
     def client_names(self) -> frozenset[str]:
-        return frozenset(tool_name(tool) for tool in self.client_tools) if self.client_tools else _NO_NAMES
+        return frozenset(tool_name(tool) for tool in self.client_tools)
 
     def new_message_id(self) -> str:
         self.counter += 1
@@ -409,8 +406,7 @@ class Run:
         return results
 
     async def on_dispatch(self, event: DispatchEvent) -> None:
-        if type(event) is CallStarted:  # nothing to tell (the model's message announced the call)
-            return
+        """Tell a dispatch event as AG-UI events (``CallStarted``: nothing, the model's message announced it)."""
         if isinstance(event, CallFinished):
             batch = self.batch
             if batch is not None:
