@@ -147,12 +147,12 @@ async def serve(
     counts: bool = False,
 ) -> None:
     """Serve on ``port`` (0: a free one; else shared with other workers through ``SO_REUSEPORT``) on loopback,
-        with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
+    with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
 
-        ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
-        the service's CPU is the websocket front end's alone. ``counts``: print ``COUNTS <json>`` (tasks, steps,
+    ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
+    the service's CPU is the websocket front end's alone. ``counts``: print ``COUNTS <json>`` (tasks, steps,
     batches so far: :class:`SchedulerCounts`) on each SIGUSR1. Logs as ``yao-actors serve`` does by default (INFO
-        text: two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
+    text: two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
     configure_logging("INFO")
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
