@@ -46,6 +46,7 @@ Run from the repository root: ``python benchmarks/loop.py``.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import logging
 import os
@@ -62,6 +63,7 @@ from typing import Any
 import attrs
 import mcp
 import mcp.shared._otel
+import profile_layers
 import trio
 from mcp.client.stdio import StdioServerParameters
 from opentelemetry import trace
@@ -386,13 +388,25 @@ def print_table(rows: list[dict[str, Any]], off_cost: float) -> None:
             )
 
 
-async def run_benchmark(workloads: list[Workload], repeat: int) -> dict[str, Any]:
+async def profile_row(run: Job, repeat: int, profile: Path) -> None:
+    """A cProfile of ``repeat`` runs of one row (after the timed rounds, so it slows none of them)."""
+    profiler = cProfile.Profile()
+    for _ in range(repeat):
+        profiler.enable()
+        await run()
+        profiler.disable()
+    profiler.dump_stats(profile)
+
+
+async def run_benchmark(workloads: list[Workload], repeat: int, profile: Path | None = None) -> dict[str, Any]:
     load = [round(x, 2) for x in os.getloadavg()]
     rows: list[dict[str, Any]] = []
     for workload in workloads:
         print(f"[{workload.name}] starting {workload.servers} stdio servers ...", file=sys.stderr, flush=True)
         async with open_setup(workload) as setup:
             rows.extend(summarise(workload, await measure(jobs(setup), repeat)))
+            if profile is not None and workload.name == "echo":
+                await profile_row(jobs(setup)["loop"], repeat, profile)
     load_at_end = [round(x, 2) for x in os.getloadavg()]
     return {
         "benchmark": "loop",
@@ -424,6 +438,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=11, help="interleaved repetitions per row")
     parser.add_argument("--workloads", default="echo,sleep", help="comma-separated: echo,sleep")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
+    parser.add_argument(
+        "--profile", type=Path, help="also write a cProfile of the echo loop row to this file, split by layer"
+    )
     args = parser.parse_args(argv)
     known = {
         "echo": Workload("echo", 1, args.turns, "echo", {"text": "x"}),
@@ -435,8 +452,11 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
     # Before any MCPServer configures the root logger at INFO.
     logging.basicConfig(level=logging.WARNING)
-    report = trio.run(run_benchmark, [known[n] for n in names], args.repeat)
+    report = trio.run(run_benchmark, [known[n] for n in names], args.repeat, args.profile)
     print_table(report["rows"], report["observability_off_us_per_turn"] / 1e6)
+    if args.profile is not None and "echo" in names:
+        print(f"\nthe echo loop row's CPU by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
+        profile_layers.main([str(args.profile), "--runs", str(args.repeat * args.turns), "--unit", "turn"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"figures written to {args.out}")

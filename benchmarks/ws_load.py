@@ -14,7 +14,7 @@ is the kernel's share, mostly socket writes), and the service's peak RSS (``VmHW
 client count runs that many waves, each against a fresh service, and the table shows their medians.
 
     python benchmarks/ws_load.py [--clients 200 1000] [--repeat 3] [--turns 3] [--tool-ms 50] [--transport memory]
-    python benchmarks/ws_load.py --clients 600 --profile service.prof   # cProfile of the service over the wave
+    python benchmarks/ws_load.py --clients 200 --profile service.prof   # cProfile of the service over the wave
     python benchmarks/ws_load.py --workers 1 2 [--clients 200] [--repeat 3]  # scale-out, threads in Redis
     python benchmarks/ws_load.py --front-end-only [--clients 200]  # the websocket front end's own CPU per run
     python benchmarks/ws_load.py --counts [--clients 200]  # also tasks, task steps, scheduler batches per run
@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import profile_layers
 import trio
 
 from yao_actors.config import (
@@ -145,13 +146,15 @@ async def serve(
     redis_url: str | None = None,
     front_end_only: bool = False,
     counts: bool = False,
+    profile: Path | None = None,
 ) -> None:
     """Serve on ``port`` (0: a free one; else shared with other workers through ``SO_REUSEPORT``) on loopback,
     with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
 
     ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
     the service's CPU is the websocket front end's alone. ``counts``: print ``COUNTS <json>`` (tasks, steps,
-    batches so far: :class:`SchedulerCounts`) on each SIGUSR1. Logs as ``yao-actors serve`` does by default (INFO
+    batches so far: :class:`SchedulerCounts`) on each SIGUSR1. ``profile``: a cProfile of the service between the
+    first SIGUSR1 and the second (the wave, without start-up and shut-down), written to that file. Logs as ``yao-actors serve`` does by default (INFO
     text: two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
     configure_logging("INFO")
     server_transport = (
@@ -169,6 +172,8 @@ async def serve(
     counter = SchedulerCounts()
     if counts:
         trio.lowlevel.add_instrument(counter)
+    profiler = cProfile.Profile() if profile is not None else None
+    marks = 0
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGUSR1) as signals:
         async with (
             open_runtime(config, models={"m": _model(turns, tool_seconds)}) as runtime,
@@ -183,6 +188,12 @@ async def serve(
             async for signum in signals:
                 if signum != signal.SIGUSR1:
                     break
+                marks += 1
+                if profiler is not None and marks == 1:
+                    profiler.enable()
+                elif profiler is not None and marks == 2:
+                    profiler.disable()
+                    profiler.dump_stats(profile)
                 print(f"COUNTS {json.dumps(counter.counts)}", flush=True)
             nursery.cancel_scope.cancel()
 
@@ -327,7 +338,8 @@ async def wave(
     try:
         for process in processes:
             url = (await read_line(process)).split()[1]
-        counted_before = await scheduler_counts(processes) if counts else {}
+        marked = counts or profile is not None  # SIGUSR1 before and after: counts, and the profile's span
+        counted_before = await scheduler_counts(processes) if marked else {}
         tally = Tally()
         cpu_before = [cpu_seconds(p.pid) for p in processes]
         clients_before = time.process_time()
@@ -342,7 +354,7 @@ async def wave(
         system = sum(s for _, s in spent) - sum(s for _, s in cpu_before)
         cpu = user + system
         rss = sum(peak_rss_mib(p.pid) for p in processes)
-        counted = await scheduler_counts(processes) if counts else {}
+        counted = await scheduler_counts(processes) if marked else {}
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)
@@ -376,7 +388,7 @@ async def wave(
         "clients_cpu_ms_per_run": clients_cpu * 1000 / len(latencies) if latencies else float("nan"),
     } | {
         f"{key}_per_run": (counted[key] - counted_before[key]) / len(latencies) if latencies else float("nan")
-        for key in counted
+        for key in (counted if counts else ())
     }
 
 
@@ -451,6 +463,10 @@ async def main(args: argparse.Namespace) -> None:
     clients_cpu = ", ".join(f"{r['clients_cpu_ms_per_run']:.1f}" for r in rows)
     print(f"the clients' own CPU ms per run (this process, the load generator), by row: {clients_cpu}")
     print(f"the service processes' log records (INFO, as yao-actors serve logs): {SERVICE_LOG}")
+    if args.profile is not None and args.workers is None:
+        last = min(args.clients[-1], MAX_CLIENTS)
+        print(f"\nthe last wave's service CPU by layer (cProfile, {args.profile}; profile_layers.py):")
+        profile_layers.main([str(args.profile), "--runs", str(last)])
     if args.workers:
         for clients in args.clients:
             same = [r for r in rows if r["clients"] == clients]
@@ -515,16 +531,9 @@ if __name__ == "__main__":
         args.redis_url,
         args.front_end_only,
         args.counts,
+        args.profile,
     )
-    if not args.serve:
-        trio.run(main, args)
-    elif args.profile is None:
+    if args.serve:
         trio.run(serving)
     else:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        try:
-            trio.run(serving)
-        finally:
-            profiler.disable()
-            profiler.dump_stats(args.profile)
+        trio.run(main, args)
