@@ -38,7 +38,10 @@ the median per turn, the loop's overhead per turn over ``raw``, the ratio to
 and the CPU time of this process per turn (what the loop itself burns; the
 servers' CPU is not in it), which a busy machine disturbs less than wall time.
 Figures go to ``benchmarks/results/loop.json``. This measures; it asserts
-nothing.
+nothing. With ``--profile FILE``, the ``echo`` workload's ``loop`` row runs
+``--repeat`` more times under cProfile after the timed rounds, and its CPU is
+printed per turn split by layer (``profile_layers.py``: the runtime's own
+code, Trio, the MCP SDK, JSON).
 
 Run from the repository root: ``python benchmarks/loop.py``.
 """

@@ -28,6 +28,10 @@ With ``--front-end-only`` the service records one real run's events at its start
 through the front end (the tool's latency after each ``TOOL_CALL_END``): the CPU per run is then what the
 websocket front end costs (handshake, frame parsing, writing the events, closing), without the runtime.
 
+With ``--profile FILE`` the service runs cProfile over the wave alone (not its start-up or shut-down) and the
+benchmark prints the last wave's CPU per run split by layer (``profile_layers.py``: the runtime's own code, Trio,
+the MCP SDK, JSON, logging, the websocket library, socket calls).
+
 With ``--counts`` the service counts, through a Trio instrument, the tasks it starts, the steps its tasks take and
 its scheduler batches (I/O waits), and the table gives each per run over the wave: figures no load changes, so
 they compare across machines and sittings where CPU milliseconds do not (the instrument's own cost, under 1 %, is
