@@ -39,7 +39,7 @@ and the CPU time of this process per turn (what the loop itself burns; the
 servers' CPU is not in it), which a busy machine disturbs less than wall time.
 Figures go to ``benchmarks/results/loop.json``. This measures; it asserts
 nothing. With ``--profile FILE``, the ``echo`` workload's ``loop`` row runs
-``--repeat`` more times under cProfile after the timed rounds, and its CPU is
+``--repeat`` more times under cProfile after the timed rounds, and its time is
 printed per turn split by layer (``profile_layers.py``: the runtime's own
 code, Trio, the MCP SDK, JSON).
 
@@ -453,12 +453,14 @@ def main(argv: list[str] | None = None) -> None:
     unknown = set(names) - set(known)
     if unknown:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
+    if args.profile is not None and "echo" not in names:
+        parser.error("--profile profiles the echo workload's loop row: add echo to --workloads")
     # Before any MCPServer configures the root logger at INFO.
     logging.basicConfig(level=logging.WARNING)
     report = trio.run(run_benchmark, [known[n] for n in names], args.repeat, args.profile)
     print_table(report["rows"], report["observability_off_us_per_turn"] / 1e6)
-    if args.profile is not None and "echo" in names:
-        print(f"\nthe echo loop row's CPU by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
+    if args.profile is not None:
+        print(f"\nthe echo loop row's profiled time by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
         profile_layers.main([str(args.profile), "--runs", str(args.repeat * args.turns), "--unit", "turn"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""Where a profiled process's CPU goes, by layer: the runtime's own modules, Trio, the MCP SDK, the websocket, JSON.
+"""Where a profiled process's time goes, by layer: the runtime's own modules, Trio, the MCP SDK, the websocket, JSON.
 
 Reads a cProfile file (``ws_load.py --profile FILE``, or any ``cProfile`` dump) and prints each layer's self time,
 in ms per run when ``--runs`` says how many runs the profile covers, with its share of the total. A built-in
@@ -11,7 +11,9 @@ that wrote; JSON and logging are layers of their own.
 
 cProfile's own overhead falls on every call, so layers made of many small calls (Trio's scheduler, the runtime's
 own code) weigh more here than without the profiler: read the shares, not the milliseconds, and compare
-profiles taken the same way.
+profiles taken the same way. cProfile times with the wall clock (its default; a CPU clock costs a system call per
+function call): the figures are the time the process spent outside its epoll wait, which is its CPU only while
+the machine does not preempt it.
 """
 
 from __future__ import annotations
@@ -55,13 +57,22 @@ LAYERS: tuple[tuple[str, str], ...] = (
 STDLIB = "stdlib, other"
 TRIO = "Trio"
 SCHEDULER = "Trio: the scheduler loop"
-SCHEDULER_LOOP = frozenset({"unrolled_run", "run", "get_events", "process_events", "expire"})
-"""Trio's scheduler: its run loop and what the loop itself calls each batch (I/O polling, deadlines)."""
+SCHEDULER_LOOP = frozenset(
+    {
+        ("trio/_core/_run.py", "unrolled_run"),
+        ("trio/_core/_run.py", "run"),
+        ("trio/_core/_run.py", "expire"),
+        ("trio/_core/_io_epoll.py", "get_events"),
+        ("trio/_core/_io_epoll.py", "process_events"),
+    }
+)
+"""Trio's scheduler, (file, function): its run loop and what the loop calls each batch (I/O polling, deadlines)."""
+EPOLL_WAIT = ("~", 0, "<method 'poll' of 'select.epoll' objects>")
 SOCKETS = "socket calls (send, recv: the kernel)"
 SOCKET_CALL = "of '_socket.socket' objects"
 POLL = "waiting (epoll)"
 MAX_CLIMB = 8
-"""How many transparent callers a function's time climbs through before it counts as the standard library's."""
+"""How many callers a function's time climbs through (towards a layer of its own) before it stays where it is."""
 Key = tuple[str, int, str]
 """A profiled function as pstats names it: file, line, function (file ``~`` for a built-in)."""
 
@@ -95,35 +106,50 @@ class LayerSplit:
         if key[0] == "~":
             return SOCKETS if SOCKET_CALL in key[2] else None
         layer = self.layer_of(key)
-        if layer == TRIO and key[2] in SCHEDULER_LOOP:
+        if layer == TRIO and is_scheduler(key):
             return SCHEDULER if self.trio_by_caller else TRIO
         if layer == STDLIB or (layer == TRIO and self.trio_by_caller):
             return None
         return layer
 
     def totals(self) -> dict[str, float]:
-        """Self seconds by layer; time that goes to callers is split by what each caller spent in the function,
-        climbing through callers whose time goes to their callers too."""
+        """Self seconds by layer. A function without a layer of its own (:meth:`own_layer`) gives its self time
+        to its callers by the self time it spent under each, and time climbing further up (from the functions it
+        called) by the time each caller spent below it; a caller already on the way up (recursion, a cycle) takes
+        none. cProfile keeps no call stacks, so a climb of more than one level is an estimate."""
         totals: dict[str, float] = collections.defaultdict(float)
         for key, (_, _, self_time, _, _) in self.stats.items():
-            if "poll" in key[2] and "epoll" in key[2]:
+            if key == EPOLL_WAIT:
                 totals[POLL] += self_time
             else:
-                self._give(key, self_time, totals, depth=0)
+                self._give(key, self_time, totals, ())
         return totals
 
-    def _give(self, key: Key, seconds: float, totals: dict[str, float], depth: int) -> None:
+    def _give(self, key: Key, seconds: float, totals: dict[str, float], below: tuple[Key, ...]) -> None:
+        """Give ``seconds`` (``key``'s own when ``below`` is empty, else of the functions ``below`` it) to a layer."""
         layer = self.own_layer(key)
         if layer is not None:
             totals[layer] += seconds
             return
-        callers: dict[Key, tuple[int, int, float, float]] = self.stats[key][4] if key in self.stats else {}
-        spent = sum(entry[2] for entry in callers.values())
-        if not callers or spent <= 0 or depth >= MAX_CLIMB:
+        on_the_way = (*below, key)
+        callers = {
+            # pstats' per caller: (calls, primitive calls, self time, cumulative time) of ``key`` called from there
+            caller: max(entry[3] - entry[2], 0.0) if below else entry[2]
+            for caller, entry in (self.stats[key][4] if key in self.stats else {}).items()
+            if caller not in on_the_way
+        }
+        spent = sum(callers.values())
+        if spent <= 0 or len(below) >= MAX_CLIMB:
             totals[STDLIB if key[0] == "~" else self.layer_of(key)] += seconds
             return
-        for caller, entry in callers.items():
-            self._give(caller, seconds * entry[2] / spent, totals, depth + 1)
+        for caller, share in callers.items():
+            self._give(caller, seconds * share / spent, totals, on_the_way)
+
+
+def is_scheduler(key: Key) -> bool:
+    """Whether a profiled function is part of Trio's scheduler loop (:data:`SCHEDULER_LOOP`)."""
+    path = key[0].replace("\\", "/")
+    return any(path.endswith(file) and key[2] == name for file, name in SCHEDULER_LOOP)
 
 
 def print_layers(totals: dict[str, float], runs: int | None, per: str = "run") -> None:

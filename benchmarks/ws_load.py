@@ -158,8 +158,9 @@ async def serve(
     ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
     the service's CPU is the websocket front end's alone. ``counts``: print ``COUNTS <json>`` (tasks, steps,
     batches so far: :class:`SchedulerCounts`) on each SIGUSR1. ``profile``: a cProfile of the service between the
-    first SIGUSR1 and the second (the wave, without start-up and shut-down), written to that file. Logs as ``yao-actors serve`` does by default (INFO
-    text: two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
+    first SIGUSR1 and the second (the wave, without start-up and shut-down), written to that file. Logs as
+    ``yao-actors serve`` does by default (INFO text: two records per run), to standard error, which the benchmark
+    sends to ``SERVICE_LOG``."""
     configure_logging("INFO")
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
@@ -454,6 +455,7 @@ async def main(args: argparse.Namespace) -> None:
                             args.counts,
                         )
                     )
+    last_wave = rows[-1]["waves"][-1]
     rows = [median_row(row["waves"]) for row in rows]
     load_at_end = [round(x, 2) for x in os.getloadavg()]
     store = ", threads in Redis, workers on one SO_REUSEPORT port" if args.workers else ""
@@ -467,10 +469,10 @@ async def main(args: argparse.Namespace) -> None:
     clients_cpu = ", ".join(f"{r['clients_cpu_ms_per_run']:.1f}" for r in rows)
     print(f"the clients' own CPU ms per run (this process, the load generator), by row: {clients_cpu}")
     print(f"the service processes' log records (INFO, as yao-actors serve logs): {SERVICE_LOG}")
-    if args.profile is not None and args.workers is None:
-        last = min(args.clients[-1], MAX_CLIENTS)
-        print(f"\nthe last wave's service CPU by layer (cProfile, {args.profile}; profile_layers.py):")
-        profile_layers.main([str(args.profile), "--runs", str(last)])
+    if args.profile is not None:
+        runs = last_wave["completed"] + last_wave["errors"]
+        print(f"\nthe last wave's service time by layer (cProfile, {args.profile}; profile_layers.py):")
+        profile_layers.main([str(args.profile), "--runs", str(max(runs, 1))])
     if args.workers:
         for clients in args.clients:
             same = [r for r in rows if r["clients"] == clients]
@@ -524,6 +526,8 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.profile is not None and args.workers is not None:
+        parser.error("--profile profiles one service process: it does not go with --workers")
     if args.workers is not None and args.out == RESULTS:
         args.out = RESULTS.with_name("ws_load_workers.json")
     serving = partial(

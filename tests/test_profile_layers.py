@@ -43,16 +43,19 @@ SEND = ("~", 0, "<method 'send' of '_socket.socket' objects>")
 POLL = ("~", 0, "<method 'poll' of 'select.epoll' objects>")
 
 
-def entry(self_time: float, callers: dict[Any, float] | None = None) -> tuple[int, int, float, float, dict]:
-    """A pstats entry: its self time, and each caller with the self time spent in it from there."""
-    return (1, 1, self_time, self_time, {c: (1, 1, t, t) for c, t in (callers or {}).items()})
+def entry(self_time: float, callers: dict[Any, Any] | None = None) -> tuple[int, int, float, float, dict]:
+    """A pstats entry: its self time, and each caller with the self time spent in it from there (or a pair: self
+    and cumulative time from there)."""
+    pairs = {c: t if isinstance(t, tuple) else (t, t) for c, t in (callers or {}).items()}
+    return (1, 1, self_time, self_time, {c: (1, 1, tt, ct) for c, (tt, ct) in pairs.items()})
 
 
 STATS = {
     OURS_RUN: entry(1.0),
     OURS_EVENTS: entry(0.5, {OURS_RUN: 0.5}),
     TRIO_LOOP: entry(2.0),
-    TRIO_SCOPE: entry(0.8, {OURS_RUN: 0.6, MCP_CALL: 0.2}),
+    # self time from each caller, and cumulative with what runs below it (contextlib, a socket send), 3:1 as well
+    TRIO_SCOPE: entry(0.8, {OURS_RUN: (0.6, 0.6 + 0.4875), MCP_CALL: (0.2, 0.2 + 0.1625)}),
     MCP_CALL: entry(1.5),
     # contextlib works for Trio's scope, which works for its callers: it climbs two levels.
     CONTEXTLIB: entry(0.4, {TRIO_SCOPE: 0.4}),
@@ -91,6 +94,46 @@ def test_by_module_names_each_of_the_runtimes_modules() -> None:
     totals = layers.LayerSplit(STATS, by_module=True).totals()
     assert totals["ours: conversation/run.py"] == pytest.approx(1.0)
     assert totals["ours: events.py"] == pytest.approx(0.5 + 0.6)
+
+
+WRAP = (f"{STDLIB}/functools.py", 30, "wrap")
+SORTED = ("~", 0, "<built-in method builtins.sorted>")
+DEEPCOPY = (f"{STDLIB}/copy.py", 128, "deepcopy")
+
+
+def test_time_from_below_climbs_by_what_each_caller_spent_below() -> None:
+    """A stdlib ``wrap`` does its own cheap work for the SDK, and a long ``sorted`` only for the runtime: the
+    ``sorted`` time goes to the runtime (the time each caller spent *below* ``wrap``), wrap's own to each by self."""
+    stats = {
+        OURS_RUN: entry(0.1),
+        MCP_CALL: entry(0.1),
+        WRAP: entry(0.21, {OURS_RUN: (0.01, 0.71), MCP_CALL: (0.2, 0.2)}),
+        SORTED: entry(0.7, {WRAP: 0.7}),
+    }
+    totals = layers.LayerSplit(stats).totals()
+    assert totals["ours: conversation"] == pytest.approx(0.1 + 0.01 + 0.7)
+    assert totals["MCP SDK"] == pytest.approx(0.1 + 0.2)
+
+
+def test_recursion_climbs_past_itself() -> None:
+    """``deepcopy`` calling itself: its time goes to the runtime that called it, not back to itself."""
+    stats = {
+        OURS_RUN: entry(0.1),
+        DEEPCOPY: entry(1.0, {OURS_RUN: (0.2, 1.5), DEEPCOPY: (0.8, 1.3)}),
+        ISINSTANCE: entry(0.5, {DEEPCOPY: 0.5}),
+    }
+    totals = layers.LayerSplit(stats).totals()
+    assert totals["ours: conversation"] == pytest.approx(1.6)
+    assert totals.get(layers.STDLIB, 0.0) == 0.0
+
+
+def test_the_scheduler_loop_is_named_by_file_and_function() -> None:
+    """Trio's run loop is the scheduler's; another Trio function named ``run`` (a thread's) is not."""
+    thread_run = (f"{SITE}/trio/_threads.py", 170, "run")
+    stats = {TRIO_LOOP: entry(1.0), thread_run: entry(0.5, {OURS_RUN: 0.5}), OURS_RUN: entry(0.1)}
+    totals = layers.LayerSplit(stats, trio_by_caller=True).totals()
+    assert totals[layers.SCHEDULER] == pytest.approx(1.0)
+    assert totals["ours: conversation"] == pytest.approx(0.6)
 
 
 def test_a_real_profile_is_split_without_losing_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
