@@ -495,6 +495,7 @@ async def main(args: argparse.Namespace) -> None:
         "transport": args.transport,
         "store": "redis" if args.workers else "memory",
         "front_end_only": args.front_end_only,
+        "profiled": args.profile is not None,  # cProfile slows the service: its CPU figures are not comparable
         "results": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
