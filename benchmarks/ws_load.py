@@ -79,6 +79,7 @@ from yao_actors.observability.logs import configure_logging
 from yao_actors.runtime import open_runtime
 from yao_actors.service import serve_service
 from yao_actors.service.chat import open_service_connection
+from yao_actors.service.heap import keep_heap
 from yao_actors.service.workers import reserve_port, reuse_port_listener
 from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
@@ -158,9 +159,9 @@ async def serve(
     ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
     the service's CPU is the websocket front end's alone. ``counts``: print ``COUNTS <json>`` (tasks, steps,
     batches so far: :class:`SchedulerCounts`) on each SIGUSR1. ``profile``: a cProfile of the service between the
-    first SIGUSR1 and the second (the wave, without start-up and shut-down), written to that file. Logs as
-    ``yao-actors serve`` does by default (INFO text: two records per run), to standard error, which the benchmark
-    sends to ``SERVICE_LOG``."""
+    first SIGUSR1 and the second (the wave, without start-up and shut-down), written to that file. As ``yao-actors
+    serve`` does, it freezes its start-up out of the garbage collector's passes (:func:`keep_heap`) and logs INFO
+    text (two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
     configure_logging("INFO")
     server_transport = (
         InMemoryTransport(build_test_server("s1"))
@@ -189,6 +190,7 @@ async def serve(
                 recorded = await runtime.run("default", "go")
                 runs = ReplayedRuns(tuple(dict(event) for event in recorded.events), tool_seconds)
             service = await nursery.start(partial(serve_service, runs, spec, listeners=listeners))
+            await nursery.start(keep_heap)  # as `yao-actors serve` does
             print(f"LISTENING {service.url}", flush=True)
             async for signum in signals:
                 if signum != signal.SIGUSR1:

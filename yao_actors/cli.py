@@ -44,6 +44,7 @@ from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
 from yao_actors.service.chat import DEFAULT_URL, chat, show_history
+from yao_actors.service.heap import keep_heap
 from yao_actors.service.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 from yao_actors.specs import StoreSpec, default_sqlite_path
 
@@ -247,6 +248,7 @@ async def serve_until_signalled(config: Config, spec: ServiceSpec, *, reuse_port
         async with open_runtime(config) as runtime, trio.open_nursery() as nursery:
             listeners = [reuse_port_listener(spec.host, spec.port)] if reuse_port else None
             service: Service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
+            await nursery.start(keep_heap)  # start-up's objects out of the collector's passes (service/heap.py)
             print(_banner(service, config), flush=True)
             await _next(signals)
             nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope)

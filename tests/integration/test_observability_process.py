@@ -150,6 +150,10 @@ async def test_a_served_run_is_logged_as_json_counted_in_metrics_and_traced_to_a
     assert {"input_tokens", "output_tokens"} <= ended[0].keys()
     servers = {record["server"] for record in records if "server" in record and record.get("state") == "ready"}
     assert servers == {"weather", "clothing"}
+    # The service froze its start-up out of the garbage collector's passes (service/heap.py).
+    (froze,) = [record for record in records if record["logger"] == "yao_actors.service.heap"]
+    assert froze["frozen"] > 10_000
+    assert froze["period"] == 300
 
     # Traces: the collector got the run's tree under the service name from OTEL_SERVICE_NAME.
     spans: dict[str, Any] = {}

@@ -1,0 +1,84 @@
+"""The service's heap keeper: start-up frozen out of the collector's passes, the freeze renewed so garbage goes."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+import trio
+import trio.testing
+
+from yao_actors.service.heap import DEFAULT_PERIOD, keep_heap, refreeze
+
+
+class Node:
+    """A collectable object that can be part of a reference cycle and be watched through a weak reference."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def cycle() -> tuple[Node, weakref.ref[Node]]:
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    return first, weakref.ref(first)
+
+
+@pytest.fixture(autouse=True)
+def unfrozen() -> Iterator[None]:
+    """Each test starts and ends with nothing frozen (the freeze is the whole process's)."""
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+async def test_what_is_alive_at_start_is_frozen_and_its_garbage_goes_at_the_next_renewal(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    strong, watched = cycle()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap, 10.0)
+        assert gc.get_freeze_count() > 0
+        del strong
+        gc.collect()
+        assert watched() is not None, "a frozen cycle is not collected"
+        await trio.sleep(9.0)
+        gc.collect()
+        assert watched() is not None, "not before the period is over"
+        await trio.sleep(2.0)
+        assert watched() is None, "the renewal collects what became garbage since the freeze"
+        assert gc.get_freeze_count() > 0, "and freezes again"
+        nursery.cancel_scope.cancel()
+
+
+async def test_objects_made_after_the_freeze_are_collected_as_usual(autojump_clock: trio.testing.MockClock) -> None:
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)
+        strong, watched = cycle()
+        del strong
+        gc.collect()
+        assert watched() is None
+        nursery.cancel_scope.cancel()
+
+
+def test_refreeze_frees_frozen_garbage_and_says_how_much() -> None:
+    strong, watched = cycle()
+    gc.freeze()
+    del strong
+    assert watched() is not None
+    assert refreeze() >= 2
+    assert watched() is None
+    assert gc.get_freeze_count() > 0
+
+
+@pytest.mark.parametrize("period", [0, -1.0, float("nan")])
+async def test_a_period_that_is_not_positive_is_refused(period: float) -> None:
+    with pytest.raises(ValueError, match="period must be a positive number of seconds"):
+        await keep_heap(period)
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_default_period_is_minutes() -> None:
+    assert 60 <= DEFAULT_PERIOD <= 3600

@@ -1,0 +1,63 @@
+"""The service process's garbage collector: what start-up made is kept out of the collector's passes.
+
+A started service holds some 10^5 long-lived objects that CPython's cyclic collector tracks: the imported modules,
+the MCP SDK's schemas, every server's client and its idle workers. Each full (oldest-generation) collection walks them
+all, and under load there are several a second, each stopping the event loop for tens of milliseconds (a wave of
+`benchmarks/ws_load.py` saw 50-130 ms pauses, about a tenth of the service's CPU). :func:`keep_heap` collects once
+and then freezes what is alive (``gc.freeze``): the collector's passes then walk only what runs make.
+
+Frozen objects are never collected, so an object alive at a freeze that later becomes cyclic garbage would stay (a
+server restarting leaves its old client's objects, a run in flight at the freeze its own). So the freeze is renewed
+every ``period`` seconds: unfreeze, one full collection (what a default collector does several times a second under
+load), freeze again. Garbage among frozen objects lives at most one period.
+
+Only a process that owns its heap should do this: ``yao-actors serve`` (and ``server.py``) run :func:`keep_heap`
+beside the service; the embedded runtime (:func:`yao_actors.open_runtime`) leaves the collector to its embedder, who
+may start :func:`keep_heap` in their own nursery.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+from typing import NoReturn
+
+import trio
+
+DEFAULT_PERIOD = 300.0
+"""Seconds between two renewals of the freeze: how long cyclic garbage among frozen objects can live."""
+
+logger = logging.getLogger(__name__)
+
+
+def refreeze() -> int:
+    """Unfreeze, collect everything, freeze what is alive; the number of unreachable objects found."""
+    gc.unfreeze()
+    found = gc.collect()
+    gc.freeze()
+    return found
+
+
+async def keep_heap(
+    period: float = DEFAULT_PERIOD, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> NoReturn:
+    """Freeze what is alive now out of the collector's passes, then renew the freeze every ``period`` seconds.
+
+    Start it once the service has started (its servers connected), so that start-up is what gets frozen;
+    ``task_status.started()`` is called after the first freeze. Cancel it to stop renewing (what is frozen stays so).
+    """
+    if not period > 0:
+        raise ValueError(f"keep_heap: period must be a positive number of seconds, got {period!r}")
+    refreeze()
+    frozen = gc.get_freeze_count()
+    logger.info(
+        "froze %d start-up objects out of the garbage collector's passes (renewed every %g s)",
+        frozen,
+        period,
+        extra={"frozen": frozen, "period": period},
+    )
+    task_status.started()
+    while True:
+        await trio.sleep(period)
+        found = refreeze()
+        logger.debug("renewed the freeze: %d unreachable objects freed, %d frozen", found, gc.get_freeze_count())
