@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from yao_actors.service.heap import DEFAULT_PERIOD, keep_heap, refreeze
+from yao_actors.service.heap import DEFAULT_PERIOD, YOUNG_THRESHOLD, keep_heap, refreeze
 
 
 class Node:
@@ -28,10 +28,12 @@ def cycle() -> tuple[Node, weakref.ref[Node]]:
 
 @pytest.fixture(autouse=True)
 def unfrozen() -> Iterator[None]:
-    """Each test starts and ends with nothing frozen (the freeze is the whole process's)."""
+    """Each test starts and ends with nothing frozen and the default thresholds (the collector is the process's)."""
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 async def test_what_is_alive_at_start_is_frozen_and_its_garbage_goes_at_the_next_renewal(
@@ -50,6 +52,26 @@ async def test_what_is_alive_at_start_is_frozen_and_its_garbage_goes_at_the_next
         await trio.sleep(2.0)
         assert watched() is None, "the renewal collects what became garbage since the freeze"
         assert gc.get_freeze_count() > 0, "and freezes again"
+        nursery.cancel_scope.cancel()
+
+
+async def test_while_it_runs_young_passes_are_rarer_and_cancelled_it_leaves_the_collector_as_it_was(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    gc.set_threshold(700, 11, 12)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 11, 12)
+        nursery.cancel_scope.cancel()
+    assert gc.get_threshold() == (700, 11, 12)
+    assert gc.get_freeze_count() == 0
+
+
+async def test_a_larger_young_threshold_of_the_embedder_is_kept(autojump_clock: trio.testing.MockClock) -> None:
+    gc.set_threshold(YOUNG_THRESHOLD * 5, 10, 10)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)
+        assert gc.get_threshold() == (YOUNG_THRESHOLD * 5, 10, 10)
         nursery.cancel_scope.cancel()
 
 
@@ -75,9 +97,11 @@ def test_refreeze_frees_frozen_garbage_and_says_how_much() -> None:
 
 @pytest.mark.parametrize("period", [0, -1.0, float("nan")])
 async def test_a_period_that_is_not_positive_is_refused(period: float) -> None:
+    thresholds = gc.get_threshold()
     with pytest.raises(ValueError, match="period must be a positive number of seconds"):
         await keep_heap(period)
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
 
 
 def test_the_default_period_is_minutes() -> None:
