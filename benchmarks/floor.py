@@ -15,6 +15,9 @@ each half of that with the libraries alone, none of this project's code in the p
   (:class:`~yao_actors.service.websocket.ServerWebSocket`: wsproto read in the connection's task, a burst in one
   write): what serving the websocket itself saves over trio-websocket's server, with nothing else in the path.
 
+Each part runs under the service's garbage-collector policy (:func:`~yao_actors.service.heap.keep_heap`: what
+start-up made frozen, rarer young passes), as ``ws_load``'s service does.
+
 Their sum is what any service built on these libraries spends per run before doing anything of its own: compare
 it with ``ws_load``'s service CPU per run taken in the same sitting (``--with-service`` runs ``ws_load`` once
 between the repeats). CPU, not wall time: the figures hold under load far better than latency does.
@@ -44,6 +47,7 @@ from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRe
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.service.gate import read_head
+from yao_actors.service.heap import keep_heap
 from yao_actors.service.websocket import ServerWebSocket
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.servers import build_test_server
@@ -96,11 +100,15 @@ async def mcp_cpu_per_run(clients: int, turns: int, tool_seconds: float) -> floa
                 assert not result.is_error, result
 
         await one_run()  # warm-up
-        before = time.process_time()
-        async with trio.open_nursery() as nursery:
-            for _ in range(clients):
-                nursery.start_soon(one_run)
-        return (time.process_time() - before) * 1000 / clients
+        async with trio.open_nursery() as keeper:
+            await keeper.start(keep_heap)  # the service's collector policy (cancelled, it restores the default)
+            before = time.process_time()
+            async with trio.open_nursery() as nursery:
+                for _ in range(clients):
+                    nursery.start_soon(one_run)
+            spent = time.process_time() - before
+            keeper.cancel_scope.cancel()
+        return spent * 1000 / clients
 
 
 # --------------------------------------------------------------------------- websocket
@@ -131,8 +139,10 @@ async def serve_bursts_own(bursts: list[list[str]], tool_seconds: float) -> None
             await trio.aclose_forcefully(stream)
 
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    print(f"LISTENING ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/", flush=True)
-    await trio.serve_listeners(handler, listeners)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)  # the service's collector policy
+        print(f"LISTENING ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/", flush=True)
+        await trio.serve_listeners(handler, listeners)
 
 
 async def serve_bursts(bursts: list[list[str]], tool_seconds: float) -> None:
@@ -153,6 +163,7 @@ async def serve_bursts(bursts: list[list[str]], tool_seconds: float) -> None:
 
     async with trio.open_nursery() as nursery:
         server = await nursery.start(serve_websocket, handler, "127.0.0.1", 0, None)
+        await nursery.start(keep_heap)  # the service's collector policy
         print(f"LISTENING ws://127.0.0.1:{server.port}/", flush=True)
 
 
