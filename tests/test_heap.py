@@ -28,12 +28,13 @@ def cycle() -> tuple[Node, weakref.ref[Node]]:
 
 @pytest.fixture(autouse=True)
 def unfrozen() -> Iterator[None]:
-    """Each test starts and ends with nothing frozen and the default thresholds (the collector is the process's)."""
+    """Each test starts and ends with nothing frozen and the thresholds it found, collector on (it is the process's)."""
     thresholds = gc.get_threshold()
     gc.unfreeze()
     yield
     gc.unfreeze()
     gc.set_threshold(*thresholds)
+    gc.enable()
 
 
 async def test_what_is_alive_at_start_is_frozen_and_its_garbage_goes_at_the_next_renewal(
@@ -78,11 +79,62 @@ async def test_a_larger_young_threshold_of_the_embedder_is_kept(autojump_clock: 
 async def test_objects_made_after_the_freeze_are_collected_as_usual(autojump_clock: trio.testing.MockClock) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(keep_heap)
+        assert gc.isenabled()
         strong, watched = cycle()
         del strong
-        gc.collect()
+        kept = [[] for _ in range(3 * YOUNG_THRESHOLD)]  # allocations enough for the collector's own young pass
+        assert watched() is None
+        del kept
+        nursery.cancel_scope.cancel()
+
+
+async def test_garbage_made_before_the_start_is_collected_not_frozen(autojump_clock: trio.testing.MockClock) -> None:
+    strong, watched = cycle()
+    del strong
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)
         assert watched() is None
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("switch_off", ["disable", "threshold 0"])
+async def test_a_collector_switched_off_is_left_off(switch_off: str, autojump_clock: trio.testing.MockClock) -> None:
+    if switch_off == "disable":
+        gc.disable()
+    else:
+        gc.set_threshold(0, 10, 10)
+    before = gc.get_threshold()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)
+        assert gc.get_threshold() == before
+        assert gc.isenabled() is (switch_off != "disable")
+        assert gc.get_freeze_count() == 0
+        await trio.sleep(DEFAULT_PERIOD * 2)
+        assert gc.get_freeze_count() == 0
+        nursery.cancel_scope.cancel()
+    assert gc.get_threshold() == before
+
+
+async def test_a_second_keeper_is_refused(autojump_clock: trio.testing.MockClock) -> None:
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)
+        with pytest.raises(RuntimeError, match="already running"):
+            await keep_heap()
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)  # the first one ended: a new one may start
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_embedders_freeze_is_frozen_again_at_the_end(autojump_clock: trio.testing.MockClock) -> None:
+    strong, _ = cycle()
+    gc.freeze()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(keep_heap)
+        nursery.cancel_scope.cancel()
+    assert gc.get_freeze_count() > 0
+    del strong
 
 
 def test_refreeze_frees_frozen_garbage_and_says_how_much() -> None:

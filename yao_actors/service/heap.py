@@ -7,14 +7,17 @@ all, and under load there are several a second, each stopping the event loop for
 and then freezes what is alive (``gc.freeze``): the collector's passes then walk only what runs make. It also makes
 the young passes rarer (:data:`YOUNG_THRESHOLD`), which under load mostly walked runs still in flight.
 
-Frozen objects are never collected, so an object alive at a freeze that later becomes cyclic garbage would stay (a
-server restarting leaves its old client's objects, a run in flight at the freeze its own). So the freeze is renewed
-every ``period`` seconds: unfreeze, one full collection (what a default collector does several times a second under
-load), freeze again. Garbage among frozen objects lives at most one period.
+Frozen objects are still freed by reference counting, but the cyclic collector never looks at them: an object
+alive at a freeze that later becomes part of cyclic garbage would stay (a server restarting leaves its old client's
+objects, a run in flight at the freeze its own). So the freeze is renewed every ``period`` seconds: unfreeze, one
+full collection (what a default collector does several times a second under load), freeze again. Such garbage lives
+at most one period.
 
 Only a process that owns its heap should do this: ``yao-actors serve`` (and ``server.py``) run :func:`keep_heap`
 beside the service; the embedded runtime (:func:`yao_actors.open_runtime`) leaves the collector to its embedder, who
-may start :func:`keep_heap` in their own nursery.
+may start :func:`keep_heap` in their own nursery (one at a time). A collector switched off (``gc.disable()``, or a
+young threshold of 0) is left off: :func:`keep_heap` then does nothing. The figures are CPython 3.11's (three
+generations); from 3.14 the collector is incremental and the threshold means less.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ milliseconds, most of what they meet already gone (~0.3 ms per run)."""
 
 logger = logging.getLogger(__name__)
 
+_keeping = False  # one keep_heap at a time: the collector is the process's
+
 
 def refreeze() -> int:
     """Unfreeze, collect everything, freeze what is alive; the number of unreachable objects found."""
@@ -54,16 +59,28 @@ async def keep_heap(
 
     While it runs, the youngest generation's threshold is at least :data:`YOUNG_THRESHOLD`. Start it once the
     service has started (its servers connected), so that start-up is what gets frozen; ``task_status.started()`` is
-    called after the first freeze. Cancelled, it leaves the collector as it found it: nothing frozen, the thresholds
-    restored.
+    called after the first freeze. Cancelled, it puts back the thresholds it found, and unfreezes, or, if
+    something was frozen when it started (an embedder's own ``gc.freeze()``), freezes again what is alive. With the
+    collector switched off
+    (``gc.disable()`` or a young threshold of 0) it changes nothing and only waits. Raises ``RuntimeError`` if
+    another :func:`keep_heap` is running in the process.
     """
+    global _keeping
     if not period > 0:
         raise ValueError(f"keep_heap: period must be a positive number of seconds, got {period!r}")
+    if _keeping:
+        raise RuntimeError("keep_heap is already running in this process: the collector is the process's, keep one")
     thresholds = gc.get_threshold()
+    if not gc.isenabled() or thresholds[0] == 0:
+        logger.info("the garbage collector is switched off: keep_heap leaves it so")
+        task_status.started()
+        await trio.sleep_forever()
+    _keeping = True
+    was_frozen = gc.get_freeze_count() > 0
     try:
         gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
         refreeze()
-        frozen = gc.get_freeze_count()  # a walk of the frozen objects: only here and at a renewal
+        frozen = gc.get_freeze_count()  # a walk of the frozen objects: here, and at a renewal only when debugging
         logger.info(
             "froze %d start-up objects out of the garbage collector's passes (renewed every %g s)",
             frozen,
@@ -74,7 +91,13 @@ async def keep_heap(
         while True:
             await trio.sleep(period)
             found = refreeze()
-            logger.debug("renewed the freeze: %d unreachable objects freed, %d frozen", found, gc.get_freeze_count())
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "renewed the freeze: %d unreachable objects freed, %d frozen", found, gc.get_freeze_count()
+                )
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
+        if was_frozen:
+            gc.freeze()
+        _keeping = False
