@@ -101,7 +101,7 @@ async def mcp_cpu_per_run(clients: int, turns: int, tool_seconds: float) -> floa
 
         await one_run()  # warm-up
         async with trio.open_nursery() as keeper:
-            await keeper.start(keep_heap)  # the service's collector policy (cancelled, it restores the default)
+            await keeper.start(keep_heap)  # the service's collector policy (cancelled, it puts the collector back)
             before = time.process_time()
             async with trio.open_nursery() as nursery:
                 for _ in range(clients):

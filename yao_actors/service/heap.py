@@ -59,23 +59,30 @@ async def keep_heap(
 
     While it runs, the youngest generation's threshold is at least :data:`YOUNG_THRESHOLD`. Start it once the
     service has started (its servers connected), so that start-up is what gets frozen; ``task_status.started()`` is
-    called after the first freeze. Cancelled, it puts back the thresholds it found, and unfreezes, or, if
-    something was frozen when it started (an embedder's own ``gc.freeze()``), freezes again what is alive. With the
-    collector switched off
-    (``gc.disable()`` or a young threshold of 0) it changes nothing and only waits. Raises ``RuntimeError`` if
-    another :func:`keep_heap` is running in the process.
+    called after the first freeze. Cancelled, it puts back the thresholds it found, and unfreezes, or, if something
+    was frozen when it started (an embedder's own ``gc.freeze()``), freezes again what is alive. With the collector
+    switched off (``gc.disable()`` or a young threshold of 0) it changes nothing and only waits. Raises
+    ``RuntimeError`` if another :func:`keep_heap` is running in the process.
     """
     global _keeping
     if not period > 0:
         raise ValueError(f"keep_heap: period must be a positive number of seconds, got {period!r}")
     if _keeping:
         raise RuntimeError("keep_heap is already running in this process: the collector is the process's, keep one")
-    thresholds = gc.get_threshold()
-    if not gc.isenabled() or thresholds[0] == 0:
-        logger.info("the garbage collector is switched off: keep_heap leaves it so")
-        task_status.started()
-        await trio.sleep_forever()
     _keeping = True
+    try:
+        if not gc.isenabled() or gc.get_threshold()[0] == 0:
+            logger.info("the garbage collector is switched off: keep_heap leaves it so")
+            task_status.started()
+            await trio.sleep_forever()
+        await _keep(period, task_status)
+    finally:
+        _keeping = False
+
+
+async def _keep(period: float, task_status: trio.TaskStatus[None]) -> NoReturn:
+    """:func:`keep_heap`'s work on a collector that is on: freeze, renew, and put things back when cancelled."""
+    thresholds = gc.get_threshold()
     was_frozen = gc.get_freeze_count() > 0
     try:
         gc.set_threshold(max(thresholds[0], YOUNG_THRESHOLD), *thresholds[1:])
@@ -100,4 +107,3 @@ async def keep_heap(
         gc.set_threshold(*thresholds)
         if was_frozen:
             gc.freeze()
-        _keeping = False
