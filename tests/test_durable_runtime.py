@@ -266,9 +266,11 @@ class CountingStore(MemoryStore):
         self.writes.append(("append_events", 0, len(events)))
         await super().append_events(run_id, events)
 
-    async def append_turn(self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any]) -> None:
+    async def append_turn(
+        self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any
+    ) -> None:
         self.writes.append(("append_turn", len(messages), len(events)))
-        await super().append_turn(thread_id, run_id, messages, events)
+        await super().append_turn(thread_id, run_id, messages, events, **finish)
 
 
 async def test_a_run_writes_each_turn_with_its_events_in_one_store_call() -> None:

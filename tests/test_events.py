@@ -17,7 +17,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
 )
 
-from yao_actors.errors import ErrorKind, StreamClosedError
+from yao_actors.errors import ErrorKind, RunErrorCode, StreamClosedError
 from yao_actors.events import CustomName, EventDict, RunEvents, parse_event
 from yao_actors.models.base import Usage
 from yao_actors.results import ToolCallResult
@@ -220,15 +220,24 @@ async def test_emitters_blocked_behind_a_slow_consumer_go_in_arrival_order_and_a
     assert events.seq == 6
 
 
-async def test_redirect_to_a_channel_sends_on_it_numbered_on() -> None:
-    """Attributes are set without attrs' converters; ``redirect`` still turns a channel into its ``send``."""
+async def test_reopen_takes_the_terminal_event_back_and_numbers_on_from_the_given_seq() -> None:
+    """A run whose store refused its last events emits another terminal event, numbered after what was shown."""
     events, sent = collecting()
     await events.run_started()
-    send, receive = trio.open_memory_channel[EventDict](1)
-    events.redirect(send)
+    await events.step_started("model")
     await events.run_finished("ok")
-    assert [e["seq"] for e in sent] == [1]
-    assert (receive.receive_nowait()["type"], events.seq, events.finished) == ("RUN_FINISHED", 2, True)
+    assert events.finished
+    events.reopen(1)
+    assert not events.finished
+    await events.run_error("the store failed", code=RunErrorCode.STORE_UNAVAILABLE)
+    assert [(e["type"], e["seq"]) for e in sent] == [
+        ("RUN_STARTED", 1),
+        ("STEP_STARTED", 2),
+        ("RUN_FINISHED", 3),
+        ("RUN_ERROR", 2),
+    ]
+    with pytest.raises(StreamClosedError):
+        await events.step_finished("model")
 
 
 def test_parse_event_refuses_invalid_dicts() -> None:

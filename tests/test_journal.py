@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from yao_actors.conversation.journal import BUSY_HOLD, IDLE_WAIT, RunJournal
+from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.history_budget import message_bytes
 from yao_actors.store import MemoryStore
 
@@ -26,15 +27,17 @@ class NotingStore(MemoryStore):
 
     log: list[tuple[str, float]] = attrs.field(factory=list)
 
-    async def append_turn(self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any]) -> None:
-        await super().append_turn(thread_id, run_id, messages, events)
+    async def append_turn(
+        self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any
+    ) -> None:
+        await super().append_turn(thread_id, run_id, messages, events, **finish)
         self.log.append(("written", trio.current_time()))
 
 
 async def started_journal() -> tuple[NotingStore, RunJournal]:
     store = NotingStore()
     await store.open_thread("t", None)
-    journal = RunJournal(store, "t", "r")
+    journal = RunJournal(store, "t", "r", RunOutlet(), durable=False)
     await journal.start("a", [QUESTION])
     return store, journal
 
@@ -104,7 +107,7 @@ async def test_a_closed_writer_returns_without_a_cancellation(autojump_clock: tr
         await nursery.start(journal.serve)
         journal.turn([CALL, RESULT])
         await trio.sleep(1)  # idle: written; the writer waits to be woken again
-        journal.close()
+        await journal.close()
     # The writer's own scope caught nothing: it returned (a cancelled one would have caught its Cancelled).
     assert not journal._serving.cancel_called
     assert [what for what, _ in store.log] == ["written"]
@@ -121,7 +124,7 @@ async def test_a_closed_parked_writer_ends_at_once_on_a_busy_process(autojump_cl
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer)
         await trio.sleep(1)  # the writer waits to be woken
-        journal.close()
+        await journal.close()
         took = await busy_until(ended.is_set, autojump_clock)
     assert took < IDLE_WAIT  # it did not wait for an idle moment first
     assert not journal._serving.cancel_called
@@ -136,7 +139,7 @@ async def test_a_writer_closed_while_waiting_for_idle_is_cancelled_at_once(
         journal.turn([CALL, RESULT])
         await trio.lowlevel.checkpoint()  # the writer is waiting for the process to be idle
         await journal.flush()  # the close-out writes what is queued itself
-        journal.close()
+        await journal.close()
     assert journal._serving.cancelled_caught  # its idle wait was cancelled, not waited out
     assert [what for what, _ in store.log] == ["written"]
 
@@ -166,9 +169,9 @@ class MeasuringStore(MemoryStore):
     reported: list[int] | None = None
 
     async def append_turn(
-        self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any]
+        self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any
     ) -> list[int] | None:
-        await super().append_turn(thread_id, run_id, messages, events)
+        await super().append_turn(thread_id, run_id, messages, events, **finish)
         return self.reported
 
 
@@ -176,7 +179,7 @@ async def test_the_journal_keeps_the_sizes_its_store_measured_or_measures_itself
     for reported, expected in (([7, 8], [7, 8]), (None, [message_bytes(CALL), message_bytes(RESULT)])):
         store = MeasuringStore(reported=reported)
         await store.open_thread("t", None)
-        journal = RunJournal(store, "t", "r")
+        journal = RunJournal(store, "t", "r", RunOutlet(), durable=False)
         await journal.start("a", [QUESTION])
         journal.turn([CALL, RESULT])
         await journal.flush()

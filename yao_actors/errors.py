@@ -15,6 +15,7 @@ Every exception this package raises on purpose is drawn here::
     ├── FrameError             the service refused a client frame; ``.code`` is its :class:`RunErrorCode`
     ├── NotReady               servers were not ready in time; ``.servers`` maps each to its state and last error
     ├── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
+    ├── RunClosed              the store has the run closed already (another process took it for dead): nothing written
     └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
 
     RuntimeError
@@ -236,6 +237,11 @@ class NotReady(YaoActorsError):
 
 class StoreUnavailable(YaoActorsError):
     """The conversation store cannot be reached or written; the call that raised it wrote nothing."""
+
+
+class RunClosed(YaoActorsError):
+    """A write to a run the store has closed already: its process was taken for dead (its thread's lease expired)
+    and another closed it with ``RUN_ERROR`` ``interrupted``. The call wrote nothing."""
 
 
 class BenchError(YaoActorsError):

@@ -224,7 +224,7 @@ class Turnstile:
             self.busy = False
 
 
-# on_setattr: no converter runs on every ``seq += 1`` (``redirect`` converts its argument itself).
+# on_setattr: no converter runs on every ``seq += 1``.
 @attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class RunEvents:
     """The event emitter of one run.
@@ -252,9 +252,11 @@ class RunEvents:
         """Whether the terminal event has been sent."""
         return self.terminal is not None
 
-    def redirect(self, send: SendEvent | trio.MemorySendChannel[EventDict]) -> None:
-        """Send the events from now on to ``send`` (a run's close-out past a consumer that stopped reading)."""
-        self._send = _as_send(send)
+    def reopen(self, seq: int) -> None:
+        """Take the terminal event back and number the next event ``seq + 1``: for a run whose terminal event (and
+        the events after ``seq``) nobody saw, because its store refused them; it then emits another terminal event."""
+        self.terminal = None
+        self.seq = seq
 
     @contextlib.contextmanager
     def attributed_to(self, subagent_run_id: str) -> Iterator[None]:

@@ -44,7 +44,6 @@ from yao_actors.conversation import (
 from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.conversation.leasing import LeasePolicy, serve_sweeps
 from yao_actors.errors import ConfigError, NotReady
-from yao_actors.events import SendEvent
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
 from yao_actors.models.base import Message
@@ -99,7 +98,6 @@ class Runtime(metaclass=NoPublicConstructor):
         history: Sequence[Message] | None = None,
         client_tools: Sequence[Mapping[str, Any]] = (),
         resume: Sequence[Mapping[str, Any]] = (),
-        sink: SendEvent | None = None,
     ) -> AbstractAsyncContextManager[RunStream]:
         """Start a run; yields a receive channel of its AG-UI event dicts.
 
@@ -115,9 +113,8 @@ class Runtime(metaclass=NoPublicConstructor):
         ``client_tools`` are tools the client runs itself (AG-UI frontend tools, as OpenAI function tools): a
         call of one ends the run with outcome ``client_tools`` and ``pendingToolCallIds``; the client sends
         its result as a ``tool`` message in the next run's ``messages``. ``resume`` entries (AG-UI
-        ``{"interruptId", "status", "payload"}``) answer the thread's calls held for approval. ``sink``, when
-        given, is awaited with each event in the run's own task instead of the stream (see
-        :meth:`ConversationManager.open_run`): what a consumer that only forwards events saves.
+        ``{"interruptId", "status", "payload"}``) answer the thread's calls held for approval. With a durable
+        store an event reaches the stream once it is stored (:mod:`yao_actors.conversation.outlet`).
         """
         return self.conversations.open_run(
             assistant,
@@ -128,7 +125,6 @@ class Runtime(metaclass=NoPublicConstructor):
             history=history,
             client_tools=client_tools,
             resume=resume,
-            sink=sink,
         )
 
     async def run(

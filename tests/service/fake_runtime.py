@@ -11,8 +11,7 @@ What a run does is chosen by the content of its last message:
 - ``unencodable`` — start, then send an event that cannot be serialised as JSON;
 - anything else — answer ``echo: <content>`` in a few deltas, with one tool call when it mentions ``weather``.
 
-With a ``sink`` (as the front end passes), the events go to it in the run's task, as the real runtime does;
-the stream then ends when the run does. The fake records every run it started, which ended, and which were cancelled — through ``stream.cancel()``
+The fake records every run it started, which ended, and which were cancelled — through ``stream.cancel()``
 (the run still ends with ``RUN_FINISHED`` outcome ``cancelled``, as the real runtime does) or by the front end
 leaving the run's context early.
 """
@@ -83,7 +82,6 @@ class FakeRuntime:
         history: Any = None,
         client_tools: Any = (),
         resume: Any = (),
-        sink: SendEvent | None = None,
     ) -> AsyncIterator[FakeStream]:
         if assistant not in self.assistants:
             raise RunError(f"unknown assistant {assistant!r}", code="unknown_assistant")
@@ -94,8 +92,7 @@ class FakeRuntime:
         self.thread_ids.append(thread_id)
         send, receive = trio.open_memory_channel[dict[str, Any]](0)
         stream = FakeStream(receive, broken_cancel=messages[-1]["content"].startswith("uncancellable:"))
-        counted = self._counted(send.send, run_id) if sink is None else self._counted(sink, run_id, stream)
-        events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=counted)
+        events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=self._counted(send, run_id))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"])
             try:
@@ -103,23 +100,11 @@ class FakeRuntime:
             finally:
                 nursery.cancel_scope.cancel()
 
-    def _counted(self, send: SendEvent, run_id: str, sink_of: FakeStream | None = None) -> SendEvent:
-        """``send`` counting what it sent; for the sink of ``sink_of``, as the runtime treats a sink: one that
-        fails gets no more events, the run is cancelled, and the failure comes out of the stream."""
+    def _counted(self, send: trio.MemorySendChannel[dict[str, Any]], run_id: str) -> SendEvent:
+        """``send`` counting what it sent."""
 
         async def counted(event: dict[str, Any]) -> None:
-            if sink_of is not None and sink_of.failure is not None:
-                return
-            try:
-                await send(event)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise
-            except Exception as error:
-                if sink_of is None:
-                    raise
-                sink_of.failure = error
-                sink_of.scope.cancel()
-                return
+            await send.send(event)
             self.sent[run_id] = self.sent.get(run_id, 0) + 1
 
         return counted
@@ -179,7 +164,6 @@ class FakeStream:
         self._receive = receive
         self._broken_cancel = broken_cancel
         self.scope = trio.CancelScope()
-        self.failure: Exception | None = None
 
     def cancel(self) -> None:
         if self._broken_cancel:
@@ -191,9 +175,12 @@ class FakeStream:
 
     async def __anext__(self) -> dict[str, Any]:
         try:
-            return await self._receive.receive()
+            return await self.receive()
         except trio.EndOfChannel:
-            failure, self.failure = self.failure, None
-            if failure is not None:
-                raise failure from None
             raise StopAsyncIteration from None
+
+    def receive_nowait(self) -> dict[str, Any]:
+        return self._receive.receive_nowait()
+
+    async def receive(self) -> dict[str, Any]:
+        return await self._receive.receive()

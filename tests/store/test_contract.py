@@ -11,8 +11,9 @@ import trio
 import trio.testing
 
 from tests.store.conftest import Clock
+from yao_actors.errors import RunClosed
 from yao_actors.history_budget import message_bytes
-from yao_actors.store import ANY_PRINCIPAL, ConversationStore, MemoryStore, RunStatus, StoreSpec, open_store
+from yao_actors.store import ANY_PRINCIPAL, ConversationStore, MemoryStore, RunFinish, RunStatus, StoreSpec, open_store
 
 GUARD = 10.0
 """Seconds any one test may take with real I/O before it fails instead of hanging."""
@@ -210,6 +211,39 @@ async def test_a_turn_and_its_events_are_written_together(store: ConversationSto
         await store.append_turn("t1", "r1", [lines, *many], [delta, *events(*range(6, 1506))])
         assert (await store.load_history("t1"))[5:] == [lines, *many]
         assert await store.read_events("r1", 4) == [delta, *events(*range(6, 1506))]
+
+
+async def test_the_last_turn_closes_the_run_in_the_same_write_and_a_closed_run_takes_nothing_more(
+    store: ConversationStore,
+) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", "alice")
+        await store.start_run("t1", "r1", "default", [{"role": "user", "content": "北京?"}])
+        await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
+        finish = RunFinish(RunStatus.FINISHED, "answered", {"total_tokens": 7})
+        await store.append_turn("t1", "r1", TURN[3:], events(3), finish=finish)
+        run = await store.get_run("r1")
+        assert run is not None
+        assert (run.status, run.outcome, dict(run.usage)) == (RunStatus.FINISHED, "answered", {"total_tokens": 7})
+        assert run.finished_at is not None
+        assert await store.read_events("r1") == events(1, 2, 3)
+        with pytest.raises(RunClosed, match="closed already"):
+            await store.append_turn("t1", "r1", [{"role": "assistant", "content": "late"}], events(4))
+        with pytest.raises(RunClosed):
+            await store.append_turn("t1", "r1", [], [], finish=finish)
+        assert len(await store.load_history("t1")) == 5
+        assert await store.read_events("r1") == events(1, 2, 3)
+        # A run another process closed (as a sweep closes a dead one) takes nothing more either.
+        await store.start_run("t1", "r2", "default", [])
+        assert await store.finish_run("r2", status=RunStatus.INTERRUPTED, outcome="interrupted")
+        with pytest.raises(RunClosed, match="interrupted"):
+            await store.append_turn("t1", "r2", [], events(1, run_id="r2"))
+        # Only a close: no messages, no events.
+        await store.start_run("t1", "r3", "default", [])
+        await store.append_turn("t1", "r3", [], [], finish=RunFinish(RunStatus.FAILED, "error"))
+        closed = await store.get_run("r3")
+        assert closed is not None
+        assert (closed.status, closed.outcome) == (RunStatus.FAILED, "error")
 
 
 async def test_a_refused_turn_writes_neither_its_messages_nor_its_events(store: ConversationStore) -> None:

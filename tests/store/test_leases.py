@@ -113,13 +113,68 @@ async def test_a_sweep_closes_only_the_runs_whose_lease_expired(
             for thread, run in (("t-dead", "r-dead"), ("t-alive", "r-alive"), ("t-none", "r-none")):
                 await store.start_run(thread, run, "a", [{"role": "user", "content": run}])
             await let_expire(clock)
-            # The sweep's candidates: running, with the thread's lease free (r-alive's is held).
-            assert sorted(await leases.unleased_running_runs()) == [("r-dead", "t-dead"), ("r-none", "t-none")]
-            assert sorted(await sweep_dead_runs(leases, "sweeper", 30)) == ["r-dead", "r-none"]
-            assert await leases.unleased_running_runs() == []
+            # The sweep's candidates: running, with the thread's lease free (r-alive's is held); a sweep of the
+            # process that started them never sees them (it is alive, and so are they).
+            assert await leases.unleased_running_runs(store.owner) == []
+            assert await sweep_dead_runs(leases, "sweeper", 30, owner=store.owner) == []
+            other = "another process"
+            assert sorted(await leases.unleased_running_runs(other)) == [("r-dead", "t-dead"), ("r-none", "t-none")]
+            assert sorted(await sweep_dead_runs(leases, "sweeper", 30, owner=other)) == ["r-dead", "r-none"]
+            assert await leases.unleased_running_runs(other) == []
             assert (await store.get_run("r-alive")).status is RunStatus.RUNNING  # type: ignore[union-attr]
-            assert await sweep_dead_runs(leases, "sweeper", 30) == []
+            assert await sweep_dead_runs(leases, "sweeper", 30, owner=other) == []
             assert (await leases.take("t-dead", "z", 30)).taken  # the sweep gave the lease back
+
+
+@pytest.mark.parametrize("durable", ["sqlite", "redis"])
+async def test_a_periodic_sweep_closes_a_run_only_once_two_looks_found_its_lease_free(
+    durable: str, request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+) -> None:
+    spec = _durable(durable, request, tmp_path)
+    with trio.fail_after(GUARD):
+        async with open_store(spec, clock=clock) as store, open_store(spec, clock=clock) as sweeping:
+            leases, theirs = lease_backend(store), lease_backend(sweeping)
+            await store.open_thread("t1", None)
+            assert (await leases.take("t1", f"{store.owner}:r1", SHORT)).taken
+            await store.start_run("t1", "r1", "a", [{"role": "user", "content": "北京?"}])
+            await let_expire(clock)  # its process could not renew it (its store was out of reach)
+            suspects: set[str] = set()
+            assert await sweep_dead_runs(theirs, "sweeper", 30, owner=sweeping.owner, suspects=suspects) == []
+            assert suspects == {"r1"}
+            # Its process takes the lease back before the next look: the run lives on.
+            assert await leases.reclaim("t1", f"{store.owner}:r1", 30, "r1")
+            assert await sweep_dead_runs(theirs, "sweeper", 30, owner=sweeping.owner, suspects=suspects) == []
+            assert suspects == set()
+            assert (await store.get_run("r1")).status is RunStatus.RUNNING  # type: ignore[union-attr]
+            # Dead for good: found free at two looks in a row, it is closed.
+            await leases.release("t1", f"{store.owner}:r1")
+            assert await sweep_dead_runs(theirs, "sweeper", 30, owner=sweeping.owner, suspects=suspects) == []
+            assert await sweep_dead_runs(theirs, "sweeper", 30, owner=sweeping.owner, suspects=suspects) == ["r1"]
+            assert (await store.get_run("r1")).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+async def test_an_expired_lease_nobody_took_is_taken_back_but_never_from_another_or_for_a_closed_run(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+) -> None:
+    spec = StoreSpec() if kind == "memory" else _durable(kind, request, tmp_path)
+    with trio.fail_after(GUARD):
+        async with open_store(spec, clock=clock) as store:
+            leases = lease_backend(store)
+            await store.open_thread("t1", None)
+            assert (await leases.take("t1", "me:r1", SHORT)).taken
+            await store.start_run("t1", "r1", "a", [])
+            assert await leases.reclaim("t1", "me:r1", SHORT, "r1")  # held by itself: kept
+            await let_expire(clock)
+            assert not await leases.renew("t1", "me:r1", 30) or kind != "redis"  # Redis forgets an expired key
+            assert await leases.reclaim("t1", "me:r1", SHORT, "r1")  # free, the run still running: taken back
+            await let_expire(clock)
+            assert (await leases.take("t1", "other:r2", 30, also_close="r1")).taken  # another took it
+            assert not await leases.reclaim("t1", "me:r1", 30, "r1")
+            await leases.release("t1", "other:r2")
+            await store.finish_run("r1", status=RunStatus.INTERRUPTED, outcome="interrupted")  # (taken for dead)
+            assert not await leases.reclaim("t1", "me:r1", 30, "r1")  # free now, but r1 was closed
+            assert (await leases.take("t1", "third:r3", 30)).taken  # and nothing was taken by the refusal
 
 
 def _durable(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:

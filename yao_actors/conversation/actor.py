@@ -19,7 +19,7 @@ import trio
 
 from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve, stored_approvals
 from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
-from yao_actors.conversation.journal import RunJournal, store_unavailable
+from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal, store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
@@ -33,12 +33,12 @@ from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
 from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
-from yao_actors.store import ConversationStore, RunStatus
+from yao_actors.store import ConversationStore, MemoryStore, RunFinish, RunStatus
 
 logger = logging.getLogger(__name__)
 
-CLEANUP_GRACE = 5.0
-"""Seconds a cancelled run has to record its results and emit its terminal event."""
+CLEANUP_GRACE = CLOSE_PATIENCE + 5.0
+"""Seconds a caller waits at most for a cancelled run to close out (its store's last write included)."""
 
 
 class Cancelled:
@@ -144,16 +144,19 @@ class _ConversationActor:
     async def _execute(self, order: RunOrder, observed: RunObservation) -> None:
         """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
         order.started.set()
-        journal = RunJournal(self.store, order.thread_id, order.run_id)
-        order.sink = journal.event
+        journal = RunJournal(
+            self.store,
+            order.thread_id,
+            order.run_id,
+            order.outlet,
+            durable=not isinstance(self.store, MemoryStore),
+            on_failure=order.scope.cancel,  # nothing the run does now can be stored: it ends store_unavailable
+        )
         async with trio.open_nursery() as helpers:
             helpers.start_soon(journal.serve)  # no head start needed: what it is given waits
             try:
                 await self.execute_run(order, journal, observed, helpers)
             finally:
-                # The writer ends by itself when parked (no Cancelled), and is never cancelled through the
-                # nursery, whose exit would otherwise take the cancellation too (a second Cancelled per run).
-                journal.close()
                 await self.release(order)
 
     async def take_thread(self, run: Run, order: RunOrder, helpers: trio.Nursery) -> RunError | None:
@@ -165,7 +168,9 @@ class _ConversationActor:
                 taken = await take_lease(self.leases, order.thread_id, token)
             except RunError as refused:
                 return refused
-            self.renewing = await helpers.start(keep_lease, self.leases, order.thread_id, token, order.scope.cancel)
+            self.renewing = await helpers.start(
+                keep_lease, self.leases, order.thread_id, order.run_id, order.scope.cancel
+            )
             if taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
                 try:  # and the calls it holds for approval, which that process may have changed
                     stored = await self.store.load_history(order.thread_id)
@@ -194,10 +199,11 @@ class _ConversationActor:
     ) -> None:
         """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6).
 
-        The store gets the run's input when it starts, each whole turn as the run goes (behind it),
-        and the rest, the run's record and its events before the run counts as over.
+        The store gets the run's input when it starts, each whole turn as the run goes (behind it), and
+        the rest with its terminal event and closed record in the close-out's one write, before the
+        terminal event is shown (:mod:`yao_actors.conversation.outlet`).
         """
-        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, order.deliver), ())
+        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, journal.emit), ())
         run.client_tools = order.client_tools
         ending: Ending | None = CANCELLED
         # The journal follows the transcript; no closure over the run, so a finished run is freed at once.
@@ -213,46 +219,59 @@ class _ConversationActor:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
         finally:
-            # The close-out runs shielded: a cancelled run (its consumer left, the runtime is
-            # closing) must still record its history and emit its one terminal event. It is
-            # bounded by CLEANUP_GRACE, so a consumer that stopped reading cannot hold it.
+            # The close-out runs shielded: a cancelled run (its consumer left, the runtime is closing) must
+            # still record its history and end with its one terminal event. Its consumer cannot hold it:
+            # the events wait in the outlet's log for whoever reads them.
             with trio.CancelScope(shield=True):
-                unreported = run.settle()
-                result = _conclude(run, order, ending or CANCELLED)
-                await journal.write_rest()
-                if result.interrupts and journal.started and journal.failure is None:
-                    # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
-                    with contextlib.suppress(RunError):  # kept in journal.failure: the run ends with it
-                        await journal.keep_approvals(result.interrupts)
-                if journal.failure is not None and result.outcome is not Outcome.ERROR:
-                    failed = store_unavailable(journal.failure)
-                    result = attrs.evolve(result, outcome=Outcome.ERROR, error=str(failed), code=failed.code)
-                order.result = result
-                # Counted before the terminal event goes out: whoever saw the run end sees it in the metrics.
-                code = result.code.value if result.code is not None else None
-                observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
-                if result.outcome is Outcome.INTERRUPT:
-                    self.status.approvals.extend(result.interrupts)
-                await journal.finish(_status(result), result.outcome.value, _usage_record(result.usage))
-                # The run is over in the store: another process may take the thread now.
-                await self.release(order)
-                # The thread keeps what its store has, so the two never disagree.
-                self.status.history.extend(journal.stored, journal.sizes)
-                if self.status.stored_messages is not None:
-                    self.status.stored_messages = (
-                        None if journal.failure is not None else self.status.stored_messages + len(journal.stored)
-                    )
-                # While this run still counts as pending, so its own thread is never the one forgotten.
-                self.on_history_grown()
-                with trio.move_on_after(CLEANUP_GRACE):
-                    await _close_out(run, result, unreported)
-                if not run.events.finished:
-                    # The consumer did not drain its channel in time: the rest of the close-out goes
-                    # past the channel (late events), and the stream hands it over after the last
-                    # buffered event, so the consumer still sees exactly one terminal event.
-                    order.late_events = await _close_out_late(run, order, unreported)
-                await journal.flush()
-                order.end()
+                await self.close_out(run, order, journal, observed, ending or CANCELLED)
+
+    async def close_out(
+        self, run: Run, order: RunOrder, journal: RunJournal, observed: RunObservation, ending: Ending
+    ) -> None:
+        """Settle the run: its result, its last events, one store write of them with its terminal event and
+        closed record, the thread's copy of the history; then its terminal event is shown, last."""
+        order.outlet.unlimit()
+        await journal.close()  # the writer ends; what is left goes in the close-out's write
+        unreported = run.settle()
+        result = _conclude(run, order, ending)
+        if result.interrupts and journal.started and not journal.failed:
+            # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
+            with contextlib.suppress(RunError):  # kept in journal.failure: the run ends with it
+                await journal.keep_approvals(result.interrupts)
+        if journal.started and journal.failed:
+            if journal.durable:  # the events it could not store were dropped: number on from those shown
+                run.events.seq = order.outlet.shown_seq
+                run.forget_unseen(order.outlet.log)
+            if journal.failure is not None and result.outcome is not Outcome.ERROR:
+                result = _failed(result, store_unavailable(journal.failure))
+        await _close_out(run, result, unreported)
+        last = await journal.close_out(_finish(result))
+        if last is None:
+            # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the
+            # close-out's events are shown without being stored (the one case where a client sees more than
+            # the stored log; the sweep closes the run as interrupted later, and a resume numbers on from it).
+            result = _failed(result, store_unavailable(journal.failure or StoreUnavailable("no answer")))
+            assert journal.terminal is not None
+            run.events.reopen(journal.terminal["seq"] - 1)
+            await _close_out(run, result, ())
+            last = journal.unstored_ending()
+        elif journal.closed_elsewhere is not None:
+            result = _closed_elsewhere(result, last)
+        order.result = result
+        # Counted before the terminal event is shown: whoever saw the run end sees it in the metrics.
+        code = result.code.value if result.code is not None else None
+        observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
+        if result.outcome is Outcome.INTERRUPT:
+            self.status.approvals.extend(result.interrupts)
+        # The run is over in the store: another process may take the thread now.
+        await self.release(order)
+        # The thread keeps what its store has, so the two never disagree.
+        self.status.history.extend(journal.stored, journal.sizes)
+        if self.status.stored_messages is not None:
+            self.status.stored_messages = None if journal.failed else self.status.stored_messages + len(journal.stored)
+        # While this run still counts as pending, so its own thread is never the one forgotten.
+        self.on_history_grown()
+        order.end(last)
 
 
 def new_conversation(
@@ -412,19 +431,25 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
         )
 
 
-async def _close_out_late(run: Run, order: RunOrder, unreported: Sequence[ToolCallResult]) -> list[EventDict]:
-    """The close-out events not delivered yet, numbered on from the last one sent, built without sending them
-    (they still join the run's log)."""
-    captured: list[EventDict] = []
+def _failed(result: RunResult, error: RunError) -> RunResult:
+    """``result`` as a run that ended with ``error``."""
+    return attrs.evolve(result, outcome=Outcome.ERROR, error=str(error), code=error.code, interrupts=())
 
-    async def capture(event: EventDict) -> None:
-        captured.append(event)
-        order.record(event)
 
-    run.events.redirect(capture)
-    assert order.result is not None
-    await _close_out(run, order.result, unreported)
-    return captured
+def _closed_elsewhere(result: RunResult, last: Sequence[EventDict]) -> RunResult:
+    """The result of a run the store had closed already: the closing event stored for it (``RUN_ERROR``
+    ``interrupted``, by the process that took it for dead) is how it ended."""
+    terminal = last[-1] if last else {}
+    try:
+        code = RunErrorCode(terminal.get("code", RunErrorCode.INTERRUPTED))
+    except ValueError:
+        code = RunErrorCode.INTERRUPTED
+    return _failed(result, RunError(str(terminal.get("message", "the run was closed by another process")), code=code))
+
+
+def _finish(result: RunResult) -> RunFinish:
+    """How the store closes the record of a run that ended with ``result``."""
+    return RunFinish(_status(result), result.outcome.value, _usage_record(result.usage))
 
 
 def _finished_value(result: RunResult) -> dict[str, Any]:

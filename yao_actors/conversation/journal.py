@@ -37,42 +37,71 @@ at once, without waiting, before the run counts as over. (A test's own
 ``wait_all_tasks_blocked()`` wakes in the same moment as a waiting writer, in
 no set order: a test that reads the store waits for the run, not for that.)
 
-The first :class:`~yao_actors.errors.StoreUnavailable` (or a write to a thread the
-store no longer has, taken as one) stops the writing: the
-journal keeps it in :attr:`RunJournal.failure`, writes nothing more, and the
-run ends with ``RUN_ERROR`` ``store_unavailable``. :attr:`RunJournal.stored`
-is the history that reached the store; the thread's in-memory copy takes only
-that, so memory and store never disagree.
+**Durable before visible** (:mod:`.outlet`). The journal is the run's event
+sink (:meth:`RunJournal.emit`). With a durable store every event is queued for
+the writer, and each write shows the events it appended: what a client sees of
+a run is what its stored log holds, whatever crashes when. (With the memory store
+an event is shown as it is emitted; the events then go with the next turn or
+within :data:`EVENTS_DELAY`.) The run's terminal event is held apart: the
+close-out (:meth:`RunJournal.close_out`) writes it with whatever is left and the
+run's closed record in one store call, and it is shown last.
+
+A write that fails because the store is out of reach is tried again for
+:data:`WRITE_PATIENCE` seconds (the close-out's for :data:`CLOSE_PATIENCE`), so a
+store that restarts does not end the runs going on. If it stays out of reach, or
+the thread is gone from it, the journal keeps the failure in
+:attr:`RunJournal.failure`, writes no more history, drops the events it could not
+store (nobody saw them) and cancels the run (``on_failure``), which ends with
+``RUN_ERROR`` ``store_unavailable``: stored too when the store is back for the
+close-out, else shown without being stored (the one event a client may see that
+its stored log lacks; the store's sweep closes that run as interrupted). When the
+store has the run closed already (:class:`~yao_actors.errors.RunClosed`: another
+process took it for dead after its lease expired), the run is cancelled the same
+way and its client gets the store's own closing event (:attr:`RunJournal.closed_elsewhere`),
+so the client and the stored log agree. :attr:`RunJournal.stored` is the history
+that reached the store; the thread's in-memory copy takes only that, so memory and
+store never disagree.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import attrs
 import trio
 import trio.testing
 
 from yao_actors.conversation.approvals import PendingApproval
-from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
-from yao_actors.events import EventDict, Turnstile
+from yao_actors.conversation.outlet import RunOutlet
+from yao_actors.errors import RunClosed, RunError, RunErrorCode, StoreUnavailable
+from yao_actors.events import TERMINAL_TYPES, EventDict, Turnstile
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
-from yao_actors.store import ConversationStore, RunStatus
+from yao_actors.store import ConversationStore, RunFinish
 
 logger = logging.getLogger(__name__)
 
 EVENTS_DELAY = 0.05
-"""Seconds the events before a tool batch may wait to be written with the batch's turn (see ``kick_soon``)."""
+"""Seconds the events before a tool batch may wait to be written with the batch's turn (see ``kick_soon``;
+the memory store's runs only: a durable store's events are written as soon as the process is idle)."""
 
 IDLE_WAIT = 0.01
 """Seconds a write waits at most for the process to be idle (see the module docstring)."""
 
 BUSY_HOLD = 0.1
 """Seconds the writes skip the wait for idle once such a wait timed out (see the module docstring)."""
+
+WRITE_PATIENCE = 2.0
+"""Seconds a write of a run going on is tried again while the store is out of reach, before the run fails."""
+
+CLOSE_PATIENCE = 10.0
+"""Seconds the close-out's write (the terminal event and the run's record) is tried again while the store is out
+of reach, before the terminal event is shown without being stored."""
+
+RETRY_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0)
+"""Seconds between two tries of a write while the store is out of reach (the last one repeats)."""
 
 _busy_until: trio.lowlevel.RunVar[float] = trio.lowlevel.RunVar("yao_actors.journal.busy_until", default=-math.inf)
 """Until when this process counts as busy (``trio.current_time()``): its writes do not wait for idle."""
@@ -92,26 +121,38 @@ def lost_thread(thread_id: str, error: KeyError) -> StoreUnavailable:
 
 @attrs.define(eq=False)
 class RunJournal:
-    """The store writes of one run (see the module docstring). Made by the conversation actor per run."""
+    """The store writes of one run and the outlet its events become visible in (see the module docstring).
+
+    Made by the conversation actor per run. ``durable``: an event is shown only once stored (a store that
+    outlives the process); else as it is emitted. ``on_failure`` is called once when nothing more of the run can
+    be stored (the actor cancels the run).
+    """
 
     store: ConversationStore
     thread_id: str
     run_id: str
+    outlet: RunOutlet
+    durable: bool = True
+    on_failure: Callable[[], object] = lambda: None
     stored: list[Message] = attrs.field(factory=list)
     """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
     sizes: list[int] = attrs.field(factory=list)
     """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`stored`, measured as it was written
     (by the store when it returns them, as the memory store does): the thread's history takes them."""
     failure: StoreUnavailable | None = None
+    closed_elsewhere: RunClosed | None = None
+    """The store had the run closed already when the journal wrote to it (another process took it for dead)."""
     started: bool = False
     transcript: list[Message] = attrs.field(factory=list)
     """The run's transcript (the run appends to it); :meth:`checkpoint` queues what is new of it."""
     written: int = 0
     """How much of :attr:`transcript` the journal has been given."""
+    terminal: EventDict | None = None
+    """The run's terminal event, once emitted: written and shown by the close-out, never by the writer."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
     _kicked: bool = False
-    """A turn is queued: the writer writes at once (set by :meth:`kick`, cleared when the writer wakes)."""
+    """Something is queued to be written at once (set by :meth:`kick`, cleared when the writer wakes)."""
     _wake: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
     _writing: Turnstile = attrs.field(factory=Turnstile)
     """One write at a time (the writer's, the close-out's), in order; free, it costs no trip through the scheduler."""
@@ -120,6 +161,11 @@ class RunJournal:
     _serving: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     """The writer's scope: :meth:`close` cancels it when the writer is not parked."""
     _closed: bool = False
+
+    @property
+    def failed(self) -> bool:
+        """Whether nothing more of the run is written (the store failed, or has the run closed already)."""
+        return self.failure is not None or self.closed_elsewhere is not None
 
     async def start(self, assistant: str, messages: Sequence[Message]) -> None:
         """Record the run as running, with its input joining the thread's history, in one write.
@@ -142,13 +188,31 @@ class RunJournal:
             raise store_unavailable(self.failure) from error
         self.started = True
         self._stored(messages)
+        if self._events:  # what the run emitted before it started in the store (its RUN_STARTED)
+            self.kick()
 
-    def event(self, event: EventDict) -> None:
-        """Keep an event for the next write: with the next turn, or within :data:`EVENTS_DELAY` seconds,
-        so that a process sharing the store can follow the run as it goes (none are written for a run
-        whose start could not be stored)."""
+    async def emit(self, event: EventDict) -> None:
+        """The run's event sink (``RunEvents``' send): show the event, or queue it to be shown once written.
+
+        Waits while the run is too far ahead of its consumer (:meth:`RunOutlet.wait_room`; cancelled, the event
+        is not emitted). A terminal event is kept for the close-out. Once the store failed, a durable store's
+        run drops its events until its close-out (whose write may still succeed): nobody sees what is not stored.
+        """
+        outlet = self.outlet
+        if outlet.limit is not None:
+            await outlet.wait_room()
+        outlet.emitted += 1
+        if event["type"] in TERMINAL_TYPES:
+            self.terminal = event
+            return
+        if not self.durable:
+            outlet.show((event,))
+        if self.failed and self.started and not self._closed:  # the close-out's events are still written
+            return
         self._events.append(event)
-        if self._due == math.inf:
+        if self.durable:
+            self.kick()
+        elif self._due == math.inf:
             self.kick_soon()
 
     def turn(self, messages: Sequence[Message]) -> None:
@@ -176,17 +240,11 @@ class RunJournal:
         new, self.written = self.transcript[self.written :], len(self.transcript)
         return new
 
-    async def write_rest(self) -> None:
-        """The close-out's write: the transcript's messages not queued yet and everything queued, now, by the
-        caller (the writer is not woken for them: it would only wait to find nothing left)."""
-        if self.started and self.failure is None:
-            self._turns.extend(self._new_transcript())
-        await self.flush()
-
     def kick(self) -> None:
         """Wake the writer: what is queued is written as soon as the write before it is done."""
         self._kicked = True
-        self._wake.unpark_all()
+        if self._wake:
+            self._wake.unpark_all()
 
     def kick_soon(self) -> None:
         """Have the events so far written within :data:`EVENTS_DELAY` seconds, unless a turn comes first and
@@ -202,9 +260,8 @@ class RunJournal:
         """The writer task: write what is queued each time it is woken (or due), until :meth:`close`.
 
         One write per wake, made once the process is idle or :data:`IDLE_WAIT` seconds later (at once while
-        the process is busy): what is queued meanwhile goes along; the events a run emits while a turn is
-        being written wait for the next turn, or their :data:`EVENTS_DELAY` (queued then, they set it), not
-        for a write of their own.
+        the process is busy): what is queued meanwhile goes along; the events a run emits while a write is
+        going on wait for the next one (group commit).
         """
         task_status.started()
         with self._serving:
@@ -233,6 +290,8 @@ class RunJournal:
                 idle_by = now + IDLE_WAIT
                 if idle_by < waiting.deadline:
                     waiting.deadline = idle_by
+                # Once every task waits, the run's request has gone out to its tool or model: the store's
+                # work then costs the run nothing (see the module docstring).
                 await trio.testing.wait_all_tasks_blocked()
         self._waiting = None
         self._kicked = False
@@ -240,21 +299,24 @@ class RunJournal:
         if waiting.cancelled_caught and waiting.deadline == idle_by:
             _busy_until.set(trio.current_time() + BUSY_HOLD)  # never idle within IDLE_WAIT: busy
 
-    def close(self) -> None:
-        """End the writer (after the close-out's :meth:`flush`): a parked writer is woken and returns; one
-        waiting for idle or writing is cancelled (a write is shielded: it completes)."""
+    async def close(self) -> None:
+        """End the writer before the close-out, and wait for a write it is making: a parked writer is woken and
+        returns; one waiting for idle or writing is cancelled (a write is shielded: it completes, or fails,
+        first). Once this returns, :attr:`failure` and :attr:`closed_elsewhere` say how the writes went."""
         self._closed = True
         if self._wake:
             self._wake.unpark_all()
         else:
             self._serving.cancel()
+        await self._writing.enter()
+        self._writing.leave()
 
     async def flush(self, *, everything: bool = True) -> None:
         """Write what is queued, the turns with the events, in one store write; with ``everything``, again
         until nothing is left (what the run queued meanwhile). A failure is kept in :attr:`failure`."""
         await self._writing.enter()
         try:
-            while self.started and self.failure is None and (self._turns or self._events):
+            while self.started and not self.failed and (self._turns or self._events):
                 await self._write()
                 if not everything:
                     break
@@ -262,23 +324,71 @@ class RunJournal:
             self._writing.leave()
 
     async def _write(self) -> None:
-        """One store write of everything queued (shielded: a cancellation never leaves it in doubt)."""
+        """One store write of everything queued (shielded: a cancellation never leaves it in doubt); a durable
+        store's events are shown once written."""
         turns, self._turns = self._turns, []
         events, self._events = self._events, []
         try:
             with trio.CancelScope(shield=True):
-                sizes = await self.store.append_turn(self.thread_id, self.run_id, turns, events)
-            self._stored(turns, sizes)
-        except StoreUnavailable as error:
+                sizes = await self._append(turns, events, None, WRITE_PATIENCE)
+        except (StoreUnavailable, RunClosed, KeyError) as error:
+            self._fail(error)
+            return
+        except ValueError as error:  # a batch the store refuses: a bug here, not the store's state
+            logger.error("run %s: events not stored: %s", self.run_id, error)
+            self._fail(StoreUnavailable(f"the store refused the run's events: {error}"))
+            return
+        self._stored(turns, sizes)
+        if self.durable:
+            self.outlet.show(events)
+
+    async def _append(
+        self, turns: Sequence[Message], events: Sequence[EventDict], finish: RunFinish | None, patience: float
+    ) -> Sequence[int] | None:
+        """``append_turn``, tried again while the store is out of reach, up to ``patience`` seconds.
+
+        A try whose answer was lost (the store wrote, the reply did not arrive) leaves the next try refused;
+        that refusal is taken as success when the store's log holds this very batch.
+        """
+        delays = iter(RETRY_DELAYS)
+        deadline = trio.current_time() + patience
+        tried = False
+        while True:
+            try:
+                return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
+            except StoreUnavailable:
+                delay = next(delays, RETRY_DELAYS[-1])
+                if trio.current_time() + delay > deadline:
+                    raise
+                tried = True
+                await trio.sleep(delay)
+            except (RunClosed, ValueError):
+                if tried and events and await self._landed(events):
+                    return None
+                raise
+
+    async def _landed(self, events: Sequence[EventDict]) -> bool:
+        """Whether the store's log ends with ``events`` (an earlier try of this write got through)."""
+        try:
+            stored = await self.store.read_events(self.run_id, events[0]["seq"] - 1)
+        except StoreUnavailable:
+            return False
+        return [(e["seq"], e["type"]) for e in stored] == [(e["seq"], e["type"]) for e in events]
+
+    def _fail(self, error: StoreUnavailable | RunClosed | KeyError) -> None:
+        """Nothing more of the run is written: keep why, drop the events not stored, cancel the run."""
+        if isinstance(error, RunClosed):
+            logger.error("run %s: %s", self.run_id, error)
+            self.closed_elsewhere = error
+        else:
+            if isinstance(error, KeyError):
+                error = lost_thread(self.thread_id, error)
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
             self.failure = error
-        except ValueError as error:
-            # Another process closed the run's log (this run lost its thread's lease and was taken
-            # for dead): what it adds now is not stored, and the run is being cancelled.
-            logger.error("run %s: events not stored: %s", self.run_id, error)
-        except KeyError as error:
-            self.failure = lost_thread(self.thread_id, error)
-            logger.error("run %s: %s", self.run_id, self.failure)
+        self._turns.clear()
+        if self.durable:
+            self._events.clear()
+        self.on_failure()
 
     def _stored(self, messages: Sequence[Message], sizes: Sequence[int] | None = None) -> None:
         """Messages the store took: kept with their sizes (the store's measures when it gave them)."""
@@ -286,17 +396,6 @@ class RunJournal:
         if sizes is None or len(sizes) != len(messages):
             sizes = list(map(message_bytes, messages))
         self.sizes.extend(sizes)
-
-    async def finish(self, status: RunStatus, outcome: str, usage: Mapping[str, Any]) -> None:
-        """Close the run's record (after :meth:`flush`); nothing when the run never started or the store failed."""
-        if not self.started or self.failure is not None:
-            return
-        try:
-            with trio.CancelScope(shield=True):
-                await self.store.finish_run(self.run_id, status=status, outcome=outcome, usage=usage)
-        except StoreUnavailable as error:
-            logger.warning("run %s: could not close its record: %s", self.run_id, error)
-            self.failure = error
 
     async def keep_approvals(self, approvals: Sequence[PendingApproval]) -> None:
         """Write the thread's pending approvals to the store (``[]``: none wait any more), shielded, so a resume
@@ -309,3 +408,63 @@ class RunJournal:
             logger.warning("run %s: could not store the thread's pending approvals: %s", self.run_id, error)
             self.failure = error
             raise store_unavailable(error) from error
+
+    async def close_out(self, finish: RunFinish) -> list[EventDict] | None:
+        """The close-out's write: the rest of the history, the events not written yet, the terminal event and the
+        run's closed record (``finish``), in one store call; returns the events to show last.
+
+        ``None`` when the store stayed out of reach (:data:`CLOSE_PATIENCE`): nothing was stored; the caller
+        replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the store has the run
+        closed already (:attr:`closed_elsewhere`), the events to show are the store's own after the last one shown: its
+        closing event. A run never recorded as started is not written; its events are shown as they are.
+        """
+        assert self.terminal is not None, "the terminal event is emitted before the close-out"
+        events = [*self._events, self.terminal] if self.durable else [self.terminal]
+        if not self.started:
+            return events
+        await self._writing.enter()
+        try:
+            if self.closed_elsewhere is None:
+                turns = [] if self.failure is not None else [*self._turns, *self._new_transcript()]
+                try:
+                    with trio.CancelScope(shield=True):
+                        sizes = await self._append(turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE)
+                except (StoreUnavailable, KeyError, ValueError) as error:
+                    if not isinstance(error, StoreUnavailable):
+                        error = StoreUnavailable(f"the store refused the run's close: {error}")
+                    logger.warning("run %s: the run's close was not stored: %s", self.run_id, error)
+                    self.failure = error
+                    return None
+                except RunClosed as error:
+                    logger.error("run %s: %s", self.run_id, error)
+                    self.closed_elsewhere = error
+                else:
+                    if self.failure is None:
+                        self._stored(turns, sizes)
+                    self._turns.clear()
+                    self._events.clear()
+                    return events
+            return await self._closing_events()
+        finally:
+            self._writing.leave()
+
+    def unstored_ending(self) -> list[EventDict]:
+        """The close-out's events not shown yet, its terminal event last, for a close the store never took."""
+        assert self.terminal is not None
+        return [*self._events, self.terminal] if self.durable else [self.terminal]
+
+    async def _closing_events(self) -> list[EventDict]:
+        """The store's events of the run after the last one shown (ending with the closing event another process
+        stored), read once the store answers, within :data:`CLOSE_PATIENCE`."""
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_PATIENCE):
+            delays = iter(RETRY_DELAYS)
+            while True:
+                try:
+                    stored = await self.store.read_events(self.run_id, self.outlet.shown_seq)
+                except StoreUnavailable:
+                    await trio.sleep(next(delays, RETRY_DELAYS[-1]))
+                    continue
+                if stored and stored[-1]["type"] in TERMINAL_TYPES:
+                    return stored
+                break
+        return []

@@ -83,19 +83,30 @@ async def take_lease(policy: LeasePolicy, thread_id: str, token: str) -> Taken:
 async def keep_lease(
     policy: LeasePolicy,
     thread_id: str,
-    token: str,
+    run_id: str,
     on_lost: Callable[[], None],
     *,
     task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Renew the lease every third of its ttl until cancelled (``started`` gives the scope that stops it);
-    ``on_lost()`` once it is found held by another."""
+    """Renew run ``run_id``'s lease every third of its ttl until cancelled (``started`` gives the scope that
+    stops it); ``on_lost()`` once another holder took it, or took the run for dead.
+
+    A lease that expired while the store was out of reach is taken back when nobody else took it meanwhile
+    (:meth:`~yao_actors.store.leases.ThreadLeases.reclaim`): an outage longer than the lease does not end a
+    healthy run. (A run that needed the store meanwhile ended ``store_unavailable`` by itself.)
+    """
+    token = policy.token(run_id)
     with trio.CancelScope() as renewing:
         task_status.started(renewing)
         while True:
             await trio.sleep(policy.ttl / 3)
             try:
                 kept = await policy.leases.renew(thread_id, token, policy.ttl)
+                if not kept and await policy.leases.reclaim(thread_id, token, policy.ttl, run_id):
+                    logger.warning(
+                        "thread %s: its lease had expired; nobody took it, and run %s took it back", thread_id, run_id
+                    )
+                    kept = True
             except StoreUnavailable as error:
                 logger.warning("thread %s: could not renew its lease: %s", thread_id, error)
                 continue
@@ -115,16 +126,20 @@ async def release_lease(policy: LeasePolicy, thread_id: str, token: str) -> None
 
 
 async def serve_sweeps(policy: LeasePolicy, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Close the runs whose process died: once before ``started()`` (a restarted process's first look), then
-    every half ``ttl``, so a dead run is closed within about ``1.5 × ttl`` of its last renewal."""
+    """Close the runs whose process died: a look before ``started()`` (a restarted process's first: what it finds
+    unleased was left by a process that stopped before it started, and is closed at once), then one every half
+    ``ttl``, which closes a run once two looks in a row found its lease free (so a process whose store was out of
+    reach has a renewal's time to take its lease back): within about ``2 × ttl`` of its last renewal. This
+    process's own runs are never closed here (:func:`~yao_actors.store.leases.sweep_dead_runs`)."""
     token = f"{policy.owner}:sweep"
+    suspects: set[str] | None = None
     started = False
     while True:
         try:
-            await sweep_dead_runs(policy.leases, token, policy.ttl)
+            await sweep_dead_runs(policy.leases, token, policy.ttl, owner=policy.owner, suspects=suspects)
         except StoreUnavailable as error:
             logger.warning("the sweep for dead runs could not reach the store: %s", error)
         if not started:
             task_status.started()
-            started = True
+            started, suspects = True, set()
         await trio.sleep(policy.ttl / 2)

@@ -24,11 +24,11 @@ from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy
 from yao_actors.conversation.order import FollowStream, RunOrder, RunResult, RunStream
+from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.run import RunResources, request_tools
 from yao_actors.dispatch import ToolServer
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
-from yao_actors.events import EventDict, SendEvent
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
 from yao_actors.models.base import Message, Model
@@ -254,7 +254,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         runs = [order for order in self._live.values() if order.thread_id == thread_id]
         for order in runs:
             order.scope.cancel()
-        with trio.move_on_after(2 * CLEANUP_GRACE):
+        with trio.move_on_after(CLEANUP_GRACE):
             for order in runs:
                 await order.done.wait()
         self.close_thread(thread_id)
@@ -305,7 +305,6 @@ class ConversationManager(metaclass=NoPublicConstructor):
         history: Sequence[Message] | None = None,
         client_tools: Sequence[Mapping[str, Any]] = (),
         resume: Sequence[Mapping[str, Any]] = (),
-        sink: SendEvent | None = None,
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
@@ -320,26 +319,28 @@ class ConversationManager(metaclass=NoPublicConstructor):
         assistant raises ``RunError`` (``bad_request``) before the run starts. ``resume`` entries answer the
         thread's calls held for approval (:mod:`~yao_actors.conversation.approvals`).
 
-        ``sink``, when given, is awaited with each event in the run's own task, instead of the events
-        going through the stream: a consumer that forwards them (the websocket front end) saves a task
-        hand-off per event. The stream then yields only the close-out events a ``sink`` too slow for
-        ``CLEANUP_GRACE`` did not take; it ends when the run does. ``sink`` waiting slows the run (as a
-        full stream does); a ``sink`` raising ``trio.BrokenResourceError`` or ``ClosedResourceError`` is a
-        consumer gone; any other exception out of it cancels the run and comes out of the stream.
+        The stream yields the run's events as they become visible (once stored, with a durable store:
+        :mod:`~yao_actors.conversation.outlet`); the run waits when it is ``EVENT_BUFFER`` events ahead of
+        its reader, never in its close-out. ``stream.receive_nowait()`` takes an event already visible
+        without a trip through the scheduler (a front end forwarding a burst of events takes them at once).
         """
         spec = self.assistant(assistant)
         await self._check_client_tools(spec, client_tools)
-        order_events, receive = trio.open_memory_channel[EventDict](EVENT_BUFFER if sink is None else 0)
         order = RunOrder(
-            spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), order_events, principal
+            spec,
+            input_messages(messages),
+            run_id or new_id(),
+            thread_id or new_id(),
+            principal,
+            RunOutlet(limit=EVENT_BUFFER),
+            history=None if history is None else tuple(dict(m) for m in history),
+            client_tools=tuple(client_tools),
+            resume=tuple(resume),
         )
-        order.consumer = sink
-        order.history = None if history is None else tuple(dict(m) for m in history)
-        order.client_tools, order.resume = tuple(client_tools), tuple(resume)
+        stream = RunStream(order)
         try:
-            with receive:
-                await self._submit(order)
-                yield RunStream(order, receive)
+            await self._submit(order)
+            yield stream
         finally:
             await self._wait_out(order)
 
@@ -371,8 +372,15 @@ class ConversationManager(metaclass=NoPublicConstructor):
         """
         spec = self.assistant(assistant)
         await self._check_client_tools(spec, client_tools)
-        order = RunOrder(spec, input_messages(messages), run_id or new_id(), thread_id or new_id(), None, principal)
-        order.client_tools, order.resume = tuple(client_tools), tuple(resume)
+        order = RunOrder(
+            spec,
+            input_messages(messages),
+            run_id or new_id(),
+            thread_id or new_id(),
+            principal,
+            client_tools=tuple(client_tools),
+            resume=tuple(resume),
+        )
         try:
             await self._submit(order)
             await order.done.wait()
@@ -406,7 +414,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
             return
         order.scope.cancel()
         if order.started.is_set():
-            with trio.CancelScope(shield=True), trio.move_on_after(2 * CLEANUP_GRACE):
+            with trio.CancelScope(shield=True), trio.move_on_after(CLEANUP_GRACE):
                 await order.done.wait()
 
 

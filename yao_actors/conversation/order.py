@@ -2,9 +2,9 @@
 
 The caller (:meth:`ConversationManager.open_run`) makes a :class:`RunOrder` and
 submits it to the thread's actor; the actor executes it and delivers its events.
-Every event also joins the order's log (:attr:`RunOrder.log`), which is what a
-``resume`` follows while the run goes on in this process (:class:`FollowStream`)
-and what :meth:`ConversationManager.run` returns.
+Its events become visible in the order's outlet (:mod:`.outlet`), which the
+caller's :class:`RunStream` reads, a ``resume`` follows while the run goes on in this
+process (:class:`FollowStream`), and :meth:`ConversationManager.run` returns.
 
 A consumer that goes away cancels its run, unless it *detached* first
 (:meth:`RunOrder.detach`): a detached run goes on without it, and is cancelled
@@ -15,7 +15,7 @@ only when nobody has followed it for the runtime's ``detach_grace`` seconds
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -23,8 +23,9 @@ import trio
 from opentelemetry.context import Context
 
 from yao_actors.conversation.approvals import PendingApproval
+from yao_actors.conversation.outlet import OutletReader, RunOutlet
 from yao_actors.errors import RunErrorCode
-from yao_actors.events import TERMINAL_TYPES, EventDict, Outcome, SendEvent
+from yao_actors.events import EventDict, Outcome
 from yao_actors.models.base import Message, Usage
 from yao_actors.observability import tracing
 from yao_actors.results import ToolCallResult
@@ -74,97 +75,57 @@ class RunResult:
 class RunOrder:
     """A run submitted to a thread's actor; the caller keeps it to cancel the run and read its result.
 
-    ``events`` is the consumer's channel (:meth:`ConversationManager.open_run`), or ``None``
-    (:meth:`ConversationManager.run`, which returns the log at the end: a channel and a task
-    reading it would only cost a trip through the scheduler per event). ``consumer``, when set,
-    takes the events instead of the channel, awaited in the run's own task (a front end that
-    forwards each event saves a task hand-off per event). ``principal`` owns the run's thread.
-    ``sink`` gets every event too (the run's journal, set by the actor).
+    The run's events become visible in its :attr:`outlet` (:mod:`.outlet`: once stored, with a durable
+    store), which the caller's :class:`RunStream`, followers (:class:`FollowStream`) and
+    :meth:`ConversationManager.run` read. ``principal`` owns the run's thread.
     """
 
     assistant: AssistantSpec
     messages: tuple[Message, ...]
     run_id: str
     thread_id: str
-    events: trio.MemorySendChannel[EventDict] | None
     principal: str | None = None
-    consumer: SendEvent | None = None
-    consumer_error: Exception | None = None
-    """What the ``consumer`` raised (other than a closed or broken channel): the run was cancelled then."""
+    outlet: RunOutlet = attrs.field(factory=RunOutlet)
     history: tuple[Message, ...] | None = None
     """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
     client_tools: tuple[Mapping[str, Any], ...] = ()
     """The tools of the run's client (AG-UI frontend tools), as function tools."""
     resume: tuple[Mapping[str, Any], ...] = ()
     """AG-UI ``resume`` entries answering the interrupts of the thread's held calls."""
-    log: list[EventDict] = attrs.field(factory=list)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     started: trio.Event = attrs.field(factory=trio.Event)
     done: trio.Event = attrs.field(factory=trio.Event)
     result: RunResult | None = None
-    late_events: list[EventDict] = attrs.field(factory=list)
-    sink: Callable[[EventDict], None] | None = None
     detached: bool = False
     followers: int = 0
     trace_context: Context | None = attrs.field(factory=tracing.capture)
     """The submitter's trace context: the run's ``invoke_agent`` span starts under it."""
     on_end: Callable[[], object] | None = None
     """Called once the run is over, before anyone waiting for it goes on (the manager unlists the run)."""
-    _grew: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
     _attachment: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
 
-    def record(self, event: EventDict) -> None:
-        """Add an event to the log (and the sink), waking the followers."""
-        self.log.append(event)
-        if self.sink is not None:
-            self.sink(event)
-        if self._grew:  # most runs have no follower: no wake-up to make
-            self._grew.unpark_all()
-
-    async def deliver(self, event: EventDict) -> None:
-        """Send an event to the consumer and record it; a consumer gone without detaching cancels the run.
-
-        An event whose sending was cancelled is not recorded: the emitter will number it again. A
-        ``consumer`` that fails gets no more events, and the run is cancelled (its failure is kept in
-        :attr:`consumer_error`): it never reaches the run's own code, which must still close out.
-        """
-        if not self.detached and self.consumer_error is None:
-            try:
-                if self.consumer is not None:
-                    await self.consumer(event)
-                elif self.events is not None:
-                    await self.events.send(event)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                if not self.detached:
-                    self.scope.cancel()
-            except Exception as error:
-                self.consumer_error = error
-                self.scope.cancel()
-        self.record(event)
+    @property
+    def log(self) -> list[EventDict]:
+        """The run's visible events so far (all of them once it ended)."""
+        return self.outlet.log
 
     def detach(self) -> None:
         """The consumer stops reading; the run goes on (see :meth:`serve_detached`)."""
         self.detached = True
+        self.outlet.unlimit()
 
     def follow(self, change: int) -> None:
         """A follower came (``+1``) or went (``-1``)."""
         self.followers += change
         self._attachment.unpark_all()
 
-    def end(self) -> None:
-        """The run is over: no more events; whoever waits for it may go on."""
+    def end(self, last: Sequence[EventDict] = ()) -> None:
+        """The run is over: its ``last`` events (the terminal one) become visible; whoever waits for it may go on."""
         if self.on_end is not None:
             self.on_end()
-        if self.events is not None:
-            self.events.close()
+        self.outlet.end(last)
         self.done.set()
-        self._grew.unpark_all()
         self._attachment.unpark_all()
-
-    async def wait_grown(self) -> None:
-        """Return once an event joins the log or the run ends."""
-        if not self.done.is_set():
-            await self._grew.park()
 
     async def serve_detached(self, grace: float) -> None:
         """Cancel the (detached) run once nobody has followed it for ``grace`` seconds; return when it ends."""
@@ -177,10 +138,12 @@ class RunOrder:
                 return
 
 
-class _OrderStream(trio.abc.ReceiveChannel[EventDict]):
+class _OrderStream(OutletReader):
     """A stream of a run order's events: the run's ids, and cancelling the run."""
 
-    _order: RunOrder
+    def __init__(self, order: RunOrder, after_seq: int = 0, *, consumer: bool = False) -> None:
+        super().__init__(order.outlet, after_seq, consumer=consumer)
+        self._order = order
 
     @property
     def run_id(self) -> str:
@@ -196,41 +159,20 @@ class _OrderStream(trio.abc.ReceiveChannel[EventDict]):
 
 
 class FollowStream(_OrderStream):
-    """A run's logged events with ``seq`` above ``after_seq``, then its live ones, up to its terminal event."""
+    """A run's visible events with ``seq`` above ``after_seq``, then its new ones, up to its terminal event."""
 
     def __init__(self, order: RunOrder, after_seq: int) -> None:
-        self._order = order
-        self._after = after_seq
-        self._index = 0
-        self._finished = False
-
-    async def receive(self) -> EventDict:
-        while not self._finished:
-            log = self._order.log
-            while self._index < len(log):
-                event = log[self._index]
-                self._index += 1
-                if event["seq"] > self._after:
-                    self._finished = event["type"] in TERMINAL_TYPES
-                    await trio.lowlevel.checkpoint()
-                    return event
-            if self._order.done.is_set():
-                break
-            await self._order.wait_grown()
-        await trio.lowlevel.checkpoint()
-        raise trio.EndOfChannel
-
-    async def aclose(self) -> None:
-        self._finished = True
-        await trio.lowlevel.checkpoint()
+        super().__init__(order, after_seq)
 
 
 class RunStream(_OrderStream):
-    """The events of one run, as a receive channel; also the run's ids, result and cancel."""
+    """The events of one run for its caller, as a receive channel; also the run's ids, result and cancel.
 
-    def __init__(self, order: RunOrder, receive: trio.MemoryReceiveChannel[EventDict]) -> None:
-        self._order = order
-        self._receive = receive
+    The run waits for this reader when it gets too far ahead (:mod:`.outlet`), unless it detached.
+    """
+
+    def __init__(self, order: RunOrder) -> None:
+        super().__init__(order, consumer=True)
 
     @property
     def result(self) -> RunResult | None:
@@ -247,17 +189,9 @@ class RunStream(_OrderStream):
         """Return once the run has ended (a detached run too: the websocket service keeps its slot until then)."""
         await self._order.done.wait()
 
-    async def receive(self) -> EventDict:
-        try:
-            return await self._receive.receive()
-        except trio.EndOfChannel:
-            failure, self._order.consumer_error = self._order.consumer_error, None
-            if failure is not None:
-                raise failure from None  # the run's sink failed: its caller's error
-            # A consumer too slow for the run's close-out still gets it, and its one terminal event.
-            if not self._order.late_events:
-                raise
-            return self._order.late_events.pop(0)
-
     async def aclose(self) -> None:
-        await self._receive.aclose()
+        """Stop reading: the run is cancelled (it still ends with its terminal event), unless it detached."""
+        if not self._order.detached:
+            self._order.scope.cancel()
+        self._order.outlet.unlimit()
+        await super().aclose()

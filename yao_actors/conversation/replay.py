@@ -107,6 +107,14 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
     def cancel(self) -> None:
         """Nothing to cancel here: the run is not going on in this process."""
 
+    def receive_nowait(self) -> EventDict:
+        """The next event already read from the store; ``trio.WouldBlock`` when the store must be asked."""
+        if self._pending:
+            return self._pending.pop(0)
+        if self._finished:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
     async def receive(self) -> EventDict:
         while not self._pending and not self._finished:
             await self._fetch()

@@ -448,6 +448,24 @@ class Run:
         self.record(results, None, batch.contents)
         return [result for index, result in enumerate(results) if index not in batch.reported]
 
+    def forget_unseen(self, shown: Sequence[Mapping[str, Any]]) -> None:
+        """Forget what the run opened in events nobody saw (its store refused them): the close-out then closes only
+        the messages, tool calls, step and subagents whose opening event is among ``shown``."""
+        opened = {(e["type"], e.get("messageId") or e.get("toolCallId") or e.get("subagentRunId")) for e in shown}
+        relay = self.relay
+        if relay is not None:
+            if ("TEXT_MESSAGE_START", relay.text_id) not in opened:
+                relay.text_id = None
+            if ("REASONING_MESSAGE_START", relay.reasoning_id) not in opened:
+                relay.reasoning_id = None
+            for stream in relay.calls.values():
+                if ("TOOL_CALL_START", stream.id) not in opened:
+                    stream.started = False
+        steps = [e for e in shown if e["type"] in ("STEP_STARTED", "STEP_FINISHED")]
+        if not steps or steps[-1]["type"] != "STEP_STARTED" or steps[-1]["stepName"] != self.step:
+            self.step = None
+        self.subagents = [s for s in self.subagents if ("SUBAGENT_STARTED", s) in opened]
+
     async def emit_settled(self, unreported: Sequence[ToolCallResult]) -> None:
         """Close what the run left open (messages, step, subagents) and emit the results :meth:`settle` made."""
         await self.end_step(None)

@@ -5,9 +5,9 @@ A :class:`Connection` is served by one task (:meth:`Connection.serve`), with the
 - the reader (in the serving task itself, reading the socket: :class:`~yao_actors.service.websocket.ServerWebSocket`):
   validates each frame, answers ``ping``, cancels runs, starts runs; it also keeps the connection alive: it
   pings the client every half ``idle_timeout`` and drops it when the pong has not come back by the next ping;
-- one task per run, holding ``runtime.open_run`` open while the run's events go from the run's own task
-  straight into the writer's queue (``open_run``'s ``sink``: no task hand-off in between) — several runs at
-  once, each on its own thread (the runtime routes runs to conversation actors by ``threadId``);
+- one task per run, holding ``runtime.open_run`` open and moving the run's events into the writer's queue as
+  they become visible (once stored, with a durable store), a burst at a time — several runs at once, each on
+  its own thread (the runtime routes runs to conversation actors by ``threadId``);
 - the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
   client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2). Frames that are
   ready together go out in one socket write, each still its own websocket message.
@@ -34,7 +34,7 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -43,6 +43,7 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from yao_actors.config import ServiceSpec
+from yao_actors.conversation.outlet import EventSource, forward_events
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, RunEvents, encoded_event
 from yao_actors.service.budget import DetachedRun, RunBudget
@@ -75,8 +76,8 @@ CLOSE_GOING_AWAY: Final = 1001
 Event = Mapping[str, Any]
 
 
-class EventStream(Protocol):
-    """The events of one run (``Runtime.open_run`` yields one): iterate them; ``cancel`` still ends with one."""
+class EventStream(EventSource, Protocol):
+    """The events of one run (``Runtime.open_run`` yields one): receive them; ``cancel`` still ends with one."""
 
     def cancel(self) -> None:
         """Cancel the run; its terminal event still comes through the stream."""
@@ -107,14 +108,11 @@ class RunOpener(Protocol):
         history: Sequence[Mapping[str, Any]] | None = None,
         client_tools: Sequence[Mapping[str, Any]] = (),
         resume: Sequence[Mapping[str, Any]] = (),
-        sink: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> AbstractAsyncContextManager[EventStream]:
         """Start a run as ``principal``; the context yields its events and cancels the run when left early.
 
         ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation);
         ``client_tools`` are the client's own tools, ``resume`` the answers to the thread's interrupts.
-        ``sink``, when given, is awaited with each event in the run's own task; the stream then yields only
-        what the sink could not take before the run ended (a sink's exception comes out of the stream).
         """
         ...
 
@@ -137,8 +135,8 @@ class RunOpener(Protocol):
         ...
 
 
-class ResumedStream(Protocol):
-    """The events of a resumed run: iterate them; ``cancel`` cancels the run when it goes on in this process."""
+class ResumedStream(EventSource, Protocol):
+    """The events of a resumed run; ``cancel`` cancels the run when it goes on in this process."""
 
     def cancel(self) -> None: ...
 
@@ -404,7 +402,6 @@ class Connection:
                 principal=self.principal,
                 client_tools=frame.tools,
                 resume=frame.resume,
-                sink=functools.partial(self._forward, run),
             )
             await self._relay(run, opened)
         finally:
@@ -424,8 +421,7 @@ class Connection:
             try:
                 async with opened as stream:
                     run.attach(stream)
-                    async for event in stream:
-                        await self._forward(run, event)
+                    await forward_events(stream, functools.partial(self._forward, run))
             except RunError as error:
                 await self._end(run, str(error), error.code)
             except Exception as error:  # a bug must not end the connection, let alone the service
@@ -436,7 +432,7 @@ class Connection:
             del self._runs[run.run_id]
 
     async def _forward(self, run: _RelayedRun, event: Event) -> None:
-        """Queue one of a run's events for the writer (``open_run``'s sink: called in the run's own task)."""
+        """Queue one of a run's events for the writer."""
         await self._emit(event)
         run.saw(event)
 

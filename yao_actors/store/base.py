@@ -117,6 +117,15 @@ class RunRecord:
         }
 
 
+@attrs.frozen
+class RunFinish:
+    """How a run ended, for the store to close its record with (``append_turn``'s ``finish``)."""
+
+    status: RunStatus
+    outcome: str
+    usage: Mapping[str, Any] = attrs.field(factory=dict)
+
+
 class ConversationStore(Protocol):
     """Threads, runs and run event logs, kept between runs (and processes, when durable).
 
@@ -201,16 +210,25 @@ class ConversationStore(Protocol):
         ...
 
     async def append_turn(
-        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EventDict],
+        *,
+        finish: RunFinish | None = None,
     ) -> Sequence[int] | None:
-        """Append a turn of a run's history and a batch of its events in one write, all or nothing.
+        """Append a turn of a running run's history and a batch of its events in one write, all or nothing;
+        with ``finish``, close the run's record in the same write (:meth:`finish_run`).
 
-        What a run writes as it goes (its journal calls this once per turn): ``messages`` as
-        :meth:`append_messages` takes them (a whole turn), ``events`` as :meth:`append_events` does;
-        either may be empty. ``KeyError`` when the thread was not opened or the run is not stored on it,
-        ``ValueError`` for a message or a batch those methods refuse; either way nothing is written.
-        Returns the messages' sizes (:func:`~yao_actors.history_budget.message_bytes`, one each) when the
-        store measured them (the memory store does, for its budget), so the caller need not; else ``None``.
+        What a run writes as it goes (its journal calls this once per turn, and once more with its terminal
+        event and ``finish``): ``messages`` as :meth:`append_messages` takes them (a whole turn), ``events``
+        as :meth:`append_events` does; either may be empty. ``KeyError`` when the thread was not opened or
+        the run is not stored on it, :class:`~yao_actors.errors.RunClosed` when the run is no longer running
+        (another process closed it), ``ValueError`` for a message or a batch those methods refuse; in each
+        case nothing is written. Returns the messages' sizes (:func:`~yao_actors.history_budget.message_bytes`,
+        one each) when the store measured them (the memory store does, for its budget), so the caller need
+        not; else ``None``.
         """
         ...
 

@@ -66,13 +66,20 @@ class ThreadLeases(Protocol):
         """Extend the lease ``token`` holds by ``ttl`` seconds; ``False`` when it no longer holds it."""
         ...
 
+    async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
+        """Take the lease back for ``token`` after it expired, if nobody took it meanwhile and run ``run_id`` is
+        still running (nobody took it for dead): a run whose store was out of reach for longer than ``ttl``
+        goes on. ``False`` (and nothing changed) otherwise."""
+        ...
+
     async def release(self, thread_id: str, token: str) -> None:
         """Give the lease up, if ``token`` still holds it."""
         ...
 
-    async def unleased_running_runs(self) -> list[tuple[str, str]]:
+    async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
         """The ``(run id, thread id)`` of every run the store has as running whose thread's lease is free (expired
-        or released): what a sweep looks at. (Read in bulk; :meth:`take` checks each again, atomically.)"""
+        or released), but those ``owner`` started (the process asking runs them: they are alive): what a sweep
+        looks at. (Read in bulk; :meth:`take` checks each again, atomically.)"""
         ...
 
 
@@ -106,13 +113,24 @@ class MemoryLeases:
         self._held[thread_id] = (token, self._now() + ttl)
         return True
 
+    async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
+        held = self._held.get(thread_id)
+        if held is not None and held[0] != token and held[1] > self._now():
+            await trio.lowlevel.checkpoint()
+            return False
+        run = await self.store.get_run(run_id)
+        if run is None or run.status is not RunStatus.RUNNING:
+            return False
+        self._held[thread_id] = (token, self._now() + ttl)
+        return True
+
     async def release(self, thread_id: str, token: str) -> None:
         await trio.lowlevel.checkpoint()
         held = self._held.get(thread_id)
         if held is not None and held[0] == token:
             del self._held[thread_id]
 
-    async def unleased_running_runs(self) -> list[tuple[str, str]]:
+    async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
         await trio.lowlevel.checkpoint()
         return []  # the runs of an in-process store die with the process that would sweep them
 
@@ -130,18 +148,29 @@ async def close_running_runs(store: ConversationStore, thread_id: str, also_clos
     return tuple(closed)
 
 
-async def sweep_dead_runs(leases: ThreadLeases, token: str, ttl: float) -> list[str]:
-    """Close every running run whose thread's lease is free (its process died); their ids.
+async def sweep_dead_runs(
+    leases: ThreadLeases, token: str, ttl: float, *, owner: str, suspects: set[str] | None = None
+) -> list[str]:
+    """Close the running runs whose thread's lease is free (their process died); their ids.
 
-    For each such thread the sweep takes the lease itself (which closes the run), then releases it; a thread
-    whose lease is held, here or elsewhere, is left alone.
+    Runs ``owner`` (this process) started are never closed here: they are alive, and take their lease back
+    when their store was out of reach too long (:meth:`ThreadLeases.reclaim`). With ``suspects`` (the runs the
+    last sweep found unleased) a run is closed only when found unleased twice, so a process whose store came
+    back has a renewal's time to take its lease back first; ``suspects`` is then updated for the next sweep.
+    For each run closed the sweep takes its thread's lease itself (which closes the run), then releases it; a
+    thread whose lease is held, here or elsewhere, is left alone.
     """
     closed: list[str] = []
-    for run_id, thread_id in await leases.unleased_running_runs():
+    found = await leases.unleased_running_runs(owner)
+    due = found if suspects is None else [(run, thread) for run, thread in found if run in suspects]
+    for run_id, thread_id in due:
         taken = await leases.take(thread_id, token, ttl, also_close=run_id)
         if taken.taken:
             await leases.release(thread_id, token)
             closed.extend(taken.closed)
+    if suspects is not None:
+        suspects.clear()
+        suspects.update(run for run, _ in found if run not in closed)
     if closed:
         logger.warning("closed %d run(s) whose process died: %s", len(closed), ", ".join(closed))
     return closed

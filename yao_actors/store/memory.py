@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.errors import RunClosed
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, message_bytes
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
@@ -29,6 +30,7 @@ from yao_actors.store.base import (
     AnyPrincipal,
     EventDict,
     Message,
+    RunFinish,
     RunRecord,
     RunStatus,
     ThreadInfo,
@@ -215,14 +217,18 @@ class MemoryStore:
         run = self._runs.get(run_id)
         if run is None or run.status is not RunStatus.RUNNING:
             return False
-        self._runs[run_id] = attrs.evolve(
+        self._finish(run, status, outcome, usage)
+        return True
+
+    def _finish(self, run: RunRecord, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None) -> None:
+        """Close a running run's record."""
+        self._runs[run.run_id] = attrs.evolve(
             run, status=status, outcome=outcome, usage=dict(usage or {}), finished_at=utc(self.clock())
         )
         if self._running[run.thread_id] > 1:
             self._running[run.thread_id] -= 1
         else:
             del self._running[run.thread_id]
-        return True
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         await trio.lowlevel.checkpoint()
@@ -242,7 +248,13 @@ class MemoryStore:
         self._add_events(run_id, self._checked_events(run_id, events))
 
     async def append_turn(
-        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EventDict],
+        *,
+        finish: RunFinish | None = None,
     ) -> list[int]:
         await trio.lowlevel.checkpoint()
         given = _checked(messages)
@@ -251,10 +263,14 @@ class MemoryStore:
         run = self._runs.get(run_id)
         if run is None or run.thread_id != thread_id:
             raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+        if run.status is not RunStatus.RUNNING:
+            raise RunClosed(f"run {run_id!r} is closed already ({run.status.value})")
         batch = self._checked_events(run_id, events)  # everything is checked before anything is written
         sizes = self._append(thread_id, given) if given else []
         if events:
             self._add_events(run_id, batch)
+        if finish is not None:
+            self._finish(run, finish.status, finish.outcome, finish.usage)
         return sizes
 
     def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> tuple[list[int], list[str]]:

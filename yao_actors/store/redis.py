@@ -27,13 +27,14 @@ import attrs
 import coredis
 import coredis.exceptions
 
-from yao_actors.errors import StoreUnavailable, exception_leaves
+from yao_actors.errors import RunClosed, StoreUnavailable, exception_leaves
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
     AnyPrincipal,
     EventDict,
     Message,
+    RunFinish,
     RunRecord,
     RunStatus,
     ThreadInfo,
@@ -131,10 +132,12 @@ local function lines(text)
   end
   return found
 end
--- KEYS: thread, messages, run, events; ARGV: now, ttl ms, thread id, the messages' JSON one a line,
--- the events' seqs one a line, the events' JSON one a line
+-- KEYS: thread, messages, run, events, running; ARGV: now, ttl ms, thread id, the messages' JSON one a line,
+-- the events' seqs one a line, the events' JSON one a line; to close the run too: status, outcome, usage, run id
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-2, 0} end
 if redis.call('HGET', KEYS[3], 'threadId') ~= ARGV[3] then return {-1, 0} end
+local status = redis.call('HGET', KEYS[3], 'status')
+if status ~= 'running' then return {-3, status} end
 local messages, seqs, events = lines(ARGV[4]), lines(ARGV[5]), lines(ARGV[6])
 local last = 0
 if #seqs > 0 then
@@ -149,10 +152,15 @@ if #seqs > 0 then
   for i = 1, #seqs do redis.call('XADD', KEYS[4], '0-' .. seqs[i], 'e', events[i]) end
   redis.call('PEXPIRE', KEYS[4], ARGV[2])
 end
+if ARGV[7] then
+  redis.call('HSET', KEYS[3], 'status', ARGV[7], 'outcome', ARGV[8], 'usage', ARGV[9], 'finishedAt', ARGV[1])
+  redis.call('SREM', KEYS[5], ARGV[10])
+end
 return {1, last}
 """
 )
-"""A turn's messages and a batch of events in one script (one round trip): all checked, then all written.
+"""A turn's messages and a batch of events (and, to close the run, its record) in one script (one round trip):
+all checked, then all written.
 
 Compact JSON never holds a raw line feed (one in a string is escaped), so the messages and the events
 travel one a line in a single argument each: a handful of arguments for coredis to prepare, however
@@ -390,11 +398,17 @@ class RedisStore:
             check_rises(run_id, seqs, int(last))
 
     async def append_turn(
-        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EventDict],
+        *,
+        finish: RunFinish | None = None,
     ) -> None:
         encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
-        if not encoded and not seqs:
+        if not encoded and not seqs and finish is None:
             return
         args = [
             repr(self.clock()),
@@ -404,13 +418,18 @@ class RedisStore:
             "\n".join(map(str, seqs)),
             "\n".join(map(encode_event, events)),
         ]
+        if finish is not None:
+            args += [finish.status.value, finish.outcome, encode_usage(finish.usage), run_id]
         keys = [
             self.key("thread", thread_id),
             self.key("thread", thread_id, "messages"),
             self.key("run", run_id),
             self._events_key(run_id),
+            self.key("runs", "running"),
         ]
         done, last = await self._script("append_turn", keys, args)
+        if done == -3:
+            raise RunClosed(f"run {run_id!r} is closed already ({last})")
         if done == -2:
             raise KeyError(f"thread {thread_id!r} was not opened")
         if done == -1:

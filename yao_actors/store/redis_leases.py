@@ -52,6 +52,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 """
 
+_RECLAIM = """
+-- KEYS: lease, run; ARGV: token, ttl ms
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[2], 'status') ~= 'running' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -70,7 +79,7 @@ class RedisLeases:
         client = self.store.client
         return {
             name: client.register_script(source)
-            for name, source in (("take", _TAKE), ("renew", _RENEW), ("release", _RELEASE))
+            for name, source in (("take", _TAKE), ("renew", _RENEW), ("reclaim", _RECLAIM), ("release", _RELEASE))
         }
 
     async def _script(self, name: str, keys: list[str], args: list[str | int | float]) -> Any:
@@ -105,20 +114,26 @@ class RedisLeases:
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
         return bool(await self._script("renew", [self._lease_key(thread_id)], [token, _ms(ttl)]))
 
+    async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
+        keys = [self._lease_key(thread_id), self.store.key("run", run_id)]
+        return bool(await self._script("reclaim", keys, [token, _ms(ttl)]))
+
     async def release(self, thread_id: str, token: str) -> None:
         await self._script("release", [self._lease_key(thread_id)], [token])
 
-    async def unleased_running_runs(self) -> list[tuple[str, str]]:
+    async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
         client = self.store.client
         with self.store.reachable():
             run_ids = sorted(await client.smembers(self.store.key("runs", "running")))
             if not run_ids:
                 return []
             async with client.pipeline(transaction=False) as pipe:
-                requests = [pipe.hget(self.store.key("run", run_id), "threadId") for run_id in run_ids]
-            threads = [await request for request in requests]
+                requests = [pipe.hmget(self.store.key("run", run_id), ["threadId", "owner"]) for run_id in run_ids]
+            found = [await request for request in requests]
             runs = [
-                (run_id, str(thread)) for run_id, thread in zip(run_ids, threads, strict=True) if thread is not None
+                (run_id, str(thread))
+                for run_id, (thread, started_by) in zip(run_ids, found, strict=True)
+                if thread is not None and started_by != owner
             ]
             async with client.pipeline(transaction=False) as pipe:
                 held = [pipe.exists([self._lease_key(thread_id)]) for _, thread_id in runs]

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from yao_actors.errors import StoreUnavailable
+from yao_actors.errors import RunClosed, StoreUnavailable
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
@@ -31,6 +31,7 @@ from yao_actors.store.base import (
     AnyPrincipal,
     EventDict,
     Message,
+    RunFinish,
     RunRecord,
     RunStatus,
     ThreadInfo,
@@ -296,15 +297,27 @@ class SqliteStore:
         await self._append_turn(None, run_id, [], events)
 
     async def append_turn(
-        self, thread_id: str, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EventDict],
+        *,
+        finish: RunFinish | None = None,
     ) -> None:
-        if messages or events:
-            await self._append_turn(thread_id, run_id, messages, events)
+        if messages or events or finish is not None:
+            await self._append_turn(thread_id, run_id, messages, events, finish)
 
     async def _append_turn(
-        self, thread_id: str | None, run_id: str, messages: Sequence[Message], events: Sequence[EventDict]
+        self,
+        thread_id: str | None,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EventDict],
+        finish: RunFinish | None = None,
     ) -> None:
-        """Messages and events in one transaction; ``thread_id`` ``None``: only events, of a run on any thread."""
+        """Messages and events (and the run's close) in one transaction; ``thread_id`` ``None``: only events, of a
+        run on any thread, whether or not it is still running (what closes a dead run's log)."""
         encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
         rows = [(run_id, seq, encode_event(event)) for seq, event in zip(seqs, events, strict=True)]
@@ -313,21 +326,29 @@ class SqliteStore:
 
         def work(db: sqlite3.Connection) -> None:
             found = db.execute(
-                "SELECT thread_id, (SELECT MAX(seq) FROM events WHERE run_id = ?) FROM runs WHERE run_id = ?",
+                "SELECT thread_id, (SELECT MAX(seq) FROM events WHERE run_id = ?), status FROM runs WHERE run_id = ?",
                 (run_id, run_id),
             ).fetchone()
             if thread_id is None and found is None:
                 raise KeyError(f"run {run_id!r} is not stored")
-            if thread_id is not None and (found is None or found[0] != thread_id):
-                if not _thread_exists(db, thread_id):
-                    raise KeyError(f"thread {thread_id!r} was not opened")
-                raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+            if thread_id is not None:
+                if found is None or found[0] != thread_id:
+                    if not _thread_exists(db, thread_id):
+                        raise KeyError(f"thread {thread_id!r} was not opened")
+                    raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+                if found[2] != RunStatus.RUNNING.value:
+                    raise RunClosed(f"run {run_id!r} is closed already ({found[2]})")
             check_rises(run_id, seqs, found[1] or 0)
             if encoded:
                 _append_messages(db, found[0], encoded, now)
             if rows or thread_id is None:  # append_events refreshes the log's expiry even for an empty batch
                 _insert_rows(db, "INSERT INTO events VALUES", rows)
                 db.execute("UPDATE runs SET events_expire_at = ? WHERE run_id = ?", (now + self.event_ttl, run_id))
+            if finish is not None:
+                db.execute(
+                    "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ? WHERE run_id = ?",
+                    (finish.status.value, finish.outcome, encode_usage(finish.usage), now, run_id),
+                )
             if purge:
                 _purge_expired_events(db, now)
 

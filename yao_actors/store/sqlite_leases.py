@@ -73,17 +73,38 @@ class SqliteLeases:
         )
         return cursor.rowcount == 1
 
+    async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
+        await self._ensure_table()
+        now = self.store.clock()
+
+        def work(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT token, expires_at FROM leases WHERE thread_id = ?", (thread_id,)).fetchone()
+            if row is not None and row[0] != token and row[1] > now:
+                return False
+            status = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if status is None or status[0] != RunStatus.RUNNING.value:
+                return False
+            db.execute(
+                "INSERT INTO leases VALUES (?, ?, ?) ON CONFLICT (thread_id)"
+                " DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at",
+                (thread_id, token, now + ttl),
+            )
+            return True
+
+        return await self.store.transaction(work)
+
     async def release(self, thread_id: str, token: str) -> None:
         await self._ensure_table()
         await self.store.transaction(
             lambda db: db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (thread_id, token))
         )
 
-    async def unleased_running_runs(self) -> list[tuple[str, str]]:
+    async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
         await self._ensure_table()
         rows = await self.store.query(
             "SELECT runs.run_id, runs.thread_id FROM runs LEFT JOIN leases ON leases.thread_id = runs.thread_id"
-            " WHERE runs.status = 'running' AND (leases.thread_id IS NULL OR leases.expires_at <= ?)",
-            (self.store.clock(),),
+            " WHERE runs.status = 'running' AND runs.owner != ?"
+            " AND (leases.thread_id IS NULL OR leases.expires_at <= ?)",
+            (owner, self.store.clock()),
         )
         return [(str(run_id), str(thread_id)) for run_id, thread_id in rows]
