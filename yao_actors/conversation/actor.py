@@ -34,6 +34,7 @@ from yao_actors.observability.runs import RunObservation
 from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, RunFinish, RunStatus
+from yao_actors.store.patience import patiently
 
 logger = logging.getLogger(__name__)
 
@@ -173,8 +174,8 @@ class _ConversationActor:
             )
             if taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
                 try:  # and the calls it holds for approval, which that process may have changed
-                    stored = await self.store.load_history(order.thread_id)
-                    approvals = await self.store.load_approvals(order.thread_id)
+                    stored = await patiently(lambda: self.store.load_history(order.thread_id))
+                    approvals = await patiently(lambda: self.store.load_approvals(order.thread_id))
                 except StoreUnavailable as error:
                     return store_unavailable(error)
                 self.status.history.replace(stored)

@@ -80,6 +80,7 @@ from yao_actors.events import TERMINAL_TYPES, EventDict, Turnstile
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunFinish
+from yao_actors.store.patience import PATIENCE, RETRY_DELAYS, patiently
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +94,12 @@ IDLE_WAIT = 0.01
 BUSY_HOLD = 0.1
 """Seconds the writes skip the wait for idle once such a wait timed out (see the module docstring)."""
 
-WRITE_PATIENCE = 2.0
+WRITE_PATIENCE = PATIENCE
 """Seconds a write of a run going on is tried again while the store is out of reach, before the run fails."""
 
 CLOSE_PATIENCE = 10.0
 """Seconds the close-out's write (the terminal event and the run's record) is tried again while the store is out
 of reach, before the terminal event is shown without being stored."""
-
-RETRY_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0)
-"""Seconds between two tries of a write while the store is out of reach (the last one repeats)."""
 
 _busy_until: trio.lowlevel.RunVar[float] = trio.lowlevel.RunVar("yao_actors.journal.busy_until", default=-math.inf)
 """Until when this process counts as busy (``trio.current_time()``): its writes do not wait for idle."""
@@ -173,16 +171,24 @@ class RunJournal:
         Raises ``RunError`` ``store_unavailable`` when the store is out of reach, and
         ``bad_request`` when the run id is already stored (runs are never overwritten).
         """
+        tries = 0
+
+        async def start_run() -> None:
+            nonlocal tries
+            tries += 1
+            await self.store.start_run(self.thread_id, self.run_id, assistant, messages)
+
         try:
             with trio.CancelScope(shield=True):
-                await self.store.start_run(self.thread_id, self.run_id, assistant, messages)
+                await patiently(start_run)
         except StoreUnavailable as error:
             self.failure = error
             raise store_unavailable(error) from error
         except ValueError:
-            raise RunError(
-                f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
-            ) from None
+            if tries == 1 or not await self._started_by_us():
+                raise RunError(
+                    f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
+                ) from None
         except KeyError as error:
             self.failure = lost_thread(self.thread_id, error)
             raise store_unavailable(self.failure) from error
@@ -190,6 +196,14 @@ class RunJournal:
         self._stored(messages)
         if self._events:  # what the run emitted before it started in the store (its RUN_STARTED)
             self.kick()
+
+    async def _started_by_us(self) -> bool:
+        """Whether the stored run is this one (a try whose answer was lost had recorded it)."""
+        try:
+            run = await self.store.get_run(self.run_id)
+        except StoreUnavailable:
+            return False
+        return run is not None and run.owner == self.store.owner and run.thread_id == self.thread_id
 
     async def emit(self, event: EventDict) -> None:
         """The run's event sink (``RunEvents``' send): show the event, or queue it to be shown once written.
@@ -350,22 +364,19 @@ class RunJournal:
         A try whose answer was lost (the store wrote, the reply did not arrive) leaves the next try refused;
         that refusal is taken as success when the store's log holds this very batch.
         """
-        delays = iter(RETRY_DELAYS)
-        deadline = trio.current_time() + patience
-        tried = False
-        while True:
-            try:
-                return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
-            except StoreUnavailable:
-                delay = next(delays, RETRY_DELAYS[-1])
-                if trio.current_time() + delay > deadline:
-                    raise
-                tried = True
-                await trio.sleep(delay)
-            except (RunClosed, ValueError):
-                if tried and events and await self._landed(events):
-                    return None
-                raise
+        tries = 0
+
+        async def append() -> Sequence[int] | None:
+            nonlocal tries
+            tries += 1
+            return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
+
+        try:
+            return await patiently(append, patience)
+        except (RunClosed, ValueError):
+            if tries > 1 and events and await self._landed(events):
+                return None
+            raise
 
     async def _landed(self, events: Sequence[EventDict]) -> bool:
         """Whether the store's log ends with ``events`` (an earlier try of this write got through)."""

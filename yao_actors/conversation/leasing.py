@@ -24,6 +24,7 @@ from yao_actors.store.leases import (
     ThreadLeases,
     sweep_dead_runs,
 )
+from yao_actors.store.patience import patiently
 
 logger = logging.getLogger(__name__)
 
@@ -59,12 +60,12 @@ async def take_lease(policy: LeasePolicy, thread_id: str, token: str) -> Taken:
     """The thread's lease for ``token``, waiting up to ``policy.wait`` while another holds it.
 
     Raises ``RunError`` ``thread_busy`` when it is still held elsewhere after that; ``store_unavailable``
-    when the store cannot be reached.
+    when the store stays out of reach (:func:`~yao_actors.store.patience.patiently`).
     """
     try:
         with trio.move_on_after(policy.wait):
             while True:
-                taken = await policy.leases.take(thread_id, token, policy.ttl)
+                taken = await patiently(lambda: policy.leases.take(thread_id, token, policy.ttl))
                 if taken.taken:
                     if taken.closed:
                         logger.warning("thread %s: closed run(s) whose process died: %s", thread_id, taken.closed)

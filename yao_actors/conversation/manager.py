@@ -34,6 +34,7 @@ from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
+from yao_actors.store.patience import patiently
 from yao_actors.tasks import open_owned_nursery
 
 EVENT_BUFFER = 16
@@ -145,11 +146,11 @@ class ConversationManager(metaclass=NoPublicConstructor):
         and its calls waiting for approval."""
         self._loading.add(thread_id)
         try:
-            info = await self._store.open_thread(thread_id, owner)
+            info = await patiently(lambda: self._store.open_thread(thread_id, owner))
             # A thread this call created has nothing stored yet; another principal's is not loaded.
             stored = info.principal == owner and not info.created
-            history = await self._store.load_history(thread_id) if stored else []
-            approvals = await self._store.load_approvals(thread_id) if stored else []
+            history = await patiently(lambda: self._store.load_history(thread_id)) if stored else []
+            approvals = await patiently(lambda: self._store.load_approvals(thread_id)) if stored else []
         except StoreUnavailable as error:
             raise store_unavailable(error) from error
         finally:
