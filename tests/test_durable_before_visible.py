@@ -19,11 +19,12 @@ import trio.testing
 from tests.support import check_stream
 from tests.test_durable_runtime import config
 from yao_actors.conversation.journal import CLOSE_PATIENCE, WRITE_PATIENCE
+from yao_actors.conversation.replay import stored_run_stream
 from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict, Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.store import MemoryStore, RunStatus
+from yao_actors.store import MemoryStore, RunFinish, RunStatus
 from yao_actors.store.base import interrupted_event
 
 
@@ -218,3 +219,33 @@ async def test_a_run_closed_by_another_process_ends_as_the_store_says(autojump_c
     assert seen[-1]["seq"] == store.stored_seq["swept"] + 1
     assert stored == seen
     assert [m["role"] for m in history] == ["user"]  # the turn that could not be written is not in the history
+
+
+@attrs.define(eq=False)
+class RacingStore(MemoryStore):
+    """A memory store whose run ends (its last events stored) right after the first read of its log."""
+
+    reads: int = 0
+
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+        self.reads += 1
+        found = await super().read_events(run_id, after_seq)
+        if self.reads == 1:
+            last = [{"type": "STEP_STARTED", "stepName": "m", "seq": 2}, {"type": "RUN_FINISHED", "seq": 3}]
+            await self.append_turn("t", "r", [], last, finish=RunFinish(RunStatus.FINISHED, "answered"))
+        return found
+
+
+async def test_a_resume_from_the_store_gets_every_event_of_a_run_that_ends_while_it_looks() -> None:
+    """The run ends between the resume's read of its log and its look at the record: the resume still gets
+    its last events, not only the terminal one."""
+    store = RacingStore()
+    await store.open_thread("t", None)
+    await store.start_run("t", "r", "a", [])
+    await store.append_events("r", [{"type": "RUN_STARTED", "threadId": "t", "runId": "r", "seq": 1}])
+    stream = await stored_run_stream(store, "r", 1, None)
+    assert stream is not None
+    assert [(e["seq"], e["type"]) for e in [await stream.receive(), await stream.receive()]] == [
+        (2, "STEP_STARTED"),
+        (3, "RUN_FINISHED"),
+    ]

@@ -144,7 +144,8 @@ class ErrorFrameCode(enum.StrEnum):
     ``duplicate_run_id``  a ``run`` frame reused the ``runId`` of a run still in flight (that run goes on)
     ``unknown_run``       a ``cancel`` frame named no run in flight on this connection
     ``unknown_thread``    a ``forget`` frame named a thread that is not stored (or is another principal's)
-    ``store_unavailable`` the conversation store could not be reached for a ``forget`` or ``threads`` frame
+    ``store_unavailable`` the conversation store could not be reached for a ``history``, ``forget``, ``threads``
+                          or ``resume`` frame (the resumed run is not over: resume again later)
     ====================  ==========================================================================
     """
 

@@ -1,8 +1,9 @@
 """A Redis outage longer than the thread leases, with a real ``redis-server`` stopped and started again (its
 append-only file keeps the data), and a second runtime sharing it whose sweep looks for dead runs meanwhile.
 
-A run that did not need the store during the outage takes its expired lease back (nobody took it) and answers; a
-run that did ends ``store_unavailable``. Either way the stored log is exactly what the run's reader saw, its
+A run that did not need the store during the outage takes its expired lease back (nobody took it) and answers; so
+does one whose writes waited through it (within their patience); a run whose store stayed away longer ends
+``store_unavailable``. Either way the stored log is exactly what the run's reader saw, its
 closing event included, and the stored record says the same.
 """
 
@@ -23,6 +24,7 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.specs import StoreSpec
 from yao_actors.store import RunStatus
+from yao_actors.store.patience import PATIENCE
 from yao_actors.testing.redis_server import RedisServer
 
 LEASE_TTL = 2.0
@@ -51,18 +53,20 @@ async def two_runtimes(redis: RedisServer, model: FunctionModel) -> AsyncIterato
         yield runtime
 
 
-async def run_through_an_outage(runtime: Runtime, redis: RedisServer, after: float) -> list[EventDict]:
-    """Read run ``r1`` while Redis is stopped ``after`` seconds into it, for ``OUTAGE`` seconds."""
+async def run_through_an_outage(
+    runtime: Runtime, redis: RedisServer, after: float, outage: float = OUTAGE
+) -> list[EventDict]:
+    """Read run ``r1`` while Redis is stopped ``after`` seconds into it, for ``outage`` seconds."""
     seen: list[EventDict] = []
     async with trio.open_nursery() as nursery:
 
-        async def outage() -> None:
+        async def stop_for_a_while() -> None:
             await trio.sleep(after)
             await trio.to_thread.run_sync(redis.stop)
-            await trio.sleep(OUTAGE)
+            await trio.sleep(outage)
             await trio.to_thread.run_sync(redis.start)
 
-        nursery.start_soon(outage)
+        nursery.start_soon(stop_for_a_while)
         async with runtime.open_run("a", "北京今天适合穿什么?", thread_id="t1", run_id="r1") as stream:
             seen = [event async for event in stream]
     return seen
@@ -89,13 +93,29 @@ async def test_a_run_waiting_on_its_tool_through_an_outage_longer_than_its_lease
 
 
 @needs_redis
-async def test_a_run_that_needs_the_store_during_an_outage_ends_as_its_stored_log_says(tmp_path: Path) -> None:
+async def test_a_run_writing_through_an_outage_shorter_than_its_patience_answers(tmp_path: Path) -> None:
     redis = RedisServer(tmp_path)
     redis.start()
     try:
         with trio.fail_after(60):
             async with two_runtimes(redis, sleeps(8, 0.5)) as runtime:
                 seen = await run_through_an_outage(runtime, redis, after=1.2)
+                stored = await runtime.store.read_events("r1")
+    finally:
+        redis.stop()
+    check_stream(seen)
+    assert seen[-1]["type"] == "RUN_FINISHED", seen[-1]
+    assert stored == seen
+
+
+@needs_redis
+async def test_a_run_that_needs_the_store_through_a_longer_outage_ends_as_its_stored_log_says(tmp_path: Path) -> None:
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        with trio.fail_after(60):
+            async with two_runtimes(redis, sleeps(12, 0.5)) as runtime:
+                seen = await run_through_an_outage(runtime, redis, after=1.2, outage=PATIENCE + 1)
                 stored = await runtime.store.read_events("r1")
                 record = await runtime.store.get_run("r1")
     finally:

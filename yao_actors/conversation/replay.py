@@ -20,10 +20,12 @@ from typing import Any, Final
 import attrs
 import trio
 
-from yao_actors.errors import RunErrorCode
+from yao_actors.conversation.journal import store_unavailable
+from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunRecord, RunStatus
+from yao_actors.store.patience import patiently
 
 FOLLOW_WAIT: Final = 5.0
 """Longest wait for a run going on in another process before its record is looked at again."""
@@ -77,10 +79,10 @@ async def stored_run_stream(
     store: ConversationStore, run_id: str, after_seq: int, principal: str | None
 ) -> StoredRunStream | None:
     """The stored run's events after ``after_seq``; ``None`` for an unknown run or another principal's."""
-    run = await store.get_run(run_id)
+    run = await patiently(lambda: store.get_run(run_id))
     if run is None:
         return None
-    thread = await store.get_thread(run.thread_id)
+    thread = await patiently(lambda: store.get_thread(run.thread_id))
     if thread is None or thread.principal != principal:
         return None
     return StoredRunStream(store, run, after_seq)
@@ -117,7 +119,10 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
 
     async def receive(self) -> EventDict:
         while not self._pending and not self._finished:
-            await self._fetch()
+            try:
+                await patiently(self._fetch)
+            except StoreUnavailable as error:
+                raise store_unavailable(error) from error
         if self._pending:
             event = self._pending.pop(0)
             await trio.lowlevel.checkpoint()
@@ -127,21 +132,29 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
 
     async def _fetch(self) -> None:
         """Read what is new; with nothing new, wait for a running run, or end with the terminal event."""
+        if await self._read():
+            return
+        record = await self._store.get_run(self._run.run_id)
+        if record is not None and record.status is RunStatus.RUNNING:
+            await self._store.wait_events(self._run.run_id, self._after, FOLLOW_WAIT)
+            return
+        # The run ended between the read and the look at its record: its last events (the terminal one
+        # among them) may have come meanwhile; read once more before making a terminal event up.
+        if await self._read():
+            return
+        self._pending.append(await self._terminal(record or self._run))
+        self._finished = True
+
+    async def _read(self) -> bool:
+        """Take the stored events after the last one taken (up to a terminal one); whether there were any."""
         events = await self._store.read_events(self._run.run_id, self._after)
         for event in events:
             self._pending.append(event)
             self._after = event["seq"]
             if event.get("type") in TERMINAL_TYPES:
                 self._finished = True
-                return
-        if events:
-            return
-        record = await self._store.get_run(self._run.run_id)
-        if record is not None and record.status is RunStatus.RUNNING:
-            await self._store.wait_events(self._run.run_id, self._after, FOLLOW_WAIT)
-            return
-        self._pending.append(await self._terminal(record or self._run))
-        self._finished = True
+                break
+        return bool(events)
 
     async def _terminal(self, record: RunRecord) -> EventDict:
         """The run's stored terminal event, or one made from its record when the log no longer has it.

@@ -174,6 +174,8 @@ class _RelayedRun:
     ended: bool = False
     #: The client left while the run went on: it waits for a ``resume`` (``detach_grace``).
     detached: bool = False
+    #: A ``resume``: a store out of reach is an ``error`` frame (resume again), not the run's end.
+    resumed: bool = False
 
     def attach(self, stream: EventStream | ResumedStream) -> None:
         """The run's stream is open; a cancel asked for before now takes effect."""
@@ -359,7 +361,9 @@ class Connection:
                 f"(limit {self.spec.max_runs_per_connection})",
                 run_id=frame.run_id,
             )
-        run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id="", last_seq=frame.after_seq)
+        run = self._runs[frame.run_id] = _RelayedRun(
+            run_id=frame.run_id, thread_id="", last_seq=frame.after_seq, resumed=True
+        )
         runs.start_soon(self._resume, frame, run)
 
     async def _resume(self, frame: ResumeFrame, run: _RelayedRun) -> None:
@@ -423,7 +427,12 @@ class Connection:
                     run.attach(stream)
                     await forward_events(stream, functools.partial(self._forward, run))
             except RunError as error:
-                await self._end(run, str(error), error.code)
+                if run.resumed and error.code is RunErrorCode.STORE_UNAVAILABLE:
+                    # The run is not over, only out of sight: no terminal event; the client resumes later.
+                    run.ended = True
+                    await self._emit(error_frame(ErrorFrameCode.STORE_UNAVAILABLE, str(error), run.run_id))
+                else:
+                    await self._end(run, str(error), error.code)
             except Exception as error:  # a bug must not end the connection, let alone the service
                 logger.error("run %s failed", run.run_id, exc_info=error)
                 await self._end(run, f"internal error: {type(error).__name__}", RunErrorCode.INTERNAL_ERROR)

@@ -1,7 +1,7 @@
 """Calls to a store that may be out of reach for a moment: tried again until it answers, within a bound.
 
-A store restarts (Redis after a crash or an upgrade, a SQLite file locked past its busy timeout) in well under
-a couple of seconds; the runs going on meanwhile should not end for it. :func:`patiently` repeats a call that
+A store restarts (Redis after a crash or an upgrade, reloading its append-only file; a SQLite file locked past
+its busy timeout) in a few seconds at most; the runs going on meanwhile should not end for it. :func:`patiently` repeats a call that
 raised :class:`~yao_actors.errors.StoreUnavailable`, after :data:`RETRY_DELAYS`, for up to ``patience``
 seconds, then lets the last error out. Only calls that are safe to repeat go through it (reads, ``open_thread``,
 lease steps), or calls whose caller recognises its own earlier write (the journal's appends).
@@ -21,7 +21,7 @@ T = TypeVar("T")
 RETRY_DELAYS: Final = (0.05, 0.1, 0.2, 0.5, 1.0)
 """Seconds between two tries while the store is out of reach (the last one repeats)."""
 
-PATIENCE: Final = 2.0
+PATIENCE: Final = 5.0
 """Seconds a call of a run going on is tried again while the store is out of reach, before the run fails."""
 
 
