@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import coredis
 import pytest
 import trio
 
@@ -12,6 +13,9 @@ from tests.store.conftest import Clock
 from tests.support import needs_redis
 from yao_actors.errors import StoreUnavailable
 from yao_actors.store import RunStatus, StoreSpec, open_sqlite_store, open_store
+from yao_actors.store.lease_backend import lease_backend
+from yao_actors.store.leases import sweep_dead_runs
+from yao_actors.store.redis import RedisStore
 from yao_actors.store.sqlite import MIGRATIONS
 from yao_actors.testing.redis_server import RedisServer
 
@@ -108,10 +112,13 @@ async def test_an_sqlite_write_failing_midway_writes_nothing(tmp_path: Path) -> 
                 " BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
             )
             other.close()
-            with pytest.raises(sqlite3.IntegrityError, match="injected failure"):
+            # Any sqlite3 error is StoreUnavailable once it leaves the store (issue 29): it never escapes a run.
+            with pytest.raises(StoreUnavailable, match=f"SQLite store {path}: injected failure") as failed:
                 await store.append_messages("t1", TURN)
-            with pytest.raises(sqlite3.IntegrityError, match="injected failure"):
+            assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
+            with pytest.raises(StoreUnavailable, match="injected failure") as failed:
                 await store.start_run("t1", "r1", "default", TURN)
+            assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
             assert await store.load_history("t1") == QUESTION
             assert await store.get_run("r1") is None
             await store.append_messages("t1", TURN[:2])
@@ -159,3 +166,60 @@ async def test_an_sqlite_file_of_schema_version_1_is_upgraded_and_keeps_its_thre
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     assert db.execute("SELECT COUNT(*) FROM approvals").fetchone() == (0,)
     db.close()
+
+
+async def test_every_sqlite_error_leaves_the_store_as_store_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path) as store:
+            with pytest.raises(StoreUnavailable, match="NOT NULL") as failed:
+                await store.transaction(lambda db: db.execute("INSERT INTO threads VALUES ('t', NULL, NULL, NULL)"))
+            assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
+            with pytest.raises(StoreUnavailable, match="binding") as failed:
+                await store.query("SELECT ?", ())
+            assert isinstance(failed.value.__cause__, sqlite3.ProgrammingError)
+            await store.open_thread("t1", None)  # and it serves on
+            assert await store.get_thread("t1") is not None
+
+
+@needs_redis
+async def test_a_redis_error_answer_leaves_the_store_as_store_unavailable(redis_server: RedisServer) -> None:
+    spec = StoreSpec("redis", url=redis_server.url, prefix="wrongtype:")
+    with trio.fail_after(GUARD):
+        async with open_store(spec) as store, coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw:
+            assert isinstance(store, RedisStore)
+            await store.open_thread("t1", "alice")
+            await raw.set(store.keys.messages("t1"), "not a list")
+            with pytest.raises(StoreUnavailable, match=r"answered with an error \(WrongTypeError\)"):
+                await store.start_run("t1", "r1", "default", QUESTION)
+            with pytest.raises(StoreUnavailable, match="WrongTypeError"):
+                await store.load_history("t1")
+            leases = lease_backend(store)
+            await raw.hset(store.keys.lease("t1"), {"not": "a lease"})
+            for call in (
+                leases.take("t1", "token", 30),
+                leases.renew("t1", "token", 30),
+                leases.release("t1", "token"),
+            ):
+                with pytest.raises(StoreUnavailable, match="WrongTypeError"):
+                    await call
+            await store.open_thread("t2", "alice")  # and it serves on
+            await store.start_run("t2", "r2", "default", QUESTION)
+            assert await store.load_history("t2") == QUESTION
+
+
+@needs_redis
+async def test_a_sweep_goes_past_a_thread_the_store_fails_on(redis_server: RedisServer) -> None:
+    spec = StoreSpec("redis", url=redis_server.url, prefix="sweep-past:")
+    with trio.fail_after(GUARD):
+        async with open_store(spec) as store, coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw:
+            assert isinstance(store, RedisStore)
+            for thread_id, run_id in (("t-poisoned", "a-poisoned"), ("t-ok", "b-ok")):
+                await store.open_thread(thread_id, None)
+                await store.start_run(thread_id, run_id, "default", QUESTION)  # no lease: its process is gone
+            await raw.delete([store.keys.thread_runs("t-poisoned")])
+            await raw.set(store.keys.thread_runs("t-poisoned"), "not a list")
+            leases = lease_backend(store)
+            assert await sweep_dead_runs(leases, "sweeper", 30) == ["b-ok"]
+            assert (await store.get_run("a-poisoned")).status is RunStatus.RUNNING  # type: ignore[union-attr]
+            assert (await store.get_run("b-ok")).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]

@@ -20,7 +20,8 @@ from typing import Any, Final
 import attrs
 import trio
 
-from yao_actors.errors import RunErrorCode
+from yao_actors.conversation.journal import store_unavailable
+from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunRecord, RunStatus
@@ -108,8 +109,13 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
         """Nothing to cancel here: the run is not going on in this process."""
 
     async def receive(self) -> EventDict:
-        while not self._pending and not self._finished:
-            await self._fetch()
+        """The next event; ``RunError`` ``store_unavailable`` when the store fails on the way (the caller ends
+        the stream with it, as a run whose store failed ends)."""
+        try:
+            while not self._pending and not self._finished:
+                await self._fetch()
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
         if self._pending:
             event = self._pending.pop(0)
             await trio.lowlevel.checkpoint()

@@ -1,18 +1,27 @@
 """The Redis store: threads shared by processes and machines (through coredis, which runs on Trio via anyio).
 
 Every write is one Lua script: one round trip, applied atomically by the
-server. Keys live under ``prefix``::
+server. Keys live under ``prefix``; ``{id}`` and ``{p}`` are the ids escaped
+(:mod:`yao_actors.store.redis_keys`: ``%`` → ``%25``, ``:`` → ``%3A``, so no id
+names another key; an id with neither character is its own escape, so the keys
+of such ids are those stores written before escaping have, and stay readable)::
 
     {prefix}thread:{id}            hash    principal (absent: none), createdAt, updatedAt, approvals (absent: none;
                                            the pending approvals' JSON array)
     {prefix}thread:{id}:messages   list    the history, one JSON message an element
-    {prefix}thread:{id}:runs       list    run ids in start order
+    {prefix}thread:{id}:runs       list    run ids (as given, not escaped) in start order
+    {prefix}thread:{id}:lease      string  the token of the run holding the thread (yao_actors.store.redis_leases)
     {prefix}run:{id}               hash    threadId, assistant, status, outcome, usage, startedAt, finishedAt, owner
     {prefix}run:{id}:events        stream  entry id ``0-{seq}``, field ``e`` the event's JSON; expires ``event_ttl``
                                            after its last append (so XRANGE/XREAD from ``0-{N}`` give seq > N)
-    {prefix}threads                zset    every thread id, scored by creation time
-    {prefix}threads:owner:{p}      zset    the thread ids of one principal (``=name``, or ``~`` for none)
-    {prefix}runs:running           set     the ids of runs still running (what recovery looks at)
+    {prefix}threads                zset    every thread id (as given), scored by creation time
+    {prefix}threads:owner:{p}      zset    the thread ids of one principal (``={p}``, or ``~`` for none)
+    {prefix}runs:running           set     the ids (as given) of runs still running (what recovery looks at)
+
+Whatever goes wrong in Redis (out of reach, a timeout, an error answer of any
+kind, a reply that cannot be parsed) is :class:`~yao_actors.errors.StoreUnavailable`
+once it leaves the store (:meth:`RedisStore.reachable`): a run meeting it ends
+``store_unavailable``, and the process goes on.
 """
 
 from __future__ import annotations
@@ -48,30 +57,34 @@ from yao_actors.store.base import (
     new_owner_token,
     utc,
 )
+from yao_actors.store.redis_keys import ESCAPE_LUA, RedisKeys
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
 
-_OWNER_KEY = "local function owner_key(prefix, principal) if principal then return prefix .. 'threads:owner:=' .. principal end return prefix .. 'threads:owner:~' end\n"
+# The key of a principal's thread index, built in a script from the principal a thread's hash names
+# (RedisKeys.owner_index).
+_OWNER_KEY = (
+    ESCAPE_LUA
+    + "local function owner_key(prefix, principal) if principal then return prefix .. 'threads:owner:=' .. "
+    + "escape(principal) end return prefix .. 'threads:owner:~' end\n"
+)
 
-_OPEN_THREAD = (
-    _OWNER_KEY
-    + """
--- KEYS: thread, threads; ARGV: prefix, thread id, now, principal (absent: none)
+_OPEN_THREAD = """
+-- KEYS: thread, threads, the principal's threads; ARGV: thread id, now, principal (absent: none)
 -- Returns whether it created the thread (1 or 0), then the thread's fields and values.
 local created = 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], 'createdAt', ARGV[3], 'updatedAt', ARGV[3])
-  if ARGV[4] then redis.call('HSET', KEYS[1], 'principal', ARGV[4]) end
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
-  redis.call('ZADD', owner_key(ARGV[1], ARGV[4]), ARGV[3], ARGV[2])
+  redis.call('HSET', KEYS[1], 'createdAt', ARGV[2], 'updatedAt', ARGV[2])
+  if ARGV[3] then redis.call('HSET', KEYS[1], 'principal', ARGV[3]) end
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
   created = 1
 end
 local answer = redis.call('HGETALL', KEYS[1])
 table.insert(answer, 1, created)
 return answer
 """
-)
 
 _START_RUN = """
 -- KEYS: thread, messages, thread runs, run, running; ARGV: now, run id, thread id, assistant, owner, messages...
@@ -165,7 +178,8 @@ _FORGET_THREAD = (
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local principal = redis.call('HGET', KEYS[1], 'principal')
 for _, run_id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
-  redis.call('DEL', ARGV[1] .. 'run:' .. run_id, ARGV[1] .. 'run:' .. run_id .. ':events')
+  local run = ARGV[1] .. 'run:' .. escape(run_id)  -- RedisKeys.run, RedisKeys.events
+  redis.call('DEL', run, run .. ':events')
   redis.call('SREM', KEYS[5], run_id)
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
@@ -190,11 +204,17 @@ _UNREACHABLE = (coredis.exceptions.ConnectionError, coredis.exceptions.Authentic
 
 @contextmanager
 def _reachable(url: str) -> Iterator[None]:
-    """Turn the ways a Redis server can be out of reach into :class:`StoreUnavailable`."""
+    """Turn whatever goes wrong in Redis into :class:`StoreUnavailable`: the ways a server can be out of reach
+    (connection refused or lost, timeouts, authentication, a reply that is not the protocol), and any error
+    answer (``WRONGTYPE``, ``OOM``, ``READONLY``, a script error, ...), which no caller can do anything else with."""
     try:
         yield
     except _UNREACHABLE as error:
         raise StoreUnavailable(f"Redis store at {url} is unreachable: {error}") from error
+    except coredis.exceptions.RedisError as error:
+        raise StoreUnavailable(
+            f"Redis store at {url} answered with an error ({type(error).__name__}): {error}"
+        ) from error
 
 
 @asynccontextmanager
@@ -233,7 +253,12 @@ class RedisStore:
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
+    _keys: RedisKeys = attrs.field(init=False)
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
+
+    @_keys.default
+    def _keys_under_prefix(self) -> RedisKeys:
+        return RedisKeys(self.prefix)
 
     @_scripts.default
     def _register(self) -> dict[str, coredis.commands.Script[str]]:
@@ -266,9 +291,10 @@ class RedisStore:
         """A block in which the ways the server can be out of reach raise :class:`StoreUnavailable`."""
         return _reachable(self.url)
 
-    def key(self, *parts: str) -> str:
-        """The Redis key of ``parts`` under the store's prefix."""
-        return self.prefix + ":".join(parts)
+    @property
+    def keys(self) -> RedisKeys:
+        """The store's keys (every id in them escaped)."""
+        return self._keys
 
     @property
     def ttl_ms(self) -> int:
@@ -278,28 +304,28 @@ class RedisStore:
     # -- threads
 
     async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
-        args: list[str | float] = [self.prefix, thread_id, repr(self.clock())]
+        args: list[str | float] = [thread_id, repr(self.clock())]
         if principal is not None:
             args.append(principal)
-        created, *flat = await self._script("open_thread", [self.key("thread", thread_id), self.key("threads")], args)
+        keys = self._keys
+        created, *flat = await self._script(
+            "open_thread", [keys.thread(thread_id), keys.threads, keys.owner_index(principal)], args
+        )
         info = _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         return attrs.evolve(info, created=created == 1)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
         with _reachable(self.url):
-            fields = await self.client.hgetall(self.key("thread", thread_id))
+            fields = await self.client.hgetall(self._keys.thread(thread_id))
         return _thread(thread_id, fields) if fields else None
 
     async def list_threads(
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
     ) -> list[ThreadInfo]:
-        if principal is ANY_PRINCIPAL:
-            index = self.key("threads")
-        else:
-            index = self.key("threads", "owner", "~" if principal is None else f"={principal}")
+        index = self._keys.threads if principal is ANY_PRINCIPAL else self._keys.owner_index(principal)
         with _reachable(self.url):
             ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
-            found = await self._hgetall_each([self.key("thread", i) for i in ids])
+            found = await self._hgetall_each([self._keys.thread(i) for i in ids])
         return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     async def _hgetall_each(self, keys: Sequence[str]) -> list[dict[str, str]]:
@@ -312,7 +338,7 @@ class RedisStore:
 
     async def load_history(self, thread_id: str) -> list[Message]:
         with _reachable(self.url):
-            items = await self.client.lrange(self.key("thread", thread_id, "messages"), 0, -1)
+            items = await self.client.lrange(self._keys.messages(thread_id), 0, -1)
         return [decode_json(item) for item in items]
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
@@ -323,11 +349,11 @@ class RedisStore:
     ) -> None:
         run_id, assistant = run or ("", "")
         keys = [
-            self.key("thread", thread_id),
-            self.key("thread", thread_id, "messages"),
-            self.key("thread", thread_id, "runs"),
-            self.key("run", run_id) if run else "",
-            self.key("runs", "running"),
+            self._keys.thread(thread_id),
+            self._keys.messages(thread_id),
+            self._keys.thread_runs(thread_id),
+            self._keys.run(run_id) if run else "",
+            self._keys.running,
         ]
         args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
         answer = await self._script("start_run", keys, args)
@@ -338,11 +364,11 @@ class RedisStore:
 
     async def forget_thread(self, thread_id: str) -> bool:
         keys = [
-            self.key("thread", thread_id),
-            self.key("thread", thread_id, "messages"),
-            self.key("thread", thread_id, "runs"),
-            self.key("threads"),
-            self.key("runs", "running"),
+            self._keys.thread(thread_id),
+            self._keys.messages(thread_id),
+            self._keys.thread_runs(thread_id),
+            self._keys.threads,
+            self._keys.running,
         ]
         return bool(await self._script("forget_thread", keys, [self.prefix, thread_id]))
 
@@ -359,19 +385,19 @@ class RedisStore:
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
-        keys = [self.key("run", run_id), self.key("runs", "running")]
+        keys = [self._keys.run(run_id), self._keys.running]
         args = [status.value, outcome, encode_usage(usage), repr(self.clock()), run_id]
         return bool(await self._script("finish_run", keys, args))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _reachable(self.url):
-            fields = await self.client.hgetall(self.key("run", run_id))
+            fields = await self.client.hgetall(self._keys.run(run_id))
         return _run(run_id, fields) if fields else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         with _reachable(self.url):
-            ids = await self.client.lrange(self.key("thread", thread_id, "runs"), 0, -1)
-            found = await self._hgetall_each([self.key("run", i) for i in ids])
+            ids = await self.client.lrange(self._keys.thread_runs(thread_id), 0, -1)
+            found = await self._hgetall_each([self._keys.run(i) for i in ids])
         return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     # -- event logs
@@ -383,7 +409,7 @@ class RedisStore:
         args: list[str | int] = [self.ttl_ms]
         for seq, event in zip(seqs, events, strict=True):
             args += [seq, encode_event(event)]
-        done, last = await self._script("append_events", [self.key("run", run_id), self._events_key(run_id)], args)
+        done, last = await self._script("append_events", [self._keys.run(run_id), self._keys.events(run_id)], args)
         if done == -1:
             raise KeyError(f"run {run_id!r} is not stored")
         if done == 0:
@@ -405,10 +431,10 @@ class RedisStore:
             "\n".join(map(encode_event, events)),
         ]
         keys = [
-            self.key("thread", thread_id),
-            self.key("thread", thread_id, "messages"),
-            self.key("run", run_id),
-            self._events_key(run_id),
+            self._keys.thread(thread_id),
+            self._keys.messages(thread_id),
+            self._keys.run(run_id),
+            self._keys.events(run_id),
         ]
         done, last = await self._script("append_turn", keys, args)
         if done == -2:
@@ -420,29 +446,26 @@ class RedisStore:
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         with _reachable(self.url):
-            entries = await self.client.xrange(self._events_key(run_id), f"(0-{after_seq}", "+")
+            entries = await self.client.xrange(self._keys.events(run_id), f"(0-{after_seq}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
         with _reachable(self.url):
             await self.client.xread(
-                {self._events_key(run_id): f"0-{after_seq}"}, count=1, block=max(1, int(timeout * 1000))
+                {self._keys.events(run_id): f"0-{after_seq}"}, count=1, block=max(1, int(timeout * 1000))
             )
-
-    def _events_key(self, run_id: str) -> str:
-        return self.key("run", run_id, "events")
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         encoded = encode_approvals(approvals) if approvals else ""
-        if not await self._script("save_approvals", [self.key("thread", thread_id)], [encoded]):
+        if not await self._script("save_approvals", [self._keys.thread(thread_id)], [encoded]):
             raise KeyError(f"thread {thread_id!r} was not opened")
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         with _reachable(self.url):
-            text = await self.client.hget(self.key("thread", thread_id), "approvals")
+            text = await self.client.hget(self._keys.thread(thread_id), "approvals")
         return decode_approvals(text)
 
 

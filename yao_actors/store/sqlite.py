@@ -13,6 +13,7 @@ to date when it is opened.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -49,6 +50,8 @@ from yao_actors.store.base import (
 from yao_actors.store.worker import WorkerThread, open_worker_thread
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -145,7 +148,8 @@ def _unavailable(path: str, error: BaseException) -> StoreUnavailable:
 
 
 def _is_unavailability(error: sqlite3.Error) -> bool:
-    """Locked, read-only, I/O or not-a-database errors; an integrity or programming error is a bug instead."""
+    """Locked, read-only, I/O or not-a-database errors: the file's state, not a bug (an integrity or programming
+    error is one, or a file changed under the store; it ends the run ``store_unavailable`` all the same)."""
     return type(error) in (sqlite3.OperationalError, sqlite3.DatabaseError)
 
 
@@ -205,9 +209,11 @@ class SqliteStore:
         try:
             return await self._worker.run(work)
         except sqlite3.Error as error:
-            if _is_unavailability(error):
-                raise _unavailable(self.path, error) from error
-            raise
+            # Every one of them: a store error never escapes a run or the process. Those the file's state
+            # does not explain are logged with their traceback, to be looked into.
+            if not _is_unavailability(error):
+                logger.error("SQLite store %s: unexpected %s", self.path, type(error).__name__, exc_info=error)
+            raise _unavailable(self.path, error) from error
 
     # -- threads
 

@@ -1,0 +1,167 @@
+"""The durable stores under hostile ids and a bad day, through a real ``yao-actors serve`` process (issue 29).
+
+Each test drives the service over its websocket as clients would, then checks that the process is still alive
+and answering: a store error ends a run ``store_unavailable`` and never the process.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import coredis
+import pytest
+import trio
+
+from tests.integration.processes import server_py
+from tests.service.support import http_request, receive, run_frame, send, until_terminal
+from tests.support import needs_redis
+from yao_actors.service.chat import open_service_connection
+from yao_actors.store import StoreSpec, open_store
+from yao_actors.store.lease_backend import lease_backend
+from yao_actors.testing.redis_server import RedisServer
+
+GUARD = 60
+TOKENS = {"alice": "a" * 20, "bob": "b" * 20}
+
+
+def write_config(tmp_path: Path, store: dict[str, Any]) -> Path:
+    """The offline demo model, no tool servers, two principals, and ``store``."""
+    config = {
+        "models": {"demo": {"provider": "demo"}},
+        "assistants": {"default": {"model": "demo"}},
+        "store": store,
+        "server": {"tokens": TOKENS},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+@asynccontextmanager
+async def serving(config: Path) -> AsyncIterator[tuple[trio.Process, str, int]]:
+    """``yao-actors serve --config`` on a free port: the process, its websocket URL and its port."""
+    async with server_py("--config", str(config), "--port", "0") as (process, banner):
+        match = re.search(r"ws://127\.0\.0\.1:(\d+)/", banner)
+        assert match, banner
+        yield process, match.group(), int(match.group(1))
+
+
+async def run_as(url: str, principal: str, thread_id: str, run_id: str) -> dict[str, Any]:
+    """One run of ``principal`` on its own connection; its terminal event."""
+    async with open_service_connection(url, token=TOKENS[principal]) as ws:
+        await send(ws, run_frame("hello", run_id=run_id, thread_id=thread_id))
+        return (await until_terminal(ws, run_id))[-1]
+
+
+async def still_serving(process: trio.Process, url: str, port: int) -> None:
+    """The process is alive, answers a ping and ``/healthz``, and runs a new run to its end."""
+    assert process.returncode is None
+    async with open_service_connection(url, token=TOKENS["alice"]) as ws:
+        await send(ws, {"type": "ping"})
+        assert (await receive(ws))["type"] == "pong"
+    assert (await http_request(port, "/healthz")).status == 200
+    last = await run_as(url, "alice", "after-all", "after-all")
+    assert (last["type"], last["result"]["outcome"]) == ("RUN_FINISHED", "answered")
+    assert process.returncode is None
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+#: Runs in order, each (principal, thread, run): ids that would have named another's keys, both ways round.
+SEQUENCES = [
+    ("alice", "x:messages", "r1"),
+    ("bob", "x", "r2"),
+    ("alice", "y:runs", "r3"),
+    ("bob", "y", "r4"),
+    ("alice", "z:lease", "r5"),
+    ("bob", "z", "r6"),
+    ("alice", "t1", "r:events"),
+    ("bob", "t2", "r"),
+    ("alice", "w", "q"),
+    ("bob", "w:lease", "q:events"),
+    ("bob", "w:messages", "q:x"),
+]
+
+
+@needs_redis
+async def test_ids_naming_other_keys_on_redis_run_apart_across_principals(tmp_path: Path, redis: RedisServer) -> None:
+    config = write_config(tmp_path, {"type": "redis", "url": redis.url, "prefix": "ids:"})
+    with trio.fail_after(GUARD):
+        async with serving(config) as (process, url, port):
+            for principal, thread_id, run_id in SEQUENCES:
+                last = await run_as(url, principal, thread_id, run_id)
+                assert (last["type"], last["runId"], last["threadId"]) == ("RUN_FINISHED", run_id, thread_id)
+                assert process.returncode is None, (principal, thread_id, run_id)
+            for principal, thread_id, run_id in SEQUENCES:
+                async with open_service_connection(url, token=TOKENS[principal]) as ws:
+                    await send(ws, {"type": "history", "threadId": thread_id})
+                    snapshot = await receive(ws)
+                    await send(ws, {"type": "resume", "runId": run_id})
+                    replayed = await until_terminal(ws, run_id)
+                assert [r["runId"] for r in snapshot["runs"]] == [run_id], thread_id
+                assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant"], thread_id
+                assert replayed[0]["type"] == "RUN_STARTED"
+                assert replayed[-1]["type"] == "RUN_FINISHED"
+            await still_serving(process, url, port)
+
+
+@needs_redis
+async def test_a_redis_error_ends_the_run_store_unavailable_and_the_process_serves_on(
+    tmp_path: Path, redis: RedisServer
+) -> None:
+    """Data written before ids were escaped (thread ``v:messages``'s hash is where thread ``v``'s history now goes)
+    makes Redis answer ``WRONGTYPE``: the run ends ``store_unavailable``, the next ones run."""
+    config = write_config(tmp_path, {"type": "redis", "url": redis.url, "prefix": "legacy:"})
+    with trio.fail_after(GUARD):
+        async with coredis.Redis.from_url(redis.url, decode_responses=True) as raw:
+            await raw.hset("legacy:thread:v:messages", {"createdAt": "1", "updatedAt": "1"})
+            await raw.set("legacy:run:s:events", "not a stream")
+        async with serving(config) as (process, url, port):
+            for thread_id, run_id in (("v", "r1"), ("fresh", "s:events"), ("fresh2", "s")):
+                last = await run_as(url, "bob", thread_id, run_id)
+                if run_id == "s":
+                    assert (last["type"], last["code"]) == ("RUN_ERROR", "store_unavailable"), last
+                    assert "WrongTypeError" in last["message"]
+                elif thread_id == "v":
+                    assert (last["type"], last["code"]) == ("RUN_ERROR", "store_unavailable"), last
+                else:
+                    assert last["type"] == "RUN_FINISHED", last
+                assert process.returncode is None
+            await still_serving(process, url, port)
+
+
+@needs_redis
+async def test_a_resume_whose_store_goes_down_ends_store_unavailable(tmp_path: Path, redis: RedisServer) -> None:
+    """A run going on elsewhere (another process's, its lease held) is followed in the store; Redis stops."""
+    spec = StoreSpec("redis", url=redis.url, prefix="follow:")
+    config = write_config(tmp_path, {"type": "redis", "url": redis.url, "prefix": "follow:"})
+    with trio.fail_after(GUARD):
+        async with open_store(spec) as elsewhere:
+            await elsewhere.open_thread("t1", "alice")
+            assert (await lease_backend(elsewhere).take("t1", "elsewhere:live", 600)).taken  # as a run does, first
+            await elsewhere.start_run("t1", "live", "default", [{"role": "user", "content": "hello"}])
+            await elsewhere.append_events(
+                "live", [{"type": "RUN_STARTED", "threadId": "t1", "runId": "live", "seq": 1}]
+            )
+        async with serving(config) as (process, url, port):
+            async with open_service_connection(url, token=TOKENS["alice"]) as ws:
+                await send(ws, {"type": "resume", "runId": "live"})
+                assert (await receive(ws))["seq"] == 1
+                redis.stop()  # while the service waits for the run's next event
+                last = await receive(ws)
+            assert (last["type"], last["code"], last["seq"]) == ("RUN_ERROR", "store_unavailable", 2), last
+            redis.start()
+            await still_serving(process, url, port)
