@@ -286,7 +286,9 @@ class StoreSpec:
 
     ``event_ttl`` is how many seconds a run's event log is kept after its last event. ``lease_ttl`` how long
     a thread's lease lasts unless renewed, ``lease_wait`` how long a run waits for a lease held elsewhere
-    (:mod:`yao_actors.store.leases`).
+    (:mod:`yao_actors.store.leases`). ``exclusive`` (SQLite) whether the store is the only one to open its
+    file (:func:`~yao_actors.store.sqlite.open_sqlite_store`); ``None``: not said, which a lone
+    ``yao-actors serve`` takes as ``True`` and everything else as ``False``.
     """
 
     type: StoreType = "memory"
@@ -296,6 +298,7 @@ class StoreSpec:
     event_ttl: float = DEFAULT_EVENT_TTL
     lease_ttl: float = DEFAULT_LEASE_TTL
     lease_wait: float = DEFAULT_LEASE_WAIT
+    exclusive: bool | None = None
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str] | None = None) -> StoreSpec:

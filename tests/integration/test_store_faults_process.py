@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,9 @@ import pytest
 import trio
 
 from tests.integration.processes import server_py
+from tests.integration.test_scale_out import worker_pids
 from tests.service.support import http_request, receive, run_frame, send, until_terminal
-from tests.support import needs_redis
+from tests.support import needs_redis, require_tool
 from yao_actors.service.chat import open_service_connection
 from yao_actors.store import StoreSpec, open_store
 from yao_actors.store.lease_backend import lease_backend
@@ -43,9 +46,9 @@ def write_config(tmp_path: Path, store: dict[str, Any]) -> Path:
 
 
 @asynccontextmanager
-async def serving(config: Path) -> AsyncIterator[tuple[trio.Process, str, int]]:
+async def serving(config: Path, *options: str) -> AsyncIterator[tuple[trio.Process, str, int]]:
     """``yao-actors serve --config`` on a free port: the process, its websocket URL and its port."""
-    async with server_py("--config", str(config), "--port", "0") as (process, banner):
+    async with server_py("--config", str(config), "--port", "0", *options) as (process, banner):
         match = re.search(r"ws://127\.0\.0\.1:(\d+)/", banner)
         assert match, banner
         yield process, match.group(), int(match.group(1))
@@ -165,3 +168,70 @@ async def test_a_resume_whose_store_goes_down_ends_store_unavailable(tmp_path: P
             assert (last["type"], last["code"], last["seq"]) == ("RUN_ERROR", "store_unavailable", 2), last
             redis.start()
             await still_serving(process, url, port)
+
+
+# --------------------------------------------------------------------------- SQLite's files made unwritable
+
+
+@pytest.fixture
+def chattr(tmp_path: Path) -> None:
+    """Skip unless ``chattr +i`` works here (the tool, a filesystem with attributes, CAP_LINUX_IMMUTABLE)."""
+    require_tool(shutil.which("chattr"), "chattr")
+    probe = tmp_path / "probe"
+    probe.write_text("")
+    if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is refused here (it needs CAP_LINUX_IMMUTABLE and ext4, xfs, btrfs, ...)")
+    subprocess.run(["chattr", "-i", str(probe)], check=True)
+
+
+@contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """``chattr +i path`` for the block (taken off whatever happens, or the test's folder cannot be removed)."""
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+async def test_a_lone_service_maps_no_shm_and_an_unwritable_wal_ends_runs_store_unavailable(
+    tmp_path: Path, chattr: None
+) -> None:
+    """A lone ``yao-actors serve`` holds its SQLite file for itself: no ``-shm`` to make unwritable (it was a
+    SIGBUS, exit -7); the ``-wal`` made immutable fails the runs ``store_unavailable``, and the process lives."""
+    database = tmp_path / "conversations.sqlite3"
+    config = write_config(tmp_path, {"type": "sqlite", "path": str(database)})
+    with trio.fail_after(GUARD):
+        async with serving(config) as (process, url, port):
+            assert (await run_as(url, "alice", "t1", "r1"))["type"] == "RUN_FINISHED"
+            assert not await trio.Path(f"{database}-shm").exists()
+            with immutable(Path(f"{database}-wal")):
+                for run_id in ("r2", "r3"):
+                    last = await run_as(url, "alice", "t1", run_id)
+                    assert (last["type"], last["code"]) == ("RUN_ERROR", "store_unavailable"), last
+                    assert f"{database}-wal is immutable (chattr +i)" in last["message"]
+                    assert process.returncode is None
+            assert (await run_as(url, "alice", "t1", "r4"))["type"] == "RUN_FINISHED"
+            await still_serving(process, url, port)
+
+
+async def test_workers_sharing_sqlite_refuse_calls_while_the_shm_is_immutable(tmp_path: Path, chattr: None) -> None:
+    """Two workers share the file (and map its ``-shm``): made immutable, it fails their runs ``store_unavailable``
+    instead of killing them with SIGBUS; once writable again, they run on (the same worker processes)."""
+    database = tmp_path / "conversations.sqlite3"
+    config = write_config(tmp_path, {"type": "sqlite", "path": str(database)})
+    with trio.fail_after(GUARD):
+        async with serving(config, "--workers", "2") as (parent, url, port):
+            assert (await run_as(url, "alice", "t0", "r0"))["type"] == "RUN_FINISHED"
+            workers = worker_pids(parent.pid)
+            assert len(workers) == 2
+            with immutable(Path(f"{database}-shm")):
+                for index in range(6):  # new connections: the kernel spreads them over both workers
+                    last = await run_as(url, "alice", f"t{index}", f"shm-{index}")
+                    assert (last["type"], last["code"]) == ("RUN_ERROR", "store_unavailable"), last
+                    assert f"{database}-shm is immutable (chattr +i)" in last["message"]
+            for index in range(6):
+                assert (await run_as(url, "bob", f"u{index}", f"after-{index}"))["type"] == "RUN_FINISHED"
+            assert worker_pids(parent.pid) == workers
+            assert parent.returncode is None
+            assert (await http_request(port, "/healthz")).status == 200

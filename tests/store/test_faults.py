@@ -223,3 +223,20 @@ async def test_a_sweep_goes_past_a_thread_the_store_fails_on(redis_server: Redis
             assert await sweep_dead_runs(leases, "sweeper", 30) == ["b-ok"]
             assert (await store.get_run("a-poisoned")).status is RunStatus.RUNNING  # type: ignore[union-attr]
             assert (await store.get_run("b-ok")).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
+
+
+async def test_an_exclusive_sqlite_store_maps_no_shm_and_refuses_other_openers(tmp_path: Path) -> None:
+    """Issue 29: the WAL index of an exclusive store is in the process's memory (no -shm file that could be made
+    unwritable under it); another opener is refused, and once it is closed the file is anyone's again."""
+    path = tmp_path / "conversations.sqlite3"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path, exclusive=True) as store:
+            await store.open_thread("t1", None)
+            await store.append_messages("t1", QUESTION)
+            assert not (tmp_path / "conversations.sqlite3-shm").exists()
+            with pytest.raises(StoreUnavailable, match="database is locked"):
+                async with open_sqlite_store(path, busy_timeout=0.05):
+                    pass
+        async with open_sqlite_store(path) as shared, open_sqlite_store(path) as other:
+            assert (tmp_path / "conversations.sqlite3-shm").exists()
+            assert await shared.load_history("t1") == await other.load_history("t1") == QUESTION
