@@ -235,3 +235,35 @@ async def test_workers_sharing_sqlite_refuse_calls_while_the_shm_is_immutable(tm
             assert worker_pids(parent.pid) == workers
             assert parent.returncode is None
             assert (await http_request(port, "/healthz")).status == 200
+
+
+# --------------------------------------------------------------------------- SQLite's files deleted
+
+
+@pytest.mark.parametrize("options", [(), ("--workers", "2")], ids=["lone", "workers"])
+async def test_sqlite_files_deleted_under_the_service_stop_runs_and_readiness(
+    tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """The store's files deleted while the service runs: it used to finish runs against the unlinked inode (all
+    gone at the next start, silently). Now runs end ``store_unavailable`` and ``/readyz`` is 503, the process lives."""
+    database = tmp_path / "state" / "conversations.sqlite3"
+    config = write_config(tmp_path, {"type": "sqlite", "path": str(database)})
+    with trio.fail_after(GUARD):
+        async with serving(config, *options) as (process, url, port):
+            assert (await run_as(url, "alice", "t1", "r1"))["type"] == "RUN_FINISHED"
+            assert (await http_request(port, "/readyz")).status == 200
+            for name in await trio.Path(database.parent).iterdir():
+                await name.unlink()
+            for index in range(4):  # with workers, over both
+                last = await run_as(url, "alice", f"t{index}", f"gone-{index}")
+                assert (last["type"], last["code"]) == ("RUN_ERROR", "store_unavailable"), last
+                assert f"{database} was deleted while the store had it open" in last["message"]
+            for _ in range(4):
+                ready = await http_request(port, "/readyz")
+                assert (ready.status, ready.json()["status"], ready.json()["store"]) == (
+                    503,
+                    "not_ready",
+                    "unavailable",
+                )
+            assert (await http_request(port, "/healthz")).status == 200
+            assert process.returncode is None

@@ -16,6 +16,7 @@ from yao_actors.store import RunStatus, StoreSpec, open_sqlite_store, open_store
 from yao_actors.store.lease_backend import lease_backend
 from yao_actors.store.leases import sweep_dead_runs
 from yao_actors.store.redis import RedisStore
+from yao_actors.store.spec import store_problem
 from yao_actors.store.sqlite import MIGRATIONS
 from yao_actors.testing.redis_server import RedisServer
 
@@ -240,3 +241,41 @@ async def test_an_exclusive_sqlite_store_maps_no_shm_and_refuses_other_openers(t
         async with open_sqlite_store(path) as shared, open_sqlite_store(path) as other:
             assert (tmp_path / "conversations.sqlite3-shm").exists()
             assert await shared.load_history("t1") == await other.load_history("t1") == QUESTION
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("suffix", ["", "-wal"])
+async def test_an_sqlite_file_moved_or_deleted_under_the_store_refuses_calls(
+    tmp_path: Path, exclusive: bool, suffix: str
+) -> None:
+    """Issue 29: SQLite would go on with the unlinked inode, and what it acknowledged would be gone at the next
+    start. The store refuses its calls (and says why to readiness) until the path names its file again."""
+    path = tmp_path / "conversations.sqlite3"
+    moved = tmp_path / "elsewhere"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path, exclusive=exclusive) as store:
+            await store.open_thread("t1", None)
+            assert store_problem(store) is None
+            (tmp_path / f"conversations.sqlite3{suffix}").rename(moved)
+            problem = store_problem(store)
+            assert problem == (
+                f"{path}{suffix} was deleted while the store had it open: what the store writes now would be lost "
+                "at the next start, so it takes no more writes (put the file back, or restart the service)"
+            )
+            with pytest.raises(StoreUnavailable, match=f"SQLite store {path}: {path}{suffix} was deleted"):
+                await store.append_messages("t1", QUESTION)
+            with pytest.raises(StoreUnavailable, match="was deleted"):
+                await store.load_history("t1")
+            (tmp_path / "other").write_bytes(b"")
+            (tmp_path / "other").rename(tmp_path / f"conversations.sqlite3{suffix}")
+            assert "replaced by another file" in (store_problem(store) or "")
+            moved.rename(tmp_path / f"conversations.sqlite3{suffix}")  # the store's own file back
+            assert store_problem(store) is None
+            await store.append_messages("t1", QUESTION)
+        async with open_sqlite_store(path) as reopened:
+            assert await reopened.load_history("t1") == QUESTION
+
+
+async def test_only_an_sqlite_store_reports_a_problem_without_a_call() -> None:
+    async with open_store(StoreSpec("memory")) as store:
+        assert store_problem(store) is None

@@ -18,6 +18,7 @@ stops it, and a client can never make it spawn a process or reach a URL (servers
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -47,6 +48,7 @@ from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
 from yao_actors.service.websocket import ServerWebSocket, UpgradeRequest
+from yao_actors.store.spec import store_problem
 
 logger = logging.getLogger(__name__)
 
@@ -302,6 +304,8 @@ async def open_service(
     async with trio.open_nursery() as nursery:
         budget = RunBudget(limit=spec.max_runs, nursery=nursery)  # detached runs are waited for here
         endpoints = Endpoints(servers, credentials, lambda: budget.closing)
+        if isinstance(runtime, Runtime):
+            endpoints = attrs.evolve(endpoints, store_problem=functools.partial(store_problem, runtime.store))
         service = Service(
             spec=spec,
             host=spec.host,

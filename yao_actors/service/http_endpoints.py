@@ -2,8 +2,9 @@
 
 - ``GET /healthz``: ``200`` while serving, ``503`` once shutting down (the listener stays open through the
   shutdown grace so load balancers see it and drain).
-- ``GET /readyz``: ``200`` when every configured MCP server is ready, else ``503``; the JSON body names each
-  server's state and last error. ``503`` too while shutting down.
+- ``GET /readyz``: ``200`` when every configured MCP server is ready and the conversation store can take calls,
+  else ``503``; the JSON body names each server's state and last error, and has ``"store": "unavailable"``
+  while the store cannot. ``503`` too while shutting down.
 - ``GET /metrics``: the Prometheus text format (:mod:`yao_actors.observability.metrics`); when the service has
   tokens, only with ``Authorization: Bearer <token>`` (``401`` otherwise). Health endpoints are open.
 
@@ -38,6 +39,8 @@ class Endpoints:
     servers: Mapping[str, Observable]
     credentials: Sequence[Credential]
     closing: Callable[[], bool]
+    store_problem: Callable[[], str | None] = lambda: None
+    """Why the conversation store cannot take calls now (``None``: it can); not ready while it cannot."""
 
     def add_to(self, routes: Routes) -> None:
         routes.add("/healthz", self.health)
@@ -56,11 +59,14 @@ class Endpoints:
             server_id: {"state": stats.state.value, "last_error": stats.last_error}
             for server_id, stats in servers.items()
         }
-        ready = all(stats.state is ServerState.READY for stats in servers.values())
+        store_ok = self.store_problem() is None  # the reason goes to the runs' errors, not here
+        ready = store_ok and all(stats.state is ServerState.READY for stats in servers.values())
         if self.closing():
             await exchange.respond_json(503, {"status": "shutting_down", "servers": report})
         else:
             status = {"status": "ready" if ready else "not_ready", "servers": report}
+            if not store_ok:
+                status["store"] = "unavailable"
             await exchange.respond_json(200 if ready else 503, status)
 
     async def metrics(self, exchange: HttpExchange) -> None:

@@ -220,6 +220,11 @@ class SqliteStore:
     owner: str = attrs.field(factory=new_owner_token)
     _next_purge: float = attrs.field(default=0.0, init=False)
 
+    def problem(self) -> str | None:
+        """What keeps the store from taking calls now (its files deleted, replaced or unwritable), or ``None``:
+        a few system calls, no wait for the store's thread (what readiness asks)."""
+        return self.files.problem()
+
     async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in)."""
         return await self._call(lambda: _transaction(self._connection, work))
