@@ -267,3 +267,24 @@ async def test_sqlite_files_deleted_under_the_service_stop_runs_and_readiness(
                 )
             assert (await http_request(port, "/healthz")).status == 200
             assert process.returncode is None
+
+
+# --------------------------------------------------------------------------- afterSeq out of range
+
+
+async def test_a_resume_after_an_out_of_range_seq_is_a_bad_request(tmp_path: Path) -> None:
+    """``afterSeq`` ≥ 2⁶³ was ``internal_error`` (an OverflowError in SQLite); now ``bad_request`` naming it."""
+    config = write_config(tmp_path, {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3")})
+    with trio.fail_after(GUARD):
+        async with serving(config) as (process, url, port):
+            assert (await run_as(url, "alice", "t1", "r1"))["type"] == "RUN_FINISHED"
+            async with open_service_connection(url, token=TOKENS["alice"]) as ws:
+                for after in (2**63, 2**64, 10**30):
+                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": after})
+                    refused = await receive(ws)
+                    assert (refused["type"], refused["code"], refused["runId"]) == ("RUN_ERROR", "bad_request", "r1")
+                    assert refused["message"].startswith(f"afterSeq: {after} is greater than the maximum")
+                await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 2**63 - 1})
+                last = await receive(ws)
+                assert (last["type"], last["seq"]) == ("RUN_FINISHED", 2**63)
+            await still_serving(process, url, port)

@@ -55,6 +55,7 @@ from yao_actors.store.base import (
     encode_usage,
     event_seqs,
     new_owner_token,
+    seq_floor,
     utc,
 )
 from yao_actors.store.redis_keys import ESCAPE_LUA, RedisKeys
@@ -446,14 +447,14 @@ class RedisStore:
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         with _reachable(self.url):
-            entries = await self.client.xrange(self._keys.events(run_id), f"(0-{after_seq}", "+")
+            entries = await self.client.xrange(self._keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
         with _reachable(self.url):
             await self.client.xread(
-                {self._keys.events(run_id): f"0-{after_seq}"}, count=1, block=max(1, int(timeout * 1000))
+                {self._keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
             )
 
     # -- pending approvals

@@ -46,6 +46,7 @@ from yao_actors.store.base import (
     event_seqs,
     new_owner_token,
     purge_interval,
+    seq_floor,
     utc,
 )
 from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
@@ -387,7 +388,7 @@ class SqliteStore:
         rows = await self.query(
             "SELECT event FROM events JOIN runs USING (run_id)"
             " WHERE run_id = ? AND seq > ? AND events_expire_at > ? ORDER BY seq",
-            (run_id, after_seq, self.clock()),
+            (run_id, seq_floor(after_seq), self.clock()),
         )
         return [decode_json(row[0]) for row in rows]
 
