@@ -67,6 +67,32 @@ async def open_agui(
             yield response, events
 
 
+@asynccontextmanager
+async def stalled_agui(
+    port: int, body: Mapping[str, Any], *, path: str = "/agui", headers: Mapping[str, str] | None = None
+) -> AsyncIterator[trio.SocketStream]:
+    """POST ``body`` from a client that never reads the answer: its receive buffer is made as small as the kernel
+    allows (before connecting, so the window it offers stays small), and the service's writes soon find it full.
+    Yields the connection (still unread); leaving the block closes it."""
+    data = json.dumps(body).encode()
+    sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_STREAM)
+    sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 1024)
+    await sock.connect(("127.0.0.1", port))
+    stream = trio.SocketStream(sock)
+    async with stream:
+        fields = [
+            ("host", f"127.0.0.1:{port}"),
+            ("content-type", "application/json"),
+            ("accept", "text/event-stream"),
+            ("content-length", str(len(data))),
+            *(headers or {}).items(),
+        ]
+        connection = h11.Connection(h11.CLIENT)
+        request = connection.send(h11.Request(method="POST", target=path, headers=fields))
+        await stream.send_all(request + connection.send(h11.Data(data=data)) + connection.send(h11.EndOfMessage()))
+        yield stream
+
+
 async def post_agui(
     port: int, body: bytes | Mapping[str, Any], *, path: str = "/agui", headers: Mapping[str, str] | None = None
 ) -> AguiResponse:

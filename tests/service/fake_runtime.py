@@ -97,7 +97,7 @@ class FakeRuntime:
         counted = self._counted(send.send, run_id) if sink is None else self._counted(sink, run_id, stream)
         events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=counted)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"])
+            nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"], stream.done)
             try:
                 yield stream
             finally:
@@ -130,6 +130,7 @@ class FakeRuntime:
         events: RunEvents,
         scope: trio.CancelScope,
         content: str,
+        done: trio.Event,
     ) -> None:
         try:
             async with send:
@@ -146,6 +147,8 @@ class FakeRuntime:
             if events.run_id not in self.cancelled:
                 self.cancelled.append(events.run_id)
             raise
+        finally:
+            done.set()
 
     async def _answer(self, events: RunEvents, content: str) -> None:
         kind, _, argument = content.partition(":")
@@ -180,6 +183,11 @@ class FakeStream:
         self._broken_cancel = broken_cancel
         self.scope = trio.CancelScope()
         self.failure: Exception | None = None
+        self.done = trio.Event()
+
+    async def wait_done(self) -> None:
+        """Return once the run has ended."""
+        await self.done.wait()
 
     def cancel(self) -> None:
         if self._broken_cancel:

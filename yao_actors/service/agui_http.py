@@ -11,8 +11,10 @@ owns the threads it creates), the body bounded by ``server.max_frame_bytes``, ru
 error ``{"error": {"code", "message"}}`` with its status (400 unreadable body, 401, 403, 404 unknown
 assistant or thread, 413, 422 not a valid run, 503 at the limit or shutting down), never a stream. Once the
 stream has started, failures are ``RUN_ERROR`` events and the stream always ends with exactly one terminal
-event. The client closing the connection cancels the run at once, as a websocket disconnect does; service
-shutdown (:meth:`AguiExchange.stop`) cancels it gracefully (it still sends its terminal event).
+event. The client closing the connection cancels the run at once, as a websocket disconnect does; so does a
+client that takes nothing of the stream for ``server.idle_timeout`` seconds (it is dropped). The run's slot in
+``server.max_runs`` is given back when the run ends, even while its last events still wait for a slow client.
+Service shutdown (:meth:`AguiExchange.stop`) cancels the run gracefully (it still sends its terminal event).
 
 Browsers get CORS answers for origins the Origin check accepts: a preflight ``OPTIONS`` is answered 204, and
 every answer to an accepted origin carries ``Access-Control-Allow-Origin``.
@@ -35,7 +37,7 @@ from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents, parse_event
 from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
-from yao_actors.service.budget import RunBudget
+from yao_actors.service.budget import RunBudget, RunSlot
 from yao_actors.service.connection import EventStream, RunOpener
 from yao_actors.service.http import HttpExchange
 from yao_actors.service.protocol import USER_ROLES
@@ -127,17 +129,20 @@ class AguiExchange:
             return
         if self.budget.closing or self._stopping:
             await self._error(503, RunErrorCode.SHUTTING_DOWN, "the service is shutting down", cors)
-        elif not self.budget.try_acquire():
+            return
+        slot = self.budget.try_acquire()
+        if slot is None:
             message = f"the service is at its limit of {self.budget.limit} runs"
             await self._error(503, RunErrorCode.TOO_MANY_RUNS, message, cors)
-        else:
-            try:
-                await self._run(run, principal, cors)
-            finally:
-                self.budget.release()
+            return
+        try:
+            await self._run(run, principal, cors, slot)
+        finally:
+            slot.release()  # a run that never started (one that did gave it back as it ended)
 
-    async def _run(self, run: AguiRun, principal: str | None, cors: list[tuple[str, str]]) -> None:
-        """Start the run and stream its events; the client going away cancels it."""
+    async def _run(self, run: AguiRun, principal: str | None, cors: list[tuple[str, str]], slot: RunSlot) -> None:
+        """Start the run and stream its events; the client going away cancels it. The run's slot is given back
+        when the run ends, not when its last event has reached the client."""
         async with trio.open_nursery() as nursery:
             try:
                 async with self.runtime.open_run(
@@ -151,6 +156,7 @@ class AguiExchange:
                     resume=run.resume,
                 ) as stream:
                     self._stream = stream
+                    nursery.start_soon(slot.release_when_done, stream)
                     if self._stopping:
                         stream.cancel()
                     await self.exchange.start_stream(200, _ENCODER.get_content_type(), cors)
@@ -165,9 +171,9 @@ class AguiExchange:
                     nursery.cancel_scope.cancel()
                     return
                 await self._finish(run, str(error), error.code)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise
             except Exception as error:  # a bug must end this run only, with its terminal event
+                if _client_gone(error):
+                    raise
                 logger.error("run %s failed", run.run_id, exc_info=error)
                 if not self._started:
                     await self._error(500, RunErrorCode.INTERNAL_ERROR, f"internal error: {type(error).__name__}", cors)
@@ -201,6 +207,14 @@ class AguiExchange:
 
     async def _error(self, status: int, code: str, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:
         await self.exchange.respond_json(status, {"error": {"code": str(code), "message": message}}, headers)
+
+
+def _client_gone(error: BaseException) -> bool:
+    """Whether ``error`` only says the client is gone (a write found its connection broken, closed, or stalled),
+    also when it comes out of a nursery inside the runtime as a group of such errors."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_client_gone(leaf) for leaf in error.exceptions)
+    return isinstance(error, trio.BrokenResourceError | trio.ClosedResourceError)
 
 
 def _path_assistant(path: str) -> str | None:

@@ -45,7 +45,7 @@ from trio_websocket import ConnectionClosed
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, RunEvents, encoded_event
-from yao_actors.service.budget import DetachedRun, RunBudget
+from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot
 from yao_actors.service.protocol import (
     PONG,
     USER_ROLES,
@@ -381,16 +381,17 @@ class Connection:
                 f"(limit {self.spec.max_runs_per_connection})",
                 run_id=frame.run_id,
             )
-        if not self.budget.try_acquire():
+        slot = self.budget.try_acquire()
+        if slot is None:
             raise FrameError(
                 RunErrorCode.TOO_MANY_RUNS,
                 f"the service is at its limit of {self.budget.limit} runs",
                 run_id=frame.run_id,
             )
         run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id=frame.thread_id or "")
-        runs.start_soon(self._run, frame, run)
+        runs.start_soon(self._run, frame, run, slot)
 
-    async def _run(self, frame: RunFrame, run: _RelayedRun) -> None:
+    async def _run(self, frame: RunFrame, run: _RelayedRun, slot: RunSlot) -> None:
         """Relay one run (its events come straight to the writer's queue), then free its slot.
 
         A run the client left goes on detached, and keeps its slot until it ends.
@@ -410,9 +411,9 @@ class Connection:
         finally:
             stream = run.stream
             if run.detached and isinstance(stream, DetachedRun):
-                self.budget.release_when_done(stream)
+                self.budget.release_when_done(slot, stream)
             else:
-                self.budget.release()
+                slot.release()
 
     async def _relay(self, run: _RelayedRun, opened: AbstractAsyncContextManager[EventStream | ResumedStream]) -> None:
         """Forward a run's events up to its terminal one, then forget the run; the client gets exactly one.

@@ -176,11 +176,14 @@ class Service:
             self._release()
 
     async def _serve_http(self, stream: trio.SocketStream, head: RequestHead) -> None:
-        """A plain HTTP request: read it within the handshake deadline, then its route answers it."""
+        """A plain HTTP request: read it within the handshake deadline, then its route answers it (a client that
+        takes nothing of the answer for ``idle_timeout`` seconds is dropped)."""
         exchange = None
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
             try:
-                exchange = await read_request(stream, head, max_body=self.spec.max_frame_bytes)
+                exchange = await read_request(
+                    stream, head, max_body=self.spec.max_frame_bytes, write_timeout=self.spec.idle_timeout
+                )
             except BadRequest as error:
                 await refuse(stream, error.status, str(error))
         if exchange is not None:
