@@ -7,9 +7,10 @@ same events, ``runId`` and ``seq`` included, that the websocket sends. This is w
 
 The rules are the websocket's: the ``Origin`` check, the bearer token (``Authorization: Bearer``; its principal
 owns the threads it creates), the body bounded by ``server.max_frame_bytes``, runs bounded by
-``server.max_runs``, no new run while shutting down. A request refused before its run starts gets a JSON
-error ``{"error": {"code", "message"}}`` with its status (400 unreadable body, 401, 403, 404 unknown
-assistant or thread, 413, 422 not a valid run, 503 at the limit or shutting down), never a stream. Once the
+``server.max_runs`` and ``server.max_runs_per_principal``, no new run while shutting down. A request refused
+before its run starts gets a JSON error ``{"error": {"code", "message"}}`` with its status (400 unreadable body,
+401, 403, 404 unknown assistant or thread, 413, 422 not a valid run, 429 the principal's share of runs taken,
+503 at the service's limit or shutting down), never a stream. Once the
 stream has started, failures are ``RUN_ERROR`` events and the stream always ends with exactly one terminal
 event. The client closing the connection cancels the run at once, as a websocket disconnect does; so does a
 client that takes nothing of the stream for ``server.idle_timeout`` seconds (it is dropped). The run's slot in
@@ -37,7 +38,7 @@ from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents, parse_event
 from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
-from yao_actors.service.budget import RunBudget, RunSlot
+from yao_actors.service.budget import RunBudget, RunSlot, TooManyRuns
 from yao_actors.service.connection import EventStream, RunOpener
 from yao_actors.service.http import HttpExchange
 from yao_actors.service.protocol import USER_ROLES
@@ -130,10 +131,10 @@ class AguiExchange:
         if self.budget.closing or self._stopping:
             await self._error(503, RunErrorCode.SHUTTING_DOWN, "the service is shutting down", cors)
             return
-        slot = self.budget.try_acquire()
-        if slot is None:
-            message = f"the service is at its limit of {self.budget.limit} runs"
-            await self._error(503, RunErrorCode.TOO_MANY_RUNS, message, cors)
+        try:
+            slot = self.budget.acquire(principal)
+        except TooManyRuns as refused:  # 429: this principal's share is taken; 503: the whole service is full
+            await self._error(429 if refused.principal_limit else 503, refused.code, str(refused), cors)
             return
         try:
             await self._run(run, principal, cors, slot)

@@ -19,7 +19,8 @@ answered from the runtime's conversation store, for the connection's principal o
 Ends: the client leaving (or not answering pings) ends the connection's tasks at once; its runs are
 *detached*, not cancelled: each goes on for ``server.detach_grace`` seconds waiting for a ``resume`` (from
 any connection of the same principal), and is cancelled only if none comes (0: at once); until it ends it keeps
-its slot in ``server.max_runs`` (:meth:`RunBudget.release_when_done`). :meth:`Connection.stop` (service shutdown)
+its slot in ``server.max_runs`` and its principal's ``server.max_runs_per_principal``
+(:meth:`RunBudget.release_when_done`). :meth:`Connection.stop` (service shutdown)
 ends gracefully: reading stops, every run is cancelled yet still writes its one terminal event, the writer drains,
 and the connection closes with 1001.
 A connection with no run and no frame for ``idle_timeout`` seconds is closed (1000).
@@ -45,7 +46,7 @@ from trio_websocket import ConnectionClosed
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, RunEvents, encoded_event
-from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot
+from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot, TooManyRuns
 from yao_actors.service.protocol import (
     PONG,
     USER_ROLES,
@@ -381,13 +382,10 @@ class Connection:
                 f"(limit {self.spec.max_runs_per_connection})",
                 run_id=frame.run_id,
             )
-        slot = self.budget.try_acquire()
-        if slot is None:
-            raise FrameError(
-                RunErrorCode.TOO_MANY_RUNS,
-                f"the service is at its limit of {self.budget.limit} runs",
-                run_id=frame.run_id,
-            )
+        try:
+            slot = self.budget.acquire(self.principal)
+        except TooManyRuns as refused:
+            raise FrameError(refused.code, str(refused), run_id=frame.run_id) from None
         run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id=frame.thread_id or "")
         runs.start_soon(self._run, frame, run, slot)
 

@@ -41,7 +41,7 @@ from yao_actors.service.auth import (
     resolve_credentials,
     selected_subprotocol,
 )
-from yao_actors.service.budget import RunBudget
+from yao_actors.service.budget import RunBudget, principal_share
 from yao_actors.service.connection import Connection, RunOpener
 from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
@@ -303,7 +303,9 @@ async def open_service(
     if listeners is None:
         listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
-        budget = RunBudget(limit=spec.max_runs, nursery=nursery)  # detached runs are waited for here
+        principals = len({credential.principal for credential in credentials})
+        share = principal_share(spec, principals)
+        budget = RunBudget(limit=spec.max_runs, per_principal=share, nursery=nursery)  # detached runs wait here
         endpoints = Endpoints(servers, credentials, lambda: budget.closing)
         service = Service(
             spec=spec,
