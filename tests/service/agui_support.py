@@ -24,6 +24,8 @@ class AguiResponse:
     body: bytes = b""
     events: list[dict[str, Any]] = attrs.field(factory=list)
     ids: list[str] = attrs.field(factory=list)
+    #: SSE comment lines received (the service's probes of a half-closed client).
+    comments: int = 0
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -41,10 +43,16 @@ def run_input(
 
 @asynccontextmanager
 async def open_agui(
-    port: int, body: bytes | Mapping[str, Any], *, path: str = "/agui", headers: Mapping[str, str] | None = None
+    port: int,
+    body: bytes | Mapping[str, Any],
+    *,
+    path: str = "/agui",
+    headers: Mapping[str, str] | None = None,
+    half_close: bool = False,
 ) -> AsyncIterator[tuple[AguiResponse, AsyncIterator[dict[str, Any]]]]:
     """POST and yield the response head and an iterator of its SSE events (each checked against ag_ui's models).
 
+    ``half_close``: once the request is sent, shut the socket's sending side (``SHUT_WR``) and go on reading.
     Leaving the block closes the connection (a client going away).
     """
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -60,6 +68,8 @@ async def open_agui(
         ]
         await stream.send_all(connection.send(h11.Request(method="POST", target=path, headers=fields)))
         await stream.send_all(connection.send(h11.Data(data=data)) + connection.send(h11.EndOfMessage()))
+        if half_close:
+            await stream.send_eof()
         event = await _next(stream, connection)
         assert isinstance(event, h11.Response), event
         response = AguiResponse(event.status_code, {k.decode(): v.decode() for k, v in event.headers})
@@ -94,10 +104,16 @@ async def stalled_agui(
 
 
 async def post_agui(
-    port: int, body: bytes | Mapping[str, Any], *, path: str = "/agui", headers: Mapping[str, str] | None = None
+    port: int,
+    body: bytes | Mapping[str, Any],
+    *,
+    path: str = "/agui",
+    headers: Mapping[str, str] | None = None,
+    half_close: bool = False,
 ) -> AguiResponse:
-    """POST and read the whole answer: a JSON error's body, or every SSE event."""
-    async with open_agui(port, body, path=path, headers=headers) as (response, events):
+    """POST and read the whole answer: a JSON error's body, or every SSE event (``half_close``: see
+    :func:`open_agui`)."""
+    async with open_agui(port, body, path=path, headers=headers, half_close=half_close) as (response, events):
         async for _ in events:
             pass
     return response
@@ -116,7 +132,11 @@ async def _events(
             buffer += event.data
             while b"\n\n" in buffer:
                 message, buffer = buffer.split(b"\n\n", 1)
-                fields = dict(line.split(": ", 1) for line in message.decode().split("\n"))
+                lines = [line for line in message.decode().split("\n") if not line.startswith(":")]  # comments
+                response.comments += message.count(b"\n:") + message.startswith(b":")
+                if not lines:
+                    continue
+                fields = dict(line.split(": ", 1) for line in lines)
                 parsed = json.loads(fields["data"])
                 parse_event(parsed)
                 response.events.append(parsed)

@@ -42,6 +42,7 @@ class FakeRuntime:
     finished: list[str] = attrs.field(factory=list)
     sent: dict[str, int] = attrs.field(factory=dict)
     thread_ids: list[str | None] = attrs.field(factory=list)
+    stored_runs: set[str] = attrs.field(factory=set)
     _gates: dict[str, trio.Event] = attrs.field(factory=dict)
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> Any:
@@ -63,6 +64,11 @@ class FakeRuntime:
         await trio.lowlevel.checkpoint()
         raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
         yield  # pragma: no cover
+
+    async def run_exists(self, run_id: str) -> bool:
+        """Every run the fake started counts as stored (``stored_runs`` adds others)."""
+        await trio.lowlevel.checkpoint()
+        return run_id in self.started or run_id in self.stored_runs
 
     def release(self, name: str) -> None:
         """Let the ``hold:<name>`` runs answer."""

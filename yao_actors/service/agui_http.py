@@ -9,13 +9,19 @@ The rules are the websocket's: the ``Origin`` check, the bearer token (``Authori
 owns the threads it creates), the body bounded by ``server.max_frame_bytes``, runs bounded by
 ``server.max_runs`` and ``server.max_runs_per_principal``, no new run while shutting down. A request refused
 before its run starts gets a JSON error ``{"error": {"code", "message"}}`` with its status (400 unreadable body,
-401, 403, 404 unknown assistant or thread, 413, 422 not a valid run, 429 the principal's share of runs taken,
-503 at the service's limit or shutting down), never a stream. Once the
-stream has started, failures are ``RUN_ERROR`` events and the stream always ends with exactly one terminal
-event. The client closing the connection cancels the run at once, as a websocket disconnect does; so does a
-client that takes nothing of the stream for ``server.idle_timeout`` seconds (it is dropped). The run's slot in
-``server.max_runs`` is given back when the run ends, even while its last events still wait for a slow client.
-Service shutdown (:meth:`AguiExchange.stop`) cancels the run gracefully (it still sends its terminal event).
+401, 403, 404 unknown assistant or thread, 409 the run id taken, 413, 422 not a valid run, 429 the principal's
+share of runs taken, 503 at the service's limit or shutting down), never a stream. A ``runId`` is taken when a
+stored run has it, whoever's: the store is asked before the answer starts. Once the stream has started,
+failures are ``RUN_ERROR`` events and the stream always ends with exactly one terminal event.
+
+The client closing the connection cancels the run, as a websocket disconnect does; so does a client that takes
+nothing of the stream for ``server.idle_timeout`` seconds (it is dropped). A client that only half-closes
+(``shutdown(SHUT_WR)`` once its request is sent) still gets the whole stream: the end of its input reads the
+same as a close, so from then on the service probes it — an SSE comment (``:``, which clients ignore) every
+:data:`PROBE_INTERVAL` seconds — and a client that has closed answers the first with a reset, which the next
+write finds: its run is cancelled within about that interval. The run's slot in ``server.max_runs`` is given
+back when the run ends, even while its last events still wait for a slow client. Service shutdown
+(:meth:`AguiExchange.stop`) cancels the run gracefully (it still sends its terminal event).
 
 Browsers get CORS answers for origins the Origin check accepts: a preflight ``OPTIONS`` is answered 204, and
 every answer to an accepted origin carries ``Access-Control-Allow-Origin``.
@@ -34,7 +40,7 @@ import trio
 from ag_ui.encoder import EventEncoder
 
 from yao_actors.config import ServiceSpec
-from yao_actors.errors import RunError, RunErrorCode
+from yao_actors.errors import ErrorFrameCode, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents, parse_event
 from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
@@ -49,6 +55,11 @@ logger = logging.getLogger(__name__)
 AGUI_PATH: Final = "/agui"
 
 _ENCODER: Final = EventEncoder()
+
+#: Seconds between the probes of a client whose input ended (see the module docstring).
+PROBE_INTERVAL: Final = 0.5
+#: The probe: an SSE comment, which every SSE client skips.
+PROBE: Final = b":\n\n"
 
 #: The HTTP status of a ``RunError`` raised before a run starts.
 _STATUS: Final = {
@@ -146,6 +157,10 @@ class AguiExchange:
         when the run ends, not when its last event has reached the client."""
         async with trio.open_nursery() as nursery:
             try:
+                if await self.runtime.run_exists(run.run_id):
+                    message = f"runId {run.run_id!r} is taken: every run needs an id of its own"
+                    await self._error(409, ErrorFrameCode.DUPLICATE_RUN_ID, message, cors)
+                    return
                 async with self.runtime.open_run(
                     run.assistant,
                     list(run.messages),
@@ -201,9 +216,13 @@ class AguiExchange:
         await emitter.run_error(message, code=code)
 
     async def _watch_client(self, scope: trio.CancelScope) -> None:
-        """The client closed the connection: cancel everything of this request at once."""
+        """Cancel everything of this request once the client has gone (see the module docstring): its input
+        ends, then a probe finds its connection reset (a client that only half-closed takes the probes)."""
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self.exchange.wait_closed()
+            while True:
+                await self.exchange.send(PROBE)
+                await trio.sleep(PROBE_INTERVAL)
         scope.cancel()
 
     async def _error(self, status: int, code: str, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:

@@ -125,6 +125,10 @@ class RunOpener(Protocol):
         """A run's events after ``after_seq``, ending with its terminal one; ``RunError`` ``unknown_run``."""
         ...
 
+    async def run_exists(self, run_id: str) -> bool:
+        """Whether a run with this id is stored, whoever's; ``RunError`` ``store_unavailable`` when unknowable."""
+        ...
+
     async def history(self, thread_id: str, *, principal: str | None = None) -> Snapshot:
         """A thread's stored messages and runs (``.to_wire()``: the ``MESSAGES_SNAPSHOT`` frame)."""
         ...

@@ -94,6 +94,8 @@ class HttpExchange:
     _connection: h11.Connection
     write_timeout: float = math.inf
     _stalled: bool = attrs.field(default=False, init=False)
+    #: One write at a time, whole (a stream's chunks and its owner's probes may come from two tasks).
+    _writing: trio.StrictFIFOLock = attrs.field(factory=trio.StrictFIFOLock, init=False)
 
     async def respond(self, status: int, body: bytes, content_type: str, headers: Headers = ()) -> None:
         """Answer with a whole body (none for ``HEAD``)."""
@@ -127,9 +129,13 @@ class HttpExchange:
             pass
 
     async def _send(self, event: h11.Event) -> None:
-        data = self._connection.send(event)
-        if data:
-            await self._write(data)
+        """Send one h11 event, after any write going on; ``ClosedResourceError`` once the answer has ended."""
+        async with self._writing:
+            if self._connection.our_state is not h11.SEND_RESPONSE and self._connection.our_state is not h11.SEND_BODY:
+                raise trio.ClosedResourceError("the answer has ended")
+            data = self._connection.send(event)
+            if data:
+                await self._write(data)
 
     async def _write(self, data: bytes) -> None:
         """Send ``data`` a piece at a time, each within ``write_timeout``; a client that takes none is dropped."""
