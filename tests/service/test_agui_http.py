@@ -12,10 +12,12 @@ from tests.service.agui_support import open_agui, post_agui, run_input
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service, wait_until
 from yao_actors.config import AssistantSpec, Config
+from yao_actors.errors import StoreUnavailable
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.service.agui_http import PROBE_INTERVAL, encode_sse
 from yao_actors.service.agui_input import parse_run_input
+from yao_actors.store import MemoryStore
 from yao_actors.testing import FunctionModel
 
 TOKEN = "s3cret-token-of-16+"
@@ -233,6 +235,28 @@ async def test_a_taken_run_id_is_a_json_409_before_any_stream_whoever_took_it() 
     assert again.body == other.body  # the same answer whoever's run has the id
     assert [run.run_id for run in runs] == ["r1"]
     assert threads == []  # bob's refused run started nothing
+
+
+class _StoreDown(MemoryStore):
+    """A store that cannot be reached (``tests/integration/test_service_durable.py`` stops a real Redis)."""
+
+    async def get_run(self, run_id: str) -> Any:
+        raise StoreUnavailable("the store is down")
+
+
+async def test_a_store_out_of_reach_is_a_json_503_with_its_code() -> None:
+    config = Config(assistants={"default": AssistantSpec(id="default", model="m")})
+    with trio.fail_after(20):
+        async with (
+            open_runtime(config, models={"m": FunctionModel(lambda messages, tools: "ok")}, store=_StoreDown()) as rt,
+            running_service(rt) as service,
+        ):
+            response = await post_agui(service.port, run_input("hi"))
+    assert (response.status, response.headers["content-type"]) == (503, "application/json")
+    assert response.json()["error"] == {
+        "code": "store_unavailable",
+        "message": "the conversation store is unavailable: the store is down",
+    }
 
 
 async def test_shutdown_cancels_a_streaming_run_which_still_ends_with_its_terminal_event() -> None:

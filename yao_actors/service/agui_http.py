@@ -10,9 +10,10 @@ owns the threads it creates), the body bounded by ``server.max_frame_bytes``, ru
 ``server.max_runs`` and ``server.max_runs_per_principal``, no new run while shutting down. A request refused
 before its run starts gets a JSON error ``{"error": {"code", "message"}}`` with its status (400 unreadable body,
 401, 403, 404 unknown assistant or thread, 409 the run id taken, 413, 422 not a valid run, 429 the principal's
-share of runs taken, 503 at the service's limit or shutting down), never a stream. A ``runId`` is taken when a
-stored run has it, whoever's: the store is asked before the answer starts. Once the stream has started,
-failures are ``RUN_ERROR`` events and the stream always ends with exactly one terminal event.
+share of runs taken, 500 a bug, 503 at the service's limit, shutting down or the store unavailable), never a
+stream. A ``runId`` is taken when a stored run has it, whoever's: the store is asked before the answer starts.
+Once the stream has started, failures are ``RUN_ERROR`` events and the stream always ends with exactly one
+terminal event.
 
 The client closing the connection cancels the run, as a websocket disconnect does; so does a client that takes
 nothing of the stream for ``server.idle_timeout`` seconds (it is dropped). A client that only half-closes
@@ -68,6 +69,7 @@ _STATUS: Final = {
     RunErrorCode.UNKNOWN_THREAD: 404,
     RunErrorCode.TOO_MANY_RUNS: 503,
     RunErrorCode.SHUTTING_DOWN: 503,
+    RunErrorCode.STORE_UNAVAILABLE: 503,
 }
 
 
