@@ -16,13 +16,12 @@ Besides runs, a client may ask for a thread's ``history``, ``resume`` a run (its
 ``seq``, then its live ones: relayed like a run), ``forget`` a thread, and list its ``threads``; each is
 answered from the runtime's conversation store, for the connection's principal only.
 
-Ends: the client leaving (or not answering pings) ends the connection's tasks at once; its runs are
-*detached*, not cancelled: each goes on for ``server.detach_grace`` seconds waiting for a ``resume`` (from
-any connection of the same principal), and is cancelled only if none comes (0: at once); until it ends it keeps
-its slot in ``server.max_runs`` and its principal's ``server.max_runs_per_principal``
-(:meth:`RunBudget.release_when_done`). :meth:`Connection.stop` (service shutdown)
-ends gracefully: reading stops, every run is cancelled yet still writes its one terminal event, the writer drains,
-and the connection closes with 1001.
+Ends: the client leaving (or not answering pings) ends the connection's tasks at once; its runs are *detached*, not
+cancelled: each goes on for ``server.detach_grace`` seconds waiting for a ``resume`` (from any connection of the
+same principal), and is cancelled only if none comes (0: at once); until it ends it keeps its slot in
+``server.max_runs`` and in its principal's share (:meth:`RunBudget.release_when_done`). :meth:`Connection.stop`
+(service shutdown) ends gracefully: reading stops, every run is cancelled yet still writes its one terminal event,
+the writer drains, and the connection closes with 1001.
 A connection with no run and no frame for ``idle_timeout`` seconds is closed (1000).
 
 Failures stay local: an exception out of one run (a runtime bug, an event that cannot be encoded) ends that
@@ -357,15 +356,16 @@ class Connection:
             code = ErrorFrameCode.STORE_UNAVAILABLE
             await self._emit(error_frame(code, str(error), thread_id=thread_id))
 
+    def _check_room(self, run_id: str) -> None:
+        """Raise ``too_many_runs`` when the connection has ``max_runs_per_connection`` runs in flight."""
+        if len(self._runs) >= self.spec.max_runs_per_connection:
+            limit = self.spec.max_runs_per_connection
+            message = f"this connection already has {len(self._runs)} runs in flight (limit {limit})"
+            raise FrameError(RunErrorCode.TOO_MANY_RUNS, message, run_id=run_id)
+
     def _start_resume(self, frame: ResumeFrame, runs: trio.Nursery) -> None:
         """Follow a run on this connection (it counts towards the connection's runs, not the service's)."""
-        if len(self._runs) >= self.spec.max_runs_per_connection:
-            raise FrameError(
-                RunErrorCode.TOO_MANY_RUNS,
-                f"this connection already has {len(self._runs)} runs in flight "
-                f"(limit {self.spec.max_runs_per_connection})",
-                run_id=frame.run_id,
-            )
+        self._check_room(frame.run_id)
         run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id="", last_seq=frame.after_seq)
         runs.start_soon(self._resume, frame, run)
 
@@ -379,13 +379,7 @@ class Connection:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
         if self.budget.closing:
             raise FrameError(RunErrorCode.SHUTTING_DOWN, "the service is shutting down", run_id=frame.run_id)
-        if len(self._runs) >= self.spec.max_runs_per_connection:
-            raise FrameError(
-                RunErrorCode.TOO_MANY_RUNS,
-                f"this connection already has {len(self._runs)} runs in flight "
-                f"(limit {self.spec.max_runs_per_connection})",
-                run_id=frame.run_id,
-            )
+        self._check_room(frame.run_id)
         try:
             slot = self.budget.acquire(self.principal)
         except TooManyRuns as refused:
