@@ -251,6 +251,9 @@ class ServiceSpec:
     max_connections: int = 1000
     max_runs_per_connection: int = 8
     max_runs: int = 2000
+    #: Runs one principal may have in flight at once, detached ones included (``None``: a quarter of ``max_runs``,
+    #: at least 1, when the service has several principals; all of ``max_runs`` when it has one).
+    max_runs_per_principal: int | None = None
     idle_timeout: float = 120.0
     shutdown_grace: float = 5.0
     max_thread_bytes: int = MAX_THREAD_BYTES
