@@ -16,7 +16,7 @@ from tests.service.support import run_frame, running_service, send, until_termin
 from tests.support import check_stream
 from tests.test_config import base, problems_of
 from tests.test_runtime_runs import demo_config
-from yao_actors.config import AssistantSpec, Config, parse_config
+from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, parse_config
 from yao_actors.conversation.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
 from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import Outcome, parse_event
@@ -24,6 +24,7 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service.chat import chat, open_service_connection
 from yao_actors.store import MemoryStore, StoreSpec, open_store
+from yao_actors.testing.servers import build_test_server
 
 QUESTION = "北京今天适合穿什么?"
 
@@ -229,6 +230,51 @@ async def test_the_approval_flow_over_the_websocket() -> None:
     assert first[-1]["outcome"]["type"] == "interrupt"
     assert second[-1]["type"] == "RUN_FINISHED"
     assert '"city":"Shanghai"' in second[-1]["result"]["text"]
+
+
+def _adding_model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+    if messages[-1]["role"] == "user":
+        return Completion(tool_calls=(ToolCall("c_add", "test__add", '{"a": 1, "b": 2}'),))
+    return f"saw: {messages[-1]['content']}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        pytest.param('{"a": NaN, "b": 1}', "not usable JSON (NaN is not a JSON number", id="nan"),
+        pytest.param('{"a": Infinity, "b": 1}', "not usable JSON (Infinity is not a JSON number", id="infinity"),
+        pytest.param('{"a": -Infinity, "b": 1}', "not usable JSON (-Infinity is not a JSON number", id="-infinity"),
+        pytest.param('{"a": "x", "b": 1}', "a: 'x' is not valid under any of the given schemas", id="invalid"),
+    ],
+)
+async def test_edited_arguments_with_nan_or_infinity_are_refused_as_invalid_arguments(
+    arguments: str, error: str
+) -> None:
+    """The client's frame, as its JSON text: Python reads ``NaN`` / ``Infinity``, which would reach the tool as
+    ``null``; the held call gets the error any invalid argument gets, and is not run."""
+    config = Config(
+        servers={"test": ServerSpec("test", InMemoryTransport(build_test_server()), approval=True)},
+        assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("test"),))},
+    )
+    with trio.fail_after(30):
+        async with (
+            open_runtime(config, models={"m": FunctionModel(_adding_model)}) as runtime,
+            running_service(runtime) as service,
+            open_service_connection(service.url) as ws,
+        ):
+            await send(ws, run_frame("add", run_id="r1", thread_id="t"))
+            (interrupt,) = (await until_terminal(ws, "r1"))[-1]["outcome"]["interrupts"]
+            payload = f'{{"approved": true, "arguments": {arguments}}}'
+            resume = f'[{{"interruptId": "{interrupt["id"]}", "status": "resolved", "payload": {payload}}}]'
+            await ws.send_message(
+                f'{{"type": "run", "runId": "r2", "threadId": "t", "messages": [], "resume": {resume}}}'
+            )
+            second = await until_terminal(ws, "r2")
+    check_stream(second)
+    [result] = [e["content"] for e in second if e["type"] == "TOOL_CALL_RESULT"]
+    assert result.startswith(f"Error: invalid arguments: {error}")  # the service's own check: the call never went out
+    assert second[-1]["type"] == "RUN_FINISHED"
+    assert second[-1]["result"]["text"] == f"saw: {result}"
 
 
 async def test_the_approval_flow_over_http_with_the_clients_conversation() -> None:

@@ -70,6 +70,19 @@ def test_the_value_must_be_an_object(raw: str, kind: str) -> None:
     assert parsed.problems == (f"arguments must be a JSON object, got {kind}",)
 
 
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_invalid_arguments_not_repaired(constant: str) -> None:
+    """A tool would get ``null`` for them (what a JSON encoder makes of them): refused like invalid JSON."""
+    parsed = check_arguments(
+        f'{{"a": {constant}, "b": 1}}', {"type": "object", "properties": {"a": {"type": "number"}}}
+    )
+    assert parsed.value is None
+    assert (
+        parsed.error == f"invalid arguments: not usable JSON ({constant} is not a JSON number; numbers must be finite)"
+    )
+    assert not parsed.repaired
+
+
 def test_a_repair_that_gives_no_object_says_the_json_was_invalid() -> None:
     parsed = parse_arguments("{bad")
     assert parsed.value is None

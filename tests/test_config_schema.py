@@ -77,14 +77,16 @@ EVERY_KEY: dict[str, Any] = {
     "server": {
         "host": "127.0.0.1", "port": 1, "token": "t" * 16, "tokens": {"alice": "a" * 16},
         "allowed_origins": ["null"], "allow_client_roles": ["system"], "max_frame_bytes": 1, "max_connections": 1,
-        "max_runs_per_connection": 1, "max_runs": 1, "idle_timeout": 1, "shutdown_grace": 1,
+        "max_runs_per_connection": 1, "max_runs": 1, "max_runs_per_principal": 1, "idle_timeout": 1, "shutdown_grace": 1,
         "max_thread_bytes": 1, "max_threads_bytes": 1, "detach_grace": 0,
     },
     "prompts": ["g"],
     "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60, "lease_ttl": 5, "lease_wait": 12.5},
 }  # fmt: skip
 #: The key a redis store cannot have (a file has one store): checked as a second file.
-SQLITE_STORE: dict[str, Any] = {"store": {"type": "sqlite", "path": "/tmp/t.sqlite3", "event_ttl": 60}}
+SQLITE_STORE: dict[str, Any] = {
+    "store": {"type": "sqlite", "path": "/tmp/t.sqlite3", "event_ttl": 60, "exclusive": False}
+}
 
 
 def problems_of(data: Any, environ: dict[str, str] = ENV) -> list[str]:
@@ -211,6 +213,7 @@ def test_a_file_with_every_key_is_valid_for_the_schema_and_the_reader() -> None:
     assert schema_problems(EVERY_KEY) == []
     assert schema_problems(SQLITE_STORE) == []
     assert parse_config(SQLITE_STORE, environ=ENV).store.path == "/tmp/t.sqlite3"  # type: ignore[union-attr]
+    assert parse_config(SQLITE_STORE, environ=ENV).store.exclusive is False  # type: ignore[union-attr]
     config = parse_config(EVERY_KEY, environ=ENV)
     assert isinstance(config.servers["remote"].transport, SseTransport)
     inproc = config.servers["inproc"].transport

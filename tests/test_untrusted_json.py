@@ -57,6 +57,15 @@ def test_too_many_digits_is_a_value_error() -> None:
         loads("1" * 5000)
 
 
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_refused_where_asked_anywhere_in_the_text(constant: str) -> None:
+    text = f'{{"a": [1, {{"b": {constant}}}]}}'
+    with pytest.raises(untrusted_json.JSONNotFinite, match=f"^{constant} is not a JSON number"):
+        untrusted_json.loads(text, allow_nan=False)
+    assert isinstance(untrusted_json.loads(text)["a"][1]["b"], float)  # read as Python's json reads it otherwise
+    assert untrusted_json.loads('{"text": "NaN"}', allow_nan=False) == {"text": "NaN"}  # a string is a string
+
+
 def test_lone_surrogates_become_replacement_characters_in_keys_and_values() -> None:
     value = loads('{"k\\ud800": ["\\udfff", "ok \\ud83d\\ude00"]}')
     assert value == {"k\ufffd": ["\ufffd", "ok \U0001f600"]}

@@ -1,9 +1,10 @@
 """A model's argument string made into a checked object, or a precise reason why not.
 
 Models send arguments as JSON text, sometimes malformed. The rules (DESIGN §4.1):
-an empty string is ``{}``; strict ``json.loads`` first (nesting bounded and
-lone surrogates replaced, :mod:`yao_actors.untrusted_json`), ``json_repair`` only when
-that fails (and the repair is recorded, since it may silently complete a value
+an empty string is ``{}``; strict ``json.loads`` first (nesting bounded,
+lone surrogates replaced, ``NaN`` / ``Infinity`` refused: a tool would get ``null``
+for them; :mod:`yao_actors.untrusted_json`), ``json_repair`` only when the text is
+malformed (and the repair is recorded, since it may silently complete a value
 that was cut off); the value must be an object; it must satisfy the tool's
 ``inputSchema``. Validators are compiled once per schema and cached, keyed by the
 schema's canonical JSON, because compiling costs far more than validating.
@@ -73,7 +74,7 @@ def parse_arguments(raw: str) -> Arguments:
     if not raw.strip():
         return Arguments({})
     try:
-        value = untrusted_json.loads(raw)
+        value = untrusted_json.loads(raw, allow_nan=False)
     except untrusted_json.JSONTooDeep as exc:
         return Arguments(None, (f"not usable JSON ({exc})",))
     except json.JSONDecodeError as exc:

@@ -47,6 +47,7 @@ from yao_actors.service.chat import DEFAULT_URL, chat, show_history
 from yao_actors.service.heap import keep_heap
 from yao_actors.service.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 from yao_actors.specs import StoreSpec, default_sqlite_path
+from yao_actors.store.spec import alone, check_shared
 
 #: The question the service suggests trying (the seed's example).
 SAMPLE_QUESTION = "北京今天适合穿什么?"
@@ -178,8 +179,11 @@ def _serve_command(args: argparse.Namespace) -> int:
         overrides = {"host": args.host, "port": args.port}
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
-        config = attrs.evolve(config, store=service_store(config.store, args.store))
-        check_workers(args.workers, config.store)
+        store = service_store(config.store, args.store)
+        check_workers(args.workers, store)
+        check_shared(store, args.workers)
+        lone = args.workers == 1 and not args.reuse_port  # its SQLite file is its own, unless the config says not
+        config = attrs.evolve(config, store=alone(store) if lone else store)
     except ConfigError as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2

@@ -88,7 +88,7 @@ class RunErrorCode(enum.StrEnum):
     ====================  ==========================================================================
     ``bad_request``       the client's frame was not valid (field named in the message)
     ``frame_too_large``   the client's frame is over the service's ``max_frame_bytes``
-    ``too_many_runs``     the connection or the service is at its limit of concurrent runs
+    ``too_many_runs``     the connection, the principal or the service is at its limit of concurrent runs
     ``shutting_down``     the service is shutting down and takes no new runs
     ``unknown_assistant`` the run named an assistant the configuration does not have
     ``unknown_thread``    the run named a thread another principal created (as if it did not exist)

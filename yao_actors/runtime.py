@@ -42,8 +42,9 @@ from yao_actors.conversation import (
     open_conversations,
 )
 from yao_actors.conversation.approvals import ApprovalPolicy
+from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, serve_sweeps
-from yao_actors.errors import ConfigError, NotReady
+from yao_actors.errors import ConfigError, NotReady, StoreUnavailable
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
 from yao_actors.models.base import Message
@@ -154,6 +155,14 @@ class Runtime(metaclass=NoPublicConstructor):
     def store(self) -> ConversationStore:
         """Where the runtime's threads live between runs (the config's ``store``)."""
         return self.conversations.store
+
+    async def run_exists(self, run_id: str) -> bool:
+        """Whether a run with id ``run_id`` is stored, whoever's (a new run cannot take its id); ``RunError``
+        ``store_unavailable`` when the store cannot say. ``POST /agui`` asks before it answers 200."""
+        try:
+            return await self.store.get_run(run_id) is not None
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
         """A thread's stored messages and runs (empty for an unknown thread, or another principal's);

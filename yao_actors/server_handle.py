@@ -54,7 +54,10 @@ class ServerStatistics:
     """A snapshot of a server actor.
 
     ``calls`` counts ``call_tool`` requests and ``errors`` those whose outcome
-    was not a success; ``last_error`` says why the server last failed.
+    was not a success; ``last_error`` says why the server last failed, with the
+    last lines of a stdio server's stderr (which may hold secrets: for whoever
+    runs the service), and ``last_error_kind`` only what kind of failure it was
+    (:func:`loss_kind`), for readers that must not see the details.
     """
 
     state: ServerState
@@ -66,6 +69,15 @@ class ServerStatistics:
     last_error: str | None
     tools_version: int
     pid: int | None
+    last_error_kind: str | None = None
+
+
+def loss_kind(link: Link | None) -> str | None:
+    """What kind of failure a lost connection was: ``exited`` (a stdio server's process ended) or ``unreachable``
+    (the server could not be reached, in time or at all, or its connection broke); ``None`` before any."""
+    if link is None:
+        return None
+    return "exited" if link.exit_code is not None else "unreachable"
 
 
 @attrs.define(eq=False)
@@ -234,6 +246,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
             last_error=status.last_error,
             tools_version=status.tools_version,
             pid=status.pid,
+            last_error_kind=loss_kind(status.last_loss),
         )
 
     async def wait_state_change(self) -> ServerState:

@@ -251,6 +251,9 @@ class ServiceSpec:
     max_connections: int = 1000
     max_runs_per_connection: int = 8
     max_runs: int = 2000
+    #: Runs one principal may have in flight at once, detached ones included (``None``: a quarter of ``max_runs``,
+    #: at least 1, when the service has several principals; all of ``max_runs`` when it has one).
+    max_runs_per_principal: int | None = None
     idle_timeout: float = 120.0
     shutdown_grace: float = 5.0
     max_thread_bytes: int = MAX_THREAD_BYTES
@@ -286,7 +289,9 @@ class StoreSpec:
 
     ``event_ttl`` is how many seconds a run's event log is kept after its last event. ``lease_ttl`` how long
     a thread's lease lasts unless renewed, ``lease_wait`` how long a run waits for a lease held elsewhere
-    (:mod:`yao_actors.store.leases`).
+    (:mod:`yao_actors.store.leases`). ``exclusive`` (SQLite) whether the store is the only one to open its
+    file (:func:`~yao_actors.store.sqlite.open_sqlite_store`); ``None``: not said, which a lone
+    ``yao-actors serve`` takes as ``True`` and everything else as ``False``.
     """
 
     type: StoreType = "memory"
@@ -296,6 +301,7 @@ class StoreSpec:
     event_ttl: float = DEFAULT_EVENT_TTL
     lease_ttl: float = DEFAULT_LEASE_TTL
     lease_wait: float = DEFAULT_LEASE_WAIT
+    exclusive: bool | None = None
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str] | None = None) -> StoreSpec:

@@ -15,6 +15,11 @@ runtime far from where it was read:
   such code points become U+FFFD (the replacement character) as soon as they
   are read (:func:`loads`, :func:`scrub_text`), and :func:`dumps_utf8`
   replaces any that still reach a serialisation.
+
+Python's ``json`` also reads ``NaN``, ``Infinity`` and ``-Infinity``, which JSON
+does not have: sent on, they become ``null`` (what a JSON encoder makes of
+them) and a tool gets a value nobody gave it. Where a value goes on to a tool,
+:func:`loads` with ``allow_nan=False`` refuses them (:class:`JSONNotFinite`).
 """
 
 from __future__ import annotations
@@ -46,6 +51,18 @@ class JSONTooDeep(ValueError):
         self.limit = limit
 
 
+class JSONNotFinite(ValueError):
+    """Untrusted JSON text holds ``NaN``, ``Infinity`` or ``-Infinity``, which JSON has no number for."""
+
+    def __init__(self, constant: str) -> None:
+        super().__init__(f"{constant} is not a JSON number; numbers must be finite")
+        self.constant = constant
+
+
+def _refuse_constant(constant: str) -> Any:
+    raise JSONNotFinite(constant)
+
+
 def nesting_depth(text: str) -> int:
     """How deep ``text`` nests ``[`` and ``{`` outside string literals (of valid JSON; an estimate otherwise).
 
@@ -64,16 +81,16 @@ def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
         raise JSONTooDeep(limit)
 
 
-def loads(text: str, limit: int = MAX_DEPTH) -> Any:
+def loads(text: str, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> Any:
     """``json.loads`` for untrusted text: nesting bounded, lone surrogates replaced.
 
     Raises ``ValueError`` for anything that is not acceptable JSON:
-    ``json.JSONDecodeError``, :class:`JSONTooDeep`, or the interpreter's limit
-    on the digits of an integer.
+    ``json.JSONDecodeError``, :class:`JSONTooDeep`, the interpreter's limit
+    on the digits of an integer, and, with ``allow_nan`` false, :class:`JSONNotFinite`.
     """
     check_depth(text, limit)
     try:
-        value = json.loads(text)
+        value = json.loads(text) if allow_nan else json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:  # a deep stack already, even under the limit
         raise JSONTooDeep(limit) from None
     return scrub(value) if _SURROGATE_OR_ESCAPE.search(text) else value

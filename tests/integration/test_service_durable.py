@@ -10,6 +10,7 @@ from typing import Any
 
 import trio
 
+from tests.service.agui_support import post_agui, run_input
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
 from tests.support import check_stream, needs_redis
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
@@ -190,3 +191,27 @@ async def test_redis_stopped_between_runs_gives_store_unavailable_and_the_servic
     assert "unreachable" in down[-1]["message"]
     assert [m["content"] for m in snapshot["messages"] if m["role"] == "user"] == ["一", "三"]
     assert [r["runId"] for r in snapshot["runs"]] == ["r1", "r3"]
+
+
+@needs_redis
+async def test_post_agui_answers_503_store_unavailable_while_redis_is_stopped(tmp_path: Path) -> None:
+    redis = RedisServer(tmp_path)
+    redis.start()
+    gate = Gate()
+    gate.opened.set()
+    try:
+        with trio.fail_after(GUARD):
+            spec = StoreSpec("redis", url=redis.url, prefix="svc:")
+            async with durable_service(spec, gate) as (_, service):
+                first = await post_agui(service.port, run_input("一", thread_id="t1", run_id="r1"))
+                redis.stop()
+                down = await post_agui(service.port, run_input("二", thread_id="t1", run_id="r2"))
+                redis.start()
+                back = await post_agui(service.port, run_input("三", thread_id="t1", run_id="r3"))
+    finally:
+        redis.stop()
+    assert (first.status, first.events[-1]["type"]) == (200, "RUN_FINISHED")
+    assert (down.status, down.headers["content-type"]) == (503, "application/json")
+    assert down.json()["error"]["code"] == "store_unavailable"
+    assert "conversation store is unavailable" in down.json()["error"]["message"]
+    assert (back.status, back.events[-1]["type"]) == (200, "RUN_FINISHED")

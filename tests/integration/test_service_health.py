@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+
+import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -42,11 +45,39 @@ async def test_readyz_names_the_server_whose_command_does_not_exist() -> None:
     assert ready.status == 503
     body = ready.json()
     assert body["status"] == "not_ready"
-    assert body["servers"]["weather"] == {"state": "ready", "last_error": None}
-    ghost = body["servers"]["ghost"]
-    assert ghost["state"] == "restarting"
-    assert "ghost" in ghost["last_error"]
-    assert "/nonexistent/yao-ghost-server" in ghost["last_error"] or "No such file" in ghost["last_error"]
+    assert body["servers"] == {
+        "weather": {"state": "ready", "error": None},
+        "ghost": {"state": "restarting", "error": "unreachable"},
+    }
     up = _samples(metrics.body.decode(), "yao_mcp_server_up")
     assert up[(("server", "weather"),)] == 1.0
     assert up[(("server", "ghost"),)] == 0.0
+
+
+async def test_readyz_keeps_a_dead_servers_stderr_for_the_log_and_requests_with_a_token(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A real stdio server that writes a secret to stderr and exits; ``expose_stderr`` is off (the default)."""
+    dying = StdioTransport(
+        sys.executable, ("-c", "import sys; sys.stderr.write('DB_PASSWORD=hunter2\\n'); sys.exit(3)")
+    )
+    config = Config(
+        servers={
+            "vault": ServerSpec(
+                "vault", dying, restart=RestartPolicy(max_restarts=1, backoff_initial=30.0, backoff_max=30.0)
+            )
+        },
+        assistants={},
+    )
+    token = "readyz-token-of-16+"
+    with trio.fail_after(30):
+        async with open_runtime(config) as runtime, running_service(runtime, token=token) as service:
+            anonymous = await http_request(service.port, "/readyz")
+            authorized = await http_request(service.port, "/readyz", headers={"Authorization": f"Bearer {token}"})
+    assert anonymous.json()["servers"] == {"vault": {"state": "restarting", "error": "exited"}}
+    assert b"hunter2" not in anonymous.body
+    vault = authorized.json()["servers"]["vault"]
+    assert (vault["state"], vault["error"]) == ("restarting", "exited")
+    assert "exit code 3" in vault["last_error"]
+    assert "DB_PASSWORD=hunter2" in vault["last_error"]
+    assert any("DB_PASSWORD=hunter2" in getattr(r, "stderr_tail", "") for r in caplog.records)

@@ -41,6 +41,7 @@ class FakeRuntime:
     finished: list[str] = attrs.field(factory=list)
     sent: dict[str, int] = attrs.field(factory=dict)
     thread_ids: list[str | None] = attrs.field(factory=list)
+    stored_runs: set[str] = attrs.field(factory=set)
     _gates: dict[str, trio.Event] = attrs.field(factory=dict)
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> Any:
@@ -62,6 +63,11 @@ class FakeRuntime:
         await trio.lowlevel.checkpoint()
         raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
         yield  # pragma: no cover
+
+    async def run_exists(self, run_id: str) -> bool:
+        """Every run the fake started counts as stored (``stored_runs`` adds others)."""
+        await trio.lowlevel.checkpoint()
+        return run_id in self.started or run_id in self.stored_runs
 
     def release(self, name: str) -> None:
         """Let the ``hold:<name>`` runs answer."""
@@ -94,7 +100,7 @@ class FakeRuntime:
         stream = FakeStream(receive, broken_cancel=messages[-1]["content"].startswith("uncancellable:"))
         events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=self._counted(send, run_id))
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"])
+            nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"], stream.done)
             try:
                 yield stream
             finally:
@@ -115,6 +121,7 @@ class FakeRuntime:
         events: RunEvents,
         scope: trio.CancelScope,
         content: str,
+        done: trio.Event,
     ) -> None:
         try:
             async with send:
@@ -131,6 +138,8 @@ class FakeRuntime:
             if events.run_id not in self.cancelled:
                 self.cancelled.append(events.run_id)
             raise
+        finally:
+            done.set()
 
     async def _answer(self, events: RunEvents, content: str) -> None:
         kind, _, argument = content.partition(":")
@@ -164,6 +173,11 @@ class FakeStream:
         self._receive = receive
         self._broken_cancel = broken_cancel
         self.scope = trio.CancelScope()
+        self.done = trio.Event()
+
+    async def wait_done(self) -> None:
+        """Return once the run has ended."""
+        await self.done.wait()
 
     def cancel(self) -> None:
         if self._broken_cancel:

@@ -12,13 +12,16 @@ from tests.service.agui_support import open_agui, post_agui, run_input
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service, wait_until
 from yao_actors.config import AssistantSpec, Config
+from yao_actors.errors import StoreUnavailable
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.service.agui_http import encode_sse
+from yao_actors.service.agui_http import PROBE_INTERVAL, encode_sse
 from yao_actors.service.agui_input import parse_run_input
+from yao_actors.store import MemoryStore
 from yao_actors.testing import FunctionModel
 
 TOKEN = "s3cret-token-of-16+"
+OTHER_TOKEN = "other-token-of-16+!"
 
 
 async def test_a_run_is_answered_as_server_sent_events_in_the_standard_encoding() -> None:
@@ -177,6 +180,83 @@ async def test_closing_the_response_cancels_the_run() -> None:
                 assert (await events.__anext__())["type"] == "RUN_STARTED"
             await wait_until(lambda: "gone" in runtime.cancelled)
     assert "gone" not in runtime.finished
+
+
+async def test_a_half_closed_client_still_gets_the_whole_stream(autojump_clock: trio.abc.Clock) -> None:
+    """``shutdown(SHUT_WR)`` after the request is no disconnect: the run goes on to its own end."""
+    runtime = FakeRuntime()
+    with trio.fail_after(60):
+        async with (
+            running_service(runtime) as service,
+            open_agui(service.port, run_input("hold:h", run_id="half"), half_close=True) as (_, events),
+        ):
+            seen = [await events.__anext__()]
+            await trio.sleep(10 * PROBE_INTERVAL)  # the service saw the end of the input and probed meanwhile
+            running = "half" not in runtime.cancelled
+            runtime.release("h")
+            seen += [event async for event in events]
+    assert running
+    assert [e["type"] for e in seen][:: len(seen) - 1] == ["RUN_STARTED", "RUN_FINISHED"]
+    assert seen[-1]["result"] == {"text": "hold:h"}
+    assert runtime.finished == ["half"]
+
+
+async def test_a_client_that_closes_after_half_closing_cancels_its_run(autojump_clock: trio.abc.Clock) -> None:
+    runtime = FakeRuntime()
+    with trio.fail_after(60):
+        async with running_service(runtime) as service:
+            async with open_agui(service.port, run_input("hold:never", run_id="gone"), half_close=True) as (_, events):
+                assert (await events.__anext__())["type"] == "RUN_STARTED"
+                await trio.sleep(10 * PROBE_INTERVAL)
+            await wait_until(lambda: "gone" in runtime.cancelled)
+            await wait_until(lambda: service.statistics().connections == 0)
+    assert "gone" not in runtime.finished
+
+
+async def test_a_taken_run_id_is_a_json_409_before_any_stream_whoever_took_it() -> None:
+    config = Config(assistants={"default": AssistantSpec(id="default", model="m")})
+    alice, bob = {"authorization": f"Bearer {TOKEN}"}, {"authorization": f"Bearer {OTHER_TOKEN}"}
+    with trio.fail_after(20):
+        async with (
+            open_runtime(config, models={"m": FunctionModel(lambda messages, tools: "ok")}) as runtime,
+            running_service(runtime, tokens={"alice": TOKEN, "bob": OTHER_TOKEN}) as service,
+        ):
+            first = await post_agui(service.port, run_input("hi", thread_id="t1", run_id="r1"), headers=alice)
+            again = await post_agui(service.port, run_input("hi again", thread_id="t1", run_id="r1"), headers=alice)
+            other = await post_agui(service.port, run_input("hi", thread_id="t2", run_id="r1"), headers=bob)
+            runs = (await runtime.history("t1", principal="alice")).runs
+            threads = await runtime.threads(principal="bob")
+    assert (first.status, first.events[-1]["type"]) == (200, "RUN_FINISHED")
+    for refused in (again, other):
+        assert refused.status == 409
+        assert refused.headers["content-type"] == "application/json"
+        message = "runId 'r1' is taken: every run needs an id of its own"
+        assert refused.json() == {"error": {"code": "duplicate_run_id", "message": message}}
+    assert again.body == other.body  # the same answer whoever's run has the id
+    assert [run.run_id for run in runs] == ["r1"]
+    assert threads == []  # bob's refused run started nothing
+
+
+class _StoreDown(MemoryStore):
+    """A store that cannot be reached (``tests/integration/test_service_durable.py`` stops a real Redis)."""
+
+    async def get_run(self, run_id: str) -> Any:
+        raise StoreUnavailable("the store is down")
+
+
+async def test_a_store_out_of_reach_is_a_json_503_with_its_code() -> None:
+    config = Config(assistants={"default": AssistantSpec(id="default", model="m")})
+    with trio.fail_after(20):
+        async with (
+            open_runtime(config, models={"m": FunctionModel(lambda messages, tools: "ok")}, store=_StoreDown()) as rt,
+            running_service(rt) as service,
+        ):
+            response = await post_agui(service.port, run_input("hi"))
+    assert (response.status, response.headers["content-type"]) == (503, "application/json")
+    assert response.json()["error"] == {
+        "code": "store_unavailable",
+        "message": "the conversation store is unavailable: the store is down",
+    }
 
 
 async def test_shutdown_cancels_a_streaming_run_which_still_ends_with_its_terminal_event() -> None:

@@ -33,9 +33,10 @@ class FakeServer:
 
     state: ServerState
     last_error: str | None = None
+    kind: str | None = None
 
     def statistics(self) -> ServerStatistics:
-        return ServerStatistics(self.state, 0, 0, 0, 0, 0, self.last_error, 1, None)
+        return ServerStatistics(self.state, 0, 0, 0, 0, 0, self.last_error, 1, None, self.kind)
 
 
 async def test_health_readiness_and_the_page_answer_on_the_service_port() -> None:
@@ -44,7 +45,9 @@ async def test_health_readiness_and_the_page_answer_on_the_service_port() -> Non
         async with running_service(FakeRuntime(), servers=servers) as service:
             health = await http_request(service.port, "/healthz")
             ready = await http_request(service.port, "/readyz")
-            servers["clothing"] = FakeServer(ServerState.RESTARTING, "server 'clothing' is unavailable: exit code 1")
+            servers["clothing"] = FakeServer(
+                ServerState.RESTARTING, "server 'clothing' is unavailable: exit code 1", "exited"
+            )
             not_ready = await http_request(service.port, "/readyz?verbose=1")
             page = await http_request(service.port, "/")
             missing = await http_request(service.port, "/nope")
@@ -56,21 +59,35 @@ async def test_health_readiness_and_the_page_answer_on_the_service_port() -> Non
     assert ready.json() == {
         "status": "ready",
         "servers": {
-            "weather": {"state": "ready", "last_error": None},
-            "clothing": {"state": "ready", "last_error": None},
+            "weather": {"state": "ready", "error": None},
+            "clothing": {"state": "ready", "error": None},
         },
     }
     assert not_ready.status == 503
     assert not_ready.json()["status"] == "not_ready"
-    assert not_ready.json()["servers"]["clothing"] == {
-        "state": "restarting",
-        "last_error": "server 'clothing' is unavailable: exit code 1",
-    }
+    assert not_ready.json()["servers"]["clothing"] == {"state": "restarting", "error": "exited"}
     assert page.status == 200
     assert b"<html" in page.body.lower()
     assert missing.status == 404
     assert (posted.status, posted.headers["allow"]) == (405, "GET, HEAD")
     assert (head.status, head.body, head.headers["content-length"]) == (200, b"", str(len(health.body)))
+
+
+async def test_readiness_shows_a_servers_error_itself_only_to_a_request_with_a_token() -> None:
+    secret = "server 'vault' unavailable: exited (exit code 1); stderr tail:\nDB_PASSWORD=hunter2"
+    servers = {"vault": FakeServer(ServerState.RESTARTING, secret, "exited")}
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime(), servers=servers, token=TOKEN) as service:
+            anonymous = await http_request(service.port, "/readyz")
+            wrong = await http_request(service.port, "/readyz", headers={"Authorization": "Bearer wrong-token-of-16+"})
+            authorized = await http_request(service.port, "/readyz", headers={"Authorization": f"Bearer {TOKEN}"})
+        async with running_service(FakeRuntime(), servers=servers) as tokenless:
+            local = await http_request(tokenless.port, "/readyz")
+    for answer in (anonymous, wrong, local):
+        assert answer.status == 503
+        assert answer.json()["servers"] == {"vault": {"state": "restarting", "error": "exited"}}
+        assert b"hunter2" not in answer.body
+    assert authorized.json()["servers"] == {"vault": {"state": "restarting", "error": "exited", "last_error": secret}}
 
 
 async def test_metrics_need_the_token_when_the_service_has_one_and_health_does_not() -> None:

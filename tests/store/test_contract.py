@@ -376,3 +376,30 @@ async def test_pending_approvals_survive_reopening_the_store(
             await after.save_approvals("t1", [])
         async with open_store(spec, clock=clock) as again:
             assert await again.load_approvals("t1") == []
+
+
+async def test_ids_holding_key_separators_name_only_themselves(store: ConversationStore) -> None:
+    """Issue 29: thread ``x:messages`` and run ``r:events`` are not parts of thread ``x`` and run ``r`` (nor the
+    other way round), whichever comes first, and forgetting one leaves the other."""
+    pairs = [("x:messages", "r:events"), ("x", "r"), ("x:runs", "r%3Aevents"), ("x:lease", "r%"), ("%", "r:")]
+    with trio.fail_after(GUARD):
+        for index, (thread_id, run_id) in enumerate(pairs):
+            await store.open_thread(thread_id, f"p{index}")
+            await store.start_run(thread_id, run_id, "default", [{"role": "user", "content": thread_id}])
+            await store.append_turn(thread_id, run_id, [{"role": "assistant", "content": run_id}], events(1, 2))
+            assert await store.finish_run(run_id, status=RunStatus.FINISHED, outcome="answered")
+        for index, (thread_id, run_id) in enumerate(pairs):
+            assert (await store.get_thread(thread_id)).principal == f"p{index}"  # type: ignore[union-attr]
+            assert [t.thread_id for t in await store.list_threads(f"p{index}")] == [thread_id]
+            assert await store.load_history(thread_id) == [
+                {"role": "user", "content": thread_id},
+                {"role": "assistant", "content": run_id},
+            ]
+            assert [r.run_id for r in await store.list_runs(thread_id)] == [run_id]
+            assert (await store.get_run(run_id)).thread_id == thread_id  # type: ignore[union-attr]
+            assert [e["seq"] for e in await store.read_events(run_id)] == [1, 2]
+        assert await store.forget_thread("x:messages")
+        assert await store.get_run("r:events") is None
+        assert await store.read_events("r:events") == []
+        assert len(await store.load_history("x")) == 2
+        assert [e["seq"] for e in await store.read_events("r")] == [1, 2]

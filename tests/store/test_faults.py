@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import coredis
 import pytest
 import trio
 
@@ -12,6 +13,10 @@ from tests.store.conftest import Clock
 from tests.support import needs_redis
 from yao_actors.errors import StoreUnavailable
 from yao_actors.store import RunStatus, StoreSpec, open_sqlite_store, open_store
+from yao_actors.store.lease_backend import lease_backend
+from yao_actors.store.leases import sweep_dead_runs
+from yao_actors.store.redis import RedisStore
+from yao_actors.store.spec import store_problem
 from yao_actors.store.sqlite import MIGRATIONS
 from yao_actors.testing.redis_server import RedisServer
 
@@ -108,10 +113,13 @@ async def test_an_sqlite_write_failing_midway_writes_nothing(tmp_path: Path) -> 
                 " BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
             )
             other.close()
-            with pytest.raises(sqlite3.IntegrityError, match="injected failure"):
+            # Any sqlite3 error is StoreUnavailable once it leaves the store (issue 29): it never escapes a run.
+            with pytest.raises(StoreUnavailable, match=f"SQLite store {path}: injected failure") as failed:
                 await store.append_messages("t1", TURN)
-            with pytest.raises(sqlite3.IntegrityError, match="injected failure"):
+            assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
+            with pytest.raises(StoreUnavailable, match="injected failure") as failed:
                 await store.start_run("t1", "r1", "default", TURN)
+            assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
             assert await store.load_history("t1") == QUESTION
             assert await store.get_run("r1") is None
             await store.append_messages("t1", TURN[:2])
@@ -159,3 +167,115 @@ async def test_an_sqlite_file_of_schema_version_1_is_upgraded_and_keeps_its_thre
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     assert db.execute("SELECT COUNT(*) FROM approvals").fetchone() == (0,)
     db.close()
+
+
+async def test_every_sqlite_error_leaves_the_store_as_store_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path) as store:
+            with pytest.raises(StoreUnavailable, match="NOT NULL") as failed:
+                await store.transaction(lambda db: db.execute("INSERT INTO threads VALUES ('t', NULL, NULL, NULL)"))
+            assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
+            with pytest.raises(StoreUnavailable, match="binding") as failed:
+                await store.query("SELECT ?", ())
+            assert isinstance(failed.value.__cause__, sqlite3.ProgrammingError)
+            await store.open_thread("t1", None)  # and it serves on
+            assert await store.get_thread("t1") is not None
+
+
+@needs_redis
+async def test_a_redis_error_answer_leaves_the_store_as_store_unavailable(redis_server: RedisServer) -> None:
+    spec = StoreSpec("redis", url=redis_server.url, prefix="wrongtype:")
+    with trio.fail_after(GUARD):
+        async with open_store(spec) as store, coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw:
+            assert isinstance(store, RedisStore)
+            await store.open_thread("t1", "alice")
+            await raw.set(store.keys.messages("t1"), "not a list")
+            with pytest.raises(StoreUnavailable, match=r"answered with an error \(WrongTypeError\)"):
+                await store.start_run("t1", "r1", "default", QUESTION)
+            with pytest.raises(StoreUnavailable, match="WrongTypeError"):
+                await store.load_history("t1")
+            leases = lease_backend(store)
+            await raw.hset(store.keys.lease("t1"), {"not": "a lease"})
+            for call in (
+                leases.take("t1", "token", 30),
+                leases.renew("t1", "token", 30),
+                leases.release("t1", "token"),
+            ):
+                with pytest.raises(StoreUnavailable, match="WrongTypeError"):
+                    await call
+            await store.open_thread("t2", "alice")  # and it serves on
+            await store.start_run("t2", "r2", "default", QUESTION)
+            assert await store.load_history("t2") == QUESTION
+
+
+@needs_redis
+async def test_a_sweep_goes_past_a_thread_the_store_fails_on(redis_server: RedisServer) -> None:
+    spec = StoreSpec("redis", url=redis_server.url, prefix="sweep-past:")
+    with trio.fail_after(GUARD):
+        async with open_store(spec) as store, coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw:
+            assert isinstance(store, RedisStore)
+            for thread_id, run_id in (("t-poisoned", "a-poisoned"), ("t-ok", "b-ok")):
+                await store.open_thread(thread_id, None)
+                await store.start_run(thread_id, run_id, "default", QUESTION)  # no lease: its process is gone
+            await raw.delete([store.keys.thread_runs("t-poisoned")])
+            await raw.set(store.keys.thread_runs("t-poisoned"), "not a list")
+            leases = lease_backend(store)
+            assert await sweep_dead_runs(leases, "sweeper", 30, owner="another process") == ["b-ok"]
+            assert (await store.get_run("a-poisoned")).status is RunStatus.RUNNING  # type: ignore[union-attr]
+            assert (await store.get_run("b-ok")).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
+
+
+async def test_an_exclusive_sqlite_store_maps_no_shm_and_refuses_other_openers(tmp_path: Path) -> None:
+    """Issue 29: the WAL index of an exclusive store is in the process's memory (no -shm file that could be made
+    unwritable under it); another opener is refused, and once it is closed the file is anyone's again."""
+    path = tmp_path / "conversations.sqlite3"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path, exclusive=True) as store:
+            await store.open_thread("t1", None)
+            await store.append_messages("t1", QUESTION)
+            assert not (tmp_path / "conversations.sqlite3-shm").exists()
+            with pytest.raises(StoreUnavailable, match="database is locked"):
+                async with open_sqlite_store(path, busy_timeout=0.05):
+                    pass
+        async with open_sqlite_store(path) as shared, open_sqlite_store(path) as other:
+            assert (tmp_path / "conversations.sqlite3-shm").exists()
+            assert await shared.load_history("t1") == await other.load_history("t1") == QUESTION
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("suffix", ["", "-wal"])
+async def test_an_sqlite_file_moved_or_deleted_under_the_store_refuses_calls(
+    tmp_path: Path, exclusive: bool, suffix: str
+) -> None:
+    """Issue 29: SQLite would go on with the unlinked inode, and what it acknowledged would be gone at the next
+    start. The store refuses its calls (and says why to readiness) until the path names its file again."""
+    path = tmp_path / "conversations.sqlite3"
+    moved = tmp_path / "elsewhere"
+    with trio.fail_after(GUARD):
+        async with open_sqlite_store(path, exclusive=exclusive) as store:
+            await store.open_thread("t1", None)
+            assert store_problem(store) is None
+            (tmp_path / f"conversations.sqlite3{suffix}").rename(moved)
+            problem = store_problem(store)
+            assert problem == (
+                f"{path}{suffix} was deleted while the store had it open: what the store writes now would be lost "
+                "at the next start, so it takes no more writes (put the file back, or restart the service)"
+            )
+            with pytest.raises(StoreUnavailable, match=f"SQLite store {path}: {path}{suffix} was deleted"):
+                await store.append_messages("t1", QUESTION)
+            with pytest.raises(StoreUnavailable, match="was deleted"):
+                await store.load_history("t1")
+            (tmp_path / "other").write_bytes(b"")
+            (tmp_path / "other").rename(tmp_path / f"conversations.sqlite3{suffix}")
+            assert "replaced by another file" in (store_problem(store) or "")
+            moved.rename(tmp_path / f"conversations.sqlite3{suffix}")  # the store's own file back
+            assert store_problem(store) is None
+            await store.append_messages("t1", QUESTION)
+        async with open_sqlite_store(path) as reopened:
+            assert await reopened.load_history("t1") == QUESTION
+
+
+async def test_only_an_sqlite_store_reports_a_problem_without_a_call() -> None:
+    async with open_store(StoreSpec("memory")) as store:
+        assert store_problem(store) is None

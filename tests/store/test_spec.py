@@ -15,6 +15,7 @@ from yao_actors.store import (
     open_store,
     parse_store_spec,
 )
+from yao_actors.store.spec import alone, check_shared
 
 
 def test_each_store_type_parses() -> None:
@@ -42,6 +43,13 @@ def test_each_store_type_parses() -> None:
             ],
         ),
         ({"type": "redis", "url": "redis://h", "prefix": ""}, ["store.prefix: expected a non-empty string, got ''"]),
+        ({"type": "sqlite", "path": "p", "exclusive": "yes"}, ["store.exclusive: expected true or false, got 'yes'"]),
+        (
+            {"type": "redis", "url": "redis://h", "exclusive": True},
+            [
+                "store.exclusive: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait)"
+            ],
+        ),
     ],
 )
 def test_a_bad_section_names_each_problem_by_key_path(data: object, problems: list[str]) -> None:
@@ -67,3 +75,17 @@ async def test_memory_is_what_a_memory_section_opens() -> None:
     async with open_store(parse_store_spec({"type": "memory", "event_ttl": 5})) as store:
         assert isinstance(store, MemoryStore)
         assert store.event_ttl == 5.0
+
+
+def test_exclusive_is_said_or_left_to_the_process() -> None:
+    said = parse_store_spec({"type": "sqlite", "path": "/tmp/c.sqlite3", "exclusive": False})
+    unsaid = parse_store_spec({"type": "sqlite", "path": "/tmp/c.sqlite3"})
+    assert (said.exclusive, unsaid.exclusive) == (False, None)
+    assert alone(unsaid).exclusive is True  # a lone `yao-actors serve`
+    assert alone(said) == said
+    assert alone(StoreSpec("memory")) == StoreSpec("memory")
+    check_shared(unsaid, 4)
+    check_shared(said, 4)
+    check_shared(alone(unsaid), 1)
+    with pytest.raises(ConfigError, match=r"store\.exclusive: true keeps the SQLite file to one process, so 2 workers"):
+        check_shared(alone(unsaid), 2)

@@ -66,6 +66,8 @@ class ServiceReader(ValueReader):
                 )
             elif key == "detach_grace":  # 0: a run whose client goes away is cancelled at once
                 options[key] = self.number(raw, key_path, strict=False)
+            elif key == "max_runs_per_principal":  # null: the default share (see ServiceSpec)
+                options[key] = None if raw is None else self.integer(raw, key_path, minimum=1)
             elif key in ("idle_timeout", "shutdown_grace"):
                 options[key] = self.number(raw, key_path)
             elif key in allowed:

@@ -118,6 +118,8 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
         raise trio.WouldBlock
 
     async def receive(self) -> EventDict:
+        """The next event; ``RunError`` ``store_unavailable`` when the store stays out of reach (the front end
+        tells its client, who resumes again later: the run is not over)."""
         while not self._pending and not self._finished:
             try:
                 await patiently(self._fetch)

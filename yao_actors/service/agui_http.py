@@ -7,12 +7,22 @@ same events, ``runId`` and ``seq`` included, that the websocket sends. This is w
 
 The rules are the websocket's: the ``Origin`` check, the bearer token (``Authorization: Bearer``; its principal
 owns the threads it creates), the body bounded by ``server.max_frame_bytes``, runs bounded by
-``server.max_runs``, no new run while shutting down. A request refused before its run starts gets a JSON
-error ``{"error": {"code", "message"}}`` with its status (400 unreadable body, 401, 403, 404 unknown
-assistant or thread, 413, 422 not a valid run, 503 at the limit or shutting down), never a stream. Once the
-stream has started, failures are ``RUN_ERROR`` events and the stream always ends with exactly one terminal
-event. The client closing the connection cancels the run at once, as a websocket disconnect does; service
-shutdown (:meth:`AguiExchange.stop`) cancels it gracefully (it still sends its terminal event).
+``server.max_runs`` and ``server.max_runs_per_principal``, no new run while shutting down. A request refused
+before its run starts gets a JSON error ``{"error": {"code", "message"}}`` with its status (400 unreadable body,
+401, 403, 404 unknown assistant or thread, 409 the run id taken, 413, 422 not a valid run, 429 the principal's
+share of runs taken, 500 a bug, 503 at the service's limit, shutting down or the store unavailable), never a
+stream. A ``runId`` is taken when a stored run has it, whoever's: the store is asked before the answer starts.
+Once the stream has started, failures are ``RUN_ERROR`` events and the stream always ends with exactly one
+terminal event.
+
+The client closing the connection cancels the run, as a websocket disconnect does; so does a client that takes
+nothing of the stream for ``server.idle_timeout`` seconds (it is dropped). A client that only half-closes
+(``shutdown(SHUT_WR)`` once its request is sent) still gets the whole stream: the end of its input reads the
+same as a close, so from then on the service probes it — an SSE comment (``:``, which clients ignore) every
+:data:`PROBE_INTERVAL` seconds — and a client that has closed answers the first with a reset, which the next
+write finds: its run is cancelled within about that interval. The run's slot in ``server.max_runs`` is given
+back when the run ends, even while its last events still wait for a slow client. Service shutdown
+(:meth:`AguiExchange.stop`) cancels the run gracefully (it still sends its terminal event).
 
 Browsers get CORS answers for origins the Origin check accepts: a preflight ``OPTIONS`` is answered 204, and
 every answer to an accepted origin carries ``Access-Control-Allow-Origin``.
@@ -31,11 +41,11 @@ import trio
 from ag_ui.encoder import EventEncoder
 
 from yao_actors.config import ServiceSpec
-from yao_actors.errors import RunError, RunErrorCode
+from yao_actors.errors import ErrorFrameCode, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents, parse_event
 from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
-from yao_actors.service.budget import RunBudget
+from yao_actors.service.budget import RunBudget, RunSlot, TooManyRuns
 from yao_actors.service.connection import EventStream, RunOpener
 from yao_actors.service.http import HttpExchange
 from yao_actors.service.protocol import USER_ROLES
@@ -47,6 +57,11 @@ AGUI_PATH: Final = "/agui"
 
 _ENCODER: Final = EventEncoder()
 
+#: Seconds between the probes of a client whose input ended (see the module docstring).
+PROBE_INTERVAL: Final = 0.5
+#: The probe: an SSE comment, which every SSE client skips.
+PROBE: Final = b":\n\n"
+
 #: The HTTP status of a ``RunError`` raised before a run starts.
 _STATUS: Final = {
     RunErrorCode.BAD_REQUEST: 400,
@@ -54,6 +69,7 @@ _STATUS: Final = {
     RunErrorCode.UNKNOWN_THREAD: 404,
     RunErrorCode.TOO_MANY_RUNS: 503,
     RunErrorCode.SHUTTING_DOWN: 503,
+    RunErrorCode.STORE_UNAVAILABLE: 503,
 }
 
 
@@ -127,19 +143,26 @@ class AguiExchange:
             return
         if self.budget.closing or self._stopping:
             await self._error(503, RunErrorCode.SHUTTING_DOWN, "the service is shutting down", cors)
-        elif not self.budget.try_acquire():
-            message = f"the service is at its limit of {self.budget.limit} runs"
-            await self._error(503, RunErrorCode.TOO_MANY_RUNS, message, cors)
-        else:
-            try:
-                await self._run(run, principal, cors)
-            finally:
-                self.budget.release()
+            return
+        try:
+            slot = self.budget.acquire(principal)
+        except TooManyRuns as refused:  # 429: this principal's share is taken; 503: the whole service is full
+            await self._error(429 if refused.principal_limit else 503, refused.code, str(refused), cors)
+            return
+        try:
+            await self._run(run, principal, cors, slot)
+        finally:
+            slot.release()  # a run that never started (one that did gave it back as it ended)
 
-    async def _run(self, run: AguiRun, principal: str | None, cors: list[tuple[str, str]]) -> None:
-        """Start the run and stream its events; the client going away cancels it."""
+    async def _run(self, run: AguiRun, principal: str | None, cors: list[tuple[str, str]], slot: RunSlot) -> None:
+        """Start the run and stream its events; the client going away cancels it. The run's slot is given back
+        when the run ends, not when its last event has reached the client."""
         async with trio.open_nursery() as nursery:
             try:
+                if await self.runtime.run_exists(run.run_id):
+                    message = f"runId {run.run_id!r} is taken: every run needs an id of its own"
+                    await self._error(409, ErrorFrameCode.DUPLICATE_RUN_ID, message, cors)
+                    return
                 async with self.runtime.open_run(
                     run.assistant,
                     list(run.messages),
@@ -151,6 +174,7 @@ class AguiExchange:
                     resume=run.resume,
                 ) as stream:
                     self._stream = stream
+                    nursery.start_soon(slot.release_when_done, stream)
                     if self._stopping:
                         stream.cancel()
                     await self.exchange.start_stream(200, _ENCODER.get_content_type(), cors)
@@ -165,9 +189,9 @@ class AguiExchange:
                     nursery.cancel_scope.cancel()
                     return
                 await self._finish(run, str(error), error.code)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise
             except Exception as error:  # a bug must end this run only, with its terminal event
+                if _client_gone(error):
+                    raise
                 logger.error("run %s failed", run.run_id, exc_info=error)
                 if not self._started:
                     await self._error(500, RunErrorCode.INTERNAL_ERROR, f"internal error: {type(error).__name__}", cors)
@@ -194,13 +218,25 @@ class AguiExchange:
         await emitter.run_error(message, code=code)
 
     async def _watch_client(self, scope: trio.CancelScope) -> None:
-        """The client closed the connection: cancel everything of this request at once."""
+        """Cancel everything of this request once the client has gone (see the module docstring): its input
+        ends, then a probe finds its connection reset (a client that only half-closed takes the probes)."""
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self.exchange.wait_closed()
+            while True:
+                await self.exchange.send(PROBE)
+                await trio.sleep(PROBE_INTERVAL)
         scope.cancel()
 
     async def _error(self, status: int, code: str, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:
         await self.exchange.respond_json(status, {"error": {"code": str(code), "message": message}}, headers)
+
+
+def _client_gone(error: BaseException) -> bool:
+    """Whether ``error`` only says the client is gone (a write found its connection broken, closed, or stalled),
+    also when it comes out of a nursery inside the runtime as a group of such errors."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_client_gone(leaf) for leaf in error.exceptions)
+    return isinstance(error, trio.BrokenResourceError | trio.ClosedResourceError)
 
 
 def _path_assistant(path: str) -> str | None:

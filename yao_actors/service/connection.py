@@ -16,12 +16,12 @@ Besides runs, a client may ask for a thread's ``history``, ``resume`` a run (its
 ``seq``, then its live ones: relayed like a run), ``forget`` a thread, and list its ``threads``; each is
 answered from the runtime's conversation store, for the connection's principal only.
 
-Ends: the client leaving (or not answering pings) ends the connection's tasks at once; its runs are
-*detached*, not cancelled: each goes on for ``server.detach_grace`` seconds waiting for a ``resume`` (from
-any connection of the same principal), and is cancelled only if none comes (0: at once); until it ends it keeps
-its slot in ``server.max_runs`` (:meth:`RunBudget.release_when_done`). :meth:`Connection.stop` (service shutdown)
-ends gracefully: reading stops, every run is cancelled yet still writes its one terminal event, the writer drains,
-and the connection closes with 1001.
+Ends: the client leaving (or not answering pings) ends the connection's tasks at once; its runs are *detached*, not
+cancelled: each goes on for ``server.detach_grace`` seconds waiting for a ``resume`` (from any connection of the
+same principal), and is cancelled only if none comes (0: at once); until it ends it keeps its slot in
+``server.max_runs`` and in its principal's share (:meth:`RunBudget.release_when_done`). :meth:`Connection.stop`
+(service shutdown) ends gracefully: reading stops, every run is cancelled yet still writes its one terminal event,
+the writer drains, and the connection closes with 1001.
 A connection with no run and no frame for ``idle_timeout`` seconds is closed (1000).
 
 Failures stay local: an exception out of one run (a runtime bug, an event that cannot be encoded) ends that
@@ -46,7 +46,7 @@ from yao_actors.config import ServiceSpec
 from yao_actors.conversation.outlet import EventSource, forward_events
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, RunEvents, encoded_event
-from yao_actors.service.budget import DetachedRun, RunBudget
+from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot, TooManyRuns
 from yao_actors.service.protocol import (
     PONG,
     USER_ROLES,
@@ -120,6 +120,10 @@ class RunOpener(Protocol):
         self, run_id: str, *, after_seq: int = 0, principal: str | None = None
     ) -> AbstractAsyncContextManager[ResumedStream]:
         """A run's events after ``after_seq``, ending with its terminal one; ``RunError`` ``unknown_run``."""
+        ...
+
+    async def run_exists(self, run_id: str) -> bool:
+        """Whether a run with this id is stored, whoever's; ``RunError`` ``store_unavailable`` when unknowable."""
         ...
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> Snapshot:
@@ -352,15 +356,16 @@ class Connection:
             code = ErrorFrameCode.STORE_UNAVAILABLE
             await self._emit(error_frame(code, str(error), thread_id=thread_id))
 
+    def _check_room(self, run_id: str) -> None:
+        """Raise ``too_many_runs`` when the connection has ``max_runs_per_connection`` runs in flight."""
+        if len(self._runs) >= self.spec.max_runs_per_connection:
+            limit = self.spec.max_runs_per_connection
+            message = f"this connection already has {len(self._runs)} runs in flight (limit {limit})"
+            raise FrameError(RunErrorCode.TOO_MANY_RUNS, message, run_id=run_id)
+
     def _start_resume(self, frame: ResumeFrame, runs: trio.Nursery) -> None:
         """Follow a run on this connection (it counts towards the connection's runs, not the service's)."""
-        if len(self._runs) >= self.spec.max_runs_per_connection:
-            raise FrameError(
-                RunErrorCode.TOO_MANY_RUNS,
-                f"this connection already has {len(self._runs)} runs in flight "
-                f"(limit {self.spec.max_runs_per_connection})",
-                run_id=frame.run_id,
-            )
+        self._check_room(frame.run_id)
         run = self._runs[frame.run_id] = _RelayedRun(
             run_id=frame.run_id, thread_id="", last_seq=frame.after_seq, resumed=True
         )
@@ -376,23 +381,15 @@ class Connection:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
         if self.budget.closing:
             raise FrameError(RunErrorCode.SHUTTING_DOWN, "the service is shutting down", run_id=frame.run_id)
-        if len(self._runs) >= self.spec.max_runs_per_connection:
-            raise FrameError(
-                RunErrorCode.TOO_MANY_RUNS,
-                f"this connection already has {len(self._runs)} runs in flight "
-                f"(limit {self.spec.max_runs_per_connection})",
-                run_id=frame.run_id,
-            )
-        if not self.budget.try_acquire():
-            raise FrameError(
-                RunErrorCode.TOO_MANY_RUNS,
-                f"the service is at its limit of {self.budget.limit} runs",
-                run_id=frame.run_id,
-            )
+        self._check_room(frame.run_id)
+        try:
+            slot = self.budget.acquire(self.principal)
+        except TooManyRuns as refused:
+            raise FrameError(refused.code, str(refused), run_id=frame.run_id) from None
         run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id=frame.thread_id or "")
-        runs.start_soon(self._run, frame, run)
+        runs.start_soon(self._run, frame, run, slot)
 
-    async def _run(self, frame: RunFrame, run: _RelayedRun) -> None:
+    async def _run(self, frame: RunFrame, run: _RelayedRun, slot: RunSlot) -> None:
         """Relay one run (its events come straight to the writer's queue), then free its slot.
 
         A run the client left goes on detached, and keeps its slot until it ends.
@@ -411,9 +408,9 @@ class Connection:
         finally:
             stream = run.stream
             if run.detached and isinstance(stream, DetachedRun):
-                self.budget.release_when_done(stream)
+                self.budget.release_when_done(slot, stream)
             else:
-                self.budget.release()
+                slot.release()
 
     async def _relay(self, run: _RelayedRun, opened: AbstractAsyncContextManager[EventStream | ResumedStream]) -> None:
         """Forward a run's events up to its terminal one, then forget the run; the client gets exactly one.
@@ -427,12 +424,7 @@ class Connection:
                     run.attach(stream)
                     await forward_events(stream, functools.partial(self._forward, run))
             except RunError as error:
-                if run.resumed and error.code is RunErrorCode.STORE_UNAVAILABLE:
-                    # The run is not over, only out of sight: no terminal event; the client resumes later.
-                    run.ended = True
-                    await self._emit(error_frame(ErrorFrameCode.STORE_UNAVAILABLE, str(error), run.run_id))
-                else:
-                    await self._end(run, str(error), error.code)
+                await self._end(run, str(error), error.code)
             except Exception as error:  # a bug must not end the connection, let alone the service
                 logger.error("run %s failed", run.run_id, exc_info=error)
                 await self._end(run, f"internal error: {type(error).__name__}", RunErrorCode.INTERNAL_ERROR)
@@ -446,10 +438,14 @@ class Connection:
         run.saw(event)
 
     async def _end(self, run: _RelayedRun, message: str, code: RunErrorCode) -> None:
-        """Give a run that has not had its terminal event a ``RUN_ERROR`` (nothing for one that has)."""
+        """Give a run that has not had its terminal event a ``RUN_ERROR`` (nothing for one that has); a resume
+        whose store is out of reach gets an ``error`` frame: the run is not over, the client resumes later."""
         if not run.ended:
             run.ended = True
-            await self._emitter(run).run_error(message, code=code)
+            if run.resumed and code is RunErrorCode.STORE_UNAVAILABLE:
+                await self._emit(error_frame(ErrorFrameCode.STORE_UNAVAILABLE, message, run.run_id))
+            else:
+                await self._emitter(run).run_error(message, code=code)
 
     def _emitter(self, run: _RelayedRun) -> RunEvents:
         """An emitter for the events the front end writes itself, numbered after those already relayed."""

@@ -18,6 +18,7 @@ stops it, and a client can never make it spawn a process or reach a URL (servers
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -41,12 +42,13 @@ from yao_actors.service.auth import (
     resolve_credentials,
     selected_subprotocol,
 )
-from yao_actors.service.budget import RunBudget
+from yao_actors.service.budget import RunBudget, principal_share
 from yao_actors.service.connection import Connection, RunOpener
 from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
 from yao_actors.service.websocket import ServerWebSocket, UpgradeRequest
+from yao_actors.store.spec import store_problem
 
 logger = logging.getLogger(__name__)
 
@@ -176,11 +178,14 @@ class Service:
             self._release()
 
     async def _serve_http(self, stream: trio.SocketStream, head: RequestHead) -> None:
-        """A plain HTTP request: read it within the handshake deadline, then its route answers it."""
+        """A plain HTTP request: read it within the handshake deadline, then its route answers it (a client that
+        takes nothing of the answer for ``idle_timeout`` seconds is dropped)."""
         exchange = None
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
             try:
-                exchange = await read_request(stream, head, max_body=self.spec.max_frame_bytes)
+                exchange = await read_request(
+                    stream, head, max_body=self.spec.max_frame_bytes, write_timeout=self.spec.idle_timeout
+                )
             except BadRequest as error:
                 await refuse(stream, error.status, str(error))
         if exchange is not None:
@@ -300,8 +305,12 @@ async def open_service(
     if listeners is None:
         listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
     async with trio.open_nursery() as nursery:
-        budget = RunBudget(limit=spec.max_runs, nursery=nursery)  # detached runs are waited for here
+        principals = len({credential.principal for credential in credentials})
+        share = principal_share(spec, principals)
+        budget = RunBudget(limit=spec.max_runs, per_principal=share, nursery=nursery)  # detached runs wait here
         endpoints = Endpoints(servers, credentials, lambda: budget.closing)
+        if isinstance(runtime, Runtime):
+            endpoints = attrs.evolve(endpoints, store_problem=functools.partial(store_problem, runtime.store))
         service = Service(
             spec=spec,
             host=spec.host,

@@ -4,7 +4,10 @@ The gate (:mod:`yao_actors.service.gate`) has read the request head; :func:`read
 and the body to an ``h11`` server connection, bounded in size, and gives an :class:`HttpExchange`: the request
 and the ways to answer it — a whole body (:meth:`HttpExchange.respond`, :meth:`HttpExchange.respond_json`) or
 a stream of chunks (:meth:`HttpExchange.start_stream`, :meth:`HttpExchange.send`, :meth:`HttpExchange.end`).
-Every answer says ``Connection: close``: the service serves one request per TCP connection.
+Every answer says ``Connection: close``: the service serves one request per TCP connection. Every write has a
+deadline (``write_timeout``, the service's ``idle_timeout``): a client that takes nothing of an answer for that
+long is dropped (:class:`ClientStalled`), so a client that never reads cannot hold the task (and what it
+holds) that writes to it.
 
 :class:`Routes` is the one routing point of the service's plain HTTP: paths (or path prefixes) to handlers,
 each with the methods it takes; anything else is 404, a known path with another method 405.
@@ -13,6 +16,8 @@ each with the methods it takes; anything else is 404, a known path with another 
 from __future__ import annotations
 
 import json
+import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -21,6 +26,8 @@ import h11
 import trio
 
 from yao_actors.service.gate import RequestHead
+
+logger = logging.getLogger(__name__)
 
 #: The status lines this module writes.
 _REASONS: Final = {
@@ -42,6 +49,10 @@ _REASONS: Final = {
 
 Headers = Iterable[tuple[str, str]]
 
+#: The most bytes handed to the socket under one write deadline: a client that takes less than this in
+#: ``write_timeout`` seconds is taken as one that takes nothing, and dropped.
+WRITE_PIECE: Final = 65536
+
 
 class BadRequest(Exception):
     """The request cannot be read: malformed HTTP (400) or a body over the limit (413)."""
@@ -49,6 +60,10 @@ class BadRequest(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ClientStalled(trio.BrokenResourceError):
+    """The client took no bytes of an answer for ``write_timeout`` seconds: it is dropped, as if it had left."""
 
 
 @attrs.frozen
@@ -68,11 +83,19 @@ class HttpRequest:
 
 @attrs.define(eq=False)
 class HttpExchange:
-    """One request and its answer on a TCP stream (the stream stays its owner's)."""
+    """One request and its answer on a TCP stream (the stream stays its owner's).
+
+    ``write_timeout``: the seconds a write may go without the client taking any of it (see :data:`WRITE_PIECE`);
+    past that the exchange raises :class:`ClientStalled`, and every later write too.
+    """
 
     stream: trio.abc.Stream
     request: HttpRequest
     _connection: h11.Connection
+    write_timeout: float = math.inf
+    _stalled: bool = attrs.field(default=False, init=False)
+    #: One write at a time, whole (a stream's chunks and its owner's probes may come from two tasks).
+    _writing: trio.StrictFIFOLock = attrs.field(factory=trio.StrictFIFOLock, init=False)
 
     async def respond(self, status: int, body: bytes, content_type: str, headers: Headers = ()) -> None:
         """Answer with a whole body (none for ``HEAD``)."""
@@ -106,9 +129,31 @@ class HttpExchange:
             pass
 
     async def _send(self, event: h11.Event) -> None:
-        data = self._connection.send(event)
-        if data:
-            await self.stream.send_all(data)
+        """Send one h11 event, after any write going on; ``ClosedResourceError`` once the answer has ended."""
+        async with self._writing:
+            if self._connection.our_state is not h11.SEND_RESPONSE and self._connection.our_state is not h11.SEND_BODY:
+                raise trio.ClosedResourceError("the answer has ended")
+            data = self._connection.send(event)
+            if data:
+                await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        """Send ``data`` a piece at a time, each within ``write_timeout``; a client that takes none is dropped."""
+        if self._stalled:
+            raise ClientStalled("the client was dropped: it took nothing of the answer")
+        view = memoryview(data)
+        for start in range(0, len(view), WRITE_PIECE):
+            with trio.move_on_after(self.write_timeout):
+                await self.stream.send_all(view[start : start + WRITE_PIECE])
+                continue
+            self._stalled = True  # part of a piece may have gone out: nothing more can follow it
+            logger.info(
+                "dropped an HTTP client of %s that took nothing of the answer for %gs",
+                self.request.path,
+                self.write_timeout,
+                extra={"path": self.request.path},
+            )
+            raise ClientStalled(f"the client took nothing of the answer for {self.write_timeout:g}s")
 
 
 def _fields(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -116,10 +161,13 @@ def _fields(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return [*pairs, ("cache-control", "no-store"), ("connection", "close")]
 
 
-async def read_request(stream: trio.abc.Stream, head: RequestHead, *, max_body: int) -> HttpExchange:
+async def read_request(
+    stream: trio.abc.Stream, head: RequestHead, *, max_body: int, write_timeout: float = math.inf
+) -> HttpExchange:
     """Read the rest of the request whose head the gate read; raise :class:`BadRequest` when it cannot be.
 
     A body over ``max_body`` bytes is refused (413) as soon as its length says so, without reading it.
+    ``write_timeout`` is the answer's (see :class:`HttpExchange`).
     """
     connection = h11.Connection(h11.SERVER)
     connection.receive_data(head.raw)
@@ -151,7 +199,7 @@ async def read_request(stream: trio.abc.Stream, head: RequestHead, *, max_body: 
             parsed = HttpRequest(
                 request.method.decode("latin-1"), request.target.decode("latin-1"), headers, bytes(body)
             )
-            return HttpExchange(stream, parsed, connection)
+            return HttpExchange(stream, parsed, connection, write_timeout)
         else:  # pragma: no cover - h11 yields nothing else before EndOfMessage on a server
             raise BadRequest(400, "malformed HTTP request")
 

@@ -2,8 +2,11 @@
 
 - ``GET /healthz``: ``200`` while serving, ``503`` once shutting down (the listener stays open through the
   shutdown grace so load balancers see it and drain).
-- ``GET /readyz``: ``200`` when every configured MCP server is ready, else ``503``; the JSON body names each
-  server's state and last error. ``503`` too while shutting down.
+- ``GET /readyz``: ``200`` when every configured MCP server is ready and the conversation store can take calls,
+  else ``503``; the JSON body names each server's state and the kind of its last error (``exited``,
+  ``unreachable``), and has ``"store": "unavailable"`` while the store cannot. The error itself (the last lines
+  of a stdio server's stderr, which may hold secrets) goes to the log, and to ``/readyz`` only for a request
+  bearing one of the service's tokens (never when the service has none). ``503`` too while shutting down.
 - ``GET /metrics``: the Prometheus text format (:mod:`yao_actors.observability.metrics`); when the service has
   tokens, only with ``Authorization: Bearer <token>`` (``401`` otherwise). Health endpoints are open.
 
@@ -38,6 +41,8 @@ class Endpoints:
     servers: Mapping[str, Observable]
     credentials: Sequence[Credential]
     closing: Callable[[], bool]
+    store_problem: Callable[[], str | None] = lambda: None
+    """Why the conversation store cannot take calls now (``None``: it can); not ready while it cannot."""
 
     def add_to(self, routes: Routes) -> None:
         routes.add("/healthz", self.health)
@@ -53,18 +58,30 @@ class Endpoints:
     async def readiness(self, exchange: HttpExchange) -> None:
         servers = {server_id: server.statistics() for server_id, server in self.servers.items()}
         report: dict[str, Any] = {
-            server_id: {"state": stats.state.value, "last_error": stats.last_error}
+            server_id: {"state": stats.state.value, "error": stats.last_error_kind}
             for server_id, stats in servers.items()
         }
-        ready = all(stats.state is ServerState.READY for stats in servers.values())
+        if self._authorized(exchange):
+            for server_id, stats in servers.items():
+                report[server_id]["last_error"] = stats.last_error
+        store_ok = self.store_problem() is None  # the reason goes to the runs' errors, not here
+        ready = store_ok and all(stats.state is ServerState.READY for stats in servers.values())
         if self.closing():
             await exchange.respond_json(503, {"status": "shutting_down", "servers": report})
         else:
             status = {"status": "ready" if ready else "not_ready", "servers": report}
+            if not store_ok:
+                status["store"] = "unavailable"
             await exchange.respond_json(200 if ready else 503, status)
 
+    def _authorized(self, exchange: HttpExchange) -> bool:
+        """Whether the request bears one of the service's tokens (a service without tokens has none to bear)."""
+        return (
+            bool(self.credentials) and principal_of(Handshake(exchange.request.headers), self.credentials) is not None
+        )
+
     async def metrics(self, exchange: HttpExchange) -> None:
-        if self.credentials and principal_of(Handshake(exchange.request.headers), self.credentials) is None:
+        if self.credentials and not self._authorized(exchange):
             body = b"missing or wrong bearer token\n"
             await exchange.respond(401, body, "text/plain; charset=utf-8", [("www-authenticate", "Bearer")])
         else:

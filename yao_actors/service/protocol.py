@@ -51,6 +51,7 @@ import jsonschema  # type: ignore[import-untyped]
 from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
 from yao_actors.events import encode_json
 from yao_actors.schema_check import compile_check
+from yao_actors.store.base import MAX_SEQ
 
 #: The deepest nesting of arrays and objects a frame may have (a run frame needs 4).
 MAX_DEPTH: Final = 64
@@ -137,7 +138,9 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
     "cancel": _small_frame("cancel", {"runId": _ID}),
     "ping": _small_frame("ping"),
     "history": _small_frame("history", {"threadId": _ID}),
-    "resume": _small_frame("resume", {"runId": _ID}, {"afterSeq": {"type": "integer", "minimum": 0}}),
+    "resume": _small_frame(
+        "resume", {"runId": _ID}, {"afterSeq": {"type": "integer", "minimum": 0, "maximum": MAX_SEQ}}
+    ),
     "forget": _small_frame("forget", {"threadId": _ID}),
     "threads": _small_frame("threads", optional={"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}),
 }

@@ -233,7 +233,8 @@ class ConversationStore(Protocol):
         ...
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired)."""
+        """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired); any integer
+        ``after_seq`` is taken (:func:`seq_floor`), anything else is ``ValueError``."""
         ...
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
@@ -260,6 +261,10 @@ class ConversationStore(Protocol):
         """The thread's pending approvals as last saved (``[]`` for none, or for an unknown thread)."""
         ...
 
+
+MAX_SEQ: Final = 2**63 - 1
+"""The largest event ``seq`` a store keeps (SQLite's largest ``INTEGER``): a batch above it is refused, and an
+``after_seq`` above it asks for nothing (:func:`seq_floor`)."""
 
 POLL_INTERVAL: Final = 0.5
 """Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""
@@ -288,12 +293,21 @@ def event_seqs(events: Sequence[EventDict]) -> list[int]:
     seqs: list[int] = []
     for index, event in enumerate(events):
         seq = event.get("seq")
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-            raise ValueError(f"events[{index}]: 'seq' must be a positive integer, got {seq!r}")
+        if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= MAX_SEQ:
+            raise ValueError(f"events[{index}]: 'seq' must be a positive integer up to {MAX_SEQ}, got {seq!r}")
         if seqs and seq <= seqs[-1]:
             raise ValueError(f"events[{index}]: seq {seq} does not rise above {seqs[-1]}")
         seqs.append(seq)
     return seqs
+
+
+def seq_floor(after_seq: int) -> int:
+    """``after_seq`` as a store looks events up after it: an integer (``ValueError`` otherwise) within
+    ``0..MAX_SEQ`` (below 0 asks for every event, as 0 does; above :data:`MAX_SEQ` for none, as it does), so a
+    caller's number never overflows SQLite's integers nor makes a stream id Redis refuses."""
+    if isinstance(after_seq, bool) or not isinstance(after_seq, int):
+        raise ValueError(f"after_seq must be an integer, got {after_seq!r}")
+    return min(max(after_seq, 0), MAX_SEQ)
 
 
 def check_rises(run_id: str, seqs: Sequence[int], last_seq: int) -> None:

@@ -28,6 +28,7 @@ from typing import Protocol
 import attrs
 import trio
 
+from yao_actors.errors import StoreUnavailable
 from yao_actors.specs import DEFAULT_LEASE_TTL as DEFAULT_LEASE_TTL  # configuration values, re-exported
 from yao_actors.specs import DEFAULT_LEASE_WAIT as DEFAULT_LEASE_WAIT
 from yao_actors.store.base import ConversationStore, RunStatus, interrupted_event
@@ -158,19 +159,33 @@ async def sweep_dead_runs(
     last sweep found unleased) a run is closed only when found unleased twice, so a process whose store came
     back has a renewal's time to take its lease back first; ``suspects`` is then updated for the next sweep.
     For each run closed the sweep takes its thread's lease itself (which closes the run), then releases it; a
-    thread whose lease is held, here or elsewhere, is left alone.
+    thread whose lease is held, here or elsewhere, is left alone. A thread the store fails on
+    (``StoreUnavailable``) is logged and left for the next sweep, and the others are swept; only a store that
+    cannot even list the runs raises it.
     """
     closed: list[str] = []
+    failed: list[tuple[str, StoreUnavailable]] = []
     found = await leases.unleased_running_runs(owner)
     due = found if suspects is None else [(run, thread) for run, thread in found if run in suspects]
     for run_id, thread_id in due:
-        taken = await leases.take(thread_id, token, ttl, also_close=run_id)
-        if taken.taken:
-            await leases.release(thread_id, token)
-            closed.extend(taken.closed)
+        try:
+            taken = await leases.take(thread_id, token, ttl, also_close=run_id)
+            if taken.taken:
+                closed.extend(taken.closed)
+                await leases.release(thread_id, token)
+        except StoreUnavailable as error:  # the others are still swept: one thread's trouble is not theirs
+            failed.append((thread_id, error))
     if suspects is not None:
         suspects.clear()
         suspects.update(run for run, _ in found if run not in closed)
     if closed:
         logger.warning("closed %d run(s) whose process died: %s", len(closed), ", ".join(closed))
+    if failed:
+        first, reason = failed[0]
+        logger.warning(
+            "the sweep for dead runs could not close the runs of %d thread(s), the first %r: %s",
+            len(failed),
+            first,
+            reason,
+        )
     return closed

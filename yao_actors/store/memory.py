@@ -43,6 +43,7 @@ from yao_actors.store.base import (
     event_seqs,
     new_owner_token,
     purge_interval,
+    seq_floor,
     utc,
 )
 
@@ -295,7 +296,7 @@ class MemoryStore:
         log = self._live_log(run_id)
         if log is None:
             return []
-        return [decode_json(text) for text in log.texts[bisect.bisect_right(log.seqs, after_seq) :]]
+        return [decode_json(text) for text in log.texts[bisect.bisect_right(log.seqs, seq_floor(after_seq)) :]]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         await trio.sleep(min(timeout, POLL_INTERVAL))

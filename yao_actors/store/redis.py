@@ -1,18 +1,27 @@
 """The Redis store: threads shared by processes and machines (through coredis, which runs on Trio via anyio).
 
 Every write is one Lua script: one round trip, applied atomically by the
-server. Keys live under ``prefix``::
+server. Keys live under ``prefix``; ``{id}`` and ``{p}`` are the ids escaped
+(:mod:`yao_actors.store.redis_keys`: ``%`` → ``%25``, ``:`` → ``%3A``, so no id
+names another key; an id with neither character is its own escape, so the keys
+of such ids are those stores written before escaping have, and stay readable)::
 
     {prefix}thread:{id}            hash    principal (absent: none), createdAt, updatedAt, approvals (absent: none;
                                            the pending approvals' JSON array)
     {prefix}thread:{id}:messages   list    the history, one JSON message an element
-    {prefix}thread:{id}:runs       list    run ids in start order
+    {prefix}thread:{id}:runs       list    run ids (as given, not escaped) in start order
+    {prefix}thread:{id}:lease      string  the token of the run holding the thread (yao_actors.store.redis_leases)
     {prefix}run:{id}               hash    threadId, assistant, status, outcome, usage, startedAt, finishedAt, owner
     {prefix}run:{id}:events        stream  entry id ``0-{seq}``, field ``e`` the event's JSON; expires ``event_ttl``
                                            after its last append (so XRANGE/XREAD from ``0-{N}`` give seq > N)
-    {prefix}threads                zset    every thread id, scored by creation time
-    {prefix}threads:owner:{p}      zset    the thread ids of one principal (``=name``, or ``~`` for none)
-    {prefix}runs:running           set     the ids of runs still running (what recovery looks at)
+    {prefix}threads                zset    every thread id (as given), scored by creation time
+    {prefix}threads:owner:{p}      zset    the thread ids of one principal (``={p}``, or ``~`` for none)
+    {prefix}runs:running           set     the ids (as given) of runs still running (what recovery looks at)
+
+Whatever goes wrong in Redis (out of reach, a timeout, an error answer of any
+kind, a reply that cannot be parsed) is :class:`~yao_actors.errors.StoreUnavailable`
+once it leaves the store (:meth:`RedisStore.reachable`): a run meeting it ends
+``store_unavailable``, and the process goes on.
 """
 
 from __future__ import annotations
@@ -47,162 +56,31 @@ from yao_actors.store.base import (
     encode_usage,
     event_seqs,
     new_owner_token,
+    seq_floor,
     utc,
 )
+from yao_actors.store.redis_keys import RedisKeys
+from yao_actors.store.redis_scripts import SCRIPTS
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
-
-_OWNER_KEY = "local function owner_key(prefix, principal) if principal then return prefix .. 'threads:owner:=' .. principal end return prefix .. 'threads:owner:~' end\n"
-
-_OPEN_THREAD = (
-    _OWNER_KEY
-    + """
--- KEYS: thread, threads; ARGV: prefix, thread id, now, principal (absent: none)
--- Returns whether it created the thread (1 or 0), then the thread's fields and values.
-local created = 0
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], 'createdAt', ARGV[3], 'updatedAt', ARGV[3])
-  if ARGV[4] then redis.call('HSET', KEYS[1], 'principal', ARGV[4]) end
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
-  redis.call('ZADD', owner_key(ARGV[1], ARGV[4]), ARGV[3], ARGV[2])
-  created = 1
-end
-local answer = redis.call('HGETALL', KEYS[1])
-table.insert(answer, 1, created)
-return answer
-"""
-)
-
-_START_RUN = """
--- KEYS: thread, messages, thread runs, run, running; ARGV: now, run id, thread id, assistant, owner, messages...
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if KEYS[4] ~= '' then
-  if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
-  redis.call('HSET', KEYS[4], 'threadId', ARGV[3], 'assistant', ARGV[4], 'status', 'running',
-             'startedAt', ARGV[1], 'owner', ARGV[5], 'usage', '{}')
-  redis.call('RPUSH', KEYS[3], ARGV[2])
-  redis.call('SADD', KEYS[5], ARGV[2])
-end
-redis.call('HSET', KEYS[1], 'updatedAt', ARGV[1])
-if #ARGV > 5 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 6)) end
-return 1
-"""
-"""Appends messages to an opened thread and, given a run key, records the run in the same script."""
-
-_FINISH_RUN = """
--- KEYS: run, running; ARGV: status, outcome, usage, now, run id
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
-redis.call('HSET', KEYS[1], 'status', ARGV[1], 'outcome', ARGV[2], 'usage', ARGV[3], 'finishedAt', ARGV[4])
-redis.call('SREM', KEYS[2], ARGV[5])
-return 1
-"""
-
-# The Lua function both append scripts (and the lease backend's take) use: the last event seq of a run's stream.
-LAST_SEQ_LUA = """
-local function last_seq(stream)
-  local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
-  if #last == 0 then return 0 end
-  return tonumber(string.sub(last[1][1], 3))
-end
-"""
-
-_APPEND_EVENTS = (
-    LAST_SEQ_LUA
-    + """
--- KEYS: run, events; ARGV: ttl ms, then seq and JSON of each event
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
-local last = last_seq(KEYS[2])
-if tonumber(ARGV[2]) <= last then return {0, last} end
-for i = 2, #ARGV, 2 do redis.call('XADD', KEYS[2], '0-' .. ARGV[i], 'e', ARGV[i + 1]) end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return {1, last}
-"""
-)
-
-_APPEND_TURN = (
-    LAST_SEQ_LUA
-    + """
-local function lines(text)
-  local found, start = {}, 1
-  while start <= #text do
-    local stop = string.find(text, '\\n', start, true) or #text + 1
-    found[#found + 1] = string.sub(text, start, stop - 1)
-    start = stop + 1
-  end
-  return found
-end
--- KEYS: thread, messages, run, events, running; ARGV: now, ttl ms, thread id, the messages' JSON one a line,
--- the events' seqs one a line, the events' JSON one a line; to close the run too: status, outcome, usage, run id
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-2, 0} end
-if redis.call('HGET', KEYS[3], 'threadId') ~= ARGV[3] then return {-1, 0} end
-local status = redis.call('HGET', KEYS[3], 'status')
-if status ~= 'running' then return {-3, status} end
-local messages, seqs, events = lines(ARGV[4]), lines(ARGV[5]), lines(ARGV[6])
-local last = 0
-if #seqs > 0 then
-  last = last_seq(KEYS[4])
-  if tonumber(seqs[1]) <= last then return {0, last} end
-end
-if #messages > 0 then
-  redis.call('HSET', KEYS[1], 'updatedAt', ARGV[1])
-  for i = 1, #messages, 1000 do redis.call('RPUSH', KEYS[2], unpack(messages, i, math.min(i + 999, #messages))) end
-end
-if #seqs > 0 then
-  for i = 1, #seqs do redis.call('XADD', KEYS[4], '0-' .. seqs[i], 'e', events[i]) end
-  redis.call('PEXPIRE', KEYS[4], ARGV[2])
-end
-if ARGV[7] then
-  redis.call('HSET', KEYS[3], 'status', ARGV[7], 'outcome', ARGV[8], 'usage', ARGV[9], 'finishedAt', ARGV[1])
-  redis.call('SREM', KEYS[5], ARGV[10])
-end
-return {1, last}
-"""
-)
-"""A turn's messages and a batch of events (and, to close the run, its record) in one script (one round trip):
-all checked, then all written.
-
-Compact JSON never holds a raw line feed (one in a string is escaped), so the messages and the events
-travel one a line in a single argument each: a handful of arguments for coredis to prepare, however
-long the turn."""
-
-_FORGET_THREAD = (
-    _OWNER_KEY
-    + """
--- KEYS: thread, messages, thread runs, threads, running; ARGV: prefix, thread id
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local principal = redis.call('HGET', KEYS[1], 'principal')
-for _, run_id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
-  redis.call('DEL', ARGV[1] .. 'run:' .. run_id, ARGV[1] .. 'run:' .. run_id .. ':events')
-  redis.call('SREM', KEYS[5], run_id)
-end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-redis.call('ZREM', KEYS[4], ARGV[2])
-redis.call('ZREM', owner_key(ARGV[1], principal), ARGV[2])
-return 1
-"""
-)
-
-_SAVE_APPROVALS = """
--- KEYS: thread; ARGV: the approvals' JSON array ('' clears them)
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'approvals')
-else redis.call('HSET', KEYS[1], 'approvals', ARGV[1]) end
-return 1
-"""
-"""Sets or clears the pending approvals of an opened thread (a field of its hash: forgetting it deletes them)."""
-
 
 _UNREACHABLE = (coredis.exceptions.ConnectionError, coredis.exceptions.AuthenticationError, OSError)
 
 
 @contextmanager
 def _reachable(url: str) -> Iterator[None]:
-    """Turn the ways a Redis server can be out of reach into :class:`StoreUnavailable`."""
+    """Turn whatever goes wrong in Redis into :class:`StoreUnavailable`: the ways a server can be out of reach
+    (connection refused or lost, timeouts, authentication, a reply that is not the protocol), and any error
+    answer (``WRONGTYPE``, ``OOM``, ``READONLY``, a script error, ...), which no caller can do anything else with."""
     try:
         yield
     except _UNREACHABLE as error:
         raise StoreUnavailable(f"Redis store at {url} is unreachable: {error}") from error
+    except coredis.exceptions.RedisError as error:
+        raise StoreUnavailable(
+            f"Redis store at {url} answered with an error ({type(error).__name__}): {error}"
+        ) from error
 
 
 @asynccontextmanager
@@ -241,20 +119,16 @@ class RedisStore:
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
+    _keys: RedisKeys = attrs.field(init=False)
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
+
+    @_keys.default
+    def _keys_under_prefix(self) -> RedisKeys:
+        return RedisKeys(self.prefix)
 
     @_scripts.default
     def _register(self) -> dict[str, coredis.commands.Script[str]]:
-        sources = {
-            "open_thread": _OPEN_THREAD,
-            "start_run": _START_RUN,
-            "finish_run": _FINISH_RUN,
-            "append_events": _APPEND_EVENTS,
-            "append_turn": _APPEND_TURN,
-            "forget_thread": _FORGET_THREAD,
-            "save_approvals": _SAVE_APPROVALS,
-        }
-        return {name: self.client.register_script(source) for name, source in sources.items()}
+        return {name: self.client.register_script(source) for name, source in SCRIPTS.items()}
 
     async def _script(self, name: str, keys: Sequence[str], args: Sequence[str | int | float]) -> Any:
         return await self.run_script(self._scripts[name], keys, args)
@@ -274,9 +148,10 @@ class RedisStore:
         """A block in which the ways the server can be out of reach raise :class:`StoreUnavailable`."""
         return _reachable(self.url)
 
-    def key(self, *parts: str) -> str:
-        """The Redis key of ``parts`` under the store's prefix."""
-        return self.prefix + ":".join(parts)
+    @property
+    def keys(self) -> RedisKeys:
+        """The store's keys (every id in them escaped)."""
+        return self._keys
 
     @property
     def ttl_ms(self) -> int:
@@ -286,28 +161,28 @@ class RedisStore:
     # -- threads
 
     async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
-        args: list[str | float] = [self.prefix, thread_id, repr(self.clock())]
+        args: list[str | float] = [thread_id, repr(self.clock())]
         if principal is not None:
             args.append(principal)
-        created, *flat = await self._script("open_thread", [self.key("thread", thread_id), self.key("threads")], args)
+        keys = self._keys
+        created, *flat = await self._script(
+            "open_thread", [keys.thread(thread_id), keys.threads, keys.owner_index(principal)], args
+        )
         info = _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         return attrs.evolve(info, created=created == 1)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
         with _reachable(self.url):
-            fields = await self.client.hgetall(self.key("thread", thread_id))
+            fields = await self.client.hgetall(self._keys.thread(thread_id))
         return _thread(thread_id, fields) if fields else None
 
     async def list_threads(
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
     ) -> list[ThreadInfo]:
-        if principal is ANY_PRINCIPAL:
-            index = self.key("threads")
-        else:
-            index = self.key("threads", "owner", "~" if principal is None else f"={principal}")
+        index = self._keys.threads if principal is ANY_PRINCIPAL else self._keys.owner_index(principal)
         with _reachable(self.url):
             ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
-            found = await self._hgetall_each([self.key("thread", i) for i in ids])
+            found = await self._hgetall_each([self._keys.thread(i) for i in ids])
         return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     async def _hgetall_each(self, keys: Sequence[str]) -> list[dict[str, str]]:
@@ -320,7 +195,7 @@ class RedisStore:
 
     async def load_history(self, thread_id: str) -> list[Message]:
         with _reachable(self.url):
-            items = await self.client.lrange(self.key("thread", thread_id, "messages"), 0, -1)
+            items = await self.client.lrange(self._keys.messages(thread_id), 0, -1)
         return [decode_json(item) for item in items]
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
@@ -331,11 +206,11 @@ class RedisStore:
     ) -> None:
         run_id, assistant = run or ("", "")
         keys = [
-            self.key("thread", thread_id),
-            self.key("thread", thread_id, "messages"),
-            self.key("thread", thread_id, "runs"),
-            self.key("run", run_id) if run else "",
-            self.key("runs", "running"),
+            self._keys.thread(thread_id),
+            self._keys.messages(thread_id),
+            self._keys.thread_runs(thread_id),
+            self._keys.run(run_id) if run else "",
+            self._keys.running,
         ]
         args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
         answer = await self._script("start_run", keys, args)
@@ -346,11 +221,11 @@ class RedisStore:
 
     async def forget_thread(self, thread_id: str) -> bool:
         keys = [
-            self.key("thread", thread_id),
-            self.key("thread", thread_id, "messages"),
-            self.key("thread", thread_id, "runs"),
-            self.key("threads"),
-            self.key("runs", "running"),
+            self._keys.thread(thread_id),
+            self._keys.messages(thread_id),
+            self._keys.thread_runs(thread_id),
+            self._keys.threads,
+            self._keys.running,
         ]
         return bool(await self._script("forget_thread", keys, [self.prefix, thread_id]))
 
@@ -367,19 +242,19 @@ class RedisStore:
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
-        keys = [self.key("run", run_id), self.key("runs", "running")]
+        keys = [self._keys.run(run_id), self._keys.running]
         args = [status.value, outcome, encode_usage(usage), repr(self.clock()), run_id]
         return bool(await self._script("finish_run", keys, args))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _reachable(self.url):
-            fields = await self.client.hgetall(self.key("run", run_id))
+            fields = await self.client.hgetall(self._keys.run(run_id))
         return _run(run_id, fields) if fields else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         with _reachable(self.url):
-            ids = await self.client.lrange(self.key("thread", thread_id, "runs"), 0, -1)
-            found = await self._hgetall_each([self.key("run", i) for i in ids])
+            ids = await self.client.lrange(self._keys.thread_runs(thread_id), 0, -1)
+            found = await self._hgetall_each([self._keys.run(i) for i in ids])
         return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     # -- event logs
@@ -391,7 +266,7 @@ class RedisStore:
         args: list[str | int] = [self.ttl_ms]
         for seq, event in zip(seqs, events, strict=True):
             args += [seq, encode_event(event)]
-        done, last = await self._script("append_events", [self.key("run", run_id), self._events_key(run_id)], args)
+        done, last = await self._script("append_events", [self._keys.run(run_id), self._keys.events(run_id)], args)
         if done == -1:
             raise KeyError(f"run {run_id!r} is not stored")
         if done == 0:
@@ -421,11 +296,11 @@ class RedisStore:
         if finish is not None:
             args += [finish.status.value, finish.outcome, encode_usage(finish.usage), run_id]
         keys = [
-            self.key("thread", thread_id),
-            self.key("thread", thread_id, "messages"),
-            self.key("run", run_id),
-            self._events_key(run_id),
-            self.key("runs", "running"),
+            self._keys.thread(thread_id),
+            self._keys.messages(thread_id),
+            self._keys.run(run_id),
+            self._keys.events(run_id),
+            self._keys.running,
         ]
         done, last = await self._script("append_turn", keys, args)
         if done == -3:
@@ -439,29 +314,26 @@ class RedisStore:
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         with _reachable(self.url):
-            entries = await self.client.xrange(self._events_key(run_id), f"(0-{after_seq}", "+")
+            entries = await self.client.xrange(self._keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
         with _reachable(self.url):
             await self.client.xread(
-                {self._events_key(run_id): f"0-{after_seq}"}, count=1, block=max(1, int(timeout * 1000))
+                {self._keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
             )
-
-    def _events_key(self, run_id: str) -> str:
-        return self.key("run", run_id, "events")
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         encoded = encode_approvals(approvals) if approvals else ""
-        if not await self._script("save_approvals", [self.key("thread", thread_id)], [encoded]):
+        if not await self._script("save_approvals", [self._keys.thread(thread_id)], [encoded]):
             raise KeyError(f"thread {thread_id!r} was not opened")
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         with _reachable(self.url):
-            text = await self.client.hget(self.key("thread", thread_id), "approvals")
+            text = await self.client.hget(self._keys.thread(thread_id), "approvals")
         return decode_approvals(text)
 
 

@@ -1,6 +1,7 @@
 """Thread leases in a Redis store: ``SET NX PX`` with a token; renewal and release are Lua scripts that check it.
 
-The lease of thread ``id`` is the string key ``{prefix}thread:{id}:lease`` holding its holder's token, with
+The lease of thread ``id`` is the string key ``{prefix}thread:{id}:lease`` (the id escaped, as in every key of the
+store: :mod:`yao_actors.store.redis_keys`) holding its holder's token, with
 the lease's time to live as the key's (Redis' own clock, so machines need not agree on the time). Taking it
 is one script: ``SET NX PX`` (or an extension when the token already holds it), then the thread's last run
 (and the run a sweep names) closed as interrupted when still running, then the length of the history.
@@ -15,10 +16,13 @@ import coredis
 
 from yao_actors.store.base import INTERRUPTED_CODE
 from yao_actors.store.leases import INTERRUPTED_MESSAGE, Taken
-from yao_actors.store.redis import LAST_SEQ_LUA, RedisStore
+from yao_actors.store.redis import RedisStore
+from yao_actors.store.redis_keys import ESCAPE_LUA
+from yao_actors.store.redis_scripts import LAST_SEQ_LUA
 
 _TAKE = (
     LAST_SEQ_LUA
+    + ESCAPE_LUA
     + """
 -- KEYS: lease, thread runs, running set, thread messages
 -- ARGV: token, ttl ms, prefix, now, timestamp ms, message, code, run to close too ('' none), event ttl ms
@@ -28,7 +32,7 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 local closed = {}
 local function close(run_id)
-  local run = ARGV[3] .. 'run:' .. run_id
+  local run = ARGV[3] .. 'run:' .. escape(run_id)  -- RedisKeys.run, RedisKeys.events
   if redis.call('HGET', run, 'status') ~= 'running' then return end
   local stream = run .. ':events'
   local seq = last_seq(stream) + 1
@@ -85,17 +89,14 @@ class RedisLeases:
     async def _script(self, name: str, keys: list[str], args: list[str | int | float]) -> Any:
         return await self.store.run_script(self._scripts[name], keys, args)
 
-    def _lease_key(self, thread_id: str) -> str:
-        return self.store.key("thread", thread_id, "lease")
-
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
         store = self.store
         now = store.clock()
         keys = [
-            self._lease_key(thread_id),
-            store.key("thread", thread_id, "runs"),
-            store.key("runs", "running"),
-            store.key("thread", thread_id, "messages"),
+            store.keys.lease(thread_id),
+            store.keys.thread_runs(thread_id),
+            store.keys.running,
+            store.keys.messages(thread_id),
         ]
         args: list[str | int | float] = [
             token,
@@ -112,23 +113,23 @@ class RedisLeases:
         return Taken(bool(taken), tuple(str(run_id) for run_id in closed), int(count) if taken else None)
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
-        return bool(await self._script("renew", [self._lease_key(thread_id)], [token, _ms(ttl)]))
+        return bool(await self._script("renew", [self.store.keys.lease(thread_id)], [token, _ms(ttl)]))
 
     async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
-        keys = [self._lease_key(thread_id), self.store.key("run", run_id)]
+        keys = [self.store.keys.lease(thread_id), self.store.keys.run(run_id)]
         return bool(await self._script("reclaim", keys, [token, _ms(ttl)]))
 
     async def release(self, thread_id: str, token: str) -> None:
-        await self._script("release", [self._lease_key(thread_id)], [token])
+        await self._script("release", [self.store.keys.lease(thread_id)], [token])
 
     async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
         client = self.store.client
         with self.store.reachable():
-            run_ids = sorted(await client.smembers(self.store.key("runs", "running")))
+            run_ids = sorted(await client.smembers(self.store.keys.running))
             if not run_ids:
                 return []
             async with client.pipeline(transaction=False) as pipe:
-                requests = [pipe.hmget(self.store.key("run", run_id), ["threadId", "owner"]) for run_id in run_ids]
+                requests = [pipe.hmget(self.store.keys.run(run_id), ["threadId", "owner"]) for run_id in run_ids]
             found = [await request for request in requests]
             runs = [
                 (run_id, str(thread))
@@ -136,7 +137,7 @@ class RedisLeases:
                 if thread is not None and started_by != owner
             ]
             async with client.pipeline(transaction=False) as pipe:
-                held = [pipe.exists([self._lease_key(thread_id)]) for _, thread_id in runs]
+                held = [pipe.exists([self.store.keys.lease(thread_id)]) for _, thread_id in runs]
             return [run for run, lease in zip(runs, held, strict=True) if not await lease]
 
 

@@ -3,7 +3,7 @@
 ::
 
     "store": {"type": "memory"}
-    "store": {"type": "sqlite", "path": "/var/lib/yao/conversations.sqlite3", "event_ttl": 86400}
+    "store": {"type": "sqlite", "path": "/var/lib/yao/conversations.sqlite3", "event_ttl": 86400, "exclusive": false}
     "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "yao:", "lease_ttl": 10, "lease_wait": 30}
 
 
@@ -19,17 +19,19 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
+import attrs
+
 from yao_actors.errors import ConfigError
 from yao_actors.specs import DEFAULT_EVENT_TTL, DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, StoreType
 from yao_actors.specs import StoreSpec as StoreSpec  # re-exported
 from yao_actors.specs import default_sqlite_path as default_sqlite_path  # re-exported
 from yao_actors.store.base import ConversationStore
 from yao_actors.store.memory import MemoryStore
-from yao_actors.store.sqlite import open_sqlite_store
+from yao_actors.store.sqlite import SqliteStore, open_sqlite_store
 
 _KEYS: Mapping[str, tuple[str, ...]] = {
     "memory": ("type", "event_ttl", "lease_ttl", "lease_wait"),
-    "sqlite": ("type", "path", "event_ttl", "lease_ttl", "lease_wait"),
+    "sqlite": ("type", "path", "event_ttl", "lease_ttl", "lease_wait", "exclusive"),
     "redis": ("type", "url", "prefix", "event_ttl", "lease_ttl", "lease_wait"),
 }
 
@@ -55,6 +57,8 @@ def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
             fail(key, f"expected a non-empty string, got {data[key]!r}")
     if kind == "redis" and isinstance(data.get("url"), str) and not data["url"].startswith(("redis://", "rediss://")):
         fail("url", f"expected a redis:// or rediss:// URL, got {data['url']!r}")
+    if kind == "sqlite" and not isinstance(data.get("exclusive", False), bool):
+        fail("exclusive", f"expected true or false, got {data['exclusive']!r}")
     if kind == "sqlite" and "path" not in data:
         fail("path", "required for a sqlite store")
     if kind == "redis" and "url" not in data:
@@ -74,7 +78,29 @@ def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
         event_ttl=float(seconds["event_ttl"]),
         lease_ttl=float(seconds["lease_ttl"]),
         lease_wait=float(seconds["lease_wait"]),
+        exclusive=data.get("exclusive"),
     )
+
+
+def store_problem(store: ConversationStore) -> str | None:
+    """Why ``store`` cannot take calls now, as far as a look costing no wait can tell (``None``: nothing found):
+    an SQLite store whose files were deleted, replaced or made unwritable. What readiness (``/readyz``) asks."""
+    return store.problem() if isinstance(store, SqliteStore) else None
+
+
+def alone(spec: StoreSpec) -> StoreSpec:
+    """The store of a process that knows it is the only one on the store (a lone ``yao-actors serve``): an SQLite
+    store whose ``exclusive`` is not said becomes exclusive (no memory-mapped ``-shm``, nothing done to a file
+    can kill the process); anything else as it is."""
+    return attrs.evolve(spec, exclusive=True) if spec.type == "sqlite" and spec.exclusive is None else spec
+
+
+def check_shared(spec: StoreSpec, processes: int) -> None:
+    """Refuse an exclusive store for ``processes`` > 1 sharing it (:class:`ConfigError`)."""
+    if processes > 1 and spec.exclusive:
+        raise ConfigError(
+            [f"store.exclusive: true keeps the SQLite file to one process, so {processes} workers cannot share it"]
+        )
 
 
 @asynccontextmanager
@@ -93,7 +119,7 @@ async def open_store(spec: StoreSpec, *, clock: Callable[[], float] = time.time)
     opened: Any
     if spec.type == "sqlite":
         assert spec.path is not None
-        opened = open_sqlite_store(spec.path, event_ttl=spec.event_ttl, clock=clock)
+        opened = open_sqlite_store(spec.path, event_ttl=spec.event_ttl, exclusive=bool(spec.exclusive), clock=clock)
     else:
         assert spec.url is not None
         try:

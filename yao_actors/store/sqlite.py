@@ -3,7 +3,8 @@
 The standard library's ``sqlite3`` runs off the event loop, in a thread of the
 store's own (:mod:`yao_actors.store.worker`), on one connection, one call at a
 time behind a Trio lock, so there is one writer per store object. The file is in
-WAL mode (readers never block the writer; other processes may share it) with a
+WAL mode (readers never block the writer; other processes may share it, unless the
+store holds it ``exclusive``: :mod:`yao_actors.store.sqlite_files`) with a
 ``busy_timeout``; every call is one transaction (a run's turn, its messages and
 its events, is one: :meth:`SqliteStore.append_turn`), and a call's rows go in
 one multi-row ``INSERT``. The schema carries its
@@ -13,6 +14,7 @@ to date when it is opened.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -45,11 +47,15 @@ from yao_actors.store.base import (
     event_seqs,
     new_owner_token,
     purge_interval,
+    seq_floor,
     utc,
 )
+from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
 from yao_actors.store.worker import WorkerThread, open_worker_thread
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -97,12 +103,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 _RUN_COLUMNS = "run_id, thread_id, assistant, status, started_at, owner, outcome, usage, finished_at"
 
 
-def connect(path: str, *, busy_timeout: float) -> sqlite3.Connection:
-    """Open (creating it and its folder if needed) and migrate the store's file; blocking."""
+def connect(path: str, *, busy_timeout: float, exclusive: bool = False) -> sqlite3.Connection:
+    """Open (creating it and its folder if needed) and migrate the store's file; blocking.
+
+    ``exclusive``: the connection holds the file for itself from its first access to its close, and keeps
+    the WAL index in its own memory rather than a memory-mapped ``-shm`` (:mod:`yao_actors.store.sqlite_files`).
+    """
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    check_before_open(path, exclusive=exclusive)
     connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
         connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        if exclusive:  # before the first WAL access, or SQLite maps the -shm all the same
+            connection.execute("PRAGMA locking_mode = EXCLUSIVE")
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
@@ -141,12 +154,13 @@ def _transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connect
     return result
 
 
-def _unavailable(path: str, error: BaseException) -> StoreUnavailable:
+def _unavailable(path: str, error: BaseException | str) -> StoreUnavailable:
     return StoreUnavailable(f"SQLite store {path}: {error}")
 
 
 def _is_unavailability(error: sqlite3.Error) -> bool:
-    """Locked, read-only, I/O or not-a-database errors; an integrity or programming error is a bug instead."""
+    """Locked, read-only, I/O or not-a-database errors: the file's state, not a bug (an integrity or programming
+    error is one, or a file changed under the store; it ends the run ``store_unavailable`` all the same)."""
     return type(error) in (sqlite3.OperationalError, sqlite3.DatabaseError)
 
 
@@ -156,24 +170,42 @@ async def open_sqlite_store(
     *,
     event_ttl: float = DEFAULT_EVENT_TTL,
     busy_timeout: float = 5.0,
+    exclusive: bool = False,
     clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[SqliteStore]:
     """Open the store in the file at ``path`` and close its connection on exit.
+
+    ``exclusive``: this store is the only one to open the file while it is open (no other process, no other
+    store object): SQLite keeps its WAL index in the process's memory, where nothing done to a file can
+    take the process down, and another opener is refused (``database is locked``). Otherwise the file is
+    shared (``--workers``, the ``sqlite3`` shell, a backup tool) and the store checks its ``-shm`` before each
+    call (:mod:`yao_actors.store.sqlite_files`). Either way a file deleted or replaced under the store makes
+    its calls fail.
 
     Raises :class:`~yao_actors.errors.StoreUnavailable` when the file cannot be
     created, opened or migrated.
     """
     source = os.fspath(path)
     async with open_worker_thread(f"sqlite store {source}") as worker:
+
+        def opening() -> tuple[sqlite3.Connection, WatchedFiles]:
+            connection = connect(source, busy_timeout=busy_timeout, exclusive=exclusive)
+            try:
+                return connection, watch_files(source, exclusive=exclusive)
+            except BaseException:
+                connection.close()
+                raise
+
         try:
-            connection = await worker.run(lambda: connect(source, busy_timeout=busy_timeout))
+            connection, files = await worker.run(opening)
         except (OSError, sqlite3.Error) as error:
             raise _unavailable(source, error) from error
         try:
-            yield SqliteStore(source, connection, worker, event_ttl=event_ttl, clock=clock)
+            yield SqliteStore(source, connection, worker, files, event_ttl=event_ttl, clock=clock)
         finally:
             with trio.CancelScope(shield=True):
                 await worker.run(connection.close)
+                files.close()
 
 
 @attrs.define(eq=False)
@@ -183,10 +215,17 @@ class SqliteStore:
     path: str
     _connection: sqlite3.Connection = attrs.field(alias="connection")
     _worker: WorkerThread = attrs.field(alias="worker")
+    files: WatchedFiles
+    """The store's files, checked before each call."""
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
     _next_purge: float = attrs.field(default=0.0, init=False)
+
+    def problem(self) -> str | None:
+        """What keeps the store from taking calls now (its files deleted, replaced or unwritable), or ``None``:
+        a few system calls, no wait for the store's thread (what readiness asks)."""
+        return self.files.problem()
 
     async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in)."""
@@ -201,14 +240,24 @@ class SqliteStore:
         they were made (the thread's queue keeps both; no lock is needed on this side).
 
         The thread is not abandoned on cancellation: a transaction that started
-        finishes (or rolls back) before the cancellation is delivered.
+        finishes (or rolls back) before the cancellation is delivered. The store's files are checked first
+        (:meth:`WatchedFiles.check`): a call they cannot take is refused before SQLite touches them.
         """
+        files = self.files
+
+        def checked() -> T:
+            files.check()
+            return work()
+
         try:
-            return await self._worker.run(work)
+            return await self._worker.run(checked)
         except sqlite3.Error as error:
-            if _is_unavailability(error):
-                raise _unavailable(self.path, error) from error
-            raise
+            # Every one of them: a store error never escapes a run or the process. Those the file's state
+            # does not explain are logged with their traceback, to be looked into.
+            if not _is_unavailability(error):
+                logger.error("SQLite store %s: unexpected %s", self.path, type(error).__name__, exc_info=error)
+            explained = files.explain()
+            raise _unavailable(self.path, f"{error} ({explained})" if explained else error) from error
 
     # -- threads
 
@@ -360,7 +409,7 @@ class SqliteStore:
         rows = await self.query(
             "SELECT event FROM events JOIN runs USING (run_id)"
             " WHERE run_id = ? AND seq > ? AND events_expire_at > ? ORDER BY seq",
-            (run_id, after_seq, self.clock()),
+            (run_id, seq_floor(after_seq), self.clock()),
         )
         return [decode_json(row[0]) for row in rows]
 
