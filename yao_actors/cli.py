@@ -181,20 +181,30 @@ def _serve_command(args: argparse.Namespace) -> int:
         config = attrs.evolve(config, store=service_store(config.store, args.store))
         check_workers(args.workers, config.store)
     except ConfigError as error:
-        print(f"yao-actors: {error}", file=sys.stderr)
+        report_config_error(error)
         return 2
     if args.workers > 1:
         return _serve_workers(args, spec)
     stop_tracing = configure_tracing(os.environ)
     try:
         trio.run(partial(serve_until_signalled, config, spec, reuse_port=args.reuse_port))
-    except (ConfigError, StoreUnavailable) as error:
+    except ConfigError as error:
+        report_config_error(error)
+        return 2
+    except StoreUnavailable as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 2
     finally:
         if stop_tracing is not None:
             stop_tracing()  # flushes the spans still batched
     return 0
+
+
+def report_config_error(error: ConfigError) -> None:
+    """One line on standard error per problem, each naming the file it is in (as ``check`` prints them)."""
+    where = f"{error.source}: " if error.source else ""
+    for problem in error.problems:
+        print(f"yao-actors: {where}{problem}", file=sys.stderr)
 
 
 def check_workers(workers: int, store: StoreSpec | None) -> None:
