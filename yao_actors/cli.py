@@ -23,11 +23,13 @@ between its records, every ``${VAR}`` it uses set): one line per problem, exit 0
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
+from typing import Final, NoReturn
 from urllib.parse import urlsplit
 
 import attrs
@@ -37,13 +39,14 @@ from yao_actors import __version__
 from yao_actors.bench.cli import add_bench_parser
 from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
 from yao_actors.config.schema import schema_text
-from yao_actors.errors import ConfigError, StoreUnavailable
+from yao_actors.errors import ConfigError, ListenError, StoreUnavailable, YaoActorsError, exception_leaves
 from yao_actors.observability.logs import LOG_FORMATS, configure_logging
 from yao_actors.observability.otel_setup import configure_tracing
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
-from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
+from yao_actors.service.auth import MAX_PORT, TOKEN_ENV, check_listen, resolve_credentials, resolve_token
 from yao_actors.service.chat import DEFAULT_URL, chat, show_history
+from yao_actors.service.frontend import open_listeners
 from yao_actors.service.heap import keep_heap
 from yao_actors.service.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 from yao_actors.specs import StoreSpec, default_sqlite_path
@@ -59,15 +62,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+class _Parser(argparse.ArgumentParser):
+    """Refuses bad arguments in one line on standard error (what was wrong, and where the usage is), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (usage: {self.prog} --help)\n")
+
+
+def port_number(text: str) -> int:
+    """``--port``: a TCP port, 0 to 65535 (the system would take a larger one modulo 65536 and listen elsewhere)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to {MAX_PORT} (0: any free port), got {text}")
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="yao-actors", description=__doc__.split("\n", 1)[0])
+    parser = _Parser(prog="yao-actors", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--version", action="version", version=f"yao-actors {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the websocket service")
     serve.add_argument("--config", help="configuration file (default: the embedded demo)")
     serve.add_argument("--host", help="address to listen on (default: the config's, else 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to listen on (default: the config's, else 8765)")
+    serve.add_argument("--port", type=port_number, help="port to listen on (default: the config's, else 8765)")
     serve.add_argument(
         "--store",
         choices=("memory", "sqlite"),
@@ -184,20 +205,51 @@ def _serve_command(args: argparse.Namespace) -> int:
         report_config_error(error)
         return 2
     if args.workers > 1:
-        return _serve_workers(args, spec)
+        try:
+            return _serve_workers(args, spec)
+        except (ConfigError, ListenError) as error:
+            report_start_error(error)
+            return 2
     stop_tracing = configure_tracing(os.environ)
     try:
         trio.run(partial(serve_until_signalled, config, spec, reuse_port=args.reuse_port))
-    except ConfigError as error:
-        report_config_error(error)
-        return 2
-    except StoreUnavailable as error:
-        print(f"yao-actors: {error}", file=sys.stderr)
+    except (*START_ERRORS, BaseExceptionGroup) as error:
+        if (errors := start_errors(error)) is None:
+            raise
+        for each in errors:
+            report_start_error(each)
         return 2
     finally:
         if stop_tracing is not None:
             stop_tracing()  # flushes the spans still batched
     return 0
+
+
+#: What keeps the service from starting that the user can act on: each is said in one line, exit 2.
+START_ERRORS: Final = (ConfigError, StoreUnavailable, ListenError)
+
+
+def start_errors(error: BaseException) -> list[YaoActorsError] | None:
+    """The :data:`START_ERRORS` ``error`` is made of (a nursery may have grouped them), or ``None`` if it holds
+    anything else (a bug, whose traceback is worth seeing)."""
+    if isinstance(error, START_ERRORS):
+        return [error]
+    if isinstance(error, BaseExceptionGroup):
+        matched, rest = error.split(START_ERRORS)
+        if matched is not None and rest is None:
+            return [leaf for leaf in exception_leaves(matched) if isinstance(leaf, YaoActorsError)]
+    return None
+
+
+def report_start_error(error: YaoActorsError) -> None:
+    """Say why the service cannot start, one line per problem on standard error."""
+    if isinstance(error, ConfigError):
+        report_config_error(error)
+        return
+    hint = ""
+    if isinstance(error, ListenError) and error.errno == errno.EADDRINUSE:
+        hint = " (another process listens there: stop it, or choose another --port; 0 picks a free one)"
+    print(f"yao-actors: {error}{hint}", file=sys.stderr)
 
 
 def report_config_error(error: ConfigError) -> None:
@@ -255,15 +307,23 @@ async def serve_until_signalled(config: Config, spec: ServiceSpec, *, reuse_port
     ``reuse_port``: listen with ``SO_REUSEPORT``, as one of several workers on the port.
     """
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with open_runtime(config) as runtime, trio.open_nursery() as nursery:
-            listeners = [reuse_port_listener(spec.host, spec.port)] if reuse_port else None
-            service: Service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
-            await nursery.start(keep_heap)  # start-up's objects out of the collector's passes (service/heap.py)
-            print(_banner(service, config), flush=True)
-            await _next(signals)
-            nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope)
-            await service.shutdown()
-            nursery.cancel_scope.cancel()
+        # Listen before the servers start, so a port that is taken is said at once; connections wait in the
+        # backlog meanwhile. A worker joins its port only once it can serve (its siblings serve meanwhile).
+        listeners = None if reuse_port else await open_listeners(spec.host, spec.port)
+        try:
+            async with open_runtime(config) as runtime, trio.open_nursery() as nursery:
+                if reuse_port:
+                    listeners = [reuse_port_listener(spec.host, spec.port)]
+                service: Service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
+                await nursery.start(keep_heap)  # start-up's objects out of the collector's passes (service/heap.py)
+                print(_banner(service, config), flush=True)
+                await _next(signals)
+                nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope)
+                await service.shutdown()
+                nursery.cancel_scope.cancel()
+        finally:
+            for listener in listeners or ():
+                listener.socket.close()  # the service closed them already, unless it never started
 
 
 async def _next(signals: AsyncIterator[int]) -> None:

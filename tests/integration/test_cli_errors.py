@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.integration.processes import REPO, clean_environment
+from yao_actors.config import Config, ServiceSpec
+from yao_actors.errors import ConfigError
+from yao_actors.runtime import open_runtime
+from yao_actors.service import open_service
 
 
 def yao_actors_command() -> list[str]:
@@ -54,3 +61,36 @@ def test_a_config_file_that_is_not_utf8(tmp_path: Path) -> None:
     done = run_cli("serve", "--config", str(path), "--store", "memory", "--port", "0", tmp_path=tmp_path)
     assert one_error_line(done) == f"yao-actors: {expected}"
     assert done.stdout == ""
+
+
+def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        expected = (
+            f"yao-actors: cannot listen on 127.0.0.1:{port}: address already in use (another process listens "
+            "there: stop it, or choose another --port; 0 picks a free one)"
+        )
+        done = run_cli("serve", "--store", "memory", "--port", str(port), tmp_path=tmp_path)
+        assert one_error_line(done) == expected  # said before any server starts: no other line
+        done = run_cli("serve", "--store", "sqlite", "--workers", "2", "--port", str(port), tmp_path=tmp_path)
+        assert one_error_line(done) == expected
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-1", "http"])
+def test_serve_with_a_port_that_is_not_one(tmp_path: Path, port: str) -> None:
+    done = run_cli("serve", "--store", "memory", "--port", port, tmp_path=tmp_path)
+    assert one_error_line(done) == (
+        f"yao-actors serve: argument --port: expected a port number from 0 to 65535 (0: any free port), got {port} "
+        "(usage: yao-actors serve --help)"
+    )
+    assert done.stdout == ""  # it serves nowhere (99999 used to serve on 34463)
+
+
+@pytest.mark.parametrize("port", [65536, 99999, -1])
+async def test_an_embedded_service_refuses_a_port_that_is_not_one(port: int) -> None:
+    async with open_runtime(Config()) as runtime:
+        with pytest.raises(ConfigError, match=f"server.port: expected a port number from 0 to 65535 .*got {port}"):
+            async with open_service(runtime, ServiceSpec(port=port)):
+                pass
