@@ -80,6 +80,28 @@ def port_number(text: str) -> int:
     return port
 
 
+def utf8_text(text: str) -> str:
+    """A text argument, which must be UTF-8: Python keeps other bytes of the command line as lone surrogates,
+    which no frame, URL or header can carry."""
+    if problem := not_utf8(text):
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def not_utf8(text: str) -> str | None:
+    """What keeps ``text`` (decoded with ``surrogateescape``, as ``sys.argv`` and ``os.environ`` are) from being
+    UTF-8, naming the first bad byte; ``None`` when it is UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        byte = text[error.start].encode("utf-8", "surrogateescape")[:1].hex()
+        return (
+            f"not UTF-8 text (byte 0x{byte} at character {error.start + 1}); give it in UTF-8 (is the terminal's "
+            "encoding UTF-8?)"
+        )
+    return None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="yao-actors", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--version", action="version", version=f"yao-actors {__version__}")
@@ -87,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the websocket service")
     serve.add_argument("--config", help="configuration file (default: the embedded demo)")
-    serve.add_argument("--host", help="address to listen on (default: the config's, else 127.0.0.1)")
+    serve.add_argument("--host", type=utf8_text, help="address to listen on (default: the config's, else 127.0.0.1)")
     serve.add_argument("--port", type=port_number, help="port to listen on (default: the config's, else 8765)")
     serve.add_argument(
         "--store",
@@ -116,20 +138,26 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(command=_serve_command)
 
     ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
-    ask.add_argument("question")
-    ask.add_argument("--url", default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})")
-    ask.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
+    ask.add_argument("question", type=utf8_text)
+    ask.add_argument(
+        "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
+    )
+    ask.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
-    ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
-    ask.add_argument("--thread", help="continue this thread (default: a new one; its id is printed on stderr)")
-    ask.set_defaults(command=_chat_command)
+    ask.add_argument("--assistant", type=utf8_text, help="assistant to ask (default: the service's default)")
+    ask.add_argument(
+        "--thread", type=utf8_text, help="continue this thread (default: a new one; its id is printed on stderr)"
+    )
+    ask.set_defaults(command=_chat_command, parser=ask)
 
     show = commands.add_parser("history", help="print a thread the service keeps: its messages and runs")
-    show.add_argument("thread")
-    show.add_argument("--url", default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})")
-    show.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
+    show.add_argument("thread", type=utf8_text)
+    show.add_argument(
+        "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
+    )
+    show.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
     show.add_argument("--json", action="store_true", help="print the MESSAGES_SNAPSHOT frame as it came")
-    show.set_defaults(command=_history_command)
+    show.set_defaults(command=_history_command, parser=show)
     add_bench_parser(commands)
 
     check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
@@ -169,7 +197,7 @@ def _chat_command(args: argparse.Namespace) -> int:
         chat,
         args.question,
         url=args.url,
-        token=args.token,
+        token=_token(args),
         assistant=args.assistant,
         thread_id=args.thread,
         raw=args.json,
@@ -182,7 +210,15 @@ def _chat_command(args: argparse.Namespace) -> int:
 
 
 def _history_command(args: argparse.Namespace) -> int:
-    return trio.run(partial(show_history, args.thread, url=args.url, token=args.token, raw=args.json))
+    return trio.run(partial(show_history, args.thread, url=args.url, token=_token(args), raw=args.json))
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    """``--token``, else ``$YAO_ACTORS_TOKEN``, which must be UTF-8 text too (refused as a bad argument)."""
+    token: str | None = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    if token is not None and (problem := not_utf8(token)):
+        args.parser.error(f"${TOKEN_ENV}: {problem}")
+    return token
 
 
 def _import_from_the_current_directory() -> None:

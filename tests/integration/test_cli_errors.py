@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -25,13 +26,22 @@ def yao_actors_command() -> list[str]:
     return [script] if script else [sys.executable, "-m", "yao_actors.cli"]
 
 
-def run_cli(*args: str | bytes, tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run ``yao-actors ARGS`` to its end in ``tmp_path`` (its default SQLite file there too)."""
-    env = clean_environment(XDG_STATE_HOME=str(tmp_path), PYTHONPATH=os.environ.get("PYTHONPATH", str(REPO)))
+def run_cli(
+    *args: str | bytes, tmp_path: Path, env: Mapping[str, str | bytes] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``yao-actors ARGS`` to its end in ``tmp_path`` (its default SQLite file there too), ``env`` added to
+    its environment."""
+    environment = {
+        os.fsencode(k): os.fsencode(v)
+        for k, v in clean_environment(
+            XDG_STATE_HOME=str(tmp_path), PYTHONPATH=os.environ.get("PYTHONPATH", str(REPO))
+        ).items()
+    }
+    environment.update({os.fsencode(k): os.fsencode(v) for k, v in (env or {}).items()})
     return subprocess.run(
         [*yao_actors_command(), *args],
         cwd=tmp_path,
-        env=env,
+        env=environment,
         capture_output=True,
         text=True,
         errors="replace",
@@ -94,3 +104,30 @@ async def test_an_embedded_service_refuses_a_port_that_is_not_one(port: int) -> 
         with pytest.raises(ConfigError, match=f"server.port: expected a port number from 0 to 65535 .*got {port}"):
             async with open_service(runtime, ServiceSpec(port=port)):
                 pass
+
+
+CLOSED_URL = "ws://127.0.0.1:9/"  # the discard port: nothing listens there, so nothing could answer either
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([b"chat", b"caf\xe9 ?"], "yao-actors chat: argument question: not UTF-8 text (byte 0xe9 at character 4)"),
+        ([b"chat", b"hi", b"--thread", b"t\xff"], "yao-actors chat: argument --thread: not UTF-8 text (byte 0xff "),
+        ([b"chat", b"hi", b"--assistant", b"\xc3"], "yao-actors chat: argument --assistant: not UTF-8 text (byte 0xc3"),
+        ([b"history", b"\xfe"], "yao-actors history: argument thread: not UTF-8 text (byte 0xfe at character 1)"),
+        ([b"serve", b"--host", b"h\xff"], "yao-actors serve: argument --host: not UTF-8 text (byte 0xff at char"),
+    ],
+)
+def test_arguments_that_are_not_utf8(tmp_path: Path, args: list[bytes], expected: str) -> None:
+    if args[0] != b"serve":
+        args = [*args, b"--url", CLOSED_URL.encode()]
+    line = one_error_line(run_cli(*args, tmp_path=tmp_path))
+    assert line.startswith(expected), line
+    assert line.endswith(f"(usage: yao-actors {args[0].decode()} --help)"), line
+
+
+def test_a_token_in_the_environment_that_is_not_utf8(tmp_path: Path) -> None:
+    done = run_cli("history", "t", "--url", CLOSED_URL, tmp_path=tmp_path, env={"YAO_ACTORS_TOKEN": b"\xff\xfe"})
+    line = one_error_line(done)
+    assert line.startswith("yao-actors history: $YAO_ACTORS_TOKEN: not UTF-8 text (byte 0xff at character 1)"), line
