@@ -3,11 +3,14 @@ bad arguments and bad configuration input), and never a traceback (issue 29 defe
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from yao_actors.config import Config, ServiceSpec
 from yao_actors.errors import ConfigError
 from yao_actors.runtime import open_runtime
 from yao_actors.service import open_service
+from yao_actors.testing.processes import TEST_SERVER_COMMAND
 
 
 def yao_actors_command() -> list[str]:
@@ -131,3 +135,55 @@ def test_a_token_in_the_environment_that_is_not_utf8(tmp_path: Path) -> None:
     done = run_cli("history", "t", "--url", CLOSED_URL, tmp_path=tmp_path, env={"YAO_ACTORS_TOKEN": b"\xff\xfe"})
     line = one_error_line(done)
     assert line.startswith("yao-actors history: $YAO_ACTORS_TOKEN: not UTF-8 text (byte 0xff at character 1)"), line
+
+
+def test_a_remote_sse_server_that_dies_is_one_line_of_ours(tmp_path: Path) -> None:
+    """The MCP SDK logs ~60 lines of traceback at ERROR when an SSE server's stream dies; the service says it in one
+    line with the server's id (and its own line about the loss), and no traceback."""
+    server = subprocess.Popen(
+        [*TEST_SERVER_COMMAND, "--sse", "--port", "0", "--name", "legacy"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    service: subprocess.Popen[str] | None = None
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().split()[1]
+        config = {"mcpServers": {"legacy": {"type": "sse", "url": url}}, "assistants": {"default": {"model": "test"}}}
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        log = tmp_path / "stderr"
+        with log.open("wb") as stderr:
+            service = subprocess.Popen(
+                [*yao_actors_command(), "serve", "--config", "config.json", "--store", "memory", "--port", "0"],
+                cwd=tmp_path,
+                env=clean_environment(PYTHONPATH=os.environ.get("PYTHONPATH", str(REPO))),
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        assert service.stdout is not None
+        assert "serving" in service.stdout.readline()
+        server.kill()
+        deadline = time.monotonic() + 60
+        while "server 'legacy' unavailable: the server's event stream ended" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        service.send_signal(signal.SIGTERM)
+        assert service.wait(timeout=60) == 0
+    finally:
+        for process in (server, service):
+            if process is not None:
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+                if process.stdout is not None:
+                    process.stdout.close()
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    (said,) = [line for line in text.splitlines() if "Error in sse_reader" in line]
+    assert said.split(" ", 2)[2] == (
+        "WARNING yao_actors.transports.sdk_errors: server 'legacy': the MCP SDK reports: Error in sse_reader: "
+        "RemoteProtocolError: peer closed connection without sending complete message body (incomplete chunked "
+        "read) server=legacy sdk_logger=mcp.client.sse"
+    )
