@@ -44,6 +44,7 @@ from yao_actors.observability.logs import LOG_FORMATS, configure_logging
 from yao_actors.observability.otel_setup import configure_tracing
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
+from yao_actors.service.allocator import return_large_blocks
 from yao_actors.service.auth import MAX_PORT, TOKEN_ENV, check_listen, resolve_credentials, resolve_token
 from yao_actors.service.chat import DEFAULT_URL, chat, show_history
 from yao_actors.service.frontend import open_listeners
@@ -372,6 +373,7 @@ class _StopOnSignals:
 
 async def _serve(config: Config, spec: ServiceSpec, stop: _StopOnSignals, *, reuse_port: bool) -> None:
     """Start the runtime and the service, print the banner, serve until ``stop`` asks, shut down gracefully."""
+    return_large_blocks()  # a run's megabytes go back to the system once freed (service/allocator.py)
     # Listen before the servers start, so a port that is taken is said at once; connections wait in the
     # backlog meanwhile. A worker joins its port only once it can serve (its siblings serve meanwhile).
     listeners = None if reuse_port else await open_listeners(spec.host, spec.port)
