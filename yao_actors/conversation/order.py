@@ -152,7 +152,12 @@ class RunOrder:
         self._attachment.unpark_all()
 
     def end(self) -> None:
-        """The run is over: no more events; whoever waits for it may go on."""
+        """The run is over: no more events; whoever waits for it may go on.
+
+        The consumer is let go: it is most often the front end's, which holds the run's stream, which holds this
+        order, so a cycle would keep the run's events (megabytes for a big tool result) until a full collection.
+        """
+        self.consumer = None
         if self.on_end is not None:
             self.on_end()
         if self.events is not None:
