@@ -8,4 +8,5 @@ import sys
 from yao_actors.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(["serve", *sys.argv[1:]]))
+    sys.argv[1:1] = ["serve"]
+    sys.exit(main())

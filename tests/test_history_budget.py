@@ -27,7 +27,7 @@ from yao_actors.history_budget import (
     turn_starts,
 )
 from yao_actors.runtime import open_runtime
-from yao_actors.store import MemoryStore, ThreadKeeper
+from yao_actors.store import MemoryStore, RunStatus, ThreadKeeper
 from yao_actors.testing import FunctionModel
 
 
@@ -249,6 +249,40 @@ async def test_the_memory_store_keeps_what_a_keeper_keeps_and_tells_every_keeper
     assert await store.get_thread("A") is not None  # the oldest, but one keeper keeps it
     assert await store.get_thread("B") is None  # forgotten in its place
     assert dropped == {"first": ["B"], "second": ["B"]}  # and each keeper was told, to drop its copy
+
+
+async def _run_with_events(store: MemoryStore, thread_id: str, run_id: str, size: int, *, finish: bool = True) -> None:
+    """A run on ``thread_id`` whose log holds one event of about ``size`` bytes."""
+    await store.open_thread(thread_id, None)
+    await store.start_run(thread_id, run_id, "a", [user("go")])
+    await store.append_events(run_id, [{"type": "TEXT_MESSAGE_CONTENT", "delta": "x" * size, "seq": 1}])
+    if finish:
+        await store.finish_run(run_id, status=RunStatus.FINISHED, outcome="answered")
+
+
+async def test_the_memory_store_keeps_a_threads_event_logs_within_its_budget() -> None:
+    """Event logs were kept for ``event_ttl`` (a day) whatever their size: 1 MB runs on one thread grew the
+    service by their events (issue 29 defect 3). A thread's logs now fit ``max_thread_bytes``: the oldest finished
+    runs' logs go first; a run in progress keeps its log, and so does the run being written."""
+    store = MemoryStore(max_thread_bytes=1000)
+    await _run_with_events(store, "t", "r1", 400)
+    await _run_with_events(store, "t", "r2", 400, finish=False)  # in progress
+    await _run_with_events(store, "u", "u1", 900)  # another thread: its own budget
+    await _run_with_events(store, "t", "r3", 400)
+    assert [len(await store.read_events(r)) for r in ("r1", "r2", "r3", "u1")] == [0, 1, 1, 1]
+    await _run_with_events(store, "t", "r4", 2000)  # over the budget alone: the run being written keeps its log
+    assert [len(await store.read_events(r)) for r in ("r2", "r3", "r4")] == [1, 0, 1]
+    assert await store.get_run("r1") is not None  # the run stays; only its log goes, as when it expires
+
+
+async def test_the_memory_store_keeps_all_event_logs_within_its_budget() -> None:
+    store = MemoryStore(max_thread_bytes=10_000, max_threads_bytes=2500)
+    for n in range(5):
+        await _run_with_events(store, f"t{n}", f"r{n}", 900)
+    assert [len(await store.read_events(f"r{n}")) for n in range(5)] == [0, 0, 0, 1, 1]
+    await store.forget_thread("t4")  # a forgotten thread's logs leave the budget too
+    await _run_with_events(store, "t5", "r5", 900)
+    assert [len(await store.read_events(f"r{n}")) for n in (3, 5)] == [1, 1]
 
 
 async def test_a_thread_being_loaded_is_not_forgotten_under_it() -> None:

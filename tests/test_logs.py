@@ -12,8 +12,10 @@ import trio
 
 from tests.test_tracing import config
 from yao_actors.models import Completion, FunctionModel
-from yao_actors.observability.logs import configure_logging
+from yao_actors.observability.logs import configure_logging, record_fields
 from yao_actors.runtime import open_runtime
+from yao_actors.transports import sdk_errors
+from yao_actors.transports.sdk_errors import sdk_errors_in_one_line
 
 
 @pytest.fixture
@@ -83,3 +85,30 @@ def test_an_unknown_level_or_format_is_refused() -> None:
         configure_logging("LOUD")
     with pytest.raises(ValueError, match="unknown log format 'xml'"):
         configure_logging("INFO", "xml")  # type: ignore[arg-type]
+
+
+def test_the_sdk_transport_errors_of_a_connection_of_ours_are_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    sdk = logging.getLogger("mcp.client.sse")
+    sdk_errors.install()
+    try:
+        raise ConnectionError("peer closed\nthe stream")
+    except ConnectionError:
+        with (
+            caplog.at_level(logging.DEBUG),
+            caplog.at_level(logging.DEBUG, logger="mcp.client.sse"),  # configure_logging may have raised "mcp"'s
+            sdk_errors_in_one_line("legacy"),
+        ):
+            sdk.exception("Error in sse_reader")
+            sdk.debug("Received SSE event: message")  # below WARNING: the SDK's own, as it was
+        sdk.exception("Error in sse_reader")  # not one of our connections: untouched
+    ours, in_full, debug, theirs = caplog.records
+    assert (ours.name, ours.levelname, ours.getMessage(), ours.exc_info) == (
+        "yao_actors.transports.sdk_errors",
+        "WARNING",
+        "server 'legacy': the MCP SDK reports: Error in sse_reader: ConnectionError: peer closed the stream",
+        None,
+    )
+    assert record_fields(ours) == {"server": "legacy", "sdk_logger": "mcp.client.sse"}
+    assert (in_full.levelname, in_full.exc_info is not None) == ("DEBUG", True)
+    assert (debug.name, debug.levelname) == ("mcp.client.sse", "DEBUG")
+    assert (theirs.name, theirs.levelname, theirs.exc_info is not None) == ("mcp.client.sse", "ERROR", True)

@@ -13,6 +13,7 @@ import trio.lowlevel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from yao_actors.config import ModelSpec
 from yao_actors.demo import clothing, weather
 from yao_actors.demo.model import DemoModel
 from yao_actors.models import (
@@ -26,6 +27,8 @@ from yao_actors.models import (
     ToolCall,
     ToolCallDelta,
 )
+from yao_actors.models.build import build_model
+from yao_actors.models.offline import KEPT_CALLS
 
 
 def _tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -74,6 +77,43 @@ async def test_function_model_without_streaming_reports_no_deltas() -> None:
     assert completion == answer
     assert deltas == []
     assert [call.completion for call in model.calls] == [answer]
+
+
+async def test_function_model_keeps_its_most_recent_calls() -> None:
+    """Each kept call holds the history it was given: a long-lived model must not keep them all (issue 29)."""
+    asked = [[{"role": "user", "content": str(n)}] for n in range(KEPT_CALLS + 5)]
+    answers = [str(n) for n in range(len(asked))]
+    models = {
+        KEPT_CALLS: FunctionModel(lambda m, t: m[-1]["content"]),  # the default
+        len(asked): FunctionModel(lambda m, t: m[-1]["content"], keep_calls=None),  # every call, as it used to
+        3: FunctionModel(lambda m, t: m[-1]["content"], keep_calls=3),
+        0: FunctionModel(lambda m, t: m[-1]["content"], keep_calls=0),
+    }
+    for kept, model in models.items():
+        for messages in asked:
+            await model.complete(messages, [])
+        assert model.call_count == len(asked)
+        assert [call.completion.text for call in model.calls] == answers[len(answers) - kept :]
+
+
+async def test_the_offline_models_count_calls_they_no_longer_keep() -> None:
+    """Tool call ids go on from the count of calls, not from what is kept: ids stay unique."""
+    ask = [{"role": "user", "content": "北京今天适合穿什么?"}]
+    demo = DemoModel(keep_calls=0)
+    tools = [_tool("weather__get", {}), _tool("clothing__advise", {})]
+    ids = [(await demo.complete(ask, tools)).tool_calls[0].id for _ in range(3)]
+    assert ids == ["call_demo_0", "call_demo_1", "call_demo_2"]
+    test = TestModel(keep_calls=1)
+    ids = [(await test.complete(ask, [_tool("t", {})])).tool_calls[0].id for _ in range(3)]
+    assert ids == ["call_test_0_0", "call_test_1_0", "call_test_2_0"]
+    assert (len(demo.calls), len(test.calls), demo.call_count, test.call_count) == (0, 1, 3, 3)
+
+
+def test_the_models_a_config_builds_keep_no_calls() -> None:
+    for provider in ("demo", "test"):
+        model = build_model(ModelSpec(id=provider, provider=provider))
+        assert isinstance(model, FunctionModel)
+        assert model.calls.maxlen == 0
 
 
 async def test_function_model_accepts_async_functions_and_plain_text() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -380,3 +381,15 @@ async def test_the_handle_holds_only_the_send_side_and_the_status() -> None:
         held = [getattr(handle, field.name) for field in attrs.fields(type(handle))]
     assert [type(value).__name__ for value in held] == ["ServerSpec", "MemorySendChannel", "ServerStatus"]
     assert not any(isinstance(value, trio.Nursery | trio.MemoryReceiveChannel) for value in held)
+
+
+async def test_a_worker_waiting_for_the_next_call_keeps_nothing_of_the_last() -> None:
+    """The outcome of a call (a tool result of megabytes) is the caller's alone once answered: each of the
+    ``max_concurrency`` idle workers used to keep its last call's, 16 of them (issue 29 defect 3)."""
+    async with running(memory_spec(max_concurrency=4)) as handle:
+        outcomes = [await handle.call_tool("echo", {"text": f"call {n}"}) for n in range(8)]
+        assert all(outcome.error is None for outcome in outcomes)
+        kept = [weakref.ref(outcome) for outcome in outcomes]
+        del outcomes
+        await trio.testing.wait_all_tasks_blocked()
+        assert [ref() for ref in kept] == [None] * 8  # freed by reference counting, with no one left holding it

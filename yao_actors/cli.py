@@ -1,289 +1,60 @@
-"""The command line: ``yao-actors serve`` runs the service, ``chat "question"`` asks it, ``history THREAD`` prints a
-thread it keeps, ``bench`` times tools.
+"""The ``yao-actors`` command's entry point, :func:`main` (the commands are :mod:`yao_actors.commands`).
 
-``serve [--config FILE] [--host HOST] [--port PORT] [--workers N] [--log-level LEVEL] [--log-format text|json]`` — with no
-config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
-``OPENAI_*``) on 127.0.0.1:8765. The current directory is on the import path, so the config's ``module`` servers and
-hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
-traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
-gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped. ``--workers N`` runs
-N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:mod:`yao_actors.service.workers`).
-
-``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME] [--thread ID]`` and
-``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.service.chat`; the token defaults to
-``YAO_ACTORS_TOKEN``.
-
-``check [--config FILE]`` validates a configuration file as ``serve`` would (the schema, the reader, the references
-between its records, every ``${VAR}`` it uses set): one line per problem, exit 0 when there is none, 2 otherwise.
-``config schema`` prints the configuration's JSON Schema. ``--version`` prints the version.
-
-``bench --call SERVER__TOOL ...`` — time calls of your own tools, see :mod:`yao_actors.bench.cli`.
+An interrupt (Ctrl-C, SIGINT) ends any command without a traceback, at any moment. Until :func:`main` runs, nothing
+but the standard library is imported (the package's ``__init__`` imports lazily), so the second or more the commands
+take to import is covered too; ``serve`` takes the signal itself once it runs (a graceful shutdown), and after the
+command returned, an interrupt while the interpreter finishes ends it at once, quietly.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
-from functools import partial
-from urllib.parse import urlsplit
+from collections.abc import Sequence
+from contextlib import suppress
+from types import FrameType
 
-import attrs
-import trio
-
-from yao_actors import __version__
-from yao_actors.bench.cli import add_bench_parser
-from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
-from yao_actors.config.schema import schema_text
-from yao_actors.errors import ConfigError, StoreUnavailable
-from yao_actors.observability.logs import LOG_FORMATS, configure_logging
-from yao_actors.observability.otel_setup import configure_tracing
-from yao_actors.runtime import open_runtime
-from yao_actors.service import Service, serve_service
-from yao_actors.service.auth import TOKEN_ENV, check_listen, resolve_credentials, resolve_token
-from yao_actors.service.chat import DEFAULT_URL, chat, show_history
-from yao_actors.service.heap import keep_heap
-from yao_actors.service.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
-from yao_actors.specs import StoreSpec, default_sqlite_path
-from yao_actors.store.spec import alone, check_shared
-
-#: The question the service suggests trying (the seed's example).
-SAMPLE_QUESTION = "北京今天适合穿什么?"
+#: The exit code of a command that was interrupted (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
-    args = _parser().parse_args(argv)
-    code: int = args.command(args)
-    return code
+    """Run the command line (``argv``, default ``sys.argv[1:]``); returns the exit code, 130 if interrupted.
 
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="yao-actors", description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--version", action="version", version=f"yao-actors {__version__}")
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
-
-    serve = commands.add_parser("serve", help="run the websocket service")
-    serve.add_argument("--config", help="configuration file (default: the embedded demo)")
-    serve.add_argument("--host", help="address to listen on (default: the config's, else 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to listen on (default: the config's, else 8765)")
-    serve.add_argument(
-        "--store",
-        choices=("memory", "sqlite"),
-        help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (the default file "
-        f"{default_sqlite_path()}); default: the config's 'store', else sqlite",
-    )
-    serve.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="worker processes sharing the port through SO_REUSEPORT, each a whole runtime; the parent restarts "
-        "one that dies; more than 1 needs a shared store (sqlite or redis) (default: 1)",
-    )
-    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # a worker of --workers
-    serve.add_argument(
-        "--log-level",
-        default="INFO",
-        type=str.upper,
-        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-        help="the least severe records logged (default: INFO)",
-    )
-    serve.add_argument(
-        "--log-format", default="text", choices=LOG_FORMATS, help="text, or json: one object per line (default: text)"
-    )
-    serve.set_defaults(command=_serve_command)
-
-    ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
-    ask.add_argument("question")
-    ask.add_argument("--url", default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})")
-    ask.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
-    ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
-    ask.add_argument("--assistant", help="assistant to ask (default: the service's default)")
-    ask.add_argument("--thread", help="continue this thread (default: a new one; its id is printed on stderr)")
-    ask.set_defaults(command=_chat_command)
-
-    show = commands.add_parser("history", help="print a thread the service keeps: its messages and runs")
-    show.add_argument("thread")
-    show.add_argument("--url", default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})")
-    show.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
-    show.add_argument("--json", action="store_true", help="print the MESSAGES_SNAPSHOT frame as it came")
-    show.set_defaults(command=_history_command)
-    add_bench_parser(commands)
-
-    check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
-    check.add_argument("--config", help="configuration file (default: the embedded demo)")
-    check.set_defaults(command=_check_command)
-
-    config = commands.add_parser("config", help="about the configuration file")
-    config_commands = config.add_subparsers(required=True, metavar="WHAT")
-    schema = config_commands.add_parser("schema", help="print the configuration's JSON Schema (draft 2020-12)")
-    schema.set_defaults(command=_schema_command)
-    return parser
-
-
-def _check_command(args: argparse.Namespace) -> int:
-    _import_from_the_current_directory()  # `check` reads a file as `serve` does, module servers included
-    source = args.config or "the embedded default"
-    try:
-        config = load_config(args.config) if args.config else default_config()
-        problems = config_problems(config)
-    except ConfigError as error:
-        problems = list(error.problems)
-    for problem in problems:
-        print(f"{source}: {problem}")
-    if problems:
-        return 2
-    print(f"{source}: ok ({len(config.servers)} server(s), {len(config.assistants)} assistant(s))")
-    return 0
-
-
-def _schema_command(args: argparse.Namespace) -> int:
-    print(schema_text(), end="")
-    return 0
-
-
-def _chat_command(args: argparse.Namespace) -> int:
-    run = partial(
-        chat,
-        args.question,
-        url=args.url,
-        token=args.token,
-        assistant=args.assistant,
-        thread_id=args.thread,
-        raw=args.json,
-    )
-    try:
-        return trio.run(run)
-    except KeyboardInterrupt:  # leaving closes the connection, which cancels the run on the service
-        print(file=sys.stderr)
-        return 130
-
-
-def _history_command(args: argparse.Namespace) -> int:
-    return trio.run(partial(show_history, args.thread, url=args.url, token=args.token, raw=args.json))
-
-
-def _import_from_the_current_directory() -> None:
-    """As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks."""
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-
-
-def _serve_command(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level, args.log_format)
-    _import_from_the_current_directory()
-    try:
-        config = load_config(args.config) if args.config else default_config()
-        overrides = {"host": args.host, "port": args.port}
-        spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
-        check_listen(spec.host, resolve_credentials(spec))
-        store = service_store(config.store, args.store)
-        check_workers(args.workers, store)
-        check_shared(store, args.workers)
-        lone = args.workers == 1 and not args.reuse_port  # its SQLite file is its own, unless the config says not
-        config = attrs.evolve(config, store=alone(store) if lone else store)
-    except ConfigError as error:
-        print(f"yao-actors: {error}", file=sys.stderr)
-        return 2
-    if args.workers > 1:
-        return _serve_workers(args, spec)
-    stop_tracing = configure_tracing(os.environ)
-    try:
-        trio.run(partial(serve_until_signalled, config, spec, reuse_port=args.reuse_port))
-    except (ConfigError, StoreUnavailable) as error:
-        print(f"yao-actors: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if stop_tracing is not None:
-            stop_tracing()  # flushes the spans still batched
-    return 0
-
-
-def check_workers(workers: int, store: StoreSpec | None) -> None:
-    """``--workers`` is at least 1, and more than 1 only with a store the workers share."""
-    if workers < 1:
-        raise ConfigError([f"--workers: expected a number of worker processes >= 1, got {workers}"])
-    if workers > 1 and (store is None or store.type == "memory"):
-        raise ConfigError(
-            [
-                f"--workers {workers}: the workers must share their threads, so the store must be 'sqlite' (one "
-                "machine) or 'redis' (several), not 'memory' (set the config's store, or drop --store memory)"
-            ]
-        )
-
-
-def _serve_workers(args: argparse.Namespace, spec: ServiceSpec) -> int:
-    """The parent of ``--workers N``: reserve the port, start the workers on it, print one banner, supervise."""
-    reserved = reserve_port(spec.host, spec.port)  # port 0: a free one, the same for every worker
-    port = reserved.getsockname()[1]
-    argv = ["--host", spec.host, "--port", str(port), "--reuse-port"]
-    argv += ["--log-level", args.log_level, "--log-format", args.log_format]
-    if args.config:
-        argv += ["--config", args.config]
-    if args.store:
-        argv += ["--store", args.store]
-
-    def ready(banners: list[str]) -> None:
-        first = banners[0].removeprefix("yao-actors: ")
-        print(f"yao-actors: {args.workers} workers (SO_REUSEPORT) {first}", flush=True)
-
-    with reserved:
-        return trio.run(serve_workers, worker_command(argv), args.workers, ready)
-
-
-def service_store(configured: StoreSpec | None, choice: str | None) -> StoreSpec:
-    """The service's store: ``--store`` if given, else the config's, else SQLite at :func:`default_sqlite_path`
-    (so the service keeps its threads across restarts with no set-up)."""
-    if choice == "memory":
-        return StoreSpec("memory")
-    if choice == "sqlite" and (configured is None or configured.type != "sqlite"):
-        return StoreSpec.sqlite()
-    return configured or StoreSpec.sqlite()
-
-
-async def serve_until_signalled(config: Config, spec: ServiceSpec, *, reuse_port: bool = False) -> None:
-    """Serve ``config`` until SIGINT or SIGTERM, then shut down gracefully (a second signal stops at once).
-
-    ``reuse_port``: listen with ``SO_REUSEPORT``, as one of several workers on the port.
+    With ``argv`` ``None`` the process is the command: an interrupt after the command returned ends it at once.
     """
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with open_runtime(config) as runtime, trio.open_nursery() as nursery:
-            listeners = [reuse_port_listener(spec.host, spec.port)] if reuse_port else None
-            service: Service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
-            await nursery.start(keep_heap)  # start-up's objects out of the collector's passes (service/heap.py)
-            print(_banner(service, config), flush=True)
-            await _next(signals)
-            nursery.start_soon(_stop_on_signal, signals, nursery.cancel_scope)
-            await service.shutdown()
-            nursery.cancel_scope.cancel()
+    try:
+        from yao_actors.commands import run_command  # imported once interrupts are handled
+
+        return run_command(argv)
+    except BaseException as error:
+        if not interrupted(error):
+            raise
+        return INTERRUPTED
+    finally:
+        if argv is None:
+            _exit_at_once_when_interrupted()
 
 
-async def _next(signals: AsyncIterator[int]) -> None:
-    async for _ in signals:
-        return
+def interrupted(error: BaseException) -> bool:
+    """Whether ``error`` is an interrupt (possibly grouped by a nursery, with what it cut short)."""
+    if isinstance(error, BaseExceptionGroup):
+        return error.split(KeyboardInterrupt)[0] is not None
+    return isinstance(error, KeyboardInterrupt)
 
 
-async def _stop_on_signal(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
-    await _next(signals)
-    scope.cancel()
+def _exit_at_once_when_interrupted() -> None:
+    """From now until the process ends (the interpreter finishing: flushing, joining threads, ``atexit``), an
+    interrupt exits at once with :data:`INTERRUPTED`, instead of a ``KeyboardInterrupt`` traceback ignored there."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):  # a closed pipe, a closed stream: nothing more to say there
+            stream.flush()
+    signal.signal(signal.SIGINT, _exit_now)
 
 
-def _banner(service: Service, config: Config) -> str:
-    """The one line printed at start: where the service listens and how to try it."""
-    token = " --token $YAO_ACTORS_TOKEN" if resolve_token(service.spec) else ""
-    url = "" if service.url == DEFAULT_URL else f" --url {service.url}"
-    models = sorted({config.models[a.model].provider for a in config.assistants.values() if a.model in config.models})
-    model = f" ({', '.join(models)} model)" if models else ""
-    store = config.store or StoreSpec()
-    redis = urlsplit(store.url or "")  # named without its password
-    kept = {"sqlite": f"threads in {store.path}", "redis": f"threads in Redis at {redis.hostname}:{redis.port or 6379}"}
-    kept_where = kept.get(store.type, "threads in memory")
-    return (
-        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} ({kept_where}) — try: "
-        f'yao-actors chat "{SAMPLE_QUESTION}"{url}{token}, or open {service.page_url} in a browser'
-    )
+def _exit_now(signum: int, frame: FrameType | None) -> None:
+    os._exit(INTERRUPTED)
 
 
 if __name__ == "__main__":

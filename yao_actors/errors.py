@@ -16,6 +16,7 @@ Every exception this package raises on purpose is drawn here::
     ├── NotReady               servers were not ready in time; ``.servers`` maps each to its state and last error
     ├── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
     ├── RunClosed              the store has the run closed already (another process took it for dead): nothing written
+    ├── ListenError            the service cannot listen where it was told (the port is taken, no such address)
     └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
 
     RuntimeError
@@ -243,6 +244,25 @@ class StoreUnavailable(YaoActorsError):
 class RunClosed(YaoActorsError):
     """A write to a run the store has closed already: its process was taken for dead (its thread's lease expired)
     and another closed it with ``RUN_ERROR`` ``interrupted``. The call wrote nothing."""
+
+
+class ListenError(YaoActorsError):
+    """The service cannot listen on ``host:port``: ``reason`` says why (the port is in use, the address is not
+    this machine's, the name does not resolve); ``errno`` is the operating system's code when it gave one."""
+
+    def __init__(self, host: str, port: int, reason: str, *, errno: int | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.reason = reason
+        self.errno = errno
+        where = f"[{host}]" if ":" in host else host
+        super().__init__(f"cannot listen on {where}:{port}: {reason}")
+
+    @classmethod
+    def from_os_error(cls, host: str, port: int, error: OSError) -> ListenError:
+        """The error for an ``OSError`` of ``bind`` or ``getaddrinfo``, in the system's own words, in lower case."""
+        reason = error.strerror or str(error) or type(error).__name__
+        return cls(host, port, reason[:1].lower() + reason[1:], errno=error.errno)
 
 
 class BenchError(YaoActorsError):

@@ -148,6 +148,7 @@ class _ServerActor:
         """One of ``max_concurrency`` workers of a connection: take requests from the inbox, one at a time."""
         async for request in self.inbox:
             await self._run_call(connection, request)
+            del request  # waiting for the next one must not keep this one's outcome (a result of megabytes) alive
 
     async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None

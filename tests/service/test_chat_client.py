@@ -26,6 +26,7 @@ from yao_actors.service.chat import chat, open_service_connection, websocket_add
         ("http://127.0.0.1:8765/", ("127.0.0.1", 8765, False, "/")),
         ("wss://yao.example/chat?x=1", ("yao.example", 443, True, "/chat?x=1")),
         ("https://[::1]:9000", ("::1", 9000, True, "/")),
+        ("ws://h/café?q=ü&r=%C3%A9", ("h", 80, False, "/caf%C3%A9?q=%C3%BC&r=%C3%A9")),  # as a browser sends it
     ],
 )
 def test_websocket_and_page_urls_name_the_same_place(url: str, address: tuple[str, int, bool, str]) -> None:
@@ -36,6 +37,11 @@ def test_websocket_and_page_urls_name_the_same_place(url: str, address: tuple[st
 def test_other_urls_are_refused(url: str) -> None:
     with pytest.raises(ValueError, match=r"URL|port"):
         websocket_address(url)
+
+
+def test_a_host_not_in_ascii_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"expected a host in ASCII .*got 'café.example'"):
+        websocket_address("ws://café.example/")
 
 
 async def test_chat_with_the_page_url_the_banner_prints(capsys: pytest.CaptureFixture[str]) -> None:

@@ -32,10 +32,14 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
     """
     source = os.fspath(path)
     try:
-        with open(source, encoding="utf-8") as file:
-            text = file.read()
+        with open(source, "rb") as file:
+            raw = file.read()
     except OSError as error:
         raise ConfigError([f"cannot read the file: {error.strerror or error}"], source=source) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError([_not_utf8(raw, error)], source=source) from None
     try:
         data = untrusted_json.loads(text)
     except json.JSONDecodeError as error:
@@ -45,6 +49,14 @@ def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | No
     except ValueError as error:  # nested too deep, or an integer with too many digits
         raise ConfigError([f"not usable JSON: {error}"], source=source) from None
     return parse_config(data, environ=environ, source=source)
+
+
+def _not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
+    """Where a file stops being UTF-8, as a line and column (JSON files are UTF-8: RFC 8259 §8.1)."""
+    before = raw[: error.start].decode("utf-8")  # valid up to the bad byte
+    line = before.count("\n") + 1
+    column = len(before) - (before.rfind("\n") + 1) + 1
+    return f"line {line} column {column}: not UTF-8 text (byte 0x{raw[error.start]:02x}); save the file as UTF-8"
 
 
 def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source: str | None = None) -> Config:

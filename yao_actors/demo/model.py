@@ -13,7 +13,14 @@ from typing import Any
 
 from yao_actors import untrusted_json
 from yao_actors.models.base import Completion, ToolCall
-from yao_actors.models.offline import FunctionModel, compact_args, last_user_text, results_since_user, tool_names
+from yao_actors.models.offline import (
+    KEPT_CALLS,
+    FunctionModel,
+    compact_args,
+    last_user_text,
+    results_since_user,
+    tool_names,
+)
 
 WEATHER_TOOL = "weather__get"
 CLOTHING_TOOL = "clothing__advise"
@@ -79,8 +86,8 @@ class DemoModel(FunctionModel):
     statement of what this demo can do. It is not a language model.
     """
 
-    def __init__(self, *, chunk_size: int | None = 6) -> None:
-        super().__init__(self._answer, name="demo (offline stand-in)", chunk_size=chunk_size)
+    def __init__(self, *, chunk_size: int | None = 6, keep_calls: int | None = KEPT_CALLS) -> None:
+        super().__init__(self._answer, name="demo (offline stand-in)", chunk_size=chunk_size, keep_calls=keep_calls)
 
     def _answer(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         question = last_user_text(messages)
@@ -100,7 +107,7 @@ class DemoModel(FunctionModel):
         return Completion(text=_answer(zh, city, weather, results.get(CLOTHING_TOOL)))
 
     def _call(self, tool: str, arguments: Mapping[str, Any]) -> Completion:
-        call = ToolCall(id=f"call_demo_{len(self.calls)}", name=tool, arguments=compact_args(arguments))
+        call = ToolCall(id=f"call_demo_{self.call_count}", name=tool, arguments=compact_args(arguments))
         return Completion(tool_calls=(call,), finish_reason="tool_calls")
 
 

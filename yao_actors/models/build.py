@@ -23,12 +23,15 @@ DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
 
 def build_model(spec: ModelSpec) -> Model:
-    """The model object for a configured model."""
+    """The model object for a configured model.
+
+    The offline stand-ins keep no calls (nobody holds them to look, and each call holds the history it was given).
+    """
     if spec.provider == "openai":
         return OpenAIModel(spec)
     if spec.provider == "demo":
-        return DemoModel()
-    return TestModel()
+        return DemoModel(keep_calls=0)
+    return TestModel(keep_calls=0)
 
 
 def default_model_spec(environ: Mapping[str, str] | None = None) -> ModelSpec:

@@ -13,6 +13,7 @@ None of them understands language; their names say so.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import json
 import random
@@ -32,6 +33,9 @@ from yao_actors.models.base import (
     ToolSchema,
 )
 from yao_actors.models.schema_values import sample_value
+
+#: Calls a :class:`FunctionModel` keeps in :attr:`~FunctionModel.calls` unless told otherwise.
+KEPT_CALLS = 64
 
 ModelFunction = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Completion | str | Awaitable[Completion | str]]
 """``fn(messages, tools)`` returning the next completion (or just its text), plain or async."""
@@ -58,8 +62,12 @@ class FunctionModel:
     ``stream=False`` nothing is reported to ``on_delta``: the completion comes
     back whole, as from a model that does not stream (a run still emits the
     same text and tool-call events for it; the benchmarks use this mode, so
-    they measure the runtime rather than this double's streaming). Every call
-    is kept in :attr:`calls` for tests to inspect.
+    they measure the runtime rather than this double's streaming).
+
+    The most recent calls are kept in :attr:`calls` for tests to inspect: ``keep_calls`` of them
+    (:data:`KEPT_CALLS` unless told; ``None`` keeps every call, as this class always did; ``0`` none).
+    Each holds the messages it was given, the run's whole history, so a long-lived model keeps few: the
+    models the runtime builds from a config keep none. :attr:`call_count` counts every call made.
 
     The dicts in the lists are the caller's own, not copies: like any model
     (the :class:`~yao_actors.models.base.Model` protocol takes them
@@ -76,12 +84,14 @@ class FunctionModel:
         name: str = "function model",
         chunk_size: int | None = None,
         stream: bool = True,
+        keep_calls: int | None = KEPT_CALLS,
     ) -> None:
         self.fn = fn
         self.name = name
         self.chunk_size = chunk_size
         self.stream = stream
-        self.calls: list[RecordedCall] = []
+        self.calls: collections.deque[RecordedCall] = collections.deque(maxlen=keep_calls)
+        self.call_count = 0
 
     async def complete(
         self,
@@ -94,12 +104,15 @@ class FunctionModel:
         # Inline rather than a call per item: the history grows every turn, so this runs a lot.
         given_messages = [m if type(m) is dict else dict(m) for m in messages]
         given_tools = [t if type(t) is dict else dict(t) for t in tools]
-        kept = (tuple(given_messages), tuple(given_tools))  # before ``fn`` has the lists, which are its own
+        # Kept before ``fn`` has the lists, which are its own.
+        kept = (tuple(given_messages), tuple(given_tools)) if self.calls.maxlen != 0 else None
         answer = self.fn(given_messages, given_tools)
         if not isinstance(answer, Completion | str) and inspect.isawaitable(answer):
             answer = await answer
         completion = Completion(text=answer) if isinstance(answer, str) else answer
-        self.calls.append(RecordedCall(*kept, completion))
+        self.call_count += 1
+        if kept is not None:
+            self.calls.append(RecordedCall(*kept, completion))
         if on_delta is not None and self.stream:
             await self._stream(completion, on_delta)
         return completion
@@ -174,8 +187,10 @@ class TestModel(FunctionModel):
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, *, seed: int = 0, chunk_size: int | None = None) -> None:
-        super().__init__(self._answer, name="test model (offline stand-in)", chunk_size=chunk_size)
+    def __init__(self, *, seed: int = 0, chunk_size: int | None = None, keep_calls: int | None = KEPT_CALLS) -> None:
+        super().__init__(
+            self._answer, name="test model (offline stand-in)", chunk_size=chunk_size, keep_calls=keep_calls
+        )
         self.seed = seed
 
     def arguments_for(self, tool: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,7 +207,7 @@ class TestModel(FunctionModel):
             return Completion(text=f"Called {len(results)} tool(s):\n" + "\n".join(lines))
         if not tools:
             return Completion(text="No tools were offered, so there is nothing to call.")
-        turn = len(self.calls)
+        turn = self.call_count  # the calls before this one
         calls = tuple(
             ToolCall(id=f"call_test_{turn}_{i}", name=name, arguments=compact_args(self.arguments_for(tool)))
             for i, (name, tool) in enumerate(zip(tool_names(tools), tools, strict=True))

@@ -80,6 +80,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: The highest TCP port number.
+MAX_PORT = 65535
+
+
+def check_port(port: int) -> None:
+    """Refuse a port outside 0-65535: ``bind`` would take it modulo 65536 and listen elsewhere without a word."""
+    if not 0 <= port <= MAX_PORT:
+        raise ConfigError([f"server.port: expected a port number from 0 to {MAX_PORT} (0: any free port), got {port}"])
+
+
 def check_listen(host: str, credentials: Sequence[Credential]) -> None:
     """Refuse to serve beyond loopback without a token, or with a token that is easy to guess (DESIGN §5.2)."""
     if is_loopback(host):

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final, TextIO
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import attrs
 import trio
@@ -46,18 +46,28 @@ _SCHEMES: Final = {"ws": False, "http": False, "wss": True, "https": True}
 PIPE_CLOSED: Final = 0
 
 
+#: What a resource keeps as it is when percent-encoded: RFC 3986's reserved characters, and ``%`` of what
+#: is encoded already.
+_URL_PUNCTUATION: Final = "!#$%&'()*+,/:;=?@[]~"
+
+
 def websocket_address(url: str) -> tuple[str, int, bool, str]:
-    """``(host, port, tls, resource)`` of a ``ws(s)://`` or ``http(s)://`` URL; ``ValueError`` for anything else."""
+    """``(host, port, tls, resource)`` of a ``ws(s)://`` or ``http(s)://`` URL; ``ValueError`` for anything else.
+
+    A path with other than ASCII characters is sent percent-encoded (as a browser sends it).
+    """
     parts = urlsplit(url)
     if parts.scheme not in _SCHEMES or not parts.hostname:
         raise ValueError(f"expected a ws://, wss://, http:// or https:// URL with a host, got {url!r}")
+    if not parts.netloc.isascii():
+        raise ValueError(f"expected a host in ASCII (an international name in its xn-- form), got {parts.netloc!r}")
     tls = _SCHEMES[parts.scheme]
     try:
         port = parts.port or (443 if tls else 80)
     except ValueError:
         raise ValueError(f"bad port in {url!r}") from None
     resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return parts.hostname, port, tls, resource
+    return parts.hostname, port, tls, quote(resource, safe=_URL_PUNCTUATION)
 
 
 @asynccontextmanager

@@ -30,6 +30,7 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from yao_actors.config import ServiceSpec
+from yao_actors.errors import ListenError
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
 from yao_actors.runtime import Runtime
 from yao_actors.service.agui_http import AGUI_PATH, AguiExchange
@@ -37,6 +38,7 @@ from yao_actors.service.auth import (
     Credential,
     Handshake,
     check_listen,
+    check_port,
     origin_allowed,
     principal_of,
     resolve_credentials,
@@ -303,7 +305,7 @@ async def open_service(
     if servers is None:
         servers = runtime.servers if isinstance(runtime, Runtime) else {}
     if listeners is None:
-        listeners = await trio.open_tcp_listeners(spec.port, host=spec.host)
+        listeners = await open_listeners(spec.host, spec.port)
     async with trio.open_nursery() as nursery:
         principals = len({credential.principal for credential in credentials})
         share = principal_share(spec, principals)
@@ -328,6 +330,20 @@ async def open_service(
             await service.shutdown()
         finally:
             nursery.cancel_scope.cancel()
+
+
+async def open_listeners(host: str, port: int) -> list[trio.SocketListener]:
+    """Listening sockets on ``host:port`` (port 0: a free one).
+
+    Raises :class:`~yao_actors.errors.ConfigError` for a port outside 0-65535 (the system would take it modulo
+    65536 and listen elsewhere without a word) and :class:`~yao_actors.errors.ListenError` when the system refuses
+    (the port is in use, the address is not this machine's, the name does not resolve).
+    """
+    check_port(port)
+    try:
+        return await trio.open_tcp_listeners(port, host=host)
+    except OSError as error:
+        raise ListenError.from_os_error(host, port, error) from None
 
 
 async def serve_service(

@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 import attrs
 import trio
 
+from yao_actors.errors import ListenError
+from yao_actors.service.auth import check_port
 from yao_actors.testing.processes import read_line
 
 logger = logging.getLogger(__name__)
@@ -42,35 +44,46 @@ START_TIMEOUT = 120.0
 
 
 def reuse_port_listener(host: str, port: int, *, backlog: int = 128) -> trio.SocketListener:
-    """A listening socket on ``host:port`` with ``SO_REUSEPORT``: other processes may listen on the same port."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
+    """A listening socket on ``host:port`` with ``SO_REUSEPORT``: other processes may listen on the same port.
+
+    Raises :class:`~yao_actors.errors.ListenError` (or ``ConfigError`` for a port outside 0-65535) as
+    :func:`~yao_actors.service.frontend.open_listeners` does.
+    """
+    sock = _reuse_port_socket(host, port, v6_only=True)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind(address)
         sock.listen(backlog)
-    except BaseException:
+    except OSError as error:
         sock.close()
-        raise
+        raise ListenError.from_os_error(host, port, error) from None
     return trio.SocketListener(trio.socket.from_stdlib_socket(sock))
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
     """A socket bound (not listening) with ``SO_REUSEPORT`` to ``host:port``, port 0 picking a free one: it
-    keeps the port for the workers, which join it, until the parent closes it."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    keeps the port for the workers, which join it, until the parent closes it. Raises as
+    :func:`reuse_port_listener` does."""
+    return _reuse_port_socket(host, port, v6_only=False)
+
+
+def _reuse_port_socket(host: str, port: int, *, v6_only: bool) -> socket.socket:
+    """A socket bound to ``host:port`` with ``SO_REUSEPORT`` (``v6_only``: an IPv6 socket takes no IPv4)."""
+    check_port(port)
     try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise ListenError.from_os_error(host, port, error) from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if v6_only and family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind(address)
+    except OSError as error:
+        sock.close()
+        raise ListenError.from_os_error(host, port, error) from None
     except BaseException:
         sock.close()
         raise

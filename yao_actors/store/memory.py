@@ -4,7 +4,10 @@ It is bounded the way a runtime's in-memory history is (:mod:`yao_actors.history
 history keeps at most ``max_thread_bytes`` (its oldest whole turns are dropped first), and all histories
 together at most ``max_threads_bytes`` (the least recently written threads are forgotten first, with their
 runs and logs; never a thread with a run in progress, which its conversation is still writing to). Sizes are
-measured as the runtime's (:func:`~yao_actors.history_budget.message_bytes`). A durable store keeps everything.
+measured as the runtime's (:func:`~yao_actors.history_budget.message_bytes`). The runs' event logs have budgets of
+the same sizes beside the histories': a thread's logs together at most ``max_thread_bytes``, all logs at most
+``max_threads_bytes``; over either, the logs of the oldest finished runs are dropped first (as if expired), never
+the log of a run in progress. A durable store keeps everything.
 
 The conversation managers using the store are asked before a thread is forgotten (:attr:`MemoryStore.keepers`):
 one keeps a thread whose runs are waiting (or that it is loading); otherwise each drops its own copy of the thread
@@ -22,7 +25,7 @@ import attrs
 import trio
 
 from yao_actors.errors import RunClosed
-from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, message_bytes
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
@@ -50,11 +53,14 @@ from yao_actors.store.base import (
 
 @attrs.define
 class _EventLog:
-    """A run's stored events: their ``seq`` numbers and their JSON texts, in order."""
+    """A run's stored events: their ``seq`` numbers and their JSON texts, in order, and their size (the texts'
+    length, and ``VALUE_OVERHEAD`` per event)."""
 
     expires_at: float
+    thread_id: str
     seqs: list[int] = attrs.field(factory=list)
     texts: list[str] = attrs.field(factory=list)
+    size: int = 0
 
 
 @attrs.frozen
@@ -99,6 +105,9 @@ class MemoryStore:
     _runs: dict[str, RunRecord] = attrs.field(factory=dict, init=False)
     _thread_runs: dict[str, list[str]] = attrs.field(factory=dict, init=False)
     _logs: dict[str, _EventLog] = attrs.field(factory=dict, init=False)
+    """Each run's log, in the order the logs were started: the order the log budget drops them in."""
+    _thread_log_bytes: dict[str, int] = attrs.field(factory=dict, init=False)
+    _log_bytes: int = attrs.field(default=0, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
     _approvals: dict[str, str] = attrs.field(factory=dict, init=False)
 
@@ -193,7 +202,8 @@ class MemoryStore:
         self._approvals.pop(thread_id, None)
         for run_id in self._thread_runs.pop(thread_id):
             del self._runs[run_id]
-            self._logs.pop(run_id, None)
+            self._drop_log(run_id)
+        self._thread_log_bytes.pop(thread_id, None)
 
     # -- runs
 
@@ -282,14 +292,42 @@ class MemoryStore:
         return seqs, [encode_event(e) for e in events]
 
     def _add_events(self, run_id: str, batch: tuple[list[int], list[str]]) -> None:
-        """Append a checked batch to the run's log and refresh its expiry."""
+        """Append a checked batch to the run's log, refresh its expiry, and keep the logs within their budgets."""
         log = self._logs.get(run_id)
         if log is None:
-            log = self._logs[run_id] = _EventLog(0.0)
+            log = self._logs[run_id] = _EventLog(0.0, self._runs[run_id].thread_id)
         log.seqs.extend(batch[0])
         log.texts.extend(batch[1])
         log.expires_at = self.clock() + self.event_ttl
+        added = sum(map(len, batch[1])) + VALUE_OVERHEAD * len(batch[1])
+        log.size += added
+        self._log_bytes += added
+        thread_bytes = self._thread_log_bytes[log.thread_id] = self._thread_log_bytes.get(log.thread_id, 0) + added
+        if thread_bytes > self.max_thread_bytes or self._log_bytes > self.max_threads_bytes:
+            self._fit_log_budgets(run_id)
         self._purge_expired_logs()
+
+    def _fit_log_budgets(self, writing: str) -> None:
+        """Drop the logs of the oldest finished runs until the thread's logs fit ``max_thread_bytes`` and all logs
+        ``max_threads_bytes``; never the log being written, nor that of a run in progress (still being read)."""
+        thread_id = self._logs[writing].thread_id
+        for run_id in self._thread_runs[thread_id]:
+            if self._thread_log_bytes[thread_id] <= self.max_thread_bytes:
+                break
+            if run_id != writing and run_id in self._logs and self._runs[run_id].status is not RunStatus.RUNNING:
+                self._drop_log(run_id)
+        for run_id in list(self._logs):
+            if self._log_bytes <= self.max_threads_bytes:
+                break
+            if run_id != writing and self._runs[run_id].status is not RunStatus.RUNNING:
+                self._drop_log(run_id)
+
+    def _drop_log(self, run_id: str) -> None:
+        """Forget a run's log (expired, over a budget, or its thread forgotten)."""
+        log = self._logs.pop(run_id, None)
+        if log is not None:
+            self._log_bytes -= log.size
+            self._thread_log_bytes[log.thread_id] -= log.size
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         await trio.lowlevel.checkpoint()
@@ -305,7 +343,7 @@ class MemoryStore:
         """The run's log, dropping it when it has expired."""
         log = self._logs.get(run_id)
         if log is not None and log.expires_at <= self.clock():
-            del self._logs[run_id]
+            self._drop_log(run_id)
             return None
         return log
 
@@ -316,7 +354,7 @@ class MemoryStore:
             return
         self._next_purge = now + purge_interval(self.event_ttl)
         for run_id in [r for r, log in self._logs.items() if log.expires_at <= now]:
-            del self._logs[run_id]
+            self._drop_log(run_id)
 
     # -- pending approvals
 

@@ -35,6 +35,8 @@ from yao_actors.errors import exception_leaves
 from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, SseTransport, StdioTransport, Transport
 from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, open_http_transport
 from yao_actors.transports.link import Link
+from yao_actors.transports.sdk_errors import install as install_sdk_filter
+from yao_actors.transports.sdk_errors import sdk_errors_in_one_line
 from yao_actors.transports.sse import open_sse_transport
 from yao_actors.transports.stdio import DEFAULT_LINE_LIMITS, LineLimits, open_stdio_transport, stop_process
 
@@ -69,17 +71,21 @@ async def open_client(
     """Connect to ``spec``'s server; yield the entered client. Enter and exit in one task.
 
     ``line_limits`` bound the lines of a stdio server (``functools.partial`` it into a connector to change them).
+    The SDK's own error reports about the connection are said in one line with the server's id
+    (:mod:`.sdk_errors`).
     """
-    async with _open_transport(spec.transport, link, line_limits) as target:
-        client = mcp.Client(
-            target,
-            mode="legacy",
-            client_info=CLIENT_INFO,
-            cache=None,
-            message_handler=message_handler,
-        )
-        async with client:
-            yield client
+    install_sdk_filter()
+    with sdk_errors_in_one_line(spec.id):
+        async with _open_transport(spec.transport, link, line_limits) as target:
+            client = mcp.Client(
+                target,
+                mode="legacy",
+                client_info=CLIENT_INFO,
+                cache=None,
+                message_handler=message_handler,
+            )
+            async with client:
+                yield client
 
 
 @asynccontextmanager

@@ -21,6 +21,7 @@ from mcp.shared.message import SessionMessage
 from yao_actors.specs import SseTransport
 from yao_actors.transports.http import HTTP_TIMEOUT, ResilientTransport
 from yao_actors.transports.link import Link
+from yao_actors.transports.sdk_errors import one_line
 
 
 @asynccontextmanager
@@ -55,11 +56,15 @@ async def open_sse_transport(transport: SseTransport, link: Link) -> AsyncIterat
 
 
 async def _watch_events(events: Any, forward: anyio.abc.ObjectSendStream[Any], link: Link) -> None:
-    """Pass the server's messages on; when its event stream ends, the server is gone."""
+    """Pass the server's messages on; when its event stream ends, the server is gone (and the last error the SDK
+    passed on, if any, says why)."""
+    failure: BaseException | None = None
     async with forward:
         try:
             async for message in events:
+                if isinstance(message, BaseException):
+                    failure = message
                 await forward.send(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return
-    link.mark_lost("the server's event stream ended")
+    link.mark_lost("the server's event stream ended" + (f": {one_line(failure)}" if failure is not None else ""))
