@@ -143,6 +143,23 @@ async def test_a_resume_runs_or_declines_the_held_call_and_the_loop_goes_on(payl
     assert sorted(answered) == ["c_advice", "c_weather"]
 
 
+async def test_a_resume_under_a_run_id_already_stored_is_refused_before_the_approved_call_runs() -> None:
+    seen: list[list[dict[str, Any]]] = []
+    with trio.fail_after(30):
+        async with open_runtime(_config(), models={"m": _seed_model(seen)}) as runtime:
+            interrupt = await _interrupted(runtime)
+            taken = (await runtime.threads())[0]
+            runs = (await runtime.history(taken.thread_id)).runs
+            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+            refused = await runtime.run("default", [], thread_id="t", run_id=runs[0].run_id, resume=resume)
+            again = await runtime.run("default", [], thread_id="t", resume=resume)
+    assert (refused.outcome, refused.code) == (Outcome.ERROR, "bad_request")
+    assert refused.tool_results == ()  # the approved call did not run
+    assert not [e for e in refused.events if e["type"] == "TOOL_CALL_RESULT"]
+    assert again.outcome is Outcome.ANSWERED  # the approval still waits, and the next run answers it
+    assert [e["toolCallId"] for e in again.events if e["type"] == "TOOL_CALL_RESULT"] == ["c_weather"]
+
+
 async def test_a_cancelled_interrupt_is_declined_and_a_run_without_resume_cancels_open_ones() -> None:
     seen: list[list[dict[str, Any]]] = []
     with trio.fail_after(30):

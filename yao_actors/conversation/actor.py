@@ -329,6 +329,8 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
     try:
         check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
         resolution = resolve(status.approvals, order.resume, run.resources.clock())
+        if resolution.approved:
+            await journal.check_new()  # a run refused for its id must not have run the approved calls first
         if status.approvals:
             # Cleared in the store before an approved call runs: a crash from here on loses the approval
             # instead of running its call twice.

@@ -197,6 +197,16 @@ class RunJournal:
         if self._events:  # what the run emitted before it started in the store (its RUN_STARTED)
             self.kick()
 
+    async def check_new(self) -> None:
+        """Raise ``RunError`` ``bad_request`` when the run's id is already stored (``store_unavailable`` when the
+        store is out of reach): what :meth:`start` would refuse, asked before anything irreversible runs."""
+        try:
+            stored = await patiently(lambda: self.store.get_run(self.run_id))
+        except StoreUnavailable as error:
+            raise store_unavailable(error) from error
+        if stored is not None:
+            raise RunError(f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST)
+
     async def _started_by_us(self) -> bool:
         """Whether the stored run is this one (a try whose answer was lost had recorded it)."""
         try:
