@@ -31,8 +31,8 @@ from typing import Any
 import trio
 
 from yao_actors.config import InMemoryTransport, ServerSpec, StdioTransport
-from yao_actors.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.testing.servers import build_test_server
+from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.transports import Link, open_client
 
 RESULTS = Path(__file__).parent / "results" / "actor_overhead.json"

@@ -65,6 +65,7 @@ import attrs
 import profile_layers
 import trio
 
+from yao_actors.chat import open_service_connection
 from yao_actors.config import (
     AssistantSpec,
     Config,
@@ -78,13 +79,12 @@ from yao_actors.models.base import Completion, ToolCall
 from yao_actors.observability.logs import configure_logging
 from yao_actors.runtime import open_runtime
 from yao_actors.service import serve_service
-from yao_actors.service.chat import open_service_connection
 from yao_actors.service.heap import keep_heap
-from yao_actors.service.workers import reserve_port, reuse_port_listener
 from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.redis_server import REDIS_SERVER, RedisServer
 from yao_actors.testing.servers import build_test_server
+from yao_actors.workers import reserve_port, reuse_port_listener
 
 RESULTS = Path(__file__).parent / "results" / "ws_load.json"
 SERVICE_LOG = Path(tempfile.gettempdir()) / "ws_load-service.log"

@@ -24,12 +24,12 @@ import mcp.types
 import trio
 from mcp.server.lowlevel import Server
 
-from yao_actors.catalog import Catalog, build_catalog
 from yao_actors.config import InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.results import ToolOutcome
-from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
-from yao_actors.server_handle import ProgressFn
+from yao_actors.tools.catalog import Catalog, build_catalog
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.tools.server_handle import ProgressFn
 from yao_actors.transports import Link, open_client
 
 ToolFn = Callable[[dict[str, Any], ProgressFn | None, int], Awaitable[ToolOutcome]]

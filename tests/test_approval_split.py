@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from yao_actors.catalog import Catalog, CatalogEntry
 from yao_actors.conversation.approvals import ApprovalPolicy, split_held
 from yao_actors.models.base import ToolCall
-from yao_actors.naming import ToolNameTable, ToolRef
 from yao_actors.specs import AssistantSpec
+from yao_actors.tools.catalog import Catalog, CatalogEntry
+from yao_actors.tools.naming import ToolNameTable, ToolRef
 
 ENTRIES = (
     CatalogEntry("fs__write", "fs", "write", "", {"type": "object"}),

@@ -16,13 +16,13 @@ from tests.service.support import run_frame, running_service, send, until_termin
 from tests.support import check_stream
 from tests.test_config import base, problems_of
 from tests.test_runtime_runs import demo_config
+from yao_actors.chat import chat, open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, parse_config
 from yao_actors.conversation.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
 from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import Outcome, parse_event
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
-from yao_actors.service.chat import chat, open_service_connection
 from yao_actors.store import MemoryStore, StoreSpec, open_store
 from yao_actors.testing.servers import build_test_server
 

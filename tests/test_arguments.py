@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yao_actors import arguments
-from yao_actors.arguments import check_arguments, compiled_validator, parse_arguments
-from yao_actors.schema_check import TYPES, compile_check, never
+from yao_actors.tools import arguments
+from yao_actors.tools.arguments import check_arguments, compiled_validator, parse_arguments
+from yao_actors.tools.schema_check import TYPES, compile_check, never
 
 WEATHER: dict[str, Any] = {
     "type": "object",

@@ -12,7 +12,7 @@ from yao_actors.config import Config, InMemoryTransport, ServerSpec, StdioTransp
 from yao_actors.demo import clothing, weather
 from yao_actors.errors import ErrorKind
 from yao_actors.runtime import open_runtime
-from yao_actors.server_actor import ServerHandle
+from yao_actors.tools.server_actor import ServerHandle
 
 
 def spec(module: object, server_id: str) -> ServerSpec:

@@ -11,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.dispatch_support import catalog_of, scripted_server, serving, tool
-from yao_actors.dispatch import (
+from yao_actors.errors import ErrorKind
+from yao_actors.models.base import ToolCall
+from yao_actors.tools.dispatch import (
     CallFinished,
     CallProgress,
     CallStarted,
@@ -19,8 +21,6 @@ from yao_actors.dispatch import (
     SequentialRetry,
     execute_tool_calls,
 )
-from yao_actors.errors import ErrorKind
-from yao_actors.models.base import ToolCall
 
 CITY: dict[str, Any] = {
     "type": "object",

@@ -18,12 +18,12 @@ from tests.service.support import run_frame, running_service, send
 from tests.support import check_stream
 from tests.test_conversation import open_weather_manager, scripted, text_reply
 from yao_actors import history_budget
+from yao_actors.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, ServerRef
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import Outcome, WireEvent, encoded_event
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.service.chat import open_service_connection
 from yao_actors.service.protocol import encode
 from yao_actors.store import MemoryStore, RunStatus
 from yao_actors.testing import FunctionModel, stdio_test_server

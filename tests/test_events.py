@@ -20,7 +20,7 @@ from ag_ui.core import (
 from yao_actors.errors import ErrorKind, RunErrorCode, StreamClosedError
 from yao_actors.events import CustomName, EventDict, RunEvents, parse_event
 from yao_actors.models.base import Usage
-from yao_actors.results import ToolCallResult
+from yao_actors.tools.results import ToolCallResult
 
 
 def collecting() -> tuple[RunEvents, list[EventDict]]:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from yao_actors.conversation.run import TOOL_RETRY_PROMPT
-from yao_actors.errors import ErrorKind
-from yao_actors.fallback import (
+from yao_actors.conversation.fallback import (
     FALLBACK_ASSISTANT_ID,
     FALLBACK_PROMPT,
     build_fallback_brief,
     fallback_messages,
     message_text,
 )
-from yao_actors.results import ToolCallResult
+from yao_actors.conversation.run import TOOL_RETRY_PROMPT
+from yao_actors.errors import ErrorKind
+from yao_actors.tools.results import ToolCallResult
 
 GOLDEN = (
     "## Assistant Context\n\nS\n\n## Conversation\n\n**User**: Q\n\n**Assistant**: A\n\n## Tool Results\n\n"

@@ -19,12 +19,12 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from yao_actors.arguments import check_arguments, parse_arguments
 from yao_actors.config import ModelSpec
 from yao_actors.errors import ModelStreamError
 from yao_actors.models import Completion, OpenAIModel
 from yao_actors.models.openai import _Relay
-from yao_actors.results import ToolCallResult, parse_content, tool_message_content
+from yao_actors.tools.arguments import check_arguments, parse_arguments
+from yao_actors.tools.results import ToolCallResult, parse_content, tool_message_content
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from yao_actors.config import Hooks, ServerRef
-from yao_actors.errors import RunError
-from yao_actors.hooks import (
+from yao_actors.conversation.hooks import (
     CreateResult,
     Delegation,
     HookContext,
@@ -19,6 +18,7 @@ from yao_actors.hooks import (
     run_create,
     run_next,
 )
+from yao_actors.errors import RunError
 
 CTX = HookContext(assistant_id="a", thread_id="t", run_id="r")
 seen: list[Any] = []

@@ -27,8 +27,8 @@ from yao_actors.models import (
     ToolCall,
     ToolCallDelta,
 )
-from yao_actors.models.build import build_model
 from yao_actors.models.offline import KEPT_CALLS
+from yao_actors.providers import build_model
 
 
 def _tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:

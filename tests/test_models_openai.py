@@ -35,8 +35,8 @@ from yao_actors.models import (
     ToolCallDelta,
     Usage,
 )
-from yao_actors.models.build import build_model, default_model_spec
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
+from yao_actors.providers import build_model, default_model_spec
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 
 MESSAGES = [{"role": "user", "content": "Hello"}]

@@ -22,7 +22,7 @@ from yao_actors.errors import ConfigError, ErrorKind
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.server_actor import ServerState
+from yao_actors.tools.server_actor import ServerState
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yao_actors.errors import ConfigError
-from yao_actors.naming import (
+from yao_actors.tools.naming import (
     OPENAI_NAME,
     ToolNameTable,
     ToolRef,

@@ -8,7 +8,7 @@ import pytest
 from mcp.types import ImageContent, TextContent
 
 from yao_actors.errors import ErrorKind
-from yao_actors.results import ToolCallResult, ToolOutcome, compact_json, parse_content, tool_message_content
+from yao_actors.tools.results import ToolCallResult, ToolOutcome, compact_json, parse_content, tool_message_content
 
 
 @pytest.mark.parametrize(

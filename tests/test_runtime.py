@@ -15,8 +15,8 @@ from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRe
 from yao_actors.conversation import ConversationManager
 from yao_actors.errors import ConfigError
 from yao_actors.runtime import Runtime, open_runtime
-from yao_actors.server_actor import ServerHandle, ServerState
 from yao_actors.testing.servers import build_test_server
+from yao_actors.tools.server_actor import ServerHandle, ServerState
 from yao_actors.transports import Link, open_client
 
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-from yao_actors.schema_check import TYPES, compile_check, never
+from yao_actors.tools.schema_check import TYPES, compile_check, never
 
 NAMES = st.sampled_from(["a", "b", "c"])
 TEXT = st.sampled_from(["", "a", "ab", "abc", "北京", "x1"]) | st.text(max_size=3)

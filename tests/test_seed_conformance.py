@@ -25,9 +25,9 @@ from tests.test_conversation import (
 )
 from yao_actors.config import AssistantSpec, Hooks, ModelSpec
 from yao_actors.conversation import open_conversations
+from yao_actors.conversation.hooks import HookContext
 from yao_actors.errors import ModelHTTPError
 from yao_actors.events import Outcome
-from yao_actors.hooks import HookContext
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.models.openai import OpenAIModel
 from yao_actors.testing import FunctionModel, Reply, open_fake_openai

@@ -24,19 +24,19 @@ from tests.test_conversation import (
     types,
     weather_server,
 )
-from yao_actors.arguments import parse_arguments
-from yao_actors.catalog import SAMPLES_HEADER, Catalog, build_catalog, select_servers
 from yao_actors.config import AssistantSpec, Hooks, Sample, ServerRef, max_turns, parse_config, tool_loop_enabled
 from yao_actors.conversation import build_request
+from yao_actors.conversation.fallback import FALLBACK_ASSISTANT_ID, build_fallback_brief
+from yao_actors.conversation.hooks import HookContext, ResolvedHooks, run_create
 from yao_actors.conversation.run import TOOL_RETRY_PROMPT, request_tools
-from yao_actors.dispatch import execute_tool_calls
 from yao_actors.errors import ConfigError, ErrorKind, ModelHTTPError
 from yao_actors.events import Outcome
-from yao_actors.fallback import FALLBACK_ASSISTANT_ID, build_fallback_brief
-from yao_actors.hooks import HookContext, ResolvedHooks, run_create
 from yao_actors.models.base import Completion, Message, ToolCall
-from yao_actors.naming import encode_tool_name, parse_tool_name
-from yao_actors.results import ToolCallResult, parse_content
+from yao_actors.tools.arguments import parse_arguments
+from yao_actors.tools.catalog import SAMPLES_HEADER, Catalog, build_catalog, select_servers
+from yao_actors.tools.dispatch import execute_tool_calls
+from yao_actors.tools.naming import encode_tool_name, parse_tool_name
+from yao_actors.tools.results import ToolCallResult, parse_content
 
 SEED_TOOL_COUNT = 20
 

@@ -22,8 +22,8 @@ from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, running
 from yao_actors.config import InMemoryTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.server_actor import PROGRESS_BUFFER, ServerState, serve_mcp_server
 from yao_actors.testing.servers import build_test_server
+from yao_actors.tools.server_actor import PROGRESS_BUFFER, ServerState, serve_mcp_server
 from yao_actors.transports import TRANSPORT_FAILURE, Link, ResilientTransport, open_client
 
 

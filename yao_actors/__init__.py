@@ -47,9 +47,9 @@ if TYPE_CHECKING:
     )
     from yao_actors.events import Outcome, parse_event
     from yao_actors.models import Completion, FunctionModel, Model, ToolCall, Usage
-    from yao_actors.results import ToolCallResult, ToolOutcome
     from yao_actors.runtime import Runtime, open_runtime
-    from yao_actors.server_handle import ServerHandle, ServerState, ServerStatistics
+    from yao_actors.tools.results import ToolCallResult, ToolOutcome
+    from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics
 
 #: Where each exported name lives: imported on first use (PEP 562), so ``import yao_actors`` costs nothing and the
 #: ``yao-actors`` command handles interrupts before the second its modules take to import.
@@ -83,13 +83,13 @@ _EXPORTS: dict[str, str] = {
     "Model": "yao_actors.models",
     "ToolCall": "yao_actors.models",
     "Usage": "yao_actors.models",
-    "ToolCallResult": "yao_actors.results",
-    "ToolOutcome": "yao_actors.results",
+    "ToolCallResult": "yao_actors.tools.results",
+    "ToolOutcome": "yao_actors.tools.results",
     "Runtime": "yao_actors.runtime",
     "open_runtime": "yao_actors.runtime",
-    "ServerHandle": "yao_actors.server_handle",
-    "ServerState": "yao_actors.server_handle",
-    "ServerStatistics": "yao_actors.server_handle",
+    "ServerHandle": "yao_actors.tools.server_handle",
+    "ServerState": "yao_actors.tools.server_handle",
+    "ServerStatistics": "yao_actors.tools.server_handle",
 }
 
 

@@ -7,10 +7,10 @@ config, the embedded default (the bundled demo servers and the offline ``demo`` 
 hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
 traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
 gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped. ``--workers N`` runs
-N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:mod:`yao_actors.service.workers`).
+N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:mod:`yao_actors.workers`).
 
 ``chat "question" [--url URL] [--token TOKEN] [--json] [--assistant NAME] [--thread ID]`` and
-``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.service.chat`; the token defaults to
+``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.chat`; the token defaults to
 ``YAO_ACTORS_TOKEN``.
 
 ``check [--config FILE]`` validates a configuration file as ``serve`` would (the schema, the reader, the references
@@ -29,7 +29,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 from urllib.parse import urlsplit
 
 import attrs
@@ -37,6 +37,7 @@ import trio
 
 from yao_actors import __version__
 from yao_actors.bench.cli import add_bench_parser
+from yao_actors.chat import DEFAULT_URL, chat, show_history
 from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
 from yao_actors.config.schema import schema_text
 from yao_actors.errors import ConfigError, ListenError, StoreUnavailable, YaoActorsError, exception_leaves
@@ -46,12 +47,11 @@ from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.allocator import return_large_blocks
 from yao_actors.service.auth import MAX_PORT, TOKEN_ENV, check_listen, resolve_credentials, resolve_token
-from yao_actors.service.chat import DEFAULT_URL, chat, show_history
 from yao_actors.service.frontend import open_listeners
 from yao_actors.service.heap import keep_heap
-from yao_actors.service.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 from yao_actors.specs import StoreSpec, default_sqlite_path
 from yao_actors.store.spec import alone, check_shared
+from yao_actors.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 
 #: What ``yao-actors --help`` says first.
 DESCRIPTION: Final = "Serve language models the tools of MCP servers over a websocket and POST /agui; ask the service."
@@ -110,7 +110,23 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="yao-actors", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"yao-actors {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    _add_serve_parser(commands)
+    _add_client_parsers(commands)
+    add_bench_parser(commands)
 
+    check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
+    check.add_argument("--config", help="configuration file (default: the embedded demo)")
+    check.set_defaults(command=_check_command)
+
+    config = commands.add_parser("config", help="about the configuration file")
+    config_commands = config.add_subparsers(required=True, metavar="WHAT")
+    schema = config_commands.add_parser("schema", help="print the configuration's JSON Schema (draft 2020-12)")
+    schema.set_defaults(command=_schema_command)
+    return parser
+
+
+def _add_serve_parser(commands: Any) -> None:
+    """``serve``: the service, its listening address, store, workers and logs."""
     serve = commands.add_parser("serve", help="run the websocket service")
     serve.add_argument("--config", help="configuration file (default: the embedded demo)")
     serve.add_argument("--host", type=utf8_text, help="address to listen on (default: the config's, else 127.0.0.1)")
@@ -141,12 +157,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(command=_serve_command)
 
+
+def _add_client_parsers(commands: Any) -> None:
+    """``chat`` and ``history``: a client of a running service."""
     ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
     ask.add_argument("question", type=utf8_text)
-    ask.add_argument(
-        "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
-    )
-    ask.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
+    _add_connection_options(ask)
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", type=utf8_text, help="assistant to ask (default: the service's default)")
     ask.add_argument(
@@ -156,23 +172,17 @@ def _parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser("history", help="print a thread the service keeps: its messages and runs")
     show.add_argument("thread", type=utf8_text)
-    show.add_argument(
-        "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
-    )
-    show.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
+    _add_connection_options(show)
     show.add_argument("--json", action="store_true", help="print the MESSAGES_SNAPSHOT frame as it came")
     show.set_defaults(command=_history_command, parser=show)
-    add_bench_parser(commands)
 
-    check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
-    check.add_argument("--config", help="configuration file (default: the embedded demo)")
-    check.set_defaults(command=_check_command)
 
-    config = commands.add_parser("config", help="about the configuration file")
-    config_commands = config.add_subparsers(required=True, metavar="WHAT")
-    schema = config_commands.add_parser("schema", help="print the configuration's JSON Schema (draft 2020-12)")
-    schema.set_defaults(command=_schema_command)
-    return parser
+def _add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """Where a client finds the service, and its token."""
+    parser.add_argument(
+        "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
+    )
+    parser.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
 
 
 def _check_command(args: argparse.Namespace) -> int:

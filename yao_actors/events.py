@@ -44,7 +44,8 @@ from ag_ui.core import BaseEvent, Event
 
 from yao_actors.errors import RunErrorCode, StreamClosedError
 from yao_actors.models.base import Usage
-from yao_actors.results import ToolCallResult, compact_json, tool_message_content
+from yao_actors.tasks import Turnstile
+from yao_actors.tools.results import ToolCallResult, compact_json, tool_message_content
 
 EventDict = dict[str, Any]
 """An event as it goes on the wire: camelCase keys, JSON-ready values, ``runId`` and ``seq``."""
@@ -191,37 +192,6 @@ def _as_send(target: SendEvent | trio.MemorySendChannel[EventDict]) -> SendEvent
     if isinstance(target, trio.MemorySendChannel):
         return target.send
     return target
-
-
-@attrs.define(eq=False)
-class Turnstile:
-    """One sender at a time, in the order they came; passing it while it is free costs no trip through the scheduler.
-
-    A sender that leaves hands the turnstile straight to the first one waiting (``busy`` stays set), so a
-    newcomer cannot slip in ahead of it. A waiter cancelled before its turn simply leaves the queue.
-    """
-
-    busy: bool = False
-    _waiting: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
-
-    def pass_free(self) -> bool:
-        """Enter at once if the turnstile is free (``True``); else :meth:`enter` waits for its turn."""
-        if self.busy:
-            return False
-        self.busy = True
-        return True
-
-    async def enter(self) -> None:
-        if self.busy:
-            await self._waiting.park()  # woken by leave(), which kept ``busy`` set for us
-        else:
-            self.busy = True
-
-    def leave(self) -> None:
-        if self._waiting:
-            self._waiting.unpark()
-        else:
-            self.busy = False
 
 
 # on_setattr: no converter runs on every ``seq += 1``.

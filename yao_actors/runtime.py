@@ -29,7 +29,6 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.catalog import CatalogCache
 from yao_actors.config.check import check_config
 from yao_actors.conversation import (
     ConversationManager,
@@ -48,11 +47,12 @@ from yao_actors.errors import ConfigError, NotReady, StoreUnavailable
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
 from yao_actors.models.base import Message
-from yao_actors.models.build import build_model
-from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.providers import build_model
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.tasks import open_owned_nursery
+from yao_actors.tools.catalog import CatalogCache
+from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.transports import Connector, open_client
 
 

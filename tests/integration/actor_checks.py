@@ -15,8 +15,8 @@ import trio
 
 from yao_actors.config import ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.results import ToolOutcome
-from yao_actors.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.transports import Connector, open_client
 
 TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "whoami", "register"}

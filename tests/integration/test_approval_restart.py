@@ -20,7 +20,7 @@ from tests.integration.test_durable_process import service_process, stop
 from tests.service.agui_support import AguiResponse, post_agui, run_input
 from tests.service.support import run_frame, send, until_terminal
 from tests.support import check_stream
-from yao_actors.service.chat import open_service_connection
+from yao_actors.chat import open_service_connection
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 
 GUARD = 90

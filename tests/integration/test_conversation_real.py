@@ -22,9 +22,9 @@ from yao_actors.config import (
     StdioTransport,
 )
 from yao_actors.conversation import ConversationManager
+from yao_actors.conversation.fallback import FALLBACK_PROMPT
 from yao_actors.errors import ErrorKind
 from yao_actors.events import Outcome
-from yao_actors.fallback import FALLBACK_PROMPT
 from yao_actors.models.base import Completion, Model, ToolCall, Usage
 from yao_actors.models.openai import OpenAIModel
 from yao_actors.runtime import Runtime, open_runtime

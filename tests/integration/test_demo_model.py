@@ -21,7 +21,7 @@ from yao_actors.demo.clothing import advise
 from yao_actors.demo.model import DemoModel
 from yao_actors.demo.weather import lookup
 from yao_actors.models import Completion
-from yao_actors.results import ToolCallResult, parse_content, tool_message_content
+from yao_actors.tools.results import ToolCallResult, parse_content, tool_message_content
 
 
 async def _tool_message(client: mcp.Client, name: str, call_id: str, arguments: str) -> dict[str, Any]:

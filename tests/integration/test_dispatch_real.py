@@ -9,16 +9,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from tests.support import server_stats
-from yao_actors.catalog import build_catalog
 from yao_actors.config import Config, HttpTransport, InMemoryTransport, ServerRef, ServerSpec
-from yao_actors.dispatch import CallFinished, CallProgress, CallStarted, DispatchEvent, execute_tool_calls
 from yao_actors.errors import ErrorKind
 from yao_actors.models.base import ToolCall
-from yao_actors.results import tool_message_content
 from yao_actors.runtime import open_runtime
-from yao_actors.server_actor import ServerHandle
 from yao_actors.testing import open_http_test_server, stdio_test_server
 from yao_actors.testing.servers import build_test_server
+from yao_actors.tools.catalog import build_catalog
+from yao_actors.tools.dispatch import CallFinished, CallProgress, CallStarted, DispatchEvent, execute_tool_calls
+from yao_actors.tools.results import tool_message_content
+from yao_actors.tools.server_actor import ServerHandle
 
 
 async def wait_for_cancelled(handle: ServerHandle, count: int) -> None:

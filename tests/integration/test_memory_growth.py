@@ -24,10 +24,10 @@ import trio.testing
 
 from tests.integration.processes import REPO
 from tests.service.support import run_frame, running_service, send, until_terminal
+from yao_actors.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.service.chat import open_service_connection
 from yao_actors.testing.servers import build_test_server
 
 RUNS = 50

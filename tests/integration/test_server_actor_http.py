@@ -15,8 +15,8 @@ from tests.integration import actor_checks
 from tests.integration.actor_checks import fail_in_flight, running
 from yao_actors.config import HttpTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.server_actor import ServerState
 from yao_actors.testing import read_line
+from yao_actors.tools.server_actor import ServerState
 from yao_actors.transports import stop_process
 
 # The SDK leaves httpx2's SSE text generators to the garbage collector; Trio finalizes them

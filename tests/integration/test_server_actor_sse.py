@@ -10,8 +10,8 @@ from tests.integration import actor_checks
 from tests.integration.actor_checks import running
 from yao_actors.config import RestartPolicy, ServerSpec, SseTransport, parse_config
 from yao_actors.errors import ErrorKind
-from yao_actors.server_actor import ServerState
 from yao_actors.testing import open_http_test_server
+from yao_actors.tools.server_actor import ServerState
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator '(httpx2|httpcore2)\.:ResourceWarning")
 

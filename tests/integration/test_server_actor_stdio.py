@@ -19,8 +19,8 @@ from yao_actors.config import AssistantSpec, Config, RestartPolicy, ServerRef, S
 from yao_actors.errors import ErrorKind
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.server_actor import ServerState
 from yao_actors.testing import FunctionModel
+from yao_actors.tools.server_actor import ServerState
 from yao_actors.transports import LineLimits, Link, open_client, open_stdio_transport
 
 FAST_RESTART = RestartPolicy(max_restarts=3, backoff_initial=0.05, backoff_max=0.5)

@@ -10,11 +10,11 @@ import pytest
 import trio
 
 from tests.service.support import run_frame, running_service, send, until_terminal
+from yao_actors.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config
 from yao_actors.errors import RunError
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
-from yao_actors.service.chat import open_service_connection
 from yao_actors.testing import FunctionModel
 
 ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789ab"

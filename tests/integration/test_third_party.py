@@ -8,7 +8,7 @@ import trio
 
 from tests.integration.actor_checks import running
 from yao_actors.config import ServerSpec, StdioTransport
-from yao_actors.server_actor import ServerState
+from yao_actors.tools.server_actor import ServerState
 
 
 async def test_mcp_server_time_lists_and_answers() -> None:

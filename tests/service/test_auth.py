@@ -8,6 +8,7 @@ from trio_websocket import ConnectionRejected
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import handshake_status, receive, running_service, send
+from yao_actors.chat import open_service_connection
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ConfigError
 from yao_actors.service import open_service
@@ -22,7 +23,6 @@ from yao_actors.service.auth import (
     resolve_token,
     selected_subprotocol,
 )
-from yao_actors.service.chat import open_service_connection
 
 TOKEN = "s3cret-token-of-16+"
 

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from yao_actors.errors import FrameError
-from yao_actors.schema_check import compile_check
 from yao_actors.service import protocol
 from yao_actors.service.protocol import FRAME_SCHEMAS, MAX_DEPTH, hostile_value, parse_frame
+from yao_actors.tools.schema_check import compile_check
 
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, categories=["Cs"])
 TEXT = st.text(alphabet=st.characters(exclude_categories=()) | SURROGATES, max_size=8)

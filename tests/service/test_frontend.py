@@ -21,9 +21,9 @@ from tests.service.support import (
     until_terminal,
     wait_until,
 )
+from yao_actors.chat import open_service_connection
 from yao_actors.config import ServiceSpec
 from yao_actors.service import ServiceStatistics, serve_service
-from yao_actors.service.chat import open_service_connection
 
 
 async def test_a_run_streams_its_events_in_order_and_ends_once() -> None:

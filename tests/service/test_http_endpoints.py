@@ -21,8 +21,8 @@ from tests.service.support import (
     until_terminal,
     wait_until,
 )
-from yao_actors.server_handle import ServerState, ServerStatistics
-from yao_actors.service.chat import open_service_connection
+from yao_actors.chat import open_service_connection
+from yao_actors.tools.server_handle import ServerState, ServerStatistics
 
 TOKEN = "s3cret-token-of-16+"
 

@@ -14,13 +14,13 @@ import trio
 from tests.service.agui_support import post_agui, run_input
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
+from yao_actors.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
 from yao_actors.errors import RunErrorCode
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
 from yao_actors.service.budget import RunBudget, TooManyRuns, principal_share
-from yao_actors.service.chat import open_service_connection
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.servers import build_test_server
 

@@ -31,7 +31,7 @@ MODE_MEANINGS = {
     "parallel": "execute_tool_calls, as a model turn runs them (every server at once)",
     "sequential": "execute_tool_calls(mode='sequential'): every call after the previous one",
 }
-#: What flat names cannot hold (``yao_actors.naming`` turns it into ``_``).
+#: What flat names cannot hold (``yao_actors.tools.naming`` turns it into ``_``).
 _ILLEGAL = re.compile(r"[^a-zA-Z0-9_-]")
 
 

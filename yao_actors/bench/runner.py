@@ -24,13 +24,13 @@ import mcp
 import trio
 
 from yao_actors.bench.plan import BenchCall, BenchPlan, servers_named
-from yao_actors.catalog import Catalog, CatalogEntry, build_catalog
-from yao_actors.dispatch import execute_tool_calls
 from yao_actors.errors import BenchError, ErrorKind
 from yao_actors.models.base import ToolCall
-from yao_actors.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.specs import Config, ServerRef, ServerSpec
 from yao_actors.tasks import open_owned_nursery
+from yao_actors.tools.catalog import Catalog, CatalogEntry, build_catalog
+from yao_actors.tools.dispatch import execute_tool_calls
+from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.transports import Connector, Link, open_client
 
 Progress = Callable[[str], None]

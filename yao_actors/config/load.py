@@ -18,7 +18,7 @@ from yao_actors.config.schema import schema_problems
 from yao_actors.config.sections import ConfigReader
 from yao_actors.config.values import related_paths
 from yao_actors.errors import ConfigError
-from yao_actors.models.build import default_model_spec
+from yao_actors.providers import default_model_spec
 from yao_actors.specs import DEFAULT_PROMPT, AssistantSpec, Config, ServerRef, ServerSpec, StdioTransport
 
 

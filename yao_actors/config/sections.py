@@ -24,7 +24,7 @@ from yao_actors.config.module_servers import read_module_transport
 from yao_actors.config.sample_files import read_samples
 from yao_actors.config.service import ServiceReader
 from yao_actors.config.values import join_path, type_name
-from yao_actors.models.build import default_model_spec
+from yao_actors.providers import default_model_spec
 from yao_actors.specs import (
     DEFAULT_PROMPT,
     AssistantSpec,

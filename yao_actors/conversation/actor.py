@@ -24,17 +24,18 @@ from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lea
 from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
 from yao_actors.conversation.window import window_history
-from yao_actors.dispatch import execute_tool_calls
 from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
-from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, RunFinish, RunStatus
 from yao_actors.store.patience import patiently
+from yao_actors.tasks import send_now_or_wait
+from yao_actors.tools.dispatch import execute_tool_calls
+from yao_actors.tools.results import ToolCallResult
 
 logger = logging.getLogger(__name__)
 
@@ -102,10 +103,7 @@ class ConversationHandle(metaclass=NoPublicConstructor):
         """Queue a run behind the thread's earlier ones (waits while ``RUN_QUEUE`` runs already wait)."""
         self._status.pending += 1
         try:
-            try:
-                self._mailbox.send_nowait(order)  # room in the queue: no trip through the scheduler
-            except trio.WouldBlock:
-                await self._mailbox.send(order)
+            await send_now_or_wait(self._mailbox, order)
         except BaseException:
             self._status.pending -= 1
             raise

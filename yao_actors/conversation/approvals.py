@@ -28,10 +28,10 @@ from typing import Any, Final
 
 import attrs
 
-from yao_actors.catalog import Catalog
 from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.models.base import Message, ToolCall
 from yao_actors.specs import AssistantSpec
+from yao_actors.tools.catalog import Catalog
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ turn; each runs shielded, so a cancellation never leaves one in doubt (written
 or not?). The writer makes one write per wake; the events emitted meanwhile go
 with the next turn or within :data:`EVENTS_DELAY`. Writes take turns without a
 trip through the scheduler when none is going on
-(:class:`~yao_actors.events.Turnstile`). The events are the run's
+(:class:`~yao_actors.tasks.Turnstile`). The events are the run's
 :class:`~yao_actors.events.WireEvent` values: a store keeps the text they went
 on the wire as, encoded once.
 
@@ -76,11 +76,12 @@ import trio.testing
 from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.errors import RunClosed, RunError, RunErrorCode, StoreUnavailable
-from yao_actors.events import TERMINAL_TYPES, EventDict, Turnstile
+from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunFinish
 from yao_actors.store.patience import PATIENCE, RETRY_DELAYS, patiently
+from yao_actors.tasks import Turnstile
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.catalog import CatalogCache
 from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, new_conversation
 from yao_actors.conversation.approvals import ApprovalPolicy, stored_approvals
 from yao_actors.conversation.client_tools import check_client_tools
@@ -27,7 +26,6 @@ from yao_actors.conversation.order import FollowStream, RunOrder, RunResult, Run
 from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.run import RunResources, request_tools
-from yao_actors.dispatch import ToolServer
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
@@ -36,6 +34,8 @@ from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
 from yao_actors.store.patience import patiently
 from yao_actors.tasks import open_owned_nursery
+from yao_actors.tools.catalog import CatalogCache
+from yao_actors.tools.dispatch import ToolServer
 
 EVENT_BUFFER = 16
 """Events a run may get ahead of its consumer before it waits."""

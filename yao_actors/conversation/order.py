@@ -28,8 +28,8 @@ from yao_actors.errors import RunErrorCode
 from yao_actors.events import EventDict, Outcome
 from yao_actors.models.base import Message, Usage
 from yao_actors.observability import tracing
-from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
+from yao_actors.tools.results import ToolCallResult
 
 
 @attrs.frozen

@@ -27,6 +27,7 @@ import attrs
 import trio
 
 from yao_actors.events import TERMINAL_TYPES, EventDict
+from yao_actors.tasks import receive_now_or_wait
 
 
 @attrs.define(eq=False)
@@ -148,12 +149,7 @@ async def forward_events(source: EventSource, forward: Callable[[EventDict], Awa
     the other without a trip through the scheduler (a front end queues a burst for one socket write), then wait."""
     while True:
         try:
-            event = source.receive_nowait()
-        except trio.WouldBlock:
-            try:
-                event = await source.receive()
-            except trio.EndOfChannel:
-                return
+            event = await receive_now_or_wait(source)
         except trio.EndOfChannel:
             return
         await forward(event)

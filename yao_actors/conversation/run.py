@@ -20,15 +20,30 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from yao_actors.catalog import Catalog, CatalogCache
 from yao_actors.conversation.approvals import ApprovalPolicy, PendingApproval, split_held
 from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
+from yao_actors.conversation.fallback import (
+    FALLBACK_ASSISTANT_ID,
+    FALLBACK_DESCRIPTION,
+    FALLBACK_PROMPT,
+    build_fallback_brief,
+    fallback_messages,
+    tool_results_section,
+)
+from yao_actors.conversation.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
+from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT as TOOL_RETRY_PROMPT
+from yao_actors.conversation.prompt import build_request as build_request
+from yao_actors.conversation.prompt import next_payload
+from yao_actors.conversation.prompt import request_tools as request_tools
 from yao_actors.conversation.relay import DeltaRelay
-from yao_actors.conversation.request import TOOL_RETRY_PROMPT as TOOL_RETRY_PROMPT
-from yao_actors.conversation.request import build_request as build_request
-from yao_actors.conversation.request import next_payload
-from yao_actors.conversation.request import request_tools as request_tools
-from yao_actors.dispatch import (
+from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
+from yao_actors.events import Outcome, RunEvents
+from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, with_params
+from yao_actors.observability import tracing
+from yao_actors.observability.runs import ModelCallObservation
+from yao_actors.specs import AssistantSpec, ServerRef
+from yao_actors.tools.catalog import Catalog, CatalogCache
+from yao_actors.tools.dispatch import (
     CallFinished,
     CallProgress,
     DispatchEvent,
@@ -37,22 +52,7 @@ from yao_actors.dispatch import (
     execute_tool_calls,
     failed_result,
 )
-from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
-from yao_actors.events import Outcome, RunEvents
-from yao_actors.fallback import (
-    FALLBACK_ASSISTANT_ID,
-    FALLBACK_DESCRIPTION,
-    FALLBACK_PROMPT,
-    build_fallback_brief,
-    fallback_messages,
-    tool_results_section,
-)
-from yao_actors.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
-from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, with_params
-from yao_actors.observability import tracing
-from yao_actors.observability.runs import ModelCallObservation
-from yao_actors.results import ToolCallResult, tool_message_content
-from yao_actors.specs import AssistantSpec, ServerRef
+from yao_actors.tools.results import ToolCallResult, tool_message_content
 
 logger = logging.getLogger(__name__)
 

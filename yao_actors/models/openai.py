@@ -50,6 +50,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import json
+import logging
 import os
 import random
 import ssl
@@ -61,6 +62,7 @@ from typing import Any
 import attrs
 import httpx2
 import trio
+from opentelemetry import trace
 
 from yao_actors import untrusted_json
 from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
@@ -77,8 +79,9 @@ from yao_actors.models.base import (
     Usage,
 )
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
-from yao_actors.observability.retries import report_model_retry
 from yao_actors.specs import ModelSpec
+
+logger = logging.getLogger(__name__)
 
 BACKOFF_INITIAL = 0.5
 """Seconds before the first retry; doubled for every further one (before jitter)."""
@@ -154,7 +157,7 @@ class OpenAIModel:
                     out_of_budget = trio.current_time() - started + delay > self.spec.retry_budget
                     if attempt >= self.spec.max_retries or out_of_budget:
                         raise failure.error from failure.__cause__
-                    report_model_retry(self.name, attempt + 1, delay, failure.error)
+                    _report_retry(self.name, attempt + 1, delay, failure.error)
                 attempt += 1
                 await trio.sleep(delay)
 
@@ -497,3 +500,16 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
     """Exponential backoff with jitter (half to all of the step), or longer if the endpoint asked."""
     step = min(BACKOFF_MAX, BACKOFF_INITIAL * 2.0**attempt)
     return max(step * random.uniform(0.5, 1.0), retry_after or 0.0)
+
+
+def _report_retry(model: str, retry: int, delay: float, error: Exception) -> None:
+    """Retry number ``retry`` of a call to ``model`` comes in ``delay`` seconds, after ``error``: a log record, and
+    an event on the current span (the run's ``chat`` span; OpenTelemetry's API directly, as models sit below the
+    runtime's observability)."""
+    logger.warning("model %s: %s; retry %d in %.2fs", model, error, retry, delay, extra={"model": model})
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.add_event(
+            "yao.model.retry",
+            {"yao.retry.number": retry, "yao.retry.delay": delay, "error.type": type(error).__name__},
+        )

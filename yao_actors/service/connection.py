@@ -62,6 +62,7 @@ from yao_actors.service.protocol import (
 )
 from yao_actors.service.websocket import ServerWebSocket
 from yao_actors.store.base import iso
+from yao_actors.tasks import receive_now_or_wait, send_now_or_wait
 
 logger = logging.getLogger(__name__)
 
@@ -462,11 +463,7 @@ class Connection:
         (:class:`~yao_actors.events.WireEvent`) goes out as the text it was encoded to once, the text its
         run's journal stores.
         """
-        text = encoded_event(frame)
-        try:
-            self._outgoing[0].send_nowait(text)
-        except trio.WouldBlock:
-            await self._outgoing[0].send(text)
+        await send_now_or_wait(self._outgoing[0], encoded_event(frame))
 
     async def _write(self, receive: trio.MemoryReceiveChannel[str]) -> None:
         """Send queued frames in order until the queue is closed and drained; a client gone ends everything.
@@ -479,10 +476,7 @@ class Connection:
         try:
             with receive:
                 while True:
-                    try:
-                        batch = [receive.receive_nowait()]
-                    except trio.WouldBlock:
-                        batch = [await receive.receive()]
+                    batch = [await receive_now_or_wait(receive)]
                     while len(batch) < MAX_WRITE_BATCH:
                         try:
                             batch.append(receive.receive_nowait())

@@ -297,7 +297,7 @@ async def open_service(
     Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
     a free port; read it from :attr:`Service.port`. ``/readyz`` reports ``servers`` (by default a
     :class:`~yao_actors.runtime.Runtime`'s own). ``listeners``, when given, are listened on instead (a worker's
-    ``SO_REUSEPORT`` socket, :mod:`yao_actors.service.workers`).
+    ``SO_REUSEPORT`` socket, :mod:`yao_actors.workers`).
     """
     credentials = resolve_credentials(spec)
     check_listen(spec.host, credentials)

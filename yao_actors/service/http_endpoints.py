@@ -23,13 +23,13 @@ import attrs
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from yao_actors.observability.metrics import exposition
-from yao_actors.server_handle import ServerState, ServerStatistics
 from yao_actors.service.auth import Credential, Handshake, principal_of
 from yao_actors.service.http import HttpExchange, Routes
+from yao_actors.tools.server_handle import ServerState, ServerStatistics
 
 
 class Observable(Protocol):
-    """A server whose health ``/readyz`` reports (a :class:`~yao_actors.server_handle.ServerHandle`)."""
+    """A server whose health ``/readyz`` reports (a :class:`~yao_actors.tools.server_handle.ServerHandle`)."""
 
     def statistics(self) -> ServerStatistics: ...
 

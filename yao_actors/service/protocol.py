@@ -31,7 +31,7 @@ run's input is user messages only unless the operator lists other roles (``serve
 otherwise a client could slip its own ``system`` prompt next to the operator's.
 
 Every frame is checked against :data:`FRAME_SCHEMAS`: first with each schema compiled to a plain predicate
-(:mod:`~yao_actors.schema_check`) that only ever says yes to a valid frame, so a well-formed frame costs no
+(:mod:`~yao_actors.tools.schema_check`) that only ever says yes to a valid frame, so a well-formed frame costs no
 generic walk; a frame it does not pass goes to the precompiled ``jsonschema`` validators, whose failure raises
 :class:`FrameError` whose ``code`` is the ``RUN_ERROR`` code and whose message names the field. The hostile-input
 walk is skipped for frame text that cannot hold what it looks for (no ``\\uD8..`` escape, fewer brackets than
@@ -50,8 +50,8 @@ import jsonschema  # type: ignore[import-untyped]
 
 from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
 from yao_actors.events import encode_json
-from yao_actors.schema_check import compile_check
 from yao_actors.store.base import MAX_SEQ
+from yao_actors.tools.schema_check import compile_check
 
 #: The deepest nesting of arrays and objects a frame may have (a run frame needs 4).
 MAX_DEPTH: Final = 64

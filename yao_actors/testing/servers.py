@@ -94,6 +94,15 @@ def build_test_server(name: str = "test", *, extra_tools: int = 0) -> MCPServer:
             await ctx.report_progress(i, steps, f"step {i} of {steps}")
         return {"steps": steps}
 
+    _add_session_tools(server, name, stats)
+    for i in range(extra_tools):
+        server.add_tool(_trivial(i), name=f"t{i}", description=f"Trivial tool number {i}.")
+    return server
+
+
+def _add_session_tools(server: MCPServer, name: str, stats: _Stats) -> None:
+    """The tools about the server and its session: crash, stats, whoami, trace context, registering a tool."""
+
     @server.tool(description="Write a line to stderr and exit the server process with `code`.")
     async def crash(code: int = 1) -> dict[str, Any]:
         print(f"test server {name}: crashing on purpose with code {code}", file=sys.stderr, flush=True)
@@ -123,10 +132,6 @@ def build_test_server(name: str = "test", *, extra_tools: int = 0) -> MCPServer:
         server.add_tool(added, name=tool, description="An echo added at run time.")
         await ctx.request_context.session.send_tool_list_changed()
         return {"registered": tool}
-
-    for i in range(extra_tools):
-        server.add_tool(_trivial(i), name=f"t{i}", description=f"Trivial tool number {i}.")
-    return server
 
 
 def _trivial(i: int) -> Callable[[], Awaitable[dict[str, Any]]]:

@@ -12,7 +12,7 @@ Problems are values, not exceptions: every call gets a result.
 
 Most tool schemas are a flat object of typed properties (what MCP SDKs generate
 from a function's signature). For those, and for any schema of the keywords
-:mod:`yao_actors.schema_check` compiles, a plain check answers "valid" for the
+:mod:`yao_actors.tools.schema_check` compiles, a plain check answers "valid" for the
 usual call in a few operations; only when it cannot vouch for a value does
 jsonschema look at it, and only jsonschema words the problems. The plain check
 never accepts what jsonschema rejects.
@@ -32,7 +32,7 @@ from jsonschema import validators
 from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
 from yao_actors import untrusted_json
-from yao_actors.schema_check import Check, compile_check, never
+from yao_actors.tools.schema_check import Check, compile_check, never
 
 _JSON_TYPE_NAMES: dict[type, str] = {
     list: "array",
@@ -153,7 +153,7 @@ def compiled_validator(schema: Mapping[str, Any]) -> Validator | None:
 
 
 def _compiled(schema: Mapping[str, Any]) -> tuple[Validator | None, Check]:
-    """The cached validator and plain check (:func:`~yao_actors.schema_check.compile_check`) of ``schema``.
+    """The cached validator and plain check (:func:`~yao_actors.tools.schema_check.compile_check`) of ``schema``.
 
     An invalid schema (no validator) gets no plain check either: the server judges such a tool's input.
     """

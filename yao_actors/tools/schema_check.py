@@ -2,7 +2,7 @@
 
 ``jsonschema`` walks an instance with a generic validator (hundreds of Python calls for a small object); its
 users here (the front end's frames, :mod:`~yao_actors.service.protocol`; a tool call's arguments,
-:mod:`~yao_actors.arguments`) only need it to explain what is wrong with a bad one. :func:`compile_check`
+:mod:`~yao_actors.tools.arguments`) only need it to explain what is wrong with a bad one. :func:`compile_check`
 turns a schema into a predicate built from closures, which is ``True`` only for an instance the schema
 accepts. It may say ``False`` for an instance the schema accepts too (it is stricter where that keeps it
 simple: ``integer`` means a Python ``int``, ``const`` and ``enum`` only hold strings, ``minimum`` and

@@ -23,10 +23,10 @@ from typing import Any, Protocol
 import attrs
 import mcp.types
 
-from yao_actors.naming import ToolNameTable, ToolRef
-from yao_actors.results import compact_json
-from yao_actors.server_handle import ServerState
 from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, ServerRef, ServerSpec
+from yao_actors.tools.naming import ToolNameTable, ToolRef
+from yao_actors.tools.results import compact_json
+from yao_actors.tools.server_handle import ServerState
 
 SAMPLES_HEADER = (
     "\n\n## MCP Tool Usage Examples\n\nThe following examples demonstrate how to use MCP tools correctly:\n\n"

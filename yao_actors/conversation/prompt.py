@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from yao_actors.catalog import Catalog
 from yao_actors.models.base import Completion, Message
-from yao_actors.results import ToolCallResult
 from yao_actors.specs import AssistantSpec
+from yao_actors.tools.catalog import Catalog
+from yao_actors.tools.results import ToolCallResult
 
 TOOL_RETRY_PROMPT = (
     "Some of your tool calls failed; the tool messages above give the error of each one. "

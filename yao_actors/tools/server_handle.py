@@ -1,7 +1,7 @@
 """The public side of a server actor: :class:`ServerHandle`, and what it shares with its actor.
 
 A handle holds the send side of the actor's inbox and a read-only view of the
-actor's :class:`ServerStatus`; the actor (:mod:`yao_actors.server_actor`) owns
+actor's :class:`ServerStatus`; the actor (:mod:`yao_actors.tools.server_actor`) owns
 the receive side, its nursery, the connection and its supervision. A caller puts
 a :class:`CallRequest` in the inbox and waits on the request itself for progress
 items, then the outcome. The call's deadline (``spec.timeout``) is a cancel scope
@@ -28,8 +28,8 @@ from opentelemetry.context import Context
 from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.observability import tracing
-from yao_actors.results import ToolOutcome
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.results import ToolOutcome
 from yao_actors.transports import Link
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
@@ -180,7 +180,7 @@ def unavailable_outcome(spec: ServerSpec, reason: str, *, started: float, link: 
 
 @attrs.define(eq=False)
 class ServerHandle(metaclass=NoPublicConstructor):
-    """What others hold to use a server actor; made by :func:`~yao_actors.server_actor.serve_mcp_server` only.
+    """What others hold to use a server actor; made by :func:`~yao_actors.tools.server_actor.serve_mcp_server` only.
 
     It can send calls and read the actor's status, nothing more. ``state`` and
     ``tools_version`` may be read at any time; the methods may be called from any

@@ -1,7 +1,7 @@
 """The MCP server actor: one long-lived, supervised task per configured server (DESIGN §2).
 
 ``handle = await nursery.start(serve_mcp_server, spec)`` starts the actor and
-reports its :class:`~yao_actors.server_handle.ServerHandle`. The actor — a
+reports its :class:`~yao_actors.tools.server_handle.ServerHandle`. The actor — a
 private :class:`_ServerActor` — owns the inbox's receive side, its own nursery,
 the connection and its supervision; the handle only sends requests and reads
 the status. The actor task alone enters and exits its ``mcp.Client`` (the SDK
@@ -48,8 +48,9 @@ from mcp.shared.exceptions import MCPError
 from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_RESTARTS, SERVER_UP, labelled
-from yao_actors.results import ToolOutcome, parse_content
-from yao_actors.server_handle import (
+from yao_actors.specs import ServerSpec
+from yao_actors.tools.results import ToolOutcome, parse_content
+from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
     CallRequest,
     ProgressItem,
@@ -59,7 +60,6 @@ from yao_actors.server_handle import (
     ServerStatus,
     unavailable_outcome,
 )
-from yao_actors.specs import ServerSpec
 from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, open_client
 
 logger = logging.getLogger(__name__)

@@ -34,18 +34,18 @@ from typing import Any, Literal, Protocol
 import attrs
 import trio
 
-from yao_actors.arguments import check_arguments
-from yao_actors.catalog import Catalog, CatalogEntry, ToolSource
 from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
 from yao_actors.models.base import ToolCall
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
-from yao_actors.results import ToolCallResult, ToolOutcome
-from yao_actors.server_handle import ProgressFn
+from yao_actors.tools.arguments import check_arguments
+from yao_actors.tools.catalog import Catalog, CatalogEntry, ToolSource
+from yao_actors.tools.results import ToolCallResult, ToolOutcome
+from yao_actors.tools.server_handle import ProgressFn
 
 
 class ToolServer(ToolSource, Protocol):
-    """What dispatch needs from a server handle (``yao_actors.server_actor``)."""
+    """What dispatch needs from a server handle (``yao_actors.tools.server_actor``)."""
 
     async def call_tool(
         self,

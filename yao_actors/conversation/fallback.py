@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yao_actors.models.base import Message
-from yao_actors.results import ToolCallResult, compact_json
+from yao_actors.tools.results import ToolCallResult, compact_json
 
 FALLBACK_ASSISTANT_ID = "__yao.loop_fallback"
 """The id of the built-in fallback assistant (the seed's)."""
