@@ -21,7 +21,7 @@ from yao_actors.config import AssistantSpec, Hooks, RunTimeouts, ServerRef, max_
 from yao_actors.conversation import ConversationManager, ConversationStatistics, RunResult
 from yao_actors.conversation.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_PROMPT
 from yao_actors.conversation.hooks import HookContext
-from yao_actors.conversation.run import TOOL_RETRY_PROMPT
+from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind, ModelHTTPError, RunError
 from yao_actors.events import EventDict, Outcome
 from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage

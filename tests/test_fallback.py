@@ -11,7 +11,7 @@ from yao_actors.conversation.fallback import (
     fallback_messages,
     message_text,
 )
-from yao_actors.conversation.run import TOOL_RETRY_PROMPT
+from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind
 from yao_actors.tools.results import ToolCallResult
 

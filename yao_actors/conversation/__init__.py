@@ -40,8 +40,9 @@ from yao_actors.conversation.manager import (
     open_conversations,
 )
 from yao_actors.conversation.order import FollowStream, RunResult, RunStream
+from yao_actors.conversation.prompt import build_request
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory
-from yao_actors.conversation.run import RunResources, build_request
+from yao_actors.conversation.run import RunResources
 
 __all__ = [
     "ConversationHandle",

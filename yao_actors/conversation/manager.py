@@ -24,8 +24,9 @@ from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy
 from yao_actors.conversation.order import FollowStream, RunOrder, RunResult, RunStream
 from yao_actors.conversation.outlet import RunOutlet
+from yao_actors.conversation.prompt import request_tools
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
-from yao_actors.conversation.run import RunResources, request_tools
+from yao_actors.conversation.run import RunResources
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget

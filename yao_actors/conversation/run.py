@@ -31,10 +31,7 @@ from yao_actors.conversation.fallback import (
     tool_results_section,
 )
 from yao_actors.conversation.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
-from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT as TOOL_RETRY_PROMPT
-from yao_actors.conversation.prompt import build_request as build_request
-from yao_actors.conversation.prompt import next_payload
-from yao_actors.conversation.prompt import request_tools as request_tools
+from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
 from yao_actors.conversation.relay import DeltaRelay
 from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
 from yao_actors.events import Outcome, RunEvents
