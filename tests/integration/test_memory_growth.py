@@ -5,8 +5,13 @@ provider, on the memory and the SQLite store.
 It was +1518 MiB after 300 runs (offline model, memory store) and +451 MiB at best (OpenAI provider, SQLite): the
 offline models kept every call's messages, the memory store every run's event log for a day, each run's order and
 its front end's relay held each other in a cycle only a full collection freed (rare under the service's collector
-policy), and glibc kept most freed megabyte-sized blocks. ``benchmarks/memory_growth.py`` runs the 300 runs and prints
-the curve; here fewer runs show the growth per run flat.
+policy), and glibc kept most freed megabyte-sized blocks. ``benchmarks/memory_growth.py`` runs the 300 runs of every
+model and store and prints the curves.
+
+Here the issue's own target is measured once in full (300 runs, the offline model on SQLite, the configuration whose
+RSS moves most), and every model and store runs 60: a leak of what a run carries (1 MB) would add ~50 MiB over those,
+while the allocator's one-time steps (a heap or arena extension, 2-4 MiB, seen at any run) stay well under the bound.
+A least-squares slope over so few runs mistook one such step for a leak (3 MiB at run 20: "87 KiB a run").
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.testing.servers import build_test_server
 
-RUNS = 50
 BASE = 10
-#: The issue's bound on the growth after 300 runs, MiB.
+#: The issue's target: after 300 runs, RSS within this many MiB of what it was after the first 10.
+TARGET_RUNS = 300
 GROWTH_MIB = 20.0
-#: The growth per run that would stay within it over 290 runs (a leak of the run's 1 MB is ~1000 KiB a run).
-SLOPE_KIB = GROWTH_MIB * 1024 / 290
+#: Every model and store: a leak of a run's 1 MB would be ~50 MiB over these, a leak of 200 KiB a run 10 MiB.
+SHORT_RUNS = 60
+SHORT_GROWTH_MIB = 10.0
 
 
 def _benchmark() -> ModuleType:
@@ -52,14 +58,23 @@ def _benchmark() -> ModuleType:
 memory_growth = _benchmark()
 
 
+def _figures(curve: Any) -> str:
+    return "RSS after each run (MiB): " + ", ".join(f"{mib:.1f}" for mib in curve.rss_mib)
+
+
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 @pytest.mark.parametrize("model", ["test", "openai"])
 async def test_runs_of_1_mb_on_one_thread_leave_the_service_flat(model: str, store: str) -> None:
     with trio.fail_after(300):
-        curve = await memory_growth.measure(model, store, RUNS)
-    figures = ", ".join(f"{mib:.1f}" for mib in curve.rss_mib)
-    assert curve.growth(BASE) < GROWTH_MIB, f"RSS after each run (MiB): {figures}"
-    assert curve.slope_kib(BASE) < SLOPE_KIB, f"RSS after each run (MiB): {figures}"
+        curve = await memory_growth.measure(model, store, SHORT_RUNS)
+    assert curve.growth(BASE) < SHORT_GROWTH_MIB, _figures(curve)
+
+
+async def test_300_runs_of_1_mb_stay_within_20_mib_of_run_10() -> None:
+    with trio.fail_after(900):
+        curve = await memory_growth.measure("test", "sqlite", TARGET_RUNS)
+    assert len(curve.rss_mib) == TARGET_RUNS
+    assert curve.growth(BASE) < GROWTH_MIB, _figures(curve)
 
 
 def _answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
