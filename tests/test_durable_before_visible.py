@@ -26,6 +26,7 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.store import MemoryStore, RunFinish, RunStatus
 from yao_actors.store.base import interrupted_event
+from yao_actors.store.leases import MemoryLeases
 
 
 @attrs.define(eq=False)
@@ -41,6 +42,18 @@ class FaultyDurableStore:
     """The last ``seq`` stored per run: what a reader may have seen at most."""
     on_write: Any = None
     """Called (awaited) before each ``append_turn`` with its events."""
+    _leases: MemoryLeases = attrs.field(init=False)
+
+    @_leases.default
+    def _own_leases(self) -> MemoryLeases:
+        return MemoryLeases(self)  # its runs closed through its own interface, as a durable store's are
+
+    @property
+    def durable(self) -> bool:
+        return True
+
+    def leases(self) -> MemoryLeases:
+        return self._leases
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

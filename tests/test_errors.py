@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import pathlib
+import pkgutil
 import re
 
 import pytest
@@ -26,14 +28,25 @@ def test_every_run_error_code_is_in_the_docstring_table() -> None:
     assert sorted(documented) == sorted(code.value for code in RunErrorCode)
 
 
-def test_the_drawn_tree_names_every_exception_of_the_module() -> None:
+def _package_exceptions() -> set[str]:
+    """Every public exception class any module of the package defines (each module imported)."""
+    found: set[str] = set()
+    for module in pkgutil.walk_packages(yao_actors.__path__, "yao_actors."):
+        for name, value in vars(importlib.import_module(module.name)).items():
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.name
+                and not name.startswith("_")
+            ):
+                found.add(name)
+    return found
+
+
+def test_the_drawing_names_every_exception_the_package_defines() -> None:
     drawn = set(re.findall(r"(?:[├└]── |^ {4})([A-Z]\w+)", errors.__doc__ or "", flags=re.MULTILINE))
-    defined = {
-        name
-        for name, value in vars(errors).items()
-        if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == errors.__name__
-    }
-    assert drawn - {"RuntimeError"} == defined
+    bases = {"RuntimeError", "ValueError", "Exception"}
+    assert drawn - bases == _package_exceptions()
 
 
 def test_exception_leaves_flattens_nested_groups_in_order() -> None:

@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from yao_actors.errors import StoreUnavailable
+from yao_actors.errors import StoreUnavailable, UnknownThread
 from yao_actors.store.patience import PATIENCE, patiently
 
 
@@ -46,8 +46,8 @@ async def test_other_errors_are_not_tried_again() -> None:
         nonlocal tries
         tries += 1
         await trio.lowlevel.checkpoint()
-        raise KeyError("not opened")
+        raise UnknownThread("thread 't' was not opened")
 
-    with pytest.raises(KeyError):
+    with pytest.raises(UnknownThread):
         await patiently(call)
     assert tries == 1

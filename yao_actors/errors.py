@@ -14,13 +14,39 @@ Every exception this package raises on purpose is drawn here::
     ├── RunError               a run could not start or go on; ``.code`` is its :class:`RunErrorCode`
     ├── FrameError             the service refused a client frame; ``.code`` is its :class:`RunErrorCode`
     ├── NotReady               servers were not ready in time; ``.servers`` maps each to its state and last error
-    ├── StoreUnavailable       the conversation store cannot be reached (Redis down, SQLite file unwritable)
-    ├── RunClosed              the store has the run closed already (another process took it for dead): nothing written
+    ├── StoreError             a conversation store could not do what it was asked; the call wrote nothing
+    │   ├── StoreUnavailable   the store cannot be reached (Redis down, SQLite file unwritable)
+    │   ├── RunClosed          the store has the run closed already (another process took it for dead)
+    │   ├── UnknownThread      a write to a thread that is not stored (also a ``LookupError``)
+    │   ├── UnknownRun         a write to a run that is not stored, or not on that thread (also a ``LookupError``)
+    │   ├── RunIdTaken         a run was started under an id a stored run has (also a ``ValueError``)
+    │   ├── SeqConflict        events whose numbers do not rise above the run's stored log (also a ``ValueError``)
+    │   └── InvalidStoreInput  a message, event or approval the store cannot keep (also a ``ValueError``)
     ├── ListenError            the service cannot listen where it was told (the port is taken, no such address)
     └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
 
     RuntimeError
     └── StreamClosedError      an event was emitted after the run's terminal event (a bug in the caller)
+
+Beside the tree, a few exceptions say what their own module's caller must handle, and never reach a user as
+they are (each is caught where its module is used, and said in the terms above)::
+
+    ValueError
+    ├── JSONTooDeep            untrusted JSON nested deeper than the limit (yao_actors.untrusted_json)
+    ├── JSONNotFinite          untrusted JSON with NaN or Infinity (yao_actors.untrusted_json)
+    └── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
+    Exception
+    ├── ModuleServerError      a ``module`` server cannot be imported or built (yao_actors.config.module_servers)
+    ├── InProcessServerExit    an in-process server's task ended (yao_actors.transports)
+    ├── WorkerFailed           a worker process of ``serve --workers`` failed (yao_actors.workers)
+    ├── BadRequest             an HTTP request the service cannot parse (yao_actors.service.http)
+    ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
+    ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.run; becomes the fallback)
+    └── CallsPending           a turn waits for client tools' results (yao_actors.conversation.client_tools)
+    trio.BrokenResourceError
+    └── ClientStalled          a client took no bytes for the write deadline (yao_actors.service.http)
+    RunError
+    └── TooManyRuns            a run over the budget of concurrent runs (yao_actors.service.budget)
 
 A server that cannot serve is not an exception either: its calls get
 ``server_unavailable`` outcomes whose text :func:`server_unavailable_message` writes.
@@ -237,13 +263,40 @@ class NotReady(YaoActorsError):
         super().__init__(f"{len(self.servers)} server(s) not ready:\n{lines}")
 
 
-class StoreUnavailable(YaoActorsError):
+class StoreError(YaoActorsError):
+    """A conversation store could not do what it was asked; the call that raised it wrote nothing.
+
+    Reads of something unknown are not errors (they answer ``None`` or ``[]``); writes are, each of its kind.
+    """
+
+
+class StoreUnavailable(StoreError):
     """The conversation store cannot be reached or written; the call that raised it wrote nothing."""
 
 
-class RunClosed(YaoActorsError):
+class RunClosed(StoreError):
     """A write to a run the store has closed already: its process was taken for dead (its thread's lease expired)
     and another closed it with ``RUN_ERROR`` ``interrupted``. The call wrote nothing."""
+
+
+class UnknownThread(StoreError, LookupError):
+    """A write to a thread the store does not hold (never opened, or forgotten meanwhile)."""
+
+
+class UnknownRun(StoreError, LookupError):
+    """A write to a run the store does not hold, or holds on another thread."""
+
+
+class RunIdTaken(StoreError, ValueError):
+    """A run was started under the id of a run the store holds already."""
+
+
+class SeqConflict(StoreError, ValueError):
+    """Events whose ``seq`` numbers do not rise above the run's stored log (nor within their batch)."""
+
+
+class InvalidStoreInput(StoreError, ValueError):
+    """A message, an event or an approval the store cannot keep (not a mapping, not JSON, a bad ``seq``)."""
 
 
 class ListenError(YaoActorsError):

@@ -25,7 +25,6 @@ from tests.service.support import http_request, receive, run_frame, send, until_
 from tests.support import needs_redis, require_tool
 from yao_actors.chat import open_service_connection
 from yao_actors.store import StoreSpec, open_store
-from yao_actors.store.lease_backend import lease_backend
 from yao_actors.testing.redis_server import RedisServer
 
 GUARD = 60
@@ -157,7 +156,7 @@ async def test_a_resume_whose_store_goes_down_gets_a_store_unavailable_error(
     with trio.fail_after(GUARD):
         async with open_store(spec) as elsewhere:
             await elsewhere.open_thread("t1", "alice")
-            assert (await lease_backend(elsewhere).take("t1", "elsewhere:live", 600)).taken  # as a run does, first
+            assert (await elsewhere.leases().take("t1", "elsewhere:live", 600)).taken  # as a run does, first
             await elsewhere.start_run("t1", "live", "default", [{"role": "user", "content": "hello"}])
             await elsewhere.append_events(
                 "live", [{"type": "RUN_STARTED", "threadId": "t1", "runId": "live", "seq": 1}]

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from tests.store.conftest import Clock
-from yao_actors.errors import RunClosed
+from yao_actors.errors import InvalidStoreInput, RunClosed, RunIdTaken, SeqConflict, UnknownRun, UnknownThread
 from yao_actors.history_budget import message_bytes
 from yao_actors.store import ANY_PRINCIPAL, ConversationStore, MemoryStore, RunFinish, RunStatus, StoreSpec, open_store
 
@@ -63,9 +63,9 @@ async def test_a_refused_turn_writes_nothing(store: ConversationStore) -> None:
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
         await store.append_messages("t1", TURN[:1] + TURN[1:3])
-        with pytest.raises(ValueError, match="string 'role'"):
+        with pytest.raises(InvalidStoreInput, match="string 'role'"):
             await store.append_messages("t1", [TURN[3], {"content": "no role"}])
-        with pytest.raises(KeyError, match="not opened"):
+        with pytest.raises(UnknownThread, match="not opened"):
             await store.append_messages("unopened", TURN)
         assert await store.load_history("t1") == TURN[:3]
         assert await store.get_thread("unopened") is None
@@ -91,7 +91,7 @@ async def test_a_run_records_its_input_at_start_and_its_end_at_finish(store: Con
         assert started.owner == store.owner
         assert await store.load_history("t1") == question
         assert await store.get_run("r1") == started
-        with pytest.raises(ValueError, match="already stored"):
+        with pytest.raises(RunIdTaken, match="already stored"):
             await store.start_run("t1", "r1", "default", question)
         assert await store.load_history("t1") == question
 
@@ -175,13 +175,13 @@ async def test_a_refused_event_batch_writes_nothing(store: ConversationStore) ->
         await store.open_thread("t1", None)
         await store.start_run("t1", "r1", "default", [])
         await store.append_events("r1", events(1, 2))
-        with pytest.raises(ValueError, match="not above the stored last seq 2"):
+        with pytest.raises(SeqConflict, match="not above the stored last seq 2"):
             await store.append_events("r1", events(2, 3))
-        with pytest.raises(ValueError, match="does not rise"):
+        with pytest.raises(SeqConflict, match="does not rise"):
             await store.append_events("r1", events(3, 5, 4))
-        with pytest.raises(ValueError, match="positive integer"):
+        with pytest.raises(InvalidStoreInput, match="positive integer"):
             await store.append_events("r1", [{"type": "CUSTOM"}])
-        with pytest.raises(KeyError, match="not stored"):
+        with pytest.raises(UnknownRun, match="not stored"):
             await store.append_events("unknown", events(1))
         assert await store.read_events("r1") == events(1, 2)
 
@@ -253,17 +253,17 @@ async def test_a_refused_turn_writes_neither_its_messages_nor_its_events(store: 
         await store.open_thread("t2", None)
         await store.start_run("t2", "r2", "default", [])
         await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
-        with pytest.raises(ValueError, match="not above the stored last seq 2"):
+        with pytest.raises(SeqConflict, match="not above the stored last seq 2"):
             await store.append_turn("t1", "r1", TURN[3:], events(2, 3))
-        with pytest.raises(ValueError, match="does not rise"):
+        with pytest.raises(SeqConflict, match="does not rise"):
             await store.append_turn("t1", "r1", TURN[3:], events(3, 5, 4))
-        with pytest.raises(ValueError, match="string 'role'"):
+        with pytest.raises(InvalidStoreInput, match="string 'role'"):
             await store.append_turn("t1", "r1", [TURN[3], {"content": "no role"}], events(3))
-        with pytest.raises(KeyError, match="not opened"):
+        with pytest.raises(UnknownThread, match="not opened"):
             await store.append_turn("unopened", "r1", TURN[3:], events(3))
-        with pytest.raises(KeyError, match="not stored"):
+        with pytest.raises(UnknownRun, match="not stored"):
             await store.append_turn("t1", "unknown", TURN[3:], events(3))
-        with pytest.raises(KeyError, match="not stored on thread 't1'"):
+        with pytest.raises(UnknownRun, match="not stored on thread 't1'"):
             await store.append_turn("t1", "r2", TURN[3:], events(3, run_id="r2"))
         assert await store.load_history("t1") == TURN[:3]
         assert await store.read_events("r1") == events(1, 2)
@@ -328,7 +328,7 @@ def approval(call_id: str, city: str) -> dict[str, Any]:
 async def test_pending_approvals_are_replaced_cleared_and_forgotten_with_their_thread(store: ConversationStore) -> None:
     with trio.fail_after(GUARD):
         assert await store.load_approvals("nobody") == []
-        with pytest.raises(KeyError, match="not opened"):
+        with pytest.raises(UnknownThread, match="not opened"):
             await store.save_approvals("nobody", [approval("c1", "北京")])
         await store.open_thread("t1", "alice")
         await store.open_thread("t2", "alice")
@@ -339,9 +339,9 @@ async def test_pending_approvals_are_replaced_cleared_and_forgotten_with_their_t
         loaded[0]["call"]["name"] = "changed"  # what a caller holds is its own copy
         assert (await store.load_approvals("t1"))[0] == approval("c1", "北京")
         # A refused save writes nothing.
-        with pytest.raises(ValueError, match=r"approvals\[1\]: a stored approval must be a JSON object"):
+        with pytest.raises(InvalidStoreInput, match=r"approvals\[1\]: a stored approval must be a JSON object"):
             await store.save_approvals("t1", [approval("c3", "Rome"), "approval-c3"])  # type: ignore[list-item]
-        with pytest.raises(ValueError, match="not JSON"):
+        with pytest.raises(InvalidStoreInput, match="not JSON"):
             await store.save_approvals("t1", [{"interruptId": "x", "call": object()}])
         assert [a["interruptId"] for a in await store.load_approvals("t1")] == ["approval-c1", "approval-c2"]
         # A save replaces; an empty one clears.

@@ -13,7 +13,6 @@ from tests.store.conftest import Clock
 from tests.support import needs_redis
 from yao_actors.errors import StoreUnavailable
 from yao_actors.store import RunStatus, StoreSpec, open_sqlite_store, open_store
-from yao_actors.store.lease_backend import lease_backend
 from yao_actors.store.leases import sweep_dead_runs
 from yao_actors.store.redis import RedisStore
 from yao_actors.store.spec import store_problem
@@ -169,6 +168,34 @@ async def test_an_sqlite_file_of_schema_version_1_is_upgraded_and_keeps_its_thre
     db.close()
 
 
+@pytest.mark.parametrize("leases_made_on_first_use", [False, True])
+async def test_an_sqlite_file_of_schema_version_2_gets_its_lease_table_as_version_3(
+    tmp_path: Path, leases_made_on_first_use: bool
+) -> None:
+    """The leases table was made on first use, outside the versions, by 0.1: a version 2 file may have it (with a
+    lease in it) or not; either way it opens at version 3 and its leases work."""
+    path = tmp_path / "conversations.sqlite3"
+    db = sqlite3.connect(path)
+    for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
+        db.execute(statement)
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO schema_version VALUES (2)")
+    if leases_made_on_first_use:
+        db.execute("CREATE TABLE leases (thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL)")
+        db.execute("INSERT INTO leases VALUES ('t1', 'old:r1', 1e12)")
+    db.commit()
+    db.close()
+    with trio.fail_after(GUARD):
+        async with open_store(StoreSpec.sqlite(path)) as store:
+            leases = store.leases()
+            assert leases is store.leases()
+            assert (await leases.take("t1", "new:r2", 60)).taken is not leases_made_on_first_use
+            assert (await leases.take("t2", "new:r3", 60)).taken
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)] == [(3,)]
+    db.close()
+
+
 async def test_every_sqlite_error_leaves_the_store_as_store_unavailable(tmp_path: Path) -> None:
     path = tmp_path / "conversations.sqlite3"
     with trio.fail_after(GUARD):
@@ -195,7 +222,7 @@ async def test_a_redis_error_answer_leaves_the_store_as_store_unavailable(redis_
                 await store.start_run("t1", "r1", "default", QUESTION)
             with pytest.raises(StoreUnavailable, match="WrongTypeError"):
                 await store.load_history("t1")
-            leases = lease_backend(store)
+            leases = store.leases()
             await raw.hset(store.keys.lease("t1"), {"not": "a lease"})
             for call in (
                 leases.take("t1", "token", 30),
@@ -220,7 +247,7 @@ async def test_a_sweep_goes_past_a_thread_the_store_fails_on(redis_server: Redis
                 await store.start_run(thread_id, run_id, "default", QUESTION)  # no lease: its process is gone
             await raw.delete([store.keys.thread_runs("t-poisoned")])
             await raw.set(store.keys.thread_runs("t-poisoned"), "not a list")
-            leases = lease_backend(store)
+            leases = store.leases()
             assert await sweep_dead_runs(leases, "sweeper", 30, owner="another process") == ["b-ok"]
             assert (await store.get_run("a-poisoned")).status is RunStatus.RUNNING  # type: ignore[union-attr]
             assert (await store.get_run("b-ok")).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]

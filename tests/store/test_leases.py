@@ -20,7 +20,6 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.specs import StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, RunStatus, open_store
-from yao_actors.store.lease_backend import lease_backend
 from yao_actors.store.leases import MemoryLeases, sweep_dead_runs
 from yao_actors.testing.servers import build_test_server
 
@@ -37,7 +36,7 @@ async def let_expire(clock: Clock) -> None:
 
 
 async def test_a_lease_is_held_renewed_and_released_by_its_token_only(store: ConversationStore) -> None:
-    leases = lease_backend(store)
+    leases = store.leases()
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
         assert (await leases.take("t1", "a", 30)).taken
@@ -54,7 +53,7 @@ async def test_a_lease_is_held_renewed_and_released_by_its_token_only(store: Con
 
 
 async def test_an_expired_lease_can_be_taken_by_another(store: ConversationStore, clock: Clock) -> None:
-    leases = lease_backend(store)
+    leases = store.leases()
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
         assert (await leases.take("t1", "a", SHORT)).taken
@@ -73,10 +72,10 @@ async def test_taking_the_lease_of_a_dead_run_closes_it_interrupted(
             await dead.open_thread("t1", "alice")
             await dead.start_run("t1", "done", "a", [{"role": "user", "content": "first"}])
             await dead.finish_run("done", status=RunStatus.FINISHED, outcome="answered")
-            assert (await lease_backend(dead).take("t1", "dead:r1", SHORT)).taken
+            assert (await dead.leases().take("t1", "dead:r1", SHORT)).taken
             await dead.start_run("t1", "r1", "a", [{"role": "user", "content": "北京天气?"}])
             await dead.append_events("r1", [{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "seq": 1}])
-            leases = lease_backend(alive)
+            leases = alive.leases()
             assert not (await leases.take("t1", "alive:r2", 30)).taken  # still leased: r1 is alive
             assert (await alive.get_run("r1")).status is RunStatus.RUNNING  # type: ignore[union-attr]
             await let_expire(clock)  # the dead process renews nothing
@@ -104,7 +103,7 @@ async def test_a_sweep_closes_only_the_runs_whose_lease_expired(
     spec = _durable(durable, request, tmp_path)
     with trio.fail_after(GUARD):
         async with open_store(spec, clock=clock) as store:
-            leases = lease_backend(store)
+            leases = store.leases()
             for thread in ("t-dead", "t-alive", "t-none"):
                 await store.open_thread(thread, None)
             # Runs take their lease first; "r-none" stands for a run whose lease is long gone.
@@ -133,7 +132,7 @@ async def test_a_periodic_sweep_closes_a_run_only_once_two_looks_found_its_lease
     spec = _durable(durable, request, tmp_path)
     with trio.fail_after(GUARD):
         async with open_store(spec, clock=clock) as store, open_store(spec, clock=clock) as sweeping:
-            leases, theirs = lease_backend(store), lease_backend(sweeping)
+            leases, theirs = store.leases(), sweeping.leases()
             await store.open_thread("t1", None)
             assert (await leases.take("t1", f"{store.owner}:r1", SHORT)).taken
             await store.start_run("t1", "r1", "a", [{"role": "user", "content": "北京?"}])
@@ -160,7 +159,7 @@ async def test_an_expired_lease_nobody_took_is_taken_back_but_never_from_another
     spec = StoreSpec() if kind == "memory" else _durable(kind, request, tmp_path)
     with trio.fail_after(GUARD):
         async with open_store(spec, clock=clock) as store:
-            leases = lease_backend(store)
+            leases = store.leases()
             await store.open_thread("t1", None)
             assert (await leases.take("t1", "me:r1", SHORT)).taken
             await store.start_run("t1", "r1", "a", [])

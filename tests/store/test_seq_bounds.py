@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from yao_actors.config import AssistantSpec, Config
-from yao_actors.errors import FrameError, RunErrorCode
+from yao_actors.errors import FrameError, InvalidStoreInput, RunErrorCode
 from yao_actors.models import FunctionModel
 from yao_actors.runtime import open_runtime
 from yao_actors.service.protocol import ResumeFrame, parse_frame
@@ -49,7 +49,7 @@ async def test_a_store_reads_after_any_integer_and_refuses_anything_else(store: 
         for after in (-1, -(2**70)):
             assert [e["seq"] for e in await store.read_events("r1", after)] == [1, 2]
         for after in (1.5, True, "1"):
-            with pytest.raises(ValueError, match="after_seq must be an integer"):
+            with pytest.raises(InvalidStoreInput, match="after_seq must be an integer"):
                 await store.read_events("r1", after)  # type: ignore[arg-type]
 
 
@@ -58,7 +58,9 @@ async def test_a_store_refuses_an_event_past_the_largest_seq_and_writes_nothing(
         await store.open_thread("t1", None)
         await store.start_run("t1", "r1", "default", [])
         for seq in (MAX_SEQ + 1, 2**64):
-            with pytest.raises(ValueError, match=rf"'seq' must be a positive integer up to {MAX_SEQ}, got {seq}"):
+            with pytest.raises(
+                InvalidStoreInput, match=rf"'seq' must be a positive integer up to {MAX_SEQ}, got {seq}"
+            ):
                 await store.append_events("r1", events(1, seq))
         await store.append_events("r1", events(MAX_SEQ))
         assert [e["seq"] for e in await store.read_events("r1")] == [MAX_SEQ]

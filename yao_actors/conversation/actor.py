@@ -31,7 +31,7 @@ from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
 from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
-from yao_actors.store import ConversationStore, MemoryStore, RunFinish, RunStatus
+from yao_actors.store import ConversationStore, RunFinish, RunStatus
 from yao_actors.store.patience import patiently
 from yao_actors.tasks import send_now_or_wait
 from yao_actors.tools.dispatch import execute_tool_calls
@@ -148,7 +148,7 @@ class _ConversationActor:
             order.thread_id,
             order.run_id,
             order.outlet,
-            durable=not isinstance(self.store, MemoryStore),
+            durable=self.store.durable,
             on_failure=order.scope.cancel,  # nothing the run does now can be stored: it ends store_unavailable
         )
         async with trio.open_nursery() as helpers:

@@ -75,7 +75,18 @@ import trio.testing
 
 from yao_actors.conversation.approvals import PendingApproval
 from yao_actors.conversation.outlet import RunOutlet
-from yao_actors.errors import RunClosed, RunError, RunErrorCode, StoreUnavailable
+from yao_actors.errors import (
+    InvalidStoreInput,
+    RunClosed,
+    RunError,
+    RunErrorCode,
+    RunIdTaken,
+    SeqConflict,
+    StoreError,
+    StoreUnavailable,
+    UnknownRun,
+    UnknownThread,
+)
 from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
@@ -111,8 +122,8 @@ def store_unavailable(error: StoreUnavailable) -> RunError:
     return RunError(f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE)
 
 
-def lost_thread(thread_id: str, error: KeyError) -> StoreUnavailable:
-    """The failure of a write to a thread (or run) the store no longer has (``KeyError``): someone forgot it."""
+def lost_thread(thread_id: str, error: UnknownThread | UnknownRun) -> StoreUnavailable:
+    """The failure of a write to a thread (or run) the store no longer has: someone forgot it."""
     return StoreUnavailable(
         f"thread {thread_id!r} is no longer in the store ({error.args[0] if error.args else error})"
     )
@@ -185,12 +196,12 @@ class RunJournal:
         except StoreUnavailable as error:
             self.failure = error
             raise store_unavailable(error) from error
-        except ValueError:
+        except RunIdTaken:
             if tries == 1 or not await self._started_by_us():
                 raise RunError(
                     f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
                 ) from None
-        except KeyError as error:
+        except (UnknownThread, UnknownRun) as error:
             self.failure = lost_thread(self.thread_id, error)
             raise store_unavailable(self.failure) from error
         self.started = True
@@ -356,10 +367,13 @@ class RunJournal:
         try:
             with trio.CancelScope(shield=True):
                 sizes = await self._append(turns, events, None, WRITE_PATIENCE)
-        except (StoreUnavailable, RunClosed, KeyError) as error:
+        except (StoreUnavailable, RunClosed, UnknownThread, UnknownRun) as error:
             self._fail(error)
             return
-        except ValueError as error:  # a batch the store refuses: a bug here, not the store's state
+        except (
+            InvalidStoreInput,
+            SeqConflict,
+        ) as error:  # a batch the store refuses: a bug here, not the store's state
             logger.error("run %s: events not stored: %s", self.run_id, error)
             self._fail(StoreUnavailable(f"the store refused the run's events: {error}"))
             return
@@ -384,7 +398,7 @@ class RunJournal:
 
         try:
             return await patiently(append, patience)
-        except (RunClosed, ValueError):
+        except (RunClosed, SeqConflict):
             if tries > 1 and events and await self._landed(events):
                 return None
             raise
@@ -397,13 +411,13 @@ class RunJournal:
             return False
         return [(e["seq"], e["type"]) for e in stored] == [(e["seq"], e["type"]) for e in events]
 
-    def _fail(self, error: StoreUnavailable | RunClosed | KeyError) -> None:
+    def _fail(self, error: StoreUnavailable | RunClosed | UnknownThread | UnknownRun) -> None:
         """Nothing more of the run is written: keep why, drop the events not stored, cancel the run."""
         if isinstance(error, RunClosed):
             logger.error("run %s: %s", self.run_id, error)
             self.closed_elsewhere = error
         else:
-            if isinstance(error, KeyError):
+            if isinstance(error, UnknownThread | UnknownRun):
                 error = lost_thread(self.thread_id, error)
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
             self.failure = error
@@ -451,15 +465,15 @@ class RunJournal:
                 try:
                     with trio.CancelScope(shield=True):
                         sizes = await self._append(turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE)
-                except (StoreUnavailable, KeyError, ValueError) as error:
+                except RunClosed as error:
+                    logger.error("run %s: %s", self.run_id, error)
+                    self.closed_elsewhere = error
+                except StoreError as error:
                     if not isinstance(error, StoreUnavailable):
                         error = StoreUnavailable(f"the store refused the run's close: {error}")
                     logger.warning("run %s: the run's close was not stored: %s", self.run_id, error)
                     self.failure = error
                     return None
-                except RunClosed as error:
-                    logger.error("run %s: %s", self.run_id, error)
-                    self.closed_elsewhere = error
                 else:
                     if self.failure is None:
                         self._stored(turns, sizes)

@@ -15,15 +15,9 @@ import attrs
 import trio
 
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
-from yao_actors.store import ConversationStore, MemoryStore
-from yao_actors.store.lease_backend import lease_backend
-from yao_actors.store.leases import (
-    DEFAULT_LEASE_TTL,
-    DEFAULT_LEASE_WAIT,
-    Taken,
-    ThreadLeases,
-    sweep_dead_runs,
-)
+from yao_actors.store import ConversationStore
+from yao_actors.store.base import Taken, ThreadLeases
+from yao_actors.store.leases import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, sweep_dead_runs
 from yao_actors.store.patience import patiently
 
 logger = logging.getLogger(__name__)
@@ -42,15 +36,15 @@ class LeasePolicy:
     ttl: float = DEFAULT_LEASE_TTL
     wait: float = DEFAULT_LEASE_WAIT
     shared: bool = True
-    """Whether other processes may share the store; runs on an in-process :class:`MemoryStore` take no lease
-    (one process runs a thread's runs one at a time anyway)."""
+    """Whether other processes may share the store (``store.durable``); runs on a store of this process alone
+    take no lease (one process runs a thread's runs one at a time anyway)."""
 
     @classmethod
     def of(
         cls, store: ConversationStore, *, ttl: float = DEFAULT_LEASE_TTL, wait: float = DEFAULT_LEASE_WAIT
     ) -> LeasePolicy:
         """The policy of runs on ``store``."""
-        return cls(lease_backend(store), store.owner, ttl, wait, shared=not isinstance(store, MemoryStore))
+        return cls(store.leases(), store.owner, ttl, wait, shared=store.durable)
 
     def token(self, run_id: str) -> str:
         return f"{self.owner}:{run_id}"

@@ -19,7 +19,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from yao_actors.errors import RunErrorCode
+from yao_actors.errors import InvalidStoreInput, RunErrorCode, SeqConflict
 from yao_actors.events import encode_json, encoded_event
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
 
@@ -126,6 +126,51 @@ class RunFinish:
     usage: Mapping[str, Any] = attrs.field(factory=dict)
 
 
+@attrs.frozen
+class Taken:
+    """The answer to a lease request: whether it was taken, the dead runs it closed, and the thread's size.
+
+    ``stored_messages`` is how many messages the store holds for the thread (``None``: the store is not
+    shared, so no other process can have added any).
+    """
+
+    taken: bool
+    closed: tuple[str, ...] = ()
+    stored_messages: int | None = None
+
+
+class ThreadLeases(Protocol):
+    """The leases of one store (see the module docstring). Every method is one atomic step in the store."""
+
+    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
+        """Take the thread's lease for ``token`` (or extend it, when ``token`` holds it) for ``ttl`` seconds.
+
+        When taken, every run of the thread still ``running`` (and ``also_close``, a run of that thread) is
+        closed as interrupted: with the lease free, nobody is running it.
+        """
+        ...
+
+    async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
+        """Extend the lease ``token`` holds by ``ttl`` seconds; ``False`` when it no longer holds it."""
+        ...
+
+    async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
+        """Take the lease back for ``token`` after it expired, if nobody took it meanwhile and run ``run_id`` is
+        still running (nobody took it for dead): a run whose store was out of reach for longer than ``ttl``
+        goes on. ``False`` (and nothing changed) otherwise."""
+        ...
+
+    async def release(self, thread_id: str, token: str) -> None:
+        """Give the lease up, if ``token`` still holds it."""
+        ...
+
+    async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
+        """The ``(run id, thread id)`` of every run the store has as running whose thread's lease is free (expired
+        or released), but those ``owner`` started (the process asking runs them: they are alive): what a sweep
+        looks at. (Read in bulk; :meth:`take` checks each again, atomically.)"""
+        ...
+
+
 class ConversationStore(Protocol):
     """Threads, runs and run event logs, kept between runs (and processes, when durable).
 
@@ -140,6 +185,16 @@ class ConversationStore(Protocol):
 
     owner: str
     """This store object's token; runs it starts carry it."""
+
+    @property
+    def durable(self) -> bool:
+        """Whether the store outlives this process, and other processes may share it: a run then takes its
+        thread's lease, shows an event only once stored, and reloads a history another process may have added to."""
+        ...
+
+    def leases(self) -> ThreadLeases:
+        """The store's thread leases (:mod:`yao_actors.store.leases`): the same object at every call."""
+        ...
 
     # -- threads
 
@@ -205,7 +260,7 @@ class ConversationStore(Protocol):
         """Append a batch of a run's events (each with an integer ``seq`` above every stored one).
 
         Refreshes the log's expiry to ``event_ttl`` seconds from now. A batch whose
-        numbers do not rise above the log's last raises ``ValueError`` and writes nothing.
+        numbers do not rise above the log's last raises :class:`~yao_actors.errors.SeqConflict` and writes nothing.
         """
         ...
 
@@ -223,9 +278,10 @@ class ConversationStore(Protocol):
 
         What a run writes as it goes (its journal calls this once per turn, and once more with its terminal
         event and ``finish``): ``messages`` as :meth:`append_messages` takes them (a whole turn), ``events``
-        as :meth:`append_events` does; either may be empty. ``KeyError`` when the thread was not opened or
-        the run is not stored on it, :class:`~yao_actors.errors.RunClosed` when the run is no longer running
-        (another process closed it), ``ValueError`` for a message or a batch those methods refuse; in each
+        as :meth:`append_events` does; either may be empty. :class:`~yao_actors.errors.UnknownThread` when the thread was not opened,
+        :class:`~yao_actors.errors.UnknownRun` when the run is not stored on it, :class:`~yao_actors.errors.RunClosed` when the run is no longer running
+        (another process closed it), :class:`~yao_actors.errors.InvalidStoreInput` or ``SeqConflict`` for a
+        message or a batch those methods refuse; in each
         case nothing is written. Returns the messages' sizes (:func:`~yao_actors.history_budget.message_bytes`,
         one each) when the store measured them (the memory store does, for its budget), so the caller need
         not; else ``None``.
@@ -234,7 +290,7 @@ class ConversationStore(Protocol):
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
         """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired); any integer
-        ``after_seq`` is taken (:func:`seq_floor`), anything else is ``ValueError``."""
+        ``after_seq`` is taken (:func:`seq_floor`), anything else is ``InvalidStoreInput``."""
         ...
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
@@ -252,8 +308,8 @@ class ConversationStore(Protocol):
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         """Replace an opened thread's pending approvals (JSON objects, kept in order); ``[]`` clears them.
 
-        They go with the thread: ``forget_thread`` deletes them. ``KeyError`` for a thread that was not
-        opened; ``ValueError`` (nothing written) for an approval that is not a JSON object.
+        They go with the thread: ``forget_thread`` deletes them. ``UnknownThread`` for a thread that was not
+        opened; ``InvalidStoreInput`` (nothing written) for an approval that is not a JSON object.
         """
         ...
 
@@ -280,7 +336,7 @@ def encode_message(message: Message) -> str:
     which the Redis store relies on, and valid UTF-8); refuses a message that is not a mapping with a string
     ``role``."""
     if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
-        raise ValueError(f"a stored message must be a mapping with a string 'role', got {message!r:.200}")
+        raise InvalidStoreInput(f"a stored message must be a mapping with a string 'role', got {message!r:.200}")
     return encode_json(message)
 
 
@@ -294,26 +350,26 @@ def event_seqs(events: Sequence[EventDict]) -> list[int]:
     for index, event in enumerate(events):
         seq = event.get("seq")
         if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= MAX_SEQ:
-            raise ValueError(f"events[{index}]: 'seq' must be a positive integer up to {MAX_SEQ}, got {seq!r}")
+            raise InvalidStoreInput(f"events[{index}]: 'seq' must be a positive integer up to {MAX_SEQ}, got {seq!r}")
         if seqs and seq <= seqs[-1]:
-            raise ValueError(f"events[{index}]: seq {seq} does not rise above {seqs[-1]}")
+            raise SeqConflict(f"events[{index}]: seq {seq} does not rise above {seqs[-1]}")
         seqs.append(seq)
     return seqs
 
 
 def seq_floor(after_seq: int) -> int:
-    """``after_seq`` as a store looks events up after it: an integer (``ValueError`` otherwise) within
+    """``after_seq`` as a store looks events up after it: an integer (``InvalidStoreInput`` otherwise) within
     ``0..MAX_SEQ`` (below 0 asks for every event, as 0 does; above :data:`MAX_SEQ` for none, as it does), so a
     caller's number never overflows SQLite's integers nor makes a stream id Redis refuses."""
     if isinstance(after_seq, bool) or not isinstance(after_seq, int):
-        raise ValueError(f"after_seq must be an integer, got {after_seq!r}")
+        raise InvalidStoreInput(f"after_seq must be an integer, got {after_seq!r}")
     return min(max(after_seq, 0), MAX_SEQ)
 
 
 def check_rises(run_id: str, seqs: Sequence[int], last_seq: int) -> None:
     """Refuse a batch whose first number is not above the stored log's last."""
     if seqs and seqs[0] <= last_seq:
-        raise ValueError(f"run {run_id}: event seq {seqs[0]} is not above the stored last seq {last_seq}")
+        raise SeqConflict(f"run {run_id}: event seq {seqs[0]} is not above the stored last seq {last_seq}")
 
 
 def decode_json(text: str | bytes) -> dict[str, Any]:
@@ -349,11 +405,13 @@ def encode_approvals(approvals: Sequence[Mapping[str, Any]]) -> str:
     """A thread's pending approvals as one compact JSON array; refuses anything but JSON objects."""
     for index, approval in enumerate(approvals):
         if not isinstance(approval, Mapping):
-            raise ValueError(f"approvals[{index}]: a stored approval must be a JSON object, got {approval!r:.200}")
+            raise InvalidStoreInput(
+                f"approvals[{index}]: a stored approval must be a JSON object, got {approval!r:.200}"
+            )
     try:
         return json.dumps([dict(a) for a in approvals], separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"approvals: not JSON: {error}") from None
+        raise InvalidStoreInput(f"approvals: not JSON: {error}") from None
 
 
 def decode_approvals(text: str | bytes | None) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ which is wrong once several processes share a store.
 
 ::
 
-    ThreadLeases          the backend of a store (yao_actors.store.lease_backend.lease_backend(store)):
+    ThreadLeases          what a store's ``leases()`` gives (the protocol is in yao_actors.store.base):
     ├── MemoryLeases      a dict; one process, so only the contract
     ├── SqliteLeases      a ``leases`` row per thread, taken in one transaction (yao_actors.store.sqlite_leases)
     └── RedisLeases       ``SET NX PX`` with a token, renewed and released by Lua scripts that check it
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Protocol
 
 import attrs
 import trio
@@ -31,62 +30,17 @@ import trio
 from yao_actors.errors import StoreUnavailable
 from yao_actors.specs import DEFAULT_LEASE_TTL as DEFAULT_LEASE_TTL  # configuration values, re-exported
 from yao_actors.specs import DEFAULT_LEASE_WAIT as DEFAULT_LEASE_WAIT
-from yao_actors.store.base import ConversationStore, RunStatus, interrupted_event
-from yao_actors.store.memory import MemoryStore
+from yao_actors.store.base import ConversationStore, RunStatus, Taken, ThreadLeases, interrupted_event
 
 logger = logging.getLogger(__name__)
 
 INTERRUPTED_MESSAGE = interrupted_event("", 0, 0.0)["message"]
 
 
-@attrs.frozen
-class Taken:
-    """The answer to a lease request: whether it was taken, the dead runs it closed, and the thread's size.
-
-    ``stored_messages`` is how many messages the store holds for the thread (``None``: the store is not
-    shared, so no other process can have added any).
-    """
-
-    taken: bool
-    closed: tuple[str, ...] = ()
-    stored_messages: int | None = None
-
-
-class ThreadLeases(Protocol):
-    """The leases of one store (see the module docstring). Every method is one atomic step in the store."""
-
-    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
-        """Take the thread's lease for ``token`` (or extend it, when ``token`` holds it) for ``ttl`` seconds.
-
-        When taken, every run of the thread still ``running`` (and ``also_close``, a run of that thread) is
-        closed as interrupted: with the lease free, nobody is running it.
-        """
-        ...
-
-    async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
-        """Extend the lease ``token`` holds by ``ttl`` seconds; ``False`` when it no longer holds it."""
-        ...
-
-    async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
-        """Take the lease back for ``token`` after it expired, if nobody took it meanwhile and run ``run_id`` is
-        still running (nobody took it for dead): a run whose store was out of reach for longer than ``ttl``
-        goes on. ``False`` (and nothing changed) otherwise."""
-        ...
-
-    async def release(self, thread_id: str, token: str) -> None:
-        """Give the lease up, if ``token`` still holds it."""
-        ...
-
-    async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
-        """The ``(run id, thread id)`` of every run the store has as running whose thread's lease is free (expired
-        or released), but those ``owner`` started (the process asking runs them: they are alive): what a sweep
-        looks at. (Read in bulk; :meth:`take` checks each again, atomically.)"""
-        ...
-
-
 @attrs.define(eq=False)
 class MemoryLeases:
-    """Leases of a store in this process's memory (a :class:`MemoryStore`, or a store the runtime was given)."""
+    """Leases of a store in this process's memory (a :class:`~yao_actors.store.memory.MemoryStore`'s, or those of
+    a store of the embedder's that does not keep leases itself: its runs are closed through its interface)."""
 
     store: ConversationStore
     _held: dict[str, tuple[str, float]] = attrs.field(factory=dict, init=False)
@@ -100,7 +54,7 @@ class MemoryLeases:
         if held is not None and held[0] != token and held[1] > self._now():
             return Taken(False)
         self._held[thread_id] = (token, self._now() + ttl)
-        if isinstance(self.store, MemoryStore):
+        if not self.store.durable:
             # Its runs live and die with this process, which runs a thread's runs one at a time.
             return Taken(True)
         closed = await close_running_runs(self.store, thread_id, also_close)

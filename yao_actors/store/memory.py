@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.errors import RunClosed
+from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
@@ -37,6 +37,7 @@ from yao_actors.store.base import (
     RunRecord,
     RunStatus,
     ThreadInfo,
+    ThreadLeases,
     check_rises,
     decode_approvals,
     decode_json,
@@ -49,6 +50,7 @@ from yao_actors.store.base import (
     seq_floor,
     utc,
 )
+from yao_actors.store.leases import MemoryLeases
 
 
 @attrs.define
@@ -92,6 +94,7 @@ class MemoryStore:
     max_threads_bytes: int = MAX_THREADS_BYTES
     keepers: list[ThreadKeeper] = attrs.field(factory=list)
     """Asked before the budget forgets a thread: any one keeping it keeps it; otherwise each drops its copy."""
+    _leases: MemoryLeases = attrs.field(init=False)
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -110,6 +113,17 @@ class MemoryStore:
     _log_bytes: int = attrs.field(default=0, init=False)
     _next_purge: float = attrs.field(default=0.0, init=False)
     _approvals: dict[str, str] = attrs.field(factory=dict, init=False)
+
+    @_leases.default
+    def _make_leases(self) -> MemoryLeases:
+        return MemoryLeases(self)
+
+    @property
+    def durable(self) -> bool:
+        return False  # its threads live and die with this process
+
+    def leases(self) -> ThreadLeases:
+        return self._leases
 
     # -- threads
 
@@ -154,7 +168,7 @@ class MemoryStore:
     def _append(self, thread_id: str, given: Sequence[Message]) -> list[int]:
         """Append checked messages to a thread's history (within its budget); returns their sizes."""
         if thread_id not in self._threads:
-            raise KeyError(f"thread {thread_id!r} was not opened")
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
         messages = self._messages[thread_id]
         sizes = self._sizes.setdefault(thread_id, [])
         measured = list(map(message_bytes, given))
@@ -213,7 +227,7 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         given = _checked(input_messages)
         if run_id in self._runs:
-            raise ValueError(f"run {run_id!r} is already stored")
+            raise RunIdTaken(f"run {run_id!r} is already stored")
         self._append(thread_id, given)
         run = RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(self.clock()), self.owner)
         self._runs[run_id] = run
@@ -255,7 +269,7 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         if run_id not in self._runs:
             event_seqs(events)  # a malformed batch is refused as such first, as by the other backends
-            raise KeyError(f"run {run_id!r} is not stored")
+            raise UnknownRun(f"run {run_id!r} is not stored")
         self._add_events(run_id, self._checked_events(run_id, events))
 
     async def append_turn(
@@ -270,10 +284,10 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         given = _checked(messages)
         if thread_id not in self._threads:
-            raise KeyError(f"thread {thread_id!r} was not opened")
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
         run = self._runs.get(run_id)
         if run is None or run.thread_id != thread_id:
-            raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+            raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
         if run.status is not RunStatus.RUNNING:
             raise RunClosed(f"run {run_id!r} is closed already ({run.status.value})")
         batch = self._checked_events(run_id, events)  # everything is checked before anything is written
@@ -285,7 +299,7 @@ class MemoryStore:
         return sizes
 
     def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> tuple[list[int], list[str]]:
-        """A batch's numbers and texts for a stored run's log, checked to rise above it (``ValueError`` otherwise)."""
+        """A batch's numbers and texts for a stored run's log, checked to rise above it (``SeqConflict`` otherwise)."""
         seqs = event_seqs(events)
         log = self._live_log(run_id)
         check_rises(run_id, seqs, log.seqs[-1] if log and log.seqs else 0)
@@ -362,7 +376,7 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         encoded = encode_approvals(approvals)  # kept as JSON text: a caller never shares a stored one
         if thread_id not in self._threads:
-            raise KeyError(f"thread {thread_id!r} was not opened")
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
         if approvals:
             self._approvals[thread_id] = encoded
         else:

@@ -36,7 +36,7 @@ import attrs
 import coredis
 import coredis.exceptions
 
-from yao_actors.errors import RunClosed, StoreUnavailable, exception_leaves
+from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread, exception_leaves
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
@@ -47,6 +47,7 @@ from yao_actors.store.base import (
     RunRecord,
     RunStatus,
     ThreadInfo,
+    ThreadLeases,
     check_rises,
     decode_approvals,
     decode_json,
@@ -60,6 +61,7 @@ from yao_actors.store.base import (
     utc,
 )
 from yao_actors.store.redis_keys import RedisKeys
+from yao_actors.store.redis_leases import RedisLeases
 from yao_actors.store.redis_scripts import SCRIPTS
 
 CONNECT_TIMEOUT = 5.0
@@ -121,6 +123,18 @@ class RedisStore:
     owner: str = attrs.field(factory=new_owner_token)
     _keys: RedisKeys = attrs.field(init=False)
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
+    _leases: RedisLeases = attrs.field(init=False)
+
+    @_leases.default
+    def _make_leases(self) -> RedisLeases:
+        return RedisLeases(self)
+
+    @property
+    def durable(self) -> bool:
+        return True
+
+    def leases(self) -> ThreadLeases:
+        return self._leases
 
     @_keys.default
     def _keys_under_prefix(self) -> RedisKeys:
@@ -215,9 +229,9 @@ class RedisStore:
         args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
         answer = await self._script("start_run", keys, args)
         if answer == 0:
-            raise KeyError(f"thread {thread_id!r} was not opened")
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
         if answer == -1:
-            raise ValueError(f"run {run_id!r} is already stored")
+            raise RunIdTaken(f"run {run_id!r} is already stored")
 
     async def forget_thread(self, thread_id: str) -> bool:
         keys = [
@@ -268,7 +282,7 @@ class RedisStore:
             args += [seq, encode_event(event)]
         done, last = await self._script("append_events", [self._keys.run(run_id), self._keys.events(run_id)], args)
         if done == -1:
-            raise KeyError(f"run {run_id!r} is not stored")
+            raise UnknownRun(f"run {run_id!r} is not stored")
         if done == 0:
             check_rises(run_id, seqs, int(last))
 
@@ -306,9 +320,9 @@ class RedisStore:
         if done == -3:
             raise RunClosed(f"run {run_id!r} is closed already ({last})")
         if done == -2:
-            raise KeyError(f"thread {thread_id!r} was not opened")
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
         if done == -1:
-            raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+            raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
         if done == 0:
             check_rises(run_id, seqs, int(last))
 
@@ -329,7 +343,7 @@ class RedisStore:
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         encoded = encode_approvals(approvals) if approvals else ""
         if not await self._script("save_approvals", [self._keys.thread(thread_id)], [encoded]):
-            raise KeyError(f"thread {thread_id!r} was not opened")
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         with _reachable(self.url):

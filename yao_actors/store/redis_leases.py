@@ -9,16 +9,40 @@ is one script: ``SET NX PX`` (or an extension when the token already holds it), 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import attrs
 import coredis
 
-from yao_actors.store.base import INTERRUPTED_CODE
-from yao_actors.store.leases import INTERRUPTED_MESSAGE, Taken
-from yao_actors.store.redis import RedisStore
-from yao_actors.store.redis_keys import ESCAPE_LUA
+from yao_actors.store.base import INTERRUPTED_CODE, Taken
+from yao_actors.store.leases import INTERRUPTED_MESSAGE
+from yao_actors.store.redis_keys import ESCAPE_LUA, RedisKeys
 from yao_actors.store.redis_scripts import LAST_SEQ_LUA
+
+
+class RedisAccess(Protocol):
+    """What the leases use of their :class:`~yao_actors.store.redis.RedisStore` (which makes them, and so is not
+    imported here)."""
+
+    client: coredis.Redis[str]
+    prefix: str
+
+    def clock(self) -> float: ...
+
+    @property
+    def keys(self) -> RedisKeys: ...
+
+    @property
+    def ttl_ms(self) -> int: ...
+
+    def reachable(self) -> AbstractContextManager[None]: ...
+
+    async def run_script(
+        self, script: coredis.commands.Script[str], keys: Sequence[str], args: Sequence[str | int | float]
+    ) -> Any: ...
+
 
 _TAKE = (
     LAST_SEQ_LUA
@@ -73,9 +97,9 @@ return 0
 
 @attrs.define(eq=False)
 class RedisLeases:
-    """The :class:`~yao_actors.store.leases.ThreadLeases` of a :class:`RedisStore`."""
+    """The :class:`~yao_actors.store.base.ThreadLeases` of a :class:`~yao_actors.store.redis.RedisStore`."""
 
-    store: RedisStore
+    store: RedisAccess
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
 
     @_scripts.default

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from yao_actors.errors import RunClosed, StoreUnavailable
+from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread
 from yao_actors.store.base import (
     ANY_PRINCIPAL,
     DEFAULT_EVENT_TTL,
@@ -37,6 +37,7 @@ from yao_actors.store.base import (
     RunRecord,
     RunStatus,
     ThreadInfo,
+    ThreadLeases,
     check_rises,
     decode_approvals,
     decode_json,
@@ -51,6 +52,7 @@ from yao_actors.store.base import (
     utc,
 )
 from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
+from yao_actors.store.sqlite_leases import SqliteLeases
 from yao_actors.store.worker import WorkerThread, open_worker_thread
 
 T = TypeVar("T")
@@ -96,6 +98,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TABLE approvals (
             thread_id TEXT PRIMARY KEY REFERENCES threads ON DELETE CASCADE,
             approvals TEXT NOT NULL)""",
+    ),
+    (
+        # Thread leases (yao_actors.store.sqlite_leases). A file of 0.1 may have the table already: its leases
+        # were made on first use, outside these versions.
+        """CREATE TABLE IF NOT EXISTS leases (
+            thread_id TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            expires_at REAL NOT NULL)""",
     ),
 )
 """Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
@@ -221,6 +231,18 @@ class SqliteStore:
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
     _next_purge: float = attrs.field(default=0.0, init=False)
+    _leases: SqliteLeases = attrs.field(init=False)
+
+    @_leases.default
+    def _make_leases(self) -> SqliteLeases:
+        return SqliteLeases(self)
+
+    @property
+    def durable(self) -> bool:
+        return True
+
+    def leases(self) -> ThreadLeases:
+        return self._leases
 
     def problem(self) -> str | None:
         """What keeps the store from taking calls now (its files deleted, replaced or unwritable), or ``None``:
@@ -309,7 +331,7 @@ class SqliteStore:
 
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
-                raise ValueError(f"run {run_id!r} is already stored")
+                raise RunIdTaken(f"run {run_id!r} is already stored")
             _append_messages(db, thread_id, encoded, now)
             db.execute(
                 "INSERT INTO runs (run_id, thread_id, assistant, status, started_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
@@ -379,12 +401,12 @@ class SqliteStore:
                 (run_id, run_id),
             ).fetchone()
             if thread_id is None and found is None:
-                raise KeyError(f"run {run_id!r} is not stored")
+                raise UnknownRun(f"run {run_id!r} is not stored")
             if thread_id is not None:
                 if found is None or found[0] != thread_id:
                     if not _thread_exists(db, thread_id):
-                        raise KeyError(f"thread {thread_id!r} was not opened")
-                    raise KeyError(f"run {run_id!r} is not stored on thread {thread_id!r}")
+                        raise UnknownThread(f"thread {thread_id!r} was not opened")
+                    raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
                 if found[2] != RunStatus.RUNNING.value:
                     raise RunClosed(f"run {run_id!r} is closed already ({found[2]})")
             check_rises(run_id, seqs, found[1] or 0)
@@ -423,7 +445,7 @@ class SqliteStore:
 
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is None:
-                raise KeyError(f"thread {thread_id!r} was not opened")
+                raise UnknownThread(f"thread {thread_id!r} was not opened")
             if approvals:
                 db.execute("INSERT OR REPLACE INTO approvals VALUES (?, ?)", (thread_id, encoded))
             else:
@@ -438,7 +460,7 @@ class SqliteStore:
 
 def _append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str], now: float) -> None:
     if db.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (now, thread_id)).rowcount != 1:
-        raise KeyError(f"thread {thread_id!r} was not opened")
+        raise UnknownThread(f"thread {thread_id!r} was not opened")
     _insert_rows(db, "INSERT INTO messages (thread_id, message) VALUES", [(thread_id, m) for m in encoded])
 
 

@@ -1,39 +1,43 @@
 """Thread leases in a SQLite store: a ``leases`` row per thread, taken, renewed and released in one transaction.
 
 Processes on one machine sharing the file see one another's leases; the expiry is the store's clock (POSIX
-time), so they must share a clock, which one machine does. The table is created on first use (``IF NOT
-EXISTS``), outside the store's schema versions, so that an older program opening the file is not refused.
+time), so they must share a clock, which one machine does. The table is the store's schema version 3
+(:data:`yao_actors.store.sqlite.MIGRATIONS`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from yao_actors.store.base import INTERRUPTED_CODE, RunStatus, encode_event, interrupted_event
-from yao_actors.store.leases import Taken
-from yao_actors.store.sqlite import SqliteStore
+from yao_actors.store.base import INTERRUPTED_CODE, RunStatus, Taken, encode_event, interrupted_event
 
-_CREATE = (
-    "CREATE TABLE IF NOT EXISTS leases (thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL)"
-)
+T = TypeVar("T")
+
+
+class SqliteAccess(Protocol):
+    """What the leases use of their :class:`~yao_actors.store.sqlite.SqliteStore` (which makes them, and so is
+    not imported here)."""
+
+    event_ttl: float
+
+    def clock(self) -> float: ...
+
+    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+
+    async def query(self, query: str, parameters: Sequence[Any]) -> list[Any]: ...
 
 
 @attrs.define(eq=False)
 class SqliteLeases:
-    """The :class:`~yao_actors.store.leases.ThreadLeases` of a :class:`SqliteStore`."""
+    """The :class:`~yao_actors.store.base.ThreadLeases` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
 
-    store: SqliteStore
-    _created: bool = attrs.field(default=False, init=False)
-
-    async def _ensure_table(self) -> None:
-        if not self._created:
-            await self.store.transaction(lambda db: db.execute(_CREATE))
-            self._created = True
+    store: SqliteAccess
 
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
-        await self._ensure_table()
         store = self.store
         now = store.clock()
 
@@ -64,7 +68,6 @@ class SqliteLeases:
         return await store.transaction(work)
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
-        await self._ensure_table()
         expires = self.store.clock() + ttl
         cursor = await self.store.transaction(
             lambda db: db.execute(
@@ -74,7 +77,6 @@ class SqliteLeases:
         return cursor.rowcount == 1
 
     async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
-        await self._ensure_table()
         now = self.store.clock()
 
         def work(db: sqlite3.Connection) -> bool:
@@ -94,13 +96,11 @@ class SqliteLeases:
         return await self.store.transaction(work)
 
     async def release(self, thread_id: str, token: str) -> None:
-        await self._ensure_table()
         await self.store.transaction(
             lambda db: db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (thread_id, token))
         )
 
     async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
-        await self._ensure_table()
         rows = await self.store.query(
             "SELECT runs.run_id, runs.thread_id FROM runs LEFT JOIN leases ON leases.thread_id = runs.thread_id"
             " WHERE runs.status = 'running' AND runs.owner != ?"
