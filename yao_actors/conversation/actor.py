@@ -57,7 +57,8 @@ RUN_QUEUE = 8
 
 @attrs.define(eq=False)
 class ThreadStatus:
-    """What a conversation actor publishes: the thread's history (only the actor appends) and its pending runs.
+    """What a conversation actor publishes: the thread's history (only the actor appends) and its pending runs
+    (counted through :meth:`run_submitted` and :meth:`run_done`, by the handle that queues and the actor that runs).
 
     The history is bounded (:class:`~yao_actors.history_budget.BoundedHistory`): it keeps the newest whole
     turns that fit its limit.
@@ -72,6 +73,14 @@ class ThreadStatus:
     """How many messages the store holds for the thread, as far as this actor knows (``None``: not known):
     a run that finds another number when it takes the thread's lease reloads the history (another process
     sharing the store ran the thread meanwhile)."""
+
+    def run_submitted(self) -> None:
+        """A handle queued a run (it counts as pending from then on)."""
+        self.pending += 1
+
+    def run_done(self) -> None:
+        """A queued run is over, or was never queued after all (its submission failed)."""
+        self.pending -= 1
 
 
 @attrs.define(eq=False)
@@ -101,11 +110,11 @@ class ConversationHandle(metaclass=NoPublicConstructor):
 
     async def submit(self, order: RunOrder) -> None:
         """Queue a run behind the thread's earlier ones (waits while ``RUN_QUEUE`` runs already wait)."""
-        self._status.pending += 1
+        self._status.run_submitted()
         try:
             await send_now_or_wait(self._mailbox, order)
         except BaseException:
-            self._status.pending -= 1
+            self._status.run_done()
             raise
 
     def close(self) -> None:
@@ -133,7 +142,7 @@ class _ConversationActor:
                 try:
                     await self.execute(order)
                 finally:
-                    self.status.pending -= 1
+                    self.status.run_done()
 
     async def execute(self, order: RunOrder) -> None:
         """Execute one run (in its span, counted and logged); it always ends with exactly one terminal event."""

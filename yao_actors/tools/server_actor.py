@@ -152,12 +152,12 @@ class _ServerActor:
 
     async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None
-        self.status.in_flight += 1
+        self.status.call_started()
         try:
             with request.scope, tracing.attached(request.trace_context):
                 outcome = await self._execute(connection, request)
         finally:
-            self.status.in_flight -= 1
+            self.status.call_ended()
             if outcome is not None:
                 request.answer(outcome)
             elif not request.scope.cancelled_caught:
@@ -278,7 +278,7 @@ class _ServerActor:
         link = connection.link
         async with self.connect(self.spec, link=link, message_handler=on_message) as client:
             connection.client = client
-            self.status.pid = link.pid
+            self.status.connected(link.pid)
             await self.fetch_catalog(client)
             scope.deadline = math.inf
             async with trio.open_nursery() as nursery:
@@ -301,9 +301,11 @@ class _ServerActor:
     def _lost(self, link: Link) -> None:
         """The connection of ``link`` is gone: fail calls fast, and remember why."""
         self.start_failing_fast()
-        self.status.last_loss = link
-        self.status.last_error = server_unavailable_message(
-            self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail()
+        self.status.lost(
+            link,
+            server_unavailable_message(
+                self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail()
+            ),
         )
         self.set_state(ServerState.RESTARTING)
 
@@ -335,7 +337,7 @@ class _ServerActor:
                 extra={"server": self.id},
             )
             await trio.sleep(delay)
-            self.status.restarts += 1
+            self.status.restarted()
             labelled(SERVER_RESTARTS, self.id).inc()
 
 

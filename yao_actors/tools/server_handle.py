@@ -82,7 +82,9 @@ def loss_kind(link: Link | None) -> str | None:
 
 @attrs.define(eq=False)
 class ServerStatus:
-    """What a server actor publishes about itself: the actor writes it, its handles only read it."""
+    """What a server actor publishes about itself, changed only through its methods: the actor's connection,
+    restarts and calls in flight; its handles read it, and count the calls they made (:meth:`count_call`: a
+    handle answers some calls itself, a full queue, a timeout)."""
 
     state: ServerState = ServerState.STARTING
     tools_version: int = 0
@@ -104,6 +106,33 @@ class ServerStatus:
         self.state = state
         self.state_changed.set()
         self.state_changed = trio.Event()
+
+    def count_call(self, ok: bool) -> None:
+        """A call made through a handle has its outcome."""
+        self.calls += 1
+        if not ok:
+            self.errors += 1
+
+    def call_started(self) -> None:
+        """A worker of the actor sends a call to the server."""
+        self.in_flight += 1
+
+    def call_ended(self) -> None:
+        """A worker's call to the server is over (answered, failed or abandoned)."""
+        self.in_flight -= 1
+
+    def connected(self, pid: int | None) -> None:
+        """A connection is up (``pid``: a stdio server's process)."""
+        self.pid = pid
+
+    def lost(self, link: Link, message: str) -> None:
+        """The connection of ``link`` is gone; ``message`` says why."""
+        self.last_loss = link
+        self.last_error = message
+
+    def restarted(self) -> None:
+        """The actor connects again after a loss."""
+        self.restarts += 1
 
     def set_catalog(self, tools: tuple[mcp.types.Tool, ...]) -> None:
         """Publish a freshly fetched catalog under a new ``tools_version``."""
@@ -229,9 +258,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
         server then receives ``notifications/cancelled`` for the request.
         """
         outcome = await self._call(name, arguments, progress, deadline)
-        self._status.calls += 1
-        if not outcome.ok:
-            self._status.errors += 1
+        self._status.count_call(outcome.ok)
         return outcome
 
     def statistics(self) -> ServerStatistics:
