@@ -18,11 +18,17 @@ client count runs that many waves, each against a fresh service, and the table s
     python benchmarks/ws_load.py --workers 1 2 [--clients 200] [--repeat 3]  # scale-out, threads in Redis
     python benchmarks/ws_load.py --front-end-only [--clients 200]  # the websocket front end's own CPU per run
     python benchmarks/ws_load.py --counts [--clients 200]  # also tasks, task steps, scheduler batches per run
+    python benchmarks/ws_load.py --stores memory sqlite redis [--repeat 3]  # the stores side by side
 
 With ``--workers``, each wave runs that many service processes listening on one port through ``SO_REUSEPORT`` (as
 ``yao-actors serve --workers N`` does), all keeping their threads in one Redis (a ``redis-server`` the benchmark
 starts on a free loopback port), so every worker count is measured with the same store; CPU and RSS are summed
 over the workers, and the last line gives the runs/s of each count against one worker's.
+
+With ``--stores`` each wave runs once per store, the stores' waves interleaved (memory, SQLite, Redis, memory, ...),
+SQLite in a fresh file per wave and Redis in one ``redis-server`` the benchmark starts; the table gains the store's
+column, a line gives each store's CPU per run against the memory store's, and for Redis the commands the service
+sent per run (``INFO commandstats`` before and after the wave).
 
 With ``--front-end-only`` the service records one real run's events at its start and every run replays them
 through the front end (the tool's latency after each ``TOOL_CALL_END``): the CPU per run is then what the
@@ -62,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import coredis
 import profile_layers
 import trio
 
@@ -98,7 +105,7 @@ def open_redis(wanted: bool) -> Iterator[str | None]:
         yield None
         return
     if REDIS_SERVER is None:
-        raise SystemExit("--workers needs redis-server (Debian: apt-get install redis-server)")
+        raise SystemExit("--workers and the redis store need redis-server (Debian: apt-get install redis-server)")
     with tempfile.TemporaryDirectory(prefix="ws-load-redis-") as folder:
         server = RedisServer(Path(folder), append_only=False)
         server.start()
@@ -152,9 +159,10 @@ async def serve(
     front_end_only: bool = False,
     counts: bool = False,
     profile: Path | None = None,
+    sqlite_path: Path | None = None,
 ) -> None:
     """Serve on ``port`` (0: a free one; else shared with other workers through ``SO_REUSEPORT``) on loopback,
-    with threads in Redis at ``redis_url`` if given; print ``LISTENING <url>``, stop on SIGTERM.
+    with threads in Redis at ``redis_url`` or SQLite at ``sqlite_path`` if given (else in memory); print ``LISTENING <url>``, stop on SIGTERM.
 
     ``front_end_only``: the runs are :class:`ReplayedRuns` of one real run's events (recorded here first), so
     the service's CPU is the websocket front end's alone. ``counts``: print ``COUNTS <json>`` (tasks, steps,
@@ -171,7 +179,7 @@ async def serve(
     config = Config(
         servers={"s1": ServerSpec("s1", server_transport, max_concurrency=MAX_CLIENTS, queue_size=MAX_CLIENTS)},
         assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("s1"),), max_turn=turns + 2)},
-        store=None if redis_url is None else StoreSpec("redis", url=redis_url, prefix="ws-load:"),
+        store=_store(redis_url, sqlite_path),
     )
     spec = ServiceSpec(host="127.0.0.1", port=port, max_connections=MAX_CLIENTS, max_runs=MAX_CLIENTS)
     listeners = [reuse_port_listener("127.0.0.1", port)] if port else None
@@ -203,6 +211,14 @@ async def serve(
                     profiler.dump_stats(profile)
                 print(f"COUNTS {json.dumps(counter.counts)}", flush=True)
             nursery.cancel_scope.cancel()
+
+
+def _store(redis_url: str | None, sqlite_path: Path | None) -> StoreSpec | None:
+    if redis_url is not None:
+        return StoreSpec("redis", url=redis_url, prefix="ws-load:")
+    if sqlite_path is not None:
+        return StoreSpec.sqlite(sqlite_path)
+    return None
 
 
 class ReplayedRuns:
@@ -321,9 +337,10 @@ async def wave(
     redis_url: str | None = None,
     front_end_only: bool = False,
     counts: bool = False,
+    store: str = "memory",
 ) -> dict[str, Any]:
-    """Start a fresh service (``workers`` processes on one port, threads in Redis, when given), run ``clients``
-    conversations at once against it, and measure."""
+    """Start a fresh service (``workers`` processes on one port, threads in Redis, when given; else one, its
+    threads in ``store``), run ``clients`` conversations at once against it, and measure."""
     command = [sys.executable, __file__, "--serve", "--turns", str(turns), "--tool-ms", str(tool_ms)]
     command += ["--transport", transport]
     if front_end_only:
@@ -337,6 +354,12 @@ async def wave(
         assert redis_url is not None
         reserved = reserve_port("127.0.0.1", 0)
         command += ["--port", str(reserved.getsockname()[1]), "--redis-url", redis_url]
+    elif store == "redis":
+        assert redis_url is not None
+        command += ["--redis-url", redis_url]
+    folder = tempfile.TemporaryDirectory(prefix="ws-load-sqlite-")
+    if store == "sqlite":
+        command += ["--sqlite-path", str(Path(folder.name) / "conversations.sqlite3")]
     log = open(SERVICE_LOG, "ab")  # noqa: SIM115, ASYNC230 (the services keep it open)
     processes = [
         await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, stderr=log) for _ in range(workers or 1)
@@ -348,6 +371,7 @@ async def wave(
         marked = counts or profile is not None  # SIGUSR1 before and after: counts, and the profile's span
         counted_before = await scheduler_counts(processes) if marked else {}
         tally = Tally()
+        commands_before = await redis_commands(redis_url) if store == "redis" or workers else 0
         cpu_before = [cpu_seconds(p.pid) for p in processes]
         clients_before = time.process_time()
         started = time.perf_counter()
@@ -361,6 +385,7 @@ async def wave(
         system = sum(s for _, s in spent) - sum(s for _, s in cpu_before)
         cpu = user + system
         rss = sum(peak_rss_mib(p.pid) for p in processes)
+        commands = await redis_commands(redis_url) - commands_before if store == "redis" or workers else 0
         counted = await scheduler_counts(processes) if marked else {}
     finally:
         for process in processes:
@@ -373,12 +398,14 @@ async def wave(
                 await process.wait()
         if reserved is not None:
             reserved.close()
+        folder.cleanup()
     latencies = tally.latencies
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) >= 2 else [float("nan")] * 99
     runs = len(latencies) + len(tally.errors)
     return {
         "clients": clients,
         "workers": workers or 1,
+        "store": "redis" if workers else store,
         "completed": len(latencies),
         "errors": len(tally.errors),
         "error_kinds": sorted(set(tally.errors)),
@@ -393,15 +420,31 @@ async def wave(
         "service_sys_ms_per_run": system * 1000 / len(latencies) if latencies else float("nan"),
         "service_peak_rss_mib": rss,
         "clients_cpu_ms_per_run": clients_cpu * 1000 / len(latencies) if latencies else float("nan"),
+        # INFO's own call is among the commands counted after: one less.
+        "redis_commands_per_run": (commands - 1) / runs if commands and runs else 0.0,
     } | {
         f"{key}_per_run": (counted[key] - counted_before[key]) / len(latencies) if latencies else float("nan")
         for key in (counted if counts else ())
     }
 
 
+async def redis_commands(url: str | None) -> int:
+    """How many commands the Redis at ``url`` has run since it started (``INFO commandstats``)."""
+    assert url is not None
+    client = coredis.Redis.from_url(url, decode_responses=True)
+    async with client:
+        stats = await client.info("commandstats")
+    return sum(int(value["calls"]) for key, value in stats.items() if key.startswith("cmdstat_"))
+
+
 def median_row(waves: list[dict[str, Any]]) -> dict[str, Any]:
     """One row for the waves of one client count: the median of each figure, and every wave's CPU per run."""
-    row: dict[str, Any] = {"clients": waves[0]["clients"], "workers": waves[0]["workers"], "waves": len(waves)}
+    row: dict[str, Any] = {
+        "clients": waves[0]["clients"],
+        "workers": waves[0]["workers"],
+        "store": waves[0]["store"],
+        "waves": len(waves),
+    }
     for key, value in waves[0].items():
         if key == "error_kinds":
             row[key] = sorted({kind for w in waves for kind in w[key]})
@@ -414,13 +457,13 @@ def median_row(waves: list[dict[str, Any]]) -> dict[str, Any]:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = (
-        f"{'workers':>7} {'clients':>8} {'waves':>5} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} "
+        f"{'store':>6} {'workers':>7} {'clients':>8} {'waves':>5} {'done':>6} {'errors':>6} {'ideal':>7} {'p50':>8} {'p95':>8} "
         f"{'p99':>8} {'runs/s':>8} {'events/run':>10} {'cpu ms/run':>10} {'of it sys':>9} {'RSS MiB':>8}"
     )
     print(head)
     for r in rows:
         print(
-            f"{r['workers']:>7} {r['clients']:>8} {r['waves']:>5} {r['completed']:>6.0f} {r['errors']:>6.0f} {r['ideal_ms']:>5.0f}ms "
+            f"{r['store']:>6} {r['workers']:>7} {r['clients']:>8} {r['waves']:>5} {r['completed']:>6.0f} {r['errors']:>6.0f} {r['ideal_ms']:>5.0f}ms "
             f"{r['p50_ms']:>6.0f}ms {r['p95_ms']:>6.0f}ms {r['p99_ms']:>6.0f}ms {r['runs_per_s']:>8.1f} "
             f"{r['events_per_run']:>10.1f} {r['service_cpu_ms_per_run']:>10.2f} {r['service_sys_ms_per_run']:>9.2f} "
             f"{r['service_peak_rss_mib']:>8.1f}"
@@ -433,17 +476,40 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def print_store_ratios(rows: list[dict[str, Any]]) -> None:
+    """Each store's service CPU per run against the memory store's (same clients and workers), and Redis' commands."""
+    for row in rows:
+        memory = next(
+            (
+                r
+                for r in rows
+                if r["store"] == "memory" and (r["clients"], r["workers"]) == (row["clients"], row["workers"])
+            ),
+            None,
+        )
+        if row["store"] == "memory" or memory is None:
+            continue
+        line = (
+            f"{row['clients']} clients, {row['store']}: CPU per run ×{row['service_cpu_ms_per_run'] / memory['service_cpu_ms_per_run']:.2f}"
+            f" the memory store's"
+        )
+        if row["store"] == "redis":
+            line += f"; {row['redis_commands_per_run']:.1f} Redis commands per run"
+        print(line)
+
+
 async def main(args: argparse.Namespace) -> None:
     load = [round(x, 2) for x in os.getloadavg()]
     rows = []
-    with open_redis(args.workers is not None) as redis_url:
+    kinds = [(workers, store) for workers in args.workers or [None] for store in args.stores]
+    with open_redis(args.workers is not None or "redis" in args.stores) as redis_url:
         for clients in args.clients:
-            for workers in args.workers or [None]:
-                # With several worker counts the waves interleave (1, 2, 1, 2, ...): a machine whose load
-                # changes during the run disturbs every count alike.
-                rows.append({"clients": clients, "workers": workers, "waves": []})
+            for workers, store in kinds:
+                # With several worker counts or stores the waves interleave (1, 2, 1, 2, ...): a machine whose
+                # load changes during the run disturbs every one alike.
+                rows.append({"clients": clients, "workers": workers, "store": store, "waves": []})
             for _ in range(args.repeat):
-                for row in rows[-len(args.workers or [None]) :]:
+                for row in rows[-len(kinds) :]:
                     row["waves"].append(
                         await wave(
                             min(clients, MAX_CLIENTS),
@@ -455,12 +521,15 @@ async def main(args: argparse.Namespace) -> None:
                             redis_url,
                             args.front_end_only,
                             args.counts,
+                            row["store"],
                         )
                     )
     last_wave = rows[-1]["waves"][-1]
     rows = [median_row(row["waves"]) for row in rows]
     load_at_end = [round(x, 2) for x in os.getloadavg()]
     store = ", threads in Redis, workers on one SO_REUSEPORT port" if args.workers else ""
+    if not args.workers and args.stores != ["memory"]:
+        store = f", threads in {' / '.join(args.stores)}"
     if args.front_end_only:
         store += ", FRONT END ONLY (the runs replay one real run's events)"
     print(
@@ -475,6 +544,8 @@ async def main(args: argparse.Namespace) -> None:
         runs = last_wave["completed"] + last_wave["errors"]
         print(f"\nthe last wave's service time by layer (cProfile, {args.profile}; profile_layers.py):")
         profile_layers.main([str(args.profile), "--runs", str(max(runs, 1))])
+    if len(args.stores) > 1:
+        print_store_ratios(rows)
     if args.workers:
         for clients in args.clients:
             same = [r for r in rows if r["clients"] == clients]
@@ -495,7 +566,7 @@ async def main(args: argparse.Namespace) -> None:
         "turns": args.turns,
         "tool_ms": args.tool_ms,
         "transport": args.transport,
-        "store": "redis" if args.workers else "memory",
+        "stores": ["redis"] if args.workers else args.stores,
         "front_end_only": args.front_end_only,
         "profiled": args.profile is not None,  # cProfile slows the service: its CPU figures are not comparable
         "results": rows,
@@ -525,12 +596,22 @@ if __name__ == "__main__":
     parser.add_argument(
         "--counts", action="store_true", help="also count the service's tasks, task steps and scheduler batches"
     )
+    parser.add_argument(
+        "--stores",
+        nargs="+",
+        choices=["memory", "sqlite", "redis"],
+        default=["memory"],
+        help="the stores to compare, one service each, waves interleaved (default: memory)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sqlite-path", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.profile is not None and args.workers is not None:
         parser.error("--profile profiles one service process: it does not go with --workers")
+    if args.workers is not None and args.stores != ["memory"]:
+        parser.error("--workers keeps the threads in Redis: it does not go with --stores")
     if args.workers is not None and args.out == RESULTS:
         args.out = RESULTS.with_name("ws_load_workers.json")
     serving = partial(
@@ -543,6 +624,7 @@ if __name__ == "__main__":
         args.front_end_only,
         args.counts,
         args.profile,
+        args.sqlite_path,
     )
     if args.serve:
         trio.run(serving)

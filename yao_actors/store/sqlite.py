@@ -14,15 +14,18 @@ to date when it is opened.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import attrs
+import outcome
 import trio
 
 from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread
@@ -53,7 +56,7 @@ from yao_actors.store.base import (
 )
 from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
 from yao_actors.store.sqlite_leases import SqliteLeases
-from yao_actors.store.worker import WorkerThread, open_worker_thread
+from yao_actors.store.worker import Batch, WorkerThread, open_worker_thread
 
 T = TypeVar("T")
 
@@ -151,6 +154,43 @@ def _migrate(connection: sqlite3.Connection) -> None:
         connection.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
 
 
+def _run_together(
+    connection: sqlite3.Connection, files: WatchedFiles, works: Sequence[Callable[[], Any]]
+) -> list[outcome.Outcome[Any]]:
+    """Run ``works`` (transactions waiting for the store's thread) in one write transaction, each under its own
+    savepoint: one commit for what many runs wrote while the thread was busy (SQLite's cost per transaction is
+    its commit). A work that raises is rolled back to its savepoint alone (a ``RunIdTaken``, an ``UnknownRun``);
+    the others are committed. When SQLite itself fails (busy, full, an I/O error) or the files are in doubt,
+    all of it is rolled back and each work runs again in a transaction of its own, so that each gets its own
+    error and none is lost for another's. Never raises: every work gets its outcome, after the commit."""
+    if len(works) > 1:
+        try:
+            files.check()
+            connection.execute("BEGIN IMMEDIATE")
+            results = []
+            for work in works:
+                connection.execute("SAVEPOINT work")
+                result = outcome.capture(work)
+                if isinstance(result, outcome.Error):
+                    if isinstance(result.error, sqlite3.Error):
+                        raise result.error
+                    connection.execute("ROLLBACK TO work")
+                connection.execute("RELEASE work")
+                results.append(result)
+            connection.execute("COMMIT")
+            return results
+        except Exception:
+            if connection.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+    return [outcome.capture(_alone, connection, files, work) for work in works]
+
+
+def _alone(connection: sqlite3.Connection, files: WatchedFiles, work: Callable[[], T]) -> T:
+    files.check()
+    return _transaction(connection, lambda _: work())
+
+
 def _transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     """Run ``work`` in one write transaction: all of it is committed, or none of it."""
     connection.execute("BEGIN IMMEDIATE")
@@ -232,6 +272,12 @@ class SqliteStore:
     owner: str = attrs.field(factory=new_owner_token)
     _next_purge: float = attrs.field(default=0.0, init=False)
     _leases: SqliteLeases = attrs.field(init=False)
+    _together: Batch = attrs.field(init=False)
+    """How the store's thread runs the transactions that waited for it: in one (:func:`_run_together`)."""
+
+    @_together.default
+    def _batch(self) -> Batch:
+        return partial(_run_together, self._connection, self.files)
 
     @_leases.default
     def _make_leases(self) -> SqliteLeases:
@@ -250,14 +296,17 @@ class SqliteStore:
         return self.files.problem()
 
     async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in)."""
-        return await self._call(lambda: _transaction(self._connection, work))
+        """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in): all
+        of it is committed, or none of it. Transactions that wait for the thread while it is busy are committed
+        together, each under its own savepoint (:func:`_run_together`)."""
+        connection = self._connection
+        return await self._call(lambda: work(connection), batch=self._together)
 
     async def query(self, query: str, parameters: Sequence[Any]) -> list[Any]:
         """The rows of one read-only statement, in the store's thread."""
         return await self._call(lambda: self._connection.execute(query, parameters).fetchall())
 
-    async def _call(self, work: Callable[[], T]) -> T:
+    async def _call(self, work: Callable[[], T], *, batch: Batch | None = None) -> T:
         """Run blocking work on the connection in the store's thread: one call at a time, in the order
         they were made (the thread's queue keeps both; no lock is needed on this side).
 
@@ -272,7 +321,7 @@ class SqliteStore:
             return work()
 
         try:
-            return await self._worker.run(checked)
+            return await self._worker.run(work, batch=batch) if batch else await self._worker.run(checked)
         except sqlite3.Error as error:
             # Every one of them: a store error never escapes a run or the process. Those the file's state
             # does not explain are logged with their traceback, to be looked into.

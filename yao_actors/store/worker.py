@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -23,16 +23,37 @@ import trio
 
 T = TypeVar("T")
 
-_Job = tuple[Callable[[], Any], trio.lowlevel.Task]
+Batch = Callable[[Sequence[Callable[[], Any]]], list[outcome.Outcome[Any]]]
+"""Runs several jobs together (the SQLite store: in one transaction) and gives each its own outcome, in order."""
+
+MAX_BATCH = 64
+"""Jobs at most that one :data:`Batch` runs together."""
+
+_Job = tuple[Callable[[], Any], trio.lowlevel.Task, Batch | None]
 
 
 def _serve(jobs: queue.SimpleQueue[_Job | None], token: trio.lowlevel.TrioToken) -> None:
-    """The thread: run each job and hand its outcome back to the task waiting for it, until ``None``."""
-    while (job := jobs.get()) is not None:
-        work, task = job
-        result = outcome.capture(work)
+    """The thread: run each job and hand its outcome back to the task waiting for it, until ``None``.
+
+    Jobs that came with a :data:`Batch` and found others of the same batch waiting behind them run together
+    (the calls made while the thread was busy): one transaction for what many runs wrote meanwhile.
+    """
+    held: list[_Job | None] = []  # a job taken from the queue that did not belong to the last batch
+    while (job := held.pop() if held else jobs.get()) is not None:
+        batch, runner = [job], job[2]
+        while runner is not None and len(batch) < MAX_BATCH:
+            try:
+                more = jobs.get_nowait()
+            except queue.Empty:
+                break
+            if more is None or more[2] is not runner:
+                held.append(more)  # the end, or a job of another kind: after this batch
+                break
+            batch.append(more)
+        results = runner([work for work, _, _ in batch]) if runner is not None else [outcome.capture(job[0])]
         try:
-            token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+            for (_, task, _), result in zip(batch, results, strict=True):
+                token.run_sync_soon(trio.lowlevel.reschedule, task, result)
         except trio.RunFinishedError:  # nobody is left to hand it to
             return
 
@@ -43,15 +64,16 @@ class WorkerThread:
 
     _jobs: queue.SimpleQueue[_Job | None]
 
-    async def run(self, work: Callable[[], T]) -> T:
-        """Run ``work`` in the thread; its result, or its exception raised here.
+    async def run(self, work: Callable[[], T], *, batch: Batch | None = None) -> T:
+        """Run ``work`` in the thread; its result, or its exception raised here. With ``batch``, ``work`` may
+        run together with other calls of the same ``batch`` made while the thread was busy.
 
         A checkpoint before the hand-over; after it, the call is not cancellable (as
         ``trio.to_thread.run_sync`` by default): work that started finishes before a
         cancellation is delivered, so a transaction is never left in doubt.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
-        self._jobs.put((work, trio.lowlevel.current_task()))
+        self._jobs.put((work, trio.lowlevel.current_task(), batch))
         result: T = await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.FAILED)
         return result
 
