@@ -113,6 +113,10 @@ class Catalog:
         ref = self.table.resolve(name)
         return None if ref is None else self._by_ref.get(ref)
 
+    def entry_of(self, ref: ToolRef) -> CatalogEntry | None:
+        """The entry of a server's tool, or ``None`` when the catalog does not offer it."""
+        return self._by_ref.get(ref)
+
     def not_offered(self) -> dict[str, str]:
         """Why tools of a server are left out by the ``max_tools`` cap, by server id (empty: none are)."""
         cap = f"the assistant's max_tools ({self.max_tools}) was reached"
