@@ -67,6 +67,12 @@ async def test_cap_keeps_the_first_tools_in_order_with_one_warning() -> None:
     assert "a: t20, t21, t22, t23, t24" in warning
     assert "servers not listed: b" in warning
     assert b.list_calls == 0
+    assert catalog.capped == {"a": ("t20", "t21", "t22", "t23", "t24")}
+    assert catalog.unlisted == ("b",)
+    assert catalog.not_offered() == {
+        "a": "the assistant's max_tools (20) was reached: not offered: t20, t21, t22, t23, t24",
+        "b": "the assistant's max_tools (20) was reached before this server: none of its tools offered",
+    }
 
 
 async def test_a_down_server_past_the_cap_is_not_listed_and_leaves_the_catalog_complete() -> None:

@@ -52,7 +52,8 @@ EVERY_KEY: dict[str, Any] = {
             "samples": {"get": [{"name": "n", "input": {}, "output": {}, "description": "d", "metadata": {}}]},
             "expose_stderr": True, "disabled": False, "autoApprove": [], "alwaysAllow": [], "description": "d",
             "envFile": ".env", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
-            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"],
+            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True,
+            "version": "1.0.0",
         },
         "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse"},
         "inproc": {"type": "module", "module": "yao_actors.testing.servers:build_test_server"},
@@ -81,12 +82,15 @@ EVERY_KEY: dict[str, Any] = {
         "max_thread_bytes": 1, "max_threads_bytes": 1, "detach_grace": 0,
     },
     "prompts": ["g"],
+    "inputs": [],
     "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60, "lease_ttl": 5, "lease_wait": 12.5},
 }  # fmt: skip
 #: The key a redis store cannot have (a file has one store): checked as a second file.
 SQLITE_STORE: dict[str, Any] = {
     "store": {"type": "sqlite", "path": "/tmp/t.sqlite3", "event_ttl": 60, "exclusive": False}
 }
+#: VS Code's name of the servers' section (one of the two in a file): checked as a third file.
+VSCODE_SECTION: dict[str, Any] = {"servers": {}}
 
 
 def problems_of(data: Any, environ: dict[str, str] = ENV) -> list[str]:
@@ -209,9 +213,10 @@ def test_the_readers_keys_are_the_schemas_keys() -> None:
 
 
 def test_a_file_with_every_key_is_valid_for_the_schema_and_the_reader() -> None:
-    assert data_keys(EVERY_KEY) | data_keys(SQLITE_STORE) == schema_keys(config_schema())
+    assert data_keys(EVERY_KEY) | data_keys(SQLITE_STORE) | data_keys(VSCODE_SECTION) == schema_keys(config_schema())
     assert schema_problems(EVERY_KEY) == []
     assert schema_problems(SQLITE_STORE) == []
+    assert schema_problems(VSCODE_SECTION) == []
     assert parse_config(SQLITE_STORE, environ=ENV).store.path == "/tmp/t.sqlite3"  # type: ignore[union-attr]
     assert parse_config(SQLITE_STORE, environ=ENV).store.exclusive is False  # type: ignore[union-attr]
     config = parse_config(EVERY_KEY, environ=ENV)
@@ -351,7 +356,7 @@ def test_unknown_keys_outside_mcp_servers_stay_errors() -> None:
     for data, path in [
         ({"assistants": {"a": {"model": "demo", "autoApprove": []}}}, "assistants.a.autoApprove"),
         ({"models": {"m": {"provider": "demo", "description": "x"}}}, "models.m.description"),
-        ({"servers": {}}, "servers"),
+        ({"mcp": {}}, "mcp"),
     ]:
         assert any(p.startswith(f"{path}: unknown key") for p in problems_of(data)), data
 

@@ -13,9 +13,10 @@ N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:
 ``history ID [--url URL] [--token TOKEN] [--json]`` — see :mod:`yao_actors.chat`; the token defaults to
 ``YAO_ACTORS_TOKEN``.
 
-``check [--config FILE]`` validates a configuration file as ``serve`` would (the schema, the reader, the references
-between its records, every ``${VAR}`` it uses set): one line per problem, exit 0 when there is none, 2 otherwise.
-``config schema`` prints the configuration's JSON Schema. ``--version`` prints the version.
+``check [--config FILE] [--connect]`` validates a configuration file as ``serve`` would (the schema, the reader, the
+references between its records, every ``${VAR}`` it uses set, every stdio command on ``PATH``, every API key set), and
+with ``--connect`` reaches each server and model once; ``tools`` lists the servers' tools and who offers them;
+``call SERVER TOOL '{json}'`` calls one (:mod:`yao_actors.probe_commands`). ``config schema`` prints the configuration's JSON Schema. ``--version`` prints the version.
 
 ``bench --call SERVER__TOOL ...`` — time calls of your own tools, see :mod:`yao_actors.bench.cli`.
 """
@@ -38,11 +39,12 @@ import trio
 from yao_actors import __version__
 from yao_actors.bench.cli import add_bench_parser
 from yao_actors.chat import DEFAULT_URL, chat, show_history
-from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
+from yao_actors.config import Config, ServiceSpec, default_config, load_config
 from yao_actors.config.schema import schema_text
 from yao_actors.errors import ConfigError, ListenError, StoreUnavailable, YaoActorsError, exception_leaves
 from yao_actors.observability.logs import LOG_FORMATS, configure_logging
 from yao_actors.observability.otel_setup import configure_tracing
+from yao_actors.probe_commands import add_probe_parsers
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.allocator import return_large_blocks
@@ -114,9 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_client_parsers(commands)
     add_bench_parser(commands)
 
-    check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
-    check.add_argument("--config", help="configuration file (default: the embedded demo)")
-    check.set_defaults(command=_check_command)
+    add_probe_parsers(commands)
 
     config = commands.add_parser("config", help="about the configuration file")
     config_commands = config.add_subparsers(required=True, metavar="WHAT")
@@ -183,22 +183,6 @@ def _add_connection_options(parser: argparse.ArgumentParser) -> None:
         "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
     )
     parser.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
-
-
-def _check_command(args: argparse.Namespace) -> int:
-    _import_from_the_current_directory()  # `check` reads a file as `serve` does, module servers included
-    source = args.config or "the embedded default"
-    try:
-        config = load_config(args.config) if args.config else default_config()
-        problems = config_problems(config)
-    except ConfigError as error:
-        problems = list(error.problems)
-    for problem in problems:
-        print(f"{source}: {problem}")
-    if problems:
-        return 2
-    print(f"{source}: ok ({len(config.servers)} server(s), {len(config.assistants)} assistant(s))")
-    return 0
 
 
 def _schema_command(args: argparse.Namespace) -> int:

@@ -51,7 +51,7 @@ from yao_actors.providers import build_model
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.tasks import open_owned_nursery
-from yao_actors.tools.catalog import CatalogCache
+from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.transports import Connector, open_client
 
@@ -68,6 +68,26 @@ class Runtime(metaclass=NoPublicConstructor):
     servers: Mapping[str, ServerHandle]
     models: Mapping[str, Model]
     conversations: ConversationManager
+    catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+
+    async def catalog(self, assistant: str) -> Catalog:
+        """The tools offered to ``assistant``'s model now, as its runs get them (from the servers that are ready).
+
+        Raises :class:`~yao_actors.errors.ConfigError` if two of its tools collide on a flat name.
+        """
+        return await self.catalogs.get(self.config.assistants[assistant], self.servers)
+
+    async def tools_not_offered(self) -> dict[str, dict[str, str]]:
+        """By assistant, the servers whose tools its ``max_tools`` cap leaves out, and which (only those with some)."""
+        found: dict[str, dict[str, str]] = {}
+        for assistant_id in self.config.assistants:
+            try:
+                reasons = (await self.catalog(assistant_id)).not_offered()
+            except ConfigError:  # refused at start; nothing to say here
+                continue
+            if reasons:
+                found[assistant_id] = reasons
+        return found
 
     async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - reports who is late
         """Wait until every (enabled) server is ready: connected, its tools listed.
@@ -256,7 +276,7 @@ async def _open_checked_runtime(
             approvals=ApprovalPolicy({s.id: s.approval for s in config.servers.values() if s.approval}),
             leases=leases,
         ) as conversations:
-            runtime = Runtime._create(config, servers, models, conversations)
+            runtime = Runtime._create(config, servers, models, conversations, catalogs)
             if ready_timeout is not None:
                 await runtime.wait_ready(ready_timeout)
             yield runtime

@@ -4,8 +4,10 @@ Every section is checked even after a problem, so one load lists them all.
 Assistants are read by :mod:`yao_actors.config.assistants`. ``mcpServers``
 entries written for Claude Desktop, Cursor, VS Code, Cline or Windsurf are
 accepted as they are: ``type`` is checked against ``command`` / ``url``,
-``disabled: true`` is honoured, and the keys only those clients use
-(:data:`OTHER_CLIENT_KEYS`) are accepted with one warning each.
+``disabled: true`` is honoured (the entry's references need not be set), and the keys only those clients use
+(:data:`OTHER_CLIENT_KEYS`) are accepted with one warning each. VS Code's file names the section ``servers`` and
+may declare ``inputs`` (values it prompts for): ``servers`` is read as ``mcpServers``, and a ``${input:ID}`` in an
+entry that is used is an error saying to set the value in the environment.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ logger = logging.getLogger(__name__)
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 #: The sections of a configuration file.
-ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts", "store")
+ROOT_KEYS = ("mcpServers", "servers", "inputs", "models", "assistants", "server", "prompts", "store")
 #: The keys of ``mcpServers.<id>`` this runtime reads.
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
@@ -54,10 +56,11 @@ SERVER_KEYS = (
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
 #: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
 #: ``transportType``, ``watchPaths``), VS Code (``envFile``, ``dev``), Gemini CLI (``trust``, ``includeTools``,
-#: ``excludeTools``), GitHub Copilot (``tools``), and ``description`` everywhere.
+#: ``excludeTools``), GitHub Copilot (``tools``), VS Code's MCP gallery (``gallery``, ``version``), and
+#: ``description`` everywhere.
 OTHER_CLIENT_KEYS = (
     "autoApprove", "alwaysAllow", "description", "transportType", "envFile", "disabledTools", "watchPaths", "dev",
-    "trust", "includeTools", "excludeTools", "tools",
+    "trust", "includeTools", "excludeTools", "tools", "gallery", "version",
 )  # fmt: skip
 #: What ``type`` may say, and which transport each one means.
 SERVER_TYPES = {
@@ -90,7 +93,11 @@ class ConfigReader(AssistantReader, ServiceReader):
         root = self.obj(data, "", ROOT_KEYS)
         if root is None:
             return None
-        servers = self.servers(root.get("mcpServers", {}), "mcpServers")
+        self.read_inputs(root.get("inputs", []), "inputs")
+        section = "servers" if "servers" in root and "mcpServers" not in root else "mcpServers"
+        if "servers" in root and "mcpServers" in root:
+            self.fail("servers", "give 'mcpServers' or VS Code's 'servers' (read the same), not both")
+        servers = self.servers(root.get(section, {}), section)
         if "models" in root:
             models = self.models(root["models"], "models")
         else:
@@ -119,21 +126,40 @@ class ConfigReader(AssistantReader, ServiceReader):
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
         return self.entries(value, path, "servers", self.server)
 
+    def read_inputs(self, value: Any, path: str) -> None:
+        """VS Code's ``inputs``: kept by id with their descriptions, for the problem a ``${input:ID}`` is."""
+        if not isinstance(value, list):
+            self.fail(path, f"expected a list (VS Code's inputs), got {type_name(value)}")
+            return
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                description = item.get("description")
+                self.inputs[item["id"]] = description if isinstance(description, str) else ""
+        if value:
+            logger.warning(
+                "%s: VS Code's prompted inputs are not supported (a service has no one to ask); an entry in use "
+                "that names one (${input:ID}) is an error: set the value in the environment and write ${env:NAME}",
+                path,
+            )
+
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
         item = self.obj(value, path, SERVER_KEYS + OTHER_CLIENT_KEYS)
         if item is None:
             return None
         if not _SERVER_ID.match(server_id):
+            suggestion = re.sub(r"[^A-Za-z0-9._-]+", "-", server_id).strip("-._") or "server"
             self.fail(
                 path,
-                "a server id must start with a letter or digit and use only letters, digits, '.', '_', '-'",
+                "a server id must start with a letter or digit and use only letters, digits, '.', '_', '-' "
+                f"(it names the server's tools, server__tool): rename it, e.g. {suggestion!r}",
             )
         for key in OTHER_CLIENT_KEYS:
             if key in item:
                 read = key == "transportType" and "type" not in item
                 treatment = "read as 'type'" if read else "accepted and not used here"
                 self.other_client_keys.append((join_path(path, key), treatment))
-        transport = self.transport(item, path)
+        with self.leniently(item.get("disabled") is True):  # a disabled entry's references need not be set
+            transport = self.transport(item, path)
         options: dict[str, Any] = {}
         for key in ("timeout", "connect_timeout"):
             if key in item and (number := self.number(item[key], join_path(path, key))) is not None:

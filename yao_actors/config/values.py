@@ -3,17 +3,30 @@
 :class:`ValueReader` collects one message per problem, each naming its key
 path, instead of stopping at the first; :mod:`yao_actors.config.sections`
 builds the sections on top of it.
+
+References are read in the forms Claude Desktop, Cursor and VS Code files use: ``${VAR}``, ``${env:VAR}`` (each
+with ``:-default``), ``${userHome}`` and ``${pathSeparator}`` (``${/}``); an editor's workspace variables and VS
+Code's ``${input:ID}`` (a value the editor prompts for) are errors that say what to write instead.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+_ENV_REF = re.compile(r"(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
+_PREFIXED = re.compile(r"([A-Za-z]+):(.*)", re.DOTALL)
+#: The variables of an editor's workspace (VS Code, Cursor): a service has no workspace.
+WORKSPACE_VARIABLES = frozenset(
+    {"workspaceFolder", "workspaceFolderBasename", "workspaceRoot", "fileWorkspaceFolder", "file", "relativeFile"}
+)
 
 
 def join_path(path: str, key: str | int) -> str:
@@ -45,6 +58,19 @@ class ValueReader:
         self.problems: list[str] = []
         #: The key path of each of ``problems``.
         self.problem_paths: list[str] = []
+        #: VS Code's ``inputs`` by id, each with its description (named by a ``${input:ID}`` problem).
+        self.inputs: dict[str, str] = {}
+        #: While set (a ``disabled`` entry is read), a reference that cannot be expanded stays as it is written.
+        self.lenient = False
+
+    @contextmanager
+    def leniently(self, lenient: bool = True) -> Iterator[None]:
+        """Read what is inside without requiring its references (the entry will not be used)."""
+        before, self.lenient = self.lenient, lenient
+        try:
+            yield
+        finally:
+            self.lenient = before
 
     def fail(self, path: str, message: str) -> None:
         self.problems.append(f"{path}: {message}" if path else message)
@@ -103,16 +129,46 @@ class ValueReader:
         return str(value)
 
     def expand(self, value: str, path: str) -> str:
+        """``value`` with its references replaced; one problem per reference that cannot be."""
+
         def substitute(match: re.Match[str]) -> str:
+            text, problem = self._reference(match.group(1))
+            if problem is None:
+                return match.group(0) if text is None else text
+            if not self.lenient:
+                self.fail(path, problem)
+            return match.group(0)
+
+        return _REFERENCE.sub(substitute, value)
+
+    def _reference(self, inner: str) -> tuple[str | None, str | None]:
+        """What ``${inner}`` stands for and what keeps it from being read: ``(None, None)`` leaves it as written."""
+        if inner == "userHome":
+            return str(Path.home()), None
+        if inner in ("pathSeparator", "/"):
+            return os.sep, None
+        if inner in WORKSPACE_VARIABLES:
+            return None, (
+                f"${{{inner}}} is an editor's workspace variable, and a service has no workspace: write the path "
+                "(relative paths are from the directory yao-actors runs in), or ${env:NAME} with NAME set"
+            )
+        if match := _ENV_REF.fullmatch(inner):
             name, default = match.group(1), match.group(2)
             if name in self.environ:
-                return self.environ[name]
+                return self.environ[name], None
             if default is not None:
-                return default
-            self.fail(path, f"environment variable {name} is not set")
-            return ""
-
-        return _ENV_REF.sub(substitute, value)
+                return default, None
+            return None, f"environment variable {name} is not set"
+        if (match := _PREFIXED.fullmatch(inner)) and match.group(1) in ("input", "config", "command"):
+            kind, rest = match.group(1), match.group(2)
+            if kind == "input":
+                described = f" ({self.inputs[rest]!r})" if self.inputs.get(rest) else ""
+                return None, (
+                    f"${{input:{rest}}}{described}: VS Code's prompted inputs are not supported here; set the value "
+                    "in an environment variable and write ${env:NAME} instead"
+                )
+            return None, f"${{{inner}}}: VS Code's ${{{kind}:...}} variables are not supported here; use ${{env:NAME}}"
+        return None, None
 
     def expanded_string(self, value: Any, path: str) -> str | None:
         """A non-empty string with its ``${VAR}`` references expanded."""

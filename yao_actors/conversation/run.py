@@ -330,6 +330,8 @@ class Run:
             logger.warning("assistant %s: %s", assistant.id, warning)
         for server_id, state in catalog.unavailable.items():
             await self.events.server_status(server_id, state, "its tools are not offered")
+        for server_id, reason in catalog.not_offered().items():
+            await self.events.server_status(server_id, "tools_capped", reason)
         return catalog
 
     async def call_model(

@@ -312,7 +312,11 @@ async def open_service(
         budget = RunBudget(limit=spec.max_runs, per_principal=share, nursery=nursery)  # detached runs wait here
         endpoints = Endpoints(servers, credentials, lambda: budget.closing)
         if isinstance(runtime, Runtime):
-            endpoints = attrs.evolve(endpoints, store_problem=functools.partial(store_problem, runtime.store))
+            endpoints = attrs.evolve(
+                endpoints,
+                store_problem=functools.partial(store_problem, runtime.store),
+                not_offered=runtime.tools_not_offered,
+            )
         service = Service(
             spec=spec,
             host=spec.host,

@@ -7,6 +7,8 @@
   ``unreachable``), and has ``"store": "unavailable"`` while the store cannot. The error itself (the last lines
   of a stdio server's stderr, which may hold secrets) goes to the log, and to ``/readyz`` only for a request
   bearing one of the service's tokens (never when the service has none). ``503`` too while shutting down.
+  ``tools_not_offered`` names, by assistant, the servers whose tools its ``max_tools`` cap leaves out, and which
+  (present only when some are; it does not change readiness).
 - ``GET /metrics``: the Prometheus text format (:mod:`yao_actors.observability.metrics`); when the service has
   tokens, only with ``Authorization: Bearer <token>`` (``401`` otherwise). Health endpoints are open.
 
@@ -16,7 +18,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -43,6 +45,8 @@ class Endpoints:
     closing: Callable[[], bool]
     store_problem: Callable[[], str | None] = lambda: None
     """Why the conversation store cannot take calls now (``None``: it can); not ready while it cannot."""
+    not_offered: Callable[[], Awaitable[Mapping[str, Mapping[str, str]]]] | None = None
+    """By assistant, why tools of a server are not offered (:meth:`~yao_actors.runtime.Runtime.tools_not_offered`)."""
 
     def add_to(self, routes: Routes) -> None:
         routes.add("/healthz", self.health)
@@ -69,9 +73,11 @@ class Endpoints:
         if self.closing():
             await exchange.respond_json(503, {"status": "shutting_down", "servers": report})
         else:
-            status = {"status": "ready" if ready else "not_ready", "servers": report}
+            status: dict[str, Any] = {"status": "ready" if ready else "not_ready", "servers": report}
             if not store_ok:
                 status["store"] = "unavailable"
+            if self.not_offered is not None and (not_offered := await self.not_offered()):
+                status["tools_not_offered"] = not_offered
             await exchange.respond_json(200 if ready else 503, status)
 
     def _authorized(self, exchange: HttpExchange) -> bool:

@@ -79,6 +79,8 @@ class Catalog:
     a cache does not keep such a catalog. ``unavailable`` maps those servers to
     why (``"restarting"``, ``"not running"``): a call to one of their tools is
     answered ``server_unavailable``, not ``unknown_tool`` (:meth:`unavailable_server`).
+    What the ``max_tools`` cap left out: ``capped`` maps a server to its tools past the cap, ``unlisted`` names the
+    servers after it (not even listed); :meth:`not_offered` says it per server.
     """
 
     entries: tuple[CatalogEntry, ...] = ()
@@ -86,6 +88,9 @@ class Catalog:
     complete: bool = True
     unavailable: Mapping[str, str] = attrs.field(factory=dict)
     table: ToolNameTable = attrs.field(factory=lambda: ToolNameTable({}))
+    max_tools: int = 20
+    capped: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    unlisted: tuple[str, ...] = ()
     _by_ref: Mapping[ToolRef, CatalogEntry] = attrs.field(init=False, repr=False)
 
     @_by_ref.default
@@ -107,6 +112,17 @@ class Catalog:
         """The entry a model's flat tool name stands for (through the name table), or ``None``."""
         ref = self.table.resolve(name)
         return None if ref is None else self._by_ref.get(ref)
+
+    def entry_of(self, ref: ToolRef) -> CatalogEntry | None:
+        """The entry of a server's tool, or ``None`` when the catalog does not offer it."""
+        return self._by_ref.get(ref)
+
+    def not_offered(self) -> dict[str, str]:
+        """Why tools of a server are left out by the ``max_tools`` cap, by server id (empty: none are)."""
+        cap = f"the assistant's max_tools ({self.max_tools}) was reached"
+        reasons = {server: f"{cap}: not offered: {', '.join(tools)}" for server, tools in self.capped.items()}
+        reasons.update({server: f"{cap} before this server: none of its tools offered" for server in self.unlisted})
+        return reasons
 
     def unavailable_server(self, name: str) -> str | None:
         """The server a flat tool name (not in the catalog) belongs to, when that server is selected but down."""
@@ -179,7 +195,17 @@ async def build_catalog(
         warnings.append(f"tool limit of {max_tools} reached; skipped {'; '.join(listed)}")
     table = ToolNameTable.build(included)
     entries = tuple(attrs.evolve(entry, name=name) for name, entry in zip(table.names, included.values(), strict=True))
-    return Catalog(entries, tuple(warnings), not unavailable, unavailable=unavailable, table=table)
+    capped = {server: tuple(names) for server, names in skipped.items()}
+    return Catalog(
+        entries,
+        tuple(warnings),
+        not unavailable,
+        unavailable=unavailable,
+        table=table,
+        max_tools=max_tools,
+        capped=capped,
+        unlisted=unlisted,
+    )
 
 
 async def _list(

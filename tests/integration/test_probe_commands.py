@@ -1,0 +1,173 @@
+"""``yao-actors check`` finds what will fail first, ``check --connect`` reaches every server and model once, ``tools``
+says which assistant offers which tool and why not, ``call`` calls one (issue 34, items 3, 4 and 6). Real stdio
+servers, a real (fake OpenAI) model endpoint over HTTP, a port nothing listens on."""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from yao_actors.cli import main
+from yao_actors.testing.fake_openai import RecordedRequest, Reply, open_fake_openai
+
+PYTHON = sys.executable
+SERVERS = {
+    "weather": {"command": PYTHON, "args": ["-m", "yao_actors.demo.weather"]},
+    "test": {"command": PYTHON, "args": ["-m", "yao_actors.testing.servers"]},
+}
+ASSISTANTS = {
+    "capped": {"model": "demo", "max_tools": 3, "mcp": {"servers": ["weather", "test"]}},
+    "echo": {"model": "demo", "mcp": {"servers": [{"test": ["echo"]}]}},
+}
+
+
+@pytest.fixture
+def fake_openai_url() -> Iterator[str]:
+    """A fake OpenAI endpoint answering "ok" to every request, served by a Trio run of its own in a thread (the
+    commands run ``trio.run`` themselves)."""
+    started: queue.Queue[tuple[str, trio.lowlevel.TrioToken, trio.Event]] = queue.Queue()
+
+    def answer(request: RecordedRequest) -> Reply:
+        return Reply(text="ok")
+
+    async def serve() -> None:
+        stop = trio.Event()
+        async with open_fake_openai(answer) as fake:
+            started.put((fake.base_url, trio.lowlevel.current_trio_token(), stop))
+            await stop.wait()
+
+    thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+    thread.start()
+    url, token, stop = started.get(timeout=30)
+    yield url
+    trio.from_thread.run_sync(stop.set, trio_token=token)
+    thread.join(timeout=30)
+
+
+def write(tmp_path: Path, data: dict[str, Any], name: str = "config.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+def test_check_names_a_command_not_on_path_and_an_api_key_not_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("YAO_TEST_UNSET_KEY", raising=False)
+    data = {
+        "mcpServers": {
+            "npx": {"command": "yao-no-such-program", "args": ["-y", "x"]},
+            "local": {"command": "./server.sh", "cwd": str(tmp_path)},
+            "off": {"command": "yao-no-such-program", "disabled": True},
+        },
+        "models": {
+            "remote": {"provider": "openai", "model": "m", "api_key_env": "YAO_TEST_UNSET_KEY"},
+            "ollama": {"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:11434/v1",
+                       "api_key_env": "YAO_TEST_UNSET_KEY"},
+            "unused": {"provider": "openai", "model": "m", "api_key_env": "YAO_TEST_UNSET_KEY"},
+        },
+        "assistants": {"a": {"model": "remote", "fallback_model": "ollama"}},
+    }  # fmt: skip
+    path = write(tmp_path, data)
+    assert main(["check", "--config", path]) == 2
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: mcpServers.npx.command: 'yao-no-such-program' is not on PATH (install it, or give its full path)",
+        f"{path}: mcpServers.local.command: './server.sh' does not exist (relative to cwd {str(tmp_path)!r})",
+        f"{path}: models.remote.api_key_env: environment variable YAO_TEST_UNSET_KEY is not set, so requests to "
+        "https://api.openai.com/v1 go without an API key (set it; for an endpoint that needs none, write "
+        '"api_key_env": null)',
+    ]
+    (tmp_path / "server.sh").write_text("#!/bin/sh\n", encoding="utf-8")
+    monkeypatch.setenv("YAO_TEST_UNSET_KEY", "k")
+    assert main(["check", "--config", path]) == 2
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: mcpServers.npx.command: 'yao-no-such-program' is not on PATH (install it, or give its full path)",
+        f"{path}: mcpServers.local.command: './server.sh' is not executable (chmod +x it)",
+    ]
+
+
+def test_check_connect_reaches_each_server_and_model_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fake_openai_url: str
+) -> None:
+    data = {
+        "mcpServers": SERVERS | {"gone": {"url": "http://127.0.0.1:1/mcp"}},
+        "models": {
+            "real": {"provider": "openai", "model": "fake", "base_url": fake_openai_url, "api_key_env": None},
+            "away": {"provider": "openai", "model": "x", "base_url": "http://127.0.0.1:1/v1", "api_key_env": None},
+        },
+        "assistants": ASSISTANTS | {"r": {"model": "real"}, "w": {"model": "away"}},
+    }
+    path = write(tmp_path, data)
+    assert main(["check", "--connect", "--timeout", "20", "--config", path]) == 2
+    lines = [line.removeprefix(f"{path}: ") for line in capsys.readouterr().out.splitlines()]
+    assert lines[:2] == ["server weather: ready, 1 tool(s)", "server test: ready, 10 tool(s)"]
+    assert lines[2].startswith("server gone: server 'gone' unavailable: cannot connect to http://127.0.0.1:1/mcp")
+    models = sorted(lines[3:5])
+    assert models[0].startswith("model away: http://127.0.0.1:1/v1: the connection to the model endpoint")
+    assert models[1].startswith(f"model real: {fake_openai_url} answered in ")
+    assert lines[5:] == [
+        "assistant capped: server test: the assistant's max_tools (3) was reached: not offered: sleep, fail, "
+        "progress, crash, stats, whoami, trace_context, register"
+    ]
+    good = write(tmp_path, {"mcpServers": SERVERS, "assistants": ASSISTANTS}, "good.json")
+    assert main(["check", "--connect", "--config", good]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"{good}: ok (2 server(s), 2 assistant(s))"
+
+
+def test_tools_says_who_offers_each_tool_and_why_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, {"mcpServers": SERVERS, "assistants": ASSISTANTS})
+    assert main(["tools", "--config", path, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["servers"] == {
+        "weather": {"ok": True, "detail": "ready, 1 tool(s)"},
+        "test": {"ok": True, "detail": "ready, 10 tool(s)"},
+    }
+    tools = {(t["server"], t["tool"]): t for t in listed["tools"]}
+    assert len(tools) == 11
+    assert tools["weather", "get"]["offered"] == {"capped": "weather__get"}
+    assert tools["weather", "get"]["not_offered"] == {"echo": "its server is not in the assistant's mcp.servers"}
+    assert tools["test", "echo"]["offered"] == {"capped": "test__echo", "echo": "test__echo"}
+    assert tools["test", "add"]["offered"] == {"capped": "test__add"}
+    assert tools["test", "sleep"]["not_offered"] == {
+        "capped": "past the assistant's max_tools (3)",
+        "echo": "not in the assistant's tool list for this server",
+    }
+    assert main(["tools", "--config", path, "--server", "weather"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "server weather: ready, 1 tool(s)",
+        "",
+        "weather.get",
+        "  capped: offered as weather__get",
+        "  echo: not offered: its server is not in the assistant's mcp.servers",
+    ]
+    unreachable = write(tmp_path, {"mcpServers": {"gone": {"url": "http://127.0.0.1:1/mcp"}}}, "gone.json")
+    assert main(["tools", "--config", unreachable]) == 1
+    assert capsys.readouterr().err.startswith("server gone: server 'gone' unavailable: cannot connect")
+    assert main(["tools", "--config", path, "--server", "nope"]) == 2
+    assert capsys.readouterr().err == "yao-actors: --server nope: no such server (known: weather, test)\n"
+
+
+def test_call_calls_one_tool_and_prints_its_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, {"mcpServers": SERVERS | {"off": {"command": "x", "disabled": True}}})
+    assert main(["call", "--config", path, "weather", "get", '{"city": "北京"}']) == 0
+    assert json.loads(capsys.readouterr().out) == {"city": "Beijing", "temp": 3, "wind": 4, "condition": "sunny"}
+    assert main(["call", "--config", path, "test", "fail", '{"message": "no"}']) == 1
+    assert capsys.readouterr().err == "yao-actors: tool_error: no\n"
+    assert main(["call", "--config", path, "weather", "nope"]) == 2
+    assert capsys.readouterr().err == "yao-actors: TOOL nope: server 'weather' has no such tool (its tools: get)\n"
+    assert main(["call", "--config", path, "off", "x"]) == 2
+    assert capsys.readouterr().err == "yao-actors: SERVER off: the server is disabled in the configuration\n"
+    assert main(["call", "--config", path, "ghost", "x"]) == 2
+    assert "SERVER ghost: no such server (known: weather, test, off)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["call", "--config", path, "weather", "get", "{city"])
+    assert exited.value.code == 2
+    assert "ARGUMENTS: not valid JSON" in capsys.readouterr().err

@@ -1,0 +1,138 @@
+"""Reaching a configuration's servers and models once, for the commands that look at them: ``check --connect``,
+``tools`` and ``call``.
+
+:func:`open_probe` starts the enabled servers (or the ones named) as a runtime would, but each gets one connection
+attempt within a deadline and no restarts: a server is then ``ready`` or ``down`` with why. :func:`server_reports`
+and :func:`probe_model` say how each server and model answered; :func:`tool_offers` says of every tool of the ready
+servers which assistants offer it to their model, and why the others do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+
+import attrs
+import trio
+
+from yao_actors.errors import ConfigError, ModelError
+from yao_actors.providers import build_model
+from yao_actors.runtime import Runtime, open_runtime
+from yao_actors.specs import Config, ModelSpec, RestartPolicy
+from yao_actors.tools.catalog import Catalog
+from yao_actors.tools.naming import ToolRef
+from yao_actors.tools.server_handle import ServerState
+
+#: Seconds a probe gives each server to connect and each model to answer, unless told otherwise.
+DEFAULT_PROBE_TIMEOUT = 15.0
+#: What a model is asked when it is probed.
+PROBE_PROMPT = "Reply with the single word: ok"
+
+
+@asynccontextmanager
+async def open_probe(config: Config, *, deadline_s: float, only: Iterable[str] | None = None) -> AsyncIterator[Runtime]:
+    """A runtime of ``config``'s enabled servers (or those in ``only``, and then no assistants), each with one
+    connection attempt of at most ``deadline_s`` seconds and no restart; threads in memory. Entered once every server
+    is ``ready`` or ``down``."""
+    chosen = set(config.servers) if only is None else set(only)
+    once = RestartPolicy(max_restarts=0)
+    servers = {
+        server_id: attrs.evolve(spec, restart=once, connect_timeout=min(spec.connect_timeout, deadline_s))
+        for server_id, spec in config.servers.items()
+        if server_id in chosen
+    }
+    assistants = config.assistants if only is None else {}
+    async with open_runtime(attrs.evolve(config, servers=servers, assistants=assistants, store=None)) as runtime:
+        for handle in runtime.servers.values():
+            await handle.wait_for_state(ServerState.READY, ServerState.DOWN)
+        yield runtime
+
+
+@attrs.frozen
+class Report:
+    """How one server or model answered: ``ok``, and what to say (its tools, its answer, or why it failed)."""
+
+    what: str
+    ok: bool
+    detail: str
+
+
+async def server_reports(runtime: Runtime) -> list[Report]:
+    """One report per server of ``runtime`` (disabled ones are said to be so)."""
+    reports = []
+    for server_id in runtime.config.servers:
+        handle = runtime.servers.get(server_id)
+        if handle is None:
+            reports.append(Report(f"server {server_id}", True, "disabled: not started"))
+        elif handle.state is ServerState.READY:
+            count = len(await handle.list_tools())
+            reports.append(Report(f"server {server_id}", True, f"ready, {count} tool(s)"))
+        else:
+            stats = handle.statistics()
+            reports.append(Report(f"server {server_id}", False, stats.last_error or handle.state.value))
+    return reports
+
+
+async def probe_model(spec: ModelSpec, *, deadline_s: float) -> Report:
+    """Ask the model ``spec`` one short question, once (no retries), within ``deadline_s`` seconds."""
+    what = f"model {spec.id}"
+    if spec.provider != "openai":
+        return Report(what, True, "offline, nothing to reach")
+    model = build_model(attrs.evolve(spec, max_retries=0))
+    started = trio.current_time()
+    with trio.move_on_after(deadline_s):
+        try:
+            completion = await model.complete([{"role": "user", "content": PROBE_PROMPT}], [])
+        except ModelError as error:
+            return Report(what, False, f"{spec.base_url}: {error}")
+        took = trio.current_time() - started
+        return Report(what, True, f"{spec.base_url} answered in {took:.1f}s: {completion.text.strip()[:40]!r}")
+    return Report(what, False, f"{spec.base_url}: no answer within {deadline_s:g}s")
+
+
+@attrs.frozen
+class ToolOffer:
+    """One tool of a ready server: by assistant, the flat name its model is offered it under, or why it is not."""
+
+    server: str
+    tool: str
+    title: str | None
+    description: str
+    offered: Mapping[str, str]
+    not_offered: Mapping[str, str]
+
+
+async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
+    """Every tool of the ready servers of ``runtime``, in server and listing order, with who offers it."""
+    catalogs: dict[str, Catalog | str] = {}
+    for assistant_id in runtime.config.assistants:
+        try:
+            catalogs[assistant_id] = await runtime.catalog(assistant_id)
+        except ConfigError as error:
+            catalogs[assistant_id] = f"its catalog is refused: {'; '.join(error.problems)}"
+    offers = []
+    for server_id, handle in runtime.servers.items():
+        for tool in await handle.list_tools():
+            offered: dict[str, str] = {}
+            refused: dict[str, str] = {}
+            for assistant_id, catalog in catalogs.items():
+                if isinstance(catalog, str):
+                    refused[assistant_id] = catalog
+                elif (entry := catalog.entry_of(ToolRef(server_id, tool.name))) is not None:
+                    offered[assistant_id] = entry.name
+                else:
+                    refused[assistant_id] = _why_not(runtime.config, assistant_id, catalog, server_id, tool.name)
+            title = tool.title or (tool.annotations.title if tool.annotations else None)
+            offers.append(ToolOffer(server_id, tool.name, title, tool.description or "", offered, refused))
+    return offers
+
+
+def _why_not(config: Config, assistant_id: str, catalog: Catalog, server_id: str, tool: str) -> str:
+    refs = [ref for ref in config.assistants[assistant_id].servers if ref.server_id == server_id]
+    if not refs:
+        return "its server is not in the assistant's mcp.servers"
+    if all(ref.tools and tool not in ref.tools for ref in refs):
+        return "not in the assistant's tool list for this server"
+    if tool in catalog.capped.get(server_id, ()) or server_id in catalog.unlisted:
+        return f"past the assistant's max_tools ({catalog.max_tools})"
+    return "not offered"

@@ -1,0 +1,208 @@
+"""The commands that look at a configuration's servers and models: ``check [--connect]``, ``tools`` and ``call``.
+
+``check [--config FILE] [--connect] [--timeout S]`` validates a file as ``serve`` would read it, then what will fail
+first (a stdio command not on ``PATH``, an unset ``api_key_env``); with ``--connect`` it also reaches every server and
+model once within the deadline and says how each answered, and which tools each assistant's ``max_tools`` leaves
+out. One line per finding; exit 0 when nothing failed, 2 otherwise.
+
+``tools [--config FILE] [--server S] [--json]`` lists the tools of the servers (names, titles, servers) and, for each
+assistant, the name its model is offered a tool under or why it is not; exit 1 when a server could not be reached.
+
+``call SERVER TOOL ['{json}']`` starts that one server and calls the tool with the arguments; the result is printed as
+JSON; exit 1 when the call failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
+from typing import Any, TypeVar
+
+import trio
+
+from yao_actors.config import Config, config_problems, default_config, load_config
+from yao_actors.config.preflight import preflight_problems
+from yao_actors.errors import ConfigError
+from yao_actors.probe import DEFAULT_PROBE_TIMEOUT, Report, open_probe, probe_model, server_reports, tool_offers
+from yao_actors.specs import ModelSpec
+from yao_actors.tools.server_handle import ServerState
+
+T = TypeVar("T")
+
+
+def add_probe_parsers(commands: Any) -> None:
+    """``check``, ``tools`` and ``call`` on the ``yao-actors`` parser's sub-commands."""
+    check = commands.add_parser(
+        "check", help="validate a configuration file (--connect: and reach its servers and models); exit 0 or 2"
+    )
+    _add_config_options(check)
+    check.add_argument("--connect", action="store_true", help="start every server and ask every model once")
+    check.set_defaults(command=check_command)
+
+    tools = commands.add_parser("tools", help="list the servers' tools and which assistants offer them (and why not)")
+    _add_config_options(tools)
+    tools.add_argument("--server", action="append", help="only this server's tools (may be repeated)")
+    tools.add_argument("--json", action="store_true", help="print one JSON object")
+    tools.set_defaults(command=tools_command)
+
+    call = commands.add_parser("call", help="call one tool of one server and print its result as JSON")
+    call.add_argument("server")
+    call.add_argument("tool")
+    call.add_argument("arguments", nargs="?", default="{}", help="the tool's arguments as a JSON object (default {})")
+    _add_config_options(call)
+    call.set_defaults(command=call_command, parser=call)
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="configuration file (default: the embedded demo)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_PROBE_TIMEOUT,
+        help=f"seconds each server gets to connect and each model to answer (default: {DEFAULT_PROBE_TIMEOUT:g})",
+    )
+
+
+def _load(args: argparse.Namespace) -> Config:
+    """The configuration as ``serve`` reads it (modules of the current directory importable)."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return load_config(args.config) if args.config else default_config()
+
+
+def _run_quietly(fn: Callable[[], Awaitable[T]]) -> T:
+    """``trio.run(fn)`` with logging off: what the servers' actors and the SDK log is said once, in the reports."""
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        return trio.run(fn)
+    finally:
+        logging.disable(before)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    source = args.config or "the embedded default"
+    try:
+        config = _load(args)
+        problems = config_problems(config) or preflight_problems(config)
+    except ConfigError as error:
+        problems = list(error.problems)
+    for problem in problems:
+        print(f"{source}: {problem}")
+    if problems:
+        return 2
+    if args.connect:
+        try:
+            failed = _run_quietly(partial(_connect_reports, config, args.timeout, source))
+        except ConfigError as error:
+            failed = True
+            for problem in error.problems:
+                print(f"{source}: {problem}")
+        if failed:
+            return 2
+    print(f"{source}: ok ({len(config.servers)} server(s), {len(config.assistants)} assistant(s))")
+    return 0
+
+
+async def _connect_reports(config: Config, deadline_s: float, source: str) -> bool:
+    """Print how each server and model answered and what the tool caps leave out; whether any failed."""
+    used = {a.model for a in config.assistants.values()} | {a.fallback_model for a in config.assistants.values()}
+    reports: list[Report] = []
+    async with open_probe(config, deadline_s=deadline_s) as runtime:
+        reports += await server_reports(runtime)
+        async with trio.open_nursery() as nursery:
+            for model_id, spec in config.models.items():
+                if model_id in used:
+                    nursery.start_soon(_probe_model, reports, spec, deadline_s)
+        capped = await runtime.tools_not_offered()
+    for report in reports:
+        print(f"{source}: {report.what}: {report.detail}")
+    for assistant_id, reasons in capped.items():
+        for server_id, reason in reasons.items():
+            print(f"{source}: assistant {assistant_id}: server {server_id}: {reason}")
+    return not all(report.ok for report in reports)
+
+
+async def _probe_model(reports: list[Report], spec: ModelSpec, deadline_s: float) -> None:
+    reports.append(await probe_model(spec, deadline_s=deadline_s))
+
+
+def tools_command(args: argparse.Namespace) -> int:
+    try:
+        config = _load(args)
+        unknown = [server for server in args.server or () if server not in config.servers]
+        if unknown:
+            raise ConfigError([f"--server {s}: no such server (known: {', '.join(config.servers)})" for s in unknown])
+        return _run_quietly(partial(_list_tools, config, args.timeout, args.server, args.json))
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"yao-actors: {problem}", file=sys.stderr)
+        return 2
+
+
+async def _list_tools(config: Config, deadline_s: float, only: Iterable[str] | None, raw: bool) -> int:
+    async with open_probe(config, deadline_s=deadline_s) as runtime:
+        reports = await server_reports(runtime)
+        offers = [offer for offer in await tool_offers(runtime) if only is None or offer.server in only]
+    reports = [r for r in reports if only is None or r.what.removeprefix("server ") in only]
+    if raw:
+        servers = {r.what.removeprefix("server "): {"ok": r.ok, "detail": r.detail} for r in reports}
+        tools = [
+            {"server": o.server, "tool": o.tool, "title": o.title, "description": o.description,
+             "offered": dict(o.offered), "not_offered": dict(o.not_offered)}
+            for o in offers
+        ]  # fmt: skip
+        print(json.dumps({"servers": servers, "tools": tools}, ensure_ascii=False, indent=2))
+    else:
+        for report in reports:
+            print(f"{report.what}: {report.detail}", file=sys.stdout if report.ok else sys.stderr)
+        for offer in offers:
+            print(f"\n{offer.server}.{offer.tool}" + (f" — {offer.title}" if offer.title else ""))
+            for assistant_id, name in offer.offered.items():
+                print(f"  {assistant_id}: offered as {name}")
+            for assistant_id, why in offer.not_offered.items():
+                print(f"  {assistant_id}: not offered: {why}")
+    return 0 if all(report.ok for report in reports) else 1
+
+
+def call_command(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as error:
+        args.parser.error(f"ARGUMENTS: not valid JSON: {error}")
+    if not isinstance(arguments, dict):
+        args.parser.error(f"ARGUMENTS: expected a JSON object, got {args.arguments}")
+    try:
+        config = _load(args)
+        spec = config.servers.get(args.server)
+        if spec is None:
+            raise ConfigError([f"SERVER {args.server}: no such server (known: {', '.join(config.servers)})"])
+        if spec.disabled:
+            raise ConfigError([f"SERVER {args.server}: the server is disabled in the configuration"])
+        return _run_quietly(partial(_call, config, args.server, args.tool, arguments, args.timeout))
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"yao-actors: {problem}", file=sys.stderr)
+        return 2
+
+
+async def _call(config: Config, server_id: str, tool: str, arguments: dict[str, Any], deadline_s: float) -> int:
+    async with open_probe(config, deadline_s=deadline_s, only=[server_id]) as runtime:
+        handle = runtime.servers[server_id]
+        if handle.state is not ServerState.READY:
+            print(f"yao-actors: {handle.statistics().last_error}", file=sys.stderr)
+            return 1
+        names = [t.name for t in await handle.list_tools()]
+        if tool not in names:
+            raise ConfigError([f"TOOL {tool}: server {server_id!r} has no such tool (its tools: {', '.join(names)})"])
+        outcome = await handle.call_tool(tool, arguments)
+    if not outcome.ok:  # its result, if any, is the same text
+        print(f"yao-actors: {outcome.kind}: {outcome.error}", file=sys.stderr)
+        return 1
+    print(json.dumps(outcome.result, ensure_ascii=False, indent=2))
+    return 0
