@@ -96,8 +96,11 @@ class Guest:
 
     async def host(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         """From Trio code: await the host coroutine ``fn(*args)`` as an asyncio task (cancelled with the caller)."""
-        task = self._loop.create_task(fn(*args), context=self._host_context.copy())
-        return await self.wait_host(task, cancel=True)
+        return await self.wait_host(self.start_host(fn, *args), cancel=True)
+
+    def start_host(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> asyncio.Task[T]:
+        """From Trio code: start the host coroutine ``fn(*args)`` as an asyncio task (in the host's context)."""
+        return self._loop.create_task(fn(*args), context=self._host_context.copy())
 
     async def wait_host(self, future: asyncio.Future[T], *, cancel: bool = False) -> T:
         """From Trio code: wait for a host future; a Trio cancellation leaves it running unless ``cancel``."""
