@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.processes import descendants, running
+from tests.integration.processes import REPO, descendants, running
+from tests.integration.test_service_readme_example import readme_examples, run_example
 from yao_actors.aio import Runtime, open_runtime
 from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
 from yao_actors.errors import ConfigError, RunError, RunErrorCode
@@ -164,3 +166,23 @@ def test_the_trio_apis_exceptions_come_out_as_themselves() -> None:
     with pytest.raises(RunError) as raised:
         run_program(unknown_assistant)
     assert raised.value.code is RunErrorCode.UNKNOWN_ASSISTANT
+
+
+def test_the_readmes_asyncio_example_runs_as_written(tmp_path: Path) -> None:
+    examples = readme_examples("Embedding in asyncio and FastAPI")
+    assert len(examples) == 2
+    lines = run_example(tmp_path, examples[0])
+    assert lines[0].startswith("True {'city': 'Beijing'")
+    assert "北京" in lines[1]
+    assert "穿" in lines[1]
+    assert "上海" in lines[2]
+    assert lines[3] == "RUN_STARTED"
+    assert lines[-2] == "RUN_FINISHED"
+    assert lines[-1] == "6 True"  # bj keeps the question, two tool calls with their results, and the answer
+
+
+def test_the_readmes_fastapi_lines_are_those_of_the_example_file() -> None:
+    example = (REPO / "examples" / "fastapi_app.py").read_text(encoding="utf-8")
+    block = readme_examples("Embedding in asyncio and FastAPI")[1]
+    missing = [line for line in block.splitlines() if line.strip() and line not in example.splitlines()]
+    assert missing == []
