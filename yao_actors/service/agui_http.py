@@ -47,7 +47,7 @@ from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
 from yao_actors.service.budget import RunBudget, RunSlot, TooManyRuns
 from yao_actors.service.connection import EventStream, RunOpener
-from yao_actors.service.http import HttpExchange
+from yao_actors.service.http import Exchange
 from yao_actors.service.protocol import USER_ROLES
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def encode_sse(event: EventDict) -> bytes:
 class AguiExchange:
     """One ``POST /agui`` (or its CORS preflight): the checks, the run, and its event stream."""
 
-    exchange: HttpExchange
+    exchange: Exchange
     runtime: RunOpener
     spec: ServiceSpec
     credentials: Sequence[Credential]

@@ -60,7 +60,7 @@ from yao_actors.service.protocol import (
     error_frame,
     parse_frame,
 )
-from yao_actors.service.websocket import ServerWebSocket
+from yao_actors.service.websocket import MessageSocket
 from yao_actors.store.base import iso
 from yao_actors.tasks import receive_now_or_wait, send_now_or_wait
 
@@ -210,7 +210,7 @@ class _RelayedRun:
 class Connection:
     """The state of one accepted websocket; see the module docstring for its tasks and how it ends."""
 
-    ws: ServerWebSocket
+    ws: MessageSocket
     runtime: RunOpener
     spec: ServiceSpec
     budget: RunBudget

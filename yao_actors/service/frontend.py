@@ -6,6 +6,8 @@ Three ownership levels, as in trio's own servers:
   down gracefully (:meth:`Service.shutdown`); leaving by an exception or a cancellation stops at once.
 - :func:`serve_service` — for ``nursery.start``: serves until cancelled, or until someone calls
   :meth:`Service.shutdown` on the handle it reports.
+- :func:`open_front` — the service without a listener, for connections an ASGI server hands it
+  (:mod:`yao_actors.asgi`).
 - :class:`Service` — the handle: where it listens, :meth:`Service.statistics`, :meth:`Service.shutdown`.
 
 Each TCP connection first passes :mod:`yao_actors.service.gate`: a plain HTTP request goes to the service's
@@ -47,9 +49,9 @@ from yao_actors.service.auth import (
 from yao_actors.service.budget import RunBudget, principal_share
 from yao_actors.service.connection import Connection, RunOpener
 from yao_actors.service.gate import RequestHead, read_head
-from yao_actors.service.http import BadRequest, HttpExchange, Routes, read_request, refuse
+from yao_actors.service.http import BadRequest, Exchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
-from yao_actors.service.websocket import ServerWebSocket, UpgradeRequest
+from yao_actors.service.websocket import MessageSocket, ServerWebSocket, UpgradeRequest
 from yao_actors.store.spec import store_problem
 
 logger = logging.getLogger(__name__)
@@ -161,10 +163,22 @@ class Service:
         self._endpoints.add_to(self._routes)
         self._routes.add(AGUI_PATH, self._serve_agui, ("POST", "OPTIONS"), prefix=True)
 
-    async def _serve_page(self, exchange: HttpExchange) -> None:
+    async def serve_exchange(self, exchange: Exchange) -> None:
+        """Answer a plain HTTP request read elsewhere (an ASGI server's) through the service's routes."""
+        await self._routes.serve(exchange)
+
+    async def serve_websocket(self, ws: MessageSocket, request: UpgradeRequest) -> None:
+        """Check and accept (or refuse) a websocket upgrade read elsewhere (an ASGI server's), then serve it."""
+        admitted = None
+        with trio.move_on_after(HANDSHAKE_TIMEOUT):
+            admitted = await self._admit(ws, request)
+        if admitted is not None:
+            await self._serve_connection(ws, admitted.principal)
+
+    async def _serve_page(self, exchange: Exchange) -> None:
         await exchange.respond(200, self._page, "text/html; charset=utf-8")
 
-    async def _serve_agui(self, exchange: HttpExchange) -> None:
+    async def _serve_agui(self, exchange: Exchange) -> None:
         """One AG-UI request; while it runs it counts as a connection (limits, shutdown)."""
         if self._budget.closing or self._admitted >= self.spec.max_connections:
             body = {"error": {"code": "too_many_connections", "message": "too many connections, or shutting down"}}
@@ -229,7 +243,7 @@ class Service:
         if admitted is not None:
             await self._serve_connection(ws, admitted.principal)
 
-    async def _admit(self, ws: ServerWebSocket, request: UpgradeRequest) -> Admitted | None:
+    async def _admit(self, ws: MessageSocket, request: UpgradeRequest) -> Admitted | None:
         """Check the handshake (Origin, token, limits) and accept it, or refuse it (``None``)."""
         handshake = Handshake(headers=request.headers, subprotocols=request.subprotocols)
         principal = principal_of(handshake, self._credentials)
@@ -257,7 +271,7 @@ class Service:
             return Admitted(principal)
         return None
 
-    async def _serve_connection(self, ws: ServerWebSocket, principal: str | None) -> None:
+    async def _serve_connection(self, ws: MessageSocket, principal: str | None) -> None:
         """Serve an accepted connection, then close it with its close code and free its slot.
 
         A failure inside the connection is logged with its traceback and ends this connection only (1011).
@@ -299,13 +313,26 @@ async def open_service(
     :class:`~yao_actors.runtime.Runtime`'s own). ``listeners``, when given, are listened on instead (a worker's
     ``SO_REUSEPORT`` socket, :mod:`yao_actors.workers`).
     """
+    check_listen(spec.host, resolve_credentials(spec))
+    if listeners is None:
+        listeners = await open_listeners(spec.host, spec.port)
+    port = listeners[0].socket.getsockname()[1]
+    async with open_front(runtime, spec, servers=servers, port=port) as service:
+        service._nursery.start_soon(service._serve_listeners, listeners)
+        yield service
+
+
+@asynccontextmanager
+async def open_front(
+    runtime: RunOpener, spec: ServiceSpec, *, servers: Mapping[str, Observable] | None = None, port: int = 0
+) -> AsyncIterator[Service]:
+    """The service without a listener: connections are handed to it (:meth:`Service.serve_exchange`,
+    :meth:`Service.serve_websocket`), as the ASGI application does; shut down gracefully when the block ends.
+    ``servers`` as for :func:`open_service`; ``port`` is only what :attr:`Service.url` shows."""
     credentials = resolve_credentials(spec)
-    check_listen(spec.host, credentials)
     page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
     if servers is None:
         servers = runtime.servers if isinstance(runtime, Runtime) else {}
-    if listeners is None:
-        listeners = await open_listeners(spec.host, spec.port)
     async with trio.open_nursery() as nursery:
         principals = len({credential.principal for credential in credentials})
         share = principal_share(spec, principals)
@@ -320,7 +347,7 @@ async def open_service(
         service = Service(
             spec=spec,
             host=spec.host,
-            port=listeners[0].socket.getsockname()[1],
+            port=port,
             runtime=runtime,
             credentials=credentials,
             page=page,
@@ -328,7 +355,6 @@ async def open_service(
             nursery=nursery,
             budget=budget,
         )
-        nursery.start_soon(service._serve_listeners, listeners)
         try:
             yield service
             await service.shutdown()

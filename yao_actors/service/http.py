@@ -9,6 +9,7 @@ deadline (``write_timeout``, the service's ``idle_timeout``): a client that take
 long is dropped (:class:`ClientStalled`), so a client that never reads cannot hold the task (and what it
 holds) that writes to it.
 
+What handlers use of an exchange is :class:`Exchange` (the ASGI application, :mod:`yao_actors.asgi`, has its own).
 :class:`Routes` is the one routing point of the service's plain HTTP: paths (or path prefixes) to handlers,
 each with the methods it takes; anything else is 404, a known path with another method 405.
 """
@@ -19,7 +20,7 @@ import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import h11
@@ -79,6 +80,25 @@ class HttpRequest:
     def path(self) -> str:
         """The target without its query string."""
         return self.target.split("?", 1)[0]
+
+
+class Exchange(Protocol):
+    """What a route's handler needs of a request and its answer (an :class:`HttpExchange`, or an ASGI one)."""
+
+    @property
+    def request(self) -> HttpRequest: ...
+
+    async def respond(self, status: int, body: bytes, content_type: str, headers: Headers = ()) -> None: ...
+
+    async def respond_json(self, status: int, value: Any, headers: Headers = ()) -> None: ...
+
+    async def start_stream(self, status: int, content_type: str, headers: Headers = ()) -> None: ...
+
+    async def send(self, data: bytes) -> None: ...
+
+    async def end(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
 
 
 @attrs.define(eq=False)
@@ -216,7 +236,7 @@ async def refuse(stream: trio.abc.Stream, status: int, message: str) -> None:
     await stream.send_all(head + body)
 
 
-Handler = Callable[[HttpExchange], Awaitable[None]]
+Handler = Callable[[Exchange], Awaitable[None]]
 
 
 @attrs.frozen
@@ -248,7 +268,7 @@ class Routes:
         matches = [p for p, r in self._routes.items() if r.prefix and path.startswith(p.rstrip("/") + "/")]
         return self._routes[max(matches, key=len)] if matches else None
 
-    async def serve(self, exchange: HttpExchange) -> None:
+    async def serve(self, exchange: Exchange) -> None:
         """Hand the exchange to its route's handler, or answer 404 / 405."""
         route = self.find(exchange.request.path)
         if route is None:

@@ -26,7 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from yao_actors.observability.metrics import exposition
 from yao_actors.service.auth import Credential, Handshake, principal_of
-from yao_actors.service.http import HttpExchange, Routes
+from yao_actors.service.http import Exchange, Routes
 from yao_actors.tools.server_handle import ServerState, ServerStatistics
 
 
@@ -53,13 +53,13 @@ class Endpoints:
         routes.add("/readyz", self.readiness)
         routes.add("/metrics", self.metrics)
 
-    async def health(self, exchange: HttpExchange) -> None:
+    async def health(self, exchange: Exchange) -> None:
         if self.closing():
             await exchange.respond_json(503, {"status": "shutting_down"})
         else:
             await exchange.respond_json(200, {"status": "serving"})
 
-    async def readiness(self, exchange: HttpExchange) -> None:
+    async def readiness(self, exchange: Exchange) -> None:
         servers = {server_id: server.statistics() for server_id, server in self.servers.items()}
         report: dict[str, Any] = {
             server_id: {"state": stats.state.value, "error": stats.last_error_kind}
@@ -80,13 +80,13 @@ class Endpoints:
                 status["tools_not_offered"] = not_offered
             await exchange.respond_json(200 if ready else 503, status)
 
-    def _authorized(self, exchange: HttpExchange) -> bool:
+    def _authorized(self, exchange: Exchange) -> bool:
         """Whether the request bears one of the service's tokens (a service without tokens has none to bear)."""
         return (
             bool(self.credentials) and principal_of(Handshake(exchange.request.headers), self.credentials) is not None
         )
 
-    async def metrics(self, exchange: HttpExchange) -> None:
+    async def metrics(self, exchange: Exchange) -> None:
         if self.credentials and not self._authorized(exchange):
             body = b"missing or wrong bearer token\n"
             await exchange.respond(401, body, "text/plain; charset=utf-8", [("www-authenticate", "Bearer")])

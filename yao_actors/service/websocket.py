@@ -29,7 +29,7 @@ from __future__ import annotations
 import http
 import math
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Final, Protocol
 
 import attrs
 import trio
@@ -88,6 +88,28 @@ class UpgradeRequest:
                 if name.strip().lower() == "sec-websocket-protocol":
                     subprotocols += [token.strip() for token in value.split(",") if token.strip()]
         return cls(headers=headers, subprotocols=tuple(subprotocols), key=key.encode("latin-1"), after_head=after_head)
+
+
+class MessageSocket(Protocol):
+    """What the service needs of an accepted-or-not websocket: a :class:`ServerWebSocket`, or an ASGI server's
+    (:mod:`yao_actors.asgi`). ``get_message``, ``send_messages`` and ``aclose`` as :class:`ServerWebSocket`'s."""
+
+    @property
+    def awaiting_pong(self) -> bool: ...
+
+    async def accept(self, request: UpgradeRequest, subprotocol: str | None) -> None: ...
+
+    async def reject(
+        self, status: int, *, extra_headers: Sequence[tuple[bytes, bytes]] = (), body: bytes = b""
+    ) -> None: ...
+
+    async def get_message(self, deadline: float = math.inf) -> str | bytes | None: ...
+
+    async def send_messages(self, messages: Sequence[str | bytes]) -> None: ...
+
+    async def ping(self) -> None: ...
+
+    async def aclose(self, code: int, reason: str | None) -> None: ...
 
 
 def _tokens(value: str) -> list[str]:

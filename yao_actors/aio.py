@@ -1,0 +1,226 @@
+"""The runtime for asyncio programs: the Trio runtime running as a guest of the asyncio loop, on its thread.
+
+``async with open_runtime(config) as runtime:`` (from any asyncio program: ``asyncio.run``, FastAPI, aiohttp)
+starts :func:`yao_actors.open_runtime` in a Trio guest run (:mod:`yao_actors.guest`) and gives a
+:class:`Runtime` with the Trio runtime's methods as asyncio coroutines — ``run``, ``open_run`` (its events as an
+async iterator), ``history``, ``threads``, ``forget``, ``open_resume``, ``wait_ready`` — and the server handles'
+``call_tool`` and ``list_tools``. Each call crosses the bridge once (:meth:`yao_actors.guest.Guest.call`):
+cancelling the asyncio task that awaits it cancels it in Trio (a run ends ``cancelled``, its tool calls get
+``cancelled`` results, the history stays valid) and returns once that close-out is done. Exceptions are the Trio
+API's own (``ConfigError``, ``NotReady``, ``RunError``, ...). Leaving the block stops every actor and child process,
+however it is left.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp.types
+import trio
+
+from yao_actors import runtime as trio_runtime
+from yao_actors.conversation import MessagesInput, RunResult, ThreadHistory
+from yao_actors.guest import Guest, open_guest
+from yao_actors.models import Model
+from yao_actors.models.base import Message
+from yao_actors.specs import Config
+from yao_actors.store import ThreadInfo
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_handle import ProgressFn, ServerHandle, ServerState, ServerStatistics
+from yao_actors.transports import Connector, open_client
+
+EventDict = dict[str, Any]
+
+
+class AioServerHandle:
+    """An MCP server's handle for asyncio code: ``call_tool`` and ``list_tools`` run in the guest."""
+
+    def __init__(self, guest: Guest, handle: ServerHandle) -> None:
+        self._guest = guest
+        self._handle = handle
+
+    @property
+    def id(self) -> str:
+        return self._handle.id
+
+    @property
+    def state(self) -> ServerState:
+        return self._handle.state
+
+    def statistics(self) -> ServerStatistics:
+        return self._handle.statistics()
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        return await self._guest.call(self._handle.list_tools)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+    ) -> ToolOutcome:
+        """Call tool ``name`` (see :meth:`yao_actors.tools.server_handle.ServerHandle.call_tool`); ``progress`` may
+        be a plain or an ``async`` (asyncio) function. A failure is an outcome; cancelling the awaiting task cancels
+        the call at the server (``notifications/cancelled``)."""
+        if progress is not None and inspect.iscoroutinefunction(progress):
+            host_progress = progress
+
+            async def relay(done: float, total: float | None, message: str | None) -> None:
+                await self._guest.host(host_progress, done, total, message)
+
+            progress = relay
+        return await self._guest.call(_call_tool, self._handle, name, arguments, progress)
+
+
+async def _call_tool(
+    handle: ServerHandle, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None
+) -> ToolOutcome:
+    return await handle.call_tool(name, arguments, progress=progress)
+
+
+class AioEventStream:
+    """A run's AG-UI event dicts for asyncio code: ``async for event in events``; ``cancel``, ``detach``,
+    ``result`` once it ended. Each event crosses the bridge once."""
+
+    def __init__(self, guest: Guest, stream: Any) -> None:
+        self._guest = guest
+        self._stream = stream
+
+    @property
+    def run_id(self) -> str:
+        return str(self._stream.run_id)
+
+    @property
+    def thread_id(self) -> str:
+        return str(self._stream.thread_id)
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result once it ended (a run's stream; ``None`` for a resumed one)."""
+        return getattr(self._stream, "result", None)
+
+    def cancel(self) -> None:
+        """Cancel the run; it still ends with its terminal event."""
+        self._guest.soon(self._stream.cancel)
+
+    def detach(self) -> None:
+        """Stop reading without cancelling the run (it waits ``detach_grace`` seconds to be resumed)."""
+        self._guest.soon(self._stream.detach)
+
+    async def receive(self) -> EventDict:
+        """The next event; ``StopAsyncIteration`` after the terminal one."""
+        try:
+            return dict(await self._guest.call(self._stream.receive))
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    def __aiter__(self) -> AsyncIterator[EventDict]:
+        return self
+
+    async def __anext__(self) -> EventDict:
+        return await self.receive()
+
+
+class Runtime:
+    """The Trio :class:`yao_actors.Runtime` for asyncio code (made by :func:`open_runtime`)."""
+
+    def __init__(self, guest: Guest, runtime: trio_runtime.Runtime) -> None:
+        self._guest = guest
+        self.trio_runtime = runtime
+        self.config: Config = runtime.config
+        self.models: Mapping[str, Model] = runtime.models
+        self.servers: Mapping[str, AioServerHandle] = {
+            server_id: AioServerHandle(guest, handle) for server_id, handle in runtime.servers.items()
+        }
+
+    @property
+    def guest(self) -> Guest:
+        """The guest run the runtime lives in (hand it your own Trio work with ``guest.call``)."""
+        return self._guest
+
+    async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - the Trio API's
+        await self._guest.call(self.trio_runtime.wait_ready, timeout)
+
+    async def run(self, assistant: str, messages: MessagesInput, **options: Any) -> RunResult:
+        """Run to the end (options as :meth:`yao_actors.Runtime.run`); cancelling the awaiting task cancels it."""
+        return await self._guest.call(_run, self.trio_runtime, assistant, messages, options)
+
+    @asynccontextmanager
+    async def open_run(
+        self,
+        assistant: str,
+        messages: MessagesInput,
+        *,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        principal: str | None = None,
+        history: Sequence[Message] | None = None,
+        client_tools: Sequence[Mapping[str, Any]] = (),
+        resume: Sequence[Mapping[str, Any]] = (),
+    ) -> AsyncIterator[AioEventStream]:
+        """Start a run; yields its events (an async iterator). Leaving the block early cancels the run."""
+        opened = self.trio_runtime.open_run(
+            assistant,
+            messages,
+            thread_id=thread_id,
+            run_id=run_id,
+            principal=principal,
+            history=history,
+            client_tools=client_tools,
+            resume=resume,
+        )
+        async with self._guest.hold(opened) as stream:
+            yield AioEventStream(self._guest, stream)
+
+    @asynccontextmanager
+    async def open_resume(
+        self, run_id: str, *, after_seq: int = 0, principal: str | None = None
+    ) -> AsyncIterator[AioEventStream]:
+        """A run's events after ``after_seq``, stored then live, up to its terminal one (``RunError`` ``unknown_run``)."""
+        opened = self.trio_runtime.open_resume(run_id, after_seq=after_seq, principal=principal)
+        async with self._guest.hold(opened) as stream:
+            yield AioEventStream(self._guest, stream)
+
+    async def run_exists(self, run_id: str) -> bool:
+        return await self._guest.call(self.trio_runtime.run_exists, run_id)
+
+    async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
+        return await self._guest.call(_history, self.trio_runtime, thread_id, principal)
+
+    async def threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
+        return await self._guest.call(_threads, self.trio_runtime, principal, limit)
+
+    async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
+        return await self._guest.call(_forget, self.trio_runtime, thread_id, principal)
+
+
+async def _run(
+    runtime: trio_runtime.Runtime, assistant: str, messages: MessagesInput, options: dict[str, Any]
+) -> RunResult:
+    return await runtime.run(assistant, messages, **options)
+
+
+async def _history(runtime: trio_runtime.Runtime, thread_id: str, principal: str | None) -> ThreadHistory:
+    return await runtime.history(thread_id, principal=principal)
+
+
+async def _threads(runtime: trio_runtime.Runtime, principal: str | None, limit: int) -> list[ThreadInfo]:
+    return await runtime.threads(principal=principal, limit=limit)
+
+
+async def _forget(runtime: trio_runtime.Runtime, thread_id: str, principal: str | None) -> bool:
+    return await runtime.forget(thread_id, principal=principal)
+
+
+@asynccontextmanager
+async def open_runtime(
+    config: Config,
+    *,
+    models: Mapping[str, Model] | None = None,
+    connect: Connector = open_client,
+    ready_timeout: float | None = None,
+) -> AsyncIterator[Runtime]:
+    """:func:`yao_actors.open_runtime` for asyncio: the same arguments, the runtime in a Trio guest run."""
+    opened = trio_runtime.open_runtime(config, models=models, connect=connect, ready_timeout=ready_timeout)
+    async with open_guest(opened) as (guest, runtime):
+        yield Runtime(guest, runtime)
