@@ -38,6 +38,7 @@ from yao_actors.specs import (
     SseTransport,
     StdioTransport,
     Transport,
+    protocol_choices,
 )
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts", "store")
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
+    "protocol", "input_timeout",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
 #: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -135,7 +137,7 @@ class ConfigReader(AssistantReader, ServiceReader):
                 self.other_client_keys.append((join_path(path, key), treatment))
         transport = self.transport(item, path)
         options: dict[str, Any] = {}
-        for key in ("timeout", "connect_timeout"):
+        for key in ("timeout", "connect_timeout", "input_timeout"):
             if key in item and (number := self.number(item[key], join_path(path, key))) is not None:
                 options[key] = number
         if "max_concurrency" in item:
@@ -153,6 +155,8 @@ class ConfigReader(AssistantReader, ServiceReader):
         for key in ("expose_stderr", "disabled"):
             if key in item:
                 options[key] = self.boolean(item[key], join_path(path, key))
+        if "protocol" in item:
+            options["protocol"] = self.choice(item["protocol"], join_path(path, "protocol"), protocol_choices())
         if "approval" in item:
             options["approval"] = server_approval(self, item["approval"], join_path(path, "approval"))
         if transport is None or None in options.values():

@@ -47,7 +47,7 @@ from mcp.shared.exceptions import MCPError
 
 from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
-from yao_actors.observability.metrics import SERVER_RESTARTS, SERVER_UP, labelled
+from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.results import ToolOutcome, parse_content
 from yao_actors.tools.server_handle import (
@@ -60,7 +60,7 @@ from yao_actors.tools.server_handle import (
     ServerStatus,
     unavailable_outcome,
 )
-from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, open_client
+from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +96,8 @@ class _ServerActor:
     nursery: trio.Nursery
     status: ServerStatus
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    discover: mcp.types.DiscoverResult | None = None
+    """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
 
     @property
     def id(self) -> str:
@@ -276,13 +278,17 @@ class _ServerActor:
                 connection.catalog_changed.set()
 
         link = connection.link
-        async with self.connect(self.spec, link=link, message_handler=on_message) as client:
+        prior, self.discover = self.discover, None  # kept again only once a connection has adopted it
+        async with self.connect(self.spec, link=link, message_handler=on_message, prior_discover=prior) as client:
             connection.client = client
             self.status.pid = link.pid
+            self._negotiated(client)
             await self.fetch_catalog(client)
             scope.deadline = math.inf
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.refresh_catalog, connection)
+                if is_modern(client.protocol_version):
+                    nursery.start_soon(self.listen_for_changes, connection)
                 for _ in range(self.spec.max_concurrency):
                     nursery.start_soon(self.work, connection)
                 # The workers now take the requests; the fail-fast task stops answering them.
@@ -297,6 +303,32 @@ class _ServerActor:
                     self.start_failing_fast()
                 self._lost(link)
                 scope.cancel()
+
+    def _negotiated(self, client: mcp.Client) -> None:
+        """Publish the connection's protocol version; keep its discover result for the next connection."""
+        version = client.protocol_version
+        if self.status.protocol is not None and self.status.protocol != version:
+            labelled(SERVER_PROTOCOL, self.id, self.status.protocol).set(0)
+        self.status.protocol = version
+        labelled(SERVER_PROTOCOL, self.id, version).set(1)
+        self.discover = client.session.discover_result
+        logger.info("server %r: speaking MCP %s", self.id, version, extra={"server": self.id, "protocol": version})
+
+    async def listen_for_changes(self, connection: _Connection) -> None:
+        """On a stateless connection, ``tools/list_changed`` comes through a ``subscriptions/listen`` stream."""
+        assert connection.client is not None
+        try:
+            async with connection.client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    connection.catalog_changed.set()
+        except Exception as exc:  # a server without subscriptions still serves calls; its catalog stays as fetched
+            logger.info(
+                "server %r: no subscription to catalog changes: %s: %s",
+                self.id,
+                type(exc).__name__,
+                exc,
+                extra={"server": self.id},
+            )
 
     def _lost(self, link: Link) -> None:
         """The connection of ``link`` is gone: fail calls fast, and remember why."""

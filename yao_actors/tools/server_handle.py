@@ -70,6 +70,8 @@ class ServerStatistics:
     tools_version: int
     pid: int | None
     last_error_kind: str | None = None
+    protocol: str | None = None
+    """The MCP protocol version of the current (or last) connection: ``"2026-07-28"``, ``"2025-11-25"``, ..."""
 
 
 def loss_kind(link: Link | None) -> str | None:
@@ -94,6 +96,7 @@ class ServerStatus:
     last_error: str | None = None
     last_loss: Link | None = None
     pid: int | None = None
+    protocol: str | None = None
     state_changed: trio.Event = attrs.field(factory=trio.Event)
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
 
@@ -247,6 +250,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
             tools_version=status.tools_version,
             pid=status.pid,
             last_error_kind=loss_kind(status.last_loss),
+            protocol=status.protocol,
         )
 
     async def wait_state_change(self) -> ServerState:
