@@ -145,7 +145,7 @@ def _trivial(i: int) -> Callable[[], Awaitable[dict[str, Any]]]:
     return trivial
 
 
-async def _serve_http(server: MCPServer, host: str, port: int, sse: bool = False) -> None:
+async def serve_http(server: MCPServer, host: str, port: int, sse: bool = False) -> None:
     """Serve streamable HTTP (or HTTP+SSE) on an already bound socket, then announce the bound address."""
     import uvicorn
 
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     # One stderr line up front, so supervision reports have a tail to show even after a kill -9.
     print(f"test server {args.name} started (pid {os.getpid()})", file=sys.stderr, flush=True)
     if args.http or args.sse:
-        anyio.run(_serve_http, server, args.host, args.port, args.sse)
+        anyio.run(serve_http, server, args.host, args.port, args.sse)
     else:
         server.run()
 

@@ -33,6 +33,7 @@ network failed, and anything else that went wrong on our side.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 from collections.abc import Callable
@@ -42,6 +43,7 @@ import attrs
 import mcp
 import mcp.types
 import trio
+from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
@@ -49,6 +51,7 @@ from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_me
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.input_requests import InputAnswer, InputHandler, elicit_result, input_request
 from yao_actors.tools.results import ToolOutcome, parse_content
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
@@ -66,6 +69,8 @@ logger = logging.getLogger(__name__)
 
 #: How long a call that saw its connection close waits for the reason (exit code, stderr).
 LOSS_REPORT_WAIT = 1.0
+#: The call a worker task is making: an ``elicitation/create`` that arrives in that task's context belongs to it.
+_CALLING: contextvars.ContextVar[CallRequest | None] = contextvars.ContextVar("yao_actors_calling", default=None)
 #: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
 MAX_CATALOG_PAGES = 1000
 
@@ -84,6 +89,7 @@ class _Connection:
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
     answered: bool = False
     unanswered: list[CallRequest] = attrs.field(factory=list)
+    running: set[CallRequest] = attrs.field(factory=set)
 
 
 @attrs.define(eq=False)
@@ -96,6 +102,7 @@ class _ServerActor:
     nursery: trio.Nursery
     status: ServerStatus
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    input_handler: InputHandler | None = None
     discover: mcp.types.DiscoverResult | None = None
     """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
 
@@ -155,10 +162,14 @@ class _ServerActor:
     async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None
         self.status.in_flight += 1
+        connection.running.add(request)
+        calling = _CALLING.set(request)
         try:
             with request.scope, tracing.attached(request.trace_context):
                 outcome = await self._execute(connection, request)
         finally:
+            _CALLING.reset(calling)
+            connection.running.discard(request)
             self.status.in_flight -= 1
             if outcome is not None:
                 request.answer(outcome)
@@ -209,6 +220,55 @@ class _ServerActor:
             kind=ErrorKind.TOOL_ERROR,
             duration=trio.current_time() - request.started,
         )
+
+    # ----------------------------------------------------------------- the server asks the user
+
+    def elicitation_callback(self, connection: _Connection) -> ElicitationFnT | None:
+        """How the connection answers ``elicitation/create``; ``None`` (no capability declared) without a handler.
+
+        The SDK's own input-round driver (protocol 2026-07-28) calls it too, in the call's task. A handshake-era
+        request is tied to its call by the task that sent the call where the transport keeps it (streamable
+        HTTP), else it must be the connection's only call in flight.
+        """
+        handler = self.input_handler
+        if handler is None:
+            return None
+
+        async def on_elicit(
+            context: ClientRequestContext, params: mcp.types.ElicitRequestParams
+        ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
+            request = _CALLING.get() or _sole(connection.running)
+            if request is None:
+                message = f"cannot tell which of {len(connection.running)} calls in flight asked for input"
+                logger.warning("server %r: %s", self.id, message, extra={"server": self.id})
+                return mcp.types.ErrorData(code=mcp.types.INVALID_REQUEST, message=message)
+            return await self._ask(handler, request, params)
+
+        return on_elicit
+
+    async def _ask(
+        self, handler: InputHandler, request: CallRequest, params: mcp.types.ElicitRequestParams
+    ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
+        """Ask ``handler``, at most ``spec.input_timeout`` seconds (then the answer is ``cancel``)."""
+        asked = input_request(self.id, request.name, params)
+        answer = InputAnswer("cancel")
+        with request.deadline_paused(), trio.move_on_after(self.spec.input_timeout) as waiting:
+            try:
+                answer = await handler(asked)
+            except Exception as exc:
+                logger.exception("server %r: the input handler failed", self.id, extra={"server": self.id})
+                return mcp.types.ErrorData(
+                    code=mcp.types.INTERNAL_ERROR, message=f"the input handler failed: {type(exc).__name__}"
+                )
+        if waiting.cancelled_caught:
+            logger.info(
+                "server %r: no answer to %r within %gs: cancelled",
+                self.id,
+                asked.message,
+                self.spec.input_timeout,
+                extra={"server": self.id},
+            )
+        return elicit_result(answer)
 
     # ----------------------------------------------------------------- the catalog
 
@@ -279,7 +339,13 @@ class _ServerActor:
 
         link = connection.link
         prior, self.discover = self.discover, None  # kept again only once a connection has adopted it
-        async with self.connect(self.spec, link=link, message_handler=on_message, prior_discover=prior) as client:
+        async with self.connect(
+            self.spec,
+            link=link,
+            message_handler=on_message,
+            elicitation_callback=self.elicitation_callback(connection),
+            prior_discover=prior,
+        ) as client:
             connection.client = client
             self.status.pid = link.pid
             self._negotiated(client)
@@ -371,6 +437,11 @@ class _ServerActor:
             labelled(SERVER_RESTARTS, self.id).inc()
 
 
+def _sole(requests: set[CallRequest]) -> CallRequest | None:
+    """The one call in ``requests``, or ``None`` when there are none or several."""
+    return next(iter(requests)) if len(requests) == 1 else None
+
+
 def _progress_forwarder(request: CallRequest) -> ProgressFnT:
     """A progress callback that never blocks the session: it drops items a slow caller has no room for."""
 
@@ -384,9 +455,13 @@ async def serve_mcp_server(
     spec: ServerSpec,
     *,
     connect: Connector = open_client,
+    input_handler: InputHandler | None = None,
     task_status: trio.TaskStatus[ServerHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the actor for ``spec`` until cancelled; ``task_status.started(handle)`` after the first connect attempt.
+
+    ``input_handler`` answers the server's questions to the user (``elicitation/create``, input rounds); without
+    it the client declares no elicitation capability and a question fails the call that asked it.
 
     The first attempt is bounded by ``spec.connect_timeout``; a server that
     fails to start is reported through its handle (``state``, ``last_error``)
@@ -397,7 +472,7 @@ async def serve_mcp_server(
     handle = ServerHandle._create(spec, send, status)
     with receive:
         async with trio.open_nursery() as nursery:
-            actor = _ServerActor(spec, connect, receive, nursery, status)
+            actor = _ServerActor(spec, connect, receive, nursery, status, input_handler=input_handler)
             labelled(SERVER_UP, spec.id).set(0)
             labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start
             started = False

@@ -14,10 +14,11 @@ it to ``call_tool``, which keeps both in that one scope instead of two.
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import inspect
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import attrs
@@ -140,6 +141,7 @@ class CallRequest:
     wants_progress: bool
     trace_context: Context | None = None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     outcome: ToolOutcome | None = attrs.field(default=None, init=False)
     progress: collections.deque[ProgressItem] = attrs.field(factory=collections.deque, init=False)
     _updated: trio.Event = attrs.field(factory=trio.Event, init=False)
@@ -155,6 +157,20 @@ class CallRequest:
         if len(self.progress) < PROGRESS_BUFFER:
             self.progress.append(item)
             self._updated.set()
+
+    @contextlib.contextmanager
+    def deadline_paused(self) -> Iterator[None]:
+        """While the user answers the server's question, the call's deadline stands still (it moves by the wait)."""
+        scope = self.deadline_scope
+        if scope is None:
+            yield
+            return
+        deadline, paused = scope.deadline, trio.current_time()
+        scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            scope.deadline = deadline + (trio.current_time() - paused)
 
     async def wait_for_update(self) -> None:
         """Wait until a progress item or the outcome has arrived since the last wait."""
@@ -277,7 +293,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
         own = started + self.spec.timeout
         request = CallRequest(name, dict(arguments or {}), started, progress is not None, tracing.capture())
         # One scope for both deadlines: the call's own, and the caller's when it comes first.
-        with trio.CancelScope(deadline=min(own, deadline)):
+        with trio.CancelScope(deadline=min(own, deadline)) as request.deadline_scope:
             try:
                 # A full queue is answered at once: waiting for room would only move the queue into callers.
                 self._mailbox.send_nowait(request)
