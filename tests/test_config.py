@@ -310,6 +310,11 @@ def test_seed_server_entries_with_resources_are_accepted_with_one_warning(caplog
         (base(mcpServers={"w": {"command": "x", "max_concurrency": 0}}), "mcpServers.w.max_concurrency: must be >= 1"),
         (base(mcpServers={"w": {"command": "x", "dispatch": "fast"}}), "mcpServers.w.dispatch: must be one of"),
         (
+            base(mcpServers={"w": {"command": "x", "protocol": "2025-11-25"}}),
+            "mcpServers.w.protocol: must be one of 'auto', 'legacy', '2026-07-28', got '2025-11-25'",
+        ),
+        (base(mcpServers={"w": {"command": "x", "input_timeout": 0}}), "mcpServers.w.input_timeout: must be > 0"),
+        (
             base(mcpServers={"w": {"command": "x", "restart": {"backoff": {"initial": 2, "max": 1}}}}),
             "mcpServers.w.restart.backoff.max: must be >= backoff.initial",
         ),

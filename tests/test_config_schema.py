@@ -53,7 +53,7 @@ EVERY_KEY: dict[str, Any] = {
             "expose_stderr": True, "disabled": False, "autoApprove": [], "alwaysAllow": [], "description": "d",
             "envFile": ".env", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
             "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True,
-            "version": "1.0.0",
+            "version": "1.0.0", "protocol": "2026-07-28", "input_timeout": 60,
         },
         "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse"},
         "inproc": {"type": "module", "module": "yao_actors.testing.servers:build_test_server"},

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from yao_actors.events import Outcome, parse_event
     from yao_actors.models import Completion, FunctionModel, Model, ToolCall, Usage
     from yao_actors.runtime import Runtime, open_runtime
+    from yao_actors.tools.input_requests import InputAnswer, InputRequest
     from yao_actors.tools.results import ToolCallResult, ToolOutcome
     from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics
 
@@ -83,6 +84,8 @@ _EXPORTS: dict[str, str] = {
     "Model": "yao_actors.models",
     "ToolCall": "yao_actors.models",
     "Usage": "yao_actors.models",
+    "InputAnswer": "yao_actors.tools.input_requests",
+    "InputRequest": "yao_actors.tools.input_requests",
     "ToolCallResult": "yao_actors.tools.results",
     "ToolOutcome": "yao_actors.tools.results",
     "Runtime": "yao_actors.runtime",
@@ -102,6 +105,8 @@ __all__ = [
     "FunctionModel",
     "HttpTransport",
     "InMemoryTransport",
+    "InputAnswer",
+    "InputRequest",
     "Model",
     "ModelError",
     "ModelSpec",

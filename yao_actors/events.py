@@ -400,8 +400,11 @@ class RunEvents:
     async def sequential_retry(self, call_ids: Sequence[str]) -> EventDict:
         return await self.custom(CustomName.SEQUENTIAL_RETRY, {"toolCallIds": list(call_ids)})
 
-    async def server_status(self, server: str, state: str, detail: str | None = None) -> EventDict:
-        value = {"server": server, "state": state, "detail": detail}
+    async def server_status(
+        self, server: str, state: str, detail: str | None = None, *, protocol: str | None = None
+    ) -> EventDict:
+        """A server's tools are not offered, or a call found it unavailable; ``protocol`` its MCP version if known."""
+        value = _with({"server": server, "state": state, "detail": detail}, protocol=protocol)
         return await self.custom(CustomName.SERVER_STATUS, value)
 
     async def usage(self, usage: Usage, *, model: str | None = None) -> EventDict:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -52,6 +52,7 @@ from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogCache
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.transports import Connector, open_client
 
@@ -214,6 +215,7 @@ async def open_runtime(
     connect: Connector = open_client,
     ready_timeout: float | None = None,
     store: ConversationStore | None = None,
+    input_handler: InputHandler | None = None,
 ) -> AsyncIterator[Runtime]:
     """Start every server actor of ``config`` at once; stop them all when the block exits.
 
@@ -227,6 +229,9 @@ async def open_runtime(
     how server actors reach their servers (tests pass their own). ``store`` is an
     open conversation store to use instead of opening the config's ``store``
     (:class:`~yao_actors.errors.StoreUnavailable` when that cannot be reached).
+    ``input_handler`` answers, in process, what a server asks the user during a call
+    (:class:`~yao_actors.tools.input_requests.InputRequest` in, ``InputAnswer`` out);
+    without it such a question fails the call that asked it.
 
     The block is entered after each server's *first* connection attempt, even one
     that failed (it is retried in the background, and runs meanwhile lack its
@@ -242,7 +247,8 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         if store is None:
             store = await stack.enter_async_context(_open_config_store(config))
-        async with _open_checked_runtime(config, resolved, connect, ready_timeout, store) as runtime:
+        start = functools.partial(serve_mcp_server, connect=connect, input_handler=input_handler)
+        async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:
             yield runtime
 
 
@@ -250,7 +256,7 @@ async def open_runtime(
 async def _open_checked_runtime(
     config: Config,
     models: Mapping[str, Model],
-    connect: Connector,
+    serve: ServeServer,
     ready_timeout: float | None,
     store: ConversationStore,
 ) -> AsyncIterator[Runtime]:
@@ -260,7 +266,7 @@ async def _open_checked_runtime(
     async with open_owned_nursery() as nursery:
         if leases.shared:
             await nursery.start(serve_sweeps, leases)  # closes the runs a dead process left, now and periodically
-        servers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], connect)
+        servers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], serve)
         catalogs = CatalogCache()
         await check_tool_names(config.assistants.values(), servers, catalogs)
         async with open_conversations(
@@ -294,14 +300,18 @@ def _open_config_store(config: Config) -> AbstractAsyncContextManager[Conversati
     return contextlib.nullcontext(memory)
 
 
+ServeServer = Callable[..., Awaitable[None]]
+"""``serve_mcp_server`` with the runtime's connector and input handler: takes the spec and ``task_status``."""
+
+
 async def _start_servers(
-    nursery: trio.Nursery, specs: Iterable[ServerSpec], connect: Connector
+    nursery: trio.Nursery, specs: Iterable[ServerSpec], serve: ServeServer
 ) -> dict[str, ServerHandle]:
     """Start one actor per spec, all at once, in ``nursery``; their handles by id, in config order."""
     started: dict[str, ServerHandle] = {}
 
     async def start(spec: ServerSpec) -> None:
-        started[spec.id] = await nursery.start(functools.partial(serve_mcp_server, spec, connect=connect))
+        started[spec.id] = await nursery.start(serve, spec)
 
     ordered = list(specs)
     async with trio.open_nursery() as starters:

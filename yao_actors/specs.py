@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from yao_actors.errors import ConfigError
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
@@ -134,6 +135,23 @@ class ServerSpec:
     disabled: bool = False
     approval: bool | frozenset[str] = False
     """Calls that need a person's approval: ``True`` every tool of the server, or the tools named."""
+    protocol: str = attrs.field(default="auto", validator=lambda _s, _a, value: check_protocol(value))
+    """How to speak MCP: ``"auto"`` (a bounded ``server/discover``, then the ``initialize`` handshake),
+    ``"legacy"`` (the handshake only) or a protocol version pinned (``"2026-07-28"``)."""
+    input_timeout: float = 600.0
+    """How long a handshake-era call that asked the user for input stays open waiting for the answer."""
+
+
+def protocol_choices() -> tuple[str, ...]:
+    """What ``ServerSpec.protocol`` may say: ``auto``, ``legacy``, and the stateless protocol versions the SDK speaks."""
+    return ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS)
+
+
+def check_protocol(value: str) -> None:
+    """Raise ``ConfigError`` unless ``value`` is one of :func:`protocol_choices`."""
+    choices = protocol_choices()
+    if value not in choices:
+        raise ConfigError([f"protocol: must be one of {', '.join(map(repr, choices))}, got {value!r}"])
 
 
 # --------------------------------------------------------------------------- models

@@ -19,6 +19,9 @@ from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.transports import Connector, open_client
 
+#: ``ServerSpec.protocol`` values, each with the version the test server then speaks.
+PROTOCOLS = [("legacy", "2025-11-25"), ("auto", "2026-07-28"), ("2026-07-28", "2026-07-28")]
+
 TEST_TOOLS = {"echo", "add", "sleep", "fail", "progress", "crash", "stats", "whoami", "register"}
 
 
@@ -138,6 +141,17 @@ async def fail_in_flight(
     return outcomes
 
 
+async def check_list_changed(handle: ServerHandle) -> None:
+    """A tool added at run time reaches the catalog: ``tools/list_changed``, or a ``subscriptions/listen`` event."""
+    version = handle.tools_version
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(handle.call_tool, "register", {"tool": "late"})
+        with trio.fail_after(10):
+            assert await handle.wait_catalog_change() == version + 1
+    assert "late" in {tool.name for tool in await handle.list_tools()}
+    assert (await handle.call_tool("late", {"text": "hi"})).result == {"text": "hi"}
+
+
 async def check_all(handle: ServerHandle) -> None:
     """Every behaviour check in turn, on one server.
 
@@ -149,3 +163,4 @@ async def check_all(handle: ServerHandle) -> None:
     await check_progress(handle)
     await check_deadline(handle)
     await check_caller_cancellation(handle, already_cancelled=1)
+    await check_list_changed(handle)

@@ -8,11 +8,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
 from tests.integration import actor_checks
-from tests.integration.actor_checks import fail_in_flight, running
+from tests.integration.actor_checks import PROTOCOLS, fail_in_flight, running
 from yao_actors.config import HttpTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.testing import read_line
@@ -44,17 +45,24 @@ def http_spec(url: str, **changes: Any) -> ServerSpec:
     return ServerSpec(id="http", transport=HttpTransport(url=url), restart=restart, **changes)
 
 
-async def test_behaviour_over_http() -> None:
+@pytest.mark.parametrize(("protocol", "version"), PROTOCOLS)
+async def test_behaviour_over_http(protocol: str, version: str) -> None:
     with trio.fail_after(60):
-        async with http_test_server() as (url, _process), running(http_spec(url, timeout=3.0)) as handle:
-            await actor_checks.check_all(handle)
+        spec = http_spec(url="", timeout=3.0, protocol=protocol)
+        async with (
+            http_test_server() as (url, _process),
+            running(attrs.evolve(spec, transport=HttpTransport(url))) as h,
+        ):
+            assert h.statistics().protocol == version
+            await actor_checks.check_all(h)
 
 
-async def test_server_goes_away_and_comes_back() -> None:
+@pytest.mark.parametrize(("protocol", "version"), PROTOCOLS)
+async def test_server_goes_away_and_comes_back(protocol: str, version: str) -> None:
     with trio.fail_after(60):
         async with http_test_server() as (url, process):
             port = int(url.rsplit(":", 1)[1].split("/")[0])
-            async with running(http_spec(url, timeout=100)) as handle:
+            async with running(http_spec(url, timeout=100, protocol=protocol)) as handle:
                 await fail_in_flight(handle, 3, process.kill, within=10)  # long before the calls' own 50 s
 
                 while handle.state is ServerState.READY:
@@ -69,3 +77,4 @@ async def test_server_goes_away_and_comes_back() -> None:
                     await handle.wait_for_state(ServerState.READY)
                     assert (await handle.call_tool("add", {"a": 2, "b": 2})).result == {"sum": 4}
                     assert handle.statistics().restarts >= 1
+                    assert handle.statistics().protocol == version

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from tests.integration import actor_checks
-from tests.integration.actor_checks import fail_in_flight, process_gone, running
+from tests.integration.actor_checks import PROTOCOLS, fail_in_flight, process_gone, running
 from yao_actors.config import AssistantSpec, Config, RestartPolicy, ServerRef, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
 from yao_actors.models.base import Completion, ToolCall
@@ -31,15 +31,18 @@ def stdio_spec(server_id: str = "stdio", **changes: Any) -> ServerSpec:
     return ServerSpec(id=server_id, transport=transport, restart=FAST_RESTART, **changes)
 
 
-async def test_behaviour_over_stdio() -> None:
+@pytest.mark.parametrize(("protocol", "version"), PROTOCOLS)
+async def test_behaviour_over_stdio(protocol: str, version: str) -> None:
     with trio.fail_after(60):
-        async with running(stdio_spec(timeout=3.0)) as handle:
+        async with running(stdio_spec(timeout=3.0, protocol=protocol)) as handle:
+            assert handle.statistics().protocol == version
             await actor_checks.check_all(handle)
 
 
-async def test_kill_9_fails_in_flight_calls_and_restarts() -> None:
+@pytest.mark.parametrize(("protocol", "version"), PROTOCOLS)
+async def test_kill_9_fails_in_flight_calls_and_restarts(protocol: str, version: str) -> None:
     with trio.fail_after(60):
-        async with running(stdio_spec(timeout=100)) as handle:
+        async with running(stdio_spec(timeout=100, protocol=protocol)) as handle:
             first_pid = handle.statistics().pid
             assert first_pid is not None
             # "quickly": long before the calls' own 50 s
@@ -52,6 +55,7 @@ async def test_kill_9_fails_in_flight_calls_and_restarts() -> None:
             assert (await handle.call_tool("add", {"a": 1, "b": 2})).result == {"sum": 3}
             stats = handle.statistics()
             assert stats.restarts == 1
+            assert stats.protocol == version
             assert stats.pid not in (None, first_pid)
             assert process_gone(first_pid)
 

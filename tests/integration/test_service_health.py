@@ -46,12 +46,15 @@ async def test_readyz_names_the_server_whose_command_does_not_exist() -> None:
     body = ready.json()
     assert body["status"] == "not_ready"
     assert body["servers"] == {
-        "weather": {"state": "ready", "error": None},
-        "ghost": {"state": "restarting", "error": "unreachable"},
+        "weather": {"state": "ready", "error": None, "protocol": "2026-07-28"},
+        "ghost": {"state": "restarting", "error": "unreachable", "protocol": None},
     }
     up = _samples(metrics.body.decode(), "yao_mcp_server_up")
     assert up[(("server", "weather"),)] == 1.0
     assert up[(("server", "ghost"),)] == 0.0
+    protocol = _samples(metrics.body.decode(), "yao_mcp_server_protocol")
+    assert protocol[(("protocol", "2026-07-28"), ("server", "weather"))] == 1.0
+    assert not any(("server", "ghost") in labels for labels in protocol)
 
 
 async def test_readyz_keeps_a_dead_servers_stderr_for_the_log_and_requests_with_a_token(
@@ -74,7 +77,7 @@ async def test_readyz_keeps_a_dead_servers_stderr_for_the_log_and_requests_with_
         async with open_runtime(config) as runtime, running_service(runtime, token=token) as service:
             anonymous = await http_request(service.port, "/readyz")
             authorized = await http_request(service.port, "/readyz", headers={"Authorization": f"Bearer {token}"})
-    assert anonymous.json()["servers"] == {"vault": {"state": "restarting", "error": "exited"}}
+    assert anonymous.json()["servers"] == {"vault": {"state": "restarting", "error": "exited", "protocol": None}}
     assert b"hunter2" not in anonymous.body
     vault = authorized.json()["servers"]["vault"]
     assert (vault["state"], vault["error"]) == ("restarting", "exited")

@@ -59,13 +59,13 @@ async def test_health_readiness_and_the_page_answer_on_the_service_port() -> Non
     assert ready.json() == {
         "status": "ready",
         "servers": {
-            "weather": {"state": "ready", "error": None},
-            "clothing": {"state": "ready", "error": None},
+            "weather": {"state": "ready", "error": None, "protocol": None},
+            "clothing": {"state": "ready", "error": None, "protocol": None},
         },
     }
     assert not_ready.status == 503
     assert not_ready.json()["status"] == "not_ready"
-    assert not_ready.json()["servers"]["clothing"] == {"state": "restarting", "error": "exited"}
+    assert not_ready.json()["servers"]["clothing"] == {"state": "restarting", "error": "exited", "protocol": None}
     assert page.status == 200
     assert b"<html" in page.body.lower()
     assert missing.status == 404
@@ -85,9 +85,11 @@ async def test_readiness_shows_a_servers_error_itself_only_to_a_request_with_a_t
             local = await http_request(tokenless.port, "/readyz")
     for answer in (anonymous, wrong, local):
         assert answer.status == 503
-        assert answer.json()["servers"] == {"vault": {"state": "restarting", "error": "exited"}}
+        assert answer.json()["servers"] == {"vault": {"state": "restarting", "error": "exited", "protocol": None}}
         assert b"hunter2" not in answer.body
-    assert authorized.json()["servers"] == {"vault": {"state": "restarting", "error": "exited", "last_error": secret}}
+    assert authorized.json()["servers"] == {
+        "vault": {"state": "restarting", "error": "exited", "protocol": None, "last_error": secret}
+    }
 
 
 async def test_metrics_need_the_token_when_the_service_has_one_and_health_does_not() -> None:

@@ -108,6 +108,8 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
         "expose_stderr": spec.expose_stderr,
         "disabled": spec.disabled,
         "approval": spec.approval if isinstance(spec.approval, bool) else sorted(spec.approval),
+        "protocol": spec.protocol,
+        "input_timeout": spec.input_timeout,
     }
 
 

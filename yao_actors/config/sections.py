@@ -40,6 +40,7 @@ from yao_actors.specs import (
     SseTransport,
     StdioTransport,
     Transport,
+    protocol_choices,
 )
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ ROOT_KEYS = ("mcpServers", "servers", "inputs", "models", "assistants", "server"
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
+    "protocol", "input_timeout",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
 #: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -161,7 +163,7 @@ class ConfigReader(AssistantReader, ServiceReader):
         with self.leniently(item.get("disabled") is True):  # a disabled entry's references need not be set
             transport = self.transport(item, path)
         options: dict[str, Any] = {}
-        for key in ("timeout", "connect_timeout"):
+        for key in ("timeout", "connect_timeout", "input_timeout"):
             if key in item and (number := self.number(item[key], join_path(path, key))) is not None:
                 options[key] = number
         if "max_concurrency" in item:
@@ -179,6 +181,8 @@ class ConfigReader(AssistantReader, ServiceReader):
         for key in ("expose_stderr", "disabled"):
             if key in item:
                 options[key] = self.boolean(item[key], join_path(path, key))
+        if "protocol" in item:
+            options["protocol"] = self.choice(item["protocol"], join_path(path, "protocol"), protocol_choices())
         if "approval" in item:
             options["approval"] = server_approval(self, item["approval"], join_path(path, "approval"))
         if transport is None or None in options.values():

@@ -321,6 +321,11 @@ class Run:
         self.subagents.append(subagent_id)
         return subagent_id
 
+    def protocol_of(self, server_id: str) -> str | None:
+        """The MCP protocol version the server's last connection spoke (``None``: never connected, or no actor)."""
+        statistics = getattr(self.resources.servers.get(server_id), "statistics", None)
+        return statistics().protocol if callable(statistics) else None
+
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
         try:
             catalog = await self.resources.catalogs.get(assistant, self.resources.servers, override=override)
@@ -329,7 +334,8 @@ class Run:
         for warning in catalog.warnings:
             logger.warning("assistant %s: %s", assistant.id, warning)
         for server_id, state in catalog.unavailable.items():
-            await self.events.server_status(server_id, state, "its tools are not offered")
+            protocol = self.protocol_of(server_id)
+            await self.events.server_status(server_id, state, "its tools are not offered", protocol=protocol)
         for server_id, reason in catalog.not_offered().items():
             await self.events.server_status(server_id, "tools_capped", reason)
         return catalog
@@ -415,7 +421,9 @@ class Run:
                 batch.reported.add(event.index)
                 batch.contents[event.index] = sent["content"]
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
-                await self.events.server_status(event.result.server, "unavailable", event.result.error)
+                server_id = event.result.server
+                protocol = self.protocol_of(server_id)
+                await self.events.server_status(server_id, "unavailable", event.result.error, protocol=protocol)
         elif isinstance(event, CallProgress):
             await self.events.tool_progress(event.call.id, event.progress, event.total, event.message)
         elif isinstance(event, SequentialRetry):

@@ -37,6 +37,9 @@ MODEL_TOKENS = Counter(
 )
 WEBSOCKET_CONNECTIONS = Gauge("yao_websocket_connections", "Open websocket connections.")
 SERVER_UP = Gauge("yao_mcp_server_up", "1 while the MCP server is ready, else 0.", ["server"])
+SERVER_PROTOCOL = Gauge(
+    "yao_mcp_server_protocol", "1 for the MCP protocol version a server's connection speaks.", ["server", "protocol"]
+)
 SERVER_RESTARTS = Counter("yao_mcp_server_restarts", "Reconnections of an MCP server's actor.", ["server"])
 
 
@@ -64,6 +67,7 @@ __all__ = [
     "MODEL_TOKENS",
     "RUNS",
     "RUN_DURATION",
+    "SERVER_PROTOCOL",
     "SERVER_RESTARTS",
     "SERVER_UP",
     "TOOL_CALLS",

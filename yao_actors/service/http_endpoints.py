@@ -62,7 +62,7 @@ class Endpoints:
     async def readiness(self, exchange: Exchange) -> None:
         servers = {server_id: server.statistics() for server_id, server in self.servers.items()}
         report: dict[str, Any] = {
-            server_id: {"state": stats.state.value, "error": stats.last_error_kind}
+            server_id: {"state": stats.state.value, "error": stats.last_error_kind, "protocol": stats.protocol}
             for server_id, stats in servers.items()
         }
         if self._authorized(exchange):

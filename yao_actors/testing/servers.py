@@ -10,7 +10,7 @@ Tools: ``echo``, ``add``, ``sleep``, ``fail`` (an ``isError`` result with exactl
 the given text), ``progress`` (reports progress notifications), ``crash`` (exits
 the process), ``stats`` (executions per tool, and how many executions were
 cancelled by the client), ``whoami`` (the client's name and version),
-``register`` (adds a tool and announces ``tools/list_changed``), ``trace_context`` (the W3C trace context
+``register`` (adds a tool and announces ``tools/list_changed``, or on 2026-07-28 to ``subscriptions/listen``), ``trace_context`` (the W3C trace context
 the request's ``_meta`` carried), and with ``--tools N`` / ``extra_tools=N`` trivial tools
 ``t0..t{N-1}``.
 """
@@ -29,6 +29,7 @@ from typing import Any, ParamSpec
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
+from mcp_types.version import is_version_at_least
 
 from yao_actors.config.module_servers import keeping_root_logging
 
@@ -130,7 +131,10 @@ def _add_session_tools(server: MCPServer, name: str, stats: _Stats) -> None:
             return {"text": text}
 
         server.add_tool(added, name=tool, description="An echo added at run time.")
-        await ctx.request_context.session.send_tool_list_changed()
+        if is_version_at_least(ctx.protocol_version or "", "2026-07-28"):
+            await ctx.notify_tools_changed()  # to the clients' subscriptions/listen streams
+        else:
+            await ctx.request_context.session.send_tool_list_changed()
         return {"registered": tool}
 
 
@@ -141,7 +145,7 @@ def _trivial(i: int) -> Callable[[], Awaitable[dict[str, Any]]]:
     return trivial
 
 
-async def _serve_http(server: MCPServer, host: str, port: int, sse: bool = False) -> None:
+async def serve_http(server: MCPServer, host: str, port: int, sse: bool = False) -> None:
     """Serve streamable HTTP (or HTTP+SSE) on an already bound socket, then announce the bound address."""
     import uvicorn
 
@@ -171,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     # One stderr line up front, so supervision reports have a tail to show even after a kill -9.
     print(f"test server {args.name} started (pid {os.getpid()})", file=sys.stderr, flush=True)
     if args.http or args.sse:
-        anyio.run(_serve_http, server, args.host, args.port, args.sse)
+        anyio.run(serve_http, server, args.host, args.port, args.sse)
     else:
         server.run()
 

@@ -33,6 +33,7 @@ network failed, and anything else that went wrong on our side.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 from collections.abc import Callable
@@ -42,13 +43,15 @@ import attrs
 import mcp
 import mcp.types
 import trio
+from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
-from yao_actors.observability.metrics import SERVER_RESTARTS, SERVER_UP, labelled
+from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.input_requests import InputAnswer, InputHandler, elicit_result, input_request
 from yao_actors.tools.results import ToolOutcome, parse_content
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
@@ -60,12 +63,14 @@ from yao_actors.tools.server_handle import (
     ServerStatus,
     unavailable_outcome,
 )
-from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, open_client
+from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
 
 logger = logging.getLogger(__name__)
 
 #: How long a call that saw its connection close waits for the reason (exit code, stderr).
 LOSS_REPORT_WAIT = 1.0
+#: The call a worker task is making: an ``elicitation/create`` that arrives in that task's context belongs to it.
+_CALLING: contextvars.ContextVar[CallRequest | None] = contextvars.ContextVar("yao_actors_calling", default=None)
 #: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
 MAX_CATALOG_PAGES = 1000
 
@@ -84,6 +89,7 @@ class _Connection:
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
     answered: bool = False
     unanswered: list[CallRequest] = attrs.field(factory=list)
+    running: set[CallRequest] = attrs.field(factory=set)
 
 
 @attrs.define(eq=False)
@@ -96,6 +102,9 @@ class _ServerActor:
     nursery: trio.Nursery
     status: ServerStatus
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    input_handler: InputHandler | None = None
+    discover: mcp.types.DiscoverResult | None = None
+    """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
 
     @property
     def id(self) -> str:
@@ -153,10 +162,14 @@ class _ServerActor:
     async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None
         self.status.call_started()
+        connection.running.add(request)
+        calling = _CALLING.set(request)
         try:
             with request.scope, tracing.attached(request.trace_context):
                 outcome = await self._execute(connection, request)
         finally:
+            _CALLING.reset(calling)
+            connection.running.discard(request)
             self.status.call_ended()
             if outcome is not None:
                 request.answer(outcome)
@@ -207,6 +220,55 @@ class _ServerActor:
             kind=ErrorKind.TOOL_ERROR,
             duration=trio.current_time() - request.started,
         )
+
+    # ----------------------------------------------------------------- the server asks the user
+
+    def elicitation_callback(self, connection: _Connection) -> ElicitationFnT | None:
+        """How the connection answers ``elicitation/create``; ``None`` (no capability declared) without a handler.
+
+        The SDK's own input-round driver (protocol 2026-07-28) calls it too, in the call's task. A handshake-era
+        request is tied to its call by the task that sent the call where the transport keeps it (streamable
+        HTTP), else it must be the connection's only call in flight.
+        """
+        handler = self.input_handler
+        if handler is None:
+            return None
+
+        async def on_elicit(
+            context: ClientRequestContext, params: mcp.types.ElicitRequestParams
+        ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
+            request = _CALLING.get() or _sole(connection.running)
+            if request is None:
+                message = f"cannot tell which of {len(connection.running)} calls in flight asked for input"
+                logger.warning("server %r: %s", self.id, message, extra={"server": self.id})
+                return mcp.types.ErrorData(code=mcp.types.INVALID_REQUEST, message=message)
+            return await self._ask(handler, request, params)
+
+        return on_elicit
+
+    async def _ask(
+        self, handler: InputHandler, request: CallRequest, params: mcp.types.ElicitRequestParams
+    ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
+        """Ask ``handler``, at most ``spec.input_timeout`` seconds (then the answer is ``cancel``)."""
+        asked = input_request(self.id, request.name, params)
+        answer = InputAnswer("cancel")
+        with request.deadline_paused(), trio.move_on_after(self.spec.input_timeout) as waiting:
+            try:
+                answer = await handler(asked)
+            except Exception as exc:
+                logger.exception("server %r: the input handler failed", self.id, extra={"server": self.id})
+                return mcp.types.ErrorData(
+                    code=mcp.types.INTERNAL_ERROR, message=f"the input handler failed: {type(exc).__name__}"
+                )
+        if waiting.cancelled_caught:
+            logger.info(
+                "server %r: no answer to %r within %gs: cancelled",
+                self.id,
+                asked.message,
+                self.spec.input_timeout,
+                extra={"server": self.id},
+            )
+        return elicit_result(answer)
 
     # ----------------------------------------------------------------- the catalog
 
@@ -276,13 +338,23 @@ class _ServerActor:
                 connection.catalog_changed.set()
 
         link = connection.link
-        async with self.connect(self.spec, link=link, message_handler=on_message) as client:
+        prior, self.discover = self.discover, None  # kept again only once a connection has adopted it
+        async with self.connect(
+            self.spec,
+            link=link,
+            message_handler=on_message,
+            elicitation_callback=self.elicitation_callback(connection),
+            prior_discover=prior,
+        ) as client:
             connection.client = client
             self.status.connected(link.pid)
+            self._negotiated(client)
             await self.fetch_catalog(client)
             scope.deadline = math.inf
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.refresh_catalog, connection)
+                if is_modern(client.protocol_version):
+                    nursery.start_soon(self.listen_for_changes, connection)
                 for _ in range(self.spec.max_concurrency):
                     nursery.start_soon(self.work, connection)
                 # The workers now take the requests; the fail-fast task stops answering them.
@@ -297,6 +369,32 @@ class _ServerActor:
                     self.start_failing_fast()
                 self._lost(link)
                 scope.cancel()
+
+    def _negotiated(self, client: mcp.Client) -> None:
+        """Publish the connection's protocol version; keep its discover result for the next connection."""
+        version = client.protocol_version
+        if self.status.protocol is not None and self.status.protocol != version:
+            labelled(SERVER_PROTOCOL, self.id, self.status.protocol).set(0)
+        self.status.protocol = version
+        labelled(SERVER_PROTOCOL, self.id, version).set(1)
+        self.discover = client.session.discover_result
+        logger.info("server %r: speaking MCP %s", self.id, version, extra={"server": self.id, "protocol": version})
+
+    async def listen_for_changes(self, connection: _Connection) -> None:
+        """On a stateless connection, ``tools/list_changed`` comes through a ``subscriptions/listen`` stream."""
+        assert connection.client is not None
+        try:
+            async with connection.client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    connection.catalog_changed.set()
+        except Exception as exc:  # a server without subscriptions still serves calls; its catalog stays as fetched
+            logger.info(
+                "server %r: no subscription to catalog changes: %s: %s",
+                self.id,
+                type(exc).__name__,
+                exc,
+                extra={"server": self.id},
+            )
 
     def _lost(self, link: Link) -> None:
         """The connection of ``link`` is gone: fail calls fast, and remember why."""
@@ -341,6 +439,11 @@ class _ServerActor:
             labelled(SERVER_RESTARTS, self.id).inc()
 
 
+def _sole(requests: set[CallRequest]) -> CallRequest | None:
+    """The one call in ``requests``, or ``None`` when there are none or several."""
+    return next(iter(requests)) if len(requests) == 1 else None
+
+
 def _progress_forwarder(request: CallRequest) -> ProgressFnT:
     """A progress callback that never blocks the session: it drops items a slow caller has no room for."""
 
@@ -354,9 +457,13 @@ async def serve_mcp_server(
     spec: ServerSpec,
     *,
     connect: Connector = open_client,
+    input_handler: InputHandler | None = None,
     task_status: trio.TaskStatus[ServerHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the actor for ``spec`` until cancelled; ``task_status.started(handle)`` after the first connect attempt.
+
+    ``input_handler`` answers the server's questions to the user (``elicitation/create``, input rounds); without
+    it the client declares no elicitation capability and a question fails the call that asked it.
 
     The first attempt is bounded by ``spec.connect_timeout``; a server that
     fails to start is reported through its handle (``state``, ``last_error``)
@@ -367,7 +474,7 @@ async def serve_mcp_server(
     handle = ServerHandle._create(spec, send, status)
     with receive:
         async with trio.open_nursery() as nursery:
-            actor = _ServerActor(spec, connect, receive, nursery, status)
+            actor = _ServerActor(spec, connect, receive, nursery, status, input_handler=input_handler)
             labelled(SERVER_UP, spec.id).set(0)
             labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start
             started = False

@@ -14,10 +14,11 @@ it to ``call_tool``, which keeps both in that one scope instead of two.
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import inspect
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import attrs
@@ -70,6 +71,8 @@ class ServerStatistics:
     tools_version: int
     pid: int | None
     last_error_kind: str | None = None
+    protocol: str | None = None
+    """The MCP protocol version of the current (or last) connection: ``"2026-07-28"``, ``"2025-11-25"``, ..."""
 
 
 def loss_kind(link: Link | None) -> str | None:
@@ -96,6 +99,7 @@ class ServerStatus:
     last_error: str | None = None
     last_loss: Link | None = None
     pid: int | None = None
+    protocol: str | None = None
     state_changed: trio.Event = attrs.field(factory=trio.Event)
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
 
@@ -166,6 +170,7 @@ class CallRequest:
     wants_progress: bool
     trace_context: Context | None = None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     outcome: ToolOutcome | None = attrs.field(default=None, init=False)
     progress: collections.deque[ProgressItem] = attrs.field(factory=collections.deque, init=False)
     _updated: trio.Event = attrs.field(factory=trio.Event, init=False)
@@ -181,6 +186,20 @@ class CallRequest:
         if len(self.progress) < PROGRESS_BUFFER:
             self.progress.append(item)
             self._updated.set()
+
+    @contextlib.contextmanager
+    def deadline_paused(self) -> Iterator[None]:
+        """While the user answers the server's question, the call's deadline stands still (it moves by the wait)."""
+        scope = self.deadline_scope
+        if scope is None:
+            yield
+            return
+        deadline, paused = scope.deadline, trio.current_time()
+        scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            scope.deadline = deadline + (trio.current_time() - paused)
 
     async def wait_for_update(self) -> None:
         """Wait until a progress item or the outcome has arrived since the last wait."""
@@ -274,6 +293,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
             tools_version=status.tools_version,
             pid=status.pid,
             last_error_kind=loss_kind(status.last_loss),
+            protocol=status.protocol,
         )
 
     async def wait_state_change(self) -> ServerState:
@@ -300,7 +320,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
         own = started + self.spec.timeout
         request = CallRequest(name, dict(arguments or {}), started, progress is not None, tracing.capture())
         # One scope for both deadlines: the call's own, and the caller's when it comes first.
-        with trio.CancelScope(deadline=min(own, deadline)):
+        with trio.CancelScope(deadline=min(own, deadline)) as request.deadline_scope:
             try:
                 # A full queue is answered at once: waiting for room would only move the queue into callers.
                 self._mailbox.send_nowait(request)

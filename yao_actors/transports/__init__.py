@@ -12,11 +12,12 @@ when the connection is lost as a whole and why:
 - **in-memory**: ``mcp.Client(server_object)``; a tool calling ``sys.exit()`` loses the session
   (:class:`InProcessServerExit`), never the process.
 
-The client is pinned to ``mode="legacy"`` (the initialize handshake): no 10 s
-``server/discover`` probe can stall a start, and cancellation
-(``notifications/cancelled``), progress and ``notifications/tools/list_changed``
-work the same way on every transport. The response cache is off: the actor keeps
-the catalog itself.
+The protocol is the spec's ``protocol``: ``"legacy"`` (the initialize handshake),
+a stateless version pinned (``"2026-07-28"``), or ``"auto"``: ``server/discover``
+bounded by :data:`DISCOVER_TIMEOUT` (not the SDK's fixed 10 s, so no start stalls),
+then the handshake. A discover result the actor kept from an earlier connection
+(``prior_discover``) is adopted without asking again. The response cache is off:
+the actor keeps the catalog itself.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from typing import Any, Protocol
 
 import attrs
 import mcp
+import mcp.client.session
 import mcp.types
-from mcp.client.session import MessageHandlerFnT
+from mcp.client.session import ElicitationFnT, MessageHandlerFnT
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from yao_actors.errors import exception_leaves
 from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, SseTransport, StdioTransport, Transport
@@ -51,12 +54,21 @@ def _client_info() -> mcp.types.Implementation:
 
 CLIENT_INFO = _client_info()
 
+#: Seconds ``protocol: "auto"`` waits for the answer to ``server/discover`` before it tries the handshake.
+DISCOVER_TIMEOUT = 2.0
+
 
 class Connector(Protocol):
     """How a server actor reaches its server: :func:`open_client`, or a test's own (like httpx's ``transport=``)."""
 
     def __call__(
-        self, spec: ServerSpec, *, link: Link, message_handler: MessageHandlerFnT | None = None
+        self,
+        spec: ServerSpec,
+        *,
+        link: Link,
+        message_handler: MessageHandlerFnT | None = None,
+        elicitation_callback: ElicitationFnT | None = None,
+        prior_discover: mcp.types.DiscoverResult | None = None,
     ) -> AbstractAsyncContextManager[mcp.Client]: ...
 
 
@@ -66,26 +78,58 @@ async def open_client(
     *,
     link: Link,
     message_handler: MessageHandlerFnT | None = None,
+    elicitation_callback: ElicitationFnT | None = None,
+    prior_discover: mcp.types.DiscoverResult | None = None,
     line_limits: LineLimits = DEFAULT_LINE_LIMITS,
 ) -> AsyncIterator[mcp.Client]:
-    """Connect to ``spec``'s server; yield the entered client. Enter and exit in one task.
+    """Connect to ``spec``'s server in its ``protocol``; yield the entered client. Enter and exit in one task.
 
+    ``elicitation_callback`` answers a handshake-era server's ``elicitation/create`` (and the input requests
+    the SDK's own driver would dispatch); with it the client declares the elicitation capability.
+    ``prior_discover`` is a discover result of an earlier connection to the same server, adopted as it is.
     ``line_limits`` bound the lines of a stdio server (``functools.partial`` it into a connector to change them).
     The SDK's own error reports about the connection are said in one line with the server's id
     (:mod:`.sdk_errors`).
     """
     install_sdk_filter()
+    # The SDK reads its probe's deadline from this module constant each time it probes.
+    mcp.client.session.DISCOVER_TIMEOUT_SECONDS = DISCOVER_TIMEOUT
+    mode, prior = connect_mode(spec.protocol, prior_discover)
     with sdk_errors_in_one_line(spec.id):
         async with _open_transport(spec.transport, link, line_limits) as target:
             client = mcp.Client(
                 target,
-                mode="legacy",
+                mode=mode,
+                prior_discover=prior,
                 client_info=CLIENT_INFO,
                 cache=None,
                 message_handler=message_handler,
+                elicitation_callback=elicitation_callback,
             )
             async with client:
                 yield client
+
+
+def connect_mode(
+    protocol: str, prior_discover: mcp.types.DiscoverResult | None
+) -> tuple[str, mcp.types.DiscoverResult | None]:
+    """The SDK's ``mode=`` and ``prior_discover=`` for a spec's ``protocol`` and a kept discover result.
+
+    ``auto`` with a discover result kept pins the newest version both sides speak (no probe on a reconnect).
+    """
+    if protocol == "legacy":
+        return "legacy", None
+    if protocol == "auto":
+        if prior_discover is None:
+            return "auto", None
+        mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in prior_discover.supported_versions]
+        return (mutual[-1], prior_discover) if mutual else ("auto", None)
+    return protocol, prior_discover
+
+
+def is_modern(version: str | None) -> bool:
+    """Whether a negotiated protocol version is a stateless one (``server/discover``, input rounds)."""
+    return version in MODERN_PROTOCOL_VERSIONS
 
 
 @asynccontextmanager
@@ -138,11 +182,14 @@ class _Streams(AbstractAsyncContextManager[StreamPair]):
 
 __all__ = [
     "CLIENT_INFO",
+    "DISCOVER_TIMEOUT",
     "TRANSPORT_FAILURE",
     "Connector",
     "LineLimits",
     "Link",
     "ResilientTransport",
+    "connect_mode",
+    "is_modern",
     "open_client",
     "open_stdio_transport",
     "stop_process",
