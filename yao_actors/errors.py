@@ -26,7 +26,8 @@ Every exception this package raises on purpose is drawn here::
     └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
 
     RuntimeError
-    └── StreamClosedError      an event was emitted after the run's terminal event (a bug in the caller)
+    ├── StreamClosedError      an event was emitted after the run's terminal event (a bug in the caller)
+    └── GuestClosed            work handed to the asyncio bridge's Trio guest run after it ended (yao_actors.guest)
 
 Beside the tree, a few exceptions say what their own module's caller must handle, and never reach a user as
 they are (each is caught where its module is used, and said in the terms above)::
