@@ -95,7 +95,7 @@ class Runtime(metaclass=NoPublicConstructor):
         Raises :class:`~yao_actors.errors.NotReady` naming each server that is
         not, with its state and last error, once ``timeout`` seconds have passed
         (``None``: no limit) — or as soon as the others are ready and a server has
-        given up (``down``, after ``restart.max_restarts`` failed attempts).
+        given up (``down``, after ``restart.max_restarts`` failed attempts, when that is set).
         """
         with trio.move_on_after(math.inf if timeout is None else timeout):
             for handle in self.servers.values():

@@ -83,12 +83,12 @@ Transport = StdioTransport | HttpTransport | SseTransport | InMemoryTransport
 class RestartPolicy:
     """How a server actor restarts its server after it died.
 
-    Delays grow from ``backoff_initial`` doubling up to ``backoff_max`` seconds;
-    after ``max_restarts`` consecutive failed lives the actor stays down and
-    fails calls fast.
+    Delays grow from ``backoff_initial`` doubling up to ``backoff_max`` seconds, and the actor keeps trying at
+    that pace for as long as it runs (a compose start-up race or a remote blip heals by itself). With
+    ``max_restarts`` set, after that many consecutive failed lives the actor stays down and fails calls fast.
     """
 
-    max_restarts: int = 5
+    max_restarts: int | None = None
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
 

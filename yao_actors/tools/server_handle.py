@@ -45,7 +45,7 @@ class ServerState(enum.StrEnum):
     STARTING = "starting"  #: connecting (first start or a restart)
     READY = "ready"  #: connected, serving calls
     RESTARTING = "restarting"  #: lost, waiting out its backoff before reconnecting
-    DOWN = "down"  #: gave up after ``max_restarts`` consecutive failures
+    DOWN = "down"  #: gave up after ``restart.max_restarts`` consecutive failures (only when that is set)
     STOPPED = "stopped"  #: the actor has ended
 
 
@@ -57,7 +57,8 @@ class ServerStatistics:
     was not a success; ``last_error`` says why the server last failed, with the
     last lines of a stdio server's stderr (which may hold secrets: for whoever
     runs the service), and ``last_error_kind`` only what kind of failure it was
-    (:func:`loss_kind`), for readers that must not see the details.
+    (:func:`loss_kind`), for readers that must not see the details. ``next_attempt_in`` is the seconds until a
+    ``restarting`` server's next connection attempt (``None`` when none is waited for).
     """
 
     state: ServerState
@@ -70,6 +71,7 @@ class ServerStatistics:
     tools_version: int
     pid: int | None
     last_error_kind: str | None = None
+    next_attempt_in: float | None = None
 
 
 def loss_kind(link: Link | None) -> str | None:
@@ -94,6 +96,8 @@ class ServerStatus:
     last_error: str | None = None
     last_loss: Link | None = None
     pid: int | None = None
+    #: When (``trio.current_time()``) the next connection attempt is, while backing off.
+    next_attempt: float | None = None
     state_changed: trio.Event = attrs.field(factory=trio.Event)
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
 
@@ -247,6 +251,9 @@ class ServerHandle(metaclass=NoPublicConstructor):
             tools_version=status.tools_version,
             pid=status.pid,
             last_error_kind=loss_kind(status.last_loss),
+            next_attempt_in=None
+            if status.next_attempt is None
+            else max(0.0, status.next_attempt - trio.current_time()),
         )
 
     async def wait_state_change(self) -> ServerState:
