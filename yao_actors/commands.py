@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import errno
+import hashlib
 import os
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -134,8 +136,9 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument(
         "--store",
         choices=("memory", "sqlite"),
-        help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (the default file "
-        f"{default_sqlite_path()}); default: the config's 'store', else sqlite",
+        help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (by default a file in "
+        f"{default_sqlite_path().parent} named after the config file, or the port; printed at start); default: the "
+        "config's 'store', else sqlite",
     )
     serve.add_argument(
         "--workers",
@@ -233,7 +236,7 @@ def _serve_command(args: argparse.Namespace) -> int:
         overrides = {"host": args.host, "port": args.port}
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
-        store = service_store(config.store, args.store)
+        store = service_store(config.store, args.store, name=default_store_name(args.config, spec.port))
         check_workers(args.workers, store)
         check_shared(store, args.workers)
         lone = args.workers == 1 and not args.reuse_port  # its SQLite file is its own, unless the config says not
@@ -328,14 +331,26 @@ def _serve_workers(args: argparse.Namespace, spec: ServiceSpec) -> int:
         return trio.run(serve_workers, worker_command(argv), args.workers, ready)
 
 
-def service_store(configured: StoreSpec | None, choice: str | None) -> StoreSpec:
+def service_store(configured: StoreSpec | None, choice: str | None, *, name: str | None = None) -> StoreSpec:
     """The service's store: ``--store`` if given, else the config's, else SQLite at :func:`default_sqlite_path`
-    (so the service keeps its threads across restarts with no set-up)."""
+    under ``name`` (so the service keeps its threads across restarts with no set-up, apart from other services')."""
     if choice == "memory":
         return StoreSpec("memory")
+    default = StoreSpec.sqlite(default_sqlite_path(name=name))
     if choice == "sqlite" and (configured is None or configured.type != "sqlite"):
-        return StoreSpec.sqlite()
-    return configured or StoreSpec.sqlite()
+        return default
+    return configured or default
+
+
+def default_store_name(config_path: str | None, port: int) -> str:
+    """What names a service's default SQLite file: its config file (its name, and a digest of where it is, so two
+    ``config.json`` elsewhere differ), or with the embedded config its port. Two services share threads only by
+    sharing a config file (or, with no config, a port)."""
+    if config_path is None:
+        return f"port-{port}"
+    where = os.path.abspath(config_path)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.splitext(os.path.basename(where))[0]).strip("-.") or "config"
+    return f"{stem}-{hashlib.sha256(os.fsencode(where)).hexdigest()[:8]}"
 
 
 async def serve_until_signalled(config: Config, spec: ServiceSpec, *, reuse_port: bool = False) -> None:

@@ -276,11 +276,13 @@ DEFAULT_LEASE_WAIT = 30.0
 StoreType = Literal["memory", "sqlite", "redis"]
 
 
-def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the service keeps its threads by default: ``${XDG_STATE_HOME:-~/.local/state}/yao-actors/conversations.sqlite3``."""
+def default_sqlite_path(environ: Mapping[str, str] | None = None, *, name: str | None = None) -> Path:
+    """Where the service keeps its threads by default:
+    ``${XDG_STATE_HOME:-~/.local/state}/yao-actors/conversations-<name>.sqlite3`` (``conversations.sqlite3``
+    without a ``name``; ``yao-actors serve`` names it after its config file, or its port)."""
     environ = os.environ if environ is None else environ
     state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "yao-actors" / "conversations.sqlite3"
+    return Path(state) / "yao-actors" / (f"conversations-{name}.sqlite3" if name else "conversations.sqlite3")
 
 
 @attrs.frozen
