@@ -68,14 +68,14 @@ class Runtime(metaclass=NoPublicConstructor):
     servers: Mapping[str, ServerHandle]
     models: Mapping[str, Model]
     conversations: ConversationManager
-    catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+    _catalogs: CatalogCache = attrs.field(factory=CatalogCache)
 
     async def catalog(self, assistant: str) -> Catalog:
         """The tools offered to ``assistant``'s model now, as its runs get them (from the servers that are ready).
 
         Raises :class:`~yao_actors.errors.ConfigError` if two of its tools collide on a flat name.
         """
-        return await self.catalogs.get(self.config.assistants[assistant], self.servers)
+        return await self._catalogs.get(self.config.assistants[assistant], self.servers)
 
     async def tools_not_offered(self) -> dict[str, dict[str, str]]:
         """By assistant, the servers whose tools its ``max_tools`` cap leaves out, and which (only those with some)."""
