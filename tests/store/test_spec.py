@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from yao_actors.serving import default_store_name, service_store
 from yao_actors.errors import ConfigError
+from yao_actors.serving import default_store_name, service_store
 from yao_actors.store import (
     DEFAULT_EVENT_TTL,
     MemoryStore,
