@@ -295,6 +295,29 @@ async def test_backoff_doubles_up_to_its_cap(autojump_clock: trio.abc.Clock) -> 
     assert gaps == pytest.approx([1.0, 2.0, 4.0, 4.0, 4.0])
 
 
+async def test_a_server_that_keeps_failing_is_retried_forever_at_the_capped_pace(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Issue 34, item 5: by default the actor never gives up; the delay stops growing at ``backoff.max``, and the
+    statistics say when the next attempt is."""
+    flaky = FlakyConnect(failures=200)
+    policy = RestartPolicy(backoff_initial=0.5, backoff_max=30.0)
+    assert policy.max_restarts is None  # the default
+    async with running(memory_spec(restart=policy), connect=flaky) as handle:
+        await trio.sleep(3600)  # an hour of failures
+        assert handle.state is ServerState.RESTARTING
+        gaps = [b - a for a, b in zip(flaky.attempts, flaky.attempts[1:], strict=False)]
+        assert gaps[:7] == pytest.approx([0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0])
+        assert gaps[6:] == pytest.approx([30.0] * len(gaps[6:]))
+        assert len(flaky.attempts) > 100
+        waited = trio.current_time() - flaky.attempts[-1]
+        assert handle.statistics().next_attempt_in == pytest.approx(30.0 - waited)
+        await handle.wait_for_state(ServerState.READY)  # attempt 201 connects
+        assert handle.statistics().next_attempt_in is None
+        assert (await handle.call_tool("echo", {"text": "x"})).ok
+        assert handle.statistics().restarts == 200
+
+
 async def test_gives_up_after_max_restarts(autojump_clock: trio.abc.Clock) -> None:
     flaky = FlakyConnect(failures=100)
     policy = RestartPolicy(max_restarts=3, backoff_initial=0.5, backoff_max=30.0)

@@ -23,8 +23,6 @@ from yao_actors.tools.catalog import Catalog
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.server_handle import ServerState
 
-#: Seconds a probe gives each server to connect and each model to answer, unless told otherwise.
-DEFAULT_PROBE_TIMEOUT = 15.0
 #: What a model is asked when it is probed.
 PROBE_PROMPT = "Reply with the single word: ok"
 

@@ -28,44 +28,11 @@ import trio
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
-from yao_actors.probe import DEFAULT_PROBE_TIMEOUT, Report, open_probe, probe_model, server_reports, tool_offers
+from yao_actors.probe import Report, open_probe, probe_model, server_reports, tool_offers
 from yao_actors.specs import ModelSpec
 from yao_actors.tools.server_handle import ServerState
 
 T = TypeVar("T")
-
-
-def add_probe_parsers(commands: Any) -> None:
-    """``check``, ``tools`` and ``call`` on the ``yao-actors`` parser's sub-commands."""
-    check = commands.add_parser(
-        "check", help="validate a configuration file (--connect: and reach its servers and models); exit 0 or 2"
-    )
-    _add_config_options(check)
-    check.add_argument("--connect", action="store_true", help="start every server and ask every model once")
-    check.set_defaults(command=check_command)
-
-    tools = commands.add_parser("tools", help="list the servers' tools and which assistants offer them (and why not)")
-    _add_config_options(tools)
-    tools.add_argument("--server", action="append", help="only this server's tools (may be repeated)")
-    tools.add_argument("--json", action="store_true", help="print one JSON object")
-    tools.set_defaults(command=tools_command)
-
-    call = commands.add_parser("call", help="call one tool of one server and print its result as JSON")
-    call.add_argument("server")
-    call.add_argument("tool")
-    call.add_argument("arguments", nargs="?", default="{}", help="the tool's arguments as a JSON object (default {})")
-    _add_config_options(call)
-    call.set_defaults(command=call_command, parser=call)
-
-
-def _add_config_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="configuration file (default: the embedded demo)")
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_PROBE_TIMEOUT,
-        help=f"seconds each server gets to connect and each model to answer (default: {DEFAULT_PROBE_TIMEOUT:g})",
-    )
 
 
 def _load(args: argparse.Namespace) -> Config:

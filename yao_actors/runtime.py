@@ -69,14 +69,14 @@ class Runtime(metaclass=NoPublicConstructor):
     servers: Mapping[str, ServerHandle]
     models: Mapping[str, Model]
     conversations: ConversationManager
-    catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+    _catalogs: CatalogCache = attrs.field(factory=CatalogCache)
 
     async def catalog(self, assistant: str) -> Catalog:
         """The tools offered to ``assistant``'s model now, as its runs get them (from the servers that are ready).
 
         Raises :class:`~yao_actors.errors.ConfigError` if two of its tools collide on a flat name.
         """
-        return await self.catalogs.get(self.config.assistants[assistant], self.servers)
+        return await self._catalogs.get(self.config.assistants[assistant], self.servers)
 
     async def tools_not_offered(self) -> dict[str, dict[str, str]]:
         """By assistant, the servers whose tools its ``max_tools`` cap leaves out, and which (only those with some)."""
@@ -96,7 +96,7 @@ class Runtime(metaclass=NoPublicConstructor):
         Raises :class:`~yao_actors.errors.NotReady` naming each server that is
         not, with its state and last error, once ``timeout`` seconds have passed
         (``None``: no limit) — or as soon as the others are ready and a server has
-        given up (``down``, after ``restart.max_restarts`` failed attempts).
+        given up (``down``, after ``restart.max_restarts`` failed attempts, when that is set).
         """
         with trio.move_on_after(math.inf if timeout is None else timeout):
             for handle in self.servers.values():

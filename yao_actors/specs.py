@@ -84,12 +84,12 @@ Transport = StdioTransport | HttpTransport | SseTransport | InMemoryTransport
 class RestartPolicy:
     """How a server actor restarts its server after it died.
 
-    Delays grow from ``backoff_initial`` doubling up to ``backoff_max`` seconds;
-    after ``max_restarts`` consecutive failed lives the actor stays down and
-    fails calls fast.
+    Delays grow from ``backoff_initial`` doubling up to ``backoff_max`` seconds, and the actor keeps trying at
+    that pace for as long as it runs (a compose start-up race or a remote blip heals by itself). With
+    ``max_restarts`` set, after that many consecutive failed lives the actor stays down and fails calls fast.
     """
 
-    max_restarts: int = 5
+    max_restarts: int | None = None
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
 
@@ -294,11 +294,13 @@ DEFAULT_LEASE_WAIT = 30.0
 StoreType = Literal["memory", "sqlite", "redis"]
 
 
-def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the service keeps its threads by default: ``${XDG_STATE_HOME:-~/.local/state}/yao-actors/conversations.sqlite3``."""
+def default_sqlite_path(environ: Mapping[str, str] | None = None, *, name: str | None = None) -> Path:
+    """Where the service keeps its threads by default:
+    ``${XDG_STATE_HOME:-~/.local/state}/yao-actors/conversations-<name>.sqlite3`` (``conversations.sqlite3``
+    without a ``name``; ``yao-actors serve`` names it after its config file, or its port)."""
     environ = os.environ if environ is None else environ
     state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "yao-actors" / "conversations.sqlite3"
+    return Path(state) / "yao-actors" / (f"conversations-{name}.sqlite3" if name else "conversations.sqlite3")
 
 
 @attrs.frozen

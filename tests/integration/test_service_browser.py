@@ -122,6 +122,8 @@ def approve_in_browser(page_url: str, question: str) -> dict[str, Any]:
                 "asked": asked,
                 "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
                 "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
+                "statuses": page.eval_on_selector_all(".run .tool", "nodes => nodes.map(n => n.dataset.status)"),
+                "results": page.eval_on_selector_all(".run .tool .result", "nodes => nodes.map(n => n.textContent)"),
             }
         finally:
             browser.close()
@@ -138,3 +140,49 @@ async def test_the_page_shows_a_held_call_with_approve_and_deny_in_chromium() ->
     assert "Deny" in shown["asked"]
     assert shown["tools"] == ["weather__get", "clothing__advise"]
     assert '"city":"Beijing"' in shown["answers"][-1]
+    # the approved call's card (shown by the run that held it) gets its result (issue 34, item 9)
+    assert shown["statuses"] == ["done", "done"]
+    assert "Beijing" in shown["results"][0]
+    assert shown["results"][1]
+
+
+def threads_after_going_back(page_url: str, question: str) -> dict[str, Any]:
+    """Ask in a conversation A, start a new one B and ask there, go back to A and ask again; read the list."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(page_url)
+            ask = lambda: (page.fill("#question", question), page.click("#send"))  # noqa: E731
+            ask()
+            page.wait_for_selector(".run.done", timeout=30_000)
+            first = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('thread')")
+            page.click("#new-thread")
+            ask()
+            page.wait_for_selector(".run.done", timeout=30_000)
+            page.wait_for_function("() => document.querySelectorAll('#threads button.thread').length === 2")
+            created_order = page.eval_on_selector_all("#threads button.thread", "bs => bs.map(b => b.dataset.threadId)")
+            page.click(f'#threads button[data-thread-id="{first}"]')
+            page.wait_for_selector(".run", timeout=30_000)  # its history
+            ask()
+            page.wait_for_selector(".run.done", timeout=30_000)
+            page.wait_for_function(
+                "first => document.querySelector('#threads button.thread').dataset.threadId === first", arg=first
+            )
+            return {
+                "first": first,
+                "before": created_order,
+                "after": page.eval_on_selector_all("#threads button.thread", "bs => bs.map(b => b.dataset.threadId)"),
+            }
+        finally:
+            browser.close()
+
+
+async def test_the_page_lists_conversations_by_their_last_update_in_chromium() -> None:
+    """Issue 34, item 9: the list is labelled with each thread's last update, and ordered by it."""
+    with trio.fail_after(120):
+        async with demo_service() as service:
+            shown = await trio.to_thread.run_sync(threads_after_going_back, service.page_url, SEED_QUESTION)
+    second = next(t for t in shown["before"] if t != shown["first"])
+    assert shown["before"] == [second, shown["first"]]  # the newer one first
+    assert shown["after"] == [shown["first"], second]  # the one just used first, although created first

@@ -36,8 +36,9 @@ async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child(tmp_path: 
             code = await process.wait()
             left = [pid for pid in children if running(pid)]  # before the context kills what is left
     assert f'yao-actors chat "{SEED_QUESTION}"' in banner
-    assert f"threads in {tmp_path}/yao-actors/conversations.sqlite3" in banner
-    assert (tmp_path / "yao-actors" / "conversations.sqlite3").exists()
+    # the embedded config's file is named after the port asked for (issue 34, item 10), and printed at start
+    assert f"threads in {tmp_path}/yao-actors/conversations-port-0.sqlite3" in banner
+    assert (tmp_path / "yao-actors" / "conversations-port-0.sqlite3").exists()
     assert "http://127.0.0.1:" in banner
     assert len(children) >= 2  # the two demo MCP servers
     assert closed.value.reason is not None

@@ -50,6 +50,7 @@ async def test_health_readiness_and_the_page_answer_on_the_service_port() -> Non
             )
             not_ready = await http_request(service.port, "/readyz?verbose=1")
             page = await http_request(service.port, "/")
+            icon = await http_request(service.port, "/favicon.ico")
             missing = await http_request(service.port, "/nope")
             posted = await http_request(service.port, "/healthz", method="POST")
             head = await http_request(service.port, "/healthz", method="HEAD")
@@ -68,6 +69,9 @@ async def test_health_readiness_and_the_page_answer_on_the_service_port() -> Non
     assert not_ready.json()["servers"]["clothing"] == {"state": "restarting", "error": "exited", "protocol": None}
     assert page.status == 200
     assert b"<html" in page.body.lower()
+    assert b'<link rel="icon" href="/favicon.ico"' in page.body
+    assert (icon.status, icon.headers["content-type"]) == (200, "image/png")  # not a 404 in the browser's console
+    assert icon.body.startswith(b"\x89PNG\r\n\x1a\n")
     assert missing.status == 404
     assert (posted.status, posted.headers["allow"]) == (405, "GET, HEAD")
     assert (head.status, head.body, head.headers["content-length"]) == (200, b"", str(len(health.body)))

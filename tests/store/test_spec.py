@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from yao_actors.errors import ConfigError
+from yao_actors.serving import default_store_name, service_store
 from yao_actors.store import (
     DEFAULT_EVENT_TTL,
     MemoryStore,
@@ -69,6 +71,34 @@ def test_default_sqlite_path_follows_xdg_state_home(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("HOME", str(tmp_path))
     assert default_sqlite_path({}) == tmp_path / ".local/state/yao-actors/conversations.sqlite3"
     assert StoreSpec.sqlite().path is not None
+    named = default_sqlite_path({"XDG_STATE_HOME": "/srv/state"}, name="port-8765")
+    assert named == Path("/srv/state/yao-actors/conversations-port-8765.sqlite3")
+
+
+def test_each_serve_gets_a_default_file_of_its_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 34, item 10: named after the config file (where it is, too) or, with no config, the port."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    names = {
+        default_store_name("a/config.json", 8765),
+        default_store_name("b/config.json", 8765),
+        default_store_name("a/other config.json", 8765),
+        default_store_name(None, 8765),
+        default_store_name(None, 8766),
+    }
+    assert len(names) == 5
+    assert default_store_name("a/config.json", 1) == default_store_name(str(tmp_path / "a" / "config.json"), 2)
+    assert default_store_name(None, 8765) == "port-8765"
+    assert re.fullmatch(r"other-config-[0-9a-f]{8}", default_store_name("a/other config.json", 1))
+    store = service_store(None, None, name=default_store_name("a/config.json", 1))
+    assert store.path == str(
+        tmp_path / "state" / "yao-actors" / f"conversations-{default_store_name('a/config.json', 1)}.sqlite3"
+    )
+    assert service_store(None, "memory", name="x") == StoreSpec("memory")
+    configured = StoreSpec.sqlite(tmp_path / "mine.sqlite3")
+    assert service_store(configured, None, name="x") == configured
 
 
 async def test_memory_is_what_a_memory_section_opens() -> None:

@@ -259,7 +259,7 @@ class ConfigReader(AssistantReader, ServiceReader):
         if item is None:
             return None
         policy = RestartPolicy()
-        if "max_restarts" in item:
+        if item.get("max_restarts") is not None:  # null (the default): never give up
             count = self.integer(item["max_restarts"], join_path(path, "max_restarts"))
             policy = attrs.evolve(policy, max_restarts=count if count is not None else policy.max_restarts)
         if "backoff" in item:

@@ -29,8 +29,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from yao_actors.config import ServiceSpec
 from yao_actors.errors import ConfigError
+from yao_actors.specs import ServiceSpec
 
 #: The environment variable holding the token when the config has none.
 TOKEN_ENV: Final = "YAO_ACTORS_TOKEN"

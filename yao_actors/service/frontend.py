@@ -160,6 +160,7 @@ class Service:
     def __attrs_post_init__(self) -> None:
         self._routes.add("/", self._serve_page)
         self._routes.add("/index.html", self._serve_page)
+        self._routes.add("/favicon.ico", self._serve_icon)
         self._endpoints.add_to(self._routes)
         self._routes.add(AGUI_PATH, self._serve_agui, ("POST", "OPTIONS"), prefix=True)
 
@@ -177,6 +178,10 @@ class Service:
 
     async def _serve_page(self, exchange: Exchange) -> None:
         await exchange.respond(200, self._page, "text/html; charset=utf-8")
+
+    async def _serve_icon(self, exchange: Exchange) -> None:
+        """The page's icon (a browser asks for ``/favicon.ico`` by itself; a 404 there looks like a fault)."""
+        await exchange.respond(200, _icon(), "image/png", [("cache-control", "max-age=86400")])
 
     async def _serve_agui(self, exchange: Exchange) -> None:
         """One AG-UI request; while it runs it counts as a connection (limits, shutdown)."""
@@ -296,6 +301,11 @@ class Service:
         """Free a connection slot."""
         self._admitted -= 1
         self._changed.unpark_all()
+
+
+@functools.cache
+def _icon() -> bytes:
+    return importlib.resources.files("yao_actors.service").joinpath("favicon.png").read_bytes()
 
 
 @asynccontextmanager

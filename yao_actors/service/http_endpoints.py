@@ -7,7 +7,7 @@
   ``unreachable``), and has ``"store": "unavailable"`` while the store cannot. The error itself (the last lines
   of a stdio server's stderr, which may hold secrets) goes to the log, and to ``/readyz`` only for a request
   bearing one of the service's tokens (never when the service has none). ``503`` too while shutting down.
-  ``tools_not_offered`` names, by assistant, the servers whose tools its ``max_tools`` cap leaves out, and which
+  A restarting server's entry has ``next_attempt_in`` (seconds). ``tools_not_offered`` names, by assistant, the servers whose tools its ``max_tools`` cap leaves out, and which
   (present only when some are; it does not change readiness).
 - ``GET /metrics``: the Prometheus text format (:mod:`yao_actors.observability.metrics`); when the service has
   tokens, only with ``Authorization: Bearer <token>`` (``401`` otherwise). Health endpoints are open.
@@ -65,6 +65,9 @@ class Endpoints:
             server_id: {"state": stats.state.value, "error": stats.last_error_kind, "protocol": stats.protocol}
             for server_id, stats in servers.items()
         }
+        for server_id, stats in servers.items():
+            if stats.next_attempt_in is not None:  # restarting: when it tries again
+                report[server_id]["next_attempt_in"] = round(stats.next_attempt_in, 1)
         if self._authorized(exchange):
             for server_id, stats in servers.items():
                 report[server_id]["last_error"] = stats.last_error

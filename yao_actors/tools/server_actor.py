@@ -20,10 +20,10 @@ transport broke, the HTTP session failed), every in-flight call fails at once
 with ``server_unavailable`` carrying the exit code (the server's last stderr
 lines go to the log and ``ToolOutcome.stderr_tail``, and into the error the
 model and clients see only with ``expose_stderr``: stderr may hold secrets); the
-actor reconnects with exponential backoff (``spec.restart``), and
-calls made while it is down fail fast. After ``max_restarts`` consecutive
-connections that failed (one that answered a call, or lived ``backoff_max``
-seconds, resets the count) it stays down.
+actor reconnects with exponential backoff capped at ``restart.backoff_max`` (``spec.restart``), for as long as
+it runs, and calls made while it is down fail fast; the status says when the next attempt is. Only with
+``restart.max_restarts`` set does it give up: after that many consecutive connections that failed (one that
+answered a call, or lived ``backoff_max`` seconds, resets the count) it stays down.
 
 ``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. A
 JSON-RPC error the server answers is a ``tool_error`` (the server is up and
@@ -375,7 +375,7 @@ class _ServerActor:
         version = client.protocol_version
         if self.status.protocol is not None and self.status.protocol != version:
             labelled(SERVER_PROTOCOL, self.id, self.status.protocol).set(0)
-        self.status.protocol = version
+        self.status.negotiated(version)
         labelled(SERVER_PROTOCOL, self.id, version).set(1)
         self.discover = client.session.discover_result
         logger.info("server %r: speaking MCP %s", self.id, version, extra={"server": self.id, "protocol": version})
@@ -408,7 +408,8 @@ class _ServerActor:
         self.set_state(ServerState.RESTARTING)
 
     async def supervise(self, report_started: Callable[[], None]) -> None:
-        """Serve a connection, and after each one is lost back off and reconnect, until ``max_restarts`` failures.
+        """Serve a connection, and after each one is lost back off and reconnect (until ``max_restarts`` failures,
+        when set).
 
         Between connections the fail-fast task answers every request at once, so
         callers never wait out a backoff; a healthy connection resets the count
@@ -419,21 +420,23 @@ class _ServerActor:
         while True:
             healthy = await self.serve_one_connection(report_started)
             failures = 1 if healthy else failures + 1
-            if failures > policy.max_restarts:
+            if policy.max_restarts is not None and failures > policy.max_restarts:
                 self.set_state(ServerState.DOWN)
                 report_started()
                 await trio.sleep_forever()
             self.set_state(ServerState.RESTARTING)
             report_started()
-            delay = min(policy.backoff_initial * 2 ** (failures - 1), policy.backoff_max)
+            delay = min(policy.backoff_initial * 2 ** min(failures - 1, 64), policy.backoff_max)
+            limit = "" if policy.max_restarts is None else f" of at most {policy.max_restarts}"
             logger.info(
-                "server %r: reconnecting in %gs (failure %d of at most %d in a row)",
+                "server %r: reconnecting in %gs (failure %d%s in a row)",
                 self.id,
                 delay,
                 failures,
-                policy.max_restarts,
+                limit,
                 extra={"server": self.id},
             )
+            self.status.backing_off(trio.current_time() + delay)
             await trio.sleep(delay)
             self.status.restarted()
             labelled(SERVER_RESTARTS, self.id).inc()

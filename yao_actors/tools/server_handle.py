@@ -46,7 +46,7 @@ class ServerState(enum.StrEnum):
     STARTING = "starting"  #: connecting (first start or a restart)
     READY = "ready"  #: connected, serving calls
     RESTARTING = "restarting"  #: lost, waiting out its backoff before reconnecting
-    DOWN = "down"  #: gave up after ``max_restarts`` consecutive failures
+    DOWN = "down"  #: gave up after ``restart.max_restarts`` consecutive failures (only when that is set)
     STOPPED = "stopped"  #: the actor has ended
 
 
@@ -58,7 +58,8 @@ class ServerStatistics:
     was not a success; ``last_error`` says why the server last failed, with the
     last lines of a stdio server's stderr (which may hold secrets: for whoever
     runs the service), and ``last_error_kind`` only what kind of failure it was
-    (:func:`loss_kind`), for readers that must not see the details.
+    (:func:`loss_kind`), for readers that must not see the details. ``next_attempt_in`` is the seconds until a
+    ``restarting`` server's next connection attempt (``None`` when none is waited for).
     """
 
     state: ServerState
@@ -73,6 +74,7 @@ class ServerStatistics:
     last_error_kind: str | None = None
     protocol: str | None = None
     """The MCP protocol version of the current (or last) connection: ``"2026-07-28"``, ``"2025-11-25"``, ..."""
+    next_attempt_in: float | None = None
 
 
 def loss_kind(link: Link | None) -> str | None:
@@ -100,6 +102,8 @@ class ServerStatus:
     last_loss: Link | None = None
     pid: int | None = None
     protocol: str | None = None
+    #: When (``trio.current_time()``) the next connection attempt is, while backing off.
+    next_attempt: float | None = None
     state_changed: trio.Event = attrs.field(factory=trio.Event)
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
 
@@ -134,8 +138,17 @@ class ServerStatus:
         self.last_loss = link
         self.last_error = message
 
+    def negotiated(self, protocol: str | None) -> None:
+        """The connection speaks ``protocol`` (an MCP protocol version)."""
+        self.protocol = protocol
+
+    def backing_off(self, until: float) -> None:
+        """The actor waits until ``until`` (``trio.current_time()``) before its next attempt to connect."""
+        self.next_attempt = until
+
     def restarted(self) -> None:
-        """The actor connects again after a loss."""
+        """The actor connects again after a loss (its wait is over)."""
+        self.next_attempt = None
         self.restarts += 1
 
     def set_catalog(self, tools: tuple[mcp.types.Tool, ...]) -> None:
@@ -294,6 +307,9 @@ class ServerHandle(metaclass=NoPublicConstructor):
             pid=status.pid,
             last_error_kind=loss_kind(status.last_loss),
             protocol=status.protocol,
+            next_attempt_in=None
+            if status.next_attempt is None
+            else max(0.0, status.next_attempt - trio.current_time()),
         )
 
     async def wait_state_change(self) -> ServerState:

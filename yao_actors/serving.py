@@ -1,0 +1,245 @@
+"""``yao-actors serve``: read the configuration, choose the store, listen, print the banner, serve until signalled.
+
+With no config, the embedded default (the bundled demo servers and the offline ``demo`` model, or a real model from
+``OPENAI_*``) on 127.0.0.1:8765. The current directory is on the import path, so the config's ``module`` servers and
+hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
+traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
+gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped. ``--workers N`` runs
+N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:mod:`yao_actors.workers`). The
+command line itself is :mod:`yao_actors.commands`, which imports this module only for ``serve``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import hashlib
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from functools import partial
+from typing import Final
+from urllib.parse import urlsplit
+
+import attrs
+import trio
+
+from yao_actors.chat import DEFAULT_URL
+from yao_actors.config import Config, ServiceSpec, default_config, load_config
+from yao_actors.errors import ConfigError, ListenError, StoreUnavailable, YaoActorsError, exception_leaves
+from yao_actors.observability.logs import configure_logging
+from yao_actors.observability.otel_setup import configure_tracing
+from yao_actors.runtime import open_runtime
+from yao_actors.service import Service, serve_service
+from yao_actors.service.allocator import return_large_blocks
+from yao_actors.service.auth import check_listen, resolve_credentials, resolve_token
+from yao_actors.service.frontend import open_listeners
+from yao_actors.service.heap import keep_heap
+from yao_actors.specs import StoreSpec, default_sqlite_path
+from yao_actors.store.spec import alone, check_shared
+from yao_actors.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
+
+#: The question the service suggests trying (the seed's example).
+SAMPLE_QUESTION = "北京今天适合穿什么?"
+
+
+def import_from_the_current_directory() -> None:
+    """As `python -m` and uvicorn do: modules in the current directory can be named by `module` and hooks."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, args.log_format)
+    import_from_the_current_directory()
+    try:
+        config = load_config(args.config) if args.config else default_config()
+        overrides = {"host": args.host, "port": args.port}
+        spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
+        check_listen(spec.host, resolve_credentials(spec))
+        store = service_store(config.store, args.store, name=default_store_name(args.config, spec.port))
+        check_workers(args.workers, store)
+        check_shared(store, args.workers)
+        lone = args.workers == 1 and not args.reuse_port  # its SQLite file is its own, unless the config says not
+        config = attrs.evolve(config, store=alone(store) if lone else store)
+    except ConfigError as error:
+        report_config_error(error)
+        return 2
+    if args.workers > 1:
+        try:
+            return _serve_workers(args, spec)
+        except (ConfigError, ListenError) as error:
+            report_start_error(error)
+            return 2
+    stop_tracing = configure_tracing(os.environ)
+    try:
+        trio.run(partial(serve_until_signalled, config, spec, reuse_port=args.reuse_port))
+    except (*START_ERRORS, BaseExceptionGroup) as error:
+        if (errors := start_errors(error)) is None:
+            raise
+        for each in errors:
+            report_start_error(each)
+        return 2
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()  # flushes the spans still batched
+    return 0
+
+
+#: What keeps the service from starting that the user can act on: each is said in one line, exit 2.
+START_ERRORS: Final = (ConfigError, StoreUnavailable, ListenError)
+
+
+def start_errors(error: BaseException) -> list[YaoActorsError] | None:
+    """The :data:`START_ERRORS` ``error`` is made of (a nursery may have grouped them), or ``None`` if it holds
+    anything else (a bug, whose traceback is worth seeing)."""
+    if isinstance(error, START_ERRORS):
+        return [error]
+    if isinstance(error, BaseExceptionGroup):
+        matched, rest = error.split(START_ERRORS)
+        if matched is not None and rest is None:
+            return [leaf for leaf in exception_leaves(matched) if isinstance(leaf, YaoActorsError)]
+    return None
+
+
+def report_start_error(error: YaoActorsError) -> None:
+    """Say why the service cannot start, one line per problem on standard error."""
+    if isinstance(error, ConfigError):
+        report_config_error(error)
+        return
+    hint = ""
+    if isinstance(error, ListenError) and error.errno == errno.EADDRINUSE:
+        hint = " (another process listens there: stop it, or choose another --port; 0 picks a free one)"
+    print(f"yao-actors: {error}{hint}", file=sys.stderr)
+
+
+def report_config_error(error: ConfigError) -> None:
+    """One line on standard error per problem, each naming the file it is in (as ``check`` prints them)."""
+    where = f"{error.source}: " if error.source else ""
+    for problem in error.problems:
+        print(f"yao-actors: {where}{problem}", file=sys.stderr)
+
+
+def check_workers(workers: int, store: StoreSpec | None) -> None:
+    """``--workers`` is at least 1, and more than 1 only with a store the workers share."""
+    if workers < 1:
+        raise ConfigError([f"--workers: expected a number of worker processes >= 1, got {workers}"])
+    if workers > 1 and (store is None or store.type == "memory"):
+        raise ConfigError(
+            [
+                f"--workers {workers}: the workers must share their threads, so the store must be 'sqlite' (one "
+                "machine) or 'redis' (several), not 'memory' (set the config's store, or drop --store memory)"
+            ]
+        )
+
+
+def _serve_workers(args: argparse.Namespace, spec: ServiceSpec) -> int:
+    """The parent of ``--workers N``: reserve the port, start the workers on it, print one banner, supervise."""
+    reserved = reserve_port(spec.host, spec.port)  # port 0: a free one, the same for every worker
+    port = reserved.getsockname()[1]
+    argv = ["--host", spec.host, "--port", str(port), "--reuse-port"]
+    argv += ["--log-level", args.log_level, "--log-format", args.log_format]
+    if args.config:
+        argv += ["--config", args.config]
+    if args.store:
+        argv += ["--store", args.store]
+
+    def ready(banners: list[str]) -> None:
+        first = banners[0].removeprefix("yao-actors: ")
+        print(f"yao-actors: {args.workers} workers (SO_REUSEPORT) {first}", flush=True)
+
+    with reserved:
+        return trio.run(serve_workers, worker_command(argv), args.workers, ready)
+
+
+def service_store(configured: StoreSpec | None, choice: str | None, *, name: str | None = None) -> StoreSpec:
+    """The service's store: ``--store`` if given, else the config's, else SQLite at :func:`default_sqlite_path`
+    under ``name`` (so the service keeps its threads across restarts with no set-up, apart from other services')."""
+    if choice == "memory":
+        return StoreSpec("memory")
+    default = StoreSpec.sqlite(default_sqlite_path(name=name))
+    if choice == "sqlite" and (configured is None or configured.type != "sqlite"):
+        return default
+    return configured or default
+
+
+def default_store_name(config_path: str | None, port: int) -> str:
+    """What names a service's default SQLite file: its config file (its name, and a digest of where it is, so two
+    ``config.json`` elsewhere differ), or with the embedded config its port. Two services share threads only by
+    sharing a config file (or, with no config, a port)."""
+    if config_path is None:
+        return f"port-{port}"
+    where = os.path.abspath(config_path)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.splitext(os.path.basename(where))[0]).strip("-.") or "config"
+    return f"{stem}-{hashlib.sha256(os.fsencode(where)).hexdigest()[:8]}"
+
+
+async def serve_until_signalled(config: Config, spec: ServiceSpec, *, reuse_port: bool = False) -> None:
+    """Serve ``config`` until SIGINT or SIGTERM, then shut down gracefully (a second signal stops at once).
+
+    A signal before the service serves stops its start at once (there is nothing to drain yet). Either way every MCP
+    server process is stopped. ``reuse_port``: listen with ``SO_REUSEPORT``, as one of several workers on the port.
+    """
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            stop = _StopOnSignals(nursery.cancel_scope)
+            nursery.start_soon(stop.watch, signals)
+            await _serve(config, spec, stop, reuse_port=reuse_port)
+            nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False)
+class _StopOnSignals:
+    """What SIGINT and SIGTERM do: the first once the service serves asks for a graceful shutdown
+    (``requested``); one before it serves, or a second, stops at once (cancels ``scope``)."""
+
+    scope: trio.CancelScope
+    serving: bool = False
+    requested: trio.Event = attrs.field(factory=trio.Event)
+
+    async def watch(self, signals: AsyncIterator[int]) -> None:
+        async for _ in signals:
+            if self.serving and not self.requested.is_set():
+                self.requested.set()
+            else:
+                self.scope.cancel()
+
+
+async def _serve(config: Config, spec: ServiceSpec, stop: _StopOnSignals, *, reuse_port: bool) -> None:
+    """Start the runtime and the service, print the banner, serve until ``stop`` asks, shut down gracefully."""
+    return_large_blocks()  # a run's megabytes go back to the system once freed (service/allocator.py)
+    # Listen before the servers start, so a port that is taken is said at once; connections wait in the
+    # backlog meanwhile. A worker joins its port only once it can serve (its siblings serve meanwhile).
+    listeners = None if reuse_port else await open_listeners(spec.host, spec.port)
+    try:
+        async with open_runtime(config) as runtime, trio.open_nursery() as nursery:
+            if reuse_port:
+                listeners = [reuse_port_listener(spec.host, spec.port)]
+            service: Service = await nursery.start(partial(serve_service, runtime, spec, listeners=listeners))
+            await nursery.start(keep_heap)  # start-up's objects out of the collector's passes (service/heap.py)
+            stop.serving = True
+            print(_banner(service, config), flush=True)
+            await stop.requested.wait()
+            await service.shutdown()
+            nursery.cancel_scope.cancel()
+    finally:
+        for listener in listeners or ():
+            listener.socket.close()  # the service closed them already, unless it never started
+
+
+def _banner(service: Service, config: Config) -> str:
+    """The one line printed at start: where the service listens and how to try it."""
+    token = " --token $YAO_ACTORS_TOKEN" if resolve_token(service.spec) else ""
+    url = "" if service.url == DEFAULT_URL else f" --url {service.url}"
+    models = sorted({config.models[a.model].provider for a in config.assistants.values() if a.model in config.models})
+    model = f" ({', '.join(models)} model)" if models else ""
+    store = config.store or StoreSpec()
+    redis = urlsplit(store.url or "")  # named without its password
+    kept = {"sqlite": f"threads in {store.path}", "redis": f"threads in Redis at {redis.hostname}:{redis.port or 6379}"}
+    kept_where = kept.get(store.type, "threads in memory")
+    return (
+        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} ({kept_where}) — try: "
+        f'yao-actors chat "{SAMPLE_QUESTION}"{url}{token}, or open {service.page_url} in a browser'
+    )
