@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from yao_actors.errors import ConfigError
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
@@ -144,6 +143,8 @@ class ServerSpec:
 
 def protocol_choices() -> tuple[str, ...]:
     """What ``ServerSpec.protocol`` may say: ``auto``, ``legacy``, and the stateless protocol versions the SDK speaks."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS  # the SDK's types (pydantic): not for a client's start
+
     return ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS)
 
 
