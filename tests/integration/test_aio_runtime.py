@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tests.integration.test_service_readme_example import readme_examples, run_e
 from yao_actors.aio import Runtime, open_runtime
 from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
 from yao_actors.errors import ConfigError, RunError, RunErrorCode
+from yao_actors.guest import GUEST_SWITCH_INTERVAL
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.testing import FunctionModel, stdio_test_server
 
@@ -186,3 +188,19 @@ def test_the_readmes_fastapi_lines_are_those_of_the_example_file() -> None:
     block = readme_examples("Embedding in asyncio and FastAPI")[1]
     missing = [line for line in block.splitlines() if line.strip() and line not in example.splitlines()]
     assert missing == []
+
+
+def test_the_switch_interval_is_lowered_while_the_guest_runs_and_put_back() -> None:
+    before = sys.getswitchinterval()
+
+    async def lowered() -> float:
+        async with open_runtime(Config()):
+            return sys.getswitchinterval()
+
+    async def left_alone() -> float:
+        async with open_runtime(Config(), switch_interval=None):
+            return sys.getswitchinterval()
+
+    assert run_program(lowered) == GUEST_SWITCH_INTERVAL < before
+    assert sys.getswitchinterval() == before
+    assert run_program(left_alone) == before
