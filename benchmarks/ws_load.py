@@ -296,7 +296,10 @@ async def read_line(process: trio.Process) -> str:
     assert process.stdout is not None
     line = b""
     while not line.endswith(b"\n"):
-        line += await process.stdout.receive_some(1)
+        chunk = await process.stdout.receive_some(1)
+        if not chunk:
+            raise EOFError(f"the service process ended (its log: {SERVICE_LOG})")
+        line += chunk
     return line.decode()
 
 

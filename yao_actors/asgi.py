@@ -106,7 +106,10 @@ class AsgiApp:
             upgrade = UpgradeRequest(headers, tuple(scope.get("subprotocols") or ()), key=b"", after_head=b"")
             limit = self.config.service.max_frame_bytes * 4  # as the service's own (HARD_FRAME_FACTOR)
             ws = AsgiWebSocket(guest, receive, send, scope, max_message_size=limit)
-            await guest.call(_serve, service.serve_websocket, ws, upgrade)
+            try:
+                await guest.call(_serve, service.serve_websocket, ws, upgrade)
+            finally:
+                ws.stop_reading()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         """Start at ``lifespan.startup``, stop at ``lifespan.shutdown``; a failure to start is ``startup.failed``."""
@@ -317,6 +320,11 @@ class AsgiWebSocket:
                 raise ConnectionClosed(self.closed)
             return data
         return None
+
+    def stop_reading(self) -> None:
+        """On the host, once the service is done with the websocket: drop a read still waiting."""
+        if self._reading is not None:
+            self._reading.cancel()
 
     async def send_messages(self, messages: Sequence[str | bytes]) -> None:
         """Send ``messages`` in order, each its own text message, in one trip to the host."""

@@ -85,13 +85,16 @@ def test_an_asyncio_program_gets_the_seeds_answer_from_the_demo_stdio_servers() 
 def test_open_run_streams_the_runs_events_and_forget_deletes_the_thread() -> None:
     async def main() -> Any:
         async with open_runtime(default_config(environ={}), ready_timeout=30) as runtime:
-            async with runtime.open_run("default", SEED_QUESTION, thread_id="t") as events:
+            async with runtime.open_run("default", SEED_QUESTION, thread_id="t", run_id="r") as events:
                 seen = [event async for event in events]
                 result = events.result
+            async with runtime.open_resume("r", after_seq=3) as resumed:
+                replayed = [event async for event in resumed]
             forgotten = await runtime.forget("t")
-            return seen, result, forgotten, await runtime.threads()
+            return seen, result, replayed, forgotten, await runtime.threads()
 
-    seen, result, forgotten, threads = run_program(main)
+    seen, result, replayed, forgotten, threads = run_program(main)
+    assert replayed == seen[3:]  # the stored events after seq 3, up to the terminal one
     assert seen[0]["type"] == "RUN_STARTED"
     assert seen[-1]["type"] == "RUN_FINISHED"
     assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
