@@ -134,6 +134,24 @@ def _model(turns: int, tool_seconds: float) -> FunctionModel:
     return FunctionModel(answer, stream=False)
 
 
+def service_config(
+    turns: int, tool_seconds: float, transport: str, redis_url: str | None = None, sqlite_path: Path | None = None
+) -> Config:
+    """The benchmark service's config (the test server in process or over stdio, the assistant, loopback, limits
+    above any wave): :func:`serve`'s, and ``asgi_load.py``'s ASGI process's."""
+    server_transport = (
+        InMemoryTransport(build_test_server("s1"))
+        if transport == "memory"
+        else StdioTransport(sys.executable, ("-m", "yao_actors.testing.servers", "--name", "s1"))
+    )
+    return Config(
+        servers={"s1": ServerSpec("s1", server_transport, max_concurrency=MAX_CLIENTS, queue_size=MAX_CLIENTS)},
+        assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("s1"),), max_turn=turns + 2)},
+        store=_store(redis_url, sqlite_path),
+        service=ServiceSpec(host="127.0.0.1", port=0, max_connections=MAX_CLIENTS, max_runs=MAX_CLIENTS),
+    )
+
+
 class SchedulerCounts(trio.abc.Instrument):
     """Counts the service's tasks started, task steps and scheduler batches (``--counts``)."""
 
@@ -171,17 +189,8 @@ async def serve(
     serve`` does, it freezes its start-up out of the garbage collector's passes (:func:`keep_heap`) and logs INFO
     text (two records per run), to standard error, which the benchmark sends to ``SERVICE_LOG``."""
     configure_logging("INFO")
-    server_transport = (
-        InMemoryTransport(build_test_server("s1"))
-        if transport == "memory"
-        else StdioTransport(sys.executable, ("-m", "yao_actors.testing.servers", "--name", "s1"))
-    )
-    config = Config(
-        servers={"s1": ServerSpec("s1", server_transport, max_concurrency=MAX_CLIENTS, queue_size=MAX_CLIENTS)},
-        assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("s1"),), max_turn=turns + 2)},
-        store=_store(redis_url, sqlite_path),
-    )
-    spec = ServiceSpec(host="127.0.0.1", port=port, max_connections=MAX_CLIENTS, max_runs=MAX_CLIENTS)
+    config = service_config(turns, tool_seconds, transport, redis_url, sqlite_path)
+    spec = attrs.evolve(config.service, port=port)
     listeners = [reuse_port_listener("127.0.0.1", port)] if port else None
     counter = SchedulerCounts()
     if counts:
@@ -305,7 +314,10 @@ async def read_line(process: trio.Process) -> str:
     assert process.stdout is not None
     line = b""
     while not line.endswith(b"\n"):
-        line += await process.stdout.receive_some(1)
+        chunk = await process.stdout.receive_some(1)
+        if not chunk:
+            raise EOFError(f"the service process ended (its log: {SERVICE_LOG})")
+        line += chunk
     return line.decode()
 
 
@@ -338,9 +350,12 @@ async def wave(
     front_end_only: bool = False,
     counts: bool = False,
     store: str = "memory",
+    serve_command: list[str] | None = None,
 ) -> dict[str, Any]:
     """Start a fresh service (``workers`` processes on one port, threads in Redis, when given; else one, its
-    threads in ``store``), run ``clients`` conversations at once against it, and measure."""
+    threads in ``store``), run ``clients`` conversations at once against it, and measure. ``serve_command``
+    starts another service process instead of this script's ``--serve`` (it prints ``LISTENING <url>`` once it
+    serves, and stops on SIGTERM)."""
     command = [sys.executable, __file__, "--serve", "--turns", str(turns), "--tool-ms", str(tool_ms)]
     command += ["--transport", transport]
     if front_end_only:
@@ -349,6 +364,8 @@ async def wave(
         command.append("--counts")
     if profile is not None:
         command += ["--profile", str(profile)]
+    if serve_command is not None:
+        command = serve_command
     reserved = None
     if workers is not None:
         assert redis_url is not None

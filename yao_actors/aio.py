@@ -23,7 +23,7 @@ import trio
 
 from yao_actors import runtime as trio_runtime
 from yao_actors.conversation import MessagesInput, RunResult, ThreadHistory
-from yao_actors.guest import Guest, open_guest
+from yao_actors.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
 from yao_actors.models import Model
 from yao_actors.models.base import Message
 from yao_actors.specs import Config
@@ -219,8 +219,11 @@ async def open_runtime(
     models: Mapping[str, Model] | None = None,
     connect: Connector = open_client,
     ready_timeout: float | None = None,
+    switch_interval: float | None = GUEST_SWITCH_INTERVAL,
 ) -> AsyncIterator[Runtime]:
-    """:func:`yao_actors.open_runtime` for asyncio: the same arguments, the runtime in a Trio guest run."""
+    """:func:`yao_actors.open_runtime` for asyncio: the same arguments, the runtime in a Trio guest run.
+
+    ``switch_interval``: the GIL's switch interval while the block runs (:func:`yao_actors.guest.open_guest`)."""
     opened = trio_runtime.open_runtime(config, models=models, connect=connect, ready_timeout=ready_timeout)
-    async with open_guest(opened) as (guest, runtime):
+    async with open_guest(opened, switch_interval=switch_interval) as (guest, runtime):
         yield Runtime(guest, runtime)

@@ -28,7 +28,7 @@ import trio
 from trio_websocket import CloseReason, ConnectionClosed
 
 from yao_actors import aio
-from yao_actors.guest import Guest, open_guest
+from yao_actors.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
 from yao_actors.models import Model
 from yao_actors.runtime import open_runtime
 from yao_actors.service.frontend import Service, open_front
@@ -48,8 +48,16 @@ Send = Callable[[Message], Coroutine[Any, Any, None]]
 class AsgiApp:
     """The ASGI application (made by :func:`app`); ``runtime`` is the asyncio runtime while it runs."""
 
-    def __init__(self, config: Config, *, models: Mapping[str, Model] | None, connect: Connector) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        models: Mapping[str, Model] | None,
+        connect: Connector,
+        switch_interval: float | None = GUEST_SWITCH_INTERVAL,
+    ) -> None:
         self.config = config
+        self._switch_interval = switch_interval
         self._models = models
         self._connect = connect
         self._guest: Guest | None = None
@@ -60,7 +68,7 @@ class AsgiApp:
     async def running(self) -> AsyncIterator[AsgiApp]:
         """Run the runtime and the service for the block (the ASGI lifespan does this); graceful shutdown at its end:
         new runs refused, those in flight given ``server.shutdown_grace`` seconds, then every actor stopped."""
-        async with open_guest(self._open()) as (guest, (runtime, service)):
+        async with open_guest(self._open(), switch_interval=self._switch_interval) as (guest, (runtime, service)):
             self._guest, self._service, self.runtime = guest, service, aio.Runtime(guest, runtime)
             try:
                 yield self
@@ -98,7 +106,10 @@ class AsgiApp:
             upgrade = UpgradeRequest(headers, tuple(scope.get("subprotocols") or ()), key=b"", after_head=b"")
             limit = self.config.service.max_frame_bytes * 4  # as the service's own (HARD_FRAME_FACTOR)
             ws = AsgiWebSocket(guest, receive, send, scope, max_message_size=limit)
-            await guest.call(_serve, service.serve_websocket, ws, upgrade)
+            try:
+                await guest.call(_serve, service.serve_websocket, ws, upgrade)
+            finally:
+                ws.stop_reading()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         """Start at ``lifespan.startup``, stop at ``lifespan.shutdown``; a failure to start is ``startup.failed``."""
@@ -117,9 +128,16 @@ class AsgiApp:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def app(config: Config, *, models: Mapping[str, Model] | None = None, connect: Connector = open_client) -> AsgiApp:
-    """The ASGI application serving ``config`` (``models`` and ``connect`` as for :func:`yao_actors.open_runtime`)."""
-    return AsgiApp(config, models=models, connect=connect)
+def app(
+    config: Config,
+    *,
+    models: Mapping[str, Model] | None = None,
+    connect: Connector = open_client,
+    switch_interval: float | None = GUEST_SWITCH_INTERVAL,
+) -> AsgiApp:
+    """The ASGI application serving ``config`` (``models`` and ``connect`` as for :func:`yao_actors.open_runtime`;
+    ``switch_interval``: the GIL's while it runs, :func:`yao_actors.guest.open_guest`)."""
+    return AsgiApp(config, models=models, connect=connect, switch_interval=switch_interval)
 
 
 async def _serve(serve: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -302,6 +320,11 @@ class AsgiWebSocket:
                 raise ConnectionClosed(self.closed)
             return data
         return None
+
+    def stop_reading(self) -> None:
+        """On the host, once the service is done with the websocket: drop a read still waiting."""
+        if self._reading is not None:
+            self._reading.cancel()
 
     async def send_messages(self, messages: Sequence[str | bytes]) -> None:
         """Send ``messages`` in order, each its own text message, in one trip to the host."""

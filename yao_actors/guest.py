@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
@@ -26,6 +27,12 @@ import outcome
 import trio
 
 T = TypeVar("T")
+
+#: Seconds a thread holding the GIL runs before one waiting for it gets it, while a guest run is open (Python's
+#: default is 5 ms). A guest run waits for I/O in a thread of its own, which needs the GIL to hand what it found to
+#: the host loop: with the host busy, every such hand-off waited up to the default's 5 ms, and under 50 concurrent
+#: websocket runs the service answered 3.5 times fewer runs per second (``benchmarks/asgi_load.py``).
+GUEST_SWITCH_INTERVAL = 0.001
 
 
 class GuestClosed(RuntimeError):
@@ -180,13 +187,39 @@ def _soon_or_never(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> 
 
 
 @asynccontextmanager
-async def open_guest(manager: AbstractAsyncContextManager[T]) -> AsyncIterator[tuple[Guest, T]]:
+async def open_guest(
+    manager: AbstractAsyncContextManager[T], *, switch_interval: float | None = GUEST_SWITCH_INTERVAL
+) -> AsyncIterator[tuple[Guest, T]]:
     """Start a Trio guest run on the running asyncio loop, enter ``manager`` in it, and yield the guest and its value.
 
     Leaving the block cancels the calls in flight, exits ``manager`` and waits for the guest run to end — also when
     the host task is cancelled meanwhile. An exception out of the guest run comes out of the block (or out of
-    entering it) as itself.
+    entering it) as itself. ``switch_interval``: the process's ``sys.setswitchinterval`` while the block runs, when
+    lower than it was (see :data:`GUEST_SWITCH_INTERVAL`; ``None`` leaves it alone); restored at the end.
     """
+    with _switch_interval(switch_interval):
+        async with _open_guest(manager) as opened:
+            yield opened
+
+
+@contextlib.contextmanager
+def _switch_interval(seconds: float | None) -> Iterator[None]:
+    """Lower the GIL's switch interval to ``seconds`` for the block; put back what was there, unless changed since."""
+    before = sys.getswitchinterval()
+    if seconds is None or seconds >= before:
+        yield
+        return
+    sys.setswitchinterval(seconds)
+    try:
+        yield
+    finally:
+        if sys.getswitchinterval() == seconds:
+            sys.setswitchinterval(before)
+
+
+@asynccontextmanager
+async def _open_guest(manager: AbstractAsyncContextManager[T]) -> AsyncIterator[tuple[Guest, T]]:
+    """:func:`open_guest` once the switch interval is set."""
     loop = asyncio.get_running_loop()
     guest = Guest(loop)
     entered: asyncio.Future[T] = loop.create_future()

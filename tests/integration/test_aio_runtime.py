@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tests.integration.test_service_readme_example import readme_examples, run_e
 from yao_actors.aio import Runtime, open_runtime
 from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
 from yao_actors.errors import ConfigError, RunError, RunErrorCode
+from yao_actors.guest import GUEST_SWITCH_INTERVAL
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.testing import FunctionModel, stdio_test_server
 
@@ -83,13 +85,16 @@ def test_an_asyncio_program_gets_the_seeds_answer_from_the_demo_stdio_servers() 
 def test_open_run_streams_the_runs_events_and_forget_deletes_the_thread() -> None:
     async def main() -> Any:
         async with open_runtime(default_config(environ={}), ready_timeout=30) as runtime:
-            async with runtime.open_run("default", SEED_QUESTION, thread_id="t") as events:
+            async with runtime.open_run("default", SEED_QUESTION, thread_id="t", run_id="r") as events:
                 seen = [event async for event in events]
                 result = events.result
+            async with runtime.open_resume("r", after_seq=3) as resumed:
+                replayed = [event async for event in resumed]
             forgotten = await runtime.forget("t")
-            return seen, result, forgotten, await runtime.threads()
+            return seen, result, replayed, forgotten, await runtime.threads()
 
-    seen, result, forgotten, threads = run_program(main)
+    seen, result, replayed, forgotten, threads = run_program(main)
+    assert replayed == seen[3:]  # the stored events after seq 3, up to the terminal one
     assert seen[0]["type"] == "RUN_STARTED"
     assert seen[-1]["type"] == "RUN_FINISHED"
     assert [e["seq"] for e in seen] == list(range(1, len(seen) + 1))
@@ -186,3 +191,19 @@ def test_the_readmes_fastapi_lines_are_those_of_the_example_file() -> None:
     block = readme_examples("Embedding in asyncio and FastAPI")[1]
     missing = [line for line in block.splitlines() if line.strip() and line not in example.splitlines()]
     assert missing == []
+
+
+def test_the_switch_interval_is_lowered_while_the_guest_runs_and_put_back() -> None:
+    before = sys.getswitchinterval()
+
+    async def lowered() -> float:
+        async with open_runtime(Config()):
+            return sys.getswitchinterval()
+
+    async def left_alone() -> float:
+        async with open_runtime(Config(), switch_interval=None):
+            return sys.getswitchinterval()
+
+    assert run_program(lowered) == GUEST_SWITCH_INTERVAL < before
+    assert sys.getswitchinterval() == before
+    assert run_program(left_alone) == before

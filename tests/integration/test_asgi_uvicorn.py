@@ -32,6 +32,11 @@ TOKEN = "asgi-test-token"
 
 pytest.importorskip("fastapi", reason="the FastAPI example needs fastapi (pip install -e '.[test]')")
 
+needs_node = pytest.mark.skipif(
+    (not (NODE_DIR / "node_modules" / "@ag-ui" / "client").is_dir()) and os.environ.get("CI") != "true",
+    reason="needs Node and @ag-ui/client: run `npm ci --prefix tests/node` (.ci/run does)",
+)
+
 
 @asynccontextmanager
 async def fastapi_example() -> AsyncIterator[tuple[trio.Process, int]]:
@@ -83,6 +88,7 @@ async def ws_handshake_status(port: int, headers: dict[str, str]) -> int:
     return int(status_line.split(" ", 2)[1])
 
 
+@needs_node
 async def test_the_fastapi_example_serves_agui_the_websocket_and_health_then_leaves_no_child() -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with trio.fail_after(120):
@@ -141,12 +147,6 @@ async def test_the_fastapi_example_serves_agui_the_websocket_and_health_then_lea
     assert ask.status == 200
     assert ask.json()["outcome"] == "answered"
     assert "上海" in ask.json()["text"]
-
-
-pytestmark = pytest.mark.skipif(
-    (not (NODE_DIR / "node_modules" / "@ag-ui" / "client").is_dir()) and os.environ.get("CI") != "true",
-    reason="needs Node and @ag-ui/client: run `npm ci --prefix tests/node` (.ci/run does)",
-)
 
 
 @asynccontextmanager
