@@ -15,12 +15,13 @@ import pytest
 import trio
 
 from tests.integration.actor_checks import PROTOCOLS
+from tests.integration.test_service_readme_example import readme_example
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, ServerRef, ToolCall, open_runtime
 from yao_actors.config import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
 from yao_actors.testing import read_line
 from yao_actors.testing.asking import build_asking_server
-from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest
+from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest, InputRound
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.transports import stop_process
 
@@ -128,12 +129,20 @@ async def test_ctx_elicit_fails_the_call_on_a_stateless_connection() -> None:
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
-async def test_without_a_handler_a_question_fails_the_call(protocol: str) -> None:
+async def test_without_a_handler_a_call_that_asks_ends_input_required(protocol: str) -> None:
+    """The caller gets the question to pass on (the runtime makes it an interrupt); nothing is booked yet."""
     spec = ServerSpec("asking", InMemoryTransport(build_asking_server()), protocol=protocol)
     async with serving(spec, None) as handle:
         outcome = await handle.call_tool("book", {"hotel": "Grand"})
         count = await handle.call_tool("bookings", {})
-    assert outcome.kind is ErrorKind.TOOL_ERROR
+    assert outcome.kind is ErrorKind.INPUT_REQUIRED
+    assert isinstance(outcome.result, InputRound)
+    ((_key, question),) = outcome.result.questions
+    assert (question.tool, question.message) == ("book", "Booking Grand: which day, how many guests?")
+    assert outcome.result.arguments == {"hotel": "Grand"}
+    # 2026-07-28: the state to call again with; handshake-era: the ticket of the call held open
+    assert (outcome.result.request_state is not None) == (protocol == "2026-07-28")
+    assert (outcome.result.ticket is not None) == (protocol == "legacy")
     assert count.result == {"count": 0}
 
 
@@ -234,12 +243,16 @@ async def test_the_official_everything_server_asks_a_form_and_a_url() -> None:
     )
 
 
-async def test_the_everything_server_hides_its_asking_tools_from_a_client_without_a_handler() -> None:
-    spec = ServerSpec("everything", StdioTransport("node", (str(EVERYTHING), "stdio")), timeout=30)
-    if not EVERYTHING.exists():
-        pytest.skip("npm ci --prefix tests/node installs server-everything")
+async def test_the_readme_server_asks_as_written(tmp_path: Path) -> None:
+    """The README's example server, extracted and run over stdio: its resolver's question reaches the handler."""
+    script = tmp_path / "asking_example.py"
+    script.write_text(readme_example("Servers that ask the user"), encoding="utf-8")
+    handler, asked = answering(InputAnswer("accept", BOOKING), InputAnswer("accept", {"name": "Ann"}))
+    spec = ServerSpec("asking", StdioTransport(sys.executable, (str(script),)), protocol="legacy")
     with trio.fail_after(60):
-        async with serving(spec, None) as handle:
-            names = {tool.name for tool in await handle.list_tools()}
-    assert "echo" in names
-    assert "trigger-elicitation-request" not in names
+        async with serving(spec, handler) as handle:
+            booked = await handle.call_tool("book", {"hotel": "Grand"})
+            greeted = await handle.call_tool("greet", {})
+    assert booked.result == {"booked": True, "hotel": "Grand", **BOOKING}
+    assert greeted.result == {"greeting": "Hello, Ann!"}
+    assert [a.tool for a in asked] == ["book", "greet"]
