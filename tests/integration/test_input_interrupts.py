@@ -5,6 +5,7 @@ restart between the interrupt and the resume with SQLite."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -16,8 +17,10 @@ from typing import Any
 import pytest
 import trio
 
+from tests.service.support import running_service
 from tests.support import check_stream
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, Outcome, ServerRef, ToolCall, open_runtime
+from yao_actors.chat import chat
 from yao_actors.config import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.errors import RunErrorCode
 from yao_actors.runtime import Runtime
@@ -242,3 +245,32 @@ async def test_an_approval_and_a_question_wait_together_and_one_resume_answers_b
     contents = {m["tool_call_id"]: json.loads(m["content"]) for m in seen[-1] if m.get("role") == "tool"}
     assert contents["c_book"]["count"] == 1
     assert contents["c_count"] == {"count": 0}  # approved calls run first, then the answers go out
+
+
+async def test_yao_actors_chat_asks_the_form_field_by_field_and_opens_the_url() -> None:
+    scripted, seen = model(BOOK, ToolCall("c_in", "asking__sign_in", "{}"))
+    replies = iter(["y", "2027-01-02", "many", "2", "window", "", "y"])  # "many" is asked again; "" skips breakfast
+    asked: list[str] = []
+
+    async def person(question: str) -> str:
+        asked.append(question)
+        return next(replies)
+
+    out = io.StringIO()
+    transport = InMemoryTransport(build_asking_server())
+    with trio.fail_after(30):
+        async with (
+            open_runtime(config(transport, "legacy"), models={"m": scripted}) as rt,
+            running_service(rt) as service,
+        ):
+            code = await chat("book and sign in", url=service.url, assistant="a", out=out, ask=person)
+    assert code == 0, out.getvalue()
+    assert asked[0] == "Booking Grand: which day, how many guests? — answer?"
+    assert asked[1].startswith("  Date (Day of the stay, YYYY-MM-DD) [string]")
+    assert asked[2] == asked[3]  # the integer asked again
+    assert "[window/aisle]" in asked[4]
+    assert "optional" in asked[5]
+    assert asked[6] == "Sign in to continue: open https://example.com/login?flow=42 — done?"
+    contents = {m["tool_call_id"]: json.loads(m["content"]) for m in seen[-1] if m.get("role") == "tool"}
+    assert contents["c_book"] == {"booked": True, "hotel": "Grand", **BOOKING, "breakfast": False, "count": 1}
+    assert contents["c_in"] == {"action": "accept"}
