@@ -4,7 +4,6 @@ and ``Resolve`` → ``Elicit`` tools, over stdio and streamable HTTP, in every p
 from __future__ import annotations
 
 import functools
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,37 +14,18 @@ import pytest
 import trio
 
 from tests.integration.actor_checks import PROTOCOLS
+from tests.integration.asking_support import asking_server
 from tests.integration.test_service_readme_example import readme_example
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, ServerRef, ToolCall, open_runtime
-from yao_actors.config import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from yao_actors.config import InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
-from yao_actors.testing import read_line
 from yao_actors.testing.asking import build_asking_server
 from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest, InputRound
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
-from yao_actors.transports import stop_process
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator '(httpx2|httpcore2)\.:ResourceWarning")
 
 BOOKING = {"date": "2027-01-02", "guests": 2, "seat": "window", "breakfast": True}
-
-
-@asynccontextmanager
-async def asking_server(transport: str) -> AsyncIterator[StdioTransport | HttpTransport]:
-    """The asking server as a stdio command, or running over streamable HTTP in its own process."""
-    command = [sys.executable, "-m", "yao_actors.testing.asking"]
-    if transport == "stdio":
-        yield StdioTransport(command[0], tuple(command[1:]))
-        return
-    process = await trio.lowlevel.open_process([*command, "--http"], stdout=subprocess.PIPE, start_new_session=True)
-    try:
-        assert process.stdout is not None
-        word, url = (await read_line(process.stdout)).split()
-        assert word == "LISTENING"
-        yield HttpTransport(url)
-    finally:
-        with trio.CancelScope(shield=True):
-            await stop_process(process)
 
 
 @asynccontextmanager

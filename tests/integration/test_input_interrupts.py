@@ -7,27 +7,22 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
+from tests.integration.asking_support import asking_server, http_asking_server
 from tests.service.support import running_service
 from tests.support import check_stream
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, Outcome, ServerRef, ToolCall, open_runtime
 from yao_actors.chat import chat
-from yao_actors.config import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from yao_actors.config import InMemoryTransport, ServerSpec
 from yao_actors.errors import RunErrorCode
 from yao_actors.runtime import Runtime
 from yao_actors.specs import StoreSpec
-from yao_actors.testing import read_line
 from yao_actors.testing.asking import build_asking_server
-from yao_actors.transports import stop_process
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator '(httpx2|httpcore2)\.:ResourceWarning")
 
@@ -57,29 +52,6 @@ def config(transport: Any, protocol: str, store: StoreSpec | None = None, **serv
     return Config(servers={"asking": spec}, assistants={"a": assistant}, store=store)
 
 
-@asynccontextmanager
-async def http_asking_server() -> AsyncIterator[HttpTransport]:
-    command = [sys.executable, "-m", "yao_actors.testing.asking", "--http"]
-    process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, start_new_session=True)
-    try:
-        assert process.stdout is not None
-        word, url = (await read_line(process.stdout)).split()
-        assert word == "LISTENING"
-        yield HttpTransport(url)
-    finally:
-        with trio.CancelScope(shield=True):
-            await stop_process(process)
-
-
-@asynccontextmanager
-async def asking(transport: str) -> AsyncIterator[Any]:
-    if transport == "stdio":
-        yield StdioTransport(sys.executable, ("-m", "yao_actors.testing.asking"))
-    else:
-        async with http_asking_server() as where:
-            yield where
-
-
 def interrupts_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     finished = events[-1]
     assert finished["type"] == "RUN_FINISHED", finished
@@ -100,7 +72,10 @@ async def bookings(runtime: Runtime) -> Any:
 async def test_a_question_ends_the_run_and_the_resume_answers_it(transport: str, protocol: str) -> None:
     scripted, seen = model(BOOK, COUNT)
     with trio.fail_after(60):
-        async with asking(transport) as where, open_runtime(config(where, protocol), models={"m": scripted}) as rt:
+        async with (
+            asking_server(transport) as where,
+            open_runtime(config(where, protocol), models={"m": scripted}) as rt,
+        ):
             first = await rt.run("a", "book the Grand", thread_id="t")
             (interrupt,) = interrupts_of(first.events)
             second = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept", BOOKING))
@@ -170,7 +145,7 @@ async def test_invalid_content_is_refused_naming_the_field_and_the_interrupt_sta
 async def test_a_url_question_is_a_url_required_interrupt() -> None:
     scripted, seen = model(ToolCall("c_in", "asking__sign_in", "{}"))
     with trio.fail_after(60):
-        async with asking("stdio") as where, open_runtime(config(where, "legacy"), models={"m": scripted}) as rt:
+        async with asking_server("stdio") as where, open_runtime(config(where, "legacy"), models={"m": scripted}) as rt:
             first = await rt.run("a", "sign me in", thread_id="t")
             (interrupt,) = interrupts_of(first.events)
             second = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept"))

@@ -16,8 +16,9 @@ import pytest
 import trio
 
 from tests.integration.actor_checks import running
+from tests.integration.asking_support import http_asking_server
 from tests.integration.test_durable_process import service_process, stop
-from tests.integration.test_input_interrupts import BOOKING, http_asking_server
+from tests.integration.test_input_interrupts import BOOKING
 from tests.service.support import run_frame, send, until_terminal
 from tests.support import check_stream
 from yao_actors.chat import open_service_connection
