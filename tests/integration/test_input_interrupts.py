@@ -249,3 +249,34 @@ async def test_yao_actors_chat_asks_the_form_field_by_field_and_opens_the_url() 
     contents = {m["tool_call_id"]: json.loads(m["content"]) for m in seen[-1] if m.get("role") == "tool"}
     assert contents["c_book"] == {"booked": True, "hotel": "Grand", **BOOKING, "breakfast": False, "count": 1}
     assert contents["c_in"] == {"action": "accept"}
+
+
+async def test_an_expired_question_is_refused_and_can_still_be_cancelled() -> None:
+    scripted, seen = model(BOOK)
+    transport = InMemoryTransport(build_asking_server())
+    with trio.fail_after(30):
+        async with open_runtime(config(transport, "2026-07-28", input_timeout=0.001), models={"m": scripted}) as rt:
+            first = await rt.run("a", "book", thread_id="t")
+            (interrupt,) = interrupts_of(first.events)
+            await trio.sleep(0.01)  # its 1 ms are over (expiry is wall-clock time, like expiresAt)
+            late = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept", BOOKING))
+            cancelled = [{"interruptId": interrupt["id"], "status": "cancelled"}]
+            after = await rt.run("a", [], thread_id="t", resume=cancelled)
+            count = await bookings(rt)
+    assert (late.outcome, late.code) == (Outcome.ERROR, RunErrorCode.INTERRUPT_EXPIRED)
+    assert after.outcome is Outcome.ANSWERED
+    booked = next(m for m in seen[-1] if m.get("tool_call_id") == "c_book")
+    assert json.loads(booked["content"]) == {"booked": False, "action": "cancel"}
+    assert count == {"count": 0}
+
+
+async def test_a_run_without_resume_cancels_the_open_question_and_goes_on() -> None:
+    scripted, seen = model(BOOK)
+    transport = InMemoryTransport(build_asking_server())
+    with trio.fail_after(30):
+        async with open_runtime(config(transport, "2026-07-28"), models={"m": scripted}) as rt:
+            await rt.run("a", "book", thread_id="t")
+            after = await rt.run("a", "anything else?", thread_id="t")
+    assert after.outcome is Outcome.ANSWERED
+    booked = next(m for m in seen[-1] if m.get("tool_call_id") == "c_book")
+    assert json.loads(booked["content"]) == {"booked": False, "action": "cancel"}
