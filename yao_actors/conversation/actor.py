@@ -408,7 +408,8 @@ async def _run_answered(
     catalog = await run.catalog(assistant, ())
     for answers in calls.values():
         first = answers[0][0]
-        servers = {first.server: Answering(run.resources.servers[first.server], answers)}
+        handle = run.resources.servers.get(first.server)  # gone from the config: the call fails as unknown
+        servers = {first.server: Answering(handle, answers)} if handle is not None else {}
         run.batch = PendingBatch((first.call,), catalog)
         results = await execute_tool_calls(
             [first.call], catalog, servers, batch_timeout=assistant.timeouts.turn, on_event=run.on_dispatch

@@ -295,6 +295,8 @@ class _ServerActor:
         answered the first); the answer comes through :meth:`ServerHandle.resume_parked`. Unanswered in time,
         the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
         """
+        if request.scope.cancel_called:  # its caller has gone (timed out, cancelled): nobody would see it
+            return elicit_result(InputAnswer("cancel"))
         question = ParkedQuestion(secrets.token_urlsafe(12))
         asked = InputRound(
             ((key, input_request(self.id, request.name, params)),), request.arguments, ticket=question.ticket
