@@ -25,6 +25,12 @@ calls made while it is down fail fast. After ``max_restarts`` consecutive
 connections that failed (one that answered a call, or lived ``backoff_max``
 seconds, resets the count) it stays down.
 
+The connection speaks the spec's ``protocol`` (:func:`~yao_actors.transports.open_client`); the actor keeps the
+server's discover answer across reconnects, and on a 2026-07-28 connection follows the catalog through a
+``subscriptions/listen`` stream. A server that asks the user during a call is answered by the actor's input
+handler, or else the call ends ``input_required`` (:class:`~yao_actors.tools.input_requests.InputRound`): made
+again later with the answers (2026-07-28), or held open here until they come (handshake-era).
+
 ``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. A
 JSON-RPC error the server answers is a ``tool_error`` (the server is up and
 keeps its state); ``server_unavailable`` is for a lost connection, a request the
