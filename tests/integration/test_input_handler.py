@@ -236,3 +236,36 @@ async def test_the_readme_server_asks_as_written(tmp_path: Path) -> None:
     assert booked.result == {"booked": True, "hotel": "Grand", **BOOKING}
     assert greeted.result == {"greeting": "Hello, Ann!"}
     assert [a.tool for a in asked] == ["book", "greet"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_concurrent_questions_never_reach_the_wrong_call(transport: str) -> None:
+    """Two calls ask at once on one handshake-era connection. Streamable HTTP ties each question to its call; over
+    stdio a question that arrives while both run cannot be tied, and is refused rather than guessed."""
+
+    async def by_hotel(request: InputRequest) -> InputAnswer:
+        day = "2027-01-01" if "Grand" in request.message else "2027-02-02"
+        return InputAnswer("accept", BOOKING | {"date": day})
+
+    with trio.fail_after(60):
+        async with (
+            asking_server(transport) as where,
+            serving(ServerSpec("asking", where, protocol="legacy"), by_hotel) as h,
+        ):
+            outcomes: dict[str, Any] = {}
+
+            async def book(hotel: str) -> None:
+                outcomes[hotel] = await h.call_tool("book", {"hotel": hotel})
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(book, "Grand")
+                nursery.start_soon(book, "Plaza")
+    for hotel, day in (("Grand", "2027-01-01"), ("Plaza", "2027-02-02")):
+        outcome = outcomes[hotel]
+        if outcome.ok:
+            assert (outcome.result["hotel"], outcome.result["date"]) == (hotel, day)
+        else:
+            assert transport == "stdio", outcome
+            assert outcome.kind is ErrorKind.TOOL_ERROR
+    if transport == "http":
+        assert all(o.ok for o in outcomes.values())
