@@ -110,9 +110,9 @@ async def test_span_tree_crosses_the_conversation_and_server_mailboxes(
     assert alone.attributes is not None
     assert alone.attributes["yao.tool.sequential_retry"] is True
 
-    # The MCP SDK's client span (a handshake-era session's: a stateless one sends no span of its own) runs in the
-    # server actor's worker task, yet descends from the tool span; the in-memory server's own span, from the
-    # traceparent the request carried.
+    # The MCP SDK's client span (a JSON-RPC connection's: an in-process server on 2026-07-28 is called
+    # directly) runs in the server actor's worker task, yet descends from the tool span; the in-memory
+    # server's own span, from the traceparent the request carried.
     if protocol == "legacy":
         send = one(finished, "MCP send tools/call echo")
         assert parent_of(send, finished) is echo

@@ -260,9 +260,10 @@ async def chat(
     """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
     exit code (see the module docstring).
 
-    A run that ends waiting for approvals (``RUN_FINISHED`` outcome ``interrupt``) is answered: ``ask`` gets
-    each interrupt's message and returns the reply (by default the terminal's, ``[y/N]``; no terminal: no),
-    and a run carrying the answers as ``resume`` entries follows on the same connection.
+    A run that ends waiting for approvals or a server's questions (``RUN_FINISHED`` outcome ``interrupt``) is
+    answered: ``ask`` gets each question and returns the reply (by default the terminal's; no terminal: no,
+    which declines a server's question), a form is asked field by field, a URL printed to open; a run carrying
+    the answers as ``resume`` entries follows on the same connection.
     """
     run_id = uuid.uuid4().hex
     thread_id = thread_id or uuid.uuid4().hex
@@ -309,17 +310,75 @@ Ask = Callable[[str], Awaitable[str]]
 
 
 async def ask_terminal(question: str) -> str:
-    """Ask on the terminal, ``[y/N]``; without a terminal the answer is no."""
+    """Ask on the terminal (``[y/N]`` for a yes-or-no question, a value for a field); without a terminal the
+    answer is no (or empty)."""
     if not sys.stdin.isatty():
         return ""
-    return await trio.to_thread.run_sync(input, f"{question} [y/N] ")
+    prompt = f"{question} [y/N] " if question.endswith("?") else f"{question}: "
+    return await trio.to_thread.run_sync(input, prompt)
 
 
 async def _decide(interrupt: dict[str, Any], ask: Ask) -> dict[str, Any]:
-    """The ``resume`` entry of one interrupt, from the person's reply."""
+    """The ``resume`` entry of one interrupt, from the person's replies: an approval, a server's form asked
+    field by field, or a URL to open and say when done."""
+    entry = {"interruptId": interrupt["id"], "status": "resolved"}
+    reason = interrupt.get("reason")
+    if reason == "url_required":
+        done = _yes(await ask(f"{interrupt.get('message')}: open {interrupt.get('url')} — done?"))
+        return entry | {"payload": {"action": "accept" if done else "decline"}}
+    if reason == "input_required":
+        if not _yes(await ask(f"{interrupt.get('message')} — answer?")):
+            return entry | {"payload": {"action": "decline"}}
+        content = await _fill(interrupt.get("responseSchema") or {}, ask)
+        return entry | {"payload": {"action": "accept", "content": content}}
     reply = await ask(str(interrupt.get("message") or f"Approve {interrupt.get('toolCallId')}?"))
-    approved = reply.strip().lower() in ("y", "yes")
-    return {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": approved}}
+    return entry | {"payload": {"approved": _yes(reply)}}
+
+
+def _yes(reply: str) -> bool:
+    return reply.strip().lower() in ("y", "yes")
+
+
+#: Tries a field gets before its reply is sent as it was typed (the service then names what is wrong with it).
+FIELD_TRIES = 3
+
+
+async def _fill(schema: dict[str, Any], ask: Ask) -> dict[str, Any]:
+    """A server's form, asked field by field (string, number, integer, boolean, enum); an empty reply leaves an
+    optional field out."""
+    required = set(schema.get("required") or ())
+    content: dict[str, Any] = {}
+    for name, field in (schema.get("properties") or {}).items():
+        kind = field.get("type", "string")
+        hint = "/".join(map(str, field["enum"])) if field.get("enum") else ("y/n" if kind == "boolean" else kind)
+        label = field.get("title") or name
+        about = f" ({field['description']})" if field.get("description") else ""
+        optional = "" if name in required else ", optional"
+        for _ in range(FIELD_TRIES):
+            reply = (await ask(f"  {label}{about} [{hint}{optional}]")).strip()
+            if not reply and name not in required:
+                break
+            value = _field_value(kind, reply)
+            if value is not None:
+                content[name] = value
+                break
+        else:
+            content[name] = reply
+    return content
+
+
+def _field_value(kind: str, reply: str) -> Any:
+    """``reply`` as a value of JSON type ``kind``; ``None`` when it is not one."""
+    try:
+        if kind == "integer":
+            return int(reply)
+        if kind == "number":
+            return float(reply)
+    except ValueError:
+        return None
+    if kind == "boolean":
+        return reply.lower() in ("y", "yes", "true")
+    return reply or None
 
 
 async def _follow(

@@ -74,6 +74,8 @@ class ErrorKind(enum.StrEnum):
     TIMEOUT = "timeout"
     SERVER_UNAVAILABLE = "server_unavailable"
     CANCELLED = "cancelled"
+    INPUT_REQUIRED = "input_required"
+    """Not a failure: the server asks the user for input; the run ends with an interrupt and the call waits."""
 
 
 #: Words that mark a tool's own error text as an infrastructure fault (the seed's
@@ -134,7 +136,9 @@ class RunErrorCode(enum.StrEnum):
     ``unknown_run``       a ``resume`` named a run that is not stored (or belongs to another principal)
     ``run_ended``         (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
     ``unknown_interrupt`` a ``resume`` entry named an interrupt the thread is not waiting for
-    ``interrupt_expired`` a ``resume`` entry approved a call whose interrupt had expired (it was not run)
+    ``interrupt_expired`` a ``resume`` entry approved a call whose interrupt had expired (it was not run), or answered
+                          a server's question whose open call the process holding it no longer has
+    ``invalid_resume``    a ``resume`` entry's answer to a server's question does not fit the question's schema
     ``run_error``         a run failed for a reason no other code names
     ====================  ==========================================================================
     """
@@ -160,6 +164,7 @@ class RunErrorCode(enum.StrEnum):
     RUN_ENDED = "run_ended"
     UNKNOWN_INTERRUPT = "unknown_interrupt"
     INTERRUPT_EXPIRED = "interrupt_expired"
+    INVALID_RESUME = "invalid_resume"
     RUN_ERROR = "run_error"
 
 

@@ -231,7 +231,7 @@ async def open_runtime(
     (:class:`~yao_actors.errors.StoreUnavailable` when that cannot be reached).
     ``input_handler`` answers, in process, what a server asks the user during a call
     (:class:`~yao_actors.tools.input_requests.InputRequest` in, ``InputAnswer`` out);
-    without it such a question fails the call that asked it.
+    without it the run ends with an ``interrupt`` outcome and the next run's ``resume`` answers.
 
     The block is entered after each server's *first* connection attempt, even one
     that failed (it is retried in the background, and runs meanwhile lack its

@@ -198,3 +198,42 @@ async def test_the_official_http_agent_answers_an_approval_interrupt(tmp_path: P
     assert seen["runs"][-1][-1]["type"] == "RUN_FINISHED"
     if approve:
         assert "北京" in seen["result"]["text"]
+
+
+async def test_the_official_http_agent_answers_a_servers_question(tmp_path: Path) -> None:
+    """A 2026-07-28 server asks the user through a resolver; the client's resume carries the form's content."""
+    booking = {"date": "2027-01-02", "guests": 2, "seat": "aisle"}
+
+    def model(request: RecordedRequest) -> Reply:
+        tool = [m for m in request.body["messages"] if m["role"] == "tool"]
+        if tool:
+            return Reply(text="booked: " + tool[-1]["content"])
+        return Reply(tool_calls=(FakeToolCall("asking__book", json.dumps({"hotel": "Grand"}), "c1"),))
+
+    async with open_fake_openai(model) as fake:
+        config = {
+            "mcpServers": {
+                "asking": {"module": "yao_actors.testing.asking:build_asking_server", "protocol": "2026-07-28"}
+            },
+            "models": {"fake": {"provider": "openai", "base_url": fake.base_url, "model": "f", "api_key_env": None}},
+            "assistants": {"default": {"model": "fake", "mcp": {"servers": ["asking"]}}},
+        }
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(config))
+        with trio.fail_after(90):
+            async with server_py("--config", str(path)) as base:
+                answer = {"action": "accept", "content": booking}
+                seen = await run_http_agent({"url": f"{base}/agui", "question": "book", "input": answer})
+    assert "error" not in seen, seen["error"]
+    asked, answered = seen["runs"][:2]
+    (interrupt,) = asked[-1]["outcome"]["interrupts"]
+    assert (interrupt["reason"], interrupt["toolCallId"]) == ("input_required", "c1")
+    (result,) = [e for e in answered if e["type"] == "TOOL_CALL_RESULT"]
+    assert json.loads(result["content"]) == {
+        "booked": True,
+        "hotel": "Grand",
+        **booking,
+        "breakfast": False,
+        "count": 1,
+    }
+    assert answered[-1]["type"] == "RUN_FINISHED"

@@ -4,7 +4,6 @@ and ``Resolve`` → ``Elicit`` tools, over stdio and streamable HTTP, in every p
 from __future__ import annotations
 
 import functools
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,36 +14,18 @@ import pytest
 import trio
 
 from tests.integration.actor_checks import PROTOCOLS
+from tests.integration.asking_support import asking_server
+from tests.integration.test_service_readme_example import readme_example
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, ServerRef, ToolCall, open_runtime
-from yao_actors.config import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from yao_actors.config import InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
-from yao_actors.testing import read_line
 from yao_actors.testing.asking import build_asking_server
-from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest
+from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest, InputRound
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
-from yao_actors.transports import stop_process
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator '(httpx2|httpcore2)\.:ResourceWarning")
 
 BOOKING = {"date": "2027-01-02", "guests": 2, "seat": "window", "breakfast": True}
-
-
-@asynccontextmanager
-async def asking_server(transport: str) -> AsyncIterator[StdioTransport | HttpTransport]:
-    """The asking server as a stdio command, or running over streamable HTTP in its own process."""
-    command = [sys.executable, "-m", "yao_actors.testing.asking"]
-    if transport == "stdio":
-        yield StdioTransport(command[0], tuple(command[1:]))
-        return
-    process = await trio.lowlevel.open_process([*command, "--http"], stdout=subprocess.PIPE, start_new_session=True)
-    try:
-        assert process.stdout is not None
-        word, url = (await read_line(process.stdout)).split()
-        assert word == "LISTENING"
-        yield HttpTransport(url)
-    finally:
-        with trio.CancelScope(shield=True):
-            await stop_process(process)
 
 
 @asynccontextmanager
@@ -128,12 +109,20 @@ async def test_ctx_elicit_fails_the_call_on_a_stateless_connection() -> None:
 
 
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
-async def test_without_a_handler_a_question_fails_the_call(protocol: str) -> None:
+async def test_without_a_handler_a_call_that_asks_ends_input_required(protocol: str) -> None:
+    """The caller gets the question to pass on (the runtime makes it an interrupt); nothing is booked yet."""
     spec = ServerSpec("asking", InMemoryTransport(build_asking_server()), protocol=protocol)
     async with serving(spec, None) as handle:
         outcome = await handle.call_tool("book", {"hotel": "Grand"})
         count = await handle.call_tool("bookings", {})
-    assert outcome.kind is ErrorKind.TOOL_ERROR
+    assert outcome.kind is ErrorKind.INPUT_REQUIRED
+    assert isinstance(outcome.result, InputRound)
+    ((_key, question),) = outcome.result.questions
+    assert (question.tool, question.message) == ("book", "Booking Grand: which day, how many guests?")
+    assert outcome.result.arguments == {"hotel": "Grand"}
+    # 2026-07-28: the state to call again with; handshake-era: the ticket of the call held open
+    assert (outcome.result.request_state is not None) == (protocol == "2026-07-28")
+    assert (outcome.result.ticket is not None) == (protocol == "legacy")
     assert count.result == {"count": 0}
 
 
@@ -234,12 +223,49 @@ async def test_the_official_everything_server_asks_a_form_and_a_url() -> None:
     )
 
 
-async def test_the_everything_server_hides_its_asking_tools_from_a_client_without_a_handler() -> None:
-    spec = ServerSpec("everything", StdioTransport("node", (str(EVERYTHING), "stdio")), timeout=30)
-    if not EVERYTHING.exists():
-        pytest.skip("npm ci --prefix tests/node installs server-everything")
+async def test_the_readme_server_asks_as_written(tmp_path: Path) -> None:
+    """The README's example server, extracted and run over stdio: its resolver's question reaches the handler."""
+    script = tmp_path / "asking_example.py"
+    script.write_text(readme_example("Servers that ask the user"), encoding="utf-8")
+    handler, asked = answering(InputAnswer("accept", BOOKING), InputAnswer("accept", {"name": "Ann"}))
+    spec = ServerSpec("asking", StdioTransport(sys.executable, (str(script),)), protocol="legacy")
     with trio.fail_after(60):
-        async with serving(spec, None) as handle:
-            names = {tool.name for tool in await handle.list_tools()}
-    assert "echo" in names
-    assert "trigger-elicitation-request" not in names
+        async with serving(spec, handler) as handle:
+            booked = await handle.call_tool("book", {"hotel": "Grand"})
+            greeted = await handle.call_tool("greet", {})
+    assert booked.result == {"booked": True, "hotel": "Grand", **BOOKING}
+    assert greeted.result == {"greeting": "Hello, Ann!"}
+    assert [a.tool for a in asked] == ["book", "greet"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_concurrent_questions_never_reach_the_wrong_call(transport: str) -> None:
+    """Two calls ask at once on one handshake-era connection. Streamable HTTP ties each question to its call; over
+    stdio a question that arrives while both run cannot be tied, and is refused rather than guessed."""
+
+    async def by_hotel(request: InputRequest) -> InputAnswer:
+        day = "2027-01-01" if "Grand" in request.message else "2027-02-02"
+        return InputAnswer("accept", BOOKING | {"date": day})
+
+    with trio.fail_after(60):
+        async with (
+            asking_server(transport) as where,
+            serving(ServerSpec("asking", where, protocol="legacy"), by_hotel) as h,
+        ):
+            outcomes: dict[str, Any] = {}
+
+            async def book(hotel: str) -> None:
+                outcomes[hotel] = await h.call_tool("book", {"hotel": hotel})
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(book, "Grand")
+                nursery.start_soon(book, "Plaza")
+    for hotel, day in (("Grand", "2027-01-01"), ("Plaza", "2027-02-02")):
+        outcome = outcomes[hotel]
+        if outcome.ok:
+            assert (outcome.result["hotel"], outcome.result["date"]) == (hotel, day)
+        else:
+            assert transport == "stdio", outcome
+            assert outcome.kind is ErrorKind.TOOL_ERROR
+    if transport == "http":
+        assert all(o.ok for o in outcomes.values())

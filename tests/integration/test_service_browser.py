@@ -15,7 +15,10 @@ from tests.integration.test_service_e2e import SEED_QUESTION, demo_service
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service
 from tests.test_approvals import QUESTION, _config, _seed_model
+from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
+from yao_actors.testing.asking import build_asking_server
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -186,3 +189,49 @@ async def test_the_page_lists_conversations_by_their_last_update_in_chromium() -
     second = next(t for t in shown["before"] if t != shown["first"])
     assert shown["before"] == [second, shown["first"]]  # the newer one first
     assert shown["after"] == [shown["first"], second]  # the one just used first, although created first
+
+
+def fill_the_form_in_browser(page_url: str, question: str) -> dict[str, Any]:
+    """Ask ``question``; fill the server's form the page built (a text, a number, an enum, a checkbox), send it."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(page_url)
+            page.fill("#question", question)
+            page.click("#send")
+            page.wait_for_selector(".run.done .input button.accept", timeout=30_000)
+            kinds = page.eval_on_selector_all(
+                ".input input, .input select", "nodes => nodes.map(n => n.name + ':' + (n.type || n.tagName))"
+            )
+            page.fill(".input input[name=date]", "2027-01-02")
+            page.fill(".input input[name=guests]", "2")
+            page.select_option(".input select[name=seat]", "aisle")
+            page.check(".input input[name=breakfast]")
+            page.click(".input button.accept")
+            page.wait_for_selector(".run.done + .run.done", timeout=30_000)
+            answers = page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)")
+            return {"kinds": kinds, "answers": answers}
+        finally:
+            browser.close()
+
+
+async def test_the_page_renders_a_servers_form_and_sends_the_answer_in_chromium() -> None:
+    def script(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion | str:
+        if messages[-1]["role"] == "tool":
+            return messages[-1]["content"]
+        return Completion(tool_calls=(ToolCall("c_book", "asking__book", '{"hotel": "Grand"}'),))
+
+    spec = ServerSpec("asking", InMemoryTransport(build_asking_server()), protocol="2026-07-28")
+    assistant = AssistantSpec("default", "m", prompt="Be brief", servers=(ServerRef("asking"),))
+    config = Config(servers={"asking": spec}, assistants={"default": assistant})
+    with trio.fail_after(90):
+        async with (
+            open_runtime(config, models={"m": FunctionModel(script)}) as runtime,
+            running_service(runtime) as service,
+        ):
+            shown = await trio.to_thread.run_sync(fill_the_form_in_browser, service.page_url, "book the Grand")
+    assert shown["kinds"] == ["date:text", "guests:number", "seat:select-one", "breakfast:checkbox"]
+    assert '"seat":"aisle"' in shown["answers"][-1]
+    assert '"guests":2' in shown["answers"][-1]
+    assert '"breakfast":true' in shown["answers"][-1]

@@ -3,7 +3,8 @@
 // Usage: node run_agent.mjs '<json: {url, question?, threadId?, headers?, messages?, tools?, toolResults?}>'
 // With `tools` (frontend tools) and `toolResults` ({toolName: content}), the script plays the application: when a
 // run ends with pendingToolCallIds, it adds a tool message for each and starts the next run (at most 3 runs).
-// With `approve` (true or false), a run that ends on approval interrupts is answered by the next run's resume.
+// With `approve` (true or false), a run that ends on approval interrupts is answered by the next run's resume;
+// with `input` (a payload {action, content?}), so is a run that ends on a server's questions.
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
 const spec = JSON.parse(process.argv[2]);
@@ -29,8 +30,9 @@ try {
     output.runs.push(events);
     output.result = result;
     const finished = events.findLast((event) => event.type === "RUN_FINISHED");
-    if (spec.approve !== undefined && agent.pendingInterrupts.length > 0) {
-      const answers = Object.fromEntries(agent.pendingInterrupts.map((interrupt) => [interrupt.id, { status: "resolved", payload: { approved: spec.approve } }]));
+    if ((spec.approve !== undefined || spec.input !== undefined) && agent.pendingInterrupts.length > 0) {
+      const payload = (interrupt) => (interrupt.reason === "tool_approval" ? { approved: spec.approve } : spec.input);
+      const answers = Object.fromEntries(agent.pendingInterrupts.map((interrupt) => [interrupt.id, { status: "resolved", payload: payload(interrupt) }]));
       resume = buildResumeArray(agent.pendingInterrupts, answers);
       continue;
     }

@@ -17,8 +17,18 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve, stored_approvals
+from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
 from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
+from yao_actors.conversation.inputs import (
+    Answered,
+    Answering,
+    Pending,
+    PendingInput,
+    gone_calls,
+    held_inputs,
+    resolve_inputs,
+    stored_pending,
+)
 from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal, store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.order import RunOrder, RunResult
@@ -66,8 +76,9 @@ class ThreadStatus:
 
     history: BoundedHistory = attrs.field(factory=BoundedHistory)
     pending: int = 0
-    approvals: list[PendingApproval] = attrs.field(factory=list)
-    """Calls held for a person's approval by the thread's last run, until a run answers them (the store keeps
+    approvals: list[Pending] = attrs.field(factory=list)
+    """Calls held for a person's approval, or waiting for the user's answer to their server's question, by the
+    thread's last run, until a run answers them (the store keeps
     them too, from before the run's terminal event until the run that answers them starts)."""
     stored_messages: int | None = None
     """How many messages the store holds for the thread, as far as this actor knows (``None``: not known):
@@ -187,7 +198,7 @@ class _ConversationActor:
                     return store_unavailable(error)
                 self.status.history.replace(stored)
                 self.status.stored_messages = len(stored)
-                self.status.approvals[:] = stored_approvals(order.thread_id, approvals)
+                self.status.approvals[:] = stored_pending(order.thread_id, approvals)
         if order.history is not None:
             # The client's conversation stands for this run (and the thread's copy in memory); the store
             # keeps appending what the runs add, as for any thread.
@@ -289,7 +300,7 @@ def new_conversation(
     *,
     owner: str | None = None,
     history: Sequence[Message] = (),
-    approvals: Sequence[PendingApproval] = (),
+    approvals: Sequence[Pending] = (),
     max_history_bytes: int = MAX_THREAD_BYTES,
     on_history_grown: Callable[[], None] = lambda: None,
     leases: LeasePolicy | None = None,
@@ -335,27 +346,87 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
     """
     try:
         check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
-        resolution = resolve(status.approvals, order.resume, run.resources.clock())
-        if resolution.approved:
+        now = run.resources.clock()
+        answered, rest = resolve_inputs([p for p in status.approvals if isinstance(p, PendingInput)], order.resume, now)
+        resolution = resolve([p for p in status.approvals if isinstance(p, PendingApproval)], rest, now)
+        await _drop_gone(run, status, journal, answered)
+        if resolution.approved or answered.answers:
             await journal.check_new()  # a run refused for its id must not have run the approved calls first
         if status.approvals:
-            # Cleared in the store before an approved call runs: a crash from here on loses the approval
-            # instead of running its call twice.
+            # Cleared in the store before an approved call runs, or an answer goes out: a crash from here on
+            # loses the approval or the answer instead of running its call twice.
             await journal.keep_approvals([])
     except RunError as refused:
         return refused
     status.approvals.clear()
     resumed = await _run_approved(run, order.assistant, resolution)
+    asked_again: list[Pending] = []
+    resumed += await _run_answered(run, order.assistant, answered, asked_again)
     # Calls of client tools the input does not answer are answered first, so the history stays valid.
-    given = [*answer_dangling_calls([*run.history, *resumed], order.messages), *order.messages]
+    waiting = {p.call.id for p in asked_again}  # calls that asked again stay open
+    dangling = answer_dangling_calls([*run.history, *resumed], order.messages)
+    given = [*(m for m in dangling if m.get("tool_call_id") not in waiting), *order.messages]
     try:
         await journal.start(order.assistant.id, [*run.transcript, *given])
     except RunError as error:
         return error
     run.transcript.extend(given)
     journal.written = len(run.transcript)
+    if asked_again:  # a call answered asks again: the run ends with the new questions
+        return Answer(run.last_text, Outcome.INTERRUPT, interrupts=tuple(asked_again))
     window = window_history(run.history, order.assistant.history_max_messages)
     return await _answer(run, order, [*window, *resumed, *given])
+
+
+async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answered: Answered) -> None:
+    """Refuse a resume answering a handshake-era call no server actor of this process holds open any more.
+
+    Its questions are dropped from the thread (the next run tells the model the call could not complete);
+    the run ends ``interrupt_expired``.
+    """
+
+    def holds(server: str, ticket: str) -> bool:
+        holder = getattr(run.resources.servers.get(server), "holds_parked", None)
+        return bool(holder(ticket)) if callable(holder) else False
+
+    gone = gone_calls(answered, holds)
+    if not gone:
+        return
+    gone_ids = {p.call.id for p in gone}
+    status.approvals[:] = [p for p in status.approvals if p.call.id not in gone_ids]
+    await journal.keep_approvals(status.approvals)
+    names = ", ".join(sorted({p.call.name for p in gone}))
+    raise RunError(
+        f"the call of {names} waiting for this answer is gone (its process ended, or its input_timeout passed); "
+        "the tool could not complete",
+        code=RunErrorCode.INTERRUPT_EXPIRED,
+    )
+
+
+async def _run_answered(
+    run: Run, assistant: AssistantSpec, answered: Answered, asked_again: list[Pending]
+) -> list[Message]:
+    """Give each call its user's answers (made again, or in the actor holding it); their tool messages.
+
+    A call that asks again adds its new questions to ``asked_again`` (and has no tool message yet).
+    """
+    messages: list[Message] = []
+    calls = answered.by_call()
+    if not calls:
+        return messages
+    catalog = await run.catalog(assistant, ())
+    for answers in calls.values():
+        first = answers[0][0]
+        handle = run.resources.servers.get(first.server)  # gone from the config: the call fails as unknown
+        servers = {first.server: Answering(handle, answers)} if handle is not None else {}
+        run.batch = PendingBatch((first.call,), catalog)
+        results = await execute_tool_calls(
+            [first.call], catalog, servers, batch_timeout=assistant.timeouts.turn, on_event=run.on_dispatch
+        )
+        run.batch = None
+        run.record(results, messages)
+        asked_again.extend(held_inputs(results, [first.call], run.resources.clock(), run.input_timeout))
+    return messages
 
 
 async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resolution) -> list[Message]:

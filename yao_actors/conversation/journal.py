@@ -73,7 +73,7 @@ import attrs
 import trio
 import trio.testing
 
-from yao_actors.conversation.approvals import PendingApproval
+from yao_actors.conversation.inputs import Pending
 from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.errors import (
     InvalidStoreInput,
@@ -433,7 +433,7 @@ class RunJournal:
             sizes = list(map(message_bytes, messages))
         self.sizes.extend(sizes)
 
-    async def keep_approvals(self, approvals: Sequence[PendingApproval]) -> None:
+    async def keep_approvals(self, approvals: Sequence[Pending]) -> None:
         """Write the thread's pending approvals to the store (``[]``: none wait any more), shielded, so a resume
         after a restart, or in another process, finds them. Raises ``RunError`` ``store_unavailable`` (kept in
         :attr:`failure`) when the store is out of reach."""

@@ -18,8 +18,9 @@ import attrs
 import trio
 
 from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, new_conversation
-from yao_actors.conversation.approvals import ApprovalPolicy, stored_approvals
+from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.conversation.client_tools import check_client_tools
+from yao_actors.conversation.inputs import stored_pending
 from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy
 from yao_actors.conversation.order import FollowStream, RunOrder, RunResult, RunStream
@@ -164,7 +165,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
             self._store,
             owner=info.principal,
             history=history,
-            approvals=stored_approvals(thread_id, approvals),
+            approvals=stored_pending(thread_id, approvals),
             max_history_bytes=self._max_thread_bytes,
             on_history_grown=functools.partial(self._fit_memory_budget, thread_id),
             leases=self._leases,

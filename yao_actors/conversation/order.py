@@ -22,7 +22,7 @@ import attrs
 import trio
 from opentelemetry.context import Context
 
-from yao_actors.conversation.approvals import PendingApproval
+from yao_actors.conversation.inputs import Pending
 from yao_actors.conversation.outlet import OutletReader, RunOutlet
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import EventDict, Outcome
@@ -61,7 +61,7 @@ class RunResult:
     code: RunErrorCode | None = None
     events: tuple[EventDict, ...] = ()
     pending_tool_calls: tuple[str, ...] = ()
-    interrupts: tuple[PendingApproval, ...] = ()
+    interrupts: tuple[Pending, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from yao_actors.conversation.approvals import ApprovalPolicy, PendingApproval, split_held
+from yao_actors.conversation.approvals import ApprovalPolicy, split_held
 from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.fallback import (
     FALLBACK_ASSISTANT_ID,
@@ -31,6 +31,7 @@ from yao_actors.conversation.fallback import (
     tool_results_section,
 )
 from yao_actors.conversation.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
+from yao_actors.conversation.inputs import Pending, held_inputs
 from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
 from yao_actors.conversation.relay import DeltaRelay
 from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
@@ -55,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 MAX_EXECUTIONS = 3
 """Executions of one batch of tool calls in the argument-retry block (the seed's ``maxToolRetries``)."""
+
+DEFAULT_INPUT_TIMEOUT = 600.0
+"""How long a question may wait for the user when its server names no ``input_timeout`` (a test double)."""
 
 MAX_DELEGATION_DEPTH = 4
 """Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
@@ -112,8 +116,8 @@ class Answer:
     note: str | None = None
     pending: tuple[str, ...] = ()
     """Calls of client tools left for the client to answer (outcome ``client_tools``)."""
-    interrupts: tuple[PendingApproval, ...] = ()
-    """Calls held for a person's approval (outcome ``interrupt``)."""
+    interrupts: tuple[Pending, ...] = ()
+    """Calls held for a person's approval, and servers' questions to the user (outcome ``interrupt``)."""
 
 
 @attrs.frozen
@@ -406,13 +410,21 @@ class Run:
         self.batch = None
         self.record(results, messages, batch.contents)
         self.checkpoint(True)
-        if theirs or held:
-            raise CallsPending([call.id for call in theirs], held)
+        asked = held_inputs(results, ours, self.resources.clock(), self.input_timeout)
+        if theirs or held or asked:
+            raise CallsPending([call.id for call in theirs], [*held, *asked])
         return results
+
+    def input_timeout(self, server_id: str) -> float:
+        """How long a server's question may wait for the user's answer (its ``input_timeout``)."""
+        spec = getattr(self.resources.servers.get(server_id), "spec", None)
+        return float(getattr(spec, "input_timeout", DEFAULT_INPUT_TIMEOUT))
 
     async def on_dispatch(self, event: DispatchEvent) -> None:
         """Tell a dispatch event as AG-UI events (``CallStarted``: nothing, the model's message announced it)."""
         if isinstance(event, CallFinished):
+            if event.result.kind is ErrorKind.INPUT_REQUIRED:
+                return  # not a result: the call waits for the user's answer, the run ends with an interrupt
             batch = self.batch
             if batch is not None:
                 batch.done[event.index] = event.result
@@ -435,8 +447,10 @@ class Run:
     ) -> None:
         """Keep a batch's results and answer each of its calls with a tool message (content ``known`` by position:
         what its ``TOOL_CALL_RESULT`` carried, else encoded here)."""
-        self.results.extend(results)
         for index, result in enumerate(results):
+            if result.kind is ErrorKind.INPUT_REQUIRED:
+                continue  # the call stays open: its result comes once the user has answered
+            self.results.append(result)
             content = known.get(index)
             if content is None:
                 content = tool_message_content(result)

@@ -9,7 +9,12 @@ answer is an :class:`InputAnswer`: ``accept`` with the form's content, or
 ``decline`` / ``cancel``.
 
 An embedder answers in process with an :data:`InputHandler` given to
-``open_runtime(config, input_handler=...)``.
+``open_runtime(config, input_handler=...)``. Without one, a call that asks ends
+with an ``input_required`` outcome holding an :class:`InputRound`: the questions,
+and how to answer them later — the 2026-07-28 ``request_state`` to send back with
+the answers (the call is simply made again), or, for a handshake-era server whose
+call must stay open, the :class:`ParkedQuestion` the server actor holds until the
+answer comes or ``input_timeout`` passes.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Literal
 
 import attrs
 import mcp.types
+import trio
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +63,56 @@ InputHandler = Callable[[InputRequest], Awaitable[InputAnswer]]
 """Answers a server's input request in process: awaited once per request, while the call waits."""
 
 
+@attrs.define(eq=False)
+class ParkedQuestion:
+    """A handshake-era call held open in its server actor while the user answers its question.
+
+    The actor waits on :meth:`wait_answer` (bounded by ``input_timeout``); whoever has the answer calls
+    :meth:`give` and then waits for the call's final outcome (:meth:`wait_outcome`).
+    """
+
+    ticket: str
+    answer: InputAnswer | None = None
+    outcome: Any = None
+    _answered: trio.Event = attrs.field(factory=trio.Event)
+    _finished: trio.Event = attrs.field(factory=trio.Event)
+
+    def give(self, answer: InputAnswer) -> None:
+        if self.answer is None:
+            self.answer = answer
+            self._answered.set()
+
+    async def wait_answer(self) -> InputAnswer:
+        await self._answered.wait()
+        assert self.answer is not None
+        return self.answer
+
+    def finish(self, outcome: Any) -> None:
+        """The call's final outcome (a ``ToolOutcome``), for whoever gave the answer."""
+        if not self._finished.is_set():
+            self.outcome = outcome
+            self._finished.set()
+
+    async def wait_outcome(self) -> Any:
+        await self._finished.wait()
+        return self.outcome
+
+
+@attrs.frozen
+class InputRound:
+    """What a call that asked the user ended with: its questions by key, and how the answers reach the server.
+
+    ``request_state`` (2026-07-28): the call is made again with the answers and this state. ``ticket``
+    (handshake-era): the server actor holds the call open under this ticket until the answer comes.
+    ``arguments`` are the arguments the server got, for calling again.
+    """
+
+    questions: tuple[tuple[str, InputRequest], ...]
+    arguments: Mapping[str, Any]
+    request_state: str | None = None
+    ticket: str | None = None
+
+
 def input_request(server: str, tool: str, params: mcp.types.ElicitRequestParams) -> InputRequest:
     """The :class:`InputRequest` an ``elicitation/create`` (or an input round's elicitation) asks."""
     if isinstance(params, mcp.types.ElicitRequestURLParams):
@@ -70,4 +126,27 @@ def elicit_result(answer: InputAnswer) -> mcp.types.ElicitResult:
     return mcp.types.ElicitResult(action=answer.action, content=content)
 
 
-__all__ = ["InputAction", "InputAnswer", "InputHandler", "InputRequest", "elicit_result", "input_request"]
+def input_round(
+    server: str, tool: str, arguments: Mapping[str, Any], result: mcp.types.InputRequiredResult
+) -> InputRound | str:
+    """The :class:`InputRound` of a 2026-07-28 ``InputRequiredResult``, or why it cannot be one (it asks for
+    something other than the user's input: sampling or roots, which this client does not offer)."""
+    questions: list[tuple[str, InputRequest]] = []
+    for key, request in (result.input_requests or {}).items():
+        if not isinstance(request, mcp.types.ElicitRequest):
+            return f"the server asks for {request.method}, which this client does not answer"
+        questions.append((key, input_request(server, tool, request.params)))
+    return InputRound(tuple(questions), dict(arguments), request_state=result.request_state)
+
+
+__all__ = [
+    "InputAction",
+    "InputAnswer",
+    "InputHandler",
+    "InputRequest",
+    "InputRound",
+    "ParkedQuestion",
+    "elicit_result",
+    "input_request",
+    "input_round",
+]

@@ -25,6 +25,12 @@ it runs, and calls made while it is down fail fast; the status says when the nex
 ``restart.max_restarts`` set does it give up: after that many consecutive connections that failed (one that
 answered a call, or lived ``backoff_max`` seconds, resets the count) it stays down.
 
+The connection speaks the spec's ``protocol`` (:func:`~yao_actors.transports.open_client`); the actor keeps the
+server's discover answer across reconnects, and on a 2026-07-28 connection follows the catalog through a
+``subscriptions/listen`` stream. A server that asks the user during a call is answered by the actor's input
+handler, or else the call ends ``input_required`` (:class:`~yao_actors.tools.input_requests.InputRound`): made
+again later with the answers (2026-07-28), or held open here until they come (handshake-era).
+
 ``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. A
 JSON-RPC error the server answers is a ``tool_error`` (the server is up and
 keeps its state); ``server_unavailable`` is for a lost connection, a request the
@@ -36,6 +42,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +58,15 @@ from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_me
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
-from yao_actors.tools.input_requests import InputAnswer, InputHandler, elicit_result, input_request
+from yao_actors.tools.input_requests import (
+    InputAnswer,
+    InputHandler,
+    InputRound,
+    ParkedQuestion,
+    elicit_result,
+    input_request,
+    input_round,
+)
 from yao_actors.tools.results import ToolOutcome, parse_content
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
@@ -71,6 +86,8 @@ logger = logging.getLogger(__name__)
 LOSS_REPORT_WAIT = 1.0
 #: The call a worker task is making: an ``elicitation/create`` that arrives in that task's context belongs to it.
 _CALLING: contextvars.ContextVar[CallRequest | None] = contextvars.ContextVar("yao_actors_calling", default=None)
+#: The error text of an ``input_required`` outcome (the run ends with an interrupt; the model never sees it).
+ASKS_THE_USER = "the server asks the user for input"
 #: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
 MAX_CATALOG_PAGES = 1000
 
@@ -178,13 +195,33 @@ class _ServerActor:
                 connection.unanswered.append(request)
 
     async def _execute(self, connection: _Connection, request: CallRequest) -> ToolOutcome:
-        assert connection.client is not None
+        client = connection.client
+        assert client is not None
+        progress = _progress_forwarder(request) if request.wants_progress else None
         try:
-            result = await connection.client.call_tool(
-                request.name,
-                request.arguments,
-                progress_callback=_progress_forwarder(request) if request.wants_progress else None,
-            )
+            if self.input_handler is None and is_modern(client.protocol_version):
+                # Input rounds are ours to keep (as interrupts), not the SDK's to answer in process.
+                answer = await client.session.call_tool(
+                    request.name,
+                    request.arguments,
+                    progress_callback=progress,
+                    input_responses=request.input_responses,  # type: ignore[arg-type]
+                    request_state=request.request_state,
+                    allow_input_required=True,
+                    allow_claimed=False,
+                )
+                if isinstance(answer, mcp.types.InputRequiredResult):
+                    connection.answered = True
+                    return self._input_required(request, answer)
+                result = answer
+            else:
+                result = await client.call_tool(
+                    request.name,
+                    request.arguments,
+                    progress_callback=progress,
+                    input_responses=request.input_responses,  # type: ignore[arg-type]
+                    request_state=request.request_state,
+                )
         except MCPError as exc:
             return await self._protocol_error(connection, request, exc)
         except Exception as exc:
@@ -194,6 +231,7 @@ class _ServerActor:
             return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
         connection.answered = True
         duration = trio.current_time() - request.started
+        assert isinstance(result, mcp.types.CallToolResult)
         parsed = parse_content(result.content)
         if result.is_error:
             text = "\n".join(block.text for block in result.content if isinstance(block, mcp.types.TextContent))
@@ -223,16 +261,22 @@ class _ServerActor:
 
     # ----------------------------------------------------------------- the server asks the user
 
-    def elicitation_callback(self, connection: _Connection) -> ElicitationFnT | None:
-        """How the connection answers ``elicitation/create``; ``None`` (no capability declared) without a handler.
+    def _input_required(self, request: CallRequest, result: mcp.types.InputRequiredResult) -> ToolOutcome:
+        """A 2026-07-28 call that asks the user: its round, to keep with the thread until the answers come."""
+        duration = trio.current_time() - request.started
+        round_ = input_round(self.id, request.name, request.arguments, result)
+        if isinstance(round_, str):
+            return ToolOutcome(error=round_, kind=ErrorKind.TOOL_ERROR, duration=duration)
+        return ToolOutcome(result=round_, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration)
+
+    def elicitation_callback(self, connection: _Connection) -> ElicitationFnT:
+        """How the connection answers ``elicitation/create``: through the input handler, or by parking the call.
 
         The SDK's own input-round driver (protocol 2026-07-28) calls it too, in the call's task. A handshake-era
         request is tied to its call by the task that sent the call where the transport keeps it (streamable
         HTTP), else it must be the connection's only call in flight.
         """
         handler = self.input_handler
-        if handler is None:
-            return None
 
         async def on_elicit(
             context: ClientRequestContext, params: mcp.types.ElicitRequestParams
@@ -242,9 +286,39 @@ class _ServerActor:
                 message = f"cannot tell which of {len(connection.running)} calls in flight asked for input"
                 logger.warning("server %r: %s", self.id, message, extra={"server": self.id})
                 return mcp.types.ErrorData(code=mcp.types.INVALID_REQUEST, message=message)
+            if handler is None:
+                return await self._park(request, str(context.request_id), params)
             return await self._ask(handler, request, params)
 
         return on_elicit
+
+    async def _park(
+        self, request: CallRequest, key: str, params: mcp.types.ElicitRequestParams
+    ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
+        """Hold a handshake-era call open while its question goes out as an interrupt, ``input_timeout`` at most.
+
+        The caller gets an ``input_required`` outcome now (a second question of the same call goes to whoever
+        answered the first); the answer comes through :meth:`ServerHandle.resume_parked`. Unanswered in time,
+        the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
+        """
+        if request.scope.cancel_called:  # its caller has gone (timed out, cancelled): nobody would see it
+            return elicit_result(InputAnswer("cancel"))
+        question = ParkedQuestion(secrets.token_urlsafe(12))
+        asked = InputRound(
+            ((key, input_request(self.id, request.name, params)),), request.arguments, ticket=question.ticket
+        )
+        duration = trio.current_time() - request.started
+        self.status.park(question)
+        request.answer(ToolOutcome(result=asked, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration))
+        request.parked = question
+        answer = InputAnswer("cancel")
+        try:
+            with trio.move_on_after(self.spec.input_timeout):
+                answer = await question.wait_answer()
+        finally:
+            self.status.unpark(question.ticket)
+        request.scope.deadline = trio.current_time() + self.spec.timeout
+        return elicit_result(answer)
 
     async def _ask(
         self, handler: InputHandler, request: CallRequest, params: mcp.types.ElicitRequestParams
@@ -465,8 +539,11 @@ async def serve_mcp_server(
 ) -> None:
     """Run the actor for ``spec`` until cancelled; ``task_status.started(handle)`` after the first connect attempt.
 
-    ``input_handler`` answers the server's questions to the user (``elicitation/create``, input rounds); without
-    it the client declares no elicitation capability and a question fails the call that asked it.
+    ``input_handler`` answers the server's questions to the user (``elicitation/create``, input rounds) in
+    process. Without it a call that asks ends ``input_required`` with an
+    :class:`~yao_actors.tools.input_requests.InputRound` (the run makes it an interrupt): a 2026-07-28 call
+    carries the ``request_state`` to call again with, a handshake-era call stays open here (``resume_parked``)
+    up to ``spec.input_timeout``.
 
     The first attempt is bounded by ``spec.connect_timeout``; a server that
     fails to start is reported through its handle (``state``, ``last_error``)

@@ -18,7 +18,7 @@ import contextlib
 import enum
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -30,6 +30,7 @@ from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.observability import tracing
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.transports import Link
 
@@ -104,6 +105,8 @@ class ServerStatus:
     protocol: str | None = None
     #: When (``trio.current_time()``) the next connection attempt is, while backing off.
     next_attempt: float | None = None
+    parked: dict[str, ParkedQuestion] = attrs.field(factory=dict)
+    """Handshake-era calls held open while the user answers their question, by ticket."""
     state_changed: trio.Event = attrs.field(factory=trio.Event)
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
 
@@ -141,6 +144,14 @@ class ServerStatus:
     def negotiated(self, protocol: str | None) -> None:
         """The connection speaks ``protocol`` (an MCP protocol version)."""
         self.protocol = protocol
+
+    def park(self, question: ParkedQuestion) -> None:
+        """A handshake-era call is held open while the user answers ``question``."""
+        self.parked[question.ticket] = question
+
+    def unpark(self, ticket: str) -> ParkedQuestion | None:
+        """Take the call held for ``ticket`` (to answer it, or because it was not answered in time)."""
+        return self.parked.pop(ticket, None)
 
     def backing_off(self, until: float) -> None:
         """The actor waits until ``until`` (``trio.current_time()``) before its next attempt to connect."""
@@ -182,17 +193,26 @@ class CallRequest:
     started: float
     wants_progress: bool
     trace_context: Context | None = None
+    input_responses: Mapping[str, Any] | None = None
+    request_state: str | None = None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
+    parked: ParkedQuestion | None = attrs.field(default=None, init=False)
     outcome: ToolOutcome | None = attrs.field(default=None, init=False)
     progress: collections.deque[ProgressItem] = attrs.field(factory=collections.deque, init=False)
     _updated: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def answer(self, outcome: ToolOutcome) -> None:
-        """Deliver the outcome (the first one counts); a caller that gave up is not waiting for it."""
+        """Deliver the outcome (the first one counts); a caller that gave up is not waiting for it.
+
+        Once the caller has had an ``input_required`` outcome and the call stays open (``parked``), what comes
+        later goes to whoever answers the question.
+        """
         if self.outcome is None:
             self.outcome = outcome
             self._updated.set()
+        elif self.parked is not None:
+            self.parked.finish(outcome)
 
     def report(self, item: ProgressItem) -> None:
         """Pass a progress item on, unless ``PROGRESS_BUFFER`` items already wait for a slow caller."""
@@ -276,8 +296,13 @@ class ServerHandle(metaclass=NoPublicConstructor):
         *,
         progress: ProgressFn | None = None,
         deadline: float = math.inf,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
     ) -> ToolOutcome:
         """Call tool ``name`` under the spec's deadline; a failure is an outcome, never an exception.
+
+        ``input_responses`` and ``request_state`` make the call again with the user's answers to the questions
+        an earlier call of it asked (protocol 2026-07-28); a call that asks ends ``input_required``.
 
         ``progress`` (a plain or an ``async`` function of ``(progress, total,
         message)``) receives the call's progress notifications (some may be
@@ -289,7 +314,16 @@ class ServerHandle(metaclass=NoPublicConstructor):
         would. Otherwise it raises only ``trio.Cancelled``. Either way the
         server then receives ``notifications/cancelled`` for the request.
         """
-        outcome = await self._call(name, arguments, progress, deadline)
+        request = CallRequest(
+            name,
+            dict(arguments or {}),
+            trio.current_time(),
+            progress is not None,
+            tracing.capture(),
+            input_responses=input_responses,
+            request_state=request_state,
+        )
+        outcome = await self._call(request, progress, deadline)
         self._status.count_call(outcome.ok)
         return outcome
 
@@ -329,12 +363,27 @@ class ServerHandle(metaclass=NoPublicConstructor):
         await trio.lowlevel.checkpoint()
         return self.state
 
-    async def _call(
-        self, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None, deadline: float
-    ) -> ToolOutcome:
-        started = trio.current_time()
+    def holds_parked(self, ticket: str) -> bool:
+        """Whether this actor holds a handshake-era call open under ``ticket``, waiting for the user's answer."""
+        return ticket in self._status.parked
+
+    async def resume_parked(self, ticket: str, answer: InputAnswer) -> ToolOutcome | None:
+        """Give the user's answer to the handshake-era call held open under ``ticket``; its outcome then.
+
+        ``None`` when this actor holds no such call (it was never here, its ``input_timeout`` passed, or the
+        connection holding it was lost).
+        """
+        question = self._status.unpark(ticket)
+        if question is None:
+            await trio.lowlevel.checkpoint()
+            return None
+        question.give(answer)
+        outcome: ToolOutcome = await question.wait_outcome()
+        return outcome
+
+    async def _call(self, request: CallRequest, progress: ProgressFn | None, deadline: float) -> ToolOutcome:
+        name, started = request.name, request.started
         own = started + self.spec.timeout
-        request = CallRequest(name, dict(arguments or {}), started, progress is not None, tracing.capture())
         # One scope for both deadlines: the call's own, and the caller's when it comes first.
         with trio.CancelScope(deadline=min(own, deadline)) as request.deadline_scope:
             try:
