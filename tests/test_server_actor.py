@@ -218,22 +218,28 @@ async def test_only_the_actor_task_enters_and_exits_the_client() -> None:
     callers: list[trio.lowlevel.Task] = []
 
     @attrs.frozen
-    class RecordingClient:
-        client: mcp.Client
+    class Recording:
+        """The client, or its session (a 2026-07-28 call goes through ``client.session.call_tool``)."""
+
+        inner: Any
 
         async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
             callers.append(trio.lowlevel.current_task())
-            return await self.client.call_tool(*args, **kwargs)
+            return await self.inner.call_tool(*args, **kwargs)
+
+        @property
+        def session(self) -> Any:
+            return Recording(self.inner.session)
 
         def __getattr__(self, name: str) -> Any:
-            return getattr(self.client, name)
+            return getattr(self.inner, name)
 
     @asynccontextmanager
     async def recording(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[Any]:
         entered.append(trio.lowlevel.current_task())
         try:
             async with open_client(spec, link=link, **kwargs) as client:
-                yield RecordingClient(client)
+                yield Recording(client)
         finally:
             exited.append(trio.lowlevel.current_task())
 
