@@ -52,7 +52,7 @@ A server that cannot serve is not an exception either: its calls get
 ``server_unavailable`` outcomes whose text :func:`server_unavailable_message` writes.
 
 Errors are classified by type, :class:`ErrorKind` and :class:`RunErrorCode`,
-never by searching the text of an exception (DESIGN §2, invariant 7).
+never by searching the text of an exception.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ E = TypeVar("E", bound=BaseException)
 
 
 class ErrorKind(enum.StrEnum):
-    """Why a tool call failed (DESIGN §4.3)."""
+    """Why a tool call failed."""
 
     UNKNOWN_TOOL = "unknown_tool"
     INVALID_ARGUMENTS = "invalid_arguments"
@@ -75,7 +75,7 @@ class ErrorKind(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
-#: Words that mark a tool's own error text as an infrastructure fault (the seed's
+#: Words that mark a tool's own error text as an infrastructure fault (Yao's
 #: non-retryable list). Matched on the text the tool itself returned, and only for
 #: ``tool_error`` results; never on Python exception messages.
 INFRASTRUCTURE_WORDS: tuple[str, ...] = (
