@@ -39,7 +39,7 @@ from yao_actors.config import (
 from yao_actors.config import assistants as assistant_keys
 from yao_actors.errors import ConfigError
 
-README = Path(__file__).parent.parent / "README.md"
+CONFIGURATION_PAGE = Path(__file__).parent.parent / "docs" / "configuration.md"
 ENV = {"TOKEN": "s3cret", "BIN": "/opt/bin", "PORT": "8000"}
 
 #: One file that uses every key the schema defines (and so every key the reader reads).
@@ -227,9 +227,9 @@ def test_a_file_with_every_key_is_valid_for_the_schema_and_the_reader() -> None:
     assert config.servers["local"].transport == StdioTransport("python", ("-m", "x"), {"A": "1"}, "/tmp", True)
 
 
-def test_the_readmes_configuration_example_is_valid() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Configuration") :]
+def test_the_configuration_pages_example_is_valid() -> None:
+    text = CONFIGURATION_PAGE.read_text(encoding="utf-8")
+    section = text[text.index("# Configuration reference") :]
     example = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))  # type: ignore[union-attr]
     assert schema_problems(example) == []
     parse_config(example, environ={"REMOTE_TOKEN": "x"})

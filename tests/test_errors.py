@@ -1,4 +1,4 @@
-"""The error tree and the RUN_ERROR codes: one enum, documented the same way in its docstring and in the README."""
+"""The error tree and the RUN_ERROR codes: one enum, documented the same way in its docstring and in the docs."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import yao_actors
 from yao_actors import errors
 from yao_actors.errors import RunErrorCode, exception_leaves
 
-README = pathlib.Path(__file__).parent.parent / "README.md"
+PROTOCOL_PAGE = pathlib.Path(__file__).parent.parent / "docs" / "websocket.md"
 
 
-def test_every_run_error_code_is_in_the_readme_table_and_nothing_else() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_every_run_error_code_is_in_the_protocol_pages_table_and_nothing_else() -> None:
+    text = PROTOCOL_PAGE.read_text(encoding="utf-8")
     table = text[text.index("The `code` of a `RUN_ERROR`") :].split("\n\n")[1]
     rows = re.findall(r"^\| `([a-z_]+)` \| ", table, flags=re.MULTILINE)
     assert sorted(rows) == sorted(code.value for code in RunErrorCode)

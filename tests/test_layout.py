@@ -164,7 +164,7 @@ def test_no_module_reads_a_private_attribute_of_a_dependency_object() -> None:
 
 
 TESTS = pathlib.Path(__file__).parent
-README = TESTS.parent / "README.md"
+ARCHITECTURE_PAGE = TESTS.parent / "docs" / "architecture.md"
 
 
 def test_no_test_monkeypatches_an_object() -> None:
@@ -181,8 +181,8 @@ def test_no_test_monkeypatches_an_object() -> None:
     assert offenders == []
 
 
-def test_the_readme_layout_names_every_module_of_the_package_once() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_architecture_pages_layout_names_every_module_of_the_package_once() -> None:
+    text = ARCHITECTURE_PAGE.read_text(encoding="utf-8")
     block = text[text.index("## Layout") :].split("```")[1]
     listed = re.findall(r"^  (\S+)", block.split("yao_actors/\n", 1)[1], flags=re.MULTILINE)
     tree = sorted(

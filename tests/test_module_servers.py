@@ -15,7 +15,7 @@ import trio
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import running
-from tests.integration.test_service_readme_example import README, readme_example
+from tests.integration.test_service_readme_example import DOCS, page_example
 from tests.module_support import TOOLS_MODULE, ModuleWriter, module_writer
 from yao_actors.config import Config, InMemoryTransport, load_config, parse_config
 from yao_actors.errors import ConfigError, ErrorKind
@@ -357,13 +357,12 @@ async def test_the_demo_servers_answer_the_seeds_question_in_one_process() -> No
     assert "穿厚羽绒服，戴帽子和手套。" in result.text
 
 
-async def test_the_readmes_ten_lines_work_as_written(write_module: ModuleWriter, tmp_path: Path) -> None:
-    section = "Your own tools in ten lines"
-    source = readme_example(section)
-    entry_text = re.search(r"```json\n(.*?)```", README.read_text(encoding="utf-8").split(f"## {section}")[1], re.S)
+async def test_the_tools_pages_ten_lines_work_as_written(write_module: ModuleWriter, tmp_path: Path) -> None:
+    source = page_example("tools")
+    entry_text = re.search(r"```json\n(.*?)```", (DOCS / "tools.md").read_text(encoding="utf-8"), re.S)
     assert entry_text is not None
     name = write_module(source, prefix="my_tools")
-    entries = json.loads("{" + entry_text.group(1) + "}")["mcpServers"]
+    entries = json.loads(entry_text.group(1))["mcpServers"]
     entries["my_tools"]["module"] = entries["my_tools"]["module"].replace("my_tools", name)
     (tmp_path / "samples" / "my_tools").mkdir(parents=True)
     sample = {"name": "short", "input": {"text": "a b"}, "output": {"words": 2}}

@@ -1,6 +1,6 @@
 """yao_actors: an actor-based Trio runtime that executes language-model tool calls against MCP servers.
 
-The public API (DESIGN §5.3)::
+The public API::
 
     config = load_config("config.json")            # or default_config(), or Config(...) built in code
     async with open_runtime(config) as runtime:

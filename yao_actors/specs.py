@@ -1,4 +1,4 @@
-"""Configuration records: the attrs values every part of the runtime agrees on (DESIGN §5.1).
+"""Configuration records: the attrs values every part of the runtime agrees on.
 
 They mirror the JSON file's four sections: ``mcpServers`` → :class:`ServerSpec`
 (one MCP server each), ``models`` → :class:`ModelSpec`, ``assistants`` →
@@ -217,11 +217,11 @@ class Hooks:
 class AssistantSpec:
     """One assistant: its model, prompts, MCP servers and loop options.
 
-    ``tool_loop`` and ``max_turn`` follow the seed's rules (DESIGN §4.4 step 5):
+    ``tool_loop`` and ``max_turn`` follow Yao's rules:
     only a real ``false`` disables the loop; ``max_turn`` is a number > 0
     (fractional truncated), anything else means 5. ``prompt`` is a string (one
     system prompt) or a sequence of them. ``history_max_messages`` is
-    how many of the thread's stored messages a request carries (the seed's 20;
+    how many of the thread's stored messages a request carries (20 by default;
     ``0`` none, ``None`` all). ``options`` are request fields merged over the
     model's ``params``. ``fallback`` is ``True`` (the built-in fallback
     assistant), ``False`` (none: running out of turns is ``RUN_ERROR``
@@ -337,7 +337,7 @@ class StoreSpec:
 class Config:
     """A whole configuration: servers, models, assistants and the service.
 
-    ``prompts`` are global system prompts, put before every assistant's own (seed order). ``store`` is the
+    ``prompts`` are global system prompts, put before every assistant's own. ``store`` is the
     ``store`` section: ``None`` when the file has none (a runtime then keeps its threads in memory; the
     service opens SQLite at :func:`default_sqlite_path`).
     Every entry's key must be its record's ``id`` (``servers={"time": ServerSpec("time", ...)}``):

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.integration.processes import REPO, descendants, running
-from tests.integration.test_service_readme_example import readme_examples, run_example
+from tests.integration.test_service_readme_example import page_examples, run_example
 from yao_actors.aio import Runtime, open_runtime
 from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
 from yao_actors.errors import ConfigError, RunError, RunErrorCode
@@ -173,8 +173,8 @@ def test_the_trio_apis_exceptions_come_out_as_themselves() -> None:
     assert raised.value.code is RunErrorCode.UNKNOWN_ASSISTANT
 
 
-def test_the_readmes_asyncio_example_runs_as_written(tmp_path: Path) -> None:
-    examples = readme_examples("Embedding in asyncio and FastAPI")
+def test_the_asyncio_pages_example_runs_as_written(tmp_path: Path) -> None:
+    examples = page_examples("asyncio")
     assert len(examples) == 2
     lines = run_example(tmp_path, examples[0])
     assert lines[0].startswith("True {'city': 'Beijing'")
@@ -186,9 +186,9 @@ def test_the_readmes_asyncio_example_runs_as_written(tmp_path: Path) -> None:
     assert lines[-1] == "6 True"  # bj keeps the question, two tool calls with their results, and the answer
 
 
-def test_the_readmes_fastapi_lines_are_those_of_the_example_file() -> None:
+def test_the_asyncio_pages_fastapi_lines_are_those_of_the_example_file() -> None:
     example = (REPO / "examples" / "fastapi_app.py").read_text(encoding="utf-8")
-    block = readme_examples("Embedding in asyncio and FastAPI")[1]
+    block = page_examples("asyncio")[1]
     missing = [line for line in block.splitlines() if line.strip() and line not in example.splitlines()]
     assert missing == []
 

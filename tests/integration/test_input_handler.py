@@ -15,7 +15,7 @@ import trio
 
 from tests.integration.actor_checks import PROTOCOLS
 from tests.integration.asking_support import asking_server
-from tests.integration.test_service_readme_example import readme_example
+from tests.integration.test_service_readme_example import page_example
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, ServerRef, ToolCall, open_runtime
 from yao_actors.config import InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
@@ -223,10 +223,10 @@ async def test_the_official_everything_server_asks_a_form_and_a_url() -> None:
     )
 
 
-async def test_the_readme_server_asks_as_written(tmp_path: Path) -> None:
-    """The README's example server, extracted and run over stdio: its resolver's question reaches the handler."""
+async def test_the_input_pages_server_asks_as_written(tmp_path: Path) -> None:
+    """The input page's example server (docs/input.md), extracted and run over stdio: its resolver's question reaches the handler."""
     script = tmp_path / "asking_example.py"
-    script.write_text(readme_example("Servers that ask the user"), encoding="utf-8")
+    script.write_text(page_example("input"), encoding="utf-8")
     handler, asked = answering(InputAnswer("accept", BOOKING), InputAnswer("accept", {"name": "Ann"}))
     spec = ServerSpec("asking", StdioTransport(sys.executable, (str(script),)), protocol="legacy")
     with trio.fail_after(60):

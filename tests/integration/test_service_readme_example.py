@@ -1,4 +1,4 @@
-"""The README's embedding examples run as written on a fresh clone (so they cannot rot): extracted and executed."""
+"""The embedding page's examples run as written on a fresh clone (so they cannot rot): extracted and executed."""
 
 from __future__ import annotations
 
@@ -8,21 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def readme_examples(section: str) -> list[str]:
-    """The ``python`` code blocks of the README section under the heading ``section`` (its subsections included)."""
-    text = README.read_text(encoding="utf-8")
-    after = text[text.index(f"\n## {section}\n") + 1 :]
-    body = after[: after.find("\n## ")]
-    return re.findall(r"```python\n(.*?)```", body, re.DOTALL)
+def page_examples(page: str) -> list[str]:
+    """The ``python`` code blocks of the docs page ``page`` (``docs/<page>.md``), in order."""
+    text = (DOCS / f"{page}.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.DOTALL)
 
 
-def readme_example(section: str) -> str:
-    """The first ``python`` code block of the README section ``section``."""
-    examples = readme_examples(section)
-    assert examples, f"no python block under {section!r}"
+def page_example(page: str) -> str:
+    """The first ``python`` code block of the docs page ``page``."""
+    examples = page_examples(page)
+    assert examples, f"no python block in docs/{page}.md"
     return examples[0]
 
 
@@ -39,7 +37,7 @@ def run_example(tmp_path: Path, code: str) -> list[str]:
 
 
 def test_the_embedding_example_runs_as_written(tmp_path: Path) -> None:
-    lines = run_example(tmp_path, readme_examples("Embedding in a Trio program")[0])
+    lines = run_example(tmp_path, page_examples("embedding")[0])
     assert lines[0].startswith("True {'city': 'Beijing'")  # the weather server's answer, no error
     assert "None None" in lines[0]
     assert "clothing__advise" in lines[1]
@@ -53,7 +51,7 @@ def test_the_embedding_example_runs_as_written(tmp_path: Path) -> None:
 
 
 def test_the_scripted_model_example_runs_as_written(tmp_path: Path) -> None:
-    examples = readme_examples("Embedding in a Trio program")
+    examples = page_examples("embedding")
     assert len(examples) == 2
     lines = run_example(tmp_path, examples[1])
     assert lines[0].startswith('北京: {"city":"Beijing"')

@@ -82,7 +82,7 @@ def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source:
 
 
 def default_config(*, environ: Mapping[str, str] | None = None) -> Config:
-    """The embedded default (DESIGN §1): the bundled demo servers over stdio and one assistant.
+    """The embedded default: the bundled demo servers over stdio and one assistant.
 
     The assistant's model is a real OpenAI-compatible endpoint when
     ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` are set, the offline ``demo`` model otherwise.

@@ -76,7 +76,7 @@ def _parsed(content: str | None) -> dict[str, Any] | None:
 
 
 class DemoModel(FunctionModel):
-    """The ``demo`` model: a scripted stand-in that plays the seed's weather scenario.
+    """The ``demo`` model: a scripted stand-in that plays the weather-and-clothing scenario.
 
     It reads the last user message and the tool results since then: a known
     city and a weather or clothing question make it call ``weather__get``,

@@ -1,4 +1,4 @@
-"""Durable conversations: where threads, runs and run event logs live between runs (issue 13, DESIGN §9).
+"""Durable conversations: where threads, runs and run event logs live between runs.
 
 ::
 

@@ -1,4 +1,4 @@
-"""An MCP server whose tools ask the user: the three ways the MCP SDK offers, for tests and the README.
+"""An MCP server whose tools ask the user: the three ways the MCP SDK offers, for tests and the docs.
 
 ``build_asking_server()`` returns a fresh ``MCPServer``; ``python -m
 yao_actors.testing.asking`` serves it over stdio, or over streamable HTTP with

@@ -24,8 +24,8 @@ from yao_actors.errors import ErrorKind, is_retryable
 class ToolOutcome:
     """The outcome of one ``tools/call`` through a server actor.
 
-    ``result`` is the parsed content (also set for ``isError`` results, as in the
-    seed); ``error`` is the error text or ``None``; ``kind`` the error kind or
+    ``result`` is the parsed content (also set for ``isError`` results, as Yao
+    does); ``error`` is the error text or ``None``; ``kind`` the error kind or
     ``None`` on success; ``duration`` seconds from the request to the answer.
     ``stderr_tail`` is the last stderr of a stdio server that died, for the
     embedding program only: ``error`` (what the model and clients see) carries
