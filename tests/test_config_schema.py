@@ -71,6 +71,7 @@ EVERY_KEY: dict[str, Any] = {
                     "options": {"tool_loop": True, "max_turn": 2}},
             "timeouts": {"run": 1, "model": 1, "turn": 1}, "hooks": {"create": "m:f", "next": "m:g"},
             "history": {"max_messages": 3}, "approval": ["local__*"], "approval_timeout": 60,
+            "result_budget": {"per_result": 1000, "per_turn": 4000},
         },
         "b": {"model": "demo", "fallback": {"assistant": "a"}},
     },

@@ -186,6 +186,25 @@ class RunTimeouts:
     turn: float = 120.0
 
 
+#: The smallest ``per_result`` and ``per_turn`` of a :class:`ResultBudget` (room for a cut note and some text).
+MIN_RESULT_BUDGET = 256
+
+
+@attrs.frozen
+class ResultBudget:
+    """How much of its tool results a model sees, in characters: of one result, and of one turn's results together.
+
+    A longer result reaches the model cut, with a note saying so (:mod:`yao_actors.tools.budget`); the whole result
+    stays in the ``TOOL_CALL_RESULT`` event and the thread's history.
+    """
+
+    per_result: int = 32768
+    per_turn: int = 131072
+
+
+DEFAULT_RESULT_BUDGET = ResultBudget()
+
+
 @attrs.frozen
 class Hooks:
     """Python hooks as ``"module:function"`` references (resolved when a run starts)."""
@@ -226,6 +245,8 @@ class AssistantSpec:
     """Flat tool names (``server__tool``, or ``server__*``) whose calls need a person's approval."""
     approval_timeout: float = 3600.0
     """Seconds a held call waits for its approval (the interrupt's ``expiresAt``)."""
+    result_budget: ResultBudget = DEFAULT_RESULT_BUDGET
+    """How much of the tool results the model sees (and the fallback brief carries)."""
 
 
 # --------------------------------------------------------------------------- service

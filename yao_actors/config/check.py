@@ -133,6 +133,7 @@ def _assistant_data(spec: AssistantSpec) -> dict[str, Any]:
         "fallback": {"assistant": spec.fallback} if isinstance(spec.fallback, str) else spec.fallback,
         "approval": _plain(spec.approval),
         "approval_timeout": spec.approval_timeout,
+        "result_budget": attrs.asdict(spec.result_budget),
     }
     if spec.fallback_model is not None:
         data["fallback_model"] = spec.fallback_model

@@ -39,6 +39,7 @@ from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, 
 from yao_actors.observability import tracing
 from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.specs import AssistantSpec, ServerRef
+from yao_actors.tools.budget import model_view
 from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.dispatch import (
     CallFinished,
@@ -287,7 +288,7 @@ class Run:
         """
         logger.warning("run %s: %s; delegating to the fallback assistant", self.events.run_id, reason)
         tracing.add_event("yao.fallback", {"yao.fallback.reason": reason})
-        brief = build_fallback_brief(assistant.prompt, conversation, self.results)
+        brief = build_fallback_brief(assistant.prompt, conversation, self.results, assistant.result_budget)
         named = assistant.fallback if isinstance(assistant.fallback, str) else None
         subagent_id = await self.subagent_started(
             named or FALLBACK_ASSISTANT_ID, None if named else FALLBACK_DESCRIPTION
@@ -306,7 +307,7 @@ class Run:
             await self.events.subagent_error(subagent_id, str(error), code=code)
             self.subagents.remove(subagent_id)
             note = f"{reason}; the fallback assistant failed too ({error}): finished with what the run has"
-            text = self.last_text or tool_results_section(self.results)
+            text = self.last_text or tool_results_section(self.results, assistant.result_budget)
             return Answer(text, Outcome.DEGRADED, note=note)
         await self.events.subagent_finished(subagent_id, {"text": completion.text})
         self.subagents.remove(subagent_id)
@@ -348,7 +349,8 @@ class Run:
             with ModelCallObservation(model.name, step) as observed:
                 timeout = assistant.timeouts.model  # a plain scope: trio.fail_after wraps one in a generator
                 with trio.CancelScope(deadline=trio.current_time() + timeout) as deadline:
-                    completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+                    view = model_view(messages, assistant.result_budget)
+                    completion = await model.complete(view, tools, on_delta=self.relay.on_delta)
                 if deadline.cancelled_caught:
                     raise ModelTimeout(f"model {model.name!r} did not answer within {timeout} s")
                 observed.completed(completion)
