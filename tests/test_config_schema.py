@@ -61,7 +61,7 @@ EVERY_KEY: dict[str, Any] = {
         "gpt": {
             "provider": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "api_key_env": None,
             "headers": {}, "params": {}, "stream": False, "connect_timeout": 1, "read_timeout": 1, "max_retries": 0,
-            "retry_budget": 1,
+            "retry_budget": 1, "vision": True, "max_images": 2,
         },
     },
     "assistants": {

@@ -160,6 +160,10 @@ class ModelSpec:
     read_timeout: float = 60.0
     max_retries: int = 3
     retry_budget: float = 60.0
+    vision: bool = False
+    """The model takes images: those of tool results are sent to it after the tool messages."""
+    max_images: int = 4
+    """Images of one turn's tool results a ``vision`` model is sent at most."""
 
 
 # --------------------------------------------------------------------------- assistants

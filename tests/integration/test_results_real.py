@@ -3,6 +3,7 @@ the fake OpenAI endpoint over loopback HTTP, and the request the model receives 
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from yao_actors.runtime import open_runtime
 from yao_actors.specs import ResultBudget
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 from yao_actors.testing.fake_openai import FakeOpenAI
+from yao_actors.testing.result_servers import TINY_PNG
 from yao_actors.tools.budget import format_size
 
 
@@ -27,18 +29,22 @@ def result_server(server_id: str = "r") -> ServerSpec:
     return ServerSpec(server_id, StdioTransport(sys.executable, ("-m", "yao_actors.testing.result_servers")))
 
 
-def openai_model(base_url: str) -> OpenAIModel:
-    return OpenAIModel(ModelSpec(id="m", provider="openai", base_url=base_url, model="fake", api_key_env=None))
+def openai_model(base_url: str, **model: Any) -> OpenAIModel:
+    spec = ModelSpec(id="m", provider="openai", base_url=base_url, model="fake", api_key_env=None, **model)
+    return OpenAIModel(spec)
 
 
 @asynccontextmanager
-async def open_results_run(script: Any, **options: Any) -> AsyncIterator[tuple[FakeOpenAI, ConversationManager]]:
-    """Assistant ``a`` over the result server (stdio), its model the fake endpoint playing ``script``."""
+async def open_results_run(
+    script: Any, server: ServerSpec | None = None, model: dict[str, Any] | None = None, **options: Any
+) -> AsyncIterator[tuple[FakeOpenAI, ConversationManager]]:
+    """Assistant ``a`` over ``server`` (default: the result server over stdio) as ``r``, its model (options
+    ``model``) the fake endpoint playing ``script``."""
     spec = AssistantSpec(id="a", model="m", servers=(ServerRef("r"),), **options)
     async with (
         open_fake_openai(script) as fake,
-        open_runtime(Config(servers={"r": result_server()})) as runtime,
-        open_manager(runtime.servers, openai_model(fake.base_url), spec) as manager,
+        open_runtime(Config(servers={"r": server or result_server()})) as runtime,
+        open_manager(runtime.servers, openai_model(fake.base_url, **(model or {})), spec) as manager,
     ):
         yield fake, manager
 
@@ -76,3 +82,43 @@ async def test_a_result_of_hundreds_of_kb_reaches_the_model_cut_and_stays_whole_
     assert "[cut:" not in events["big"]
     history = {m["tool_call_id"]: m["content"] for m in tool_messages(fake.requests[2].body)}
     assert history == sent  # the next run's request: cut the same way, from the whole history
+
+
+PICTURE_CALLS = (
+    FakeToolCall("r__picture", "{}", "p1"),
+    FakeToolCall("r__sound", "{}", "s1"),
+    FakeToolCall("r__picture", "{}", "p2"),
+)
+
+
+async def run_pictures(**model: Any) -> tuple[FakeOpenAI, list[dict[str, Any]]]:
+    with trio.fail_after(60):
+        async with open_results_run([Reply(tool_calls=PICTURE_CALLS), Reply(text="seen")], model=model) as (fake, m):
+            result = await m.run("a", "show me")
+    check_stream(list(result.events))
+    assert result.text == "seen"
+    return fake, list(result.events)
+
+
+async def test_a_vision_model_gets_the_images_after_the_tool_messages_never_in_them() -> None:
+    fake, events = await run_pictures(vision=True, max_images=1)
+    messages = fake.requests[1].body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "tool", "user"]
+    assert TINY_PNG not in json.dumps(messages[:5])
+    size = len(base64.b64decode(TINY_PNG))
+    assert messages[2]["content"] == f'["a tiny picture","[image image/png, {size} B, sent below]"]'
+    assert messages[3]["content"] == '"[audio audio/wav, 64 B]"'
+    assert messages[4]["content"] == f'["a tiny picture","[image image/png, {size} B]"]'  # past max_images
+    images = [part for part in messages[5]["content"] if part["type"] == "image_url"]
+    assert images == [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{TINY_PNG}"}}]
+    media = {e["toolCallId"]: e["metadata"].get("media") for e in events if e["type"] == "TOOL_CALL_RESULT"}
+    assert media["p1"] == [{"type": "image", "mimeType": "image/png", "data": TINY_PNG}]  # for the page
+    assert media["s1"][0]["type"] == "audio"
+
+
+async def test_a_model_without_vision_gets_placeholders_only() -> None:
+    fake, _events = await run_pictures()
+    body = json.dumps(fake.requests[1].body)
+    assert TINY_PNG not in body
+    assert "image_url" not in body
+    assert [m["role"] for m in fake.requests[1].body["messages"]] == ["user", "assistant", "tool", "tool", "tool"]

@@ -71,7 +71,7 @@ SERVER_TYPES = {
 }
 MODEL_KEYS = (
     "provider", "base_url", "model", "api_key_env", "headers", "params", "stream",
-    "connect_timeout", "read_timeout", "max_retries", "retry_budget",
+    "connect_timeout", "read_timeout", "max_retries", "retry_budget", "vision", "max_images",
 )  # fmt: skip
 SERVICE_KEYS = tuple(a.name for a in attrs.fields(ServiceSpec))
 
@@ -272,8 +272,11 @@ class ConfigReader(AssistantReader, ServiceReader):
                 self.fail(join_path(path, "params"), f"expected an object of request fields, got {type_name(params)}")
                 return None
             options["params"] = params
-        if "stream" in item:
-            options["stream"] = self.boolean(item["stream"], join_path(path, "stream"))
+        for key in ("stream", "vision"):
+            if key in item:
+                options[key] = self.boolean(item[key], join_path(path, key))
+        if "max_images" in item:
+            options["max_images"] = self.integer(item["max_images"], join_path(path, "max_images"))
         for key in ("connect_timeout", "read_timeout", "retry_budget"):
             if key in item:
                 options[key] = self.number(item[key], join_path(path, key))

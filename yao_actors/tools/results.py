@@ -4,7 +4,8 @@
 ``ToolCallResult`` is what dispatch returns for one of a model's tool calls (the
 outcome plus the call's identity). ``parse_content`` applies the seed's
 ``ParsedContent`` rules (reference spec §8.1) and ``tool_message_content`` renders
-a result the way the model receives it (DESIGN §4.2).
+a result the way the model receives it (DESIGN §4.2; images and audio as
+placeholders, :mod:`yao_actors.tools.media`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import mcp.types
 
 from yao_actors import untrusted_json
 from yao_actors.errors import ErrorKind, is_retryable
+from yao_actors.tools.media import without_media
 
 
 @attrs.frozen
@@ -135,8 +137,9 @@ def compact_json(value: Any) -> str:
     return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
 
 
-def tool_message_content(result: ToolCallResult) -> str:
-    """The content of the ``role: tool`` message a model gets for ``result`` (always encodable as UTF-8)."""
+def tool_message_content(result: ToolCallResult, sent: int = 0) -> str:
+    """The content of the ``role: tool`` message a model gets for ``result`` (always encodable as UTF-8): images
+    and audio as placeholders, the first ``sent`` of them saying they are sent below (:mod:`.media`)."""
     if result.error is not None:
         return f"Error: {untrusted_json.scrub_text(result.error)}"
-    return compact_json(result.result)
+    return compact_json(without_media(result.result, sent))
