@@ -380,6 +380,8 @@ class RunEvents:
             metadata["repaired"] = True
         if result.sequential_retry:
             metadata["sequentialRetry"] = True
+        if result.structured:
+            metadata["structured"] = True
         media = event_media(result.result, media_bytes) if result.error is None else []
         if media:
             metadata["media"] = media

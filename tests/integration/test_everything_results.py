@@ -51,3 +51,13 @@ async def test_get_tiny_image_reaches_a_vision_model_as_an_image_part() -> None:
     urls = [part["image_url"]["url"] for part in messages[-1]["content"] if part["type"] == "image_url"]
     assert urls[0] == f"data:image/png;base64,{data}"
     assert len(urls) == 2
+
+
+async def test_get_structured_content_reaches_the_model_as_its_structured_json() -> None:
+    messages, events = await run_calls(
+        FakeToolCall("r__get-structured-content", json.dumps({"location": "Chicago"}), "w")
+    )
+    weather = json.loads(messages[2]["content"])
+    assert set(weather) == {"temperature", "conditions", "humidity"}
+    [event] = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert event["metadata"]["structured"] is True

@@ -15,6 +15,7 @@ import trio
 from tests.support import check_stream, open_manager
 from yao_actors.config import AssistantSpec, Config, ModelSpec, ServerRef, ServerSpec, StdioTransport
 from yao_actors.conversation import ConversationManager
+from yao_actors.errors import ErrorKind
 from yao_actors.events import Outcome
 from yao_actors.models.openai import OpenAIModel
 from yao_actors.runtime import open_runtime
@@ -122,3 +123,26 @@ async def test_a_model_without_vision_gets_placeholders_only() -> None:
     assert TINY_PNG not in body
     assert "image_url" not in body
     assert [m["role"] for m in fake.requests[1].body["messages"]] == ["user", "assistant", "tool", "tool", "tool"]
+
+
+async def test_structured_output_reaches_the_model_once_and_a_mismatch_is_the_tools_error() -> None:
+    calls = (
+        FakeToolCall("r__forecast", json.dumps({"city": "Oslo"}), "good"),
+        FakeToolCall("r__bad_forecast", json.dumps({"city": "Oslo"}), "bad"),
+    )
+    with trio.fail_after(60):
+        async with open_results_run([Reply(tool_calls=calls), Reply(text="ok")], max_turn=1) as (fake, manager):
+            result = await manager.run("a", "forecast")
+    check_stream(list(result.events))
+    sent = {m["tool_call_id"]: m["content"] for m in tool_messages(fake.requests[1].body)}
+    assert sent["good"] == '{"city":"Oslo","temp":3.5}'
+    assert sent["bad"] == (
+        "Error: the tool's structuredContent does not match its outputSchema: temp: 'warm' is not of type 'number'"
+    )
+    good, bad = result.tool_results
+    assert good.structured
+    assert bad.kind is ErrorKind.TOOL_ERROR  # the server answered: it is not unavailable
+    events = {e["toolCallId"]: e for e in result.events if e["type"] == "TOOL_CALL_RESULT"}
+    assert events["good"]["metadata"]["structured"] is True
+    assert events["good"]["content"] == sent["good"]
+    assert events["bad"]["metadata"]["kind"] == "tool_error"

@@ -182,6 +182,7 @@ class _Batch:
             duration=outcome.duration,
             repaired=planned.repaired,
             sequential_retry=sequential_retry,
+            structured=outcome.structured,
         )
 
 

@@ -49,7 +49,7 @@ from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_me
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
-from yao_actors.tools.results import ToolOutcome, parse_content
+from yao_actors.tools.results import ToolOutcome, call_outcome
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
     CallRequest,
@@ -181,11 +181,7 @@ class _ServerActor:
             return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
         connection.answered = True
         duration = trio.current_time() - request.started
-        parsed = parse_content(result.content)
-        if result.is_error:
-            text = "\n".join(block.text for block in result.content if isinstance(block, mcp.types.TextContent))
-            return ToolOutcome(result=parsed, error=text or "tool error", kind=ErrorKind.TOOL_ERROR, duration=duration)
-        return ToolOutcome(result=parsed, duration=duration)
+        return call_outcome(result, self.status.output_schemas.get(request.name), duration)
 
     async def _protocol_error(self, connection: _Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:
         """Classify a JSON-RPC error: the connection closed, the network failed the request, or the server answered.
@@ -278,6 +274,9 @@ class _ServerActor:
         link = connection.link
         async with self.connect(self.spec, link=link, message_handler=on_message) as client:
             connection.client = client
+            # The outcome checks structured output against the outputSchema itself (call_outcome): a mismatch
+            # is the tool's error, where the SDK raised a RuntimeError that would read as the server failing.
+            client.session.validate_tool_result = _outcome_checks_structured_output  # type: ignore[method-assign]
             self.status.pid = link.pid
             await self.fetch_catalog(client)
             scope.deadline = math.inf
@@ -386,3 +385,7 @@ async def serve_mcp_server(
 
 
 __all__ = ["PROGRESS_BUFFER", "ServerHandle", "ServerState", "ServerStatistics", "serve_mcp_server"]
+
+
+async def _outcome_checks_structured_output(name: str, result: mcp.types.CallToolResult) -> None:
+    """Instead of the SDK's ``validate_tool_result``: :func:`~yao_actors.tools.results.call_outcome` checks."""

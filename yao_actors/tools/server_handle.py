@@ -87,6 +87,8 @@ class ServerStatus:
     state: ServerState = ServerState.STARTING
     tools_version: int = 0
     catalog: tuple[mcp.types.Tool, ...] = ()
+    #: The ``outputSchema`` of each tool of the catalog that declares one.
+    output_schemas: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     restarts: int = 0
     in_flight: int = 0
     calls: int = 0
@@ -108,6 +110,7 @@ class ServerStatus:
     def set_catalog(self, tools: tuple[mcp.types.Tool, ...]) -> None:
         """Publish a freshly fetched catalog under a new ``tools_version``."""
         self.catalog = tools
+        self.output_schemas = {tool.name: tool.output_schema for tool in tools if tool.output_schema is not None}
         self.tools_version += 1
         self.catalog_changed.set()
         self.catalog_changed = trio.Event()
