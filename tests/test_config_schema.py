@@ -52,7 +52,7 @@ EVERY_KEY: dict[str, Any] = {
             "samples": {"get": [{"name": "n", "input": {}, "output": {}, "description": "d", "metadata": {}}]},
             "expose_stderr": True, "disabled": False, "autoApprove": [], "alwaysAllow": [], "description": "d",
             "envFile": ".env", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
-            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"],
+            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "read_links": True,
         },
         "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse"},
         "inproc": {"type": "module", "module": "yao_actors.testing.servers:build_test_server"},

@@ -134,6 +134,9 @@ class ServerSpec:
     disabled: bool = False
     approval: bool | frozenset[str] = False
     """Calls that need a person's approval: ``True`` every tool of the server, or the tools named."""
+    read_links: bool = False
+    """Read the text resources a result links to (through the server, within the call's deadline) and show
+    the model their text instead of the link."""
 
 
 # --------------------------------------------------------------------------- models

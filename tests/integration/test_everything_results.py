@@ -9,7 +9,7 @@ from typing import Any
 
 import trio
 
-from tests.integration.test_results_real import open_results_run
+from tests.integration.test_results_real import open_results_run, tool_messages
 from tests.support import check_stream, require_tool
 from yao_actors.config import ServerSpec, StdioTransport
 from yao_actors.testing import FakeToolCall, Reply
@@ -61,3 +61,33 @@ async def test_get_structured_content_reaches_the_model_as_its_structured_json()
     assert set(weather) == {"temperature", "conditions", "humidity"}
     [event] = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
     assert event["metadata"]["structured"] is True
+
+
+async def test_resource_links_and_an_embedded_resource_as_the_model_sees_them() -> None:
+    messages, _events = await run_calls(
+        FakeToolCall("r__get-resource-links", json.dumps({"count": 2}), "links"),
+        FakeToolCall("r__get-resource-reference", json.dumps({"resourceType": "Text", "resourceId": 1}), "ref"),
+    )
+    links = json.loads(messages[2]["content"])
+    assert links[1:] == [
+        "[link: Blob Resource 1 <demo://resource/dynamic/blob/1>, text/plain]",
+        "[link: Text Resource 2 <demo://resource/dynamic/text/2>, text/plain]",
+    ]
+    reference = json.loads(messages[3]["content"])
+    assert reference[1].startswith("Resource 1: This is a plaintext resource")
+
+
+async def test_read_links_inlines_the_linked_text_resources() -> None:
+    server = everything()
+    server = ServerSpec(server.id, server.transport, timeout=30, connect_timeout=120, read_links=True)
+    script = [
+        Reply(tool_calls=(FakeToolCall("r__get-resource-links", json.dumps({"count": 2}), "l"),)),
+        Reply(text="ok"),
+    ]
+    with trio.fail_after(180):
+        async with open_results_run(script, server) as (fake, manager):
+            result = await manager.run("a", "go")
+    assert result.text == "ok"
+    shown = json.loads(tool_messages(fake.requests[1].body)[0]["content"])
+    assert shown[1] == "[link: Blob Resource 1 <demo://resource/dynamic/blob/1>, text/plain]"  # binary: stays a link
+    assert shown[2].startswith("Resource 2: This is a plaintext resource")

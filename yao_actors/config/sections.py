@@ -50,6 +50,7 @@ ROOT_KEYS = ("mcpServers", "models", "assistants", "server", "prompts", "store")
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
+    "read_links",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
 #: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -150,7 +151,7 @@ class ConfigReader(AssistantReader, ServiceReader):
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:
             options["samples"] = read_samples(self, item["samples"], join_path(path, "samples"), self.base_dir)
-        for key in ("expose_stderr", "disabled"):
+        for key in ("expose_stderr", "disabled", "read_links"):
             if key in item:
                 options[key] = self.boolean(item[key], join_path(path, key))
         if "approval" in item:

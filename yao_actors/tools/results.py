@@ -21,6 +21,7 @@ import mcp.types
 from yao_actors import untrusted_json
 from yao_actors.errors import ErrorKind, is_retryable
 from yao_actors.tools.arguments import schema_problems
+from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
 
 
@@ -183,7 +184,8 @@ def compact_json(value: Any) -> str:
 
 def tool_message_content(result: ToolCallResult, sent: int = 0) -> str:
     """The content of the ``role: tool`` message a model gets for ``result`` (always encodable as UTF-8): images
-    and audio as placeholders, the first ``sent`` of them saying they are sent below (:mod:`.media`)."""
+    and audio as placeholders, the first ``sent`` of them saying they are sent below (:mod:`.media`); resource
+    links as short references and embedded resources as their text (:mod:`.links`)."""
     if result.error is not None:
         return f"Error: {untrusted_json.scrub_text(result.error)}"
-    return compact_json(without_media(result.result, sent))
+    return compact_json(without_links(without_media(result.result, sent)))

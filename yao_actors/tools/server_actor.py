@@ -49,6 +49,7 @@ from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_me
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.links import read_links
 from yao_actors.tools.results import ToolOutcome, call_outcome
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
@@ -66,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 #: How long a call that saw its connection close waits for the reason (exit code, stderr).
 LOSS_REPORT_WAIT = 1.0
+#: Seconds (at most a tenth of what is left) before a call's deadline at which reading its links stops.
+LINK_READ_MARGIN = 0.5
 #: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
 MAX_CATALOG_PAGES = 1000
 
@@ -180,8 +183,13 @@ class _ServerActor:
             )
             return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
         connection.answered = True
-        duration = trio.current_time() - request.started
-        return call_outcome(result, self.status.output_schemas.get(request.name), duration)
+        outcome = call_outcome(result, self.status.output_schemas.get(request.name), 0.0)
+        if self.spec.read_links and outcome.ok:
+            # The reads end a little before the call's deadline, so the call still answers with what it has.
+            margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
+            linked = await read_links(connection.client, outcome.result, request.scope.deadline - margin)
+            outcome = attrs.evolve(outcome, result=linked)
+        return attrs.evolve(outcome, duration=trio.current_time() - request.started)
 
     async def _protocol_error(self, connection: _Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:
         """Classify a JSON-RPC error: the connection closed, the network failed the request, or the server answered.
