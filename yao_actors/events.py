@@ -382,6 +382,10 @@ class RunEvents:
             metadata["sequentialRetry"] = True
         if result.structured:
             metadata["structured"] = True
+        if result.title:
+            metadata["title"] = result.title
+        if result.reconnected:
+            metadata["reconnected"] = True
         media = event_media(result.result, media_bytes) if result.error is None else []
         if media:
             metadata["media"] = media

@@ -220,6 +220,11 @@ class Hooks:
     next: str | None = None
 
 
+DESTRUCTIVE = "destructive"
+"""The ``approval`` entry that holds every call of a tool that may destroy something: one not marked
+``readOnlyHint`` and not marked ``destructiveHint: false`` (MCP's defaults)."""
+
+
 @attrs.frozen
 class AssistantSpec:
     """One assistant: its model, prompts, MCP servers and loop options.
@@ -248,8 +253,9 @@ class AssistantSpec:
     history_max_messages: int | None = 20
     options: Mapping[str, Any] = attrs.field(factory=dict)
     fallback: bool | str = True
-    approval: tuple[str, ...] = ()
-    """Flat tool names (``server__tool``, or ``server__*``) whose calls need a person's approval."""
+    approval: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    """Flat tool names (``server__tool``, or ``server__*``) whose calls need a person's approval, and
+    :data:`DESTRUCTIVE` for every tool that may destroy something."""
     approval_timeout: float = 3600.0
     """Seconds a held call waits for its approval (the interrupt's ``expiresAt``)."""
     result_budget: ResultBudget = DEFAULT_RESULT_BUDGET

@@ -8,12 +8,14 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from tests.support import check_stream, open_manager
-from yao_actors.config import AssistantSpec, Config, ModelSpec, ServerRef, ServerSpec, StdioTransport
+from yao_actors.config import AssistantSpec, Config, ModelSpec, RestartPolicy, ServerRef, ServerSpec, StdioTransport
 from yao_actors.conversation import ConversationManager
 from yao_actors.errors import ErrorKind
 from yao_actors.events import Outcome
@@ -146,3 +148,30 @@ async def test_structured_output_reaches_the_model_once_and_a_mismatch_is_the_to
     assert events["good"]["metadata"]["structured"] is True
     assert events["good"]["content"] == sent["good"]
     assert events["bad"]["metadata"]["kind"] == "tool_error"
+
+
+async def test_a_read_only_call_lost_with_its_connection_is_retried_once_a_destructive_one_never(
+    tmp_path: Path,
+) -> None:
+    calls = (
+        FakeToolCall("r__flaky_read", json.dumps({"marker": str(tmp_path / "read")}), "read"),
+        FakeToolCall("r__flaky_write", json.dumps({"marker": str(tmp_path / "write")}), "write"),
+    )
+    server = attrs.evolve(result_server(), restart=RestartPolicy(backoff_initial=0.05), dispatch="sequential")
+    with trio.fail_after(60):
+        async with open_results_run([Reply(tool_calls=calls), Reply(text="ok")], server) as (fake, manager):
+            result = await manager.run("a", "read, then write")
+    check_stream(list(result.events))
+    read, write = result.tool_results
+    assert (read.result, read.reconnected, read.kind) == ("read", True, None)
+    assert write.kind is ErrorKind.SERVER_UNAVAILABLE  # not retried: it may have written before the loss
+    assert not write.reconnected
+    assert (tmp_path / "read").exists()
+    assert (tmp_path / "write").exists()
+    sent = {m["tool_call_id"]: m["content"] for m in tool_messages(fake.requests[1].body)}
+    assert sent["read"] == '"read"'
+    assert sent["write"].startswith("Error: ")
+    reconnected = {
+        e["toolCallId"]: e["metadata"].get("reconnected") for e in result.events if e["type"] == "TOOL_CALL_RESULT"
+    }
+    assert reconnected == {"read": True, "write": None}

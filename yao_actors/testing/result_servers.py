@@ -6,8 +6,10 @@ yao_actors.testing.result_servers`` serves the same tools over stdio.
 Tools: ``blob`` (``size`` characters of JSON records or of lines), ``picture``
 (a PNG image and a caption), ``sound`` (a WAV clip), ``forecast`` (structured
 output matching its ``outputSchema``), ``bad_forecast`` (structured output that
-does not match the ``outputSchema`` it declares), ``annotated`` tools
-(``lookup``: read-only; ``erase``: destructive; ``note``: neither said).
+does not match the ``outputSchema`` it declares), annotated tools
+(``lookup``: read-only, with a title; ``erase``: destructive, with a title; ``note``: ``destructiveHint: false``),
+and ``flaky_read`` (read-only) / ``flaky_write`` (destructive), whose first call exits the process mid-call
+(leaving a file at ``marker``), and whose next ones answer.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
+import pathlib
 from typing import Any, TypedDict
 
 from mcp.server.mcpserver import MCPServer
@@ -110,6 +114,23 @@ def _add_annotated_tools(server: MCPServer) -> None:
     @server.tool(annotations=ToolAnnotations(destructive_hint=False))
     async def note(text: str) -> str:
         return f"noted {text}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def flaky_read(marker: str) -> str:
+        return _first_call_exits(marker, "read")
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    async def flaky_write(marker: str) -> str:
+        return _first_call_exits(marker, "written")
+
+
+def _first_call_exits(marker: str, done: str) -> str:
+    """The first call (no file at ``marker`` yet) creates the file and exits the process mid-call."""
+    path = pathlib.Path(marker)
+    if not path.exists():
+        path.write_text("called once")
+        os._exit(1)
+    return done
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -44,6 +44,8 @@ class ToolOutcome:
     stderr_tail: str = ""
     structured: bool = False
     """``result`` is the tool's ``structuredContent``, valid against its ``outputSchema``."""
+    connection_lost: bool = False
+    """The call failed because the connection to its server was lost under it (it may or may not have run)."""
 
     @property
     def ok(self) -> bool:
@@ -77,6 +79,10 @@ class ToolCallResult:
     repaired: bool = False
     sequential_retry: bool = False
     structured: bool = False
+    title: str = ""
+    """The tool's title, for people (``title`` of the tool or of its annotations)."""
+    reconnected: bool = False
+    """The call was run again, once, on the server's new connection after the first was lost under it."""
 
     @property
     def ok(self) -> bool:

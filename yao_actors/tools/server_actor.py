@@ -204,7 +204,8 @@ class _ServerActor:
             connection.link.mark_lost("the connection to the server closed")
             await trio.sleep_forever()  # the connection is being cancelled; _run_call reports the loss
         if exc.code == TRANSPORT_FAILURE:
-            return unavailable_outcome(self.spec, f"the request failed: {exc.error.message}", started=request.started)
+            reason = f"the request failed: {exc.error.message}"
+            return unavailable_outcome(self.spec, reason, started=request.started, lost=True)
         connection.answered = True
         return ToolOutcome(
             error=f"{exc.error.message} (JSON-RPC error {exc.code})",
@@ -267,7 +268,7 @@ class _ServerActor:
             # Also when the actor itself is cancelled: no caller waits forever for an answer.
             reason = link.reason or "the server actor has stopped"
             for request in connection.unanswered:
-                request.answer(unavailable_outcome(self.spec, reason, started=request.started, link=link))
+                request.answer(unavailable_outcome(self.spec, reason, started=request.started, link=link, lost=True))
         return connection.answered or trio.current_time() - born >= self.spec.restart.backoff_max
 
     async def _connect_and_serve(

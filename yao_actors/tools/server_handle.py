@@ -163,7 +163,9 @@ class CallRequest:
             self._updated = trio.Event()
 
 
-def unavailable_outcome(spec: ServerSpec, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:
+def unavailable_outcome(
+    spec: ServerSpec, reason: str, *, started: float, link: Link | None = None, lost: bool = False
+) -> ToolOutcome:
     """A ``server_unavailable`` outcome saying why: the exit code ``link`` knows for everyone, its stderr tail
     in ``stderr_tail`` and, only with ``spec.expose_stderr``, in the error the model and clients see."""
     stderr_tail = link.stderr_tail() if link else ""
@@ -178,6 +180,7 @@ def unavailable_outcome(spec: ServerSpec, reason: str, *, started: float, link: 
         kind=ErrorKind.SERVER_UNAVAILABLE,
         duration=trio.current_time() - started,
         stderr_tail=stderr_tail,
+        connection_lost=lost,
     )
 
 
