@@ -20,8 +20,11 @@ from typing import Any
 from yao_actors.models.base import Message
 from yao_actors.specs import MIN_RESULT_BUDGET, ResultBudget
 
-#: A JSON string (also one the cut leaves open), or a character after which JSON can be cut.
-_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[,\]}]')
+#: JSON text up to its last closing bracket, or up to its last comma, outside strings (the greedy repetition
+#: takes everything, then gives back until the next character is one: one C-level match, no Python loop).
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_TO_LAST_CLOSER = re.compile(rf"(?:[^\"]|{_STRING})*[\]}}]")
+_TO_LAST_COMMA = re.compile(rf"(?:[^\"]|{_STRING})*,")
 
 _HINT = "ask the tool for less (a narrower query, a page, a range) to see the rest"
 
@@ -57,16 +60,12 @@ def _boundary(text: str, limit: int) -> int:
     escaped = _escaped_line_break(text, half, limit)
     if escaped >= half:
         return escaped
-    closed = comma = -1
-    for match in _JSON_TOKENS.finditer(text, 0, limit):
-        token = match.group()
-        if token == ",":
-            comma = match.start()
-        elif token in "]}":
-            closed = match.end()
-    for best in (closed, comma):
-        if best >= half:
-            return best
+    closed = _TO_LAST_CLOSER.match(text, 0, limit)
+    if closed is not None and closed.end() >= half:
+        return closed.end()
+    comma = _TO_LAST_COMMA.match(text, 0, limit)
+    if comma is not None and comma.end() - 1 >= half:
+        return comma.end() - 1
     space = text.rfind(" ", 0, limit)
     return space if space >= half else limit
 
