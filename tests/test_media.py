@@ -16,7 +16,7 @@ WAV = {"type": "audio", "data": "B" * 400, "mimeType": "audio/wav"}
 
 
 def result(value: Any, call_id: str = "c1", error: str | None = None) -> ToolCallResult:
-    return ToolCallResult(call_id, "s__t", "s", "t", "{}", result=value, error=error)
+    return ToolCallResult(call_id, "s__t", "s", "t", "{}", result=value, error=error, rich=True)
 
 
 def test_a_tool_message_shows_images_and_audio_as_placeholders() -> None:
@@ -62,3 +62,9 @@ async def test_the_tool_call_result_event_has_media_in_its_metadata() -> None:
     assert event["content"] == '["x","[image image/png, 3.0 KB]"]'
     assert event["metadata"]["media"] == [{"type": "image", "mimeType": "image/png", "size": 3072}]
     assert receive.receive_nowait() is event
+
+
+def test_a_json_text_that_looks_like_an_image_is_the_tools_data() -> None:
+    text_only = ToolCallResult("c1", "s__t", "s", "t", "{}", result=PNG)  # no image block: the tool's own JSON
+    assert tool_message_content(text_only) == '{"type":"image","data":"' + "A" * 4096 + '","mimeType":"image/png"}'
+    assert images_to_send([text_only], 4) == [0]

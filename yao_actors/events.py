@@ -386,7 +386,7 @@ class RunEvents:
             metadata["title"] = result.title
         if result.reconnected:
             metadata["reconnected"] = True
-        media = event_media(result.result, media_bytes) if result.error is None else []
+        media = event_media(result.result, media_bytes) if result.error is None and result.rich else []
         if media:
             metadata["media"] = media
         return await self.emit_dict(

@@ -249,7 +249,9 @@ async def run_bench(bench: Bench, *, progress: Progress | None = None) -> BenchR
 def _record_size(sizes: dict[str, int] | None, entry: CatalogEntry, outcome: ToolOutcome) -> None:
     """Keep the largest result of ``entry``'s tool, in characters of the tool message a model gets."""
     if sizes is not None:
-        shown = ToolCallResult("", entry.name, entry.server, entry.tool, "", outcome.result, outcome.error)
+        shown = ToolCallResult(
+            "", entry.name, entry.server, entry.tool, "", outcome.result, outcome.error, rich=outcome.rich
+        )
         sizes[entry.name] = max(len(tool_message_content(shown)), sizes.get(entry.name, 0))
 
 

@@ -190,6 +190,7 @@ class _Batch:
             structured=outcome.structured,
             title=entry.hints.title,
             reconnected=reconnected,
+            rich=outcome.rich,
         )
 
 

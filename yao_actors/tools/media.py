@@ -71,7 +71,7 @@ def images_to_send(results: Sequence[Any], limit: int) -> list[int]:
     counts: list[int] = []
     left = limit
     for result in results:
-        images = 0 if result.error is not None else _image_count(result.result)
+        images = _image_count(result.result) if result.error is None and result.rich else 0
         take = min(images, left)
         counts.append(take)
         left -= take

@@ -46,6 +46,9 @@ class ToolOutcome:
     """``result`` is the tool's ``structuredContent``, valid against its ``outputSchema``."""
     connection_lost: bool = False
     """The call failed because the connection to its server was lost under it (it may or may not have run)."""
+    rich: bool = False
+    """The content had blocks other than text (images, audio, links, resources): only then does
+    :func:`tool_message_content` look for them in ``result``."""
 
     @property
     def ok(self) -> bool:
@@ -81,6 +84,8 @@ class ToolCallResult:
     structured: bool = False
     title: str = ""
     """The tool's title, for people (``title`` of the tool or of its annotations)."""
+    rich: bool = False
+    """The content had blocks other than text (images, audio, links, resources): see :class:`ToolOutcome`."""
     reconnected: bool = False
     """The call was run again, once, on the server's new connection after the first was lost under it."""
 
@@ -147,12 +152,13 @@ def call_outcome(
     """What a ``tools/call`` answered, as an outcome: the ``ParsedContent`` of its content; or, for a tool
     declaring an ``outputSchema``, its ``structuredContent`` once (not again as the text that repeats it),
     after any other blocks (images, links), or a ``tool_error`` saying where it breaks the schema."""
+    rich = any(not isinstance(block, mcp.types.TextContent) for block in result.content)
     if result.is_error:
         text = "\n".join(block.text for block in result.content if isinstance(block, mcp.types.TextContent))
         parsed = parse_content(result.content)
         return ToolOutcome(result=parsed, error=text or "tool error", kind=ErrorKind.TOOL_ERROR, duration=duration)
     if output_schema is None:
-        return ToolOutcome(result=parse_content(result.content), duration=duration)
+        return ToolOutcome(result=parse_content(result.content), duration=duration, rich=rich)
     structured = result.structured_content
     problem: str | None = None
     if structured is None:
@@ -166,7 +172,7 @@ def call_outcome(
     if others:
         rest = parse_content(others)
         value = [value, *(rest if len(others) > 1 else [rest])]
-    return ToolOutcome(result=value, duration=duration, structured=True)
+    return ToolOutcome(result=value, duration=duration, structured=True, rich=rich)
 
 
 def _unwrapped(structured: Any, output_schema: Mapping[str, Any]) -> Any:
@@ -194,4 +200,6 @@ def tool_message_content(result: ToolCallResult, sent: int = 0) -> str:
     links as short references and embedded resources as their text (:mod:`.links`)."""
     if result.error is not None:
         return f"Error: {untrusted_json.scrub_text(result.error)}"
+    if not result.rich:  # text only: a JSON text that looks like an image or a link is the tool's data
+        return compact_json(result.result)
     return compact_json(without_links(without_media(result.result, sent)))

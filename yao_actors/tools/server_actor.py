@@ -184,7 +184,7 @@ class _ServerActor:
             return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
         connection.answered = True
         outcome = call_outcome(result, self.status.output_schemas.get(request.name), 0.0)
-        if self.spec.read_links and outcome.ok:
+        if self.spec.read_links and outcome.ok and outcome.rich:
             # The reads end a little before the call's deadline, so the call still answers with what it has.
             margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
             linked = await read_links(connection.client, outcome.result, request.scope.deadline - margin)
