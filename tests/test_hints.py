@@ -3,6 +3,7 @@ approval policy end to end over our result server (in process)."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -10,6 +11,7 @@ import mcp.types
 import trio
 
 from tests.support import check_stream
+from yao_actors.chat import Renderer
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, ToolCall
@@ -64,3 +66,15 @@ async def test_destructive_approval_holds_what_may_destroy_and_titles_reach_mode
     assert descriptions["r__note"] == ""
     titles = {e["toolCallId"]: e["metadata"].get("title") for e in result.events if e["type"] == "TOOL_CALL_RESULT"}
     assert titles == {"1": "Look up a record", "3": None}
+
+
+def test_the_chat_client_shows_a_tools_title_instead_of_its_flat_name() -> None:
+    out = io.StringIO()
+    renderer = Renderer(out=out)
+    renderer.render({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "r__lookup"})
+    renderer.render({"type": "TOOL_CALL_END", "toolCallId": "c1"})
+    metadata = {"server": "r", "tool": "lookup", "durationMs": 3.0, "title": "Look up a record"}
+    renderer.render({"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": '"record k"', "metadata": metadata})
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("⚙ r__lookup {} … running")
+    assert lines[-1].startswith('✓ Look up a record {} → "record k"')
