@@ -45,7 +45,16 @@ def test_the_approval_keys_are_read() -> None:
     ("where", "value", "message"),
     [
         ("server", "yes", "mcpServers.weather.approval: expected true, false or a list of tool names"),
-        ("assistant", ["weather"], "assistants.default.approval[0]: expected 'server__tool' or 'server__*'"),
+        (
+            "assistant",
+            ["weather"],
+            "assistants.default.approval[0]: expected 'server__tool', 'server__*' or 'destructive'",
+        ),
+        (
+            "assistant",
+            "everything",
+            "assistants.default.approval: expected \"destructive\" or a list of 'server__tool' names",
+        ),
         ("timeout", 0, "assistants.default.approval_timeout: must be > 0"),
     ],
 )

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 
 from yao_actors.bench import BenchCall, BenchPlan, BenchResults, format_table, open_bench, p95, run_bench, summarise
 from yao_actors.bench.plan import parse_arguments, parse_modes, parse_sizes, servers_named
-from yao_actors.bench.report import build_report, one_call_seconds
+from yao_actors.bench.report import build_report, format_result_sizes, one_call_seconds
 from yao_actors.cli import main
 from yao_actors.config import Config, InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.errors import BenchError
@@ -178,6 +178,7 @@ async def test_a_run_makes_exactly_the_calls_its_plan_says_in_every_mode() -> No
     assert (await executions(servers["t"]))["add"] == expected["t__add"]
     assert sorted(results.samples) == sorted((n, m) for n in (1, 3) for m in plan.modes)
     assert all(len(values) == 2 for values in results.samples.values())
+    assert results.result_chars == {"s__echo": len('{"text":"北京"}'), "t__add": len('{"sum":3}')}
     assert all(not failures for failures in results.failures.values())
     assert results.baseline_mode == "raw"
     assert sorted(results.baseline) == ["s__echo", "t__add"]
@@ -293,3 +294,13 @@ def test_a_bad_config_file_exits_2(tmp_path: pathlib.Path, capsys: pytest.Captur
     path.write_text('{"mcpServers": {"a": {"url": 3}}}', encoding="utf-8")
     assert main(["bench", "--config", str(path), "--call", "a__sleep", "--dry-run"]) == 2
     assert "mcpServers.a" in capsys.readouterr().err
+
+
+def test_result_sizes_mark_the_tools_a_model_sees_cut() -> None:
+    text = format_result_sizes({"s__small": 120, "s__flood": 1_258_291}, per_result=32768)
+    assert text.splitlines() == [
+        "result sizes (characters of the tool message a model gets; over 32,768 it is cut):",
+        f"  {'s__flood':<40} {1_258_291:>12,}  over the budget: 1.2 MB, the model sees 32 KB",
+        f"  {'s__small':<40} {120:>12,}",
+    ]
+    assert format_result_sizes({}) == ""

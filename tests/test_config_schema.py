@@ -52,7 +52,7 @@ EVERY_KEY: dict[str, Any] = {
             "samples": {"get": [{"name": "n", "input": {}, "output": {}, "description": "d", "metadata": {}}]},
             "expose_stderr": True, "disabled": False, "autoApprove": [], "alwaysAllow": [], "description": "d",
             "envFile": ".env", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
-            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True,
+            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True, "read_links": True,
             "version": "1.0.0", "protocol": "2026-07-28", "input_timeout": 60,
         },
         "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse"},
@@ -62,7 +62,7 @@ EVERY_KEY: dict[str, Any] = {
         "gpt": {
             "provider": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "api_key_env": None,
             "headers": {}, "params": {}, "stream": False, "connect_timeout": 1, "read_timeout": 1, "max_retries": 0,
-            "retry_budget": 1,
+            "retry_budget": 1, "vision": True, "max_images": 2,
         },
     },
     "assistants": {
@@ -72,6 +72,7 @@ EVERY_KEY: dict[str, Any] = {
                     "options": {"tool_loop": True, "max_turn": 2}},
             "timeouts": {"run": 1, "model": 1, "turn": 1}, "hooks": {"create": "m:f", "next": "m:g"},
             "history": {"max_messages": 3}, "approval": ["local__*"], "approval_timeout": 60,
+            "result_budget": {"per_result": 1000, "per_turn": 4000},
         },
         "b": {"model": "demo", "fallback": {"assistant": "a"}},
     },

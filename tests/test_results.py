@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from mcp.types import ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 
 from yao_actors.errors import ErrorKind
-from yao_actors.tools.results import ToolCallResult, ToolOutcome, compact_json, parse_content, tool_message_content
+from yao_actors.tools.results import (
+    ToolCallResult,
+    ToolOutcome,
+    call_outcome,
+    compact_json,
+    parse_content,
+    tool_message_content,
+)
 
 
 @pytest.mark.parametrize(
@@ -109,3 +117,33 @@ def test_an_error_text_with_lone_surrogates_is_encodable() -> None:
     # An in-process server's error text never went through a JSON parser.
     result = ToolCallResult("c1", "s__t", "s", "t", "{}", error="bad \ud800", kind=ErrorKind.TOOL_ERROR)
     assert tool_message_content(result) == "Error: bad \ufffd"
+
+
+SCHEMA = {"type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]}
+
+
+def call_result(structured: Any, *blocks: Any) -> CallToolResult:
+    content = list(blocks) or [TextContent(type="text", text=json.dumps(structured))]
+    return CallToolResult(content=content, structured_content=structured)
+
+
+def test_structured_output_is_given_once_and_checked_against_the_output_schema() -> None:
+    ok = call_outcome(call_result({"temp": 3}), SCHEMA, 0.5)
+    assert (ok.result, ok.structured, ok.kind) == ({"temp": 3}, True, None)
+    bad = call_outcome(call_result({"temp": "warm"}), SCHEMA, 0.5)
+    assert bad.kind is ErrorKind.TOOL_ERROR
+    assert bad.error == (
+        "the tool's structuredContent does not match its outputSchema: temp: 'warm' is not of type 'number'"
+    )
+    missing = call_outcome(CallToolResult(content=[TextContent(type="text", text="{}")]), SCHEMA, 0.5)
+    assert missing.error == "the tool declares an outputSchema but returned no structuredContent"
+    plain = call_outcome(call_result({"temp": "warm"}), None, 0.5)  # no outputSchema: today's rules
+    assert (plain.result, plain.structured) == ({"temp": "warm"}, False)
+
+
+def test_structured_output_keeps_images_and_unwraps_an_sdk_wrapped_value() -> None:
+    image = ImageContent(type="image", data="QQ==", mime_type="image/png")
+    with_image = call_outcome(call_result({"temp": 3}, TextContent(type="text", text="3"), image), SCHEMA, 0)
+    assert with_image.result == [{"temp": 3}, {"type": "image", "data": "QQ==", "mimeType": "image/png"}]
+    wrapped = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
+    assert call_outcome(call_result({"result": "hi"}), wrapped, 0).result == "hi"

@@ -217,11 +217,15 @@ async def test_only_the_actor_task_enters_and_exits_the_client() -> None:
     exited: list[trio.lowlevel.Task] = []
     callers: list[trio.lowlevel.Task] = []
 
-    @attrs.frozen
     class Recording:
-        """The client, or its session (a 2026-07-28 call goes through ``client.session.call_tool``)."""
+        """The client, or its session (a 2026-07-28 call goes through ``client.session.call_tool``); attributes
+        set on it (the actor replaces the session's ``validate_tool_result``) are set on what it wraps."""
 
-        inner: Any
+        def __init__(self, inner: Any) -> None:
+            object.__setattr__(self, "inner", inner)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            setattr(self.inner, name, value)
 
         async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
             callers.append(trio.lowlevel.current_task())

@@ -203,7 +203,9 @@ class Renderer:
         """Settle a call's line with its result (✓) or error (✗) and its duration."""
         call_id = str(event.get("toolCallId", ""))
         metadata = event.get("metadata") or {}
-        self._calls.setdefault(call_id, _Call(name=str(metadata.get("tool", call_id))))
+        call = self._calls.setdefault(call_id, _Call(name=str(metadata.get("tool", call_id))))
+        if metadata.get("title"):
+            call.name = str(metadata["title"])  # the tool's title, for people, instead of the flat name
         duration = f" ({metadata['durationMs']:.0f} ms)" if "durationMs" in metadata else ""
         mark = "✗" if "kind" in metadata else "✓"
         self._status(call_id, f"→ {_shorten(str(event.get('content', '')))}{duration}", mark=mark)

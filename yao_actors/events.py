@@ -45,7 +45,11 @@ from ag_ui.core import BaseEvent, Event
 from yao_actors.errors import RunErrorCode, StreamClosedError
 from yao_actors.models.base import Usage
 from yao_actors.tasks import Turnstile
+from yao_actors.tools.media import event_media
 from yao_actors.tools.results import ToolCallResult, compact_json, tool_message_content
+
+DEFAULT_MEDIA_BYTES = 1 << 20
+"""The base64 data of images and audio one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""
 
 EventDict = dict[str, Any]
 """An event as it goes on the wire: camelCase keys, JSON-ready values, ``runId`` and ``seq``."""
@@ -359,8 +363,11 @@ class RunEvents:
 
     # ------------------------------------------------------------------ tools
 
-    async def tool_call_result(self, message_id: str, result: ToolCallResult) -> EventDict:
-        """A call's result, with the content the model gets and the details in ``metadata``."""
+    async def tool_call_result(
+        self, message_id: str, result: ToolCallResult, *, media_bytes: int = DEFAULT_MEDIA_BYTES
+    ) -> EventDict:
+        """A call's result, with the content the model gets and the details in ``metadata``: its images and
+        audio in ``media``, with their base64 data up to ``media_bytes`` in all (past it, their size only)."""
         metadata: dict[str, Any] = {
             "server": result.server,
             "tool": result.tool,
@@ -373,6 +380,15 @@ class RunEvents:
             metadata["repaired"] = True
         if result.sequential_retry:
             metadata["sequentialRetry"] = True
+        if result.structured:
+            metadata["structured"] = True
+        if result.title:
+            metadata["title"] = result.title
+        if result.reconnected:
+            metadata["reconnected"] = True
+        media = event_media(result.result, media_bytes) if result.error is None and result.rich else []
+        if media:
+            metadata["media"] = media
         return await self.emit_dict(
             {
                 "type": "TOOL_CALL_RESULT",

@@ -279,6 +279,7 @@ async def _open_checked_runtime(
             catalogs=catalogs,
             store=store,
             detach_grace=config.service.detach_grace,
+            media_bytes=config.service.max_frame_bytes,
             approvals=ApprovalPolicy({s.id: s.approval for s in config.servers.values() if s.approval}),
             leases=leases,
         ) as conversations:

@@ -139,6 +139,9 @@ class ServerSpec:
     ``"legacy"`` (the handshake only) or a protocol version pinned (``"2026-07-28"``)."""
     input_timeout: float = 600.0
     """How long a handshake-era call that asked the user for input stays open waiting for the answer."""
+    read_links: bool = False
+    """Read the text resources a result links to (through the server, within the call's deadline) and show
+    the model their text instead of the link."""
 
 
 def protocol_choices() -> tuple[str, ...]:
@@ -179,6 +182,10 @@ class ModelSpec:
     read_timeout: float = 60.0
     max_retries: int = 3
     retry_budget: float = 60.0
+    vision: bool = False
+    """The model takes images: those of tool results are sent to it after the tool messages."""
+    max_images: int = 4
+    """Images of one turn's tool results a ``vision`` model is sent at most."""
 
 
 # --------------------------------------------------------------------------- assistants
@@ -205,12 +212,36 @@ class RunTimeouts:
     turn: float = 120.0
 
 
+#: The smallest ``per_result`` and ``per_turn`` of a :class:`ResultBudget` (room for a cut note and some text).
+MIN_RESULT_BUDGET = 256
+
+
+@attrs.frozen
+class ResultBudget:
+    """How much of its tool results a model sees, in characters: of one result, and of one turn's results together.
+
+    A longer result reaches the model cut, with a note saying so (:mod:`yao_actors.tools.budget`); the whole result
+    stays in the ``TOOL_CALL_RESULT`` event and the thread's history.
+    """
+
+    per_result: int = 32768
+    per_turn: int = 131072
+
+
+DEFAULT_RESULT_BUDGET = ResultBudget()
+
+
 @attrs.frozen
 class Hooks:
     """Python hooks as ``"module:function"`` references (resolved when a run starts)."""
 
     create: str | None = None
     next: str | None = None
+
+
+DESTRUCTIVE = "destructive"
+"""The ``approval`` entry that holds every call of a tool that may destroy something: one not marked
+``readOnlyHint`` and not marked ``destructiveHint: false`` (MCP's defaults)."""
 
 
 @attrs.frozen
@@ -241,10 +272,13 @@ class AssistantSpec:
     history_max_messages: int | None = 20
     options: Mapping[str, Any] = attrs.field(factory=dict)
     fallback: bool | str = True
-    approval: tuple[str, ...] = ()
-    """Flat tool names (``server__tool``, or ``server__*``) whose calls need a person's approval."""
+    approval: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    """Flat tool names (``server__tool``, or ``server__*``) whose calls need a person's approval, and
+    :data:`DESTRUCTIVE` for every tool that may destroy something."""
     approval_timeout: float = 3600.0
     """Seconds a held call waits for its approval (the interrupt's ``expiresAt``)."""
+    result_budget: ResultBudget = DEFAULT_RESULT_BUDGET
+    """How much of the tool results the model sees (and the fallback brief carries)."""
 
 
 # --------------------------------------------------------------------------- service

@@ -26,7 +26,7 @@ from yao_actors.bench.plan import (
     servers_named,
 )
 from yao_actors.bench.plot import require_matplotlib, write_plot
-from yao_actors.bench.report import build_report, format_table
+from yao_actors.bench.report import build_report, format_result_sizes, format_table
 from yao_actors.bench.runner import open_bench, run_bench
 from yao_actors.config import Config, default_config, load_config
 from yao_actors.errors import BenchError, ConfigError
@@ -61,6 +61,8 @@ def bench_command(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
         return 130
     print(format_table(report["rows"]))
+    if sizes := format_result_sizes(report["result_chars"]):
+        print("\n" + sizes)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

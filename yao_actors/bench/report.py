@@ -21,6 +21,8 @@ import trio
 
 from yao_actors.bench.plan import BenchPlan
 from yao_actors.bench.runner import BenchResults
+from yao_actors.specs import DEFAULT_RESULT_BUDGET
+from yao_actors.tools.budget import format_size
 
 
 def p95(values: Sequence[float]) -> float:
@@ -102,6 +104,22 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def format_result_sizes(result_chars: Mapping[str, int], per_result: int = DEFAULT_RESULT_BUDGET.per_result) -> str:
+    """The lines under the table: each tool's largest result as a model gets it, the ones past ``per_result``
+    (which a model sees cut) marked, so the tools that flood a model's context stand out."""
+    if not result_chars:
+        return ""
+    lines = [f"result sizes (characters of the tool message a model gets; over {per_result:,} it is cut):"]
+    for name, chars in sorted(result_chars.items(), key=lambda item: -item[1]):
+        flag = (
+            f"  over the budget: {format_size(chars)}, the model sees {format_size(per_result)}"
+            if chars > per_result
+            else ""
+        )
+        lines.append(f"  {name:<40} {chars:>12,}{flag}")
+    return "\n".join(lines)
+
+
 def build_report(
     plan: BenchPlan, results: BenchResults, *, source: str, calls: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
@@ -138,4 +156,5 @@ def build_report(
         },
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rows": summarise(plan, results),
+        "result_chars": dict(results.result_chars),
     }

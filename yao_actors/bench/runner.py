@@ -30,6 +30,7 @@ from yao_actors.specs import Config, ServerRef, ServerSpec
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogEntry, build_catalog
 from yao_actors.tools.dispatch import execute_tool_calls
+from yao_actors.tools.results import ToolCallResult, ToolOutcome, call_outcome, tool_message_content
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.transports import Connector, Link, open_client
 
@@ -83,6 +84,9 @@ class BenchResults:
     baseline: dict[str, list[float]] = attrs.field(factory=dict)
     baseline_failures: Failures = attrs.field(factory=collections.Counter)
     baseline_mode: str = "raw"
+    result_chars: dict[str, int] = attrs.field(factory=dict)
+    """Each tool's largest result in the baseline's calls, in characters of the tool message a model gets
+    (before the result budget; a tool with an ``outputSchema`` is measured by its content blocks)."""
 
 
 @attrs.frozen
@@ -180,8 +184,9 @@ async def _concurrent_batch(
     return _Batch(failures)
 
 
-async def _raw_call(bench: Bench, target: Target) -> str | None:
-    """One call with the plain client under the server's deadline: ``None``, or the kind of its failure."""
+async def _raw_call(bench: Bench, target: Target, sizes: dict[str, int] | None = None) -> str | None:
+    """One call with the plain client under the server's deadline: ``None``, or the kind of its failure (and the
+    size of its result in ``sizes``)."""
     entry = target.entry
     client = bench.raw_clients[entry.server]
     with trio.move_on_after(bench.handles[entry.server].spec.timeout):
@@ -189,12 +194,14 @@ async def _raw_call(bench: Bench, target: Target) -> str | None:
             result = await client.call_tool(entry.tool, dict(target.arguments))
         except Exception as error:  # a raw client's failure is counted by its type, and the batch goes on
             return type(error).__name__
+        _record_size(sizes, entry, call_outcome(result, None, 0.0))
         return ErrorKind.TOOL_ERROR.value if result.is_error else None
     return ErrorKind.TIMEOUT.value
 
 
-async def _actor_call(bench: Bench, target: Target) -> str | None:
+async def _actor_call(bench: Bench, target: Target, sizes: dict[str, int] | None = None) -> str | None:
     outcome = await bench.handles[target.entry.server].call_tool(target.entry.tool, dict(target.arguments))
+    _record_size(sizes, target.entry, outcome)
     return None if outcome.kind is None else outcome.kind.value
 
 
@@ -239,6 +246,15 @@ async def run_bench(bench: Bench, *, progress: Progress | None = None) -> BenchR
     return results
 
 
+def _record_size(sizes: dict[str, int] | None, entry: CatalogEntry, outcome: ToolOutcome) -> None:
+    """Keep the largest result of ``entry``'s tool, in characters of the tool message a model gets."""
+    if sizes is not None:
+        shown = ToolCallResult(
+            "", entry.name, entry.server, entry.tool, "", outcome.result, outcome.error, rich=outcome.rich
+        )
+        sizes[entry.name] = max(len(tool_message_content(shown)), sizes.get(entry.name, 0))
+
+
 async def _measure_baseline(bench: Bench, results: BenchResults, say: Progress) -> None:
     """``repeat`` single calls of each tool, one at a time, interleaved over the tools."""
     call = _raw_call if results.baseline_mode == "raw" else _actor_call
@@ -246,7 +262,7 @@ async def _measure_baseline(bench: Bench, results: BenchResults, say: Progress) 
         say(f"one call alone, repetition {repetition}/{bench.plan.repeat}")
         for target in bench.targets:
             start = time.perf_counter()
-            kind = await call(bench, target)
+            kind = await call(bench, target, results.result_chars)
             results.baseline.setdefault(target.entry.name, []).append(time.perf_counter() - start)
             if kind is not None:
                 results.baseline_failures[kind] += 1

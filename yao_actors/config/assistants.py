@@ -20,14 +20,14 @@ from typing import Any
 
 from yao_actors.config.approval import assistant_approval
 from yao_actors.config.values import ValueReader, join_path, type_name
-from yao_actors.specs import AssistantSpec, Hooks, RunTimeouts, ServerRef, ServerSpec
+from yao_actors.specs import MIN_RESULT_BUDGET, AssistantSpec, Hooks, ResultBudget, RunTimeouts, ServerRef, ServerSpec
 
 _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 #: The keys of ``assistants.<id>``, of its ``mcp`` and of ``mcp.options``.
 ASSISTANT_KEYS = (
     "model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools", "history", "options", "fallback",
-    "approval", "approval_timeout",
+    "approval", "approval_timeout", "result_budget",
 )  # fmt: skip
 MCP_KEYS = ("servers", "options")
 LOOP_KEYS = ("tool_loop", "max_turn")
@@ -82,6 +82,8 @@ class AssistantReader(ValueReader):
             options["approval"] = assistant_approval(self, item["approval"], join_path(path, "approval"))
         if "approval_timeout" in item:
             options["approval_timeout"] = self.number(item["approval_timeout"], join_path(path, "approval_timeout"))
+        if "result_budget" in item:
+            options["result_budget"] = self.result_budget(item["result_budget"], join_path(path, "result_budget"))
         history_ok, history_max = self.history(item.get("history", {}), join_path(path, "history"))
         if model is None or prompt is None or not history_ok or None in options.values():
             return None
@@ -97,6 +99,21 @@ class AssistantReader(ValueReader):
             return True, None
         limit = self.integer(limit, join_path(path, "max_messages"))
         return limit is not None, limit
+
+    def result_budget(self, value: Any, path: str) -> ResultBudget | None:
+        """``result_budget``: ``per_result`` and ``per_turn``, characters of tool results the model sees."""
+        item = self.obj(value, path, ("per_result", "per_turn"))
+        if item is None:
+            return None
+        default = ResultBudget()
+        sizes = {
+            key: self.integer(item.get(key, getattr(default, key)), join_path(path, key), minimum=MIN_RESULT_BUDGET)
+            for key in ("per_result", "per_turn")
+        }
+        per_result, per_turn = sizes["per_result"], sizes["per_turn"]
+        if per_result is None or per_turn is None:
+            return None
+        return ResultBudget(per_result, per_turn)
 
     def request_options(self, value: Any, path: str) -> dict[str, Any] | None:
         """``options``: request fields (``temperature``, ``tool_choice``, ...) merged over the model's ``params``."""

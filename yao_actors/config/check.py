@@ -106,6 +106,7 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
         "dispatch": spec.dispatch,
         "restart": {"max_restarts": restart.max_restarts, "backoff": backoff},
         "expose_stderr": spec.expose_stderr,
+        "read_links": spec.read_links,
         "disabled": spec.disabled,
         "approval": spec.approval if isinstance(spec.approval, bool) else sorted(spec.approval),
         "protocol": spec.protocol,
@@ -135,6 +136,7 @@ def _assistant_data(spec: AssistantSpec) -> dict[str, Any]:
         "fallback": {"assistant": spec.fallback} if isinstance(spec.fallback, str) else spec.fallback,
         "approval": _plain(spec.approval),
         "approval_timeout": spec.approval_timeout,
+        "result_budget": attrs.asdict(spec.result_budget),
     }
     if spec.fallback_model is not None:
         data["fallback_model"] = spec.fallback_model

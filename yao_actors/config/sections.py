@@ -53,7 +53,7 @@ ROOT_KEYS = ("mcpServers", "servers", "inputs", "models", "assistants", "server"
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
-    "protocol", "input_timeout",
+    "protocol", "input_timeout", "read_links",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
 #: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -76,7 +76,7 @@ SERVER_TYPES = {
 }
 MODEL_KEYS = (
     "provider", "base_url", "model", "api_key_env", "headers", "params", "stream",
-    "connect_timeout", "read_timeout", "max_retries", "retry_budget",
+    "connect_timeout", "read_timeout", "max_retries", "retry_budget", "vision", "max_images",
 )  # fmt: skip
 SERVICE_KEYS = tuple(a.name for a in attrs.fields(ServiceSpec))
 
@@ -178,7 +178,7 @@ class ConfigReader(AssistantReader, ServiceReader):
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:
             options["samples"] = read_samples(self, item["samples"], join_path(path, "samples"), self.base_dir)
-        for key in ("expose_stderr", "disabled"):
+        for key in ("expose_stderr", "disabled", "read_links"):
             if key in item:
                 options[key] = self.boolean(item[key], join_path(path, key))
         if "protocol" in item:
@@ -302,8 +302,11 @@ class ConfigReader(AssistantReader, ServiceReader):
                 self.fail(join_path(path, "params"), f"expected an object of request fields, got {type_name(params)}")
                 return None
             options["params"] = params
-        if "stream" in item:
-            options["stream"] = self.boolean(item["stream"], join_path(path, "stream"))
+        for key in ("stream", "vision"):
+            if key in item:
+                options[key] = self.boolean(item[key], join_path(path, key))
+        if "max_images" in item:
+            options["max_images"] = self.integer(item["max_images"], join_path(path, "max_images"))
         for key in ("connect_timeout", "read_timeout", "retry_budget"):
             if key in item:
                 options[key] = self.number(item[key], join_path(path, key))

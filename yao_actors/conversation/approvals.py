@@ -2,7 +2,8 @@
 
 Which calls need a person's approval (:class:`ApprovalPolicy`): every tool of a server configured
 ``approval: true``, the tools a server's ``approval`` list names, and the flat names an assistant's ``approval``
-lists (``server__tool``, or ``server__*`` for all of a server's tools). When the model calls one, the batch's
+lists (``server__tool``, or ``server__*`` for all of a server's tools), and with the assistant's ``"destructive"``
+every tool not read-only and not marked ``destructiveHint: false`` (MCP's defaults). When the model calls one, the batch's
 other calls run and the run ends with ``RUN_FINISHED`` whose outcome is ``{"type": "interrupt", "interrupts"}``:
 one :class:`PendingApproval` per held call, each an AG-UI ``Interrupt`` with ``reason`` ``tool_approval``, the
 ``toolCallId``, a ``message`` naming the tool and its arguments, the :data:`RESPONSE_SCHEMA` and ``expiresAt``
@@ -30,8 +31,9 @@ import attrs
 
 from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.models.base import Message, ToolCall
-from yao_actors.specs import AssistantSpec
+from yao_actors.specs import DESTRUCTIVE, AssistantSpec
 from yao_actors.tools.catalog import Catalog
+from yao_actors.tools.hints import ToolHints
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +61,14 @@ class ApprovalPolicy:
         """Whether any call of ``assistant`` can need approval (with no rule at all, none is looked up)."""
         return bool(self.servers or assistant.approval)
 
-    def needs(self, assistant: AssistantSpec, name: str, server: str | None, tool: str | None) -> bool:
-        """Whether a call of flat name ``name`` (the tool ``tool`` of ``server``) needs approval."""
+    def needs(
+        self, assistant: AssistantSpec, name: str, server: str | None, tool: str | None, hints: ToolHints | None = None
+    ) -> bool:
+        """Whether a call of flat name ``name`` (the tool ``tool`` of ``server``, with ``hints``) needs approval."""
         rule = self.servers.get(server or "", False)
         if rule is True or (isinstance(rule, frozenset) and tool in rule):
+            return True
+        if hints is not None and hints.may_destroy and DESTRUCTIVE in assistant.approval:
             return True
         return any(
             name == pattern or (pattern.endswith("__*") and name.startswith(pattern[:-1]))
@@ -142,7 +148,7 @@ def split_held(
     for call in calls:
         entry = catalog.resolve(call.name)
         server, tool = (entry.server, entry.tool) if entry is not None else (None, None)
-        if policy.needs(assistant, call.name, server, tool):
+        if policy.needs(assistant, call.name, server, tool, entry.hints if entry is not None else None):
             held.append(hold(call, now, assistant.approval_timeout))
         else:
             run.append(call)

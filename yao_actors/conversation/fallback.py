@@ -8,7 +8,7 @@ message built by :func:`build_fallback_brief` in the seed's Markdown layout
 (§7.2). Two of the seed's faults are fixed here on purpose (DESIGN §4.4 step 6):
 the brief carries the assistant's own system prompts under
 ``## Assistant Context`` (Yao left it empty), and **all** tool results of the
-run (Yao sent only the first round).
+run (Yao sent only the first round), within the assistant's result budget.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from yao_actors.models.base import Message
+from yao_actors.specs import DEFAULT_RESULT_BUDGET, ResultBudget
+from yao_actors.tools.budget import fit_results
 from yao_actors.tools.results import ToolCallResult, compact_json
 
 FALLBACK_ASSISTANT_ID = "__yao.loop_fallback"
@@ -115,28 +117,34 @@ def _conversation_section(messages: Sequence[Message]) -> str:
     return "## Conversation\n\n" + "".join(lines)
 
 
-def _result_block(result: ToolCallResult) -> str:
+def _result_text(result: ToolCallResult) -> str:
+    return result.error if result.error is not None else compact_json(result.result)
+
+
+def _result_block(result: ToolCallResult, text: str) -> str:
     heading = f"### {result_heading(result)}\n"
     if result.error is not None:
-        return f"{heading}Error: {result.error}\n\n"
-    return f"{heading}```json\n{compact_json(result.result)}\n```\n\n"
+        return f"{heading}Error: {text}\n\n"
+    return f"{heading}```json\n{text}\n```\n\n"
 
 
 def build_fallback_brief(
     system_prompts: Sequence[str],
     messages: Sequence[Message],
     tool_results: Sequence[ToolCallResult],
+    budget: ResultBudget = DEFAULT_RESULT_BUDGET,
 ) -> str:
     """The fallback assistant's one user message, in the seed's exact Markdown layout.
 
     ``system_prompts`` are the assistant's prompts; system messages found in
     ``messages`` follow them in ``## Assistant Context``. ``messages`` are the
-    conversation (history and input), ``tool_results`` every result of the run.
+    conversation (history and input), ``tool_results`` every result of the run,
+    shown within the assistant's result ``budget`` as if they were one turn's.
     """
     return (
         _context_section(system_prompts, messages)
         + _conversation_section(messages)
-        + tool_results_section(tool_results)
+        + tool_results_section(tool_results, budget)
         + _CLOSING
     )
 
@@ -146,6 +154,8 @@ def fallback_messages(brief: str, prompts: Sequence[str] = (FALLBACK_PROMPT,)) -
     return [*({"role": "system", "content": p} for p in prompts if p), {"role": "user", "content": brief}]
 
 
-def tool_results_section(tool_results: Sequence[ToolCallResult]) -> str:
-    """The brief's ``## Tool Results`` section; also the hard fallback's answer when no model produced text."""
-    return "## Tool Results\n\n" + "".join(_result_block(result) for result in tool_results)
+def tool_results_section(tool_results: Sequence[ToolCallResult], budget: ResultBudget = DEFAULT_RESULT_BUDGET) -> str:
+    """The brief's ``## Tool Results`` section, within ``budget`` (:mod:`yao_actors.tools.budget`); also the hard
+    fallback's answer when no model produced text."""
+    texts = fit_results([_result_text(result) for result in tool_results], budget)
+    return "## Tool Results\n\n" + "".join(_result_block(r, text) for r, text in zip(tool_results, texts, strict=True))

@@ -29,6 +29,7 @@ from yao_actors.conversation.prompt import request_tools
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.run import RunResources
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
+from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
 from yao_actors.models.base import Message, Model
@@ -437,6 +438,7 @@ async def open_conversations(
     approvals: ApprovalPolicy | None = None,
     clock: Callable[[], float] = time.time,
     leases: LeasePolicy | None = None,
+    media_bytes: int = DEFAULT_MEDIA_BYTES,
 ) -> AsyncIterator[ConversationManager]:
     """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
 
@@ -449,10 +451,18 @@ async def open_conversations(
     ``store`` between runs (default: a new :class:`~yao_actors.store.MemoryStore`);
     a run whose consumer detached goes on for ``detach_grace`` seconds unfollowed. ``leases`` say how runs
     hold their thread's lease in a shared store (default: the store's, with the default ttl and wait).
+    ``media_bytes`` is the image and audio data one ``TOOL_CALL_RESULT`` event carries at most.
     Cancelled runs still close out (history, one terminal event) before the block exits.
     """
     resources = RunResources(
-        assistants, servers, models, catalogs or CatalogCache(), tuple(prompts), approvals or ApprovalPolicy(), clock
+        assistants,
+        servers,
+        models,
+        catalogs or CatalogCache(),
+        tuple(prompts),
+        approvals or ApprovalPolicy(),
+        clock,
+        media_bytes,
     )
     store = store if store is not None else MemoryStore()
     async with open_owned_nursery() as nursery:

@@ -35,11 +35,12 @@ from yao_actors.conversation.inputs import Pending, held_inputs
 from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
 from yao_actors.conversation.relay import DeltaRelay
 from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
-from yao_actors.events import Outcome, RunEvents
-from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, with_params
+from yao_actors.events import DEFAULT_MEDIA_BYTES, Outcome, RunEvents
+from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, images_per_turn, with_params
 from yao_actors.observability import tracing
 from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.specs import AssistantSpec, ServerRef
+from yao_actors.tools.budget import model_view
 from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.dispatch import (
     CallFinished,
@@ -50,6 +51,7 @@ from yao_actors.tools.dispatch import (
     execute_tool_calls,
     failed_result,
 )
+from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
 
 logger = logging.getLogger(__name__)
@@ -89,6 +91,8 @@ class RunResources:
     approvals: ApprovalPolicy = attrs.field(factory=ApprovalPolicy)
     clock: Callable[[], float] = time.time
     """Wall-clock time, for the expiry of approvals (tests pass their own)."""
+    media_bytes: int = DEFAULT_MEDIA_BYTES
+    """The image and audio data one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
@@ -231,7 +235,7 @@ class Run:
         ``Error: ...`` results like any other.
         """
         for execution in range(1, MAX_EXECUTIONS + 1):
-            results = await self.execute(assistant, request.messages, completion, request.catalog)
+            results = await self.execute(assistant, request, completion)
             failed = [r.call_id for r in results if not r.ok and r.retryable]
             if not failed or execution == MAX_EXECUTIONS:
                 break
@@ -253,7 +257,7 @@ class Run:
             )
             if not completion.tool_calls:
                 return Answer(completion.text, Outcome.ANSWERED, completion.to_message())
-            await self.execute(assistant, request.messages, completion, request.catalog)
+            await self.execute(assistant, request, completion)
         raise MaxTurns(f"tool loop reached max turns ({assistant.max_turn})")
 
     async def next_branch(
@@ -291,7 +295,7 @@ class Run:
         """
         logger.warning("run %s: %s; delegating to the fallback assistant", self.events.run_id, reason)
         tracing.add_event("yao.fallback", {"yao.fallback.reason": reason})
-        brief = build_fallback_brief(assistant.prompt, conversation, self.results)
+        brief = build_fallback_brief(assistant.prompt, conversation, self.results, assistant.result_budget)
         named = assistant.fallback if isinstance(assistant.fallback, str) else None
         subagent_id = await self.subagent_started(
             named or FALLBACK_ASSISTANT_ID, None if named else FALLBACK_DESCRIPTION
@@ -310,7 +314,7 @@ class Run:
             await self.events.subagent_error(subagent_id, str(error), code=code)
             self.subagents.remove(subagent_id)
             note = f"{reason}; the fallback assistant failed too ({error}): finished with what the run has"
-            text = self.last_text or tool_results_section(self.results)
+            text = self.last_text or tool_results_section(self.results, assistant.result_budget)
             return Answer(text, Outcome.DEGRADED, note=note)
         await self.events.subagent_finished(subagent_id, {"text": completion.text})
         self.subagents.remove(subagent_id)
@@ -360,7 +364,8 @@ class Run:
             with ModelCallObservation(model.name, step) as observed:
                 timeout = assistant.timeouts.model  # a plain scope: trio.fail_after wraps one in a generator
                 with trio.CancelScope(deadline=trio.current_time() + timeout) as deadline:
-                    completion = await model.complete(messages, tools, on_delta=self.relay.on_delta)
+                    view = model_view(messages, assistant.result_budget)
+                    completion = await model.complete(view, tools, on_delta=self.relay.on_delta)
                 if deadline.cancelled_caught:
                     raise ModelTimeout(f"model {model.name!r} did not answer within {timeout} s")
                 observed.completed(completion)
@@ -389,13 +394,15 @@ class Run:
         return completion
 
     async def execute(
-        self, assistant: AssistantSpec, messages: list[Message], completion: Completion, catalog: Catalog
+        self, assistant: AssistantSpec, request: TurnRequest, completion: Completion
     ) -> list[ToolCallResult]:
-        """Run a completion's tool calls; append its assistant message and one tool message per call.
+        """Run a completion's tool calls; append its assistant message and one tool message per call (and the
+        images of the results, for a model that takes them: :mod:`yao_actors.tools.media`).
 
         Calls of client tools, and calls that need approval, are not run: once the others are done,
         :class:`CallsPending` ends the run.
         """
+        messages, catalog = request.messages, request.catalog
         message = completion.to_message()
         messages.append(message)
         self.transcript.append(message)
@@ -408,7 +415,7 @@ class Run:
             ours, catalog, self.resources.servers, batch_timeout=timeout, on_event=self.on_dispatch
         )
         self.batch = None
-        self.record(results, messages, batch.contents)
+        self.record(results, messages, batch.contents, images_per_turn(request.model))
         self.checkpoint(True)
         asked = held_inputs(results, ours, self.resources.clock(), self.input_timeout)
         if theirs or held or asked:
@@ -428,7 +435,8 @@ class Run:
             batch = self.batch
             if batch is not None:
                 batch.done[event.index] = event.result
-            sent = await self.events.tool_call_result(self.new_message_id(), event.result)
+            media_bytes = self.resources.media_bytes
+            sent = await self.events.tool_call_result(self.new_message_id(), event.result, media_bytes=media_bytes)
             if batch is not None:
                 batch.reported.add(event.index)
                 batch.contents[event.index] = sent["content"]
@@ -443,10 +451,16 @@ class Run:
             tracing.add_event("yao.sequential_retry", {"yao.retry.call_ids": event.call_ids})
 
     def record(
-        self, results: Sequence[ToolCallResult], messages: list[Message] | None = None, known: Mapping[int, str] = {}
+        self,
+        results: Sequence[ToolCallResult],
+        messages: list[Message] | None = None,
+        known: Mapping[int, str] = {},
+        images: int = 0,
     ) -> None:
         """Keep a batch's results and answer each of its calls with a tool message (content ``known`` by position:
-        what its ``TOOL_CALL_RESULT`` carried, else encoded here)."""
+        what its ``TOOL_CALL_RESULT`` carried, else encoded here). The request (``messages``) of a model taking
+        ``images`` a turn also gets the images, after the tool messages; the transcript keeps the placeholders."""
+        sent = images_to_send(results, images) if messages is not None else [0] * len(results)
         for index, result in enumerate(results):
             if result.kind is ErrorKind.INPUT_REQUIRED:
                 continue  # the call stays open: its result comes once the user has answered
@@ -457,7 +471,11 @@ class Run:
             tool_message = {"role": "tool", "tool_call_id": result.call_id, "content": content}
             self.transcript.append(tool_message)
             if messages is not None:
+                if sent[index]:
+                    tool_message = {**tool_message, "content": tool_message_content(result, sent[index])}
                 messages.append(tool_message)
+        if messages is not None and any(sent):
+            messages.append(image_message(results, sent))
 
     def settle(self) -> list[ToolCallResult]:
         """After a cancellation or failure: give every unanswered call of the batch a ``cancelled`` result;

@@ -149,6 +149,13 @@ class Model(Protocol):
     ) -> Completion: ...
 
 
+def images_per_turn(model: Model) -> int:
+    """How many images of a turn's tool results ``model`` takes (its ``max_images``; 0, none, when it has none):
+    an OpenAI-compatible model marked ``vision``, or a model of your own with a ``max_images`` attribute."""
+    count = getattr(model, "max_images", 0)
+    return count if isinstance(count, int) and count > 0 else 0
+
+
 def with_params(model: Model, params: Mapping[str, Any]) -> Model:
     """``model`` with the request fields ``params`` merged over its own (an assistant's ``options``).
 

@@ -136,6 +136,11 @@ class OpenAIModel:
         self.name = self.spec.model or self.spec.id
         self._url = self.spec.base_url.rstrip("/") + "/chat/completions"
 
+    @property
+    def max_images(self) -> int:
+        """Images of a turn's tool results this model is sent: ``max_images`` when marked ``vision``, else none."""
+        return self.spec.max_images if self.spec.vision else 0
+
     async def complete(
         self,
         messages: Sequence[Message],

@@ -24,6 +24,7 @@ import attrs
 import mcp.types
 
 from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, ServerRef, ServerSpec
+from yao_actors.tools.hints import NO_HINTS, ToolHints, offered_description
 from yao_actors.tools.naming import ToolNameTable, ToolRef
 from yao_actors.tools.results import compact_json
 from yao_actors.tools.server_handle import ServerState
@@ -62,12 +63,18 @@ class CatalogEntry:
     description: str
     input_schema: Mapping[str, Any]
     samples: tuple[Sample, ...] = ()
+    hints: ToolHints = NO_HINTS
+    """The tool's title and annotations (:mod:`yao_actors.tools.hints`)."""
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI tool schema of this entry (reference spec §3)."""
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+            "function": {
+                "name": self.name,
+                "description": offered_description(self.description, self.hints.title),
+                "parameters": self.input_schema,
+            },
         }
 
 
@@ -187,7 +194,7 @@ async def build_catalog(
                 continue
             samples = servers[ref.server_id].spec.samples.get(tool.name, ())
             included[key] = CatalogEntry(
-                "", ref.server_id, tool.name, tool.description or "", tool.input_schema, samples
+                "", ref.server_id, tool.name, tool.description or "", tool.input_schema, samples, ToolHints.of(tool)
             )
     if skipped or unlisted:
         listed = [f"{server}: {', '.join(names)}" for server, names in skipped.items()]

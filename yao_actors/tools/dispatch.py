@@ -41,11 +41,13 @@ from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry, ToolSource
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
-from yao_actors.tools.server_handle import ProgressFn
+from yao_actors.tools.server_handle import ProgressFn, ServerState
 
 
 class ToolServer(ToolSource, Protocol):
     """What dispatch needs from a server handle (``yao_actors.tools.server_actor``)."""
+
+    async def wait_state_change(self) -> ServerState: ...
 
     async def call_tool(
         self,
@@ -157,6 +159,9 @@ class _Batch:
                 outcome = await planned.server.call_tool(
                     entry.tool, planned.arguments, progress=wanted, deadline=deadline
                 )
+                reconnected = outcome.connection_lost and entry.hints.safe_to_repeat
+                if reconnected:
+                    outcome = await _on_new_connection(planned, outcome, wanted, deadline)
             except trio.TooSlowError:
                 result = _timed_out(self, planned)
                 tracing.fail(span, ErrorKind.TIMEOUT.value, result.error or "")
@@ -182,6 +187,10 @@ class _Batch:
             duration=outcome.duration,
             repaired=planned.repaired,
             sequential_retry=sequential_retry,
+            structured=outcome.structured,
+            title=entry.hints.title,
+            reconnected=reconnected,
+            rich=outcome.rich,
         )
 
 
@@ -322,6 +331,24 @@ async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
 async def _run_one_by_one(batch: _Batch, planned: list[_Planned]) -> None:
     for item in planned:
         await batch.finish(item.index, await batch.run(item))
+
+
+async def _on_new_connection(
+    planned: _Planned, lost: ToolOutcome, progress: ProgressFn | None, deadline: float
+) -> ToolOutcome:
+    """Run a read-only or idempotent call again, once, when its server is ready on a new connection, within the
+    call's own deadline (from its first start) and the batch's; ``lost`` when the server is not back by then."""
+    server = planned.server
+    own = trio.current_time() - lost.duration + server.spec.timeout
+    deadline = min(deadline, own)
+    with trio.move_on_at(deadline):
+        while server.state is not ServerState.READY:
+            await server.wait_state_change()
+        again = await server.call_tool(planned.entry.tool, planned.arguments, progress=progress, deadline=deadline)
+        return attrs.evolve(again, duration=lost.duration + again.duration)
+    if deadline < own:
+        raise trio.TooSlowError  # the batch's deadline
+    return lost
 
 
 def failed_result(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:

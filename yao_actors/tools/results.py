@@ -3,14 +3,16 @@
 ``ToolOutcome`` is what a server actor returns for one ``tools/call``;
 ``ToolCallResult`` is what dispatch returns for one of a model's tool calls (the
 outcome plus the call's identity). ``parse_content`` applies the seed's
-``ParsedContent`` rules (reference spec §8.1) and ``tool_message_content`` renders
-a result the way the model receives it (DESIGN §4.2).
+``ParsedContent`` rules (reference spec §8.1), ``call_outcome`` adds the rules of
+structured output (a tool with an ``outputSchema``), and ``tool_message_content`` renders
+a result the way the model receives it (DESIGN §4.2; images and audio as
+placeholders, :mod:`yao_actors.tools.media`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -18,6 +20,9 @@ import mcp.types
 
 from yao_actors import untrusted_json
 from yao_actors.errors import ErrorKind, is_retryable
+from yao_actors.tools.arguments import schema_problems
+from yao_actors.tools.links import without_links
+from yao_actors.tools.media import without_media
 
 
 @attrs.frozen
@@ -37,6 +42,13 @@ class ToolOutcome:
     kind: ErrorKind | None = None
     duration: float = 0.0
     stderr_tail: str = ""
+    structured: bool = False
+    """``result`` is the tool's ``structuredContent``, valid against its ``outputSchema``."""
+    connection_lost: bool = False
+    """The call failed because the connection to its server was lost under it (it may or may not have run)."""
+    rich: bool = False
+    """The content had blocks other than text (images, audio, links, resources): only then does
+    :func:`tool_message_content` look for them in ``result``."""
 
     @property
     def ok(self) -> bool:
@@ -69,6 +81,13 @@ class ToolCallResult:
     duration: float = 0.0
     repaired: bool = False
     sequential_retry: bool = False
+    structured: bool = False
+    title: str = ""
+    """The tool's title, for people (``title`` of the tool or of its annotations)."""
+    rich: bool = False
+    """The content had blocks other than text (images, audio, links, resources): see :class:`ToolOutcome`."""
+    reconnected: bool = False
+    """The call was run again, once, on the server's new connection after the first was lost under it."""
 
     @property
     def ok(self) -> bool:
@@ -127,6 +146,46 @@ def parse_content(blocks: Sequence[Any]) -> Any:
     return items[0] if len(items) == 1 else items
 
 
+def call_outcome(
+    result: mcp.types.CallToolResult, output_schema: Mapping[str, Any] | None, duration: float
+) -> ToolOutcome:
+    """What a ``tools/call`` answered, as an outcome: the ``ParsedContent`` of its content; or, for a tool
+    declaring an ``outputSchema``, its ``structuredContent`` once (not again as the text that repeats it),
+    after any other blocks (images, links), or a ``tool_error`` saying where it breaks the schema."""
+    rich = any(not isinstance(block, mcp.types.TextContent) for block in result.content)
+    if result.is_error:
+        text = "\n".join(block.text for block in result.content if isinstance(block, mcp.types.TextContent))
+        parsed = parse_content(result.content)
+        return ToolOutcome(result=parsed, error=text or "tool error", kind=ErrorKind.TOOL_ERROR, duration=duration)
+    if output_schema is None:
+        return ToolOutcome(result=parse_content(result.content), duration=duration, rich=rich)
+    structured = result.structured_content
+    problem: str | None = None
+    if structured is None:
+        problem = "the tool declares an outputSchema but returned no structuredContent"
+    elif problems := schema_problems(structured, output_schema):
+        problem = "the tool's structuredContent does not match its outputSchema: " + "; ".join(problems)
+    if problem is not None:
+        return ToolOutcome(error=problem, kind=ErrorKind.TOOL_ERROR, duration=duration)
+    others = [block for block in result.content if not isinstance(block, mcp.types.TextContent)]
+    value = untrusted_json.scrub(_unwrapped(structured, output_schema))
+    if others:
+        rest = parse_content(others)
+        value = [value, *(rest if len(others) > 1 else [rest])]
+    return ToolOutcome(result=value, duration=duration, structured=True, rich=rich)
+
+
+def _unwrapped(structured: Any, output_schema: Mapping[str, Any]) -> Any:
+    """The value of ``{"result": value}`` when the schema has ``result`` as its one, required, property: how the
+    MCP SDKs give a tool's return that is not an object (a string, a number, a list) as structured output."""
+    properties = output_schema.get("properties")
+    wrapped = isinstance(properties, Mapping) and list(properties) == ["result"]
+    wrapped = wrapped and output_schema.get("required") == ["result"]
+    if wrapped and isinstance(structured, dict) and list(structured) == ["result"]:
+        return structured["result"]
+    return structured
+
+
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
@@ -135,8 +194,12 @@ def compact_json(value: Any) -> str:
     return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
 
 
-def tool_message_content(result: ToolCallResult) -> str:
-    """The content of the ``role: tool`` message a model gets for ``result`` (always encodable as UTF-8)."""
+def tool_message_content(result: ToolCallResult, sent: int = 0) -> str:
+    """The content of the ``role: tool`` message a model gets for ``result`` (always encodable as UTF-8): images
+    and audio as placeholders, the first ``sent`` of them saying they are sent below (:mod:`.media`); resource
+    links as short references and embedded resources as their text (:mod:`.links`)."""
     if result.error is not None:
         return f"Error: {untrusted_json.scrub_text(result.error)}"
-    return compact_json(result.result)
+    if not result.rich:  # text only: a JSON text that looks like an image or a link is the tool's data
+        return compact_json(result.result)
+    return compact_json(without_links(without_media(result.result, sent)))

@@ -67,7 +67,8 @@ from yao_actors.tools.input_requests import (
     input_request,
     input_round,
 )
-from yao_actors.tools.results import ToolOutcome, parse_content
+from yao_actors.tools.links import read_links
+from yao_actors.tools.results import ToolOutcome, call_outcome
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
     CallRequest,
@@ -88,6 +89,8 @@ LOSS_REPORT_WAIT = 1.0
 _CALLING: contextvars.ContextVar[CallRequest | None] = contextvars.ContextVar("yao_actors_calling", default=None)
 #: The error text of an ``input_required`` outcome (the run ends with an interrupt; the model never sees it).
 ASKS_THE_USER = "the server asks the user for input"
+#: Seconds (at most a tenth of what is left) before a call's deadline at which reading its links stops.
+LINK_READ_MARGIN = 0.5
 #: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
 MAX_CATALOG_PAGES = 1000
 
@@ -230,13 +233,14 @@ class _ServerActor:
             )
             return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
         connection.answered = True
-        duration = trio.current_time() - request.started
         assert isinstance(result, mcp.types.CallToolResult)
-        parsed = parse_content(result.content)
-        if result.is_error:
-            text = "\n".join(block.text for block in result.content if isinstance(block, mcp.types.TextContent))
-            return ToolOutcome(result=parsed, error=text or "tool error", kind=ErrorKind.TOOL_ERROR, duration=duration)
-        return ToolOutcome(result=parsed, duration=duration)
+        outcome = call_outcome(result, self.status.output_schemas.get(request.name), 0.0)
+        if self.spec.read_links and outcome.ok and outcome.rich:
+            # The reads end a little before the call's deadline, so the call still answers with what it has.
+            margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
+            linked = await read_links(client, outcome.result, request.scope.deadline - margin)
+            outcome = attrs.evolve(outcome, result=linked)
+        return attrs.evolve(outcome, duration=trio.current_time() - request.started)
 
     async def _protocol_error(self, connection: _Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:
         """Classify a JSON-RPC error: the connection closed, the network failed the request, or the server answered.
@@ -251,7 +255,8 @@ class _ServerActor:
             connection.link.mark_lost("the connection to the server closed")
             await trio.sleep_forever()  # the connection is being cancelled; _run_call reports the loss
         if exc.code == TRANSPORT_FAILURE:
-            return unavailable_outcome(self.spec, f"the request failed: {exc.error.message}", started=request.started)
+            reason = f"the request failed: {exc.error.message}"
+            return unavailable_outcome(self.spec, reason, started=request.started, lost=True)
         connection.answered = True
         return ToolOutcome(
             error=f"{exc.error.message} (JSON-RPC error {exc.code})",
@@ -399,7 +404,7 @@ class _ServerActor:
             # Also when the actor itself is cancelled: no caller waits forever for an answer.
             reason = link.reason or "the server actor has stopped"
             for request in connection.unanswered:
-                request.answer(unavailable_outcome(self.spec, reason, started=request.started, link=link))
+                request.answer(unavailable_outcome(self.spec, reason, started=request.started, link=link, lost=True))
         return connection.answered or trio.current_time() - born >= self.spec.restart.backoff_max
 
     async def _connect_and_serve(
@@ -421,6 +426,9 @@ class _ServerActor:
             prior_discover=prior,
         ) as client:
             connection.client = client
+            # The outcome checks structured output against the outputSchema itself (call_outcome): a mismatch
+            # is the tool's error, where the SDK raised a RuntimeError that would read as the server failing.
+            client.session.validate_tool_result = _outcome_checks_structured_output  # type: ignore[method-assign]
             self.status.connected(link.pid)
             self._negotiated(client)
             await self.fetch_catalog(client)
@@ -575,3 +583,7 @@ async def serve_mcp_server(
 
 
 __all__ = ["PROGRESS_BUFFER", "ServerHandle", "ServerState", "ServerStatistics", "serve_mcp_server"]
+
+
+async def _outcome_checks_structured_output(name: str, result: mcp.types.CallToolResult) -> None:
+    """Instead of the SDK's ``validate_tool_result``: :func:`~yao_actors.tools.results.call_outcome` checks."""

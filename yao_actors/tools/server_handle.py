@@ -95,6 +95,8 @@ class ServerStatus:
     state: ServerState = ServerState.STARTING
     tools_version: int = 0
     catalog: tuple[mcp.types.Tool, ...] = ()
+    #: The ``outputSchema`` of each tool of the catalog that declares one.
+    output_schemas: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     restarts: int = 0
     in_flight: int = 0
     calls: int = 0
@@ -165,6 +167,7 @@ class ServerStatus:
     def set_catalog(self, tools: tuple[mcp.types.Tool, ...]) -> None:
         """Publish a freshly fetched catalog under a new ``tools_version``."""
         self.catalog = tools
+        self.output_schemas = {tool.name: tool.output_schema for tool in tools if tool.output_schema is not None}
         self.tools_version += 1
         self.catalog_changed.set()
         self.catalog_changed = trio.Event()
@@ -241,7 +244,9 @@ class CallRequest:
             self._updated = trio.Event()
 
 
-def unavailable_outcome(spec: ServerSpec, reason: str, *, started: float, link: Link | None = None) -> ToolOutcome:
+def unavailable_outcome(
+    spec: ServerSpec, reason: str, *, started: float, link: Link | None = None, lost: bool = False
+) -> ToolOutcome:
     """A ``server_unavailable`` outcome saying why: the exit code ``link`` knows for everyone, its stderr tail
     in ``stderr_tail`` and, only with ``spec.expose_stderr``, in the error the model and clients see."""
     stderr_tail = link.stderr_tail() if link else ""
@@ -256,6 +261,7 @@ def unavailable_outcome(spec: ServerSpec, reason: str, *, started: float, link: 
         kind=ErrorKind.SERVER_UNAVAILABLE,
         duration=trio.current_time() - started,
         stderr_tail=stderr_tail,
+        connection_lost=lost,
     )
 
 
