@@ -54,7 +54,9 @@ EVERY_KEY: dict[str, Any] = {
             "envFile": ".env", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
             "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"],
         },
-        "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse"},
+        "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse",
+                   "auth": {"type": "oauth", "scopes": ["read"], "client_id": "c", "client_secret": "${TOKEN}",
+                            "client_metadata_url": "https://agent.example/client.json", "identity": "service"}},
         "inproc": {"type": "module", "module": "yao_actors.testing.servers:build_test_server"},
     },
     "models": {
@@ -81,7 +83,8 @@ EVERY_KEY: dict[str, Any] = {
         "max_thread_bytes": 1, "max_threads_bytes": 1, "detach_grace": 0,
     },
     "prompts": ["g"],
-    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60, "lease_ttl": 5, "lease_wait": 12.5},
+    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60, "lease_ttl": 5, "lease_wait": 12.5,
+              "secret_key": "k" * 16},
 }  # fmt: skip
 #: The key a redis store cannot have (a file has one store): checked as a second file.
 SQLITE_STORE: dict[str, Any] = {

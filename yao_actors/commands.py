@@ -36,6 +36,7 @@ import attrs
 import trio
 
 from yao_actors import __version__
+from yao_actors.auth.keys import secret_key_problem
 from yao_actors.bench.cli import add_bench_parser
 from yao_actors.chat import DEFAULT_URL, chat, show_history
 from yao_actors.config import Config, ServiceSpec, config_problems, default_config, load_config
@@ -191,6 +192,8 @@ def _check_command(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config) if args.config else default_config()
         problems = config_problems(config)
+        if (key_problem := secret_key_problem(config, service_store(config.store, None))) is not None:
+            problems.append(key_problem)
     except ConfigError as error:
         problems = list(error.problems)
     for problem in problems:
@@ -252,6 +255,8 @@ def _serve_command(args: argparse.Namespace) -> int:
         store = service_store(config.store, args.store)
         check_workers(args.workers, store)
         check_shared(store, args.workers)
+        if (key_problem := secret_key_problem(config, store)) is not None:
+            raise ConfigError([key_problem])
         lone = args.workers == 1 and not args.reuse_port  # its SQLite file is its own, unless the config says not
         config = attrs.evolve(config, store=alone(store) if lone else store)
     except ConfigError as error:
