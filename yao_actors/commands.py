@@ -36,6 +36,7 @@ import attrs
 import trio
 
 from yao_actors import __version__
+from yao_actors.auth.cli import add_auth_parser
 from yao_actors.auth.keys import secret_key_problem
 from yao_actors.bench.cli import add_bench_parser
 from yao_actors.chat import DEFAULT_URL, chat, show_history
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_serve_parser(commands)
     _add_client_parsers(commands)
     add_bench_parser(commands)
+    add_auth_parser(commands)
 
     check = commands.add_parser("check", help="validate a configuration file; one line per problem, exit 0 or 2")
     check.add_argument("--config", help="configuration file (default: the embedded demo)")

@@ -29,6 +29,9 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.auth.flow import authorizing
+from yao_actors.auth.keys import oauth_servers
+from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
 from yao_actors.conversation import (
     ConversationManager,
@@ -79,7 +82,9 @@ class Runtime(metaclass=NoPublicConstructor):
         """
         with trio.move_on_after(math.inf if timeout is None else timeout):
             for handle in self.servers.values():
-                await handle.wait_for_state(ServerState.READY, ServerState.DOWN, ServerState.STOPPED)
+                await handle.wait_for_state(
+                    ServerState.READY, ServerState.DOWN, ServerState.NEEDS_AUTH, ServerState.STOPPED
+                )
         not_ready = {
             server_id: f"{handle.state.value}: {handle.statistics().last_error or 'no connection yet'}"
             for server_id, handle in self.servers.items()
@@ -240,6 +245,8 @@ async def _open_checked_runtime(
     async with open_owned_nursery() as nursery:
         if leases.shared:
             await nursery.start(serve_sweeps, leases)  # closes the runs a dead process left, now and periodically
+        if oauth_servers(config):
+            connect = authorizing(connect, open_vault(store, spec.secret_key))
         servers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], connect)
         catalogs = CatalogCache()
         await check_tool_names(config.assistants.values(), servers, catalogs)

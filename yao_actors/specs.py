@@ -75,6 +75,8 @@ class HttpTransport:
     url: str
     headers: Mapping[str, str] = attrs.field(factory=dict)
     auth: OAuthSpec | None = None
+    #: The ``httpx2.Auth`` its requests go through: the OAuth flow's, put here by the connection (never in a file).
+    http_auth: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -84,6 +86,8 @@ class SseTransport:
     url: str
     headers: Mapping[str, str] = attrs.field(factory=dict)
     auth: OAuthSpec | None = None
+    #: The ``httpx2.Auth`` its requests go through: the OAuth flow's, put here by the connection (never in a file).
+    http_auth: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen

@@ -138,6 +138,11 @@ class StoreTokenStorage:
         grant = await self.load()
         await self.vault.save(self.server, self.identity, attrs.evolve(grant, tokens=None, expires_at=None))
 
+    async def set_client_info_none(self) -> None:
+        """Forget the client registration (the next flow registers again)."""
+        grant = await self.load()
+        await self.vault.save(self.server, self.identity, attrs.evolve(grant, client_info=None))
+
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         return (await self.load()).client_info
 

@@ -25,6 +25,11 @@ calls made while it is down fail fast. After ``max_restarts`` consecutive
 connections that failed (one that answered a call, or lived ``backoff_max``
 seconds, resets the count) it stays down.
 
+A server behind OAuth with no usable tokens (its connector raised an
+:class:`~yao_actors.errors.AuthorizationError`) is not failing: the actor is
+``needs_auth``, fails calls fast with why, and looks again every
+``restart.backoff_initial`` seconds, without counting failures, until someone logs in.
+
 ``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. A
 JSON-RPC error the server answers is a ``tool_error`` (the server is up and
 keeps its state); ``server_unavailable`` is for a lost connection, a request the
@@ -35,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -45,7 +50,7 @@ import trio
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_message
+from yao_actors.errors import AuthorizationError, ErrorKind, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
@@ -96,6 +101,8 @@ class _ServerActor:
     nursery: trio.Nursery
     status: ServerStatus
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    #: Why the last connection could not be authorized (OAuth), or ``None``.
+    unauthorized: str | None = None
 
     @property
     def id(self) -> str:
@@ -243,22 +250,28 @@ class _ServerActor:
         """Connect, serve until the connection is lost, fail what it left unanswered; whether it was healthy."""
         connection = _Connection()
         link = connection.link
-        self.set_state(ServerState.STARTING)
+        waiting_for_login = self.status.state is ServerState.NEEDS_AUTH
+        if not waiting_for_login:
+            self.set_state(ServerState.STARTING)
         born = trio.current_time()
         try:
             with trio.CancelScope(deadline=born + self.spec.connect_timeout) as scope:
                 try:
                     await self._connect_and_serve(connection, scope, report_started)
                 except* Exception as group:
-                    link.mark_lost("; ".join(f"{type(exc).__name__}: {exc}" for exc in exception_leaves(group)))
+                    leaves = exception_leaves(group)
+                    unauthorized = [str(exc) for exc in leaves if isinstance(exc, AuthorizationError)]
+                    self.unauthorized = unauthorized[0] if unauthorized else None
+                    link.mark_lost(unauthorized[0] if unauthorized else _describe(leaves))
             if scope.cancelled_caught:
                 link.mark_lost(f"no connection within {self.spec.connect_timeout:g}s")
             self._lost(link)
-            logger.warning(
-                "%s",
-                self.status.last_error,
-                extra={"server": self.id, "exit_code": link.exit_code, "stderr_tail": link.stderr_tail()},
-            )
+            if not (waiting_for_login and self.unauthorized):  # said once, not at every look at the store
+                logger.warning(
+                    "%s",
+                    self.status.last_error,
+                    extra={"server": self.id, "exit_code": link.exit_code, "stderr_tail": link.stderr_tail()},
+                )
         finally:
             # Also when the actor itself is cancelled: no caller waits forever for an answer.
             reason = link.reason or "the server actor has stopped"
@@ -307,7 +320,7 @@ class _ServerActor:
                 self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail()
             ),
         )
-        self.set_state(ServerState.RESTARTING)
+        self.set_state(ServerState.NEEDS_AUTH if self.unauthorized else ServerState.RESTARTING)
 
     async def supervise(self, report_started: Callable[[], None]) -> None:
         """Serve a connection, and after each one is lost back off and reconnect, until ``max_restarts`` failures.
@@ -319,7 +332,15 @@ class _ServerActor:
         policy = self.spec.restart
         failures = 0
         while True:
+            self.unauthorized = None
             healthy = await self.serve_one_connection(report_started)
+            if self.unauthorized is not None:
+                # Not a failure of the server: it waits for a login (someone may log in from elsewhere), looking
+                # at the store every restart.backoff_initial seconds; not counted, not backed off.
+                self.set_state(ServerState.NEEDS_AUTH)
+                report_started()
+                await trio.sleep(policy.backoff_initial)
+                continue
             failures = 1 if healthy else failures + 1
             if failures > policy.max_restarts:
                 self.set_state(ServerState.DOWN)
@@ -339,6 +360,10 @@ class _ServerActor:
             await trio.sleep(delay)
             self.status.restarted()
             labelled(SERVER_RESTARTS, self.id).inc()
+
+
+def _describe(leaves: Sequence[BaseException]) -> str:
+    return "; ".join(f"{type(exc).__name__}: {exc}" for exc in leaves)
 
 
 def _progress_forwarder(request: CallRequest) -> ProgressFnT:

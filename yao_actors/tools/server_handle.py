@@ -46,6 +46,7 @@ class ServerState(enum.StrEnum):
     READY = "ready"  #: connected, serving calls
     RESTARTING = "restarting"  #: lost, waiting out its backoff before reconnecting
     DOWN = "down"  #: gave up after ``max_restarts`` consecutive failures
+    NEEDS_AUTH = "needs_auth"  #: behind OAuth with no usable tokens: waits for a login, checking now and then
     STOPPED = "stopped"  #: the actor has ended
 
 
