@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
+import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
 from tests.integration.oauth_support import approve_in_browser, authorization_url, open_oauth_server
 from tests.service.support import http_request, running_service
+from yao_actors.auth.flow import authorizing
 from yao_actors.auth.login import login
 from yao_actors.auth.vault import SERVICE_IDENTITY, TokenVault, open_vault
+from yao_actors.errors import ConfigError
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.specs import (
@@ -28,7 +36,10 @@ from yao_actors.specs import (
     StoreSpec,
 )
 from yao_actors.store import open_store
+from yao_actors.testing.processes import read_line
+from yao_actors.tools.server_actor import serve_mcp_server
 from yao_actors.tools.server_handle import ServerState
+from yao_actors.transports import open_client
 
 KEY = "a test key of enough length"
 
@@ -131,3 +142,124 @@ async def test_a_server_needs_auth_until_the_service_logs_in_then_calls_carry_th
         assert secret not in caplog.text
         assert secret not in ready.body.decode()
         assert secret not in repr(after.events)
+
+
+@attrs.define
+class Clock:
+    """POSIX time that moves when the test says."""
+
+    now: float = attrs.field(factory=time.time)
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_tokens_are_refreshed_before_they_expire_and_a_revoked_login_asks_again(tmp_path: Path) -> None:
+    async with open_oauth_server() as server, open_store(StoreSpec.sqlite(tmp_path / "s.sqlite3")) as store:
+        vault = open_vault(store, KEY)
+        with trio.fail_after(GUARD):
+            await log_in(hub(server.url), vault)
+            clock = Clock()
+            connect = authorizing(open_client, vault, clock=clock)
+            async with trio.open_nursery() as nursery:
+                handle = await nursery.start(partial(serve_mcp_server, hub(server.url), connect=connect))
+                assert handle.state is ServerState.READY
+                first = await vault.load("hub", SERVICE_IDENTITY)
+                assert (await handle.call_tool("whoami", {})).ok
+                # The server lets every access token expire; the client's clock is 59 minutes on (the token lasts
+                # an hour: less than the margin is left), so it refreshes before it sends the call.
+                await server.hook("expire")
+                clock.now += 3600 - 59
+                outcome = await handle.call_tool("whoami", {})
+                assert outcome.ok, outcome.error
+                assert (await server.hook("log"))["token_requests"] == ["authorization_code", "refresh_token"]
+                second = await vault.load("hub", SERVICE_IDENTITY)
+                assert second.tokens is not None
+                assert first.tokens is not None
+                assert second.tokens.access_token != first.tokens.access_token
+                assert second.expires_at == pytest.approx(clock.now + 3600)
+                # Revoked: the refresh is refused, the tokens are dropped, the server waits for a login.
+                await server.hook("revoke")
+                await server.hook("expire")
+                clock.now += 3600
+                refused = await handle.call_tool("whoami", {})
+                assert not refused.ok
+                await handle.wait_for_state(ServerState.NEEDS_AUTH)
+                assert "yao-actors auth login hub" in (handle.statistics().last_error or "")
+                assert (await vault.load("hub", SERVICE_IDENTITY)).tokens is None
+                later = await handle.call_tool("whoami", {})
+                assert not later.ok
+                assert "needs authorization" in (later.error or "")
+                # A new login (the client registration is kept) and the server is back.
+                await log_in(hub(server.url), vault)
+                await handle.wait_for_state(ServerState.READY)
+                assert (await handle.call_tool("whoami", {})).ok
+                nursery.cancel_scope.cancel()
+
+
+async def test_a_runtime_with_a_durable_store_and_no_key_refuses_to_start(tmp_path: Path) -> None:
+    config = attrs.evolve(config_of("http://127.0.0.1:1/mcp", tmp_path), store=StoreSpec.sqlite(tmp_path / "s.db"))
+    with pytest.raises(ConfigError, match=r"store\.secret_key: required"):
+        async with open_runtime(config, models={"m": whoami_model()}):
+            pass  # pragma: no cover
+
+
+async def test_a_wrong_key_leaves_the_server_needing_auth_with_a_clear_error(tmp_path: Path) -> None:
+    async with open_oauth_server() as server:
+        config = config_of(server.url, tmp_path)
+        async with open_store(config.store) as store:  # type: ignore[arg-type]
+            await log_in(hub(server.url), open_vault(store, KEY))
+        wrong = attrs.evolve(config, store=attrs.evolve(config.store, secret_key="not the key it was stored with"))
+        with trio.fail_after(GUARD):
+            async with open_runtime(wrong, models={"m": whoami_model()}) as runtime:
+                stats = runtime.servers["hub"].statistics()
+    assert stats.state is ServerState.NEEDS_AUTH
+    assert "do not open with store.secret_key" in (stats.last_error or "")
+
+
+CLI = [sys.executable, "-m", "yao_actors.cli"]
+
+
+async def cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    done = await trio.run_process([*CLI, *args], capture_stdout=True, capture_stderr=True, check=False, env=env)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def test_the_cli_logs_in_shows_the_status_and_logs_out(tmp_path: Path) -> None:
+    async with open_oauth_server() as server:
+        config = {
+            "mcpServers": {"hub": {"url": server.url, "auth": {"type": "oauth", "scopes": ["tools"]}}},
+            "store": {"type": "sqlite", "path": str(tmp_path / "s.sqlite3"), "secret_key": "${YAO_TEST_KEY}"},
+        }
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        env = {**os.environ, "YAO_TEST_KEY": KEY}
+        with trio.fail_after(GUARD):
+            assert (await cli("auth", "status", "--config", str(path), env=env))[1] == (
+                "hub: not logged in (yao-actors auth login hub)\n"
+            )
+            process = await trio.lowlevel.open_process(
+                [*CLI, "auth", "login", "hub", "--config", str(path)], stdout=subprocess.PIPE, env=env
+            )
+            assert process.stdout is not None
+            said = [await read_line(process.stdout) for _ in range(3)]
+            assert said[0] == "Open this URL in a browser to authorize 'hub':"
+            home = await approve_in_browser(authorization_url(said[2]))
+            assert home.status_code == 200
+            assert "Logged in" in home.text
+            rest = await read_line(process.stdout) + await read_line(process.stdout)
+            assert await process.wait() == 0
+            assert "logged in to 'hub': 1 tool(s)" in rest
+            code, out, _ = await cli("auth", "status", "--config", str(path), env=env)
+            assert code == 0
+            assert out.startswith("hub: logged in, access token expires in ")
+            assert out.endswith("s, refreshable\n")
+            code, out, _ = await cli("auth", "status", "--config", str(path), env={**env, "YAO_TEST_KEY": "x" * 20})
+            assert "hub: the stored tokens of server 'hub' (service) do not open with store.secret_key" in out
+            assert (await cli("auth", "logout", "hub", "--config", str(path), env=env))[1] == "logged out of 'hub'\n"
+            assert (await cli("auth", "logout", "hub", "--config", str(path), env=env))[
+                1
+            ] == "'hub' was not logged in\n"
+            code, _, err = await cli("auth", "login", "nope", "--config", str(path), env=env)
+            assert code == 2
+            assert "mcpServers: no server 'nope' (known: 'hub')" in err
