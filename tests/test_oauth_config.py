@@ -111,3 +111,13 @@ def test_check_accepts_the_key_or_a_memory_store(tmp_path: Path, capsys: pytest.
     memory = remote() | {"store": {"type": "memory"}}
     assert main(["check", "--config", write(tmp_path, memory)]) == 0
     assert capsys.readouterr().out.count(": ok (1 server(s)") == 2
+
+
+def test_the_readmes_oauth_example_is_valid() -> None:
+    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## OAuth-protected servers") :]
+    example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    assert schema_problems(example) == []
+    config = parse_config(example, environ={"TRACKER_CLIENT_ID": "c", "YAO_SECRET_KEY": "k" * 32})
+    assert config.store is not None
+    assert config.store.secret_key == "k" * 32

@@ -263,3 +263,21 @@ async def test_the_cli_logs_in_shows_the_status_and_logs_out(tmp_path: Path) -> 
             code, _, err = await cli("auth", "login", "nope", "--config", str(path), env=env)
             assert code == 2
             assert "mcpServers: no server 'nope' (known: 'hub')" in err
+
+
+async def test_a_principal_identity_server_is_never_served_the_services_tokens(tmp_path: Path) -> None:
+    async with open_oauth_server() as server:
+        config = config_of(server.url, tmp_path)
+        async with open_store(config.store) as store:  # type: ignore[arg-type]
+            await log_in(hub(server.url), open_vault(store, KEY))  # the service is logged in
+        spec = config.servers["hub"]
+        transport = attrs.evolve(spec.transport, auth=OAuthSpec(scopes=("tools",), identity="principal"))
+        principal = attrs.evolve(config, servers={"hub": attrs.evolve(spec, transport=transport)})
+        with trio.fail_after(GUARD):
+            async with open_runtime(principal, models={"m": whoami_model()}) as runtime:
+                stats = runtime.servers["hub"].statistics()
+                result = await runtime.run("a", "who am I?")
+        assert (await server.hook("log"))["token_requests"] == ["authorization_code"]  # the login's only
+    assert stats.state is ServerState.NEEDS_AUTH
+    assert "identity 'principal', which this version does not serve yet" in (stats.last_error or "")
+    assert result.text == "tools: []"

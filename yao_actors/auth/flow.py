@@ -31,7 +31,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 
 from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.vault import SERVICE_IDENTITY, StoreTokenStorage, TokenVault
-from yao_actors.errors import NeedsLogin
+from yao_actors.errors import AuthorizationError, NeedsLogin
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.transports import Connector, Link
 
@@ -39,6 +39,13 @@ from yao_actors.transports import Connector, Link
 REFRESH_MARGIN = 60.0
 #: The redirect URI a connection that cannot ask a person registers with (it never receives a code).
 NO_REDIRECT = "http://127.0.0.1/no-interactive-login"
+
+
+#: Why a server with ``identity: "principal"`` is not connected (its per-principal logins are not served yet).
+PRINCIPAL_NOT_SERVED = (
+    "server {server!r} has auth.identity 'principal', which this version does not serve yet (each principal's "
+    "login needs the service to ask its client); the service's own tokens never serve a principal's call"
+)
 
 
 def needs_login(server: str) -> NeedsLogin:
@@ -131,6 +138,8 @@ def authorizing(connect: Connector, vault: TokenVault, *, clock: Callable[[], fl
         auth = oauth_of(spec)
         if auth is None:
             return connect(spec, link=link, message_handler=message_handler)
+        if auth.identity != "service":
+            return _refuse(AuthorizationError(PRINCIPAL_NOT_SERVED.format(server=spec.id)))
         storage = StoreTokenStorage(vault, spec.id, SERVICE_IDENTITY, clock)
         return _open_authorized(connect, spec, auth, storage, link, message_handler)
 
@@ -167,6 +176,12 @@ async def _open_authorized(
     )
     async with connect(with_http_auth(spec, provider), link=link, message_handler=message_handler) as client:
         yield client
+
+
+@asynccontextmanager
+async def _refuse(error: AuthorizationError) -> AsyncIterator[mcp.Client]:
+    raise error
+    yield  # pragma: no cover  # an async generator, for asynccontextmanager
 
 
 def _redirect_uri(client_info: OAuthClientInformationFull | None) -> str:
