@@ -37,7 +37,7 @@ def test_each_store_type_parses() -> None:
         (
             {"type": "redis", "url": "http://x", "path": "p", "event_ttl": 0},
             [
-                "store.path: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait)",
+                "store.path: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait, secret_key)",
                 "store.url: expected a redis:// or rediss:// URL, got 'http://x'",
                 "store.event_ttl: expected a number of seconds > 0, got 0",
             ],
@@ -47,7 +47,7 @@ def test_each_store_type_parses() -> None:
         (
             {"type": "redis", "url": "redis://h", "exclusive": True},
             [
-                "store.exclusive: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait)"
+                "store.exclusive: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait, secret_key)"
             ],
         ),
     ],
