@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx2
 import pytest
 import trio
 
@@ -136,11 +138,13 @@ async def test_a_server_needs_auth_until_the_service_logs_in_then_calls_carry_th
                 assert after.text == json.dumps("test-user")  # the tool's structured result
                 ready = await http_request(service.port, "/readyz")
                 assert ready.status == 200
+                metrics = await http_request(service.port, "/metrics")
                 grant = await open_vault(runtime.store, KEY).load("hub", SERVICE_IDENTITY)
     assert grant.tokens is not None
     for secret in (grant.tokens.access_token, grant.tokens.refresh_token or "?"):
         assert secret not in caplog.text
         assert secret not in ready.body.decode()
+        assert secret not in metrics.body.decode()
         assert secret not in repr(after.events)
 
 
@@ -281,3 +285,36 @@ async def test_a_principal_identity_server_is_never_served_the_services_tokens(t
     assert stats.state is ServerState.NEEDS_AUTH
     assert "identity 'principal', which this version does not serve yet" in (stats.last_error or "")
     assert result.text == "tools: []"
+
+
+async def test_a_client_registered_beforehand_logs_in_with_its_configured_id(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a free port for the redirect URI the client is registered with
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    redirect = f"http://127.0.0.1:{port}/callback"
+    async with open_oauth_server() as server, open_store(StoreSpec.sqlite(tmp_path / "s.sqlite3")) as store:
+        async with httpx2.AsyncClient() as http:
+            registered = await http.post(
+                f"{server.base}/register",
+                json={
+                    "redirect_uris": [redirect],
+                    "token_endpoint_auth_method": "client_secret_post",
+                    "scope": "tools",
+                },
+            )
+        assert registered.status_code == 201, registered.text
+        client = registered.json()
+        auth = OAuthSpec(scopes=("tools",), client_id=client["client_id"], client_secret=client["client_secret"])
+        spec = ServerSpec("hub", HttpTransport(server.url, auth=auth))
+        vault = open_vault(store, KEY)
+        said: list[str] = []
+        with trio.fail_after(GUARD):
+            async with trio.open_nursery() as nursery:
+
+                def say(text: str) -> None:
+                    said.append(authorization_url(text))
+                    nursery.start_soon(approve_in_browser, said[-1])
+
+                assert await login(spec, vault, say=say, port=port, timeout=GUARD) == 1
+        assert f"client_id={client['client_id']}" in said[0]
+        assert (await vault.load("hub", SERVICE_IDENTITY)).tokens is not None
