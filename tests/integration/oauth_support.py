@@ -23,7 +23,7 @@ class OAuthTestServer:
 
     @property
     def base(self) -> str:
-        return self.url.removesuffix("/mcp")
+        return self.url.rsplit("/", 1)[0]
 
     async def hook(self, name: str) -> Any:
         async with httpx2.AsyncClient() as client:

@@ -35,6 +35,7 @@ from yao_actors.specs import (
     RestartPolicy,
     ServerRef,
     ServerSpec,
+    SseTransport,
     StoreSpec,
 )
 from yao_actors.store import open_store
@@ -318,3 +319,18 @@ async def test_a_client_registered_beforehand_logs_in_with_its_configured_id(tmp
                 assert await login(spec, vault, say=say, port=port, timeout=GUARD) == 1
         assert f"client_id={client['client_id']}" in said[0]
         assert (await vault.load("hub", SERVICE_IDENTITY)).tokens is not None
+
+
+async def test_an_sse_server_behind_oauth_is_logged_in_to_and_called(tmp_path: Path) -> None:
+    async with open_oauth_server("--sse") as server, open_store(StoreSpec.sqlite(tmp_path / "s.sqlite3")) as store:
+        spec = ServerSpec("hub", SseTransport(server.url, auth=OAuthSpec(scopes=("tools",))))
+        vault = open_vault(store, KEY)
+        with trio.fail_after(GUARD):
+            assert await log_in(spec, vault) == 1
+            async with trio.open_nursery() as nursery:
+                connect = authorizing(open_client, vault)
+                handle = await nursery.start(partial(serve_mcp_server, spec, connect=connect))
+                assert handle.state is ServerState.READY
+                outcome = await handle.call_tool("whoami", {})
+                assert outcome.ok, outcome.error
+                nursery.cancel_scope.cancel()

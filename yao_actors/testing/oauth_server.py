@@ -9,7 +9,8 @@ approving it (``POST /consent``, ``approve=yes``) is redirected with a code. The
 /test/log`` lists the token requests (grant types) it answered. Tool ``whoami`` says the subject of the token
 that called it.
 
-``python -m yao_actors.testing.oauth_server [--port 0] [--lifetime S]`` prints ``LISTENING <url of /mcp>``.
+``python -m yao_actors.testing.oauth_server [--port 0] [--lifetime S] [--sse]`` prints ``LISTENING <url>`` (of
+``/mcp``, or of ``/sse`` with ``--sse``).
 """
 
 from __future__ import annotations
@@ -133,15 +134,16 @@ class MemoryAuthorizationServer:
         self.refresh.pop(token.token, None)
 
 
-def build_oauth_server(base: str, *, lifetime: int = 3600) -> MCPServer:
-    """The protected server at ``base`` (``http://127.0.0.1:PORT``), its authorization server at the same origin."""
+def build_oauth_server(base: str, *, lifetime: int = 3600, endpoint: str = "/mcp") -> MCPServer:
+    """The protected server at ``base`` + ``endpoint`` (``http://127.0.0.1:PORT/mcp``, or ``/sse``), its
+    authorization server at the same origin."""
     provider = MemoryAuthorizationServer(base, lifetime)
     server = MCPServer(
         "oauth-test",
         auth_server_provider=provider,
         auth=AuthSettings(
             issuer_url=base,  # type: ignore[arg-type]  # pydantic parses the string
-            resource_server_url=f"{base}/mcp",  # type: ignore[arg-type]
+            resource_server_url=f"{base}{endpoint}",  # type: ignore[arg-type]
             validate_token_resource=True,
             required_scopes=[SCOPE],
             client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=[SCOPE]),
@@ -186,7 +188,7 @@ def build_oauth_server(base: str, *, lifetime: int = 3600) -> MCPServer:
     return server
 
 
-async def _serve(host: str, port: int, lifetime: int) -> None:
+async def _serve(host: str, port: int, lifetime: int, sse: bool) -> None:
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -194,9 +196,11 @@ async def _serve(host: str, port: int, lifetime: int) -> None:
     sock.bind((host, port))
     sock.listen(128)
     base = f"http://{host}:{sock.getsockname()[1]}"
-    app: Any = build_oauth_server(base, lifetime=lifetime).streamable_http_app(host=host)
+    endpoint = "/sse" if sse else "/mcp"
+    mcp_server = build_oauth_server(base, lifetime=lifetime, endpoint=endpoint)
+    app: Any = mcp_server.sse_app(host=host) if sse else mcp_server.streamable_http_app(host=host)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    print(f"LISTENING {base}/mcp", flush=True)
+    print(f"LISTENING {base}{endpoint}", flush=True)
     await server.serve(sockets=[sock])
 
 
@@ -205,8 +209,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--lifetime", type=int, default=3600, help="seconds an access token lasts")
+    parser.add_argument("--sse", action="store_true", help="serve HTTP+SSE (at /sse) instead of streamable HTTP")
     args = parser.parse_args(argv)
-    anyio.run(_serve, args.host, args.port, args.lifetime)
+    anyio.run(_serve, args.host, args.port, args.lifetime, args.sse)
 
 
 if __name__ == "__main__":
