@@ -319,6 +319,18 @@ async def test_a_client_registered_beforehand_logs_in_with_its_configured_id(tmp
                 assert await login(spec, vault, say=say, port=port, timeout=GUARD) == 1
         assert f"client_id={client['client_id']}" in said[0]
         assert (await vault.load("hub", SERVICE_IDENTITY)).tokens is not None
+        # The service refreshes as the configured client too (no registration of its own is stored).
+        clock = Clock()
+        with trio.fail_after(GUARD):
+            async with trio.open_nursery() as nursery:
+                connect = authorizing(open_client, vault, clock=clock)
+                handle = await nursery.start(partial(serve_mcp_server, spec, connect=connect))
+                await server.hook("expire")
+                clock.now += 3600
+                outcome = await handle.call_tool("whoami", {})
+                assert outcome.ok, outcome.error
+                nursery.cancel_scope.cancel()
+        assert (await server.hook("log"))["token_requests"] == ["authorization_code", "refresh_token"]
 
 
 async def test_an_sse_server_behind_oauth_is_logged_in_to_and_called(tmp_path: Path) -> None:

@@ -119,6 +119,7 @@ def test_grant_usable_needs_a_fresh_access_token_or_a_way_to_refresh() -> None:
     assert not Grant(OAuthToken(access_token="a"), expires_at=10).usable(11)
     assert not Grant(OAuthToken(access_token="a", refresh_token="r"), expires_at=10).usable(11)
     assert Grant(OAuthToken(access_token="a", refresh_token="r"), expires_at=10, client_info=CLIENT).usable(11)
+    assert Grant(OAuthToken(access_token="a", refresh_token="r"), expires_at=10).usable(11, configured_client=True)
 
 
 async def test_an_sqlite_file_of_schema_version_3_gets_the_token_table_as_version_4(tmp_path: Path) -> None:

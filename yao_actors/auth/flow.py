@@ -156,7 +156,7 @@ async def _open_authorized(
     message_handler: MessageHandlerFnT | None,
 ) -> AsyncIterator[mcp.Client]:
     grant = await storage.load()  # TokenKeyError when the key is wrong
-    if not grant.usable(storage.clock()):
+    if not grant.usable(storage.clock(), configured_client=auth.client_id is not None):
         raise needs_login(spec.id)
 
     async def cannot_ask_a_person(authorization_url: str) -> None:

@@ -40,13 +40,14 @@ class Grant:
     expires_at: float | None = None
     client_info: OAuthClientInformationFull | None = attrs.field(default=None, repr=False)
 
-    def usable(self, now: float) -> bool:
+    def usable(self, now: float, *, configured_client: bool = False) -> bool:
         """Whether the tokens can serve a call without a person: an access token not yet expired, or a refresh
-        token (and a client to refresh as)."""
+        token and a client to refresh as (the registration kept here, or one the configuration names)."""
         if self.tokens is None:
             return False
         fresh = self.expires_at is None or now < self.expires_at
-        return fresh or (self.tokens.refresh_token is not None and self.client_info is not None)
+        client = self.client_info is not None or configured_client
+        return fresh or (self.tokens.refresh_token is not None and client)
 
     def to_json(self) -> bytes:
         data: dict[str, Any] = {
