@@ -159,7 +159,9 @@ class Clock:
         return self.now
 
 
-async def test_tokens_are_refreshed_before_they_expire_and_a_revoked_login_asks_again(tmp_path: Path) -> None:
+async def test_tokens_are_refreshed_before_they_expire_and_a_revoked_login_asks_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async with open_oauth_server() as server, open_store(StoreSpec.sqlite(tmp_path / "s.sqlite3")) as store:
         vault = open_vault(store, KEY)
         with trio.fail_after(GUARD):
@@ -200,6 +202,9 @@ async def test_tokens_are_refreshed_before_they_expire_and_a_revoked_login_asks_
                 await handle.wait_for_state(ServerState.READY)
                 assert (await handle.call_tool("whoami", {})).ok
                 nursery.cancel_scope.cancel()
+    # No traceback at WARNING or above: the SDK's report of the flow it could not finish is one line.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.exc_info] == []
+    assert any("needs authorization" in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
 
 
 async def test_a_runtime_with_a_durable_store_and_no_key_refuses_to_start(tmp_path: Path) -> None:
