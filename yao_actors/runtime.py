@@ -218,7 +218,9 @@ async def open_runtime(
     tools). With ``ready_timeout`` (seconds) it is entered only once every server
     is ready: :meth:`Runtime.wait_ready` runs first, and its
     :class:`~yao_actors.errors.NotReady` stops everything and comes out. A
-    server with ``disabled=True`` is not started. An exception
+    server with ``disabled=True`` is not started. A server with ``auth`` (OAuth) is connected with the tokens
+    kept in the store (:mod:`yao_actors.auth`); a durable store without ``store.secret_key`` then raises
+    :class:`~yao_actors.errors.ConfigError` before anything starts. An exception
     raised by the block comes out as itself, not wrapped in the nursery's
     exception group.
     """

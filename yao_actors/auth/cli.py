@@ -87,7 +87,7 @@ def _status_command(args: argparse.Namespace) -> int:
         for server_id in oauth_servers(config):
             auth = oauth_of(config.servers[server_id])
             if auth is not None and auth.identity == "principal":
-                print(f"{server_id}: each principal logs in for itself")
+                print(f"{server_id}: identity 'principal' is not served by this version yet")
                 continue
             try:
                 grant = await vault.load(server_id, SERVICE_IDENTITY)
