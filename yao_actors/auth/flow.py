@@ -163,6 +163,7 @@ async def _open_authorized(
         # The tokens no longer serve (a refresh was refused): forget them, so the actor waits for a login.
         await storage.drop_tokens()
         error = needs_login(spec.id)
+        link.unauthorized = True
         link.mark_lost(str(error))
         raise error
 

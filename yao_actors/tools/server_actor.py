@@ -262,6 +262,7 @@ class _ServerActor:
                     leaves = exception_leaves(group)
                     unauthorized = [str(exc) for exc in leaves if isinstance(exc, AuthorizationError)]
                     self.unauthorized = unauthorized[0] if unauthorized else None
+                    link.unauthorized = bool(unauthorized)
                     link.mark_lost(unauthorized[0] if unauthorized else _describe(leaves))
             if scope.cancelled_caught:
                 link.mark_lost(f"no connection within {self.spec.connect_timeout:g}s")

@@ -74,10 +74,13 @@ class ServerStatistics:
 
 
 def loss_kind(link: Link | None) -> str | None:
-    """What kind of failure a lost connection was: ``exited`` (a stdio server's process ended) or ``unreachable``
-    (the server could not be reached, in time or at all, or its connection broke); ``None`` before any."""
+    """What kind of failure a lost connection was: ``exited`` (a stdio server's process ended), ``unauthorized``
+    (behind OAuth, with no usable tokens) or ``unreachable`` (the server could not be reached, in time or at all,
+    or its connection broke); ``None`` before any."""
     if link is None:
         return None
+    if link.unauthorized:
+        return "unauthorized"
     return "exited" if link.exit_code is not None else "unreachable"
 
 
