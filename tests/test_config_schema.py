@@ -55,7 +55,9 @@ EVERY_KEY: dict[str, Any] = {
             "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True, "read_links": True,
             "version": "1.0.0", "protocol": "2026-07-28", "input_timeout": 60,
         },
-        "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse"},
+        "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse",
+                   "auth": {"type": "oauth", "scopes": ["read"], "client_id": "c", "client_secret": "${TOKEN}",
+                            "client_metadata_url": "https://agent.example/client.json", "identity": "service"}},
         "inproc": {"type": "module", "module": "yao_actors.testing.servers:build_test_server"},
     },
     "models": {
@@ -84,7 +86,8 @@ EVERY_KEY: dict[str, Any] = {
     },
     "prompts": ["g"],
     "inputs": [],
-    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60, "lease_ttl": 5, "lease_wait": 12.5},
+    "store": {"type": "redis", "url": "redis://127.0.0.1:6379/0", "prefix": "p:", "event_ttl": 60, "lease_ttl": 5, "lease_wait": 12.5,
+              "secret_key": "k" * 16},
 }  # fmt: skip
 #: The key a redis store cannot have (a file has one store): checked as a second file.
 SQLITE_STORE: dict[str, Any] = {

@@ -26,6 +26,7 @@ from typing import Any, Final, NoReturn
 import trio
 
 from yao_actors import __version__
+from yao_actors.auth.options import add_auth_parser
 from yao_actors.bench.options import add_bench_parser
 from yao_actors.chat import DEFAULT_URL, chat, show_history
 from yao_actors.observability.logs import LOG_FORMATS
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_client_parsers(commands)
     add_bench_parser(commands, later("yao_actors.bench.cli", "bench_command"))
     _add_probe_parsers(commands)
+    add_auth_parser(commands, later)
 
     config = commands.add_parser("config", help="about the configuration file")
     config_commands = config.add_subparsers(required=True, metavar="WHAT")

@@ -22,6 +22,9 @@ Every exception this package raises on purpose is drawn here::
     │   ├── RunIdTaken         a run was started under an id a stored run has (also a ``ValueError``)
     │   ├── SeqConflict        events whose numbers do not rise above the run's stored log (also a ``ValueError``)
     │   └── InvalidStoreInput  a message, event or approval the store cannot keep (also a ``ValueError``)
+    ├── AuthorizationError     an OAuth-protected server could not be authorized; the message never holds a token
+    │   ├── NeedsLogin         no usable tokens for the server (and identity): someone must log in first
+    │   └── TokenKeyError      stored tokens do not open with ``store.secret_key`` (a wrong or changed key)
     ├── ListenError            the service cannot listen where it was told (the port is taken, no such address)
     └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
 
@@ -311,6 +314,19 @@ class SeqConflict(StoreError, ValueError):
 
 class InvalidStoreInput(StoreError, ValueError):
     """A message, an event or an approval the store cannot keep (not a mapping, not JSON, a bad ``seq``)."""
+
+
+class AuthorizationError(YaoActorsError):
+    """An OAuth-protected server could not be authorized: the flow failed, or its tokens are missing or unreadable.
+    The message names the server and never holds a token."""
+
+
+class NeedsLogin(AuthorizationError):
+    """No usable tokens for a server (and identity): someone must log in (``yao-actors auth login SERVER``)."""
+
+
+class TokenKeyError(AuthorizationError):
+    """Stored tokens do not open with ``store.secret_key``: the key is wrong, or changed since they were stored."""
 
 
 class ListenError(YaoActorsError):

@@ -25,10 +25,12 @@ from typing import Any, TypeVar
 
 import trio
 
+from yao_actors.auth.keys import secret_key_problem
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
 from yao_actors.probe import Report, open_probe, probe_model, server_reports, tool_offers
+from yao_actors.serving import default_store_name, service_store
 from yao_actors.specs import ModelSpec
 from yao_actors.tools.server_handle import ServerState
 
@@ -57,6 +59,9 @@ def check_command(args: argparse.Namespace) -> int:
     try:
         config = _load(args)
         problems = config_problems(config) or preflight_problems(config)
+        store = service_store(config.store, None, name=default_store_name(args.config, config.service.port))
+        if (key_problem := secret_key_problem(config, store)) is not None:
+            problems.append(key_problem)
     except ConfigError as error:
         problems = list(error.problems)
     for problem in problems:

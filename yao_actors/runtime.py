@@ -29,6 +29,9 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.auth.flow import authorizing
+from yao_actors.auth.keys import oauth_servers
+from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
 from yao_actors.conversation import (
     ConversationManager,
@@ -100,7 +103,9 @@ class Runtime(metaclass=NoPublicConstructor):
         """
         with trio.move_on_after(math.inf if timeout is None else timeout):
             for handle in self.servers.values():
-                await handle.wait_for_state(ServerState.READY, ServerState.DOWN, ServerState.STOPPED)
+                await handle.wait_for_state(
+                    ServerState.READY, ServerState.DOWN, ServerState.NEEDS_AUTH, ServerState.STOPPED
+                )
         not_ready = {
             server_id: f"{handle.state.value}: {handle.statistics().last_error or 'no connection yet'}"
             for server_id, handle in self.servers.items()
@@ -238,7 +243,9 @@ async def open_runtime(
     tools). With ``ready_timeout`` (seconds) it is entered only once every server
     is ready: :meth:`Runtime.wait_ready` runs first, and its
     :class:`~yao_actors.errors.NotReady` stops everything and comes out. A
-    server with ``disabled=True`` is not started. An exception
+    server with ``disabled=True`` is not started. A server with ``auth`` (OAuth) is connected with the tokens
+    kept in the store (:mod:`yao_actors.auth`); a durable store without ``store.secret_key`` then raises
+    :class:`~yao_actors.errors.ConfigError` before anything starts. An exception
     raised by the block comes out as itself, not wrapped in the nursery's
     exception group.
     """
@@ -247,6 +254,8 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         if store is None:
             store = await stack.enter_async_context(_open_config_store(config))
+        if oauth_servers(config):
+            connect = authorizing(connect, open_vault(store, (config.store or StoreSpec()).secret_key))
         start = functools.partial(serve_mcp_server, connect=connect, input_handler=input_handler)
         async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:
             yield runtime

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
+from yao_actors.auth.keys import secret_key_problem
 from yao_actors.chat import DEFAULT_URL
 from yao_actors.config import Config, ServiceSpec, default_config, load_config
 from yao_actors.errors import ConfigError, ListenError, StoreUnavailable, YaoActorsError, exception_leaves
@@ -62,6 +63,8 @@ def serve_command(args: argparse.Namespace) -> int:
         store = service_store(config.store, args.store, name=default_store_name(args.config, spec.port))
         check_workers(args.workers, store)
         check_shared(store, args.workers)
+        if (key_problem := secret_key_problem(config, store)) is not None:
+            raise ConfigError([key_problem])
         lone = args.workers == 1 and not args.reuse_port  # its SQLite file is its own, unless the config says not
         config = attrs.evolve(config, store=alone(store) if lone else store)
     except ConfigError as error:

@@ -48,12 +48,35 @@ class StdioTransport:
     inherit_env: bool = False
 
 
+OAuthIdentity = Literal["service", "principal"]
+
+
+@attrs.frozen
+class OAuthSpec:
+    """An HTTP or SSE server behind the MCP authorization flow (OAuth 2.1 with PKCE), ``mcpServers.<id>.auth``.
+
+    ``scopes`` are asked for; without ``client_id`` the client registers itself (a Client ID Metadata Document
+    at ``client_metadata_url`` where the authorization server takes one, else dynamic registration).
+    ``identity`` ``"service"``: one login for the whole service (``yao-actors auth login``);
+    ``"principal"``: each principal its own.
+    """
+
+    scopes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    client_id: str | None = None
+    client_secret: str | None = attrs.field(default=None, repr=False)
+    client_metadata_url: str | None = None
+    identity: OAuthIdentity = "service"
+
+
 @attrs.frozen
 class HttpTransport:
-    """Speak streamable HTTP to a server at ``url``."""
+    """Speak streamable HTTP to a server at ``url``; ``auth`` when it is behind OAuth."""
 
     url: str
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    auth: OAuthSpec | None = None
+    #: The ``httpx2.Auth`` its requests go through: the OAuth flow's, put here by the connection (never in a file).
+    http_auth: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -62,6 +85,9 @@ class SseTransport:
 
     url: str
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    auth: OAuthSpec | None = None
+    #: The ``httpx2.Auth`` its requests go through: the OAuth flow's, put here by the connection (never in a file).
+    http_auth: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -357,6 +383,8 @@ class StoreSpec:
     lease_ttl: float = DEFAULT_LEASE_TTL
     lease_wait: float = DEFAULT_LEASE_WAIT
     exclusive: bool | None = None
+    #: The key OAuth tokens are encrypted with in the store (:mod:`yao_actors.auth.cipher`); never shown.
+    secret_key: str | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str] | None = None) -> StoreSpec:

@@ -192,7 +192,7 @@ async def test_an_sqlite_file_of_schema_version_2_gets_its_lease_table_as_versio
             assert (await leases.take("t1", "new:r2", 60)).taken is not leases_made_on_first_use
             assert (await leases.take("t2", "new:r3", 60)).taken
     db = sqlite3.connect(path)
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)] == [(3,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]  # 3, and later ones
     db.close()
 
 

@@ -39,7 +39,7 @@ def test_each_store_type_parses() -> None:
         (
             {"type": "redis", "url": "http://x", "path": "p", "event_ttl": 0},
             [
-                "store.path: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait)",
+                "store.path: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait, secret_key)",
                 "store.url: expected a redis:// or rediss:// URL, got 'http://x'",
                 "store.event_ttl: expected a number of seconds > 0, got 0",
             ],
@@ -49,7 +49,7 @@ def test_each_store_type_parses() -> None:
         (
             {"type": "redis", "url": "redis://h", "exclusive": True},
             [
-                "store.exclusive: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait)"
+                "store.exclusive: unknown key for a redis store (allowed: type, url, prefix, event_ttl, lease_ttl, lease_wait, secret_key)"
             ],
         ),
     ],

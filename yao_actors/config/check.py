@@ -92,6 +92,9 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
             data = {"url": transport.url, "headers": _plain(transport.headers)}
             if isinstance(transport, SseTransport):
                 data["type"] = "sse"
+            if transport.auth is not None:
+                auth = attrs.asdict(transport.auth, recurse=False)
+                data["auth"] = {"type": "oauth"} | {k: _plain(v) for k, v in auth.items() if v is not None}
         case InMemoryTransport(reference=str(reference)):
             data = {"module": reference}
         case _:

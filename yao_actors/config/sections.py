@@ -23,6 +23,7 @@ import attrs
 from yao_actors.config.approval import server_approval
 from yao_actors.config.assistants import AssistantReader
 from yao_actors.config.module_servers import read_module_transport
+from yao_actors.config.oauth import read_oauth
 from yao_actors.config.sample_files import read_samples
 from yao_actors.config.service import ServiceReader
 from yao_actors.config.values import join_path, type_name
@@ -53,7 +54,7 @@ ROOT_KEYS = ("mcpServers", "servers", "inputs", "models", "assistants", "server"
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
-    "protocol", "input_timeout", "read_links",
+    "protocol", "input_timeout", "read_links", "auth",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
 #: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -208,6 +209,8 @@ class ConfigReader(AssistantReader, ServiceReader):
         if len({"command", "url", "module"} & item.keys()) > 1:
             self.fail(path, "give one of 'command' (stdio), 'url' (an HTTP or SSE server) or 'module' (in-process)")
             return None
+        if "auth" in item and "url" not in item:
+            self.fail(join_path(path, "auth"), "only for HTTP and SSE servers (this server has no 'url')")
         if "module" in item:
             if "inherit_env" in item:
                 self.fail(join_path(path, "inherit_env"), "only for stdio servers (this server has a 'module')")
@@ -218,19 +221,9 @@ class ConfigReader(AssistantReader, ServiceReader):
             self.fail(type_path, "'module' needs a 'module' (\"package.module:attribute\")")
             return None
         if "url" in item:
-            for key in ("args", "env", "cwd", "inherit_env"):
-                if key in item:
-                    self.fail(join_path(path, key), "only for stdio servers (this server has a 'url')")
             if kind == "stdio":
                 self.fail(type_path, "'stdio' needs a 'command', not a 'url'")
-            url = self.expanded_string(item["url"], join_path(path, "url"))
-            if url is not None and not url.startswith(("http://", "https://")):
-                self.fail(join_path(path, "url"), f"must be an http:// or https:// URL, got {url!r}")
-                return None
-            headers = self.string_map(item.get("headers", {}), join_path(path, "headers"))
-            if not url:
-                return None
-            return SseTransport(url, headers) if kind == "sse" else HttpTransport(url, headers)
+            return self.url_transport(item, path, sse=kind == "sse")
         if "command" in item:
             if "headers" in item:
                 self.fail(join_path(path, "headers"), "only for HTTP servers (this server has a 'command')")
@@ -253,6 +246,23 @@ class ConfigReader(AssistantReader, ServiceReader):
             "needs 'command' (a stdio server), 'url' (an HTTP or SSE server) or 'module' (a Python server in-process)",
         )
         return None
+
+    def url_transport(self, item: dict[str, Any], path: str, *, sse: bool) -> Transport | None:
+        """A server at a ``url``: streamable HTTP, or SSE; its ``headers`` and ``auth``."""
+        for key in ("args", "env", "cwd", "inherit_env"):
+            if key in item:
+                self.fail(join_path(path, key), "only for stdio servers (this server has a 'url')")
+        url = self.expanded_string(item["url"], join_path(path, "url"))
+        if url is not None and not url.startswith(("http://", "https://")):
+            self.fail(join_path(path, "url"), f"must be an http:// or https:// URL, got {url!r}")
+            return None
+        headers = self.string_map(item.get("headers", {}), join_path(path, "headers"))
+        auth = read_oauth(self, item["auth"], join_path(path, "auth")) if "auth" in item else None
+        if auth is not None and any(name.lower() == "authorization" for name in headers):
+            self.fail(join_path(path, "headers"), "no 'Authorization' header with 'auth' (the flow sends its own)")
+        if not url or ("auth" in item and auth is None):
+            return None
+        return SseTransport(url, headers, auth) if sse else HttpTransport(url, headers, auth)
 
     def restart(self, value: Any, path: str) -> RestartPolicy | None:
         item = self.obj(value, path, ("max_restarts", "backoff"))

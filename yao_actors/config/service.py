@@ -28,10 +28,13 @@ class ServiceReader(ValueReader):
         return tokens
 
     def store(self, value: Any, path: str) -> StoreSpec | None:
-        """The ``store`` section; ``${VAR}`` in ``path`` and ``url`` (a Redis password, say) is expanded."""
+        """The ``store`` section; ``${VAR}`` in ``path``, ``url`` (a Redis password, say) and ``secret_key`` is
+        expanded."""
         if isinstance(value, dict):
             value = {
-                k: self.expand(v, join_path(path, k)) if k in ("path", "url") and isinstance(v, str) else v
+                k: self.expand(v, join_path(path, k))
+                if k in ("path", "url", "secret_key") and isinstance(v, str)
+                else v
                 for k, v in value.items()
             }
         try:

@@ -4,7 +4,7 @@
   shutdown grace so load balancers see it and drain).
 - ``GET /readyz``: ``200`` when every configured MCP server is ready and the conversation store can take calls,
   else ``503``; the JSON body names each server's state and the kind of its last error (``exited``,
-  ``unreachable``), and has ``"store": "unavailable"`` while the store cannot. The error itself (the last lines
+  ``unreachable``, ``unauthorized``), and has ``"store": "unavailable"`` while the store cannot. The error itself (the last lines
   of a stdio server's stderr, which may hold secrets) goes to the log, and to ``/readyz`` only for a request
   bearing one of the service's tokens (never when the service has none). ``503`` too while shutting down.
   A restarting server's entry has ``next_attempt_in`` (seconds). ``tools_not_offered`` names, by assistant, the servers whose tools its ``max_tools`` cap leaves out, and which

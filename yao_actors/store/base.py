@@ -22,6 +22,7 @@ import attrs
 from yao_actors.errors import InvalidStoreInput, RunErrorCode, SeqConflict
 from yao_actors.events import encode_json, encoded_event
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
+from yao_actors.store.tokens import TokenRecords
 
 Message = Mapping[str, Any]
 """A chat message as the model sees it: ``role``, ``content``, ``tool_calls``, ``tool_call_id``."""
@@ -194,6 +195,10 @@ class ConversationStore(Protocol):
 
     def leases(self) -> ThreadLeases:
         """The store's thread leases (:mod:`yao_actors.store.leases`): the same object at every call."""
+        ...
+
+    def oauth_tokens(self) -> TokenRecords:
+        """The store's sealed OAuth token records (:mod:`yao_actors.store.tokens`)."""
         ...
 
     # -- threads

@@ -30,6 +30,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -63,6 +64,7 @@ from yao_actors.store.base import (
 from yao_actors.store.redis_keys import RedisKeys
 from yao_actors.store.redis_leases import RedisLeases
 from yao_actors.store.redis_scripts import SCRIPTS
+from yao_actors.store.tokens import RedisTokens, TokenRecords
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
@@ -135,6 +137,9 @@ class RedisStore:
 
     def leases(self) -> ThreadLeases:
         return self._leases
+
+    def oauth_tokens(self) -> TokenRecords:
+        return RedisTokens(self.client, self._keys.oauth_tokens, partial(_reachable, self.url))
 
     @_keys.default
     def _keys_under_prefix(self) -> RedisKeys:

@@ -86,3 +86,9 @@ class RedisKeys:
     def running(self) -> str:
         """The set of the ids of runs still running."""
         return f"{self.prefix}runs:running"
+
+    @property
+    def oauth_tokens(self) -> str:
+        """The hash of sealed OAuth tokens, a field ``escape(server):escape(identity)`` each
+        (:mod:`yao_actors.store.tokens`)."""
+        return f"{self.prefix}oauth:tokens"

@@ -30,10 +30,12 @@ from yao_actors.store.memory import MemoryStore
 from yao_actors.store.sqlite import SqliteStore, open_sqlite_store
 
 _KEYS: Mapping[str, tuple[str, ...]] = {
-    "memory": ("type", "event_ttl", "lease_ttl", "lease_wait"),
-    "sqlite": ("type", "path", "event_ttl", "lease_ttl", "lease_wait", "exclusive"),
-    "redis": ("type", "url", "prefix", "event_ttl", "lease_ttl", "lease_wait"),
+    "memory": ("type", "event_ttl", "lease_ttl", "lease_wait", "secret_key"),
+    "sqlite": ("type", "path", "event_ttl", "lease_ttl", "lease_wait", "exclusive", "secret_key"),
+    "redis": ("type", "url", "prefix", "event_ttl", "lease_ttl", "lease_wait", "secret_key"),
 }
+#: The fewest characters ``store.secret_key`` may have.
+MIN_SECRET_KEY = 16
 
 
 def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
@@ -55,6 +57,13 @@ def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
     for key in ("path", "url", "prefix"):
         if key in data and key in _KEYS[kind] and (not isinstance(data[key], str) or not data[key]):
             fail(key, f"expected a non-empty string, got {data[key]!r}")
+    key = data.get("secret_key")
+    if "secret_key" in data and (not isinstance(key, str) or len(key) < MIN_SECRET_KEY):
+        fail(
+            "secret_key",
+            f"expected a string of at least {MIN_SECRET_KEY} characters (the key OAuth tokens are encrypted with; "
+            "make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')",
+        )
     if kind == "redis" and isinstance(data.get("url"), str) and not data["url"].startswith(("redis://", "rediss://")):
         fail("url", f"expected a redis:// or rediss:// URL, got {data['url']!r}")
     if kind == "sqlite" and not isinstance(data.get("exclusive", False), bool):
@@ -79,6 +88,7 @@ def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
         lease_ttl=float(seconds["lease_ttl"]),
         lease_wait=float(seconds["lease_wait"]),
         exclusive=data.get("exclusive"),
+        secret_key=data.get("secret_key"),
     )
 
 

@@ -56,6 +56,7 @@ from yao_actors.store.base import (
 )
 from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
 from yao_actors.store.sqlite_leases import SqliteLeases
+from yao_actors.store.tokens import SqliteTokens, TokenRecords
 from yao_actors.store.worker import Batch, WorkerThread, open_worker_thread
 
 T = TypeVar("T")
@@ -109,6 +110,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             thread_id TEXT PRIMARY KEY,
             token TEXT NOT NULL,
             expires_at REAL NOT NULL)""",
+    ),
+    (
+        # OAuth tokens, each record sealed by yao_actors.auth.vault (yao_actors.store.tokens).
+        """CREATE TABLE oauth_tokens (
+            server TEXT NOT NULL,
+            identity TEXT NOT NULL,
+            sealed TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (server, identity)) WITHOUT ROWID""",
     ),
 )
 """Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
@@ -289,6 +299,9 @@ class SqliteStore:
 
     def leases(self) -> ThreadLeases:
         return self._leases
+
+    def oauth_tokens(self) -> TokenRecords:
+        return SqliteTokens(self, self.clock)
 
     def problem(self) -> str | None:
         """What keeps the store from taking calls now (its files deleted, replaced or unwritable), or ``None``:

@@ -31,6 +31,11 @@ server's discover answer across reconnects, and on a 2026-07-28 connection follo
 handler, or else the call ends ``input_required`` (:class:`~yao_actors.tools.input_requests.InputRound`): made
 again later with the answers (2026-07-28), or held open here until they come (handshake-era).
 
+A server behind OAuth with no usable tokens (its connector raised an
+:class:`~yao_actors.errors.AuthorizationError`) is not failing: the actor is
+``needs_auth``, fails calls fast with why, and looks again every
+``restart.backoff_initial`` seconds, without counting failures, until someone logs in.
+
 ``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. A
 JSON-RPC error the server answers is a ``tool_error`` (the server is up and
 keeps its state); ``server_unavailable`` is for a lost connection, a request the
@@ -43,7 +48,7 @@ import contextvars
 import logging
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -54,7 +59,7 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from yao_actors.errors import ErrorKind, exception_leaves, server_unavailable_message
+from yao_actors.errors import AuthorizationError, ErrorKind, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
@@ -125,6 +130,8 @@ class _ServerActor:
     input_handler: InputHandler | None = None
     discover: mcp.types.DiscoverResult | None = None
     """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
+    #: Why the last connection could not be authorized (OAuth), or ``None``.
+    unauthorized: str | None = None
 
     @property
     def id(self) -> str:
@@ -384,22 +391,29 @@ class _ServerActor:
         """Connect, serve until the connection is lost, fail what it left unanswered; whether it was healthy."""
         connection = _Connection()
         link = connection.link
-        self.set_state(ServerState.STARTING)
+        waiting_for_login = self.status.state is ServerState.NEEDS_AUTH
+        if not waiting_for_login:
+            self.set_state(ServerState.STARTING)
         born = trio.current_time()
         try:
             with trio.CancelScope(deadline=born + self.spec.connect_timeout) as scope:
                 try:
                     await self._connect_and_serve(connection, scope, report_started)
                 except* Exception as group:
-                    link.mark_lost("; ".join(f"{type(exc).__name__}: {exc}" for exc in exception_leaves(group)))
+                    leaves = exception_leaves(group)
+                    unauthorized = [str(exc) for exc in leaves if isinstance(exc, AuthorizationError)]
+                    self.unauthorized = unauthorized[0] if unauthorized else None
+                    link.unauthorized = bool(unauthorized)
+                    link.mark_lost(unauthorized[0] if unauthorized else _describe(leaves))
             if scope.cancelled_caught:
                 link.mark_lost(f"no connection within {self.spec.connect_timeout:g}s")
             self._lost(link)
-            logger.warning(
-                "%s",
-                self.status.last_error,
-                extra={"server": self.id, "exit_code": link.exit_code, "stderr_tail": link.stderr_tail()},
-            )
+            if not (waiting_for_login and self.unauthorized):  # said once, not at every look at the store
+                logger.warning(
+                    "%s",
+                    self.status.last_error,
+                    extra={"server": self.id, "exit_code": link.exit_code, "stderr_tail": link.stderr_tail()},
+                )
         finally:
             # Also when the actor itself is cancelled: no caller waits forever for an answer.
             reason = link.reason or "the server actor has stopped"
@@ -487,7 +501,7 @@ class _ServerActor:
                 self.id, link.reason or "", exit_code=link.exit_code, stderr_tail=link.stderr_tail()
             ),
         )
-        self.set_state(ServerState.RESTARTING)
+        self.set_state(ServerState.NEEDS_AUTH if self.unauthorized else ServerState.RESTARTING)
 
     async def supervise(self, report_started: Callable[[], None]) -> None:
         """Serve a connection, and after each one is lost back off and reconnect (until ``max_restarts`` failures,
@@ -500,7 +514,15 @@ class _ServerActor:
         policy = self.spec.restart
         failures = 0
         while True:
+            self.unauthorized = None
             healthy = await self.serve_one_connection(report_started)
+            if self.unauthorized is not None:
+                # Not a failure of the server: it waits for a login (someone may log in from elsewhere), looking
+                # at the store every restart.backoff_initial seconds; not counted, not backed off.
+                self.set_state(ServerState.NEEDS_AUTH)
+                report_started()
+                await trio.sleep(policy.backoff_initial)
+                continue
             failures = 1 if healthy else failures + 1
             if policy.max_restarts is not None and failures > policy.max_restarts:
                 self.set_state(ServerState.DOWN)
@@ -527,6 +549,10 @@ class _ServerActor:
 def _sole(requests: set[CallRequest]) -> CallRequest | None:
     """The one call in ``requests``, or ``None`` when there are none or several."""
     return next(iter(requests)) if len(requests) == 1 else None
+
+
+def _describe(leaves: Sequence[BaseException]) -> str:
+    return "; ".join(f"{type(exc).__name__}: {exc}" for exc in leaves)
 
 
 def _progress_forwarder(request: CallRequest) -> ProgressFnT:

@@ -48,6 +48,7 @@ class ServerState(enum.StrEnum):
     READY = "ready"  #: connected, serving calls
     RESTARTING = "restarting"  #: lost, waiting out its backoff before reconnecting
     DOWN = "down"  #: gave up after ``restart.max_restarts`` consecutive failures (only when that is set)
+    NEEDS_AUTH = "needs_auth"  #: behind OAuth with no usable tokens: waits for a login, checking now and then
     STOPPED = "stopped"  #: the actor has ended
 
 
@@ -79,10 +80,13 @@ class ServerStatistics:
 
 
 def loss_kind(link: Link | None) -> str | None:
-    """What kind of failure a lost connection was: ``exited`` (a stdio server's process ended) or ``unreachable``
-    (the server could not be reached, in time or at all, or its connection broke); ``None`` before any."""
+    """What kind of failure a lost connection was: ``exited`` (a stdio server's process ended), ``unauthorized``
+    (behind OAuth, with no usable tokens) or ``unreachable`` (the server could not be reached, in time or at all,
+    or its connection broke); ``None`` before any."""
     if link is None:
         return None
+    if link.unauthorized:
+        return "unauthorized"
     return "exited" if link.exit_code is not None else "unreachable"
 
 

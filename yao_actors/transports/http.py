@@ -33,6 +33,7 @@ async def open_http_transport(transport: HttpTransport, link: Link) -> AsyncIter
         httpx2.AsyncClient(
             headers=dict(transport.headers),
             timeout=HTTP_TIMEOUT,
+            auth=transport.http_auth,
             transport=ResilientTransport(httpx2.AsyncHTTPTransport(), link),
         ) as http_client,
         streamable_http_client(transport.url, http_client=http_client) as streams,

@@ -23,6 +23,8 @@ class Link:
     reason: str | None = None
     exit_code: int | None = None
     pid: int | None = None
+    #: The connection could not be authorized (OAuth: no usable tokens), rather than reached.
+    unauthorized: bool = False
     stderr_lines: collections.deque[str] = attrs.field(factory=lambda: collections.deque(maxlen=STDERR_TAIL_LINES))
 
     def mark_lost(self, reason: str, *, exit_code: int | None = None) -> None:

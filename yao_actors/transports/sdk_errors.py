@@ -19,8 +19,8 @@ from typing import Final
 
 logger = logging.getLogger(__name__)
 
-#: The SDK loggers whose error reports are about one connection of ours.
-SDK_TRANSPORT_LOGGERS: Final = ("mcp.client.sse", "mcp.client.streamable_http")
+#: The SDK loggers whose error reports are about one connection of ours (its OAuth flow's included).
+SDK_TRANSPORT_LOGGERS: Final = ("mcp.client.sse", "mcp.client.streamable_http", "mcp.client.auth.oauth2")
 
 _server: contextvars.ContextVar[str | None] = contextvars.ContextVar("yao_actors_sdk_server", default=None)
 

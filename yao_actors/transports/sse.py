@@ -44,6 +44,7 @@ async def open_sse_transport(transport: SseTransport, link: Link) -> AsyncIterat
         timeout=HTTP_TIMEOUT.connect or 30.0,
         sse_read_timeout=HTTP_TIMEOUT.read or 300.0,
         httpx_client_factory=http_client,
+        auth=transport.http_auth,
     ) as (events, requests):
         forward, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         async with anyio.create_task_group() as tasks:

@@ -1,0 +1,74 @@
+"""The OAuth test server as a process, and a scripted browser that approves an authorization URL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import httpx2
+import trio
+
+from yao_actors.testing.processes import read_line
+
+
+@attrs.frozen
+class OAuthTestServer:
+    """The running server: its ``/mcp`` URL, and its test hooks."""
+
+    url: str
+
+    @property
+    def base(self) -> str:
+        return self.url.rsplit("/", 1)[0]
+
+    async def hook(self, name: str) -> Any:
+        async with httpx2.AsyncClient() as client:
+            response = await (client.get if name == "log" else client.post)(f"{self.base}/test/{name}")
+            response.raise_for_status()
+            return response.json()
+
+
+@asynccontextmanager
+async def open_oauth_server(*options: str) -> AsyncIterator[OAuthTestServer]:
+    """``python -m yao_actors.testing.oauth_server`` on a free loopback port; stopped on exit."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "yao_actors.testing.oauth_server", "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        with trio.fail_after(30):
+            line = await read_line(process.stdout)
+        assert line.startswith("LISTENING "), line
+        yield OAuthTestServer(line.split()[1])
+    finally:
+        with trio.CancelScope(shield=True):
+            process.terminate()
+            with trio.move_on_after(5):
+                await process.wait()
+            process.kill()
+            await process.wait()
+
+
+async def approve_in_browser(authorization_url: str) -> httpx2.Response:
+    """Play the person's browser: open the URL, approve on the consent page, follow the redirect home."""
+    async with httpx2.AsyncClient() as browser:
+        response = await browser.get(authorization_url)
+        assert response.status_code == 302, response.text
+        consent = response.headers["location"]
+        page = await browser.get(consent)
+        assert page.status_code == 200
+        transaction = consent.split("transaction=", 1)[1]
+        approved = await browser.post(consent, data={"transaction": transaction, "approve": "yes"})
+        assert approved.status_code == 302, approved.text
+        return await browser.get(approved.headers["location"])  # the redirect URI: the client's callback
+
+
+def authorization_url(text: str) -> str:
+    """The URL in what ``login`` said."""
+    return next(word for word in text.split() if word.startswith("http"))

@@ -1,0 +1,98 @@
+"""``yao-actors auth login SERVER | status | logout SERVER [--config F]``: the service's logins to OAuth servers.
+
+The tokens go to the store the config's ``store`` names (SQLite at the default path without one, as for
+``serve``), sealed under ``store.secret_key``: the service reads them from there. ``login`` prints the
+authorization URL and waits (``--timeout``) for the browser to come back to its loopback redirect URI
+(``--port``, default any free one); ``status`` says, for each server with ``auth``, whether it is logged in and
+when its access token expires (never a token); ``logout`` forgets the server's tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from yao_actors.auth.keys import oauth_of, oauth_servers, secret_key_problem
+from yao_actors.auth.login import login, oauth_server
+from yao_actors.auth.vault import SERVICE_IDENTITY, TokenVault, open_vault
+from yao_actors.config import Config, load_config
+from yao_actors.errors import ConfigError, YaoActorsError
+from yao_actors.serving import default_store_name, service_store
+from yao_actors.store import open_store
+
+
+def _with_vault(args: argparse.Namespace, work: Callable[[Config, TokenVault], Awaitable[int]]) -> int:
+    """Load the config, open its store and vault, run ``work``; errors as one line each on standard error."""
+    try:
+        config = load_config(args.config)
+        # The store `serve` uses with this config (its default SQLite file is named after the config file).
+        store_spec = service_store(config.store, None, name=default_store_name(args.config, config.service.port))
+        if (problem := secret_key_problem(config, store_spec)) is not None:
+            raise ConfigError([problem], source=args.config)
+
+        async def main() -> int:
+            async with open_store(store_spec) as store:
+                secret_key = store_spec.secret_key
+                return await work(config, open_vault(store, secret_key))
+
+        return trio.run(main)
+    except ConfigError as error:
+        where = f"{error.source}: " if error.source else ""
+        for problem in error.problems:
+            print(f"yao-actors: {where}{problem}", file=sys.stderr)
+        return 2
+    except YaoActorsError as error:
+        print(f"yao-actors: {error}", file=sys.stderr)
+        return 1
+    except trio.TooSlowError:
+        print(f"yao-actors: no authorization came back within {args.timeout:g}s", file=sys.stderr)
+        return 1
+
+
+def login_command(args: argparse.Namespace) -> int:
+    async def work(config: Config, vault: TokenVault) -> int:
+        spec = oauth_server(config, args.server)
+        tools = await login(spec, vault, say=lambda text: print(text, flush=True), port=args.port, timeout=args.timeout)
+        print(f"logged in to {spec.id!r}: {tools} tool(s); the tokens are in the store", flush=True)
+        return 0
+
+    return _with_vault(args, work)
+
+
+def status_command(args: argparse.Namespace) -> int:
+    async def work(config: Config, vault: TokenVault) -> int:
+        now = time.time()
+        for server_id in oauth_servers(config):
+            auth = oauth_of(config.servers[server_id])
+            if auth is not None and auth.identity == "principal":
+                print(f"{server_id}: identity 'principal' is not served by this version yet")
+                continue
+            try:
+                grant = await vault.load(server_id, SERVICE_IDENTITY)
+            except YaoActorsError as error:
+                print(f"{server_id}: {error}")
+                continue
+            if grant.tokens is None:
+                print(f"{server_id}: not logged in (yao-actors auth login {server_id})")
+                continue
+            left = "" if grant.expires_at is None else f", access token expires in {grant.expires_at - now:.0f}s"
+            refresh = ", refreshable" if grant.tokens.refresh_token else ""
+            usable = "logged in" if grant.usable(now) else "login expired"
+            print(f"{server_id}: {usable}{left}{refresh}")
+        return 0
+
+    return _with_vault(args, work)
+
+
+def logout_command(args: argparse.Namespace) -> int:
+    async def work(config: Config, vault: TokenVault) -> int:
+        spec = oauth_server(config, args.server)
+        forgotten = await vault.forget(spec.id, SERVICE_IDENTITY)
+        print(f"logged out of {spec.id!r}" if forgotten else f"{spec.id!r} was not logged in")
+        return 0
+
+    return _with_vault(args, work)

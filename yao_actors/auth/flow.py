@@ -1,0 +1,224 @@
+"""The MCP authorization flow on a server's connection: the SDK's ``OAuthClientProvider`` with its tokens in the store.
+
+:class:`StoreOAuthProvider` is the SDK's provider (PKCE, protected resource metadata found from the server's
+``401``, authorization server metadata, a Client ID Metadata Document or dynamic registration, ``resource``,
+the issuer check, refresh), with three changes: the tokens and their expiry come from the store
+(:class:`~yao_actors.auth.vault.StoreTokenStorage`) and outlive the process; an access token is refreshed
+:data:`REFRESH_MARGIN` seconds (or a tenth of its lifetime, if shorter) *before* it expires, by a clock the
+caller gives; and the configured ``scopes`` are always asked for, with those the server names.
+
+:func:`authorizing` wraps a server actor's connector: a server with ``auth`` (service identity) is connected
+with the provider in its HTTP client, and only when the store holds usable tokens; otherwise the connection
+fails at once with :class:`~yao_actors.errors.NeedsLogin` (the actor is ``needs_auth``). No person is asked
+from there: when the tokens stop working (a revoked refresh token) they are dropped and the connection is lost
+with the same error. :mod:`.login` is where a person logs in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import attrs
+import httpx2
+import mcp
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.oauth2 import OAuthContext
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.vault import SERVICE_IDENTITY, StoreTokenStorage, TokenVault
+from yao_actors.errors import AuthorizationError, NeedsLogin
+from yao_actors.specs import OAuthSpec, ServerSpec
+from yao_actors.transports import Connector, Link
+
+#: Seconds before an access token expires that it is refreshed (a tenth of its lifetime when that is shorter).
+REFRESH_MARGIN = 60.0
+#: The redirect URI a connection that cannot ask a person registers with (it never receives a code).
+NO_REDIRECT = "http://127.0.0.1/no-interactive-login"
+
+
+#: Why a server with ``identity: "principal"`` is not connected (its per-principal logins are not served yet).
+PRINCIPAL_NOT_SERVED = (
+    "server {server!r} has auth.identity 'principal', which this version does not serve yet (each principal's "
+    "login needs the service to ask its client); the service's own tokens never serve a principal's call"
+)
+
+
+def needs_login(server: str) -> NeedsLogin:
+    return NeedsLogin(f"server {server!r} needs authorization: run `yao-actors auth login {server}`")
+
+
+@dataclasses.dataclass
+class _ClockedContext(OAuthContext):
+    """The SDK's flow context, with expiry by ``clock`` and refreshed :data:`REFRESH_MARGIN` early."""
+
+    clock: Callable[[], float] = time.time
+    lifetime: float | None = None
+
+    def update_token_expiry(self, token: OAuthToken) -> None:
+        self.lifetime = None if token.expires_in is None else float(token.expires_in)
+        self.token_expiry_time = None if self.lifetime is None else self.clock() + self.lifetime
+
+    def is_token_valid(self) -> bool:
+        if not (self.current_tokens and self.current_tokens.access_token):
+            return False
+        if self.token_expiry_time is None:
+            return True
+        margin = REFRESH_MARGIN if self.lifetime is None else min(REFRESH_MARGIN, self.lifetime / 10)
+        return self.clock() < self.token_expiry_time - margin
+
+
+class StoreOAuthProvider(OAuthClientProvider):
+    """The SDK's ``OAuthClientProvider`` for one server and identity, its tokens in the store (module docstring)."""
+
+    def __init__(
+        self,
+        server_url: str,
+        auth: OAuthSpec,
+        storage: StoreTokenStorage,
+        *,
+        redirect_uri: str,
+        redirect_handler: Callable[[str], Awaitable[None]] | None = None,
+        callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]] | None = None,
+    ) -> None:
+        confidential = auth.client_secret is not None
+        metadata = OAuthClientMetadata(
+            client_name="yao-actors",
+            redirect_uris=[redirect_uri],  # type: ignore[list-item]  # pydantic parses the string
+            scope=" ".join(auth.scopes) or None,
+            grant_types=["authorization_code", "refresh_token"],
+            token_endpoint_auth_method="client_secret_post" if confidential else "none",
+        )
+        super().__init__(server_url, metadata, storage, redirect_handler, callback_handler, auth.client_metadata_url)
+        shared = {f.name: getattr(self.context, f.name) for f in dataclasses.fields(OAuthContext)}
+        self.context = _ClockedContext(**shared, clock=storage.clock)
+        self.auth = auth
+        self.storage = storage
+
+    def configured_client(self) -> OAuthClientInformationFull | None:
+        """The client ``auth.client_id`` / ``client_secret`` name, registered beforehand; ``None`` without one."""
+        if self.auth.client_id is None:
+            return None
+        return OAuthClientInformationFull(
+            client_id=self.auth.client_id,
+            client_secret=self.auth.client_secret,
+            redirect_uris=self.context.client_metadata.redirect_uris,
+            token_endpoint_auth_method="client_secret_post" if self.auth.client_secret else "none",
+        )
+
+    async def _initialize(self) -> None:
+        grant = await self.storage.load()
+        self.context.current_tokens = grant.tokens
+        self.context.client_info = self.configured_client() or grant.client_info
+        self.context.token_expiry_time = grant.expires_at
+        self._initialized = True
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow, except that a ``401`` on a token held with a refresh token is answered by a refresh first.
+
+        The SDK answers every ``401`` with a new authorization (a person's login); but a server may end a token
+        before its ``expires_in`` said (a revocation, a clock apart, a restart of its own), and a service cannot
+        ask anyone to log in. Only when that refresh fails, or the request is refused again, does the SDK's flow
+        go on (and, with no one to ask, the server becomes ``needs_auth``).
+        """
+        inner = super()._auth_flow(request)
+        refreshed = False
+        try:
+            outgoing = await inner.__anext__()
+            while True:
+                incoming = yield outgoing
+                if outgoing is request and incoming.status_code == 401 and not refreshed:
+                    refreshed = True
+                    if self.context.can_refresh_token():  # the SDK's flow holds its lock, suspended here
+                        answer = yield await self._refresh_token()
+                        if await self._handle_refresh_response(answer):
+                            self._add_auth_header(request)
+                            incoming = yield request
+                            if incoming.status_code != 401:
+                                return
+                outgoing = await inner.asend(incoming)
+        except StopAsyncIteration:
+            return
+        finally:
+            await inner.aclose()
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        scopes = (self.context.client_metadata.scope or "").split()
+        wanted = [*scopes, *(s for s in self.auth.scopes if s not in scopes)]
+        self.context.client_metadata.scope = " ".join(wanted) or None
+        return await super()._perform_authorization_code_grant()
+
+
+def with_http_auth(spec: ServerSpec, http_auth: Any) -> ServerSpec:
+    """``spec`` whose HTTP or SSE requests go through ``http_auth``."""
+    return attrs.evolve(spec, transport=attrs.evolve(spec.transport, http_auth=http_auth))
+
+
+def authorizing(connect: Connector, vault: TokenVault, *, clock: Callable[[], float] = time.time) -> Connector:
+    """``connect``, with the servers that have ``auth`` connected through the OAuth flow (module docstring)."""
+
+    def connector(spec: ServerSpec, *, link: Link, **options: Any) -> AbstractAsyncContextManager[mcp.Client]:
+        # options: the connector's keywords (message_handler, elicitation_callback, prior_discover), passed on.
+        auth = oauth_of(spec)
+        if auth is None:
+            return connect(spec, link=link, **options)
+        if auth.identity != "service":
+            return _refuse(AuthorizationError(PRINCIPAL_NOT_SERVED.format(server=spec.id)))
+        storage = StoreTokenStorage(vault, spec.id, SERVICE_IDENTITY, clock)
+        return _open_authorized(connect, spec, auth, storage, link, options)
+
+    return connector
+
+
+@asynccontextmanager
+async def _open_authorized(
+    connect: Connector,
+    spec: ServerSpec,
+    auth: OAuthSpec,
+    storage: StoreTokenStorage,
+    link: Link,
+    options: Mapping[str, Any],
+) -> AsyncIterator[mcp.Client]:
+    grant = await storage.load()  # TokenKeyError when the key is wrong
+    if not grant.usable(storage.clock(), configured_client=auth.client_id is not None):
+        raise needs_login(spec.id)
+
+    async def cannot_ask_a_person(authorization_url: str) -> None:
+        # The tokens no longer serve (a refresh was refused): forget them, so the actor waits for a login.
+        await storage.drop_tokens()
+        error = needs_login(spec.id)
+        link.unauthorized = True
+        link.mark_lost(str(error))
+        raise error
+
+    provider = StoreOAuthProvider(
+        spec.transport.url,  # type: ignore[union-attr]  # oauth_of: an HTTP or SSE server
+        auth,
+        storage,
+        redirect_uri=_redirect_uri(grant.client_info),
+        redirect_handler=cannot_ask_a_person,
+        callback_handler=_no_callback,
+    )
+    async with connect(with_http_auth(spec, provider), link=link, **options) as client:
+        yield client
+
+
+@asynccontextmanager
+async def _refuse(error: AuthorizationError) -> AsyncIterator[mcp.Client]:
+    raise error
+    yield  # pragma: no cover  # an async generator, for asynccontextmanager
+
+
+def _redirect_uri(client_info: OAuthClientInformationFull | None) -> str:
+    """The redirect URI the login registered (the client's record must match it), else :data:`NO_REDIRECT`."""
+    if client_info is not None and client_info.redirect_uris:
+        return str(client_info.redirect_uris[0])
+    return NO_REDIRECT
+
+
+async def _no_callback() -> AuthorizationCodeResult:
+    raise AssertionError("unreachable: the redirect handler raised first")  # pragma: no cover
