@@ -30,8 +30,8 @@ from yao_actors.config import Config, config_problems, default_config, load_conf
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
 from yao_actors.probe import Report, open_probe, probe_model, server_reports, tool_offers
-from yao_actors.serving import default_store_name, service_store
 from yao_actors.specs import ModelSpec
+from yao_actors.store.spec import default_store_name, service_store
 from yao_actors.tools.server_handle import ServerState
 
 T = TypeVar("T")

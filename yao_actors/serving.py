@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
-import hashlib
 import os
-import re
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -38,8 +36,8 @@ from yao_actors.service.allocator import return_large_blocks
 from yao_actors.service.auth import check_listen, resolve_credentials, resolve_token
 from yao_actors.service.frontend import open_listeners
 from yao_actors.service.heap import keep_heap
-from yao_actors.specs import StoreSpec, default_sqlite_path
-from yao_actors.store.spec import alone, check_shared
+from yao_actors.specs import StoreSpec
+from yao_actors.store.spec import alone, check_shared, default_store_name, service_store
 from yao_actors.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 
 #: The question the service suggests trying (the seed's example).
@@ -155,28 +153,6 @@ def _serve_workers(args: argparse.Namespace, spec: ServiceSpec) -> int:
 
     with reserved:
         return trio.run(serve_workers, worker_command(argv), args.workers, ready)
-
-
-def service_store(configured: StoreSpec | None, choice: str | None, *, name: str | None = None) -> StoreSpec:
-    """The service's store: ``--store`` if given, else the config's, else SQLite at :func:`default_sqlite_path`
-    under ``name`` (so the service keeps its threads across restarts with no set-up, apart from other services')."""
-    if choice == "memory":
-        return StoreSpec("memory")
-    default = StoreSpec.sqlite(default_sqlite_path(name=name))
-    if choice == "sqlite" and (configured is None or configured.type != "sqlite"):
-        return default
-    return configured or default
-
-
-def default_store_name(config_path: str | None, port: int) -> str:
-    """What names a service's default SQLite file: its config file (its name, and a digest of where it is, so two
-    ``config.json`` elsewhere differ), or with the embedded config its port. Two services share threads only by
-    sharing a config file (or, with no config, a port)."""
-    if config_path is None:
-        return f"port-{port}"
-    where = os.path.abspath(config_path)
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.splitext(os.path.basename(where))[0]).strip("-.") or "config"
-    return f"{stem}-{hashlib.sha256(os.fsencode(where)).hexdigest()[:8]}"
 
 
 async def serve_until_signalled(config: Config, spec: ServiceSpec, *, reuse_port: bool = False) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from yao_actors.errors import ConfigError
-from yao_actors.serving import default_store_name, service_store
 from yao_actors.store import (
     DEFAULT_EVENT_TTL,
     MemoryStore,
@@ -17,7 +16,7 @@ from yao_actors.store import (
     open_store,
     parse_store_spec,
 )
-from yao_actors.store.spec import alone, check_shared
+from yao_actors.store.spec import alone, check_shared, default_store_name, service_store
 
 
 def test_each_store_type_parses() -> None:

@@ -21,8 +21,8 @@ from yao_actors.auth.login import login, oauth_server
 from yao_actors.auth.vault import SERVICE_IDENTITY, TokenVault, open_vault
 from yao_actors.config import Config, load_config
 from yao_actors.errors import ConfigError, YaoActorsError
-from yao_actors.serving import default_store_name, service_store
 from yao_actors.store import open_store
+from yao_actors.store.spec import default_store_name, service_store
 
 
 def _with_vault(args: argparse.Namespace, work: Callable[[Config, TokenVault], Awaitable[int]]) -> int:

@@ -13,7 +13,10 @@ of the configuration; they are re-exported here.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -139,3 +142,25 @@ async def open_store(spec: StoreSpec, *, clock: Callable[[], float] = time.time)
         opened = open_redis_store(spec.url, prefix=spec.prefix, event_ttl=spec.event_ttl, clock=clock)
     async with opened as store:
         yield store
+
+
+def service_store(configured: StoreSpec | None, choice: str | None, *, name: str | None = None) -> StoreSpec:
+    """The service's store: ``--store`` if given, else the config's, else SQLite at :func:`default_sqlite_path`
+    under ``name`` (so the service keeps its threads across restarts with no set-up, apart from other services')."""
+    if choice == "memory":
+        return StoreSpec("memory")
+    default = StoreSpec.sqlite(default_sqlite_path(name=name))
+    if choice == "sqlite" and (configured is None or configured.type != "sqlite"):
+        return default
+    return configured or default
+
+
+def default_store_name(config_path: str | None, port: int) -> str:
+    """What names a service's default SQLite file: its config file (its name, and a digest of where it is, so two
+    ``config.json`` elsewhere differ), or with the embedded config its port. Two services share threads only by
+    sharing a config file (or, with no config, a port)."""
+    if config_path is None:
+        return f"port-{port}"
+    where = os.path.abspath(config_path)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.splitext(os.path.basename(where))[0]).strip("-.") or "config"
+    return f"{stem}-{hashlib.sha256(os.fsencode(where)).hexdigest()[:8]}"
