@@ -51,6 +51,7 @@ from yao_actors.store.base import (
     utc,
 )
 from yao_actors.store.leases import MemoryLeases
+from yao_actors.store.parked import MemoryParkedCalls
 
 
 @attrs.define
@@ -95,6 +96,7 @@ class MemoryStore:
     keepers: list[ThreadKeeper] = attrs.field(factory=list)
     """Asked before the budget forgets a thread: any one keeping it keeps it; otherwise each drops its copy."""
     _leases: MemoryLeases = attrs.field(init=False)
+    _parked: MemoryParkedCalls = attrs.field(factory=MemoryParkedCalls, init=False)
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -124,6 +126,10 @@ class MemoryStore:
 
     def leases(self) -> ThreadLeases:
         return self._leases
+
+    def parked_calls(self) -> MemoryParkedCalls:
+        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
+        return self._parked
 
     # -- threads
 

@@ -76,6 +76,14 @@ class ParkedQuestion:
     outcome: Any = None
     _answered: trio.Event = attrs.field(factory=trio.Event)
     _finished: trio.Event = attrs.field(factory=trio.Event)
+    _closed: trio.Event = attrs.field(factory=trio.Event)
+
+    def close(self) -> None:
+        """The call is no longer held for an answer (it got one, or its wait ended)."""
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
 
     def give(self, answer: InputAnswer) -> None:
         if self.answer is None:

@@ -67,6 +67,7 @@ from yao_actors.tools.input_requests import (
     input_request,
     input_round,
 )
+from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome, parse_content
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
@@ -120,6 +121,8 @@ class _ServerActor:
     status: ServerStatus
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     input_handler: InputHandler | None = None
+    relay: ParkedRelay | None = None
+    """How a call held here is answered from another process sharing the store."""
     discover: mcp.types.DiscoverResult | None = None
     """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
 
@@ -307,8 +310,11 @@ class _ServerActor:
         asked = InputRound(
             ((key, input_request(self.id, request.name, params)),), request.arguments, ticket=question.ticket
         )
+        held_in_store = self.relay is not None and await self.relay.hold(question.ticket)
         duration = trio.current_time() - request.started
-        self.status.park(question)
+        self.status.park(question)  # no checkpoint from here to the wait's ``finally``
+        if held_in_store:
+            self._serve_from_store(question)
         request.answer(ToolOutcome(result=asked, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration))
         request.parked = question
         answer = InputAnswer("cancel")
@@ -319,6 +325,17 @@ class _ServerActor:
             self.status.unpark(question.ticket)
         request.scope.deadline = trio.current_time() + self.spec.timeout
         return elicit_result(answer)
+
+    def _serve_from_store(self, question: ParkedQuestion) -> None:
+        """Serve answers to the call held for ``question`` that come through the store (from another process the
+        resume reached), for as long as it is held here (:meth:`ParkedRelay.serve`)."""
+        relay, status, ticket = self.relay, self.status, question.ticket
+        assert relay is not None
+
+        async def resume(answer: InputAnswer) -> ToolOutcome | None:
+            return await status.answer_parked(ticket, answer)
+
+        self.nursery.start_soon(relay.serve, ticket, question.wait_closed, resume)
 
     async def _ask(
         self, handler: InputHandler, request: CallRequest, params: mcp.types.ElicitRequestParams
@@ -535,6 +552,7 @@ async def serve_mcp_server(
     *,
     connect: Connector = open_client,
     input_handler: InputHandler | None = None,
+    relay: ParkedRelay | None = None,
     task_status: trio.TaskStatus[ServerHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the actor for ``spec`` until cancelled; ``task_status.started(handle)`` after the first connect attempt.
@@ -543,7 +561,8 @@ async def serve_mcp_server(
     process. Without it a call that asks ends ``input_required`` with an
     :class:`~yao_actors.tools.input_requests.InputRound` (the run makes it an interrupt): a 2026-07-28 call
     carries the ``request_state`` to call again with, a handshake-era call stays open here (``resume_parked``)
-    up to ``spec.input_timeout``.
+    up to ``spec.input_timeout``. With ``relay`` (the store's held calls) such a call can also be answered by a
+    resume that reached another process sharing the store.
 
     The first attempt is bounded by ``spec.connect_timeout``; a server that
     fails to start is reported through its handle (``state``, ``last_error``)
@@ -551,10 +570,10 @@ async def serve_mcp_server(
     """
     send, receive = trio.open_memory_channel[CallRequest](spec.queue_size)
     status = ServerStatus()
-    handle = ServerHandle._create(spec, send, status)
+    handle = ServerHandle._create(spec, send, status, relay)
     with receive:
         async with trio.open_nursery() as nursery:
-            actor = _ServerActor(spec, connect, receive, nursery, status, input_handler=input_handler)
+            actor = _ServerActor(spec, connect, receive, nursery, status, input_handler=input_handler, relay=relay)
             labelled(SERVER_UP, spec.id).set(0)
             labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start
             started = False
