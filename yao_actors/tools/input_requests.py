@@ -14,7 +14,8 @@ with an ``input_required`` outcome holding an :class:`InputRound`: the questions
 and how to answer them later — the 2026-07-28 ``request_state`` to send back with
 the answers (the call is simply made again), or, for a handshake-era server whose
 call must stay open, the :class:`ParkedQuestion` the server actor holds until the
-answer comes or ``input_timeout`` passes.
+answer comes (from this process, or through the store from another:
+:mod:`yao_actors.tools.parked_relay`) or ``input_timeout`` passes.
 """
 
 from __future__ import annotations

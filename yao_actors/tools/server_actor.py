@@ -29,7 +29,8 @@ The connection speaks the spec's ``protocol`` (:func:`~yao_actors.transports.ope
 server's discover answer across reconnects, and on a 2026-07-28 connection follows the catalog through a
 ``subscriptions/listen`` stream. A server that asks the user during a call is answered by the actor's input
 handler, or else the call ends ``input_required`` (:class:`~yao_actors.tools.input_requests.InputRound`): made
-again later with the answers (2026-07-28), or held open here until they come (handshake-era).
+again later with the answers (2026-07-28), or held open here until they come (handshake-era) — from this process,
+or from another sharing the store (:mod:`~yao_actors.tools.parked_relay`).
 
 ``call_tool`` never raises for a failed call: it returns a ``ToolOutcome``. A
 JSON-RPC error the server answers is a ``tool_error`` (the server is up and
@@ -301,8 +302,9 @@ class _ServerActor:
         """Hold a handshake-era call open while its question goes out as an interrupt, ``input_timeout`` at most.
 
         The caller gets an ``input_required`` outcome now (a second question of the same call goes to whoever
-        answered the first); the answer comes through :meth:`ServerHandle.resume_parked`. Unanswered in time,
-        the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
+        answered the first); the answer comes through :meth:`ServerHandle.resume_parked`, in this process or (with
+        a relay: the call is recorded in the store as held here first) in another sharing the store. Unanswered in
+        time, the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
         """
         if request.scope.cancel_called:  # its caller has gone (timed out, cancelled): nobody would see it
             return elicit_result(InputAnswer("cancel"))
