@@ -5,6 +5,7 @@ handshake-era call open and the other answering it through the store."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -16,7 +17,8 @@ from tests.store.test_leases import GUARD, SHORT, let_expire
 from yao_actors import Outcome, open_runtime
 from yao_actors.config import InMemoryTransport
 from yao_actors.errors import ErrorKind, InvalidStoreInput, RunErrorCode
-from yao_actors.store import ConversationStore
+from yao_actors.specs import StoreSpec
+from yao_actors.store import ConversationStore, open_store
 from yao_actors.store.parked import ParkedCalls
 from yao_actors.testing.asking import build_asking_server
 from yao_actors.tools.input_requests import InputRequest, InputRound
@@ -134,16 +136,20 @@ async def test_an_answer_that_is_not_a_json_object_is_refused(store: Conversatio
         assert await calls.deliver("k1", ANSWER)  # nothing was written
 
 
-async def test_a_held_call_is_answered_from_another_runtime_sharing_the_store(store: ConversationStore) -> None:
-    """Two runtimes sharing one store stand for two workers: the resume reaches the one not holding the call,
-    which gets the tool's result through the store and runs the rest of the loop; the call completes once, in the
-    server of the runtime that held it."""
+async def test_a_held_call_is_answered_from_another_runtime_sharing_the_store(
+    store: ConversationStore, spec: StoreSpec, clock: Clock
+) -> None:
+    """Two runtimes sharing one store stand for two workers (each with a store object of its own, on the same
+    SQLite file or Redis server): the resume reaches the one not holding the call, which gets the tool's result
+    through the store and runs the rest of the loop; the call completes once, in the server of the runtime that
+    held it."""
     scripted, seen = model(BOOK)
     holder_server, other_server = build_asking_server(), build_asking_server()
     with trio.fail_after(GUARD):
         async with (
+            contextlib.nullcontext(store) if spec.type == "memory" else open_store(spec, clock=clock) as other,
             open_runtime(config(InMemoryTransport(holder_server), "legacy"), models={"m": scripted}, store=store) as a,
-            open_runtime(config(InMemoryTransport(other_server), "legacy"), models={"m": scripted}, store=store) as b,
+            open_runtime(config(InMemoryTransport(other_server), "legacy"), models={"m": scripted}, store=other) as b,
         ):
             first = await a.run("a", "book the Grand", thread_id="t")
             (interrupt,) = interrupts_of(first.events)
@@ -190,3 +196,24 @@ def test_an_outcome_crosses_the_store_as_json_and_comes_back_the_same() -> None:
     ]
     for outcome in outcomes:
         assert outcome_of(json.loads(json.dumps(outcome_record(outcome)))) == outcome
+
+
+async def test_a_held_call_answered_where_it_is_held_releases_its_holding(store: ConversationStore) -> None:
+    """The holder stops waiting on the store (Redis: a BLPOP cut short) once the call is answered in its own
+    process, and the store goes on serving the thread."""
+    scripted, _ = model(BOOK)
+    calls = parked(store)
+    with trio.fail_after(GUARD):
+        cfg = config(InMemoryTransport(build_asking_server()), "legacy")
+        async with open_runtime(cfg, models={"m": scripted}, store=store) as a:
+            first = await a.run("a", "book the Grand", thread_id="t")
+            (interrupt,) = interrupts_of(first.events)
+            (record,) = await store.load_approvals("t")
+            assert await calls.holder(record["ticket"]) is not None
+            second = await a.run("a", [], thread_id="t", resume=resolved(interrupt, "accept", BOOKING))
+            while await calls.holder(record["ticket"]) is not None:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+            after = await a.run("a", "anything else?", thread_id="t")
+            count = await bookings(a)
+    assert (second.outcome, after.outcome) == (Outcome.ANSWERED, Outcome.ANSWERED)
+    assert count == {"count": 1}
