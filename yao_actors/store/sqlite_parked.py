@@ -3,8 +3,8 @@
 :class:`~yao_actors.store.parked.ParkedCalls` for processes on one machine sharing the file. A row holds the
 holder, when the holding expires (the store's clock), the answer once delivered (and whether the holder took it),
 and the outcome once finished; the ``take_*`` calls look every :data:`~yao_actors.store.base.POLL_INTERVAL`
-seconds. Rows whose time is up are deleted by the next :meth:`SqliteParkedCalls.hold`. The table is the store's
-schema version 4 (:data:`yao_actors.store.sqlite.MIGRATIONS`).
+seconds. Rows whose time is up are deleted by the next :meth:`SqliteParkedCalls.hold`. The table came with one of
+the store's schema versions (:data:`yao_actors.store.sqlite.MIGRATIONS`).
 """
 
 from __future__ import annotations

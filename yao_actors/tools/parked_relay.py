@@ -165,25 +165,21 @@ def answer_of(record: Mapping[str, Any]) -> InputAnswer:
 
 
 def outcome_record(outcome: ToolOutcome | None) -> dict[str, Any]:
-    """A call's outcome as JSON (``{"gone": true}``: the call was no longer held when its answer came)."""
+    """A call's outcome as JSON: every field of :class:`ToolOutcome` (``{"gone": true}``: the call was no longer
+    held when its answer came); a call that asked again carries its new question as ``round``."""
     if outcome is None:
         return {"gone": True}
-    record: dict[str, Any] = {
-        "error": outcome.error,
-        "kind": None if outcome.kind is None else outcome.kind.value,
-        "duration": outcome.duration,
-        "stderrTail": outcome.stderr_tail,
-    }
+    record: dict[str, Any] = {field.name: getattr(outcome, field.name) for field in attrs.fields(ToolOutcome)}
+    record["kind"] = None if outcome.kind is None else outcome.kind.value
     asked = outcome.result
     if isinstance(asked, InputRound):
+        record["result"] = None
         record["round"] = {
             "questions": [[key, attrs.asdict(question)] for key, question in asked.questions],
             "arguments": dict(asked.arguments),
             "requestState": asked.request_state,
             "ticket": asked.ticket,
         }
-    else:
-        record["result"] = asked
     return record
 
 
@@ -191,19 +187,14 @@ def outcome_of(record: Mapping[str, Any]) -> ToolOutcome | None:
     """The :class:`ToolOutcome` of an :func:`outcome_record`."""
     if record.get("gone"):
         return None
-    result: Any = record.get("result")
+    values = {field.name: record[field.name] for field in attrs.fields(ToolOutcome) if field.name in record}
+    kind = record.get("kind")
+    values["kind"] = None if kind is None else ErrorKind(kind)
     asked = record.get("round")
     if asked is not None:
         questions = tuple((str(key), InputRequest(**question)) for key, question in asked["questions"])
-        result = InputRound(questions, asked["arguments"], asked.get("requestState"), asked.get("ticket"))
-    kind = record.get("kind")
-    return ToolOutcome(
-        result=result,
-        error=record.get("error"),
-        kind=None if kind is None else ErrorKind(kind),
-        duration=float(record.get("duration") or 0.0),
-        stderr_tail=str(record.get("stderrTail") or ""),
-    )
+        values["result"] = InputRound(questions, asked["arguments"], asked.get("requestState"), asked.get("ticket"))
+    return ToolOutcome(**values)
 
 
 def relay_of(store: object, ttl: float) -> ParkedRelay | None:
