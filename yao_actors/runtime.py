@@ -56,6 +56,7 @@ from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_st
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.input_requests import InputHandler
+from yao_actors.tools.parked_relay import relay_of
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
 from yao_actors.transports import Connector, open_client
 
@@ -256,7 +257,8 @@ async def open_runtime(
             store = await stack.enter_async_context(_open_config_store(config))
         if oauth_servers(config):
             connect = authorizing(connect, open_vault(store, (config.store or StoreSpec()).secret_key))
-        start = functools.partial(serve_mcp_server, connect=connect, input_handler=input_handler)
+        relay = relay_of(store, (config.store or StoreSpec()).lease_ttl)  # held calls answered from other workers
+        start = functools.partial(serve_mcp_server, connect=connect, input_handler=input_handler, relay=relay)
         async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:
             yield runtime
 

@@ -122,7 +122,7 @@ def test_grant_usable_needs_a_fresh_access_token_or_a_way_to_refresh() -> None:
     assert Grant(OAuthToken(access_token="a", refresh_token="r"), expires_at=10).usable(11, configured_client=True)
 
 
-async def test_an_sqlite_file_of_schema_version_3_gets_the_token_table_as_version_4(tmp_path: Path) -> None:
+async def test_an_sqlite_file_of_schema_version_3_gets_the_token_table_and_the_later_versions(tmp_path: Path) -> None:
     path = tmp_path / "conversations.sqlite3"
     db = sqlite3.connect(path)
     for statement in (*MIGRATIONS[0], *MIGRATIONS[1], *MIGRATIONS[2]):
@@ -136,6 +136,7 @@ async def test_an_sqlite_file_of_schema_version_3_gets_the_token_table_as_versio
         assert await store.get_thread("t1") is not None
         await open_vault(store, KEY).save("hub", SERVICE_IDENTITY, Grant(OAuthToken(access_token=ACCESS)))
     db = sqlite3.connect(path)
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(4,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
     assert db.execute("SELECT server, identity FROM oauth_tokens").fetchall() == [("hub", "service")]
+    assert db.execute("SELECT count(*) FROM parked_calls").fetchall() == [(0,)]  # version 5
     db.close()

@@ -379,17 +379,27 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
 
 
 async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answered: Answered) -> None:
-    """Refuse a resume answering a handshake-era call no server actor of this process holds open any more.
+    """Refuse a resume answering a handshake-era call no live server actor holds open any more (here, or in
+    another process sharing the store).
 
     Its questions are dropped from the thread (the next run tells the model the call could not complete);
     the run ends ``interrupt_expired``.
     """
 
-    def holds(server: str, ticket: str) -> bool:
-        holder = getattr(run.resources.servers.get(server), "holds_parked", None)
+    async def reaches(server: str, ticket: str) -> bool:
+        handle = run.resources.servers.get(server)
+        reach = getattr(handle, "reaches_parked", None)
+        if callable(reach):
+            return bool(await reach(ticket))
+        holder = getattr(handle, "holds_parked", None)
         return bool(holder(ticket)) if callable(holder) else False
 
-    gone = gone_calls(answered, holds)
+    try:
+        gone = await gone_calls(answered, reaches)
+    except StoreUnavailable as error:
+        raise RunError(
+            f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE
+        ) from error
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}

@@ -13,15 +13,17 @@ The next run answers them with ``resume`` entries ``{"interruptId", "status": "r
 interrupt stays open). Then the pending questions are cleared in the store, *before* the answers go out
 (at most once, as with approvals), and each call gets its answers: a 2026-07-28 call is made again with
 ``input_responses`` and its ``request_state`` (on any worker, after any restart), a handshake-era call
-held open by its server actor gets them there — if that process no longer holds it, the run ends
-``interrupt_expired`` and the call is left to the next run, which tells the model it could not complete.
+held open by its server actor gets them there — in this process, or in another sharing the store, through the
+store (:mod:`yao_actors.tools.parked_relay`; the run goes on here with the call's result). When no live process
+holds it any more, the run ends ``interrupt_expired`` and the call is left to the next run, which tells the model
+it could not complete.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -223,7 +225,8 @@ class Answering:
     """A server, as dispatch sees it, that gives one call its user's answers instead of asking afresh.
 
     A 2026-07-28 call is made again with ``input_responses`` and its ``request_state``; a handshake-era one
-    gets its answer in the server actor that holds it open (when that actor no longer does: :data:`LOST`).
+    gets its answer in the server actor that holds it open, here or in another process sharing the store (when
+    no live actor does any more: :data:`LOST`).
     """
 
     handle: Any
@@ -260,6 +263,7 @@ def stored_pending(thread_id: str, records: Sequence[Mapping[str, Any]]) -> list
     return pending
 
 
-def gone_calls(answered: Answered, holds: Callable[[str, str], bool]) -> list[PendingInput]:
-    """The held handshake-era calls no server actor here holds any more (``holds(server, ticket)``)."""
-    return [p for p, _ in answered.answers if p.ticket is not None and not holds(p.server, p.ticket)]
+async def gone_calls(answered: Answered, reaches: Callable[[str, str], Awaitable[bool]]) -> list[PendingInput]:
+    """The held handshake-era calls no live server actor holds any more (``reaches(server, ticket)``: here, or
+    in another process sharing the store)."""
+    return [p for p, _ in answered.answers if p.ticket is not None and not await reaches(p.server, p.ticket)]

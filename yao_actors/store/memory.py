@@ -51,6 +51,7 @@ from yao_actors.store.base import (
     utc,
 )
 from yao_actors.store.leases import MemoryLeases
+from yao_actors.store.parked import MemoryParkedCalls
 from yao_actors.store.tokens import MemoryTokens, TokenRecords
 
 
@@ -97,6 +98,7 @@ class MemoryStore:
     """Asked before the budget forgets a thread: any one keeping it keeps it; otherwise each drops its copy."""
     _leases: MemoryLeases = attrs.field(init=False)
     _tokens: MemoryTokens = attrs.field(factory=MemoryTokens, init=False)
+    _parked: MemoryParkedCalls = attrs.field(factory=MemoryParkedCalls, init=False)
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -129,6 +131,10 @@ class MemoryStore:
 
     def oauth_tokens(self) -> TokenRecords:
         return self._tokens
+
+    def parked_calls(self) -> MemoryParkedCalls:
+        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
+        return self._parked
 
     # -- threads
 

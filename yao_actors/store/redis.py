@@ -17,6 +17,9 @@ of such ids are those stores written before escaping have, and stay readable)::
     {prefix}threads                zset    every thread id (as given), scored by creation time
     {prefix}threads:owner:{p}      zset    the thread ids of one principal (``={p}``, or ``~`` for none)
     {prefix}runs:running           set     the ids (as given) of runs still running (what recovery looks at)
+    {prefix}parked:{ticket}        hash    holder, answered: a handshake-era call held open by a process
+                                           (yao_actors.store.redis_parked), expiring unless renewed; its lists
+                                           ``:answer`` and ``:outcome`` carry the answer there and the outcome back
 
 Whatever goes wrong in Redis (out of reach, a timeout, an error answer of any
 kind, a reply that cannot be parsed) is :class:`~yao_actors.errors.StoreUnavailable`
@@ -63,6 +66,7 @@ from yao_actors.store.base import (
 )
 from yao_actors.store.redis_keys import RedisKeys
 from yao_actors.store.redis_leases import RedisLeases
+from yao_actors.store.redis_parked import RedisParkedCalls
 from yao_actors.store.redis_scripts import SCRIPTS
 from yao_actors.store.tokens import RedisTokens, TokenRecords
 
@@ -126,10 +130,19 @@ class RedisStore:
     _keys: RedisKeys = attrs.field(init=False)
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
     _leases: RedisLeases = attrs.field(init=False)
+    _parked: RedisParkedCalls = attrs.field(init=False)
 
     @_leases.default
     def _make_leases(self) -> RedisLeases:
         return RedisLeases(self)
+
+    @_parked.default
+    def _make_parked(self) -> RedisParkedCalls:
+        return RedisParkedCalls(self)
+
+    def parked_calls(self) -> RedisParkedCalls:
+        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
+        return self._parked
 
     @property
     def durable(self) -> bool:

@@ -73,6 +73,10 @@ class RedisKeys:
         """The run's event stream."""
         return f"{self.prefix}run:{escape(run_id)}:events"
 
+    def parked(self, ticket: str) -> str:
+        """A held call's hash (:mod:`yao_actors.store.redis_parked`); ``:answer`` and ``:outcome`` are its lists."""
+        return f"{self.prefix}parked:{escape(ticket)}"
+
     @property
     def threads(self) -> str:
         """The index of every thread."""

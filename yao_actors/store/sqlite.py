@@ -56,6 +56,7 @@ from yao_actors.store.base import (
 )
 from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
 from yao_actors.store.sqlite_leases import SqliteLeases
+from yao_actors.store.sqlite_parked import SqliteParkedCalls
 from yao_actors.store.tokens import SqliteTokens, TokenRecords
 from yao_actors.store.worker import Batch, WorkerThread, open_worker_thread
 
@@ -119,6 +120,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             sealed TEXT NOT NULL,
             updated_at REAL NOT NULL,
             PRIMARY KEY (server, identity)) WITHOUT ROWID""",
+    ),
+    (
+        # Handshake-era calls held open by one process, answered from another (yao_actors.store.sqlite_parked).
+        """CREATE TABLE parked_calls (
+            ticket TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires_at REAL NOT NULL,
+            answer TEXT,
+            answered INTEGER NOT NULL DEFAULT 0,
+            outcome TEXT)""",
     ),
 )
 """Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
@@ -282,6 +293,7 @@ class SqliteStore:
     owner: str = attrs.field(factory=new_owner_token)
     _next_purge: float = attrs.field(default=0.0, init=False)
     _leases: SqliteLeases = attrs.field(init=False)
+    _parked: SqliteParkedCalls = attrs.field(init=False)
     _together: Batch = attrs.field(init=False)
     """How the store's thread runs the transactions that waited for it: in one (:func:`_run_together`)."""
 
@@ -293,6 +305,10 @@ class SqliteStore:
     def _make_leases(self) -> SqliteLeases:
         return SqliteLeases(self)
 
+    @_parked.default
+    def _make_parked(self) -> SqliteParkedCalls:
+        return SqliteParkedCalls(self)
+
     @property
     def durable(self) -> bool:
         return True
@@ -302,6 +318,10 @@ class SqliteStore:
 
     def oauth_tokens(self) -> TokenRecords:
         return SqliteTokens(self, self.clock)
+
+    def parked_calls(self) -> SqliteParkedCalls:
+        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
+        return self._parked
 
     def problem(self) -> str | None:
         """What keeps the store from taking calls now (its files deleted, replaced or unwritable), or ``None``:

@@ -14,7 +14,8 @@ with an ``input_required`` outcome holding an :class:`InputRound`: the questions
 and how to answer them later — the 2026-07-28 ``request_state`` to send back with
 the answers (the call is simply made again), or, for a handshake-era server whose
 call must stay open, the :class:`ParkedQuestion` the server actor holds until the
-answer comes or ``input_timeout`` passes.
+answer comes (from this process, or through the store from another:
+:mod:`yao_actors.tools.parked_relay`) or ``input_timeout`` passes.
 """
 
 from __future__ import annotations
@@ -76,6 +77,14 @@ class ParkedQuestion:
     outcome: Any = None
     _answered: trio.Event = attrs.field(factory=trio.Event)
     _finished: trio.Event = attrs.field(factory=trio.Event)
+    _closed: trio.Event = attrs.field(factory=trio.Event)
+
+    def close(self) -> None:
+        """The call is no longer held for an answer (it got one, or its wait ended)."""
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
 
     def give(self, answer: InputAnswer) -> None:
         if self.answer is None:

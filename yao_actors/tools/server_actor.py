@@ -29,7 +29,8 @@ The connection speaks the spec's ``protocol`` (:func:`~yao_actors.transports.ope
 server's discover answer across reconnects, and on a 2026-07-28 connection follows the catalog through a
 ``subscriptions/listen`` stream. A server that asks the user during a call is answered by the actor's input
 handler, or else the call ends ``input_required`` (:class:`~yao_actors.tools.input_requests.InputRound`): made
-again later with the answers (2026-07-28), or held open here until they come (handshake-era).
+again later with the answers (2026-07-28), or held open here until they come (handshake-era) — from this process,
+or from another sharing the store (:mod:`~yao_actors.tools.parked_relay`).
 
 A server behind OAuth with no usable tokens (its connector raised an
 :class:`~yao_actors.errors.AuthorizationError`) is not failing: the actor is
@@ -73,6 +74,7 @@ from yao_actors.tools.input_requests import (
     input_round,
 )
 from yao_actors.tools.links import read_links
+from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome, call_outcome
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
@@ -128,6 +130,8 @@ class _ServerActor:
     status: ServerStatus
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     input_handler: InputHandler | None = None
+    relay: ParkedRelay | None = None
+    """How a call held here is answered from another process sharing the store."""
     discover: mcp.types.DiscoverResult | None = None
     """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
     #: Why the last connection could not be authorized (OAuth), or ``None``.
@@ -310,8 +314,9 @@ class _ServerActor:
         """Hold a handshake-era call open while its question goes out as an interrupt, ``input_timeout`` at most.
 
         The caller gets an ``input_required`` outcome now (a second question of the same call goes to whoever
-        answered the first); the answer comes through :meth:`ServerHandle.resume_parked`. Unanswered in time,
-        the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
+        answered the first); the answer comes through :meth:`ServerHandle.resume_parked`, in this process or (with
+        a relay: the call is recorded in the store as held here first) in another sharing the store. Unanswered in
+        time, the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
         """
         if request.scope.cancel_called:  # its caller has gone (timed out, cancelled): nobody would see it
             return elicit_result(InputAnswer("cancel"))
@@ -319,8 +324,11 @@ class _ServerActor:
         asked = InputRound(
             ((key, input_request(self.id, request.name, params)),), request.arguments, ticket=question.ticket
         )
+        held_in_store = self.relay is not None and await self.relay.hold(question.ticket)
         duration = trio.current_time() - request.started
-        self.status.park(question)
+        self.status.park(question)  # no checkpoint from here to the wait's ``finally``
+        if held_in_store:
+            self._serve_from_store(question)
         request.answer(ToolOutcome(result=asked, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration))
         request.parked = question
         answer = InputAnswer("cancel")
@@ -331,6 +339,17 @@ class _ServerActor:
             self.status.unpark(question.ticket)
         request.scope.deadline = trio.current_time() + self.spec.timeout
         return elicit_result(answer)
+
+    def _serve_from_store(self, question: ParkedQuestion) -> None:
+        """Serve answers to the call held for ``question`` that come through the store (from another process the
+        resume reached), for as long as it is held here (:meth:`ParkedRelay.serve`)."""
+        relay, status, ticket = self.relay, self.status, question.ticket
+        assert relay is not None
+
+        async def resume(answer: InputAnswer) -> ToolOutcome | None:
+            return await status.answer_parked(ticket, answer)
+
+        self.nursery.start_soon(relay.serve, ticket, question.wait_closed, resume)
 
     async def _ask(
         self, handler: InputHandler, request: CallRequest, params: mcp.types.ElicitRequestParams
@@ -569,6 +588,7 @@ async def serve_mcp_server(
     *,
     connect: Connector = open_client,
     input_handler: InputHandler | None = None,
+    relay: ParkedRelay | None = None,
     task_status: trio.TaskStatus[ServerHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the actor for ``spec`` until cancelled; ``task_status.started(handle)`` after the first connect attempt.
@@ -577,7 +597,8 @@ async def serve_mcp_server(
     process. Without it a call that asks ends ``input_required`` with an
     :class:`~yao_actors.tools.input_requests.InputRound` (the run makes it an interrupt): a 2026-07-28 call
     carries the ``request_state`` to call again with, a handshake-era call stays open here (``resume_parked``)
-    up to ``spec.input_timeout``.
+    up to ``spec.input_timeout``. With ``relay`` (the store's held calls) such a call can also be answered by a
+    resume that reached another process sharing the store.
 
     The first attempt is bounded by ``spec.connect_timeout``; a server that
     fails to start is reported through its handle (``state``, ``last_error``)
@@ -585,10 +606,10 @@ async def serve_mcp_server(
     """
     send, receive = trio.open_memory_channel[CallRequest](spec.queue_size)
     status = ServerStatus()
-    handle = ServerHandle._create(spec, send, status)
+    handle = ServerHandle._create(spec, send, status, relay)
     with receive:
         async with trio.open_nursery() as nursery:
-            actor = _ServerActor(spec, connect, receive, nursery, status, input_handler=input_handler)
+            actor = _ServerActor(spec, connect, receive, nursery, status, input_handler=input_handler, relay=relay)
             labelled(SERVER_UP, spec.id).set(0)
             labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start
             started = False

@@ -31,6 +31,7 @@ from yao_actors.handles import NoPublicConstructor
 from yao_actors.observability import tracing
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
+from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.transports import Link
 
@@ -157,7 +158,20 @@ class ServerStatus:
 
     def unpark(self, ticket: str) -> ParkedQuestion | None:
         """Take the call held for ``ticket`` (to answer it, or because it was not answered in time)."""
-        return self.parked.pop(ticket, None)
+        question = self.parked.pop(ticket, None)
+        if question is not None:
+            question.close()
+        return question
+
+    async def answer_parked(self, ticket: str, answer: InputAnswer) -> ToolOutcome | None:
+        """Give the call held for ``ticket`` its answer; its outcome then (``None``: no such call is held)."""
+        question = self.unpark(ticket)
+        if question is None:
+            await trio.lowlevel.checkpoint()
+            return None
+        question.give(answer)
+        outcome: ToolOutcome = await question.wait_outcome()
+        return outcome
 
     def backing_off(self, until: float) -> None:
         """The actor waits until ``until`` (``trio.current_time()``) before its next attempt to connect."""
@@ -281,6 +295,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
     spec: ServerSpec
     _mailbox: trio.MemorySendChannel[CallRequest]
     _status: ServerStatus
+    _relay: ParkedRelay | None = None
+    """The way to calls held open by other processes sharing the store (``None``: this process's only)."""
 
     @property
     def id(self) -> str:
@@ -377,19 +393,25 @@ class ServerHandle(metaclass=NoPublicConstructor):
         """Whether this actor holds a handshake-era call open under ``ticket``, waiting for the user's answer."""
         return ticket in self._status.parked
 
+    async def reaches_parked(self, ticket: str) -> bool:
+        """Whether the call held under ``ticket`` is held open here, or by a live process sharing the store;
+        ``StoreUnavailable`` when the store cannot say."""
+        if self.holds_parked(ticket):
+            await trio.lowlevel.checkpoint()
+            return True
+        return self._relay is not None and await self._relay.reachable(ticket)
+
     async def resume_parked(self, ticket: str, answer: InputAnswer) -> ToolOutcome | None:
         """Give the user's answer to the handshake-era call held open under ``ticket``; its outcome then.
 
-        ``None`` when this actor holds no such call (it was never here, its ``input_timeout`` passed, or the
-        connection holding it was lost).
+        A call held by another process sharing the store gets the answer there, through the store, and its
+        outcome comes back the same way (:class:`~yao_actors.tools.parked_relay.ParkedRelay`). ``None`` when no
+        live actor holds such a call (it was never held, its ``input_timeout`` passed, the connection holding it
+        was lost, or the process holding it died).
         """
-        question = self._status.unpark(ticket)
-        if question is None:
-            await trio.lowlevel.checkpoint()
-            return None
-        question.give(answer)
-        outcome: ToolOutcome = await question.wait_outcome()
-        return outcome
+        if self.holds_parked(ticket) or self._relay is None:
+            return await self._status.answer_parked(ticket, answer)
+        return await self._relay.answer(ticket, answer)
 
     async def _call(self, request: CallRequest, progress: ProgressFn | None, deadline: float) -> ToolOutcome:
         name, started = request.name, request.started
