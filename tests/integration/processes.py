@@ -80,13 +80,18 @@ async def server_py(
         yield process, banner
     finally:
         seen |= descendants(process.pid)
-        if process.returncode is None and graceful:
-            process.send_signal(signal.SIGTERM)
-            with trio.move_on_after(30):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await end_process(process, signal.SIGTERM if graceful else None)
         for pid in seen:
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+async def end_process(process: trio.Process, sig: signal.Signals | None) -> None:
+    """End ``process`` if it still runs: ``sig`` and up to 30 s to exit, then SIGKILL (at once without ``sig``)."""
+    if process.returncode is None and sig is not None:
+        process.send_signal(sig)
+        with trio.move_on_after(30):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
