@@ -16,11 +16,9 @@ from typing import Any
 
 import trio
 
-from tests.integration.test_durable_process import service_process, stop
+from tests.integration.processes import interrupted_across_a_restart, service_process, stop
 from tests.service.agui_support import AguiResponse, post_agui, run_input
-from tests.service.support import run_frame, send, until_terminal
 from tests.support import check_stream
-from yao_actors.chat import open_service_connection
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 
 GUARD = 90
@@ -101,20 +99,7 @@ async def test_an_approval_survives_sigterm_and_restart_over_the_websocket(tmp_p
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
             config = write_config(tmp_path, fake.base_url)
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, run_frame(QUESTION, run_id="r1", thread_id="t1"))
-                    first = await until_terminal(ws, "r1")
-                assert await stop(process) == 0
-            interrupt = the_interrupt(first)
-            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": edited}]
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "run", "runId": "r2", "threadId": "t1", "messages": [], "resume": resume})
-                    second = await until_terminal(ws, "r2")
-                    await send(ws, {"type": "run", "runId": "r3", "threadId": "t1", "messages": [], "resume": resume})
-                    stale = await until_terminal(ws, "r3")
-                assert await stop(process) == 0
+            second, stale = await interrupted_across_a_restart(config, QUESTION, the_interrupt, edited)
     the_resumed_run(second, "上海 5°C")
     the_model_got_the_result(fake.requests[-1], "上海 5°C")
     assert len(fake.requests) == 2  # the question, then the resumed run's one request

@@ -9,18 +9,15 @@ client whose connection drops mid-run.
 from __future__ import annotations
 
 import json
-import re
-import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.integration.processes import server_py
+from tests.integration.processes import service_process, stop
 from tests.service.support import receive, run_frame, send, until_terminal
 from tests.support import check_stream, needs_redis
 from yao_actors.chat import open_service_connection
@@ -66,21 +63,6 @@ def write_config(tmp_path: Path, base_url: str, store: dict[str, Any]) -> Path:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     return path
-
-
-@asynccontextmanager
-async def service_process(config: Path) -> AsyncIterator[tuple[trio.Process, str]]:
-    """``server.py --config`` on a free port; yields the process and its websocket URL. Whatever the test did to
-    it, nothing of it is left running at the end (its MCP server child included)."""
-    async with server_py("--config", str(config), "--port", "0") as (process, banner):
-        match = re.search(r"ws://127\.0\.0\.1:\d+/", banner)
-        assert match, banner
-        yield process, match.group()
-
-
-async def stop(process: trio.Process) -> int:
-    process.send_signal(signal.SIGTERM)
-    return await process.wait()
 
 
 async def history(url: str, thread_id: str) -> dict[str, Any]:
