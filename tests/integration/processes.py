@@ -3,6 +3,7 @@ one between a run's interrupt and its resume."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -99,6 +100,21 @@ async def end_process(process: trio.Process, sig: signal.Signals | None) -> None
     if process.returncode is None:
         process.kill()
         await process.wait()
+
+
+def write_config(tmp_path: Path, base_url: str, servers: dict[str, Any], store: dict[str, Any] | None = None) -> Path:
+    """``tmp_path/config.json`` for ``server.py --config``: the MCP ``servers``, all of them the default
+    assistant's, whose model is the fake OpenAI-compatible endpoint at ``base_url``; ``store`` (by default SQLite
+    in ``tmp_path``, which outlives a restart). Returns its path."""
+    config = {
+        "mcpServers": servers,
+        "models": {"fake": {"provider": "openai", "base_url": base_url, "model": "fake", "api_key_env": None}},
+        "assistants": {"default": {"model": "fake", "mcp": {"servers": list(servers)}}},
+        "store": store or {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3")},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
 
 
 @asynccontextmanager

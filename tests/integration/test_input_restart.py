@@ -17,7 +17,7 @@ import trio
 
 from tests.integration.actor_checks import running
 from tests.integration.asking_support import http_asking_server
-from tests.integration.processes import interrupted_across_a_restart
+from tests.integration.processes import interrupted_across_a_restart, write_config
 from tests.integration.test_input_interrupts import BOOKING
 from tests.support import check_stream
 from yao_actors.config import ServerSpec
@@ -35,22 +35,11 @@ def model(request: RecordedRequest) -> Reply:
     return Reply(text=" | ".join(m["content"] for m in request.body["messages"] if m["role"] == "tool"))
 
 
-def write_config(tmp_path: Path, base_url: str, server_url: str) -> Path:
-    config = {
-        "mcpServers": {"asking": {"url": server_url, "protocol": "2026-07-28"}},
-        "models": {"fake": {"provider": "openai", "base_url": base_url, "model": "fake", "api_key_env": None}},
-        "assistants": {"default": {"model": "fake", "mcp": {"servers": ["asking"]}}},
-        "store": {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3")},
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
-
-
 async def test_a_question_survives_kill_9_and_its_call_completes_exactly_once(tmp_path: Path) -> None:
     with trio.fail_after(90):
         async with http_asking_server() as server, open_fake_openai(model) as fake:
-            config = write_config(tmp_path, fake.base_url, server.url)
+            servers = {"asking": {"url": server.url, "protocol": "2026-07-28"}}
+            config = write_config(tmp_path, fake.base_url, servers)
             payload: dict[str, Any] = {"action": "accept", "content": BOOKING}
             second, stale = await interrupted_across_a_restart(config, QUESTION, the_question, payload, kill_9=True)
             async with running(ServerSpec("asking", server, protocol="2026-07-28")) as handle:

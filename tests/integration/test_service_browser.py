@@ -59,6 +59,15 @@ def ask(page: Page, question: str) -> None:
     page.click("#send")
 
 
+def tool_cards(page: Page) -> dict[str, list[str]]:
+    """What the page's tool call cards show, in order: each call's tool, status and result."""
+    return {
+        "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
+        "statuses": page.eval_on_selector_all(".run .tool", "nodes => nodes.map(n => n.dataset.status)"),
+        "results": page.eval_on_selector_all(".run .tool .result", "nodes => nodes.map(n => n.textContent)"),
+    }
+
+
 def ask_in_browser(page_url: str, question: str) -> dict[str, Any]:
     """Open the page, ask ``question``, wait for the run to end, and read what the page shows."""
     with chromium_page(page_url) as page:
@@ -66,9 +75,7 @@ def ask_in_browser(page_url: str, question: str) -> dict[str, Any]:
         page.wait_for_selector(".run.done", timeout=30_000)
         return {
             "answer": page.inner_text(".run .answer"),
-            "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
-            "statuses": page.eval_on_selector_all(".run .tool", "nodes => nodes.map(n => n.dataset.status)"),
-            "results": page.eval_on_selector_all(".run .tool .result", "nodes => nodes.map(n => n.textContent)"),
+            **tool_cards(page),
             "failed": page.query_selector(".run.failed") is not None,
             "state": page.inner_text("#state"),
         }
@@ -126,9 +133,7 @@ def approve_in_browser(page_url: str, question: str) -> dict[str, Any]:
         return {
             "asked": asked,
             "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
-            "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
-            "statuses": page.eval_on_selector_all(".run .tool", "nodes => nodes.map(n => n.dataset.status)"),
-            "results": page.eval_on_selector_all(".run .tool .result", "nodes => nodes.map(n => n.textContent)"),
+            **tool_cards(page),
         }
 
 
