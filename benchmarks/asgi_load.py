@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import platform
 import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import figures
 import trio
 import uvicorn
 import ws_load
@@ -70,7 +68,7 @@ def serve_asgi(turns: int, tool_seconds: float, switch_interval: float | None) -
 
 
 async def main(args: argparse.Namespace) -> None:
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = figures.load_average()
     asgi_command = [
         sys.executable,
         __file__,
@@ -91,8 +89,8 @@ async def main(args: argparse.Namespace) -> None:
             )
     rows = {kind: ws_load.median_row(found) for kind, found in waves.items()}
     print(f"{args.turns} turns × {args.tool_ms:.0f} ms tool per run, in-memory test server, one run per connection")
-    for kind, row in rows.items():
-        print(f"{kind}: CPU ms per run by wave {row['service_cpu_ms_per_run_waves']}, runs/s {row['runs_per_s_waves']}")
+    for figure, key in (("cpu ms/run", "service_cpu_ms_per_run"), ("runs/s", "runs_per_s")):
+        figures.print_medians("kind", figure, {kind: (row[key], row[f"{key}_waves"]) for kind, row in rows.items()})
     ws_load.print_table(list(rows.values()))
     ratios = {}
     for kind in kinds[1:]:
@@ -102,13 +100,7 @@ async def main(args: argparse.Namespace) -> None:
         print(f"{kind} ÷ serve: CPU per run ×{cpu_ratio:.2f}, runs/s ×{rate_ratio:.2f}")
     report = {
         "benchmark": "asgi_load",
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_at_start": load,
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        },
+        "machine": figures.machine(load),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "uvicorn": uvicorn.__version__,
         "turns": args.turns,
@@ -117,9 +109,7 @@ async def main(args: argparse.Namespace) -> None:
         "results": rows,
         "over_serve": ratios,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"figures written to {args.out}")
+    figures.write(args.out, report)
 
 
 if __name__ == "__main__":

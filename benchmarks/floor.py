@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import figures
 import trio
 from trio_websocket import ConnectionClosed, WebSocketRequest, open_websocket_url, serve_websocket
 
@@ -219,7 +219,7 @@ async def service_cpu_per_run(clients: int, out: Path) -> float:
 
 async def main(args: argparse.Namespace) -> None:
     tool_seconds = args.tool_ms / 1000
-    load_at_start = os.getloadavg()
+    load_at_start = figures.load_average()
     bursts = await record_bursts(args.turns, tool_seconds)
     events = sum(len(burst) for burst in bursts)
     scratch = trio.Path(f"/tmp/floor-{os.getpid()}")
@@ -241,26 +241,23 @@ async def main(args: argparse.Namespace) -> None:
         f"{args.clients} runs at once, {args.turns} turns x {args.tool_ms:g} ms tool, {events} events in "
         f"{len(bursts)} bursts per run; CPU ms per run, medians of {args.repeat}"
     )
-    print(f"{'part':<34} {'cpu ms/run':>10}   samples")
-    print(f"{'mcp (raw SDK, in-memory server)':<34} {medians['mcp']:>10.2f}   {samples['mcp']}")
-    print(f"{'websocket (plain trio-websocket)':<34} {medians['websocket']:>10.2f}   {samples['websocket']}")
-    print(f"{'floor (their sum)':<34} {floor:>10.2f}")
-    own = medians["own websocket"]
-    print(f"{'own websocket (ServerWebSocket)':<34} {own:>10.2f}   {samples['own websocket']}")
+    named = {
+        "mcp": "mcp (raw SDK, in-memory server)",
+        "websocket": "websocket (plain trio-websocket)",
+        "own websocket": "own websocket (ServerWebSocket)",
+        "service": "service (ws_load, same sitting)",
+    }
+    table = {named[name]: (medians[name], samples[name]) for name in ("mcp", "websocket")}
+    table["floor (their sum)"] = (floor, None)
+    table |= {named[name]: (medians[name], samples[name]) for name in ("own websocket", "service") if name in medians}
+    figures.print_medians("part", "cpu ms/run", table)
     if "service" in medians:
         service = medians["service"]
-        print(f"{'service (ws_load, same sitting)':<34} {service:>10.2f}   {samples['service']}")
         print(
             f"the service spends {service - floor:.2f} ms per run above the floor ({service / floor:.2f} x the floor)"
         )
     report = {
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_at_start": [round(x, 2) for x in load_at_start],
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        },
+        "machine": figures.machine(load_at_start),
         "clients": args.clients,
         "turns": args.turns,
         "tool_ms": args.tool_ms,
@@ -269,9 +266,7 @@ async def main(args: argparse.Namespace) -> None:
         "median_cpu_ms_per_run": {name: round(v, 3) for name, v in medians.items()},
         "floor_cpu_ms_per_run": round(floor, 3),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"figures written to {args.out}")
+    figures.write(args.out, report)
 
 
 if __name__ == "__main__":

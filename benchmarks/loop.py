@@ -52,8 +52,6 @@ import argparse
 import cProfile
 import json
 import logging
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -64,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import figures
 import mcp
 import mcp.shared._otel
 import profile_layers
@@ -402,7 +401,7 @@ async def profile_row(run: Job, repeat: int, profile: Path) -> None:
 
 
 async def run_benchmark(workloads: list[Workload], repeat: int, profile: Path | None = None) -> dict[str, Any]:
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = figures.load_average()
     rows: list[dict[str, Any]] = []
     for workload in workloads:
         print(f"[{workload.name}] starting {workload.servers} stdio servers ...", file=sys.stderr, flush=True)
@@ -410,7 +409,6 @@ async def run_benchmark(workloads: list[Workload], repeat: int, profile: Path | 
             rows.extend(summarise(workload, await measure(jobs(setup), repeat)))
             if profile is not None and workload.name == "echo":
                 await profile_row(jobs(setup)["loop"], repeat, profile)
-    load_at_end = [round(x, 2) for x in os.getloadavg()]
     return {
         "benchmark": "loop",
         "params": {
@@ -418,14 +416,7 @@ async def run_benchmark(workloads: list[Workload], repeat: int, profile: Path | 
             "workloads": [attrs.asdict(w) for w in workloads],
             "target_vs_raw": TARGET_RATIO,
         },
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "trio": trio.__version__,
-            "load_average_at_start": load,
-            "load_average_at_end": load_at_end,
-        },
+        "machine": figures.machine(load, trio=trio.__version__),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rows": rows,
         "observability_off_us_per_turn": round(observability_off_cost() * 1e6, 2),
@@ -462,9 +453,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile is not None:
         print(f"\nthe echo loop row's profiled time by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
         profile_layers.main([str(args.profile), "--runs", str(args.repeat * args.turns), "--unit", "turn"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"figures written to {args.out}")
+    figures.write(args.out, report)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,6 @@ import contextlib
 import cProfile
 import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -69,6 +68,7 @@ from typing import Any
 
 import attrs
 import coredis
+import figures
 import profile_layers
 import trio
 
@@ -516,7 +516,7 @@ def print_store_ratios(rows: list[dict[str, Any]]) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = figures.load_average()
     rows = []
     kinds = [(workers, store) for workers in args.workers or [None] for store in args.stores]
     with open_redis(args.workers is not None or "redis" in args.stores) as redis_url:
@@ -543,7 +543,6 @@ async def main(args: argparse.Namespace) -> None:
                     )
     last_wave = rows[-1]["waves"][-1]
     rows = [median_row(row["waves"]) for row in rows]
-    load_at_end = [round(x, 2) for x in os.getloadavg()]
     store = ", threads in Redis, workers on one SO_REUSEPORT port" if args.workers else ""
     if not args.workers and args.stores != ["memory"]:
         store = f", threads in {' / '.join(args.stores)}"
@@ -571,13 +570,7 @@ async def main(args: argparse.Namespace) -> None:
             print(f"{clients} clients: runs/s against {same[0]['workers']} worker(s): {ratios}")
     report = {
         "benchmark": "ws_load",
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_at_start": load,
-            "load_average_at_end": load_at_end,
-        },
+        "machine": figures.machine(load),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "model": "FunctionModel(stream=False)",
         "turns": args.turns,
@@ -588,9 +581,7 @@ async def main(args: argparse.Namespace) -> None:
         "profiled": args.profile is not None,  # cProfile slows the service: its CPU figures are not comparable
         "results": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"figures written to {args.out}")
+    figures.write(args.out, report)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,14 @@ from typing import Any
 
 import trio
 
-from tests.integration.test_durable_process import service_process, stop
+from tests.integration.processes import interrupted_across_a_restart, service_process, stop, write_config
 from tests.service.agui_support import AguiResponse, post_agui, run_input
-from tests.service.support import run_frame, send, until_terminal
 from tests.support import check_stream
-from yao_actors.chat import open_service_connection
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 
 GUARD = 90
+#: The test MCP server, its ``echo`` held for approval.
+SERVERS = {"test": {"command": sys.executable, "args": ["-m", "yao_actors.testing.servers"], "approval": ["echo"]}}
 QUESTION = "北京天气怎么样?"
 
 
@@ -36,20 +36,6 @@ def model(request: RecordedRequest) -> Reply:
         )
     results = [m["content"] for m in request.body["messages"] if m["role"] == "tool"]
     return Reply(text="答: " + " | ".join(results))
-
-
-def write_config(tmp_path: Path, base_url: str) -> Path:
-    config = {
-        "mcpServers": {
-            "test": {"command": sys.executable, "args": ["-m", "yao_actors.testing.servers"], "approval": ["echo"]}
-        },
-        "models": {"fake": {"provider": "openai", "base_url": base_url, "model": "fake", "api_key_env": None}},
-        "assistants": {"default": {"model": "fake", "mcp": {"servers": ["test"]}}},
-        "store": {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3")},
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
 
 
 def numbered(response: AguiResponse) -> list[dict[str, Any]]:
@@ -100,21 +86,8 @@ async def test_an_approval_survives_sigterm_and_restart_over_the_websocket(tmp_p
     edited = {"approved": True, "arguments": {"text": "上海 5°C"}}
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
-            config = write_config(tmp_path, fake.base_url)
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, run_frame(QUESTION, run_id="r1", thread_id="t1"))
-                    first = await until_terminal(ws, "r1")
-                assert await stop(process) == 0
-            interrupt = the_interrupt(first)
-            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": edited}]
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "run", "runId": "r2", "threadId": "t1", "messages": [], "resume": resume})
-                    second = await until_terminal(ws, "r2")
-                    await send(ws, {"type": "run", "runId": "r3", "threadId": "t1", "messages": [], "resume": resume})
-                    stale = await until_terminal(ws, "r3")
-                assert await stop(process) == 0
+            config = write_config(tmp_path, fake.base_url, SERVERS)
+            second, stale = await interrupted_across_a_restart(config, QUESTION, the_interrupt, edited)
     the_resumed_run(second, "上海 5°C")
     the_model_got_the_result(fake.requests[-1], "上海 5°C")
     assert len(fake.requests) == 2  # the question, then the resumed run's one request
@@ -125,7 +98,7 @@ async def test_an_approval_survives_sigterm_and_restart_over_http(tmp_path: Path
     question = {"id": "u1", "role": "user", "content": QUESTION}
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
-            config = write_config(tmp_path, fake.base_url)
+            config = write_config(tmp_path, fake.base_url, SERVERS)
             async with service_process(config) as (process, url):
                 first = await post_agui(port_of(url), run_input(thread_id="t1", run_id="r1", messages=[question]))
                 assert await stop(process) == 0

@@ -20,10 +20,10 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from tests.integration.processes import REPO, clean_environment, descendants, running
+from tests.integration.processes import REPO, clean_environment, descendants, end_process, running
 from tests.integration.test_agui_node import NODE_DIR, run_http_agent
 from tests.service.agui_support import open_agui, run_input
-from tests.service.support import http_request, run_frame, send, until_terminal
+from tests.service.support import handshake_status, http_request, run_frame, send, until_terminal
 from yao_actors.chat import open_service_connection
 from yao_actors.testing import read_line
 
@@ -61,31 +61,7 @@ async def _uvicorn_process(args: list[str], env: dict[str, str]) -> AsyncIterato
         assert match, line
         yield process, int(match.group(1))
     finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-            with trio.move_on_after(30):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-
-
-async def ws_handshake_status(port: int, headers: dict[str, str]) -> int:
-    """The HTTP status of a websocket upgrade of ``/yao/`` with ``headers``."""
-    lines = [
-        "GET /yao/ HTTP/1.1",
-        f"Host: 127.0.0.1:{port}",
-        "Upgrade: websocket",
-        "Connection: Upgrade",
-        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
-        "Sec-WebSocket-Version: 13",
-        *(f"{name}: {value}" for name, value in headers.items()),
-    ]
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    async with stream:
-        await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
-        status_line = await read_line(stream, end=b"\r\n")
-    return int(status_line.split(" ", 2)[1])
+        await end_process(process, signal.SIGINT)
 
 
 @needs_node
@@ -107,8 +83,8 @@ async def test_the_fastapi_example_serves_agui_the_websocket_and_health_then_lea
             async with open_service_connection(f"ws://127.0.0.1:{port}/yao/", token=TOKEN) as ws:
                 await send(ws, run_frame(SEED_QUESTION, run_id="ws-seed"))
                 ws_events = await until_terminal(ws, "ws-seed")
-            assert await ws_handshake_status(port, {}) == 401
-            assert await ws_handshake_status(port, {**auth, "Origin": "https://evil.example"}) == 403
+            assert await handshake_status(port, path="/yao/") == 401
+            assert await handshake_status(port, {**auth, "Origin": "https://evil.example"}, path="/yao/") == 403
 
             refused = await run_http_agent({"url": f"http://127.0.0.1:{port}/yao/agui", "question": SEED_QUESTION})
             agent = {"url": f"http://127.0.0.1:{port}/yao/agui", "headers": auth}

@@ -9,18 +9,15 @@ client whose connection drops mid-run.
 from __future__ import annotations
 
 import json
-import re
-import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.integration.processes import server_py
+from tests.integration.processes import service_process, stop, write_config
 from tests.service.support import receive, run_frame, send, until_terminal
 from tests.support import check_stream, needs_redis
 from yao_actors.chat import open_service_connection
@@ -28,6 +25,7 @@ from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply,
 from yao_actors.testing.redis_server import RedisServer
 
 GUARD = 90
+TEST_SERVER = {"test": {"command": sys.executable, "args": ["-m", "yao_actors.testing.servers"]}}
 
 
 def model(request: RecordedRequest) -> Reply:
@@ -56,33 +54,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, 
         redis.stop()
 
 
-def write_config(tmp_path: Path, base_url: str, store: dict[str, Any]) -> Path:
-    config = {
-        "mcpServers": {"test": {"command": sys.executable, "args": ["-m", "yao_actors.testing.servers"]}},
-        "models": {"fake": {"provider": "openai", "base_url": base_url, "model": "fake", "api_key_env": None}},
-        "assistants": {"default": {"model": "fake", "mcp": {"servers": ["test"]}}},
-        "store": store,
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
-
-
-@asynccontextmanager
-async def service_process(config: Path) -> AsyncIterator[tuple[trio.Process, str]]:
-    """``server.py --config`` on a free port; yields the process and its websocket URL. Whatever the test did to
-    it, nothing of it is left running at the end (its MCP server child included)."""
-    async with server_py("--config", str(config), "--port", "0") as (process, banner):
-        match = re.search(r"ws://127\.0\.0\.1:\d+/", banner)
-        assert match, banner
-        yield process, match.group()
-
-
-async def stop(process: trio.Process) -> int:
-    process.send_signal(signal.SIGTERM)
-    return await process.wait()
-
-
 async def history(url: str, thread_id: str) -> dict[str, Any]:
     async with open_service_connection(url) as ws:
         await send(ws, {"type": "history", "threadId": thread_id})
@@ -92,7 +63,7 @@ async def history(url: str, thread_id: str) -> dict[str, Any]:
 async def test_a_thread_survives_sigterm_and_restart(tmp_path: Path, store: dict[str, Any]) -> None:
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
-            config = write_config(tmp_path, fake.base_url, store)
+            config = write_config(tmp_path, fake.base_url, TEST_SERVER, store)
             async with service_process(config) as (process, url):
                 async with open_service_connection(url) as ws:
                     await send(ws, run_frame("北京天气怎么样?", run_id="r1", thread_id="t1"))
@@ -124,7 +95,7 @@ async def test_kill_9_during_a_tool_call_leaves_the_run_interrupted_and_the_thre
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
             # A short lease: the restarted service closes the dead run once its lease expires.
-            config = write_config(tmp_path, fake.base_url, {**store, "lease_ttl": 1.0})
+            config = write_config(tmp_path, fake.base_url, TEST_SERVER, {**store, "lease_ttl": 1.0})
             async with service_process(config) as (process, url), open_service_connection(url) as ws:
                 await send(ws, run_frame("睡一会儿", run_id="r1", thread_id="t1"))
                 seen = [await receive(ws)]
@@ -165,7 +136,7 @@ async def test_resume_after_a_dropped_connection_replays_exactly_the_missed_even
 ) -> None:
     with trio.fail_after(GUARD):
         async with open_fake_openai(model) as fake:
-            config = write_config(tmp_path, fake.base_url, store)
+            config = write_config(tmp_path, fake.base_url, TEST_SERVER, store)
             async with service_process(config) as (process, url):
                 seen: list[dict[str, Any]] = []
                 async with open_service_connection(url) as ws:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,25 @@ async def bookings(runtime: Runtime) -> Any:
     return (await runtime.servers["asking"].call_tool("bookings", {})).result
 
 
+@asynccontextmanager
+async def in_process_asking(
+    protocol: str, *calls: ToolCall, **server: Any
+) -> AsyncIterator[tuple[Runtime, list[list[dict[str, Any]]]]]:
+    """A runtime on the asking server in process (``server``: more of its spec), whose model calls ``calls``
+    (:func:`model`); yields it and every request the model saw."""
+    scripted, seen = model(*calls)
+    transport = InMemoryTransport(build_asking_server())
+    async with open_runtime(config(transport, protocol, **server), models={"m": scripted}) as rt:
+        yield rt, seen
+
+
+async def the_question(rt: Runtime) -> dict[str, Any]:
+    """Ask to book on thread ``t``: the one interrupt the run ends on."""
+    first = await rt.run("a", "book", thread_id="t")
+    (interrupt,) = interrupts_of(first.events)
+    return interrupt
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
 async def test_a_question_ends_the_run_and_the_resume_answers_it(transport: str, protocol: str) -> None:
@@ -105,12 +126,9 @@ async def test_a_question_ends_the_run_and_the_resume_answers_it(transport: str,
 async def test_a_decline_or_cancel_reaches_the_server_and_the_model_sees_the_tool_result(
     protocol: str, action: str
 ) -> None:
-    scripted, seen = model(BOOK)
-    transport = InMemoryTransport(build_asking_server())
     with trio.fail_after(30):
-        async with open_runtime(config(transport, protocol), models={"m": scripted}) as rt:
-            first = await rt.run("a", "book", thread_id="t")
-            (interrupt,) = interrupts_of(first.events)
+        async with in_process_asking(protocol, BOOK) as (rt, seen):
+            interrupt = await the_question(rt)
             second = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, action))
             count = await bookings(rt)
     assert second.outcome is Outcome.ANSWERED
@@ -121,12 +139,9 @@ async def test_a_decline_or_cancel_reaches_the_server_and_the_model_sees_the_too
 
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
 async def test_invalid_content_is_refused_naming_the_field_and_the_interrupt_stays_open(protocol: str) -> None:
-    scripted, _ = model(BOOK)
-    transport = InMemoryTransport(build_asking_server())
     with trio.fail_after(30):
-        async with open_runtime(config(transport, protocol), models={"m": scripted}) as rt:
-            first = await rt.run("a", "book", thread_id="t")
-            (interrupt,) = interrupts_of(first.events)
+        async with in_process_asking(protocol, BOOK) as (rt, _):
+            interrupt = await the_question(rt)
             bad = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept", BOOKING | {"guests": 0}))
             missing = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept", {"guests": 2}))
             wrong = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "maybe"))
@@ -161,12 +176,9 @@ async def test_a_url_question_is_a_url_required_interrupt() -> None:
 async def test_a_handshake_era_call_gone_past_input_timeout_is_interrupt_expired(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    scripted, seen = model(BOOK)
-    transport = InMemoryTransport(build_asking_server())
     with trio.fail_after(3000):
-        async with open_runtime(config(transport, "legacy", input_timeout=120), models={"m": scripted}) as rt:
-            first = await rt.run("a", "book", thread_id="t")
-            (interrupt,) = interrupts_of(first.events)
+        async with in_process_asking("legacy", BOOK, input_timeout=120) as (rt, seen):
+            interrupt = await the_question(rt)
             await trio.sleep(121)  # the actor told the server "cancel" and let the call go
             late = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept", BOOKING))
             after = await rt.run("a", "anything else?", thread_id="t")
@@ -202,11 +214,8 @@ async def test_a_modern_question_survives_a_restart_and_its_call_completes_once(
 
 
 async def test_an_approval_and_a_question_wait_together_and_one_resume_answers_both() -> None:
-    scripted, seen = model(BOOK, COUNT)
-    transport = InMemoryTransport(build_asking_server())
-    cfg = config(transport, "2026-07-28", approval=frozenset({"bookings"}))
     with trio.fail_after(30):
-        async with open_runtime(cfg, models={"m": scripted}) as rt:
+        async with in_process_asking("2026-07-28", BOOK, COUNT, approval=frozenset({"bookings"})) as (rt, seen):
             first = await rt.run("a", "book", thread_id="t")
             question, approval = sorted(interrupts_of(first.events), key=lambda i: i["reason"])
             resume = [
@@ -223,7 +232,6 @@ async def test_an_approval_and_a_question_wait_together_and_one_resume_answers_b
 
 
 async def test_yao_actors_chat_asks_the_form_field_by_field_and_opens_the_url() -> None:
-    scripted, seen = model(BOOK, ToolCall("c_in", "asking__sign_in", "{}"))
     replies = iter(["y", "2027-01-02", "many", "2", "window", "", "y"])  # "many" is asked again; "" skips breakfast
     asked: list[str] = []
 
@@ -232,10 +240,9 @@ async def test_yao_actors_chat_asks_the_form_field_by_field_and_opens_the_url() 
         return next(replies)
 
     out = io.StringIO()
-    transport = InMemoryTransport(build_asking_server())
     with trio.fail_after(30):
         async with (
-            open_runtime(config(transport, "legacy"), models={"m": scripted}) as rt,
+            in_process_asking("legacy", BOOK, ToolCall("c_in", "asking__sign_in", "{}")) as (rt, seen),
             running_service(rt) as service,
         ):
             code = await chat("book and sign in", url=service.url, assistant="a", out=out, ask=person)
@@ -252,12 +259,9 @@ async def test_yao_actors_chat_asks_the_form_field_by_field_and_opens_the_url() 
 
 
 async def test_an_expired_question_is_refused_and_can_still_be_cancelled() -> None:
-    scripted, seen = model(BOOK)
-    transport = InMemoryTransport(build_asking_server())
     with trio.fail_after(30):
-        async with open_runtime(config(transport, "2026-07-28", input_timeout=0.001), models={"m": scripted}) as rt:
-            first = await rt.run("a", "book", thread_id="t")
-            (interrupt,) = interrupts_of(first.events)
+        async with in_process_asking("2026-07-28", BOOK, input_timeout=0.001) as (rt, seen):
+            interrupt = await the_question(rt)
             await trio.sleep(0.01)  # its 1 ms are over (expiry is wall-clock time, like expiresAt)
             late = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept", BOOKING))
             cancelled = [{"interruptId": interrupt["id"], "status": "cancelled"}]
@@ -271,11 +275,9 @@ async def test_an_expired_question_is_refused_and_can_still_be_cancelled() -> No
 
 
 async def test_a_run_without_resume_cancels_the_open_question_and_goes_on() -> None:
-    scripted, seen = model(BOOK)
-    transport = InMemoryTransport(build_asking_server())
     with trio.fail_after(30):
-        async with open_runtime(config(transport, "2026-07-28"), models={"m": scripted}) as rt:
-            await rt.run("a", "book", thread_id="t")
+        async with in_process_asking("2026-07-28", BOOK) as (rt, seen):
+            await the_question(rt)
             after = await rt.run("a", "anything else?", thread_id="t")
     assert after.outcome is Outcome.ANSWERED
     booked = next(m for m in seen[-1] if m.get("tool_call_id") == "c_book")

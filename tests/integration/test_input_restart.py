@@ -17,11 +17,9 @@ import trio
 
 from tests.integration.actor_checks import running
 from tests.integration.asking_support import http_asking_server
-from tests.integration.test_durable_process import service_process, stop
+from tests.integration.processes import interrupted_across_a_restart, write_config
 from tests.integration.test_input_interrupts import BOOKING
-from tests.service.support import run_frame, send, until_terminal
 from tests.support import check_stream
-from yao_actors.chat import open_service_connection
 from yao_actors.config import ServerSpec
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 
@@ -37,38 +35,13 @@ def model(request: RecordedRequest) -> Reply:
     return Reply(text=" | ".join(m["content"] for m in request.body["messages"] if m["role"] == "tool"))
 
 
-def write_config(tmp_path: Path, base_url: str, server_url: str) -> Path:
-    config = {
-        "mcpServers": {"asking": {"url": server_url, "protocol": "2026-07-28"}},
-        "models": {"fake": {"provider": "openai", "base_url": base_url, "model": "fake", "api_key_env": None}},
-        "assistants": {"default": {"model": "fake", "mcp": {"servers": ["asking"]}}},
-        "store": {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3")},
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
-
-
 async def test_a_question_survives_kill_9_and_its_call_completes_exactly_once(tmp_path: Path) -> None:
     with trio.fail_after(90):
         async with http_asking_server() as server, open_fake_openai(model) as fake:
-            config = write_config(tmp_path, fake.base_url, server.url)
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, run_frame(QUESTION, run_id="r1", thread_id="t1"))
-                    first = await until_terminal(ws, "r1")
-                process.kill()  # kill -9: nothing of the process gets to run
-                await process.wait()
-            interrupt = the_question(first)
+            servers = {"asking": {"url": server.url, "protocol": "2026-07-28"}}
+            config = write_config(tmp_path, fake.base_url, servers)
             payload: dict[str, Any] = {"action": "accept", "content": BOOKING}
-            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "run", "runId": "r2", "threadId": "t1", "messages": [], "resume": resume})
-                    second = await until_terminal(ws, "r2")
-                    await send(ws, {"type": "run", "runId": "r3", "threadId": "t1", "messages": [], "resume": resume})
-                    stale = await until_terminal(ws, "r3")
-                assert await stop(process) == 0
+            second, stale = await interrupted_across_a_restart(config, QUESTION, the_question, payload, kill_9=True)
             async with running(ServerSpec("asking", server, protocol="2026-07-28")) as handle:
                 count = await handle.call_tool("bookings", {})
     check_stream(second)

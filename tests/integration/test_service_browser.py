@@ -4,12 +4,14 @@ real service: ask the seed's question, see the tool calls and the answer appear.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 from tests.integration.test_service_e2e import SEED_QUESTION, demo_service
 from tests.service.fake_runtime import FakeRuntime
@@ -38,26 +40,45 @@ CHROMIUM_FLAGS = [
 ]
 
 
-def ask_in_browser(page_url: str, question: str) -> dict[str, Any]:
-    """Open the page, ask ``question``, wait for the run to end, and read what the page shows."""
+@contextmanager
+def chromium_page(page_url: str) -> Iterator[Page]:
+    """A page of a fresh headless Chromium, opened at ``page_url``; the browser is closed at the end."""
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
             page = browser.new_page()
             page.goto(page_url)
-            page.fill("#question", question)
-            page.click("#send")
-            page.wait_for_selector(".run.done", timeout=30_000)
-            return {
-                "answer": page.inner_text(".run .answer"),
-                "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
-                "statuses": page.eval_on_selector_all(".run .tool", "nodes => nodes.map(n => n.dataset.status)"),
-                "results": page.eval_on_selector_all(".run .tool .result", "nodes => nodes.map(n => n.textContent)"),
-                "failed": page.query_selector(".run.failed") is not None,
-                "state": page.inner_text("#state"),
-            }
+            yield page
         finally:
             browser.close()
+
+
+def ask(page: Page, question: str) -> None:
+    """Type ``question`` into the page and send it."""
+    page.fill("#question", question)
+    page.click("#send")
+
+
+def tool_cards(page: Page) -> dict[str, list[str]]:
+    """What the page's tool call cards show, in order: each call's tool, status and result."""
+    return {
+        "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
+        "statuses": page.eval_on_selector_all(".run .tool", "nodes => nodes.map(n => n.dataset.status)"),
+        "results": page.eval_on_selector_all(".run .tool .result", "nodes => nodes.map(n => n.textContent)"),
+    }
+
+
+def ask_in_browser(page_url: str, question: str) -> dict[str, Any]:
+    """Open the page, ask ``question``, wait for the run to end, and read what the page shows."""
+    with chromium_page(page_url) as page:
+        ask(page, question)
+        page.wait_for_selector(".run.done", timeout=30_000)
+        return {
+            "answer": page.inner_text(".run .answer"),
+            **tool_cards(page),
+            "failed": page.query_selector(".run.failed") is not None,
+            "state": page.inner_text("#state"),
+        }
 
 
 async def test_the_page_asks_the_seeds_question_in_chromium() -> None:
@@ -74,27 +95,20 @@ async def test_the_page_asks_the_seeds_question_in_chromium() -> None:
 
 def ask_with_a_token_when_told(page_url: str, token: str) -> dict[str, Any]:
     """Ask without a token, read what the page says, then enter the token and see the kept question answered."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(page_url)
-            page.fill("#question", "hello")
-            page.click("#send")
-            page.wait_for_function("document.querySelector('#state').textContent.startsWith('could not connect')")
-            told = page.inner_text("#state")
-            focused = page.evaluate("document.activeElement.id")
-            page.fill("#token", token)
-            page.press("#token", "Enter")
-            page.wait_for_selector(".run.done", timeout=30_000)
-            return {
-                "told": told,
-                "focused": focused,
-                "answer": page.inner_text(".run .answer"),
-                "state": page.inner_text("#state"),
-            }
-        finally:
-            browser.close()
+    with chromium_page(page_url) as page:
+        ask(page, "hello")
+        page.wait_for_function("document.querySelector('#state').textContent.startsWith('could not connect')")
+        told = page.inner_text("#state")
+        focused = page.evaluate("document.activeElement.id")
+        page.fill("#token", token)
+        page.press("#token", "Enter")
+        page.wait_for_selector(".run.done", timeout=30_000)
+        return {
+            "told": told,
+            "focused": focused,
+            "answer": page.inner_text(".run .answer"),
+            "state": page.inner_text("#state"),
+        }
 
 
 async def test_the_page_tells_the_user_a_token_is_needed_and_takes_one_in_chromium() -> None:
@@ -110,26 +124,17 @@ async def test_the_page_tells_the_user_a_token_is_needed_and_takes_one_in_chromi
 
 def approve_in_browser(page_url: str, question: str) -> dict[str, Any]:
     """Ask ``question``, click Approve on the held call, and read the run that follows."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(page_url)
-            page.fill("#question", question)
-            page.click("#send")
-            page.wait_for_selector(".run.done .approval button.approve", timeout=30_000)
-            asked = page.inner_text(".approval")
-            page.click(".approval button.approve")
-            page.wait_for_selector(".run.done + .run.done", timeout=30_000)
-            return {
-                "asked": asked,
-                "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
-                "tools": page.eval_on_selector_all(".run .tool .name", "nodes => nodes.map(n => n.textContent)"),
-                "statuses": page.eval_on_selector_all(".run .tool", "nodes => nodes.map(n => n.dataset.status)"),
-                "results": page.eval_on_selector_all(".run .tool .result", "nodes => nodes.map(n => n.textContent)"),
-            }
-        finally:
-            browser.close()
+    with chromium_page(page_url) as page:
+        ask(page, question)
+        page.wait_for_selector(".run.done .approval button.approve", timeout=30_000)
+        asked = page.inner_text(".approval")
+        page.click(".approval button.approve")
+        page.wait_for_selector(".run.done + .run.done", timeout=30_000)
+        return {
+            "asked": asked,
+            "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
+            **tool_cards(page),
+        }
 
 
 async def test_the_page_shows_a_held_call_with_approve_and_deny_in_chromium() -> None:
@@ -151,34 +156,27 @@ async def test_the_page_shows_a_held_call_with_approve_and_deny_in_chromium() ->
 
 def threads_after_going_back(page_url: str, question: str) -> dict[str, Any]:
     """Ask in a conversation A, start a new one B and ask there, go back to A and ask again; read the list."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(page_url)
-            ask = lambda: (page.fill("#question", question), page.click("#send"))  # noqa: E731
-            ask()
-            page.wait_for_selector(".run.done", timeout=30_000)
-            first = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('thread')")
-            page.click("#new-thread")
-            ask()
-            page.wait_for_selector(".run.done", timeout=30_000)
-            page.wait_for_function("() => document.querySelectorAll('#threads button.thread').length === 2")
-            created_order = page.eval_on_selector_all("#threads button.thread", "bs => bs.map(b => b.dataset.threadId)")
-            page.click(f'#threads button[data-thread-id="{first}"]')
-            page.wait_for_selector(".run", timeout=30_000)  # its history
-            ask()
-            page.wait_for_selector(".run.done", timeout=30_000)
-            page.wait_for_function(
-                "first => document.querySelector('#threads button.thread').dataset.threadId === first", arg=first
-            )
-            return {
-                "first": first,
-                "before": created_order,
-                "after": page.eval_on_selector_all("#threads button.thread", "bs => bs.map(b => b.dataset.threadId)"),
-            }
-        finally:
-            browser.close()
+    with chromium_page(page_url) as page:
+        ask(page, question)
+        page.wait_for_selector(".run.done", timeout=30_000)
+        first = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('thread')")
+        page.click("#new-thread")
+        ask(page, question)
+        page.wait_for_selector(".run.done", timeout=30_000)
+        page.wait_for_function("() => document.querySelectorAll('#threads button.thread').length === 2")
+        created_order = page.eval_on_selector_all("#threads button.thread", "bs => bs.map(b => b.dataset.threadId)")
+        page.click(f'#threads button[data-thread-id="{first}"]')
+        page.wait_for_selector(".run", timeout=30_000)  # its history
+        ask(page, question)
+        page.wait_for_selector(".run.done", timeout=30_000)
+        page.wait_for_function(
+            "first => document.querySelector('#threads button.thread').dataset.threadId === first", arg=first
+        )
+        return {
+            "first": first,
+            "before": created_order,
+            "after": page.eval_on_selector_all("#threads button.thread", "bs => bs.map(b => b.dataset.threadId)"),
+        }
 
 
 async def test_the_page_lists_conversations_by_their_last_update_in_chromium() -> None:
@@ -193,27 +191,20 @@ async def test_the_page_lists_conversations_by_their_last_update_in_chromium() -
 
 def fill_the_form_in_browser(page_url: str, question: str) -> dict[str, Any]:
     """Ask ``question``; fill the server's form the page built (a text, a number, an enum, a checkbox), send it."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(page_url)
-            page.fill("#question", question)
-            page.click("#send")
-            page.wait_for_selector(".run.done .input button.accept", timeout=30_000)
-            kinds = page.eval_on_selector_all(
-                ".input input, .input select", "nodes => nodes.map(n => n.name + ':' + (n.type || n.tagName))"
-            )
-            page.fill(".input input[name=date]", "2027-01-02")
-            page.fill(".input input[name=guests]", "2")
-            page.select_option(".input select[name=seat]", "aisle")
-            page.check(".input input[name=breakfast]")
-            page.click(".input button.accept")
-            page.wait_for_selector(".run.done + .run.done", timeout=30_000)
-            answers = page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)")
-            return {"kinds": kinds, "answers": answers}
-        finally:
-            browser.close()
+    with chromium_page(page_url) as page:
+        ask(page, question)
+        page.wait_for_selector(".run.done .input button.accept", timeout=30_000)
+        kinds = page.eval_on_selector_all(
+            ".input input, .input select", "nodes => nodes.map(n => n.name + ':' + (n.type || n.tagName))"
+        )
+        page.fill(".input input[name=date]", "2027-01-02")
+        page.fill(".input input[name=guests]", "2")
+        page.select_option(".input select[name=seat]", "aisle")
+        page.check(".input input[name=breakfast]")
+        page.click(".input button.accept")
+        page.wait_for_selector(".run.done + .run.done", timeout=30_000)
+        answers = page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)")
+        return {"kinds": kinds, "answers": answers}
 
 
 async def test_the_page_renders_a_servers_form_and_sends_the_answer_in_chromium() -> None:

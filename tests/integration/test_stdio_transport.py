@@ -119,3 +119,28 @@ async def test_tasks_started_for_messages_that_came_together_run_in_their_order(
                 if i % 2:
                     await trio.sleep(0.01)  # the pair's tasks run before the next pair
     assert ran == list(range(16))
+
+
+#: Writes a line to stderr and exits 3, leaving a child of its own that holds stderr open: the exit cannot be
+#: reported (with the stderr tail) until the transport has stopped the process group.
+EXITS_LEAVING_STDERR_OPEN = """
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+sys.stderr.write("DB_PASSWORD=hunter2\\n")
+sys.stderr.flush()
+sys.exit(3)
+"""
+
+
+async def test_a_session_that_fails_because_the_child_exited_reports_the_exit() -> None:
+    """The session sees stdout end and fails (``Connection closed`` during ``initialize``) before the exit is
+    reported: the transport still reports the exit, its code and stderr, not a connection that merely closed."""
+    link = Link()
+    with trio.fail_after(30):
+        async with open_stdio_transport(script(EXITS_LEAVING_STDERR_OPEN), link) as (read_stream, _):
+            with pytest.raises(anyio.EndOfStream):
+                await read_stream.receive()
+            assert not link.lost.is_set()  # the exit is not reported yet: the session is first to fail
+    assert link.lost.is_set()
+    assert (link.reason, link.exit_code) == ("the server process exited", 3)
+    assert link.stderr_tail() == "DB_PASSWORD=hunter2"

@@ -84,11 +84,12 @@ async def wait_until(predicate: Any) -> None:
         await trio.sleep(0.01)
 
 
-async def handshake_status(port: int, headers: dict[str, str] | None = None) -> int:
-    """Send a websocket upgrade request with ``headers`` (``Host`` may be replaced) and return the HTTP status."""
+async def handshake_status(port: int, headers: dict[str, str] | None = None, *, path: str = "/") -> int:
+    """Send a websocket upgrade request for ``path`` with ``headers`` (``Host`` may be replaced) and return the
+    HTTP status."""
     headers = {"Host": f"127.0.0.1:{port}", **(headers or {})}
     lines = [
-        "GET / HTTP/1.1",
+        f"GET {path} HTTP/1.1",
         "Upgrade: websocket",
         "Connection: Upgrade",
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",

@@ -175,15 +175,21 @@ def _migrate(connection: sqlite3.Connection) -> None:
         connection.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
 
 
+#: What fails a batch as a whole, so that each of its works runs again alone: SQLite's own errors, and what
+#: :meth:`WatchedFiles.check` raises (the files in doubt; an ``OSError`` of the ``stat`` or ``ioctl`` behind it).
+_BATCH_FAILURES = (sqlite3.Error, StoreUnavailable, OSError)
+
+
 def _run_together(
     connection: sqlite3.Connection, files: WatchedFiles, works: Sequence[Callable[[], Any]]
 ) -> list[outcome.Outcome[Any]]:
     """Run ``works`` (transactions waiting for the store's thread) in one write transaction, each under its own
     savepoint: one commit for what many runs wrote while the thread was busy (SQLite's cost per transaction is
     its commit). A work that raises is rolled back to its savepoint alone (a ``RunIdTaken``, an ``UnknownRun``);
-    the others are committed. When SQLite itself fails (busy, full, an I/O error) or the files are in doubt,
-    all of it is rolled back and each work runs again in a transaction of its own, so that each gets its own
-    error and none is lost for another's. Never raises: every work gets its outcome, after the commit."""
+    the others are committed. When SQLite itself fails (busy, full, an I/O error) or the files are in doubt
+    (``_BATCH_FAILURES``), all of it is rolled back and each work runs again in a transaction of its own, so
+    that each gets its own error and none is lost for another's. Every work gets its outcome, after the commit;
+    anything else raised here is a bug, and reaches each work's caller (``worker._run_batch``)."""
     if len(works) > 1:
         try:
             files.check()
@@ -200,8 +206,10 @@ def _run_together(
                 results.append(result)
             connection.execute("COMMIT")
             return results
-        except Exception:
-            if connection.in_transaction:
+        except _BATCH_FAILURES:
+            pass  # each runs alone, below
+        finally:
+            if connection.in_transaction:  # not committed: neither a failure nor a bug leaves it open
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
     return [outcome.capture(_alone, connection, files, work) for work in works]

@@ -50,12 +50,24 @@ def _serve(jobs: queue.SimpleQueue[_Job | None], token: trio.lowlevel.TrioToken)
                 held.append(more)  # the end, or a job of another kind: after this batch
                 break
             batch.append(more)
-        results = runner([work for work, _, _ in batch]) if runner is not None else [outcome.capture(job[0])]
+        results = (
+            _run_batch(runner, [work for work, _, _ in batch]) if runner is not None else [outcome.capture(job[0])]
+        )
         try:
             for (_, task, _), result in zip(batch, results, strict=True):
                 token.run_sync_soon(trio.lowlevel.reschedule, task, result)
         except trio.RunFinishedError:  # nobody is left to hand it to
             return
+
+
+def _run_batch(runner: Batch, works: list[Callable[[], Any]]) -> list[outcome.Outcome[Any]]:
+    """``runner``'s outcomes for ``works``; should the runner itself raise (a bug: it gives each work its own
+    outcome), each work's caller gets that error, as :func:`outcome.capture` gives a lone job's, and the thread
+    goes on: a caller waiting for the thread cannot be cancelled, and must never wait for a thread that died."""
+    try:
+        return runner(works)
+    except Exception as error:  # the thread's boundary: whatever it is, it goes to the callers
+        return [outcome.Error(error) for _ in works]
 
 
 @attrs.define(eq=False)

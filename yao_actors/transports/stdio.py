@@ -62,7 +62,8 @@ async def open_stdio_transport(
     """Run ``params``' command and yield the MCP streams over its stdin/stdout.
 
     The child's death sets ``link.lost`` with its exit code (after its last
-    stderr lines were read). On exit the child is stopped for sure, even when
+    stderr lines were read), also when the session failed first for the stdout
+    the dying child closed. On exit the child is stopped for sure, even when
     the caller is cancelled. Raises ``OSError`` when the command cannot start.
     """
     process = await trio.lowlevel.open_process(
@@ -89,10 +90,15 @@ async def open_stdio_transport(
                 yield reader, writer
             finally:
                 writer.close()
+                closed_by_child = reader.ended  # before the drain, which reads to the end
                 # Reading on (and discarding) keeps a child that is still writing from blocking on a full pipe.
                 nursery.start_soon(reader.drain)
                 with trio.CancelScope(shield=True):
                     await stop_process(process)
+                    if closed_by_child and process.returncode is not None and not link.lost.is_set():
+                        # The session failed because the child closed its stdout (it exited) before its exit
+                        # was reported: the exit, with its code and last stderr lines, is why the link is lost.
+                        await _report_exit(process.returncode, link, stderr_done)
                 nursery.cancel_scope.cancel()
     finally:
         writer.close()
@@ -215,6 +221,11 @@ class StdoutReader:
                     return b""
             except OSError:
                 return b""
+
+    @property
+    def ended(self) -> bool:
+        """Whether stdout has ended: the child closed it (as it does when it exits), or a line went over the limit."""
+        return self._ended
 
     def _overflow(self) -> None:
         self._ended = True
@@ -364,7 +375,11 @@ def _stderr_text(line: bytes | bytearray, cut: bool, limit: int) -> str:
 
 async def _watch_exit(process: trio.Process, link: Link, stderr_done: trio.Event) -> None:
     """Report the child's death, with its exit code and its last stderr lines."""
-    code = await process.wait()
+    await _report_exit(await process.wait(), link, stderr_done)
+
+
+async def _report_exit(code: int, link: Link, stderr_done: trio.Event) -> None:
+    """Mark ``link`` lost by the child's exit with ``code``, once its last stderr lines are read."""
     with trio.move_on_after(STDERR_FLUSH_WAIT):
         await stderr_done.wait()
     link.mark_lost("the server process exited", exit_code=code)
