@@ -79,10 +79,19 @@ backend yao_workers
 @asynccontextmanager
 async def haproxy(tmp_path: Path, back: int) -> AsyncIterator[str]:
     """HAProxy on a free loopback port in front of ``back``; yields its websocket URL once it answers /readyz."""
+    async with open_haproxy(tmp_path, HAPROXY_CONFIG, back=back) as url:
+        yield url
+
+
+@asynccontextmanager
+async def open_haproxy(tmp_path: Path, config: str, **ports: int) -> AsyncIterator[str]:
+    """HAProxy run with ``config`` (``{front}`` and the named ``ports`` filled in; ``front`` a free loopback port);
+    yields its websocket URL once ``GET /readyz`` through it answers 200."""
     require_tool(HAPROXY, "haproxy")
+    assert HAPROXY is not None
     front = free_port()
     path = tmp_path / "haproxy.cfg"
-    path.write_text(HAPROXY_CONFIG.format(front=front, back=back), encoding="utf-8")
+    path.write_text(config.format(front=front, **ports), encoding="utf-8")
     log = open(tmp_path / "haproxy.log", "wb")  # noqa: SIM115, ASYNC230 (the process keeps it open)
     process = await trio.lowlevel.open_process([HAPROXY, "-db", "-f", str(path)], stdout=log, stderr=log)
     log.close()

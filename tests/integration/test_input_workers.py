@@ -20,23 +20,24 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
 from tests.integration.actor_checks import running
 from tests.integration.asking_support import http_asking_server
-from tests.integration.scale_support import HAPROXY, _ready
-from tests.integration.test_durable_process import service_process
+from tests.integration.processes import service_process, write_config
+from tests.integration.scale_support import open_haproxy
 from tests.integration.test_input_interrupts import BOOKING
 from tests.integration.test_input_restart import the_question
 from tests.service.support import send, until_terminal
-from tests.support import check_stream, needs_redis, require_tool
+from tests.support import check_stream, needs_redis
 from yao_actors.chat import open_service_connection
 from yao_actors.config import ServerSpec
 from yao_actors.specs import StoreSpec
 from yao_actors.store import open_store
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
-from yao_actors.testing.redis_server import RedisServer, free_port
+from yao_actors.testing.redis_server import RedisServer
 
 pytestmark = [
     needs_redis,
@@ -76,37 +77,35 @@ def model(request: RecordedRequest) -> Reply:
     return Reply(text=" | ".join(m["content"] for m in request.body["messages"] if m["role"] == "tool") or "ok")
 
 
-def write_config(tmp_path: Path, base_url: str, server_url: str, redis_url: str) -> Path:
-    config = {
-        "mcpServers": {"asking": {"url": server_url, "protocol": "legacy"}},
-        "models": {"fake": {"provider": "openai", "base_url": base_url, "model": "fake", "api_key_env": None}},
-        "assistants": {"default": {"model": "fake", "mcp": {"servers": ["asking"]}}},
-        "store": {"type": "redis", "url": redis_url, "prefix": PREFIX, "lease_ttl": LEASE_TTL},
-    }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return path
-
-
 @asynccontextmanager
-async def haproxy_in_front(tmp_path: Path, a: str, b: str) -> AsyncIterator[str]:
-    """HAProxy in front of workers ``a`` and ``b`` (their websocket URLs); yields its websocket URL."""
-    require_tool(HAPROXY, "haproxy")
-    assert HAPROXY is not None
-    front = free_port()
-    path = tmp_path / "haproxy.cfg"
-    path.write_text(HAPROXY_CONFIG.format(front=front, a=port_of(a), b=port_of(b)), encoding="utf-8")
-    log = open(tmp_path / "haproxy.log", "wb")  # noqa: SIM115, ASYNC230 (the process keeps it open)
-    process = await trio.lowlevel.open_process([HAPROXY, "-db", "-f", str(path)], stdout=log, stderr=log)
-    log.close()
+async def two_workers(tmp_path: Path) -> AsyncIterator[Workers]:
+    """Redis, the asking server, the fake model, workers A and B on them, and HAProxy in front of both."""
+    redis = RedisServer(tmp_path)
+    redis.start()
     try:
-        while not await _ready(front):
-            assert process.returncode is None, (tmp_path / "haproxy.log").read_text()
-            await trio.sleep(0.2)
-        yield f"ws://127.0.0.1:{front}/"
+        async with http_asking_server() as server, open_fake_openai(model) as fake:
+            servers = {"asking": {"url": server.url, "protocol": "legacy"}}
+            store = {"type": "redis", "url": redis.url, "prefix": PREFIX, "lease_ttl": LEASE_TTL}
+            config = write_config(tmp_path, fake.base_url, servers, store)
+            async with (
+                service_process(config) as (holder, a),
+                service_process(config) as (_, b),
+                open_haproxy(tmp_path, HAPROXY_CONFIG, a=port_of(a), b=port_of(b)) as front,
+            ):
+                yield Workers(front, holder, server, fake, redis.url)
     finally:
-        process.kill()
-        await process.wait()
+        redis.stop()
+
+
+@attrs.frozen
+class Workers:
+    """What :func:`two_workers` started: HAProxy's URL, worker A's process, the MCP server, the model, Redis."""
+
+    front: str
+    holder: trio.Process
+    server: Any
+    fake: Any
+    redis_url: str
 
 
 def port_of(url: str) -> int:
@@ -149,26 +148,15 @@ async def bookings(server: Any) -> Any:
 
 
 async def test_the_answer_reaches_the_worker_holding_the_call_and_it_completes_once(tmp_path: Path) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
-    try:
-        with trio.fail_after(GUARD):
-            async with http_asking_server() as server, open_fake_openai(model) as fake:
-                config = write_config(tmp_path, fake.base_url, server.url, redis.url)
-                async with (
-                    service_process(config) as (_, a),
-                    service_process(config) as (_, b),
-                    haproxy_in_front(tmp_path, a, b) as front,
-                ):
-                    first = await run_on(front, "a", question_frame("r1", QUESTION))
-                    interrupt = the_question(first)
-                    second = await run_on(front, "b", resume_frame("r2", interrupt))
-                    stale = await run_on(front, "b", resume_frame("r3", interrupt))
-                    left = await held_calls(redis.url)
-                count = await bookings(server)
-                ran_by = await owners(redis.url, "r1", "r2")
-    finally:
-        redis.stop()
+    with trio.fail_after(GUARD):
+        async with two_workers(tmp_path) as w:
+            first = await run_on(w.front, "a", question_frame("r1", QUESTION))
+            interrupt = the_question(first)
+            second = await run_on(w.front, "b", resume_frame("r2", interrupt))
+            stale = await run_on(w.front, "b", resume_frame("r3", interrupt))
+            left = await held_calls(w.redis_url)
+            count = await bookings(w.server)
+            ran_by = await owners(w.redis_url, "r1", "r2")
     assert ran_by[0] != ran_by[1]  # two workers: the resume ran on the one that did not hold the call
     check_stream(second)
     (result,) = [e for e in second if e["type"] == "TOOL_CALL_RESULT"]
@@ -182,28 +170,18 @@ async def test_the_answer_reaches_the_worker_holding_the_call_and_it_completes_o
 
 
 async def test_a_holder_killed_with_kill_9_makes_the_resume_interrupt_expired(tmp_path: Path) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
-    try:
-        with trio.fail_after(GUARD):
-            async with http_asking_server() as server, open_fake_openai(model) as fake:
-                config = write_config(tmp_path, fake.base_url, server.url, redis.url)
-                async with (
-                    service_process(config) as (holder, a),
-                    service_process(config) as (_, b),
-                    haproxy_in_front(tmp_path, a, b) as front,
-                ):
-                    interrupt = the_question(await run_on(front, "a", question_frame("r1", QUESTION)))
-                    assert len(await held_calls(redis.url)) == 1
-                    holder.kill()  # kill -9: the holding is no longer renewed
-                    await holder.wait()
-                    while await held_calls(redis.url):  # gone within LEASE_TTL  # noqa: ASYNC110
-                        await trio.sleep(0.2)
-                    late = await run_on(front, "b", resume_frame("r2", interrupt))
-                    after = await run_on(front, "b", question_frame("r3", "anything else?"))
-                count = await bookings(server)
-    finally:
-        redis.stop()
+    with trio.fail_after(GUARD):
+        async with two_workers(tmp_path) as w:
+            interrupt = the_question(await run_on(w.front, "a", question_frame("r1", QUESTION)))
+            assert len(await held_calls(w.redis_url)) == 1
+            w.holder.kill()  # kill -9: the holding is no longer renewed
+            await w.holder.wait()
+            while await held_calls(w.redis_url):  # gone within LEASE_TTL  # noqa: ASYNC110
+                await trio.sleep(0.2)
+            late = await run_on(w.front, "b", resume_frame("r2", interrupt))
+            after = await run_on(w.front, "b", question_frame("r3", "anything else?"))
+            count = await bookings(w.server)
+            fake = w.fake
     assert (late[-1]["type"], late[-1]["code"]) == ("RUN_ERROR", "interrupt_expired")
     assert "the tool could not complete" in late[-1]["message"]
     assert after[-1]["type"] == "RUN_FINISHED"
