@@ -325,6 +325,21 @@ class NeedsLogin(AuthorizationError):
     """No usable tokens for a server (and identity): someone must log in (``yao-actors auth login SERVER``)."""
 
 
+class AuthorizationUnavailable(AuthorizationError):
+    """The authorization server (or the MCP server's discovery) cannot be reached or refused: the server's calls
+    are ``server_unavailable`` until it can."""
+
+
+class AuthorizationRequired(AuthorizationError):
+    """A principal has no usable tokens for a server with ``auth.identity: "principal"``: ``url`` is where it
+    authorizes (the run ends with an ``authorization_required`` interrupt carrying it)."""
+
+    def __init__(self, server: str, url: str) -> None:
+        super().__init__(f"server {server!r} needs your authorization: visit the URL, then resume the run")
+        self.server = server
+        self.url = url
+
+
 class TokenKeyError(AuthorizationError):
     """Stored tokens do not open with ``store.secret_key``: the key is wrong, or changed since they were stored."""
 

@@ -30,7 +30,8 @@ import attrs
 import trio
 
 from yao_actors.auth.flow import authorizing
-from yao_actors.auth.keys import oauth_servers
+from yao_actors.auth.keys import oauth_servers, principal_servers
+from yao_actors.auth.principals import AuthorizationDesk, open_desk, principal_routing
 from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
 from yao_actors.conversation import (
@@ -73,6 +74,9 @@ class Runtime(metaclass=NoPublicConstructor):
     models: Mapping[str, Model]
     conversations: ConversationManager
     _catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+    authorizations: AuthorizationDesk | None = None
+    """Where principals' authorizations of ``identity: "principal"`` servers are kept and finished (the service's
+    ``/oauth/callback``); ``None`` when the config has no such server."""
 
     async def catalog(self, assistant: str) -> Catalog:
         """The tools offered to ``assistant``'s model now, as its runs get them (from the servers that are ready).
@@ -254,10 +258,17 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         if store is None:
             store = await stack.enter_async_context(_open_config_store(config))
+        plain, desk = connect, None
         if oauth_servers(config):
-            connect = authorizing(connect, open_vault(store, (config.store or StoreSpec()).secret_key))
-        start = functools.partial(serve_mcp_server, connect=connect, input_handler=input_handler)
+            vault = open_vault(store, (config.store or StoreSpec()).secret_key)
+            connect = authorizing(connect, vault)
+        start: ServeServer = functools.partial(serve_mcp_server, connect=connect, input_handler=input_handler)
+        if principal_servers(config):
+            desk = open_desk(store, vault, config.service.public_url)
+            actor = functools.partial(serve_mcp_server, input_handler=input_handler)
+            start = principal_routing(start, actor, plain, desk)
         async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:
+            runtime.authorizations = desk
             yield runtime
 
 

@@ -125,7 +125,11 @@ async def test_a_server_needs_auth_until_the_service_logs_in_then_calls_carry_th
                 assert "run `yao-actors auth login hub`" in (stats.last_error or "")
                 ready = await http_request(service.port, "/readyz")
                 assert ready.status == 503
-                assert ready.json()["servers"]["hub"] == {"state": "needs_auth", "error": "unauthorized", "protocol": None}
+                assert ready.json()["servers"]["hub"] == {
+                    "state": "needs_auth",
+                    "error": "unauthorized",
+                    "protocol": None,
+                }
                 before = await runtime.run("a", "who am I?")
                 status = [e for e in before.events if e.get("name") == "server_status"]
                 assert [e["value"] for e in status] == [

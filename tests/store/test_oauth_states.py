@@ -40,7 +40,8 @@ async def test_two_takers_of_one_state_get_it_once(store: ConversationStore, clo
     async with trio.open_nursery() as nursery:
         for _ in range(4):
             nursery.start_soon(take)
-    assert got.count(RECORD) == 1 and got.count(None) == 3
+    assert got.count(RECORD) == 1
+    assert got.count(None) == 3
 
 
 @pytest.mark.parametrize("waited", [STATE_TTL - 1, STATE_TTL + 1])
@@ -63,5 +64,7 @@ async def test_expired_states_are_swept_and_tokens_kept(store: ConversationStore
 async def test_a_state_does_not_open_under_another_key_and_is_sealed(store: ConversationStore, clock: Clock) -> None:
     await states(store, clock).put("state-1", RECORD)
     sealed = await store.oauth_tokens().load(STATES, "state-1")
-    assert sealed is not None and "VERIFIER" not in sealed and "alice" not in sealed
+    assert sealed is not None
+    assert "VERIFIER" not in sealed
+    assert "alice" not in sealed
     assert await states(store, clock, "another key of enough length").take("state-1") is None

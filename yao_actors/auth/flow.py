@@ -41,10 +41,10 @@ REFRESH_MARGIN = 60.0
 NO_REDIRECT = "http://127.0.0.1/no-interactive-login"
 
 
-#: Why a server with ``identity: "principal"`` is not connected (its per-principal logins are not served yet).
+#: Why a server with ``identity: "principal"`` is not connected here (only per principal, by its router).
 PRINCIPAL_NOT_SERVED = (
-    "server {server!r} has auth.identity 'principal', which this version does not serve yet (each principal's "
-    "login needs the service to ask its client); the service's own tokens never serve a principal's call"
+    "server {server!r} has auth.identity 'principal': it is connected per principal, with that principal's own "
+    "tokens (yao_actors.auth.principals); the service's tokens never serve a principal's call"
 )
 
 
@@ -169,13 +169,13 @@ def authorizing(connect: Connector, vault: TokenVault, *, clock: Callable[[], fl
         if auth.identity != "service":
             return _refuse(AuthorizationError(PRINCIPAL_NOT_SERVED.format(server=spec.id)))
         storage = StoreTokenStorage(vault, spec.id, SERVICE_IDENTITY, clock)
-        return _open_authorized(connect, spec, auth, storage, link, options)
+        return open_authorized(connect, spec, auth, storage, link, options)
 
     return connector
 
 
 @asynccontextmanager
-async def _open_authorized(
+async def open_authorized(
     connect: Connector,
     spec: ServerSpec,
     auth: OAuthSpec,
