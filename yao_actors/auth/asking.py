@@ -16,6 +16,8 @@ An authorization server (or MCP server) that cannot be reached, or answers the d
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import secrets
 from typing import Any, Final
 from urllib.parse import urlencode, urljoin
@@ -30,6 +32,8 @@ from yao_actors.auth.vault import StoreTokenStorage
 from yao_actors.errors import AuthorizationError, AuthorizationUnavailable
 from yao_actors.specs import OAuthSpec
 
+logger = logging.getLogger(__name__)
+
 #: Seconds the discovery (the MCP server's ``401``, both metadata documents, a registration) may take.
 DISCOVERY_TIMEOUT: Final = 20.0
 #: The MCP protocol version the probe names (the authorization request then carries ``resource``, RFC 8707).
@@ -42,6 +46,24 @@ class _Redirect(Exception):
     def __init__(self, url: str) -> None:
         super().__init__("authorization URL ready")
         self.url = url
+
+
+_asking: contextvars.ContextVar[str | None] = contextvars.ContextVar("yao_actors_asking", default=None)
+
+
+def _said_by_us(record: logging.LogRecord) -> bool:
+    """While a server's discovery runs here, the SDK's ``OAuth flow error`` report (with its traceback) is dropped:
+    a :class:`_Redirect` is where the flow was meant to stop, and any other failure comes out of
+    :func:`begin_authorization` as one clear error (the traceback goes to DEBUG)."""
+    server = _asking.get()
+    if server is None or record.levelno < logging.WARNING:
+        return True
+    if record.exc_info and not isinstance(record.exc_info[1], _Redirect):
+        logger.debug("server %r: the MCP SDK's report in full", server, exc_info=record.exc_info)
+    return False
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_said_by_us)
 
 
 class AskingProvider(StoreOAuthProvider):
@@ -111,6 +133,7 @@ async def begin_authorization(
     )
     provider.states, provider.principal = states, principal
     server = storage.server
+    token = _asking.set(server)
     try:
         async with httpx2.AsyncClient(auth=provider, timeout=DISCOVERY_TIMEOUT) as client:
             response = await client.post(server_url, json=_PROBE, headers=_HEADERS)
@@ -121,6 +144,8 @@ async def begin_authorization(
             f"server {server!r}: its authorization server could not be reached or refused the discovery "
             f"({type(error).__name__}: {error})"
         ) from None
+    finally:
+        _asking.reset(token)
     raise AuthorizationError(
         f"server {server!r} answered {response.status_code} without asking for authorization; nothing to authorize"
     )
