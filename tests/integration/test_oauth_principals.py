@@ -187,13 +187,42 @@ async def test_an_authorization_server_out_of_reach_makes_the_server_unavailable
         async with (
             open_runtime(config, models={"m": whoami_model()}) as runtime,
             running_service(runtime, tokens=TOKENS) as service,
+            open_service_connection(service.url, token=ALICE) as ws,
         ):
-            terminal = await ask(service, ALICE, run_frame("who am I?", run_id="a1", thread_id="ta"))
-            history = await runtime.history("ta", principal="alice")
-    assert terminal["type"] == "RUN_FINISHED"
-    assert terminal["result"]["text"] == "tools: []"
-    stored = [e for run in history.runs for e in getattr(run, "events", ())]
-    del stored  # the events are checked through the embedded run below
+            await send(ws, run_frame("who am I?", run_id="a1", thread_id="ta"))
+            events = await until_terminal(ws, "a1")
+    status = [e["value"] for e in events if e.get("name") == "server_status"]
+    assert status[0]["server"] == "hub"
+    assert status[0]["state"] == "down"
+    assert "its authorization server could not be reached" in status[0]["detail"]
+    assert "Traceback" not in repr(events)
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert events[-1]["result"]["text"] == "tools: []"
+
+
+async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes(tmp_path: Path) -> None:
+    async with open_oauth_server() as server:
+        config = config_of(server.url, tmp_path)
+        with trio.fail_after(GUARD):
+            async with (
+                open_runtime(config, models={"m": whoami_model()}) as runtime,
+                running_service(runtime, tokens=TOKENS) as service,
+            ):
+                asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
+                await authorize(server, asked, "alice-person")
+                first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+                await server.hook("revoke")
+                await server.hook("expire")
+                refused = await ask(service, ALICE, run_frame("who now?", run_id="a3", thread_id="ta"))
+                again = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a4", thread_id="ta")))
+                await authorize(server, again, "alice-person")
+                back = await ask(service, ALICE, resume_frame("a5", "ta", "authorization-hub"))
+                log = await server.hook("log")
+    assert first["result"]["text"] == '"alice-person"'
+    # The call that met the revoked login failed (the refresh was refused); the next run asked again.
+    assert "needs the user's authorization again" in refused["result"]["text"]
+    assert back["result"]["text"] == '"alice-person"'
+    assert log["token_requests"] == ["authorization_code", "authorization_code"]  # the refused refresh is not one
 
 
 async def test_an_embedded_run_is_told_why_the_server_is_down(tmp_path: Path) -> None:

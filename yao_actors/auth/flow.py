@@ -182,15 +182,17 @@ async def open_authorized(
     storage: StoreTokenStorage,
     link: Link,
     options: Mapping[str, Any],
+    needs: Callable[[str], NeedsLogin] = needs_login,
 ) -> AsyncIterator[mcp.Client]:
+    """``connect`` with ``storage``'s tokens in the provider; ``needs(server)`` is the error when they do not serve."""
     grant = await storage.load()  # TokenKeyError when the key is wrong
     if not grant.usable(storage.clock(), configured_client=auth.client_id is not None):
-        raise needs_login(spec.id)
+        raise needs(spec.id)
 
     async def cannot_ask_a_person(authorization_url: str) -> None:
         # The tokens no longer serve (a refresh was refused): forget them, so the actor waits for a login.
         await storage.drop_tokens()
-        error = needs_login(spec.id)
+        error = needs(spec.id)
         link.unauthorized = True
         link.mark_lost(str(error))
         raise error

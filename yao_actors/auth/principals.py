@@ -40,7 +40,7 @@ from yao_actors.auth.flow import open_authorized
 from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import StoreTokenStorage, TokenVault, principal_identity
-from yao_actors.errors import AuthorizationError, AuthorizationRequired
+from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.store.base import ConversationStore
 from yao_actors.tools.results import ToolOutcome
@@ -356,9 +356,16 @@ def principal_connector(
         auth = oauth_of(spec)
         assert auth is not None  # a router exists only for a server with auth
         storage = StoreTokenStorage(vault, spec.id, identity, clock)
-        return open_authorized(connect, spec, auth, storage, link, options)
+        return open_authorized(connect, spec, auth, storage, link, options, needs=_asks_again)
 
     return connector
+
+
+def _asks_again(server: str) -> NeedsLogin:
+    return NeedsLogin(
+        f"server {server!r} needs the user's authorization again (it was revoked or has expired): the user's next "
+        "run asks for it"
+    )
 
 
 async def serve_principal_servers(
