@@ -138,6 +138,12 @@ def test_public_url_is_read_with_its_variable_and_checked(tmp_path: Path, capsys
     ]
     good = data | {"server": {"public_url": "https://agent.example"}, "store": {"type": "memory"}}
     assert main(["check", "--config", write(tmp_path, good)]) == 0
+    beyond = remote(identity="principal") | {"server": {"host": "0.0.0.0", "token": "t" * 32}}
+    assert any(
+        p.startswith("server.public_url: required when the service listens on '0.0.0.0'")
+        for p in config_problems(parse_config(beyond))
+    )
+    assert config_problems(parse_config(remote() | {"server": {"host": "0.0.0.0", "token": "t" * 32}})) == []
     bad = good | {"server": {"public_url": "agent.example"}}
     assert main(["check", "--config", write(tmp_path, bad)]) == 2
     assert "server.public_url" in capsys.readouterr().out

@@ -40,7 +40,7 @@ from yao_actors.auth.flow import open_authorized
 from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import StoreTokenStorage, TokenVault, principal_identity
-from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin
+from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.store.base import ConversationStore
 from yao_actors.tools.results import ToolOutcome
@@ -183,7 +183,9 @@ class PrincipalServers:
         )
 
     def holds_parked(self, ticket: str) -> bool:
-        return False
+        """Whether a principal's connection holds a call open under ``ticket`` (the run that answers it binds
+        its own principal's view before it resumes the call there)."""
+        return any(c.handle.holds_parked(ticket) for c in self.connections.values())
 
     async def bind_principal(self, principal: str | None) -> PrincipalView:
         """``principal``'s view of the server; :class:`AuthorizationRequired` when it must authorize first."""
@@ -194,6 +196,10 @@ class PrincipalServers:
             raise
         except AuthorizationError as error:
             return PrincipalView(self, name, None, str(error))
+        except StoreUnavailable as error:  # its tokens, or the pending state, cannot be read or kept now
+            return PrincipalView(
+                self, name, None, f"server {self.id!r}: the conversation store is out of reach: {error}"
+            )
         return PrincipalView(self, name, connection)
 
     async def connection(self, name: str) -> _Connection:

@@ -23,7 +23,7 @@ import attrs
 
 from yao_actors.auth.callback import CallbackRefused
 from yao_actors.auth.principals import CALLBACK_PATH, METADATA_PATH, AuthorizationDesk
-from yao_actors.errors import AuthorizationError
+from yao_actors.errors import AuthorizationError, StoreUnavailable
 from yao_actors.service.http import Exchange, Routes
 
 logger = logging.getLogger(__name__)
@@ -50,9 +50,9 @@ class OAuthRoutes:
             logger.warning("OAuth callback refused: %s", refused)
             await _page(exchange, 400, "Authorization not completed", str(refused))
             return
-        except AuthorizationError as error:
+        except (AuthorizationError, StoreUnavailable) as error:
             logger.warning("OAuth callback failed: %s", error)
-            await _page(exchange, 503, "Authorization not completed", str(error))
+            await _page(exchange, 503, "Authorization not completed", f"try again shortly: {error}")
             return
         logger.info("principal %r authorized server %r", done.principal, done.server)
         text = f"Access to {done.server!r} is authorized. Go back to your app and resume."
