@@ -225,6 +225,26 @@ async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes
     assert log["token_requests"] == ["authorization_code", "authorization_code"]  # the refused refresh is not one
 
 
+async def test_a_login_revoked_before_its_token_runs_out_is_asked_again_in_the_next_run(tmp_path: Path) -> None:
+    async with open_oauth_server("--lifetime", "2") as server:  # access tokens last 2 s
+        config = config_of(server.url, tmp_path)
+        with trio.fail_after(GUARD):
+            async with (
+                open_runtime(config, models={"m": whoami_model()}) as runtime,
+                running_service(runtime, tokens=TOKENS) as service,
+            ):
+                asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
+                await authorize(server, asked, "alice-person")
+                first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+                await server.hook("revoke")
+                await trio.sleep(2.5)  # the access token is due for its refresh now
+                again = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a3", thread_id="ta")))
+                await authorize(server, again, "alice-person")
+                back = await ask(service, ALICE, resume_frame("a4", "ta", "authorization-hub"))
+    assert first["result"]["text"] == '"alice-person"'
+    assert back["result"]["text"] == '"alice-person"'
+
+
 async def test_an_embedded_run_is_told_why_the_server_is_down(tmp_path: Path) -> None:
     config = config_of("http://127.0.0.1:9/mcp", tmp_path)
     with trio.fail_after(GUARD):

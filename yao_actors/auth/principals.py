@@ -13,6 +13,9 @@ serve another's call: no connection holds two principals' tokens, and a view ser
   interrupt (:mod:`yao_actors.conversation.principal_servers`).
 - **The authorization server cannot be reached** (or the service has no URL for the redirect): the view is
   ``down`` and says why; the server's tools are not offered and its calls are ``server_unavailable``.
+- **Refresh**: a connection whose access token is due for its refresh when a run binds it (and no call is using
+  it) is opened again, so the refresh happens then: one that is refused asks the principal in that run. A token
+  the server ends early is found out by a call, which fails saying so; the next run asks.
 - **Bounded**: at most :data:`MAX_PRINCIPALS` connections per server are open at once. A new principal's closes
   the least recently used one no call is using; when every one is in use, the new principal's view is ``down``
   ("too many principals at once") for that run. A connection no call used for :data:`IDLE_CLOSE` seconds is
@@ -36,10 +39,10 @@ import trio
 
 from yao_actors.auth.asking import begin_authorization
 from yao_actors.auth.callback import Authorized, complete_authorization
-from yao_actors.auth.flow import open_authorized
+from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
 from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.states import AuthorizationStates
-from yao_actors.auth.vault import StoreTokenStorage, TokenVault, principal_identity
+from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.store.base import ConversationStore
@@ -205,11 +208,16 @@ class PrincipalServers:
     async def connection(self, name: str) -> _Connection:
         """The open connection of principal ``name``, opened when it has none (module docstring)."""
         connection = self.connections.get(name)
+        storage = self.storage(name)
         if connection is not None and connection.handle.state is ServerState.NEEDS_AUTH:
             self.close(name)  # its refresh was refused: it asks again
             connection = None
+        if connection is not None and connection.busy == 0 and self.expiring(await storage.load()):
+            # Opened again, its token is refreshed now, before the run is offered its tools: a refresh that is
+            # refused asks the principal again in this run, rather than failing one of its calls.
+            self.close(name)
+            connection = None
         if connection is None:
-            storage = self.storage(name)
             grant = await storage.load()
             if not grant.usable(self.clock(), configured_client=self.auth.client_id is not None):
                 raise AuthorizationRequired(self.id, await self.ask(name, storage))
@@ -219,6 +227,14 @@ class PrincipalServers:
                 raise AuthorizationRequired(self.id, await self.ask(name, storage))
         connection.last_used = trio.current_time()
         return connection
+
+    def expiring(self, grant: Grant) -> bool:
+        """Whether ``grant``'s access token is due for its refresh (as :mod:`yao_actors.auth.flow` reckons it)."""
+        if grant.tokens is None or grant.expires_at is None:
+            return False
+        lifetime = grant.tokens.expires_in
+        margin = REFRESH_MARGIN if lifetime is None else min(REFRESH_MARGIN, lifetime / 10)
+        return self.clock() >= grant.expires_at - margin
 
     def storage(self, name: str) -> StoreTokenStorage:
         return StoreTokenStorage(self.desk.vault, self.id, principal_identity(name), self.clock)
