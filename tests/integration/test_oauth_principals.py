@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from tests.integration.oauth_support import OAuthTestServer, approve_in_browser, open_oauth_server
+from tests.service.agui_support import post_agui, run_input
 from tests.service.support import http_request, run_frame, running_service, send, until_terminal
 from yao_actors.auth.vault import principal_identity
 from yao_actors.chat import open_service_connection
@@ -135,6 +136,29 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
     assert alice_tokens.isdisjoint(bob_tokens)
     assert log["token_requests"] == ["authorization_code", "authorization_code"]
     assert [r for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING] == []
+
+
+async def test_a_principal_authorizes_and_resumes_through_post_agui(tmp_path: Path) -> None:
+    async with open_oauth_server() as server:
+        config = config_of(server.url, tmp_path)
+        bearer = {"authorization": f"Bearer {ALICE}"}
+        asked_for = {"id": "u1", "role": "user", "content": "who am I?"}
+        with trio.fail_after(GUARD):
+            async with (
+                open_runtime(config, models={"m": whoami_model()}) as runtime,
+                running_service(runtime, tokens=TOKENS) as service,
+            ):
+                first = await post_agui(
+                    service.port, run_input(thread_id="tp", run_id="p1", messages=[asked_for]), headers=bearer
+                )
+                await authorize(server, the_interrupt(first.events[-1]), "alice-person")
+                resume = [{"interruptId": "authorization-hub", "status": "resolved"}]
+                body = run_input(thread_id="tp", run_id="p2", messages=[asked_for], resume=resume)
+                second = await post_agui(service.port, body, headers=bearer)
+    assert first.status == 200
+    assert second.status == 200
+    assert second.events[-1]["type"] == "RUN_FINISHED"
+    assert second.events[-1]["result"]["text"] == '"alice-person"'
 
 
 async def test_a_wrong_or_missing_state_is_a_400_page_and_nothing_is_stored(tmp_path: Path) -> None:
