@@ -5,7 +5,9 @@ each ``authorization_required`` interrupt's URL and approves as its own person, 
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +38,14 @@ from yao_actors.tools.server_handle import ServerState
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 KEY = "a test key of enough length"
 GUARD = 60
+CLI = [sys.executable, "-m", "yao_actors.cli"]
 ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789ab"
 TOKENS = {"alice": ALICE, "bob": BOB}
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    done = await trio.run_process([*CLI, *args], capture_stdout=True, capture_stderr=True, check=False)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
 def config_of(url: str, tmp_path: Path) -> Config:
@@ -120,6 +128,17 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
                 again_a = await ask(service, ALICE, run_frame("and now?", run_id="a4", thread_id="ta"))
                 vault_keys = await runtime.authorizations.vault.keys()  # type: ignore[union-attr]
                 log = await server.hook("log")
+            # The CLI, from another process, on the same store: who has authorized, and one principal's logout.
+            path = tmp_path / "config.json"
+            auth = {"type": "oauth", "scopes": ["tools"], "identity": "principal"}
+            store = {"type": "sqlite", "path": str(tmp_path / "s.sqlite3"), "secret_key": KEY}
+            path.write_text(json.dumps({"mcpServers": {"hub": {"url": server.url, "auth": auth}}, "store": store}))
+            status = await cli("auth", "status", "--config", str(path))
+            logout = await cli("auth", "logout", "hub", "--principal", "bob", "--config", str(path))
+            after = await cli("auth", "status", "--config", str(path))
+    assert status == (0, "hub: identity 'principal': 'alice' authorized, 'bob' authorized\n", "")
+    assert logout == (0, "principal 'bob' logged out of 'hub'\n", "")
+    assert after[1] == "hub: identity 'principal': 'alice' authorized\n"
     assert replayed.status == 400
     assert "already used or expired" in replayed.body.decode()
     assert after_a["result"]["text"] == '"alice-person"'
