@@ -92,6 +92,18 @@ async def test_each_principal_gets_its_own_connection_and_calls_go_there(autojum
     assert router.state is ServerState.READY
 
 
+async def test_two_runs_of_one_principal_starting_together_share_one_connection(autojump_clock: Any) -> None:
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("alice"), actors)
+        async with trio.open_nursery() as runs:
+            for _ in range(3):
+                runs.start_soon(router.bind_principal, "alice")
+        nursery.cancel_scope.cancel()
+    assert len(actors.opened) == 1
+    assert router.opening == {}
+
+
 async def test_an_unused_connection_is_closed_and_opened_again_on_the_next_call(autojump_clock: Any) -> None:
     actors = Actors()
     async with trio.open_nursery() as nursery:

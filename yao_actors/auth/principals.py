@@ -137,6 +137,7 @@ class PrincipalServers:
     idle_close: float = IDLE_CLOSE
     clock: Callable[[], float] = time.time
     connections: dict[str, _Connection] = attrs.field(factory=dict)
+    opening: dict[str, trio.Lock] = attrs.field(factory=dict)
 
     @property
     def id(self) -> str:
@@ -206,7 +207,17 @@ class PrincipalServers:
         return PrincipalView(self, name, connection)
 
     async def connection(self, name: str) -> _Connection:
-        """The open connection of principal ``name``, opened when it has none (module docstring)."""
+        """The open connection of principal ``name``, opened when it has none (module docstring); one at a time
+        per principal, so two runs starting together share one connection."""
+        lock = self.opening.setdefault(name, trio.Lock())
+        try:
+            async with lock:
+                return await self._connection(name)
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self.opening.pop(name, None)
+
+    async def _connection(self, name: str) -> _Connection:
         connection = self.connections.get(name)
         storage = self.storage(name)
         if connection is not None and connection.handle.state is ServerState.NEEDS_AUTH:
