@@ -224,11 +224,24 @@ async def test_with_a_public_url_the_service_serves_its_client_metadata_and_redi
     assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A9%2Fagent%2Foauth%2Fcallback" in asked["url"]
 
 
-async def test_an_authorization_server_out_of_reach_makes_the_server_unavailable(tmp_path: Path) -> None:
+def stubborn_model() -> FunctionModel:
+    """Calls ``hub__whoami`` whether it is offered or not (a model that remembers it from before)."""
+
+    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if messages[-1]["role"] == "user":
+            return Completion(tool_calls=(ToolCall("c1", "hub__whoami", "{}"),))
+        return str(messages[-1]["content"])
+
+    return FunctionModel(answer)
+
+
+async def test_an_authorization_server_out_of_reach_makes_the_server_unavailable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     config = config_of("http://127.0.0.1:9/mcp", tmp_path)  # nobody listens on port 9
     with trio.fail_after(GUARD):
         async with (
-            open_runtime(config, models={"m": whoami_model()}) as runtime,
+            open_runtime(config, models={"m": stubborn_model()}) as runtime,
             running_service(runtime, tokens=TOKENS) as service,
             open_service_connection(service.url, token=ALICE) as ws,
         ):
@@ -239,8 +252,11 @@ async def test_an_authorization_server_out_of_reach_makes_the_server_unavailable
     assert status[0]["state"] == "down"
     assert "its authorization server could not be reached" in status[0]["detail"]
     assert "Traceback" not in repr(events)
+    (result,) = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["content"] == "Error: server 'hub' is down; its tools are not available now"
     assert events[-1]["type"] == "RUN_FINISHED"
-    assert events[-1]["result"]["text"] == "tools: []"
+    assert events[-1]["result"]["toolCalls"][0]["kind"] == "server_unavailable"
+    assert [r.getMessage() for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING] == []
 
 
 async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes(tmp_path: Path) -> None:
