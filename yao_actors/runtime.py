@@ -249,7 +249,9 @@ async def open_runtime(
     :class:`~yao_actors.errors.NotReady` stops everything and comes out. A
     server with ``disabled=True`` is not started. A server with ``auth`` (OAuth) is connected with the tokens
     kept in the store (:mod:`yao_actors.auth`); a durable store without ``store.secret_key`` then raises
-    :class:`~yao_actors.errors.ConfigError` before anything starts. An exception
+    :class:`~yao_actors.errors.ConfigError` before anything starts. One with ``auth.identity: "principal"`` gets
+    a router instead of an actor, connecting each run's principal with its own tokens
+    (:mod:`yao_actors.auth.principals`; ``runtime.authorizations`` finishes their authorizations). An exception
     raised by the block comes out as itself, not wrapped in the nursery's
     exception group.
     """

@@ -69,8 +69,21 @@ logging.getLogger("mcp.client.auth.oauth2").addFilter(_said_by_us)
 class AskingProvider(StoreOAuthProvider):
     """The provider of one principal's first flow: stops at the authorization URL, its state kept (module doc)."""
 
-    states: AuthorizationStates
-    principal: str
+    def __init__(
+        self,
+        server_url: str,
+        auth: OAuthSpec,
+        storage: StoreTokenStorage,
+        states: AuthorizationStates,
+        principal: str,
+        *,
+        redirect_uri: str,
+    ) -> None:
+        super().__init__(
+            server_url, auth, storage, redirect_uri=redirect_uri, redirect_handler=_never, callback_handler=_never
+        )
+        self.states = states
+        self.principal = principal
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         context = self.context
@@ -128,10 +141,7 @@ async def begin_authorization(
     """The URL where ``principal`` authorizes the server at ``server_url`` (module docstring); its state kept."""
     if client_metadata_url is not None and auth.client_metadata_url is None:
         auth = _with_metadata_url(auth, client_metadata_url)
-    provider = AskingProvider(
-        server_url, auth, storage, redirect_uri=redirect_uri, redirect_handler=_never, callback_handler=_never
-    )
-    provider.states, provider.principal = states, principal
+    provider = AskingProvider(server_url, auth, storage, states, principal, redirect_uri=redirect_uri)
     server = storage.server
     token = _asking.set(server)
     try:

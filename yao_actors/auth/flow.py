@@ -11,7 +11,8 @@ caller gives; and the configured ``scopes`` are always asked for, with those the
 with the provider in its HTTP client, and only when the store holds usable tokens; otherwise the connection
 fails at once with :class:`~yao_actors.errors.NeedsLogin` (the actor is ``needs_auth``). No person is asked
 from there: when the tokens stop working (a revoked refresh token) they are dropped and the connection is lost
-with the same error. :mod:`.login` is where a person logs in.
+with the same error. :mod:`.login` is where a person logs in. A server with ``identity: "principal"`` is not connected here: each
+principal's connection is (:mod:`.principals`), through :func:`open_authorized` on that principal's tokens.
 """
 
 from __future__ import annotations
