@@ -71,11 +71,16 @@ def whoami_model() -> FunctionModel:
     return FunctionModel(answer)
 
 
-async def ask(service: Service, token: str, frame: dict[str, Any]) -> dict[str, Any]:
-    """One run over a websocket of the principal of ``token``; its terminal event."""
+async def ask_all(service: Service, token: str, frame: dict[str, Any]) -> list[dict[str, Any]]:
+    """One run over a websocket of the principal of ``token``; its events."""
     async with open_service_connection(service.url, token=token) as ws:
         await send(ws, frame)
-        return (await until_terminal(ws, frame["runId"]))[-1]
+        return await until_terminal(ws, frame["runId"])
+
+
+async def ask(service: Service, token: str, frame: dict[str, Any]) -> dict[str, Any]:
+    """One run over a websocket of the principal of ``token``; its terminal event."""
+    return (await ask_all(service, token, frame))[-1]
 
 
 def resume_frame(run_id: str, thread_id: str, *interrupt_ids: str) -> dict[str, Any]:
@@ -111,7 +116,11 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
                 running_service(runtime, tokens=TOKENS) as service,
             ):
                 assert runtime.servers["hub"].state is ServerState.READY  # the router; no principal connected
-                first_a = the_interrupt(await ask(service, ALICE, run_frame("who am I?", run_id="a1", thread_id="ta")))
+                events_a = await ask_all(service, ALICE, run_frame("who am I?", run_id="a1", thread_id="ta"))
+                first_a = the_interrupt(events_a[-1])
+                told = [e["value"] for e in events_a if e.get("name") == "server_status"]
+                assert told == [{"server": "hub", "state": "needs_auth", "detail": "its tools are not offered"}]
+                assert not [e for e in events_a if e["type"].startswith("TEXT_MESSAGE")]  # no model call was made
                 first_b = the_interrupt(await ask(service, BOB, run_frame("who am I?", run_id="b1", thread_id="tb")))
                 assert first_a["url"] != first_b["url"]
                 # A resume before authorizing: the interrupt stays open (the same id, a fresh URL).

@@ -192,12 +192,13 @@ class PrincipalServers:
         return any(c.handle.holds_parked(ticket) for c in self.connections.values())
 
     async def bind_principal(self, principal: str | None) -> PrincipalView:
-        """``principal``'s view of the server; :class:`AuthorizationRequired` when it must authorize first."""
+        """``principal``'s view of the server: its connection, or why there is none (``needed``: it must
+        authorize first)."""
         name = principal or ""
         try:
             connection = await self.connection(name)
-        except AuthorizationRequired:
-            raise
+        except AuthorizationRequired as needed:
+            return PrincipalView(self, name, None, str(needed), needed)
         except AuthorizationError as error:
             return PrincipalView(self, name, None, str(error))
         except StoreUnavailable as error:  # its tokens, or the pending state, cannot be read or kept now
@@ -317,6 +318,8 @@ class PrincipalView:
     principal: str
     bound: _Connection | None
     problem: str | None = None
+    needed: AuthorizationRequired | None = None
+    """Set when the principal must authorize the server first (the view is ``needs_auth``)."""
 
     @property
     def id(self) -> str:
@@ -328,7 +331,9 @@ class PrincipalView:
 
     @property
     def state(self) -> ServerState:
-        return ServerState.DOWN if self.bound is None else self.bound.handle.state
+        if self.bound is not None:
+            return self.bound.handle.state
+        return ServerState.DOWN if self.needed is None else ServerState.NEEDS_AUTH
 
     @property
     def tools_version(self) -> int:

@@ -3,8 +3,8 @@
 A server with ``auth.identity: "principal"`` is a router in the runtime's servers
 (:class:`~yao_actors.auth.principals.PrincipalServers`); before a run builds its catalog, :func:`bind_principal`
 puts in its place that principal's own view of it (its own connection, its own tools), so every catalog, call
-and resume of the run goes there and nowhere else. A principal that must authorize the server first is named in
-:attr:`Bound.needed`; the run then ends with an AG-UI ``Interrupt`` per such server
+and resume of the run goes there and nowhere else. A principal that must authorize the server first gets a
+``needs_auth`` view (the run's ``server_status`` event says so) and is named in :attr:`Bound.needed`; the run then ends with an AG-UI ``Interrupt`` per such server
 (:func:`authorization_interrupt`): ``reason: "authorization_required"``, the authorization ``url``, a ``message``,
 ``expiresAt`` (the URL's ten minutes) and ``metadata.server``. Its id, ``authorization-<server>``, stays the same
 until the server is authorized. A ``resume`` entry naming it (:func:`is_authorization_resume`) answers nothing:
@@ -46,13 +46,11 @@ async def bind_principal(servers: Mapping[str, Any], refs: Sequence[ServerRef], 
         return None
     bound, needed, problems = dict(servers), {}, {}
     for server_id in sorted(routers):
-        try:
-            view = await servers[server_id].bind_principal(principal)
-        except AuthorizationRequired as required:
-            needed[server_id] = required
-            continue
-        bound[server_id] = view
-        if view.problem is not None:
+        view = await servers[server_id].bind_principal(principal)
+        bound[server_id] = view  # one without a connection is not ready: its tools are not offered
+        if view.needed is not None:
+            needed[server_id] = view.needed
+        elif view.problem is not None:
             problems[server_id] = view.problem
     return Bound(bound, needed, problems)
 
