@@ -293,7 +293,9 @@ async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes
     assert log["token_requests"] == ["authorization_code", "authorization_code"]  # the refused refresh is not one
 
 
-async def test_a_login_revoked_before_its_token_runs_out_is_asked_again_in_the_next_run(tmp_path: Path) -> None:
+async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refresh_asks_in_that_run(
+    tmp_path: Path,
+) -> None:
     async with open_oauth_server("--lifetime", "2") as server:  # access tokens last 2 s
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
@@ -304,13 +306,19 @@ async def test_a_login_revoked_before_its_token_runs_out_is_asked_again_in_the_n
                 asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
                 await authorize(server, asked, "alice-person")
                 first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+                await trio.sleep(2.5)  # the access token is due for its refresh now: refreshed as the run starts
+                refreshed = await ask(service, ALICE, run_frame("still me?", run_id="a3", thread_id="ta"))
                 await server.hook("revoke")
-                await trio.sleep(2.5)  # the access token is due for its refresh now
-                again = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a3", thread_id="ta")))
+                await trio.sleep(2.5)  # due again, and this refresh is refused: asked in this run
+                again = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a4", thread_id="ta")))
                 await authorize(server, again, "alice-person")
-                back = await ask(service, ALICE, resume_frame("a4", "ta", "authorization-hub"))
+                back = await ask(service, ALICE, resume_frame("a5", "ta", "authorization-hub"))
+                log = await server.hook("log")
     assert first["result"]["text"] == '"alice-person"'
+    assert refreshed["result"]["text"] == '"alice-person"'
     assert back["result"]["text"] == '"alice-person"'
+    assert log["token_requests"][:2] == ["authorization_code", "refresh_token"]
+    assert log["token_requests"].count("authorization_code") == 2  # the first login, and the one asked again
 
 
 async def test_an_embedded_run_is_told_why_the_server_is_down(tmp_path: Path) -> None:
