@@ -24,6 +24,9 @@ Every exception this package raises on purpose is drawn here::
     │   └── InvalidStoreInput  a message, event or approval the store cannot keep (also a ``ValueError``)
     ├── AuthorizationError     an OAuth-protected server could not be authorized; the message never holds a token
     │   ├── NeedsLogin         no usable tokens for the server (and identity): someone must log in first
+    │   ├── AuthorizationRequired  a principal must authorize a server first (``url``: where)
+    │   ├── AuthorizationUnavailable  the authorization server cannot be reached or refused the discovery
+    │   ├── CallbackRefused    a redirect to ``/oauth/callback`` finishes no pending authorization (a 400 page)
     │   └── TokenKeyError      stored tokens do not open with ``store.secret_key`` (a wrong or changed key)
     ├── ListenError            the service cannot listen where it was told (the port is taken, no such address)
     └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
