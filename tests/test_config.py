@@ -376,6 +376,9 @@ def test_seed_server_entries_with_resources_are_accepted_with_one_warning(caplog
         (base(prompts=3), "prompts: expected a string or a list of strings"),
         (base(server={"port": 70000}), "server.port: must be between 0 and 65535"),
         (base(server={"hots": "x"}), "server.hots: unknown key"),
+        (base(server={"public_url": "agent.example"}), "server.public_url: must be the service's http:// or https://"),
+        (base(server={"public_url": "https://a.example/?x=1"}), "server.public_url: must be the service's http://"),
+        (base(server={"public_url": 7}), "server.public_url: expected a non-empty string"),
     ],
 )
 def test_bad_files_name_the_key_path(data: Any, expected: str) -> None:

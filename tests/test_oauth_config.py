@@ -113,10 +113,37 @@ def test_check_accepts_the_key_or_a_memory_store(tmp_path: Path, capsys: pytest.
     assert capsys.readouterr().out.count(": ok (1 server(s)") == 2
 
 
-def test_the_docs_oauth_example_is_valid() -> None:
+def test_the_docs_oauth_examples_are_valid() -> None:
     section = (Path(__file__).parent.parent / "docs" / "oauth.md").read_text(encoding="utf-8")
-    example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
-    assert schema_problems(example) == []
-    config = parse_config(example, environ={"TRACKER_CLIENT_ID": "c", "YAO_SECRET_KEY": "k" * 32})
-    assert config.store is not None
-    assert config.store.secret_key == "k" * 32
+    blocks = [block.split("```", 1)[0] for block in section.split("```json\n")[1:]]
+    assert len(blocks) >= 2  # one complete config per identity mode
+    environ = {"TRACKER_CLIENT_ID": "c", "YAO_SECRET_KEY": "k" * 32, "ALICE_TOKEN": "a" * 16, "BOB_TOKEN": "b" * 16}
+    identities = []
+    for block in blocks:
+        example = json.loads(block)
+        assert schema_problems(example) == []
+        config = parse_config(example, environ=environ)
+        assert config.store is not None
+        assert config.store.secret_key == "k" * 32
+        identities += [s.transport.auth.identity for s in config.servers.values()]  # type: ignore[union-attr]
+    assert set(identities) == {"service", "principal"}
+
+
+def test_public_url_is_read_with_its_variable_and_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = remote(identity="principal") | {"server": {"public_url": "${PUBLIC}/"}}
+    config = parse_config(data, environ={"PUBLIC": "https://agent.example"})
+    assert config.service.public_url == "https://agent.example"
+    assert problems_of(remote() | {"server": {"public_url": "ftp://agent.example"}}) == [
+        "server.public_url: must be the service's http:// or https:// address (no query), got 'ftp://agent.example'"
+    ]
+    good = data | {"server": {"public_url": "https://agent.example"}, "store": {"type": "memory"}}
+    assert main(["check", "--config", write(tmp_path, good)]) == 0
+    beyond = remote(identity="principal") | {"server": {"host": "0.0.0.0", "token": "t" * 32}}
+    assert any(
+        p.startswith("server.public_url: required when the service listens on '0.0.0.0'")
+        for p in config_problems(parse_config(beyond))
+    )
+    assert config_problems(parse_config(remote() | {"server": {"host": "0.0.0.0", "token": "t" * 32}})) == []
+    bad = good | {"server": {"public_url": "agent.example"}}
+    assert main(["check", "--config", write(tmp_path, bad)]) == 2
+    assert "server.public_url" in capsys.readouterr().out

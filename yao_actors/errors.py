@@ -24,6 +24,9 @@ Every exception this package raises on purpose is drawn here::
     │   └── InvalidStoreInput  a message, event or approval the store cannot keep (also a ``ValueError``)
     ├── AuthorizationError     an OAuth-protected server could not be authorized; the message never holds a token
     │   ├── NeedsLogin         no usable tokens for the server (and identity): someone must log in first
+    │   ├── AuthorizationRequired  a principal must authorize a server first (``url``: where)
+    │   ├── AuthorizationUnavailable  the authorization server cannot be reached or refused the discovery
+    │   ├── CallbackRefused    a redirect to ``/oauth/callback`` finishes no pending authorization (a 400 page)
     │   └── TokenKeyError      stored tokens do not open with ``store.secret_key`` (a wrong or changed key)
     ├── ListenError            the service cannot listen where it was told (the port is taken, no such address)
     └── BenchError             ``yao-actors bench`` cannot run what it was asked; ``.problems`` names each option
@@ -323,6 +326,21 @@ class AuthorizationError(YaoActorsError):
 
 class NeedsLogin(AuthorizationError):
     """No usable tokens for a server (and identity): someone must log in (``yao-actors auth login SERVER``)."""
+
+
+class AuthorizationUnavailable(AuthorizationError):
+    """The authorization server (or the MCP server's discovery) cannot be reached or refused: the server's calls
+    are ``server_unavailable`` until it can."""
+
+
+class AuthorizationRequired(AuthorizationError):
+    """A principal has no usable tokens for a server with ``auth.identity: "principal"``: ``url`` is where it
+    authorizes (the run ends with an ``authorization_required`` interrupt carrying it)."""
+
+    def __init__(self, server: str, url: str) -> None:
+        super().__init__(f"server {server!r} needs your authorization: visit the URL, then resume the run")
+        self.server = server
+        self.url = url
 
 
 class TokenKeyError(AuthorizationError):

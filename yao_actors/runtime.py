@@ -30,7 +30,8 @@ import attrs
 import trio
 
 from yao_actors.auth.flow import authorizing
-from yao_actors.auth.keys import oauth_servers
+from yao_actors.auth.keys import oauth_servers, principal_servers
+from yao_actors.auth.principals import AuthorizationDesk, open_desk, principal_routing
 from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
 from yao_actors.conversation import (
@@ -74,6 +75,9 @@ class Runtime(metaclass=NoPublicConstructor):
     models: Mapping[str, Model]
     conversations: ConversationManager
     _catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+    authorizations: AuthorizationDesk | None = None
+    """Where principals' authorizations of ``identity: "principal"`` servers are kept and finished (the service's
+    ``/oauth/callback``); ``None`` when the config has no such server."""
 
     async def catalog(self, assistant: str) -> Catalog:
         """The tools offered to ``assistant``'s model now, as its runs get them (from the servers that are ready).
@@ -246,7 +250,9 @@ async def open_runtime(
     :class:`~yao_actors.errors.NotReady` stops everything and comes out. A
     server with ``disabled=True`` is not started. A server with ``auth`` (OAuth) is connected with the tokens
     kept in the store (:mod:`yao_actors.auth`); a durable store without ``store.secret_key`` then raises
-    :class:`~yao_actors.errors.ConfigError` before anything starts. An exception
+    :class:`~yao_actors.errors.ConfigError` before anything starts. One with ``auth.identity: "principal"`` gets
+    a router instead of an actor, connecting each run's principal with its own tokens
+    (:mod:`yao_actors.auth.principals`; ``runtime.authorizations`` finishes their authorizations). An exception
     raised by the block comes out as itself, not wrapped in the nursery's
     exception group.
     """
@@ -255,11 +261,20 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         if store is None:
             store = await stack.enter_async_context(_open_config_store(config))
+        plain, desk = connect, None
         if oauth_servers(config):
-            connect = authorizing(connect, open_vault(store, (config.store or StoreSpec()).secret_key))
+            vault = open_vault(store, (config.store or StoreSpec()).secret_key)
+            connect = authorizing(connect, vault)
         relay = relay_of(store, (config.store or StoreSpec()).lease_ttl)  # held calls answered from other workers
-        start = functools.partial(serve_mcp_server, connect=connect, input_handler=input_handler, relay=relay)
+        start: ServeServer = functools.partial(
+            serve_mcp_server, connect=connect, input_handler=input_handler, relay=relay
+        )
+        if principal_servers(config):
+            desk = open_desk(store, vault, config.service.public_url)
+            actor = functools.partial(serve_mcp_server, input_handler=input_handler, relay=relay)
+            start = principal_routing(start, actor, plain, desk)
         async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:
+            runtime.authorizations = desk
             yield runtime
 
 

@@ -339,6 +339,9 @@ class ServiceSpec:
     max_threads_bytes: int = MAX_THREADS_BYTES
     #: Seconds a run whose client went away keeps going, waiting to be resumed, before it is cancelled.
     detach_grace: float = 30.0
+    #: The service's address as browsers reach it (``https://agent.example``): the OAuth redirect URI is
+    #: ``<public_url>/oauth/callback`` and its Client ID Metadata Document ``<public_url>/oauth/client-metadata.json``.
+    public_url: str | None = None
 
 
 # --------------------------------------------------------------------------- the conversation store

@@ -55,8 +55,9 @@ async def open_oauth_server(*options: str) -> AsyncIterator[OAuthTestServer]:
             await process.wait()
 
 
-async def approve_in_browser(authorization_url: str) -> httpx2.Response:
-    """Play the person's browser: open the URL, approve on the consent page, follow the redirect home."""
+async def approve_in_browser(authorization_url: str, user: str | None = None) -> httpx2.Response:
+    """Play the person's browser: open the URL, approve on the consent page (as ``user``, when given), follow
+    the redirect home."""
     async with httpx2.AsyncClient() as browser:
         response = await browser.get(authorization_url)
         assert response.status_code == 302, response.text
@@ -64,7 +65,8 @@ async def approve_in_browser(authorization_url: str) -> httpx2.Response:
         page = await browser.get(consent)
         assert page.status_code == 200
         transaction = consent.split("transaction=", 1)[1]
-        approved = await browser.post(consent, data={"transaction": transaction, "approve": "yes"})
+        form = {"transaction": transaction, "approve": "yes", **({"user": user} if user else {})}
+        approved = await browser.post(consent, data=form)
         assert approved.status_code == 302, approved.text
         return await browser.get(approved.headers["location"])  # the redirect URI: the client's callback
 

@@ -18,7 +18,7 @@ import trio
 
 from yao_actors.auth.keys import oauth_of, oauth_servers, secret_key_problem
 from yao_actors.auth.login import login, oauth_server
-from yao_actors.auth.vault import SERVICE_IDENTITY, TokenVault, open_vault
+from yao_actors.auth.vault import PRINCIPAL_PREFIX, SERVICE_IDENTITY, TokenVault, open_vault, principal_identity
 from yao_actors.config import Config, load_config
 from yao_actors.errors import ConfigError, YaoActorsError
 from yao_actors.store import open_store
@@ -69,7 +69,7 @@ def status_command(args: argparse.Namespace) -> int:
         for server_id in oauth_servers(config):
             auth = oauth_of(config.servers[server_id])
             if auth is not None and auth.identity == "principal":
-                print(f"{server_id}: identity 'principal' is not served by this version yet")
+                print(await _principals_status(vault, server_id, now))
                 continue
             try:
                 grant = await vault.load(server_id, SERVICE_IDENTITY)
@@ -90,9 +90,33 @@ def status_command(args: argparse.Namespace) -> int:
 
 def logout_command(args: argparse.Namespace) -> int:
     async def work(config: Config, vault: TokenVault) -> int:
+        if args.principal is not None:  # one principal's own tokens, of a server with identity "principal"
+            spec = oauth_server(config, args.server, identity="principal")
+            forgotten = await vault.forget(spec.id, principal_identity(args.principal))
+            who = f"principal {args.principal!r}"
+            print(f"{who} logged out of {spec.id!r}" if forgotten else f"{who} was not logged in to {spec.id!r}")
+            return 0
         spec = oauth_server(config, args.server)
         forgotten = await vault.forget(spec.id, SERVICE_IDENTITY)
         print(f"logged out of {spec.id!r}" if forgotten else f"{spec.id!r} was not logged in")
         return 0
 
     return _with_vault(args, work)
+
+
+async def _principals_status(vault: TokenVault, server_id: str, now: float) -> str:
+    """One line on the principals that hold tokens for ``server_id`` (identity ``"principal"``); never a token."""
+    said: list[str] = []
+    for server, identity in await vault.keys():
+        if server != server_id or not identity.startswith(PRINCIPAL_PREFIX):
+            continue
+        try:
+            grant = await vault.load(server, identity)
+        except YaoActorsError:
+            state = "tokens do not open with store.secret_key"
+        else:
+            state = "authorized" if grant.usable(now) else "authorization expired"
+        said.append(f"{identity.removeprefix(PRINCIPAL_PREFIX)!r} {state}")
+    if not said:
+        return f"{server_id}: identity 'principal': no principal has authorized it yet"
+    return f"{server_id}: identity 'principal': " + ", ".join(said)

@@ -11,7 +11,8 @@ caller gives; and the configured ``scopes`` are always asked for, with those the
 with the provider in its HTTP client, and only when the store holds usable tokens; otherwise the connection
 fails at once with :class:`~yao_actors.errors.NeedsLogin` (the actor is ``needs_auth``). No person is asked
 from there: when the tokens stop working (a revoked refresh token) they are dropped and the connection is lost
-with the same error. :mod:`.login` is where a person logs in.
+with the same error. :mod:`.login` is where a person logs in. A server with ``identity: "principal"`` is not connected here: each
+principal's connection is (:mod:`.principals`), through :func:`open_authorized` on that principal's tokens.
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ REFRESH_MARGIN = 60.0
 NO_REDIRECT = "http://127.0.0.1/no-interactive-login"
 
 
-#: Why a server with ``identity: "principal"`` is not connected (its per-principal logins are not served yet).
+#: Why a server with ``identity: "principal"`` is not connected here (only per principal, by its router).
 PRINCIPAL_NOT_SERVED = (
-    "server {server!r} has auth.identity 'principal', which this version does not serve yet (each principal's "
-    "login needs the service to ask its client); the service's own tokens never serve a principal's call"
+    "server {server!r} has auth.identity 'principal': it is connected per principal, with that principal's own "
+    "tokens (yao_actors.auth.principals); the service's tokens never serve a principal's call"
 )
 
 
@@ -169,28 +170,30 @@ def authorizing(connect: Connector, vault: TokenVault, *, clock: Callable[[], fl
         if auth.identity != "service":
             return _refuse(AuthorizationError(PRINCIPAL_NOT_SERVED.format(server=spec.id)))
         storage = StoreTokenStorage(vault, spec.id, SERVICE_IDENTITY, clock)
-        return _open_authorized(connect, spec, auth, storage, link, options)
+        return open_authorized(connect, spec, auth, storage, link, options)
 
     return connector
 
 
 @asynccontextmanager
-async def _open_authorized(
+async def open_authorized(
     connect: Connector,
     spec: ServerSpec,
     auth: OAuthSpec,
     storage: StoreTokenStorage,
     link: Link,
     options: Mapping[str, Any],
+    needs: Callable[[str], NeedsLogin] = needs_login,
 ) -> AsyncIterator[mcp.Client]:
+    """``connect`` with ``storage``'s tokens in the provider; ``needs(server)`` is the error when they do not serve."""
     grant = await storage.load()  # TokenKeyError when the key is wrong
     if not grant.usable(storage.clock(), configured_client=auth.client_id is not None):
-        raise needs_login(spec.id)
+        raise needs(spec.id)
 
     async def cannot_ask_a_person(authorization_url: str) -> None:
         # The tokens no longer serve (a refresh was refused): forget them, so the actor waits for a login.
         await storage.drop_tokens()
-        error = needs_login(spec.id)
+        error = needs(spec.id)
         link.unauthorized = True
         link.mark_lost(str(error))
         raise error

@@ -16,6 +16,11 @@ def oauth_servers(config: Config) -> list[str]:
     return [server_id for server_id, spec in config.servers.items() if not spec.disabled and oauth_of(spec)]
 
 
+def principal_servers(config: Config) -> list[str]:
+    """The ids of the enabled servers whose ``auth.identity`` is ``"principal"``, in the file's order."""
+    return [s for s in oauth_servers(config) if (auth := oauth_of(config.servers[s])) and auth.identity == "principal"]
+
+
 def secret_key_problem(config: Config, store: StoreSpec) -> str | None:
     """Why ``config``'s OAuth servers cannot keep their tokens in ``store`` (a durable one with no
     ``store.secret_key``), or ``None``."""

@@ -92,8 +92,9 @@ async def _answer(results: trio.MemorySendChannel[AuthorizationCodeResult | str]
     await stream.aclose()
 
 
-def oauth_server(config: Config, server_id: str) -> ServerSpec:
-    """The server ``server_id`` of ``config``, which must have ``auth`` (else a :class:`ConfigError`)."""
+def oauth_server(config: Config, server_id: str, *, identity: str = "service") -> ServerSpec:
+    """The server ``server_id`` of ``config``, which must have ``auth`` with ``identity`` (else a
+    :class:`ConfigError`)."""
     spec = config.servers.get(server_id)
     if spec is None:
         known = ", ".join(repr(s) for s in config.servers) or "none"
@@ -101,10 +102,12 @@ def oauth_server(config: Config, server_id: str) -> ServerSpec:
     auth = oauth_of(spec)
     if auth is None:
         raise ConfigError([f"mcpServers.{server_id}: has no 'auth' (it is not behind OAuth)"])
-    if auth.identity != "service":
+    if auth.identity != identity and auth.identity == "principal":
         raise ConfigError(
             [f"mcpServers.{server_id}.auth.identity: 'principal' servers are logged in to by each principal, not here"]
         )
+    if auth.identity != identity:
+        raise ConfigError([f"mcpServers.{server_id}.auth.identity: 'service': it has no principals' logins"])
     return spec
 
 

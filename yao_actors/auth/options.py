@@ -22,6 +22,9 @@ def add_auth_parser(commands: Any, later: Callable[[str, str], Callable[[argpars
     status.set_defaults(command=later("yao_actors.auth.cli", "status_command"))
     log_out = subcommands.add_parser("logout", help="forget a server's tokens")
     log_out.add_argument("server", help="the server's id in mcpServers")
+    log_out.add_argument(
+        "--principal", help="forget this principal's own tokens (a server with auth.identity 'principal')"
+    )
     log_out.set_defaults(command=later("yao_actors.auth.cli", "logout_command"))
     for parser in (log_in, status, log_out):
         parser.add_argument("--config", required=True, help="configuration file (its mcpServers and store)")

@@ -26,9 +26,13 @@ from yao_actors.store.tokens import TokenRecords
 SERVICE_IDENTITY = "service"
 
 
+#: What the identity of a principal's own login starts with.
+PRINCIPAL_PREFIX = "principal:"
+
+
 def principal_identity(principal: str) -> str:
     """The identity of ``principal``'s own login (``identity: "principal"``)."""
-    return f"principal:{principal}"
+    return f"{PRINCIPAL_PREFIX}{principal}"
 
 
 @attrs.frozen

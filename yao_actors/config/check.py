@@ -48,7 +48,33 @@ def config_problems(config: Config, *, models: Iterable[str] = ()) -> list[str]:
         if isinstance(assistant.fallback, str) and assistant.fallback not in config.assistants:
             known = ", ".join(sorted(config.assistants))
             problems.append(f"{path}.fallback.assistant: unknown assistant {assistant.fallback!r} (known: {known})")
+    problems.extend(_public_url_problems(config))
     return problems
+
+
+#: Hosts a browser on the same machine reaches the service at under the name it listens on.
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _public_url_problems(config: Config) -> list[str]:
+    """``server.public_url`` is needed when principals authorize servers and the service listens beyond loopback
+    (the authorization server sends their browsers back to it: the address it listens on is not theirs)."""
+    asking = [
+        server_id
+        for server_id, spec in config.servers.items()
+        if not spec.disabled
+        and isinstance(spec.transport, HttpTransport | SseTransport)
+        and spec.transport.auth is not None
+        and spec.transport.auth.identity == "principal"
+    ]
+    if not asking or config.service.public_url or config.service.host in _LOOPBACK:
+        return []
+    names = ", ".join(repr(s) for s in asking)
+    return [
+        f"server.public_url: required when the service listens on {config.service.host!r} and servers have "
+        f"auth.identity 'principal' ({names}): the address users' browsers are sent back to "
+        "(<public_url>/oauth/callback)"
+    ]
 
 
 def check_config(config: Config, *, models: Iterable[str] = ()) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 import attrs
@@ -44,6 +45,17 @@ class ServiceReader(ValueReader):
                 self.problems.append(problem)
             return None
 
+    def public_url(self, value: Any, path: str) -> str | None:
+        """``server.public_url``: an ``http(s)://`` origin, perhaps with a path, no query (``${VAR}`` allowed)."""
+        text = self.expanded_string(value, path)
+        if not text:
+            return None
+        parsed = urllib.parse.urlsplit(text)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query or parsed.fragment:
+            self.fail(path, f"must be the service's http:// or https:// address (no query), got {text!r:.120}")
+            return None
+        return text.rstrip("/")
+
     def service(self, value: Any, path: str) -> ServiceSpec:
         allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
         item = self.obj(value, path, allowed)
@@ -67,6 +79,8 @@ class ServiceReader(ValueReader):
                 options[key] = tuple(
                     r for i, r in enumerate(roles) if self.choice(r, join_path(key_path, i), CLIENT_ROLES)
                 )
+            elif key == "public_url":
+                options[key] = self.public_url(raw, key_path)
             elif key == "detach_grace":  # 0: a run whose client goes away is cancelled at once
                 options[key] = self.number(raw, key_path, strict=False)
             elif key == "max_runs_per_principal":  # null: the default share (see ServiceSpec)

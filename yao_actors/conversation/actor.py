@@ -32,6 +32,7 @@ from yao_actors.conversation.inputs import (
 from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal, store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.order import RunOrder, RunResult
+from yao_actors.conversation.principal_servers import is_authorization_resume
 from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
 from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
@@ -224,6 +225,7 @@ class _ConversationActor:
         """
         run = Run(self.resources, RunEvents(order.run_id, order.thread_id, journal.emit), ())
         run.client_tools = order.client_tools
+        run.principal = order.principal
         ending: Ending | None = CANCELLED
         # The journal follows the transcript; no closure over the run, so a finished run is freed at once.
         journal.transcript = run.transcript
@@ -347,7 +349,8 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
     try:
         check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
         now = run.resources.clock()
-        answered, rest = resolve_inputs([p for p in status.approvals if isinstance(p, PendingInput)], order.resume, now)
+        resume = [entry for entry in order.resume if not is_authorization_resume(entry)]  # they only say: go on
+        answered, rest = resolve_inputs([p for p in status.approvals if isinstance(p, PendingInput)], resume, now)
         resolution = resolve([p for p in status.approvals if isinstance(p, PendingApproval)], rest, now)
         await _drop_gone(run, status, journal, answered)
         if resolution.approved or answered.answers:
@@ -499,6 +502,7 @@ def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
             note=ending.note,
             pending_tool_calls=ending.pending,
             interrupts=ending.interrupts,
+            authorizations=ending.authorizations,
         )
     return result
 
@@ -518,13 +522,18 @@ async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallR
             cancelled=cancelled_run,
             usage=run.usage,
             pending_tool_call_ids=result.pending_tool_calls,
-            interrupts=[pending.interrupt() for pending in result.interrupts],
+            interrupts=[
+                *(pending.interrupt() for pending in result.interrupts),
+                *(dict(asked) for asked in result.authorizations),
+            ],
         )
 
 
 def _failed(result: RunResult, error: RunError) -> RunResult:
     """``result`` as a run that ended with ``error``."""
-    return attrs.evolve(result, outcome=Outcome.ERROR, error=str(error), code=error.code, interrupts=())
+    return attrs.evolve(
+        result, outcome=Outcome.ERROR, error=str(error), code=error.code, interrupts=(), authorizations=()
+    )
 
 
 def _closed_elsewhere(result: RunResult, last: Sequence[EventDict]) -> RunResult:

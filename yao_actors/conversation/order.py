@@ -62,6 +62,9 @@ class RunResult:
     events: tuple[EventDict, ...] = ()
     pending_tool_calls: tuple[str, ...] = ()
     interrupts: tuple[Pending, ...] = ()
+    authorizations: tuple[Mapping[str, Any], ...] = ()
+    """``authorization_required`` interrupts (AG-UI ``Interrupt`` objects): servers the run's principal must
+    authorize; not kept with the thread (resuming only goes on, :mod:`yao_actors.auth.principals`)."""
 
     @property
     def ok(self) -> bool:

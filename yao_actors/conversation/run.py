@@ -32,16 +32,25 @@ from yao_actors.conversation.fallback import (
 )
 from yao_actors.conversation.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
 from yao_actors.conversation.inputs import Pending, held_inputs
+from yao_actors.conversation.principal_servers import authorization_interrupt, bind_principal
 from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
 from yao_actors.conversation.relay import DeltaRelay
-from yao_actors.errors import ConfigError, ErrorKind, ModelError, ModelTimeout, RunError, RunErrorCode
+from yao_actors.errors import (
+    AuthorizationRequired,
+    ConfigError,
+    ErrorKind,
+    ModelError,
+    ModelTimeout,
+    RunError,
+    RunErrorCode,
+)
 from yao_actors.events import DEFAULT_MEDIA_BYTES, Outcome, RunEvents
 from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, images_per_turn, with_params
 from yao_actors.observability import tracing
 from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.specs import AssistantSpec, ServerRef
 from yao_actors.tools.budget import model_view
-from yao_actors.tools.catalog import Catalog, CatalogCache
+from yao_actors.tools.catalog import Catalog, CatalogCache, select_servers
 from yao_actors.tools.dispatch import (
     CallFinished,
     CallProgress,
@@ -122,6 +131,8 @@ class Answer:
     """Calls of client tools left for the client to answer (outcome ``client_tools``)."""
     interrupts: tuple[Pending, ...] = ()
     """Calls held for a person's approval, and servers' questions to the user (outcome ``interrupt``)."""
+    authorizations: tuple[Mapping[str, Any], ...] = ()
+    """``authorization_required`` interrupts: servers the run's principal must authorize (outcome ``interrupt``)."""
 
 
 @attrs.frozen
@@ -169,6 +180,10 @@ class Run:
     checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
     client_tools: tuple[Mapping[str, Any], ...] = ()
     """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`.client_tools`)."""
+    principal: str | None = None
+    """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.principal_servers`)."""
+    needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
+    """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
 
     @property
     def client_names(self) -> frozenset[str]:
@@ -199,6 +214,10 @@ class Run:
         if created.delegate is not None:
             return await self.delegate(created.delegate, conversation, depth)
         catalog = await self.catalog(assistant, created.servers or ())
+        if self.needs_authorization:
+            now = self.resources.clock()
+            asked = tuple(authorization_interrupt(n, now) for n in self.needs_authorization.values())
+            return Answer(self.last_text, Outcome.INTERRUPT, authorizations=asked)
         request = TurnRequest(
             self.resources.model(assistant.model, assistant.options),
             build_request(self.resources.prompts, assistant, catalog, conversation),
@@ -335,6 +354,12 @@ class Run:
         return statistics().protocol if callable(statistics) else None
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
+        bound = await bind_principal(self.resources.servers, select_servers(assistant, override), self.principal)
+        if bound is not None:
+            self.resources = attrs.evolve(self.resources, servers=bound.servers, catalogs=CatalogCache())
+            self.needs_authorization.update(bound.needed)
+            for server_id, problem in bound.problems.items():
+                await self.events.server_status(server_id, "down", problem)
         try:
             catalog = await self.resources.catalogs.get(assistant, self.resources.servers, override=override)
         except ConfigError as error:

@@ -51,6 +51,7 @@ from yao_actors.service.connection import Connection, RunOpener
 from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, Exchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
+from yao_actors.service.oauth_routes import OAuthRoutes
 from yao_actors.service.websocket import MessageSocket, ServerWebSocket, UpgradeRequest
 from yao_actors.store.spec import store_problem
 
@@ -354,6 +355,9 @@ async def open_front(
                 store_problem=functools.partial(store_problem, runtime.store),
                 not_offered=runtime.tools_not_offered,
             )
+        desk = runtime.authorizations if isinstance(runtime, Runtime) else None
+        if desk is not None and desk.base_url is None and port:  # without server.public_url: the redirect comes here
+            desk.base_url = f"http://{_url_host(spec.host)}:{port}"
         service = Service(
             spec=spec,
             host=spec.host,
@@ -365,6 +369,8 @@ async def open_front(
             nursery=nursery,
             budget=budget,
         )
+        if desk is not None:
+            OAuthRoutes(desk).add_to(service._routes)
         try:
             yield service
             await service.shutdown()

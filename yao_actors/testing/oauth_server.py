@@ -4,10 +4,11 @@ Built with the MCP SDK's server-side auth: ``MCPServer(auth_server_provider=...,
 the authorization server's routes (metadata, dynamic registration, ``/authorize``, ``/token``, ``/revoke``),
 the protected resource metadata and the bearer-token check on ``/mcp``. :class:`MemoryAuthorizationServer` is
 the provider, in memory: ``/authorize`` sends the browser to a consent page (``GET /consent``), and the person
-approving it (``POST /consent``, ``approve=yes``) is redirected with a code. The test hooks: ``POST
+approving it (``POST /consent``, ``approve=yes``, and ``user=<name>`` to be someone else than :data:`SUBJECT`)
+is redirected with a code whose tokens name that subject. The test hooks: ``POST
 /test/expire`` makes every access token expire now, ``POST /test/revoke`` revokes every refresh token, ``GET
-/test/log`` lists the token requests (grant types) it answered. Tool ``whoami`` says the subject of the token
-that called it.
+/test/log`` lists the token requests (grant types) it answered and, for each ``whoami`` call, the subject and a
+fingerprint of the token it came with. Tool ``whoami`` says the subject of the token that called it.
 
 ``python -m yao_actors.testing.oauth_server [--port 0] [--lifetime S] [--sse]`` prints ``LISTENING <url>`` (of
 ``/mcp``, or of ``/sse`` with ``--sse``).
@@ -16,6 +17,7 @@ that called it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import secrets
 import socket
 import time
@@ -55,6 +57,7 @@ class MemoryAuthorizationServer:
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
         self.log: list[str] = []
+        self.calls: list[dict[str, str]] = []
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -69,8 +72,8 @@ class MemoryAuthorizationServer:
         self.pending[transaction] = (client.client_id, params)
         return f"{self.issuer}/consent?transaction={transaction}"
 
-    def approve(self, transaction: str) -> str:
-        """The redirect (with a code) of an approved transaction."""
+    def approve(self, transaction: str, subject: str = SUBJECT) -> str:
+        """The redirect (with a code for ``subject``) of an approved transaction."""
         client_id, params = self.pending.pop(transaction)
         code = secrets.token_urlsafe(24)
         self.codes[code] = AuthorizationCode(
@@ -82,7 +85,7 @@ class MemoryAuthorizationServer:
             redirect_uri=params.redirect_uri,
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
             resource=params.resource,
-            subject=SUBJECT,
+            subject=subject,
         )
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state, iss=self.issuer)
 
@@ -95,7 +98,8 @@ class MemoryAuthorizationServer:
     ) -> OAuthToken:
         self.codes.pop(authorization_code.code, None)
         self.log.append("authorization_code")
-        return self._issue(authorization_code.client_id, authorization_code.scopes, authorization_code.resource)
+        code = authorization_code
+        return self._issue(code.client_id, code.scopes, code.resource, code.subject or SUBJECT)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         found = self.refresh.get(refresh_token)
@@ -107,16 +111,17 @@ class MemoryAuthorizationServer:
         if self.refresh.pop(refresh_token.token, None) is None:
             raise TokenError("invalid_grant", "refresh token revoked")
         self.log.append("refresh_token")
-        return self._issue(refresh_token.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+        token = refresh_token
+        return self._issue(token.client_id, scopes or token.scopes, token.resource, token.subject or SUBJECT)
 
-    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, subject: str) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         expires_at = int(time.time()) + self.lifetime
         self.access[access] = AccessToken(
-            token=access, client_id=client_id, scopes=scopes, expires_at=expires_at, resource=resource, subject=SUBJECT
+            token=access, client_id=client_id, scopes=scopes, expires_at=expires_at, resource=resource, subject=subject
         )
         self.refresh[refresh] = RefreshToken(
-            token=refresh, client_id=client_id, scopes=scopes, resource=resource, subject=SUBJECT
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource, subject=subject
         )
         return OAuthToken(access_token=access, expires_in=self.lifetime, refresh_token=refresh, scope=" ".join(scopes))
 
@@ -155,7 +160,11 @@ def build_oauth_server(base: str, *, lifetime: int = 3600, endpoint: str = "/mcp
     def whoami() -> str:
         """The subject of the token that called."""
         token = get_access_token()
-        return token.subject or "" if token is not None else "anonymous"
+        if token is None:
+            return "anonymous"
+        fingerprint = hashlib.sha256(token.token.encode()).hexdigest()[:16]
+        provider.calls.append({"subject": token.subject or "", "token": fingerprint})
+        return token.subject or ""
 
     @server.custom_route("/consent", methods=["GET", "POST"])  # type: ignore[untyped-decorator]
     async def consent(request: Request) -> Response:
@@ -167,7 +176,8 @@ def build_oauth_server(base: str, *, lifetime: int = 3600, endpoint: str = "/mcp
         transaction = str(form_data.get("transaction", ""))
         if form_data.get("approve") != "yes" or transaction not in provider.pending:
             return HTMLResponse("refused", status_code=400)
-        return RedirectResponse(provider.approve(transaction), status_code=302)
+        subject = str(form_data.get("user") or SUBJECT)
+        return RedirectResponse(provider.approve(transaction, subject), status_code=302)
 
     @server.custom_route("/test/expire", methods=["POST"])  # type: ignore[untyped-decorator]
     async def expire(request: Request) -> Response:
@@ -183,7 +193,7 @@ def build_oauth_server(base: str, *, lifetime: int = 3600, endpoint: str = "/mcp
 
     @server.custom_route("/test/log", methods=["GET"])  # type: ignore[untyped-decorator]
     async def log(request: Request) -> Response:
-        return JSONResponse({"token_requests": provider.log})
+        return JSONResponse({"token_requests": provider.log, "calls": provider.calls})
 
     return server
 

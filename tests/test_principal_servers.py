@@ -1,0 +1,178 @@
+"""The router of an ``identity: "principal"`` server (issue 32): one connection per principal, opened on demand with
+that principal's tokens only, closed after :data:`IDLE_CLOSE` unused, at most ``max_principals`` at once (the
+least recently used idle one closed for a newcomer; a newcomer refused while all are in use). The connections
+are in-memory doubles here; tests/integration/test_oauth_principals.py has the real ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+import trio
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+from yao_actors.auth.principals import IDLE_CLOSE, AuthorizationDesk, PrincipalServers, open_desk
+from yao_actors.auth.vault import Grant, open_vault, principal_identity
+from yao_actors.conversation.principal_servers import bind_principal, is_authorization_resume
+from yao_actors.specs import HttpTransport, OAuthSpec, ServerRef, ServerSpec
+from yao_actors.store import MemoryStore
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_handle import ServerState
+
+SPEC = ServerSpec("hub", HttpTransport("http://127.0.0.1:9/mcp", auth=OAuthSpec(identity="principal")))
+CLIENT = OAuthClientInformationFull(client_id="c", redirect_uris=["http://127.0.0.1:1/oauth/callback"])
+
+
+@attrs.define(eq=False)
+class FakeHandle:
+    """A principal's connection: answers ``whoami`` with whose tokens it was opened with, once ``release`` is set."""
+
+    identity: str
+    state: ServerState = ServerState.READY
+    tools_version: int = 1
+    release: trio.Event = attrs.field(factory=trio.Event)
+    closed: bool = False
+
+    async def call_tool(self, name: str, arguments: Any, **options: Any) -> ToolOutcome:
+        await self.release.wait()
+        return ToolOutcome(result=self.identity)
+
+
+@attrs.define
+class Actors:
+    """The router's ``serve_actor``: every connection it opened, by identity."""
+
+    opened: list[FakeHandle] = attrs.field(factory=list)
+
+    async def __call__(self, spec: ServerSpec, *, connect: Any, task_status: Any) -> None:
+        handle = FakeHandle(_identity_of(connect))
+        self.opened.append(handle)
+        task_status.started(handle)
+        try:
+            await trio.sleep_forever()
+        finally:
+            handle.closed = True
+
+
+def _identity_of(connect: Any) -> str:
+    """The identity ``principal_connector`` closed over (whose tokens the connection would carry)."""
+    cells = dict(zip(connect.__code__.co_freevars, (c.cell_contents for c in connect.__closure__), strict=True))
+    return str(cells["identity"])
+
+
+async def desk_with_tokens(*principals: str) -> AuthorizationDesk:
+    store = MemoryStore()
+    vault = open_vault(store, None)
+    for principal in principals:
+        grant = Grant(OAuthToken(access_token=f"at-{principal}", refresh_token="rt"), None, CLIENT)
+        await vault.save("hub", principal_identity(principal), grant)
+    return open_desk(store, vault, None)
+
+
+async def router_in(nursery: trio.Nursery, desk: AuthorizationDesk, actors: Actors, **options: Any) -> PrincipalServers:
+    router = PrincipalServers(SPEC, SPEC.transport.auth, desk, None, actors, nursery, **options)  # type: ignore[arg-type]
+    nursery.start_soon(router.close_idle)
+    return router
+
+
+async def test_each_principal_gets_its_own_connection_and_calls_go_there(autojump_clock: Any) -> None:
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("alice", "bob"), actors)
+        alice = await router.bind_principal("alice")
+        bob = await router.bind_principal("bob")
+        again = await router.bind_principal("alice")
+        for handle in actors.opened:
+            handle.release.set()
+        said = [(await view.call_tool("whoami", {})).result for view in (alice, bob, again)]
+        nursery.cancel_scope.cancel()
+    assert said == ["principal:alice", "principal:bob", "principal:alice"]
+    assert [h.identity for h in actors.opened] == ["principal:alice", "principal:bob"]  # alice's reused
+    assert router.state is ServerState.READY
+
+
+async def test_two_runs_of_one_principal_starting_together_share_one_connection(autojump_clock: Any) -> None:
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("alice"), actors)
+        async with trio.open_nursery() as runs:
+            for _ in range(3):
+                runs.start_soon(router.bind_principal, "alice")
+        nursery.cancel_scope.cancel()
+    assert len(actors.opened) == 1
+    assert router.opening == {}
+
+
+async def test_an_unused_connection_is_closed_and_opened_again_on_the_next_call(autojump_clock: Any) -> None:
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("alice"), actors)
+        view = await router.bind_principal("alice")
+        await trio.sleep(IDLE_CLOSE - 10)
+        assert router.connections
+        await trio.sleep(IDLE_CLOSE / 4 + 20)
+        assert not router.connections
+        assert actors.opened[0].closed
+        actors.opened[0].release.set()
+        waiting = trio.Event()
+
+        async def call() -> None:
+            waiting.set()
+            assert (await view.call_tool("whoami", {})).result == "principal:alice"
+
+        nursery.start_soon(call)
+        await waiting.wait()
+        await trio.sleep(1)
+        actors.opened[1].release.set()
+        await trio.sleep(1)
+        assert len(actors.opened) == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_past_the_bound_the_least_recently_used_idle_one_goes_and_all_busy_refuses(autojump_clock: Any) -> None:
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("a", "b", "c"), actors, max_principals=2)
+        await router.bind_principal("a")
+        await trio.sleep(1)
+        b = await router.bind_principal("b")
+        await trio.sleep(1)
+        await router.bind_principal("c")  # a was used least recently: closed
+        assert sorted(router.connections) == ["b", "c"]
+        assert actors.opened[0].closed
+        for view in (b, await router.bind_principal("c")):
+            nursery.start_soon(view.call_tool, "whoami", {})  # both in use (their calls wait)
+        await trio.sleep(1)
+        refused = await router.bind_principal("a")
+        assert refused.state is ServerState.DOWN
+        assert "all in use" in (refused.problem or "")
+        outcome = await refused.call_tool("whoami", {})
+        assert outcome.kind is not None
+        assert outcome.kind.value == "server_unavailable"
+        assert "all in use" in (outcome.error or "")
+        nursery.cancel_scope.cancel()
+
+
+async def test_no_token_without_a_redirect_address_is_a_down_view_saying_why(autojump_clock: Any) -> None:
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens(), Actors())
+        bound = await bind_principal({"hub": router}, (ServerRef("hub"),), None)
+        nursery.cancel_scope.cancel()
+    assert bound is not None
+    assert bound.needed == {}
+    assert "set server.public_url" in bound.problems["hub"]
+    assert bound.servers["hub"].state is ServerState.DOWN
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ({"interruptId": "authorization-hub", "status": "resolved"}, True),
+        ({"interruptId": "approval-c1", "status": "resolved"}, False),
+        ({"interruptId": 7}, False),
+        ({}, False),
+    ],
+)
+def test_which_resume_entries_answer_an_authorization(entry: dict[str, Any], expected: bool) -> None:
+    assert is_authorization_resume(entry) is expected

@@ -1,0 +1,442 @@
+"""Servers with ``auth.identity: "principal"``: one connection (a server actor) per principal, on demand.
+
+Such a server has no actor of its own: the runtime holds a :class:`PrincipalServers` router in its place. A run
+binds it to the run's principal (:meth:`PrincipalServers.bind_principal`) before building its catalog, and gets a
+:class:`PrincipalView`: the server actor of *that* principal, connected with that principal's tokens only (the
+vault's record ``(server, "principal:<name>")``), started in the router's nursery the first time and kept for the
+next runs. The tools the run is offered are that connection's; its calls go there. One principal's tokens never
+serve another's call: no connection holds two principals' tokens, and a view serves only its principal.
+
+- **No usable token** (never authorized, or a refresh was refused: that connection is closed): the binding raises
+  :class:`~yao_actors.errors.AuthorizationRequired` with a fresh authorization URL
+  (:func:`~yao_actors.auth.asking.begin_authorization`); the run ends with an ``authorization_required``
+  interrupt (:mod:`yao_actors.conversation.principal_servers`).
+- **The authorization server cannot be reached** (or the service has no URL for the redirect): the view is
+  ``down`` and says why; the server's tools are not offered and its calls are ``server_unavailable``.
+- **Refresh**: a connection whose access token is due for its refresh when a run binds it (and no call is using
+  it) is opened again, so the refresh happens then: one that is refused asks the principal in that run. A token
+  the server ends early is found out by a call, which fails saying so; the next run asks.
+- **Bounded**: at most :data:`MAX_PRINCIPALS` connections per server are open at once. A new principal's closes
+  the least recently used one no call is using; when every one is in use, the new principal's view is ``down``
+  ("too many principals at once") for that run. A connection no call used for :data:`IDLE_CLOSE` seconds is
+  closed; the principal's next run opens it again (its tokens stay in the store).
+
+The router itself reports ``ready`` (``/readyz``): it is ready to connect principals; their connections' states are
+their runs' business.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Final
+
+import attrs
+import mcp
+import mcp.types
+import trio
+
+from yao_actors.auth.asking import begin_authorization
+from yao_actors.auth.callback import Authorized, complete_authorization
+from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
+from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.states import AuthorizationStates
+from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
+from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
+from yao_actors.specs import OAuthSpec, ServerSpec
+from yao_actors.store.base import ConversationStore
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics, unavailable_outcome
+from yao_actors.transports import Connector, Link
+
+#: Connections one server keeps open at once (one per principal).
+MAX_PRINCIPALS: Final = 64
+#: Seconds a principal's connection stays open with no call using it.
+IDLE_CLOSE: Final = 300.0
+#: Where the service takes the authorization server's redirect, and serves its Client ID Metadata Document.
+CALLBACK_PATH: Final = "/oauth/callback"
+METADATA_PATH: Final = "/oauth/client-metadata.json"
+
+
+@attrs.define(eq=False)
+class AuthorizationDesk:
+    """What the routers and the service's callback share: the vault, the pending states, where the redirect goes.
+
+    ``public_url`` is ``server.public_url``; without it the service names its own address (:attr:`base_url`,
+    set when it listens). With neither (an embedded runtime), no principal can be sent to authorize.
+    """
+
+    vault: TokenVault
+    states: AuthorizationStates
+    public_url: str | None = None
+    base_url: str | None = None
+
+    @property
+    def redirect_uri(self) -> str | None:
+        base = self.public_url or self.base_url
+        return None if base is None else base.rstrip("/") + CALLBACK_PATH
+
+    @property
+    def client_metadata_url(self) -> str | None:
+        """The service's client id where an authorization server takes a metadata document (https only)."""
+        if self.public_url is None or not self.public_url.startswith("https://"):
+            return None
+        return self.public_url.rstrip("/") + METADATA_PATH
+
+    def client_metadata(self) -> dict[str, Any] | None:
+        """The Client ID Metadata Document served at :data:`METADATA_PATH` (``None`` without a public URL)."""
+        if self.public_url is None:
+            return None
+        base = self.public_url.rstrip("/")
+        return {
+            "client_id": base + METADATA_PATH,
+            "client_name": "yao-actors",
+            "client_uri": base + "/",
+            "redirect_uris": [base + CALLBACK_PATH],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+
+    async def complete(self, query: Mapping[str, str]) -> Authorized:
+        """Finish the authorization a redirect answers (:func:`~yao_actors.auth.callback.complete_authorization`)."""
+        return await complete_authorization(query, self.states, self.vault, clock=self.states.clock)
+
+
+def open_desk(store: ConversationStore, vault: TokenVault, public_url: str | None) -> AuthorizationDesk:
+    """The desk of a runtime whose store is ``store`` (its pending states beside the vault's tokens)."""
+    return AuthorizationDesk(vault, AuthorizationStates(store.oauth_tokens(), vault.cipher), public_url)
+
+
+@attrs.define(eq=False)
+class _Connection:
+    """One principal's server actor: its handle, the scope that closes it, and its use."""
+
+    handle: ServerHandle
+    scope: trio.CancelScope
+    last_used: float
+    busy: int = 0
+
+
+ServeActor = Callable[..., Awaitable[None]]
+"""``serve_mcp_server`` with the runtime's input handler: takes the spec, ``connect`` and ``task_status``."""
+
+
+@attrs.define(eq=False)
+class PrincipalServers:
+    """The router of one ``identity: "principal"`` server (module docstring); made by :func:`serve_principal_servers`."""
+
+    spec: ServerSpec
+    auth: OAuthSpec
+    desk: AuthorizationDesk
+    connect: Connector
+    serve_actor: ServeActor
+    nursery: trio.Nursery
+    max_principals: int = MAX_PRINCIPALS
+    idle_close: float = IDLE_CLOSE
+    clock: Callable[[], float] = time.time
+    connections: dict[str, _Connection] = attrs.field(factory=dict)
+    opening: dict[str, trio.Lock] = attrs.field(factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def state(self) -> ServerState:
+        return ServerState.READY
+
+    @property
+    def tools_version(self) -> int:
+        return 0
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        await trio.lowlevel.checkpoint()
+        return ()  # each principal's own, through its view
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None, **options: Any) -> ToolOutcome:
+        """A call with no principal bound (not a run's): refused, no principal's tokens serve it."""
+        await trio.lowlevel.checkpoint()
+        reason = "its connections are per principal, and this call names none"
+        return unavailable_outcome(self.spec, reason, started=trio.current_time())
+
+    async def wait_state_change(self) -> ServerState:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def wait_for_state(self, *states: ServerState) -> ServerState:
+        if ServerState.READY not in states:
+            await trio.sleep_forever()
+        await trio.lowlevel.checkpoint()
+        return ServerState.READY
+
+    def statistics(self) -> ServerStatistics:
+        """Ready, with the calls of every principal's connection summed (no principal named)."""
+        each = [c.handle.statistics() for c in self.connections.values()]
+        return ServerStatistics(
+            state=ServerState.READY,
+            restarts=sum(s.restarts for s in each),
+            in_flight=sum(s.in_flight for s in each),
+            queued=sum(s.queued for s in each),
+            calls=sum(s.calls for s in each),
+            errors=sum(s.errors for s in each),
+            last_error=None,
+            tools_version=0,
+            pid=None,
+        )
+
+    def holds_parked(self, ticket: str) -> bool:
+        """Whether a principal's connection holds a call open under ``ticket`` (the run that answers it binds
+        its own principal's view before it resumes the call there)."""
+        return any(c.handle.holds_parked(ticket) for c in self.connections.values())
+
+    async def bind_principal(self, principal: str | None) -> PrincipalView:
+        """``principal``'s view of the server: its connection, or why there is none (``needed``: it must
+        authorize first)."""
+        name = principal or ""
+        try:
+            connection = await self.connection(name)
+        except AuthorizationRequired as needed:
+            return PrincipalView(self, name, None, str(needed), needed)
+        except AuthorizationError as error:
+            return PrincipalView(self, name, None, str(error))
+        except StoreUnavailable as error:  # its tokens, or the pending state, cannot be read or kept now
+            return PrincipalView(
+                self, name, None, f"server {self.id!r}: the conversation store is out of reach: {error}"
+            )
+        return PrincipalView(self, name, connection)
+
+    async def connection(self, name: str) -> _Connection:
+        """The open connection of principal ``name``, opened when it has none (module docstring); one at a time
+        per principal, so two runs starting together share one connection."""
+        lock = self.opening.setdefault(name, trio.Lock())
+        try:
+            async with lock:
+                return await self._connection(name)
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self.opening.pop(name, None)
+
+    async def _connection(self, name: str) -> _Connection:
+        connection = self.connections.get(name)
+        storage = self.storage(name)
+        if connection is not None and connection.handle.state is ServerState.NEEDS_AUTH:
+            self.close(name)  # its refresh was refused: it asks again
+            connection = None
+        if connection is not None and connection.busy == 0 and self.expiring(await storage.load()):
+            # Opened again, its token is refreshed now, before the run is offered its tools: a refresh that is
+            # refused asks the principal again in this run, rather than failing one of its calls.
+            self.close(name)
+            connection = None
+        if connection is None:
+            grant = await storage.load()
+            if not grant.usable(self.clock(), configured_client=self.auth.client_id is not None):
+                raise AuthorizationRequired(self.id, await self.ask(name, storage))
+            connection = await self.open(name)
+            if connection.handle.state is ServerState.NEEDS_AUTH:
+                self.close(name)
+                raise AuthorizationRequired(self.id, await self.ask(name, storage))
+        connection.last_used = trio.current_time()
+        return connection
+
+    def expiring(self, grant: Grant) -> bool:
+        """Whether ``grant``'s access token is due for its refresh (as :mod:`yao_actors.auth.flow` reckons it)."""
+        if grant.tokens is None or grant.expires_at is None:
+            return False
+        lifetime = grant.tokens.expires_in
+        margin = REFRESH_MARGIN if lifetime is None else min(REFRESH_MARGIN, lifetime / 10)
+        return self.clock() >= grant.expires_at - margin
+
+    def storage(self, name: str) -> StoreTokenStorage:
+        return StoreTokenStorage(self.desk.vault, self.id, principal_identity(name), self.clock)
+
+    async def ask(self, name: str, storage: StoreTokenStorage) -> str:
+        """A fresh authorization URL for principal ``name``."""
+        redirect_uri = self.desk.redirect_uri
+        if redirect_uri is None:
+            raise AuthorizationError(
+                f"server {self.id!r} needs each principal's authorization, and there is no address for the "
+                "redirect: set server.public_url (or run it under `yao-actors serve`)"
+            )
+        return await begin_authorization(
+            self.spec.transport.url,  # type: ignore[union-attr]  # oauth_of: an HTTP or SSE server
+            self.auth,
+            storage,
+            self.desk.states,
+            principal=name,
+            redirect_uri=redirect_uri,
+            client_metadata_url=self.desk.client_metadata_url,
+        )
+
+    async def open(self, name: str) -> _Connection:
+        """Start principal ``name``'s actor (after its first connection attempt), within :attr:`max_principals`."""
+        if len(self.connections) >= self.max_principals:
+            idle = [(c.last_used, n) for n, c in self.connections.items() if c.busy == 0]
+            if not idle:
+                raise AuthorizationError(
+                    f"server {self.id!r} has connections open for {self.max_principals} principals, all in use "
+                    "(the most at once): try again shortly"
+                )
+            self.close(min(idle)[1])
+        scope = trio.CancelScope()
+        handle: ServerHandle = await self.nursery.start(self._serve, name, scope)
+        connection = self.connections[name] = _Connection(handle, scope, trio.current_time())
+        return connection
+
+    async def _serve(self, name: str, scope: trio.CancelScope, task_status: trio.TaskStatus[ServerHandle]) -> None:
+        connect = principal_connector(self.connect, self.desk.vault, principal_identity(name), self.clock)
+        try:
+            with scope:
+                await self.serve_actor(self.spec, connect=connect, task_status=task_status)
+        finally:
+            kept = self.connections.get(name)
+            if kept is not None and kept.scope is scope:
+                del self.connections[name]
+
+    def close(self, name: str) -> None:
+        """Close principal ``name``'s connection (its actor stops; its tokens stay in the store)."""
+        connection = self.connections.pop(name, None)
+        if connection is not None:
+            connection.scope.cancel()
+
+    async def close_idle(self) -> None:
+        """Close, now and then, the connections no call used for :attr:`idle_close` seconds."""
+        while True:
+            await trio.sleep(self.idle_close / 4)
+            now = trio.current_time()
+            for name, connection in list(self.connections.items()):
+                if connection.busy == 0 and now - connection.last_used >= self.idle_close:
+                    self.close(name)
+
+
+@attrs.define(eq=False)
+class PrincipalView:
+    """One principal's side of a :class:`PrincipalServers`: that principal's connection, or why there is none."""
+
+    router: PrincipalServers
+    principal: str
+    bound: _Connection | None
+    problem: str | None = None
+    needed: AuthorizationRequired | None = None
+    """Set when the principal must authorize the server first (the view is ``needs_auth``)."""
+
+    @property
+    def id(self) -> str:
+        return self.router.id
+
+    @property
+    def spec(self) -> ServerSpec:
+        return self.router.spec
+
+    @property
+    def state(self) -> ServerState:
+        if self.bound is not None:
+            return self.bound.handle.state
+        return ServerState.DOWN if self.needed is None else ServerState.NEEDS_AUTH
+
+    @property
+    def tools_version(self) -> int:
+        return 0 if self.bound is None else self.bound.handle.tools_version
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        if self.bound is None:
+            await trio.lowlevel.checkpoint()
+            return ()
+        return await self.bound.handle.list_tools()
+
+    def statistics(self) -> ServerStatistics:
+        if self.bound is None:
+            return attrs.evolve(self.router.statistics(), state=ServerState.DOWN, last_error=self.problem)
+        return self.bound.handle.statistics()
+
+    async def wait_state_change(self) -> ServerState:
+        if self.bound is None:
+            await trio.sleep_forever()
+        assert self.bound is not None
+        return await self.bound.handle.wait_state_change()
+
+    def holds_parked(self, ticket: str) -> bool:
+        return self.bound is not None and self.bound.handle.holds_parked(ticket)
+
+    async def resume_parked(self, ticket: str, answer: Any) -> ToolOutcome | None:
+        if self.bound is None:
+            await trio.lowlevel.checkpoint()
+            return None
+        return await self.bound.handle.resume_parked(ticket, answer)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None, **options: Any) -> ToolOutcome:
+        """The call, on this principal's connection (opened again if it was closed meanwhile)."""
+        started = trio.current_time()
+        if self.bound is None:
+            await trio.lowlevel.checkpoint()
+            return unavailable_outcome(self.spec, self.problem or "no connection", started=started)
+        if self.router.connections.get(self.principal) is not self.bound:
+            try:
+                self.bound = await self.router.connection(self.principal)
+            except AuthorizationError as error:
+                return unavailable_outcome(self.spec, str(error), started=started)
+        bound = self.bound
+        bound.busy += 1
+        try:
+            return await bound.handle.call_tool(name, arguments, **options)
+        finally:
+            bound.busy -= 1
+            bound.last_used = trio.current_time()
+
+
+def principal_connector(
+    connect: Connector, vault: TokenVault, identity: str, clock: Callable[[], float] = time.time
+) -> Connector:
+    """``connect`` for one principal: the server's OAuth flow on that principal's tokens only."""
+
+    def connector(spec: ServerSpec, *, link: Link, **options: Any) -> AbstractAsyncContextManager[mcp.Client]:
+        auth = oauth_of(spec)
+        assert auth is not None  # a router exists only for a server with auth
+        storage = StoreTokenStorage(vault, spec.id, identity, clock)
+        return open_authorized(connect, spec, auth, storage, link, options, needs=_asks_again)
+
+    return connector
+
+
+def _asks_again(server: str) -> NeedsLogin:
+    return NeedsLogin(
+        f"server {server!r} needs the user's authorization again (it was revoked or has expired): the user's next "
+        "run asks for it"
+    )
+
+
+async def serve_principal_servers(
+    spec: ServerSpec,
+    *,
+    desk: AuthorizationDesk,
+    connect: Connector,
+    serve_actor: ServeActor,
+    task_status: trio.TaskStatus[PrincipalServers] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery."""
+    auth = oauth_of(spec)
+    assert auth is not None  # principal_routing: a server with auth.identity "principal"
+    async with trio.open_nursery() as nursery:
+        router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock)
+        nursery.start_soon(router.close_idle)
+        task_status.started(router)
+        await trio.sleep_forever()
+
+
+def principal_routing(
+    serve: ServeActor, serve_actor: ServeActor, connect: Connector, desk: AuthorizationDesk
+) -> ServeActor:
+    """``serve`` (the runtime's way to start a server actor), with each ``identity: "principal"`` server served by
+    a router instead, whose principals' actors ``serve_actor`` starts on ``connect`` wrapped with their own tokens."""
+
+    async def start(spec: ServerSpec, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+        auth = oauth_of(spec)
+        if auth is None or auth.identity != "principal":
+            await serve(spec, task_status=task_status)
+            return
+        await serve_principal_servers(
+            spec, desk=desk, connect=connect, serve_actor=serve_actor, task_status=task_status
+        )
+
+    return start
