@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from yao_actors.errors import StoreUnavailable, UnknownThread
-from yao_actors.store.patience import PATIENCE, patiently
+from yao_actors.tasks import PATIENCE, patiently
 
 
 def flaky(failures: int) -> tuple[list[float], object]:

@@ -8,18 +8,21 @@
   through the scheduler while the channel has room (or a value): what the hot paths use, so the values a task
   produces together are all queued before their consumer runs, and go on together.
 - :class:`Turnstile`: one task at a time through a section, in order, free of charge when nobody waits.
+- :func:`patiently`: a store call tried again while the store is out of reach for a moment (a Redis restart, an
+  SQLite file locked past its busy timeout), within a bound; only calls safe to repeat go through it (reads,
+  ``open_thread``, lease steps) or calls whose caller recognises its own earlier write (the journal's appends).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 import attrs
 import trio
 
-from yao_actors.errors import exception_leaves
+from yao_actors.errors import StoreUnavailable, exception_leaves
 
 
 @asynccontextmanager
@@ -109,3 +112,24 @@ class Turnstile:
             self._waiting.unpark()
         else:
             self.busy = False
+
+
+RETRY_DELAYS: Final = (0.05, 0.1, 0.2, 0.5, 1.0)
+"""Seconds between two tries while the store is out of reach (the last one repeats)."""
+
+PATIENCE: Final = 5.0
+"""Seconds a call of a run going on is tried again while the store is out of reach, before the run fails."""
+
+
+async def patiently(call: Callable[[], Awaitable[T]], patience: float = PATIENCE) -> T:
+    """``await call()``, tried again while it raises ``StoreUnavailable``, for up to ``patience`` seconds."""
+    delays = iter(RETRY_DELAYS)
+    deadline = trio.current_time() + patience
+    while True:
+        try:
+            return await call()
+        except StoreUnavailable:
+            delay = next(delays, RETRY_DELAYS[-1])
+            if trio.current_time() + delay > deadline:
+                raise
+        await trio.sleep(delay)

@@ -24,7 +24,7 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.specs import StoreSpec
 from yao_actors.store import RunStatus
-from yao_actors.store.patience import PATIENCE
+from yao_actors.tasks import PATIENCE
 from yao_actors.testing.redis_server import RedisServer
 
 LEASE_TTL = 2.0

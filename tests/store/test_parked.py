@@ -19,10 +19,9 @@ from yao_actors.config import InMemoryTransport
 from yao_actors.errors import ErrorKind, InvalidStoreInput, RunErrorCode
 from yao_actors.specs import StoreSpec
 from yao_actors.store import ConversationStore, open_store
-from yao_actors.store.parked import ParkedCalls
 from yao_actors.testing.asking import build_asking_server
 from yao_actors.tools.input_requests import InputRequest, InputRound
-from yao_actors.tools.parked_relay import outcome_of, outcome_record
+from yao_actors.tools.parked_relay import ParkedCalls, outcome_of, outcome_record
 from yao_actors.tools.results import ToolOutcome
 
 ANSWER = {"action": "accept", "content": {"name": "Ada", "note": "naïve ✓"}}

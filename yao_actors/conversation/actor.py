@@ -43,8 +43,7 @@ from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, RunFinish, RunStatus
-from yao_actors.store.patience import patiently
-from yao_actors.tasks import send_now_or_wait
+from yao_actors.tasks import patiently, send_now_or_wait
 from yao_actors.tools.dispatch import execute_tool_calls
 from yao_actors.tools.results import ToolCallResult
 

@@ -91,8 +91,7 @@ from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunFinish
-from yao_actors.store.patience import PATIENCE, RETRY_DELAYS, patiently
-from yao_actors.tasks import Turnstile
+from yao_actors.tasks import PATIENCE, RETRY_DELAYS, Turnstile, patiently
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.store import ConversationStore
 from yao_actors.store.base import Taken, ThreadLeases
 from yao_actors.store.leases import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, sweep_dead_runs
-from yao_actors.store.patience import patiently
+from yao_actors.tasks import patiently
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ async def take_lease(policy: LeasePolicy, thread_id: str, token: str) -> Taken:
     """The thread's lease for ``token``, waiting up to ``policy.wait`` while another holds it.
 
     Raises ``RunError`` ``thread_busy`` when it is still held elsewhere after that; ``store_unavailable``
-    when the store stays out of reach (:func:`~yao_actors.store.patience.patiently`).
+    when the store stays out of reach (:func:`~yao_actors.tasks.patiently`).
     """
     try:
         with trio.move_on_after(policy.wait):

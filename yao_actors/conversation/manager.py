@@ -35,8 +35,7 @@ from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
-from yao_actors.store.patience import patiently
-from yao_actors.tasks import open_owned_nursery
+from yao_actors.tasks import open_owned_nursery, patiently
 from yao_actors.tools.catalog import CatalogCache
 from yao_actors.tools.dispatch import ToolServer
 

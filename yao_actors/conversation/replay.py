@@ -25,7 +25,7 @@ from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunRecord, RunStatus
-from yao_actors.store.patience import patiently
+from yao_actors.tasks import patiently
 
 FOLLOW_WAIT: Final = 5.0
 """Longest wait for a run going on in another process before its record is looked at again."""

@@ -12,12 +12,13 @@ sharing a store, the answer may come to any of them. The store carries it (issue
     release(...)                gave up (timed out, answered in process, connection lost)
 
 An entry lives ``ttl`` seconds unless renewed: a holder that died (``kill -9``) stops renewing, and once the ttl
-has passed :meth:`ParkedCalls.holder` says nobody holds the call, and :meth:`ParkedCalls.deliver` refuses an
+has passed :meth:`~yao_actors.tools.parked_relay.ParkedCalls.holder` says nobody holds the call, and :meth:`~yao_actors.tools.parked_relay.ParkedCalls.deliver` refuses an
 answer. An outcome not taken is kept :data:`OUTCOME_KEEP` seconds. Answers and outcomes are JSON objects.
 
 ::
 
-    ParkedCalls              the protocol; a store offers it as ``store.parked_calls()``
+    ParkedCalls              the protocol (:mod:`yao_actors.tools.parked_relay`, which uses it); a store offers
+                             it as ``store.parked_calls()``
     ├── MemoryParkedCalls    dicts and Trio events: one process (also for a store of an embedder's that has none)
     ├── SqliteParkedCalls    a ``parked_calls`` row per ticket, polled (yao_actors.store.sqlite_parked)
     └── RedisParkedCalls     a hash with a PX expiry and two lists popped with BLPOP (yao_actors.store.redis_parked)
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import attrs
 import trio
@@ -37,46 +38,6 @@ from yao_actors.events import encode_json
 
 OUTCOME_KEEP: Final = 600.0
 """Seconds an answer or an outcome nobody took is kept (its taker gave up or died)."""
-
-
-class ParkedCalls(Protocol):
-    """Calls held open by one process and answered from another (see the module docstring). Each method is one
-    atomic step in the store; the ``take_*`` ones wait up to ``timeout`` seconds (``0``: just look)."""
-
-    async def hold(self, ticket: str, holder: str, ttl: float) -> None:
-        """Record that ``holder`` holds the call ``ticket`` open, for ``ttl`` seconds unless renewed."""
-        ...
-
-    async def renew(self, ticket: str, holder: str, ttl: float) -> bool:
-        """Extend the holding by ``ttl`` seconds; ``False`` when ``holder`` no longer holds it (expired, released,
-        finished)."""
-        ...
-
-    async def holder(self, ticket: str) -> str | None:
-        """Who holds the call now; ``None`` when nobody does (never held, expired, released or finished)."""
-        ...
-
-    async def deliver(self, ticket: str, answer: Mapping[str, Any]) -> bool:
-        """Give the held call its answer, once: ``False`` (nothing written) when nobody holds it or it has one."""
-        ...
-
-    async def take_answer(self, ticket: str, holder: str, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
-        """The answer given to the call ``holder`` holds, once (a second take finds none); ``None`` when none came
-        within ``timeout`` seconds."""
-        ...
-
-    async def finish(self, ticket: str, holder: str, outcome: Mapping[str, Any]) -> bool:
-        """End the holding with the call's outcome, for :meth:`take_outcome`; ``False`` when ``holder`` no longer
-        holds it."""
-        ...
-
-    async def take_outcome(self, ticket: str, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
-        """The outcome the holder finished the call with, once; ``None`` when none came within ``timeout``."""
-        ...
-
-    async def release(self, ticket: str, holder: str) -> None:
-        """End the holding without an outcome (an answer not taken goes with it), if ``holder`` holds it."""
-        ...
 
 
 def encode_object(value: Mapping[str, Any], what: str) -> str:
@@ -110,7 +71,7 @@ class _Entry:
 
 @attrs.define(eq=False)
 class MemoryParkedCalls:
-    """:class:`ParkedCalls` in this process's memory (expiry on Trio's clock, as :class:`MemoryLeases`)."""
+    """:class:`~yao_actors.tools.parked_relay.ParkedCalls` in this process's memory (expiry on Trio's clock, as :class:`MemoryLeases`)."""
 
     _entries: dict[str, _Entry] = attrs.field(factory=dict, init=False)
 
