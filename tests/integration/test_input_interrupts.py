@@ -166,6 +166,13 @@ async def test_a_url_question_is_a_url_required_interrupt() -> None:
             second = await rt.run("a", [], thread_id="t", resume=resolved(interrupt, "accept"))
     assert interrupt["reason"] == "url_required"
     assert (interrupt["url"], interrupt["elicitationId"]) == ("https://example.com/login?flow=42", "login-42")
+    # Also in metadata, the one place of an AG-UI Interrupt where the official client keeps fields it does not know.
+    assert interrupt["metadata"] == {
+        "server": "asking",
+        "tool": "sign_in",
+        "url": "https://example.com/login?flow=42",
+        "elicitationId": "login-42",
+    }
     assert interrupt["message"] == "Sign in to continue"
     assert "responseSchema" not in interrupt
     assert second.outcome is Outcome.ANSWERED

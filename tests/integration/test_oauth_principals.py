@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ import pytest
 import trio
 
 from tests.integration.oauth_support import OAuthTestServer, approve_in_browser, open_oauth_server
+from tests.integration.test_agui_node import run_http_agent
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import http_request, run_frame, running_service, send, until_terminal
+from tests.support import require_tool
 from yao_actors.auth.vault import principal_identity
 from yao_actors.chat import open_service_connection
 from yao_actors.models import Completion, FunctionModel, ToolCall
@@ -94,7 +97,7 @@ def the_interrupt(terminal: dict[str, Any]) -> dict[str, Any]:
     (interrupt,) = terminal["outcome"]["interrupts"]
     assert interrupt["reason"] == "authorization_required"
     assert interrupt["id"] == "authorization-hub"
-    assert interrupt["metadata"] == {"server": "hub"}
+    assert interrupt["metadata"] == {"server": "hub", "url": interrupt["url"]}
     return dict(interrupt)
 
 
@@ -187,6 +190,35 @@ async def test_a_principal_authorizes_and_resumes_through_post_agui(tmp_path: Pa
     assert second.status == 200
     assert second.events[-1]["type"] == "RUN_FINISHED"
     assert second.events[-1]["result"]["text"] == '"alice-person"'
+
+
+async def test_the_official_http_agent_authorizes_a_principal_and_resumes(tmp_path: Path) -> None:
+    require_tool(shutil.which("node"), "node")
+    async with open_oauth_server() as server:
+        config = config_of(server.url, tmp_path)
+        with trio.fail_after(GUARD):
+            async with (
+                open_runtime(config, models={"m": whoami_model()}) as runtime,
+                running_service(runtime, tokens=TOKENS) as service,
+            ):
+                seen = await run_http_agent(
+                    {
+                        "url": f"http://127.0.0.1:{service.port}/agui",
+                        "headers": {"authorization": f"Bearer {ALICE}"},
+                        "question": "who am I?",
+                        "authorize": {"user": "alice-person"},
+                    }
+                )
+            log = await server.hook("log")
+    assert seen.get("error") is None, seen
+    first, second = seen["runs"][:2]
+    (interrupt,) = first[-1]["outcome"]["interrupts"]  # as the client parsed it: what it knows, and metadata
+    assert (interrupt["id"], interrupt["reason"]) == ("authorization-hub", "authorization_required")
+    assert interrupt["metadata"]["url"].startswith(f"{server.base}/authorize?")
+    assert second[-1]["type"] == "RUN_FINISHED"
+    (result,) = [e for e in second if e["type"] == "TOOL_CALL_RESULT"]
+    assert json.loads(result["content"]) == "alice-person"
+    assert [call["subject"] for call in log["calls"]] == ["alice-person"]
 
 
 async def test_a_wrong_or_missing_state_is_a_400_page_and_nothing_is_stored(tmp_path: Path) -> None:

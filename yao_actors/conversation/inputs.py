@@ -74,7 +74,10 @@ class PendingInput:
             "metadata": {"server": self.server, "tool": question.tool},
         }
         if question.kind == "url":
+            # Also in metadata: AG-UI's Interrupt has no url field, and its official client keeps only the fields it
+            # knows (and metadata) of an interrupt.
             data |= {"url": question.url, "elicitationId": question.elicitation_id}
+            data["metadata"] |= {"url": question.url, "elicitationId": question.elicitation_id}
         else:
             data["responseSchema"] = dict(question.schema or {})
         return data

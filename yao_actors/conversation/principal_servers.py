@@ -64,7 +64,9 @@ def authorization_interrupt(needed: AuthorizationRequired, now: float) -> dict[s
         "message": str(needed),
         "url": needed.url,
         "expiresAt": expires.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "metadata": {"server": needed.server},
+        # The URL also in metadata: AG-UI's Interrupt has no url field, and its official client keeps only the fields
+        # it knows (and metadata) of an interrupt.
+        "metadata": {"server": needed.server, "url": needed.url},
     }
 
 
