@@ -149,11 +149,15 @@ class PendingBatch:
 
 @attrs.define(eq=False)
 class Run:
-    """The state and steps of one run; everything it learns is kept so a cancelled run can still be recorded."""
+    """The state and steps of one run; everything it learns is kept so a cancelled run can still be recorded.
+
+    Its collaborators come with it: the runtime's ``resources``, the ``events`` it emits through, the
+    ``transcript`` it appends its messages to (the journal's, which writes them behind it), its ``checkpoint``
+    and its client's tools. Nothing sets them from outside afterwards.
+    """
 
     resources: RunResources
     events: RunEvents
-    history: tuple[Message, ...]
     transcript: list[Message] = attrs.field(factory=list)
     results: list[ToolCallResult] = attrs.field(factory=list)
     usage: Usage = attrs.field(factory=Usage)
