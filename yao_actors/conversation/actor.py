@@ -32,7 +32,7 @@ from yao_actors.conversation.inputs import (
 from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal, store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.order import RunOrder, RunResult
-from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
+from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
@@ -44,7 +44,6 @@ from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, RunFinish, RunStatus
 from yao_actors.store.patience import patiently
 from yao_actors.tasks import send_now_or_wait
-from yao_actors.tools.dispatch import execute_tool_calls
 from yao_actors.tools.results import ToolCallResult
 
 logger = logging.getLogger(__name__)
@@ -429,11 +428,7 @@ async def _run_answered(
         first = answers[0][0]
         handle = run.resources.servers.get(first.server)  # gone from the config: the call fails as unknown
         servers = {first.server: Answering(handle, answers)} if handle is not None else {}
-        run.batch = PendingBatch((first.call,), catalog)
-        results = await execute_tool_calls(
-            [first.call], catalog, servers, batch_timeout=assistant.timeouts.turn, on_event=run.on_dispatch
-        )
-        run.batch = None
+        results, _ = await run.dispatch([first.call], catalog, servers, assistant.timeouts.turn)
         run.record(results, messages)
         asked_again.extend(held_inputs(results, [first.call], run.resources.clock(), run.input_timeout))
     return messages
@@ -444,15 +439,8 @@ async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resoluti
     messages: list[Message] = []
     if resolution.approved:
         catalog = await run.catalog(assistant, ())
-        run.batch = PendingBatch(resolution.approved, catalog)
-        results = await execute_tool_calls(
-            resolution.approved,
-            catalog,
-            run.resources.servers,
-            batch_timeout=assistant.timeouts.turn,
-            on_event=run.on_dispatch,
-        )
-        run.batch = None
+        servers = run.resources.servers
+        results, _ = await run.dispatch(resolution.approved, catalog, servers, assistant.timeouts.turn)
         run.record(results, messages)
     messages.extend(resolution.refused)
     run.transcript.extend(resolution.refused)

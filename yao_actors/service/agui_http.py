@@ -185,7 +185,7 @@ class AguiExchange:
                 return
             relay = RunRelay(request.run_id, request.thread_id, self._send_sse, refuse)
             await relay.relay(self.runtime.open_run(request), start)
-            if relay.open:
+            if relay.streaming:
                 await self.exchange.end()
             nursery.cancel_scope.cancel()
 

@@ -178,9 +178,7 @@ class Connection:
         for run in self._runs.values():
             # Detached, not cancelled: the client may come back (a dropped network, a reloaded page) and
             # ``resume`` it from any connection; the run's work is not thrown away for a blip.
-            if isinstance(run.stream, DetachedRun):  # a resumed run's stream only follows it: nothing to detach
-                run.stream.detach()
-                run.detached = not run.ended
+            run.detach()
         # Nothing can be sent any more, so nothing of this connection may wait to send: its relays and writer end
         # at once (the detached runs go on in the runtime). Unless nothing is left to end at all (see above).
         if self._runs or not self._outgoing[1].statistics().tasks_waiting_receive:
@@ -308,7 +306,8 @@ class Connection:
         except RunError as refused:
             raise FrameError(refused.code, str(refused), run_id=frame.run_id) from None
         request = frame.to_request(self.principal)
-        run = self._runs[frame.run_id] = RunRelay(request.run_id, request.thread_id, self._emit)
+        # A new thread's id is the client's to learn from RUN_STARTED: a run refused before it names none.
+        run = self._runs[frame.run_id] = RunRelay(request.run_id, frame.thread_id or "", self._emit)
         runs.start_soon(self._run, request, run, slot)
 
     async def _run(self, request: RunRequest, run: RunRelay, slot: RunSlot) -> None:

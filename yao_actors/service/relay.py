@@ -25,7 +25,7 @@ from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
-from yao_actors.service.budget import RunBudget, RunSlot
+from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot
 from yao_actors.service.protocol import error_frame
 from yao_actors.specs import ServiceSpec
 
@@ -132,10 +132,17 @@ class RunRelay:
     """The ``seq`` of the last event the client got: a ``RUN_ERROR`` from here is numbered after it."""
     ended: bool = False
     """The client has had the run's one terminal event (or its refusal)."""
-    open: bool = False
+    streaming: bool = False
     """The run's stream is open and the client was told so: failures from now on are events."""
     detached: bool = False
     """The client left while the run went on: it waits for a ``resume`` (``detach_grace``)."""
+
+    def detach(self) -> None:
+        """The client left: a run of its own goes on without it, waiting for a ``resume`` (a resumed run's stream
+        only follows the run: nothing to detach)."""
+        if isinstance(self.stream, DetachedRun):
+            self.stream.detach()
+            self.detached = not self.ended
 
     def cancel(self) -> None:
         """Cancel the run (at once, or as soon as its stream opens); the relay keeps reading up to its end."""
@@ -160,7 +167,7 @@ class RunRelay:
                     stream.cancel()
                 if on_open is not None:
                     await on_open(stream)
-                self.open = True
+                self.streaming = True
                 await forward_events(stream, self.forward)
         except RunError as error:
             await self._fail(error, str(error), error.code)
@@ -185,7 +192,7 @@ class RunRelay:
 
     async def _fail(self, error: Exception, message: str, code: RunErrorCode) -> None:
         """The run failed: refused before its stream opened (when the front end answers that itself), or ended."""
-        if self.refuse is not None and not self.open and not self.ended:
+        if self.refuse is not None and not self.streaming and not self.ended:
             self.ended = True
             await self.refuse(error)
         else:
