@@ -265,7 +265,7 @@ class _ConversationActor:
                 await journal.keep_approvals(result.interrupts)
         if journal.started and journal.failed:
             if journal.durable:  # the events it could not store were dropped: number on from those shown
-                run.events.seq = order.outlet.shown_seq
+                run.events.reopen(order.outlet.shown_seq)
                 run.forget_unseen(order.outlet.log)
             if journal.failure is not None and result.outcome is not Outcome.ERROR:
                 result = _failed(result, store_unavailable(journal.failure))

@@ -207,6 +207,6 @@ class RunRelay:
         if self.resumed and code is RunErrorCode.STORE_UNAVAILABLE:
             await self.send(error_frame(ErrorFrameCode.STORE_UNAVAILABLE, message, self.run_id))
             return
-        emitter = RunEvents(run_id=self.run_id, thread_id=self.thread_id, send=self.send)
-        emitter.seq = self.last_seq  # numbered after the events the client already has
+        # Numbered after the events the client already has: its seq goes on without a gap or a repeat.
+        emitter = RunEvents(run_id=self.run_id, thread_id=self.thread_id, send=self.send, seq=self.last_seq)
         await emitter.run_error(message, code=code)
