@@ -118,7 +118,8 @@ class RunRelay:
 
     ``send`` frames and sends an event. ``refuse``, when given, answers a run that fails before its stream is
     open (``POST /agui``: an HTTP error instead of a stream); without it such a run gets its ``RUN_ERROR`` like
-    any other. ``resumed``: the relay follows a run it did not start.
+    any other. ``resumed``: the relay follows a run it did not start, from ``last_seq``. The rest is the relay's
+    own, changed only by it (the front end reads it).
     """
 
     run_id: str
@@ -126,15 +127,15 @@ class RunRelay:
     send: Send
     refuse: Callable[[Exception], Awaitable[None]] | None = None
     resumed: bool = False
-    stream: ResumedStream | None = None
-    cancel_requested: bool = False
+    stream: ResumedStream | None = attrs.field(default=None, init=False)
+    cancel_requested: bool = attrs.field(default=False, init=False)
     last_seq: int = 0
     """The ``seq`` of the last event the client got: a ``RUN_ERROR`` from here is numbered after it."""
-    ended: bool = False
+    ended: bool = attrs.field(default=False, init=False)
     """The client has had the run's one terminal event (or its refusal)."""
-    streaming: bool = False
+    streaming: bool = attrs.field(default=False, init=False)
     """The run's stream is open and the client was told so: failures from now on are events."""
-    detached: bool = False
+    detached: bool = attrs.field(default=False, init=False)
     """The client left while the run went on: it waits for a ``resume`` (``detach_grace``)."""
 
     def detach(self) -> None:
