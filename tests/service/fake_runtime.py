@@ -91,7 +91,7 @@ class FakeRuntime:
     @asynccontextmanager
     async def open_run(self, request: RunRequest, /) -> AsyncIterator[FakeStream]:
         if request.assistant not in self.assistants:
-            raise RunError(f"unknown assistant {request.assistant!r}", code="unknown_assistant")
+            raise RunError(f"unknown assistant {request.assistant!r}", code=RunErrorCode.UNKNOWN_ASSISTANT)
         messages, run_id, thread_id = request.messages, request.run_id, request.thread_id
         if messages[-1]["content"] == "crash":
             raise ZeroDivisionError("a bug in the runtime")
