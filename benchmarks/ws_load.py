@@ -82,6 +82,7 @@ from yao_actors.config import (
     ServiceSpec,
     StdioTransport,
 )
+from yao_actors.conversation import RunRequest
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.observability.logs import configure_logging
 from yao_actors.runtime import open_runtime
@@ -231,25 +232,39 @@ def _store(redis_url: str | None, sqlite_path: Path | None) -> StoreSpec | None:
 
 
 class ReplayedRuns:
-    """A runtime double for ``--front-end-only``: each run sends the recorded events of one real run through
-    the front end's sink, waiting the tool's latency after each ``TOOL_CALL_END`` as the real run did."""
+    """A runtime double for ``--front-end-only``: each run's stream gives the recorded events of one real run,
+    under the request's run id, waiting the tool's latency after each ``TOOL_CALL_END`` as the real run did."""
 
     def __init__(self, events: tuple[dict[str, Any], ...], tool_seconds: float) -> None:
         self.events = events
         self.tool_seconds = tool_seconds
+        self.servers: dict[str, Any] = {}
+
+    @property
+    def authorizations(self) -> None:
+        return None  # no server behind OAuth per principal
+
+    def store_problem(self) -> str | None:
+        return None
+
+    async def tools_not_offered(self) -> dict[str, dict[str, str]]:
+        await trio.lowlevel.checkpoint()
+        return {}
 
     @contextlib.asynccontextmanager
-    async def open_run(self, assistant: str, messages: Any, **options: Any) -> Any:
-        sink, run_id = options["sink"], options["run_id"]
-        for event in self.events:
-            await sink({**event, "runId": run_id})
-            if event["type"] == "TOOL_CALL_END":
-                await trio.sleep(self.tool_seconds)
-        yield _EndedStream()
+    async def open_run(self, request: RunRequest, /) -> Any:
+        yield _ReplayedStream(self.events, request.run_id, self.tool_seconds)
 
 
-class _EndedStream:
-    """The stream of a replayed run, which has ended by the time it is yielded."""
+class _ReplayedStream:
+    """The stream of a replayed run: the recorded events, a pause after each ``TOOL_CALL_END``."""
+
+    def __init__(self, events: tuple[dict[str, Any], ...], run_id: str, tool_seconds: float) -> None:
+        self._events = events
+        self._run_id = run_id
+        self._tool_seconds = tool_seconds
+        self._next = 0
+        self._paused = False
 
     def cancel(self) -> None:
         pass
@@ -260,11 +275,32 @@ class _EndedStream:
     async def wait_done(self) -> None:
         await trio.lowlevel.checkpoint()
 
-    def __aiter__(self) -> _EndedStream:
+    def receive_nowait(self) -> dict[str, Any]:
+        if self._paused:
+            raise trio.WouldBlock
+        if self._next >= len(self._events):
+            raise trio.EndOfChannel
+        event = {**self._events[self._next], "runId": self._run_id}
+        self._next += 1
+        self._paused = event["type"] == "TOOL_CALL_END"
+        return event
+
+    async def receive(self) -> dict[str, Any]:
+        if self._paused:
+            await trio.sleep(self._tool_seconds)
+            self._paused = False
+        else:
+            await trio.lowlevel.checkpoint()
+        return self.receive_nowait()
+
+    def __aiter__(self) -> _ReplayedStream:
         return self
 
     async def __anext__(self) -> dict[str, Any]:
-        raise StopAsyncIteration
+        try:
+            return await self.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
 
 
 # --------------------------------------------------------------------------- the clients

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         load_config,
         parse_config,
     )
-    from yao_actors.conversation import RunResult, RunStream
+    from yao_actors.conversation import RunRequest, RunResult, RunStream
     from yao_actors.errors import (
         ConfigError,
         ErrorKind,
@@ -68,6 +68,7 @@ _EXPORTS: dict[str, str] = {
     "default_config": "yao_actors.config",
     "load_config": "yao_actors.config",
     "parse_config": "yao_actors.config",
+    "RunRequest": "yao_actors.conversation",
     "RunResult": "yao_actors.conversation",
     "RunStream": "yao_actors.conversation",
     "ConfigError": "yao_actors.errors",
@@ -114,6 +115,7 @@ __all__ = [
     "Outcome",
     "RunError",
     "RunErrorCode",
+    "RunRequest",
     "RunResult",
     "RunStream",
     "Runtime",

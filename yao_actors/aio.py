@@ -14,7 +14,7 @@ however it is left.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,10 +22,10 @@ import mcp.types
 import trio
 
 from yao_actors import runtime as trio_runtime
-from yao_actors.conversation import MessagesInput, RunResult, ThreadHistory
+from yao_actors.conversation import MessagesInput, RunRequest, RunResult, ThreadHistory
+from yao_actors.conversation.request import as_request
 from yao_actors.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
 from yao_actors.models import Model
-from yao_actors.models.base import Message
 from yao_actors.specs import Config
 from yao_actors.store import ThreadInfo
 from yao_actors.tools.results import ToolOutcome
@@ -141,34 +141,19 @@ class Runtime:
     async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - the Trio API's
         await self._guest.call(self.trio_runtime.wait_ready, timeout)
 
-    async def run(self, assistant: str, messages: MessagesInput, **options: Any) -> RunResult:
-        """Run to the end (options as :meth:`yao_actors.Runtime.run`); cancelling the awaiting task cancels it."""
-        return await self._guest.call(_run, self.trio_runtime, assistant, messages, options)
+    async def run(
+        self, request: RunRequest | str, messages: MessagesInput | None = None, /, **options: Any
+    ) -> RunResult:
+        """Run to the end (``request`` as :meth:`yao_actors.Runtime.run`); cancelling the awaiting task cancels it."""
+        return await self._guest.call(self.trio_runtime.run, as_request(request, messages, options))
 
     @asynccontextmanager
     async def open_run(
-        self,
-        assistant: str,
-        messages: MessagesInput,
-        *,
-        thread_id: str | None = None,
-        run_id: str | None = None,
-        principal: str | None = None,
-        history: Sequence[Message] | None = None,
-        client_tools: Sequence[Mapping[str, Any]] = (),
-        resume: Sequence[Mapping[str, Any]] = (),
+        self, request: RunRequest | str, messages: MessagesInput | None = None, /, **options: Any
     ) -> AsyncIterator[AioEventStream]:
-        """Start a run; yields its events (an async iterator). Leaving the block early cancels the run."""
-        opened = self.trio_runtime.open_run(
-            assistant,
-            messages,
-            thread_id=thread_id,
-            run_id=run_id,
-            principal=principal,
-            history=history,
-            client_tools=client_tools,
-            resume=resume,
-        )
+        """Start a run (``request`` as :meth:`yao_actors.Runtime.open_run`); yields its events (an async iterator).
+        Leaving the block early cancels the run."""
+        opened = self.trio_runtime.open_run(as_request(request, messages, options))
         async with self._guest.hold(opened) as stream:
             yield AioEventStream(self._guest, stream)
 
@@ -192,12 +177,6 @@ class Runtime:
 
     async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
         return await self._guest.call(_forget, self.trio_runtime, thread_id, principal)
-
-
-async def _run(
-    runtime: trio_runtime.Runtime, assistant: str, messages: MessagesInput, options: dict[str, Any]
-) -> RunResult:
-    return await runtime.run(assistant, messages, **options)
 
 
 async def _history(runtime: trio_runtime.Runtime, thread_id: str, principal: str | None) -> ThreadHistory:

@@ -216,7 +216,9 @@ class RunEvents:
     thread_id: str
     _send: SendEvent = attrs.field(converter=_as_send, alias="send")
     validate: bool = attrs.field(default=VALIDATE_EVENTS, kw_only=True)
-    seq: int = attrs.field(default=0, init=False)
+    seq: int = attrs.field(default=0, kw_only=True)
+    """The ``seq`` of the last event emitted: the next one is numbered after it (an emitter that writes after
+    events someone else sent starts from theirs)."""
     terminal: EventDict | None = attrs.field(default=None, init=False)
     _subagent_run_id: str | None = attrs.field(default=None, init=False)
     _turnstile: Turnstile = attrs.field(factory=Turnstile, init=False)
@@ -227,8 +229,9 @@ class RunEvents:
         return self.terminal is not None
 
     def reopen(self, seq: int) -> None:
-        """Take the terminal event back and number the next event ``seq + 1``: for a run whose terminal event (and
-        the events after ``seq``) nobody saw, because its store refused them; it then emits another terminal event."""
+        """Number the next event ``seq + 1``, taking the terminal event back if there is one: for a run whose events
+        after ``seq`` nobody saw, because its store refused them; what it emits next (its close-out, another
+        terminal event) follows ``seq``."""
         self.terminal = None
         self.seq = seq
 

@@ -6,9 +6,10 @@ one that fails to start is reported and retried without holding up the others),
 exposes their handles as ``runtime.servers[id]``, and on exit stops them all: no
 stdio child is left running, even when the body raised or was cancelled.
 
-Runs go through ``runtime.open_run(assistant, messages)`` (an async context
-manager yielding the run's events) or ``runtime.run(...)`` (the whole result);
-both are served by the conversation manager the runtime opens over its servers.
+Runs go through ``runtime.open_run(request)`` (an async context manager yielding
+the run's events) or ``runtime.run(request)`` (the whole result), where the
+:class:`~yao_actors.conversation.request.RunRequest` may be built for you
+(``runtime.run("default", "question", thread_id="t1")``); both are served by the conversation manager the runtime opens over its servers.
 Threads live in the conversation store the config's ``store`` section names
 (memory when it has none), opened with the runtime: a run still marked running
 by a process that died is closed ``interrupted`` then. ``runtime.history``,
@@ -22,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -38,6 +39,7 @@ from yao_actors.conversation import (
     ConversationManager,
     FollowStream,
     MessagesInput,
+    RunRequest,
     RunResult,
     RunStream,
     StoredRunStream,
@@ -47,13 +49,14 @@ from yao_actors.conversation import (
 from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, serve_sweeps
+from yao_actors.conversation.request import as_request
 from yao_actors.errors import ConfigError, NotReady, StoreUnavailable
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
-from yao_actors.models.base import Message
 from yao_actors.providers import build_model
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
+from yao_actors.store.spec import store_problem
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.input_requests import InputHandler
@@ -120,72 +123,58 @@ class Runtime(metaclass=NoPublicConstructor):
             raise NotReady(not_ready)
 
     def open_run(
-        self,
-        assistant: str,
-        messages: MessagesInput,
-        *,
-        thread_id: str | None = None,
-        run_id: str | None = None,
-        principal: str | None = None,
-        history: Sequence[Message] | None = None,
-        client_tools: Sequence[Mapping[str, Any]] = (),
-        resume: Sequence[Mapping[str, Any]] = (),
+        self, request: RunRequest | str, messages: MessagesInput | None = None, /, **options: Any
     ) -> AbstractAsyncContextManager[RunStream]:
         """Start a run; yields a receive channel of its AG-UI event dicts.
 
-        ``thread_id=None`` starts a new thread; a run on a busy thread waits for
+        ``request`` is a :class:`~yao_actors.RunRequest` (built once, passed whole), or the assistant's id
+        followed by the run's ``messages`` (text is one user message) and the request's other fields as
+        keywords, from which the request is built: ``runtime.open_run("default", "question", thread_id="t1")``.
+
+        A request without a ``thread_id`` starts a new thread; a run on a busy thread waits for
         the runs before it. Leaving the block early cancels the run (in-flight
         model and tool calls are cancelled, unfinished tool calls get
         ``cancelled`` results). ``stream.cancel()`` cancels it too while you keep
-        reading up to its terminal event. An unknown assistant raises
-        :class:`~yao_actors.errors.RunError` (code ``unknown_assistant``). A thread belongs to the
-        ``principal`` that created it (``None`` is a principal too); another principal's run on it raises
-        ``RunError`` code ``unknown_thread``. ``history``, when given, replaces the thread's history before the
-        run (what an AG-UI client that sends the whole conversation needs; ``messages`` are then the new part).
-        ``client_tools`` are tools the client runs itself (AG-UI frontend tools, as OpenAI function tools): a
-        call of one ends the run with outcome ``client_tools`` and ``pendingToolCallIds``; the client sends
-        its result as a ``tool`` message in the next run's ``messages``. ``resume`` entries (AG-UI
-        ``{"interruptId", "status", "payload"}``) answer the thread's calls held for approval. With a durable
-        store an event reaches the stream once it is stored (:mod:`yao_actors.conversation.outlet`).
+        reading up to its terminal event. A thread belongs to the
+        ``principal`` that created it (``None`` is a principal too). ``history``, when given, replaces the
+        thread's history before the run (what an AG-UI client that sends the whole conversation needs;
+        ``messages`` are then the new part). ``client_tools`` are tools the client runs itself (AG-UI frontend
+        tools, as OpenAI function tools): a call of one ends the run with outcome ``client_tools`` and
+        ``pendingToolCallIds``; the client sends its result as a ``tool`` message in the next run's
+        ``messages``. ``resume`` entries (AG-UI ``{"interruptId", "status", "payload"}``) answer the thread's
+        calls held for approval. With a durable store an event reaches the stream once it is stored
+        (:mod:`yao_actors.conversation.outlet`).
+
+        Resource handling: the run lives in the runtime's nursery, not yours. Leaving the block cancels it
+        (unless you called ``stream.detach()``: it then goes on for ``detach_grace`` seconds, waiting for
+        :meth:`open_resume`) and waits, shielded and bounded, for its close-out: when the block has exited, the
+        run's history and record are in the store.
+
+        Error handling: a request refused before the run starts raises
+        :class:`~yao_actors.errors.RunError` when the block is entered (``unknown_assistant``,
+        ``unknown_thread`` for another principal's thread, ``bad_request`` for a client tool named like one of
+        the assistant's or a run id already going on, ``store_unavailable``); a mixed call (a request and
+        keywords) is ``TypeError``. Once started, whatever happens to the run — a model or tool failure, its
+        deadline, the store failing — is its ``RUN_ERROR`` event and ``stream.result``, never an exception.
         """
-        return self.conversations.open_run(
-            assistant,
-            messages,
-            thread_id=thread_id,
-            run_id=run_id,
-            principal=principal,
-            history=history,
-            client_tools=client_tools,
-            resume=resume,
-        )
+        return self.conversations.open_run(as_request(request, messages, options))
 
     async def run(
-        self,
-        assistant: str,
-        messages: MessagesInput,
-        *,
-        thread_id: str | None = None,
-        run_id: str | None = None,
-        principal: str | None = None,
-        client_tools: Sequence[Mapping[str, Any]] = (),
-        resume: Sequence[Mapping[str, Any]] = (),
+        self, request: RunRequest | str, messages: MessagesInput | None = None, /, **options: Any
     ) -> RunResult:
-        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``; ``principal``,
-        ``client_tools`` and ``resume`` as in :meth:`open_run`."""
-        return await self.conversations.run(
-            assistant,
-            messages,
-            thread_id=thread_id,
-            run_id=run_id,
-            principal=principal,
-            client_tools=client_tools,
-            resume=resume,
-        )
+        """Run to the end: ``.text``, ``.tool_results``, ``.usage``, ``.outcome``, ``.events``; ``request`` as in
+        :meth:`open_run` (``runtime.run("default", "question", thread_id="t1")`` builds it)."""
+        return await self.conversations.run(as_request(request, messages, options))
 
     @property
     def store(self) -> ConversationStore:
         """Where the runtime's threads live between runs (the config's ``store``)."""
         return self.conversations.store
+
+    def store_problem(self) -> str | None:
+        """Why the conversation store cannot take calls now, as far as a look costing no wait can tell (``None``:
+        nothing found); what the service's ``/readyz`` asks."""
+        return store_problem(self.store)
 
     async def run_exists(self, run_id: str) -> bool:
         """Whether a run with id ``run_id`` is stored, whoever's (a new run cannot take its id); ``RunError``
@@ -246,15 +235,28 @@ async def open_runtime(
     The block is entered after each server's *first* connection attempt, even one
     that failed (it is retried in the background, and runs meanwhile lack its
     tools). With ``ready_timeout`` (seconds) it is entered only once every server
-    is ready: :meth:`Runtime.wait_ready` runs first, and its
-    :class:`~yao_actors.errors.NotReady` stops everything and comes out. A
-    server with ``disabled=True`` is not started. A server with ``auth`` (OAuth) is connected with the tokens
-    kept in the store (:mod:`yao_actors.auth`); a durable store without ``store.secret_key`` then raises
-    :class:`~yao_actors.errors.ConfigError` before anything starts. One with ``auth.identity: "principal"`` gets
-    a router instead of an actor, connecting each run's principal with its own tokens
-    (:mod:`yao_actors.auth.principals`; ``runtime.authorizations`` finishes their authorizations). An exception
-    raised by the block comes out as itself, not wrapped in the nursery's
-    exception group.
+    is ready: :meth:`Runtime.wait_ready` runs first. A server with ``disabled=True`` is not started. A server
+    with ``auth`` (OAuth) is connected with the tokens kept in the store (:mod:`yao_actors.auth`); one with
+    ``auth.identity: "principal"`` gets a router instead of an actor, connecting each run's principal with its own
+    tokens (:mod:`yao_actors.auth.principals`; ``runtime.authorizations`` finishes their authorizations).
+
+    Resource handling:
+
+      Everything the runtime starts lives in a nursery of its own, inside the block: one actor per server (a
+      stdio server's child process, an HTTP server's connection), one per thread in use, the lease sweeper of a
+      shared store, and the store the config names (``store`` given: yours, never closed here). However the
+      block is left — normally, by an exception, or cancelled — every run still going on is cancelled and
+      closes out first (its terminal event, its history and record in the store), then every server actor
+      stops and no child process is left running, then the config's store is closed.
+
+    Error handling:
+
+      Refusals come before anything starts: a bad config reference or colliding tool names raise
+      :class:`~yao_actors.errors.ConfigError`, an unreachable config store
+      :class:`~yao_actors.errors.StoreUnavailable`, and with ``ready_timeout`` a server not ready in time
+      :class:`~yao_actors.errors.NotReady` (after stopping everything). A server that fails later is
+      restarted by its actor and never ends the runtime; a run's failure ends that run only. An exception
+      raised by the block comes out as itself, not wrapped in the nursery's exception group.
     """
     check_config(config, models=models or {})
     resolved = resolve_models(config, models or {})

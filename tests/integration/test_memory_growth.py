@@ -119,4 +119,14 @@ async def test_a_finished_run_is_freed_without_the_cyclic_collector() -> None:
 
 
 #: The objects of a run, which must not be left to the cyclic collector.
-RUN_OBJECTS = {"RunOrder", "RunStream", "RunResult", "RunJournal", "WireEvent", "ToolCallResult", "_RelayedRun"}
+RUN_OBJECTS = {
+    "RunRequest",
+    "RunOrder",
+    "RunControl",
+    "RunStream",
+    "RunResult",
+    "RunJournal",
+    "WireEvent",
+    "ToolCallResult",
+    "RunRelay",
+}

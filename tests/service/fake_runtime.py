@@ -1,4 +1,4 @@
-"""A stand-in for ``Runtime.open_run`` so the front end can be tested without models or MCP servers.
+"""A stand-in for ``Runtime.open_run`` (given a whole ``RunRequest``) so the front end can be tested without models or MCP servers.
 
 What a run does is chosen by the content of its last message:
 
@@ -26,7 +26,7 @@ import attrs
 import trio
 from ag_ui.core import ToolCallResultEvent
 
-from yao_actors.conversation import ThreadHistory
+from yao_actors.conversation import RunRequest, ThreadHistory
 from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import RunEvents, SendEvent
 
@@ -40,7 +40,7 @@ class FakeRuntime:
     cancelled: list[str] = attrs.field(factory=list)
     finished: list[str] = attrs.field(factory=list)
     sent: dict[str, int] = attrs.field(factory=dict)
-    thread_ids: list[str | None] = attrs.field(factory=list)
+    thread_ids: list[str] = attrs.field(factory=list)
     stored_runs: set[str] = attrs.field(factory=set)
     _gates: dict[str, trio.Event] = attrs.field(factory=dict)
 
@@ -64,6 +64,23 @@ class FakeRuntime:
         raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
         yield  # pragma: no cover
 
+    @property
+    def servers(self) -> dict[str, Any]:
+        """No MCP server: ``/readyz`` reports none (tests give their own to the service)."""
+        return {}
+
+    def store_problem(self) -> str | None:
+        return None
+
+    @property
+    def authorizations(self) -> None:
+        """No server behind OAuth per principal: no ``/oauth/callback``."""
+        return None
+
+    async def tools_not_offered(self) -> dict[str, dict[str, str]]:
+        await trio.lowlevel.checkpoint()
+        return {}
+
     async def run_exists(self, run_id: str) -> bool:
         """Every run the fake started counts as stored (``stored_runs`` adds others)."""
         await trio.lowlevel.checkpoint()
@@ -77,28 +94,17 @@ class FakeRuntime:
         return self._gates.setdefault(name, trio.Event())
 
     @asynccontextmanager
-    async def open_run(
-        self,
-        assistant: str,
-        messages: list[dict[str, Any]],
-        *,
-        thread_id: str | None = None,
-        run_id: str | None = None,
-        principal: str | None = None,
-        history: Any = None,
-        client_tools: Any = (),
-        resume: Any = (),
-    ) -> AsyncIterator[FakeStream]:
-        if assistant not in self.assistants:
-            raise RunError(f"unknown assistant {assistant!r}", code="unknown_assistant")
+    async def open_run(self, request: RunRequest, /) -> AsyncIterator[FakeStream]:
+        if request.assistant not in self.assistants:
+            raise RunError(f"unknown assistant {request.assistant!r}", code=RunErrorCode.UNKNOWN_ASSISTANT)
+        messages, run_id, thread_id = request.messages, request.run_id, request.thread_id
         if messages[-1]["content"] == "crash":
             raise ZeroDivisionError("a bug in the runtime")
-        run_id = run_id or f"run-{len(self.started)}"
         self.started.append(run_id)
         self.thread_ids.append(thread_id)
         send, receive = trio.open_memory_channel[dict[str, Any]](0)
         stream = FakeStream(receive, broken_cancel=messages[-1]["content"].startswith("uncancellable:"))
-        events = RunEvents(run_id=run_id, thread_id=thread_id or f"thread-{run_id}", send=self._counted(send, run_id))
+        events = RunEvents(run_id=run_id, thread_id=thread_id, send=self._counted(send, run_id))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._play, send, events, stream.scope, messages[-1]["content"], stream.done)
             try:

@@ -14,7 +14,7 @@ from trio_websocket import WebSocketConnection
 
 from yao_actors.config import ServiceSpec
 from yao_actors.service import Service, open_service
-from yao_actors.service.connection import RunOpener
+from yao_actors.service.frontend import ServedRuntime
 from yao_actors.service.http_endpoints import Observable
 from yao_actors.testing import read_line
 
@@ -23,7 +23,7 @@ TERMINAL = {"RUN_FINISHED", "RUN_ERROR"}
 
 @asynccontextmanager
 async def running_service(
-    runtime: RunOpener, *, servers: Mapping[str, Observable] | None = None, **limits: Any
+    runtime: ServedRuntime, *, servers: Mapping[str, Observable] | None = None, **limits: Any
 ) -> AsyncIterator[Service]:
     """A service for ``runtime`` on 127.0.0.1 and a free port, with ``limits`` overriding the defaults.
 

@@ -24,24 +24,19 @@ runtime holds: it keeps the actors by thread id in a nursery of its own and offe
 
 The package follows a run's data flow: :mod:`.window` (the history a request carries),
 :mod:`.relay` (model stream → events, unique tool-call ids),
-:mod:`.run` (the steps of DESIGN §4.4), :mod:`.order` (what a run's caller and its actor share; the live
-log a ``resume`` follows), :mod:`.journal` (the run's writes to the conversation store), :mod:`.actor` (the
+:mod:`.run` (the steps of DESIGN §4.4), :mod:`.request` (the run as its caller asked for it, one frozen
+value), :mod:`.order` (a live run by owner: request, control, outlet; the streams that read it), :mod:`.journal` (the run's writes to the conversation store), :mod:`.actor` (the
 per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back), :mod:`.manager`
 (threads loaded on demand from the store, ``RunStream``, resume, forget), :mod:`.client_tools` (the client's own
 tools: offered, never dispatched, answered by the next run), :mod:`.approvals` (calls held for a person).
 """
 
 from yao_actors.conversation.actor import ConversationHandle, new_conversation
-from yao_actors.conversation.manager import (
-    ConversationManager,
-    ConversationStatistics,
-    MessagesInput,
-    input_messages,
-    open_conversations,
-)
+from yao_actors.conversation.manager import ConversationManager, ConversationStatistics, open_conversations
 from yao_actors.conversation.order import FollowStream, RunResult, RunStream
 from yao_actors.conversation.prompt import build_request
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory
+from yao_actors.conversation.request import MessagesInput, RunRequest, input_messages
 from yao_actors.conversation.run import RunResources
 
 __all__ = [
@@ -50,6 +45,7 @@ __all__ = [
     "ConversationStatistics",
     "FollowStream",
     "MessagesInput",
+    "RunRequest",
     "RunResources",
     "RunResult",
     "RunStream",

@@ -33,7 +33,7 @@ from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal, store_un
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.principal_servers import is_authorization_resume
-from yao_actors.conversation.run import Answer, PendingBatch, Run, RunResources
+from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
@@ -44,7 +44,6 @@ from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, RunFinish, RunStatus
 from yao_actors.tasks import patiently, send_now_or_wait
-from yao_actors.tools.dispatch import execute_tool_calls
 from yao_actors.tools.results import ToolCallResult
 
 logger = logging.getLogger(__name__)
@@ -53,12 +52,12 @@ CLEANUP_GRACE = CLOSE_PATIENCE + 5.0
 """Seconds a caller waits at most for a cancelled run to close out (its store's last write included)."""
 
 
-class Cancelled:
-    """The run was cancelled before it ended by itself."""
+class RunCancelled:
+    """How a run ended that was cancelled before it ended by itself (a value, not trio's exception)."""
 
 
-CANCELLED = Cancelled()
-Ending = Answer | RunError | Cancelled
+CANCELLED = RunCancelled()
+Ending = Answer | RunError | RunCancelled
 
 
 RUN_QUEUE = 8
@@ -162,14 +161,14 @@ class _ConversationActor:
 
     async def _execute(self, order: RunOrder, observed: RunObservation) -> None:
         """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
-        order.started.set()
+        order.control.start()
         journal = RunJournal(
             self.store,
             order.thread_id,
             order.run_id,
             order.outlet,
             durable=self.store.durable,
-            on_failure=order.scope.cancel,  # nothing the run does now can be stored: it ends store_unavailable
+            on_failure=order.control.cancel,  # nothing the run does now can be stored: it ends store_unavailable
         )
         async with trio.open_nursery() as helpers:
             helpers.start_soon(journal.serve)  # no head start needed: what it is given waits
@@ -178,9 +177,9 @@ class _ConversationActor:
             finally:
                 await self.release(order)
 
-    async def take_thread(self, run: Run, order: RunOrder, helpers: trio.Nursery) -> RunError | None:
+    async def take_thread(self, order: RunOrder, helpers: trio.Nursery) -> tuple[Message, ...] | RunError:
         """Take the thread's lease when the store is shared (kept renewed in ``helpers``), bring the history up
-        to date with the store's when another process added to it, and give the run its history."""
+        to date with the store's when another process added to it; the history the run starts from."""
         if self.leases.shared:
             token = self.leases.token(order.run_id)
             try:
@@ -188,7 +187,7 @@ class _ConversationActor:
             except RunError as refused:
                 return refused
             self.renewing = await helpers.start(
-                keep_lease, self.leases, order.thread_id, order.run_id, order.scope.cancel
+                keep_lease, self.leases, order.thread_id, order.run_id, order.control.cancel
             )
             if taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
                 try:  # and the calls it holds for approval, which that process may have changed
@@ -199,12 +198,11 @@ class _ConversationActor:
                 self.status.history.replace(stored)
                 self.status.stored_messages = len(stored)
                 self.status.approvals[:] = stored_pending(order.thread_id, approvals)
-        if order.history is not None:
+        if order.request.history is not None:
             # The client's conversation stands for this run (and the thread's copy in memory); the store
             # keeps appending what the runs add, as for any thread.
-            self.status.history.replace(order.history)
-        run.history = tuple(self.status.history.messages)
-        return None
+            self.status.history.replace(order.request.history)
+        return tuple(self.status.history.messages)
 
     async def release(self, order: RunOrder) -> None:
         """Give the thread's lease back (once the run's record is closed in the store)."""
@@ -222,19 +220,25 @@ class _ConversationActor:
         the rest with its terminal event and closed record in the close-out's one write, before the
         terminal event is shown (:mod:`yao_actors.conversation.outlet`).
         """
-        run = Run(self.resources, RunEvents(order.run_id, order.thread_id, journal.emit), ())
-        run.client_tools = order.client_tools
-        run.principal = order.principal
+        # The journal follows the run's transcript and is its checkpoint; the journal refers to no part of the
+        # run (no closure over it, no cycle), so a finished run is freed at once by reference counting.
+        run = Run(
+            self.resources,
+            RunEvents(order.run_id, order.thread_id, journal.emit),
+            transcript=journal.transcript,
+            checkpoint=journal.checkpoint,
+            client_tools=order.request.client_tools,
+            principal=order.request.principal,
+        )
         ending: Ending | None = CANCELLED
-        # The journal follows the transcript; no closure over the run, so a finished run is freed at once.
-        journal.transcript = run.transcript
-        run.checkpoint = journal.checkpoint
         try:
-            with order.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
+            with order.control.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                ending = await self.take_thread(run, order, helpers)
-                if ending is None:
-                    ending = await _start(run, order, self.status, journal)
+                history = await self.take_thread(order, helpers)
+                if isinstance(history, RunError):
+                    ending = history
+                else:
+                    ending = await _start(run, order, history, self.status, journal)
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -250,6 +254,8 @@ class _ConversationActor:
     ) -> None:
         """Settle the run: its result, its last events, one store write of them with its terminal event and
         closed record, the thread's copy of the history; then its terminal event is shown, last."""
+        # From here on the run never waits for its consumer: a client that stopped reading must not hold the
+        # close-out (and with it the thread's next run); the rest of the events wait in the outlet's log.
         order.outlet.unlimit()
         await journal.close()  # the writer ends; what is left goes in the close-out's write
         unreported = run.settle()
@@ -260,7 +266,7 @@ class _ConversationActor:
                 await journal.keep_approvals(result.interrupts)
         if journal.started and journal.failed:
             if journal.durable:  # the events it could not store were dropped: number on from those shown
-                run.events.seq = order.outlet.shown_seq
+                run.events.reopen(order.outlet.shown_seq)
                 run.forget_unseen(order.outlet.log)
             if journal.failure is not None and result.outcome is not Outcome.ERROR:
                 result = _failed(result, store_unavailable(journal.failure))
@@ -277,7 +283,6 @@ class _ConversationActor:
             last = journal.unstored_ending()
         elif journal.closed_elsewhere is not None:
             result = _closed_elsewhere(result, last)
-        order.result = result
         # Counted before the terminal event is shown: whoever saw the run end sees it in the metrics.
         code = result.code.value if result.code is not None else None
         observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
@@ -291,7 +296,9 @@ class _ConversationActor:
             self.status.stored_messages = None if journal.failed else self.status.stored_messages + len(journal.stored)
         # While this run still counts as pending, so its own thread is never the one forgotten.
         self.on_history_grown()
-        order.end(last)
+        # Last, in one step (no reader runs in between): the terminal event becomes visible and the result is
+        # set together, so whoever sees the run end finds its result, its history and its record in place.
+        order.end(result, last)
 
 
 def new_conversation(
@@ -338,18 +345,22 @@ def _usage_record(usage: Usage) -> dict[str, int]:
     }
 
 
-async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJournal) -> Ending:
+async def _start(
+    run: Run, order: RunOrder, history: tuple[Message, ...], status: ThreadStatus, journal: RunJournal
+) -> Ending:
     """Answer the calls held for approval, record the run as started in the store with what joins the history
     (the held calls' results and the run's input), take that into the transcript, and answer it.
 
     A tool message answering no open call, or a ``resume`` entry for no waiting interrupt (or an expired one),
     ends the run with its error before anything runs; so does a store that cannot record the run's start.
     """
+    request = order.request
     try:
-        check_tool_answers(run.history, order.messages, held=[p.call.id for p in status.approvals])
+        check_tool_answers(history, request.messages, held=[p.call.id for p in status.approvals])
         now = run.resources.clock()
-        resume = [entry for entry in order.resume if not is_authorization_resume(entry)]  # they only say: go on
-        answered, rest = resolve_inputs([p for p in status.approvals if isinstance(p, PendingInput)], resume, now)
+        resume = [entry for entry in request.resume if not is_authorization_resume(entry)]  # they only say: go on
+        held = [p for p in status.approvals if isinstance(p, PendingInput)]
+        answered, rest = resolve_inputs(held, resume, now)
         resolution = resolve([p for p in status.approvals if isinstance(p, PendingApproval)], rest, now)
         await _drop_gone(run, status, journal, answered)
         if resolution.approved or answered.answers:
@@ -366,17 +377,15 @@ async def _start(run: Run, order: RunOrder, status: ThreadStatus, journal: RunJo
     resumed += await _run_answered(run, order.assistant, answered, asked_again)
     # Calls of client tools the input does not answer are answered first, so the history stays valid.
     waiting = {p.call.id for p in asked_again}  # calls that asked again stay open
-    dangling = answer_dangling_calls([*run.history, *resumed], order.messages)
-    given = [*(m for m in dangling if m.get("tool_call_id") not in waiting), *order.messages]
+    dangling = answer_dangling_calls([*history, *resumed], request.messages)
+    given = [*(m for m in dangling if m.get("tool_call_id") not in waiting), *request.messages]
     try:
-        await journal.start(order.assistant.id, [*run.transcript, *given])
+        await journal.start(order.assistant.id, given)  # the input joins the transcript once stored
     except RunError as error:
         return error
-    run.transcript.extend(given)
-    journal.written = len(run.transcript)
     if asked_again:  # a call answered asks again: the run ends with the new questions
         return Answer(run.last_text, Outcome.INTERRUPT, interrupts=tuple(asked_again))
-    window = window_history(run.history, order.assistant.history_max_messages)
+    window = window_history(history, order.assistant.history_max_messages)
     return await _answer(run, order, [*window, *resumed, *given])
 
 
@@ -431,11 +440,7 @@ async def _run_answered(
         first = answers[0][0]
         handle = run.resources.servers.get(first.server)  # gone from the config: the call fails as unknown
         servers = {first.server: Answering(handle, answers)} if handle is not None else {}
-        run.batch = PendingBatch((first.call,), catalog)
-        results = await execute_tool_calls(
-            [first.call], catalog, servers, batch_timeout=assistant.timeouts.turn, on_event=run.on_dispatch
-        )
-        run.batch = None
+        results, _ = await run.dispatch([first.call], catalog, servers, assistant.timeouts.turn)
         run.record(results, messages)
         asked_again.extend(held_inputs(results, [first.call], run.resources.clock(), run.input_timeout))
     return messages
@@ -446,15 +451,8 @@ async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resoluti
     messages: list[Message] = []
     if resolution.approved:
         catalog = await run.catalog(assistant, ())
-        run.batch = PendingBatch(resolution.approved, catalog)
-        results = await execute_tool_calls(
-            resolution.approved,
-            catalog,
-            run.resources.servers,
-            batch_timeout=assistant.timeouts.turn,
-            on_event=run.on_dispatch,
-        )
-        run.batch = None
+        servers = run.resources.servers
+        results, _ = await run.dispatch(resolution.approved, catalog, servers, assistant.timeouts.turn)
         run.record(results, messages)
     messages.extend(resolution.refused)
     run.transcript.extend(resolution.refused)

@@ -37,8 +37,8 @@ at once, without waiting, before the run counts as over. (A test's own
 ``wait_all_tasks_blocked()`` wakes in the same moment as a waiting writer, in
 no set order: a test that reads the store waits for the run, not for that.)
 
-**Durable before visible** (:mod:`.outlet`). The journal is the run's event
-sink (:meth:`RunJournal.emit`). With a durable store every event is queued for
+**Durable before visible** (:mod:`.outlet`). Every event the run emits goes
+through the journal (:meth:`RunJournal.emit`). With a durable store every event is queued for
 the writer, and each write shows the events it appended: what a client sees of
 a run is what its stored log holds, whatever crashes when. (With the memory store
 an event is shown as it is emitted; the events then go with the next turn or
@@ -176,13 +176,17 @@ class RunJournal:
         """Whether nothing more of the run is written (the store failed, or has the run closed already)."""
         return self.failure is not None or self.closed_elsewhere is not None
 
-    async def start(self, assistant: str, messages: Sequence[Message]) -> None:
+    async def start(self, assistant: str, given: Sequence[Message]) -> None:
         """Record the run as running, with its input joining the thread's history, in one write.
+
+        What is stored is the transcript so far (the results of calls a ``resume`` answered) and ``given``, the
+        run's input; once stored, ``given`` joins the transcript too, as written.
 
         Raises ``RunError`` ``store_unavailable`` when the store is out of reach, and
         ``bad_request`` when the run id is already stored (runs are never overwritten).
         """
         tries = 0
+        messages = [*self.transcript, *given]
 
         async def start_run() -> None:
             nonlocal tries
@@ -205,6 +209,8 @@ class RunJournal:
             raise store_unavailable(self.failure) from error
         self.started = True
         self._stored(messages)
+        self.transcript.extend(given)
+        self.written = len(self.transcript)
         if self._events:  # what the run emitted before it started in the store (its RUN_STARTED)
             self.kick()
 
@@ -227,16 +233,14 @@ class RunJournal:
         return run is not None and run.owner == self.store.owner and run.thread_id == self.thread_id
 
     async def emit(self, event: EventDict) -> None:
-        """The run's event sink (``RunEvents``' send): show the event, or queue it to be shown once written.
+        """How the run's events leave it (``RunEvents``' send): show the event, or queue it to be shown once written.
 
-        Waits while the run is too far ahead of its consumer (:meth:`RunOutlet.wait_room`; cancelled, the event
+        Waits while the run is too far ahead of its consumer (:meth:`RunOutlet.admit`; cancelled, the event
         is not emitted). A terminal event is kept for the close-out. Once the store failed, a durable store's
         run drops its events until its close-out (whose write may still succeed): nobody sees what is not stored.
         """
         outlet = self.outlet
-        if outlet.limit is not None:
-            await outlet.wait_room()
-        outlet.emitted += 1
+        await outlet.admit()
         if event["type"] in TERMINAL_TYPES:
             self.terminal = event
             return
@@ -317,6 +321,9 @@ class RunJournal:
         with trio.CancelScope(deadline=self._due) as waiting:
             self._waiting = waiting
             if not self._kicked:
+                # Nothing queued for a write at once: park until the run queues a turn (``kick``) or its events
+                # come due (this scope's deadline, which ``kick_soon`` lowers). A kick made while the writer was
+                # writing is not lost: ``_kicked`` stays set, and the writer does not park at all.
                 await self._wake.park()
                 if self._closed:
                     return

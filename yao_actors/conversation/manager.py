@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,10 +22,11 @@ from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.inputs import stored_pending
 from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy
-from yao_actors.conversation.order import FollowStream, RunOrder, RunResult, RunStream
+from yao_actors.conversation.order import FollowStream, RunControl, RunOrder, RunResult, RunStream
 from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.conversation.prompt import request_tools
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
+from yao_actors.conversation.request import MessagesInput, RunRequest, as_request
 from yao_actors.conversation.run import RunResources
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import DEFAULT_MEDIA_BYTES
@@ -47,20 +47,6 @@ MAX_THREADS = 1000
 
 DETACH_GRACE = 30.0
 """Seconds a detached run goes on unfollowed before it is cancelled (``server.detach_grace``)."""
-
-MessagesInput = str | Sequence[Message]
-"""A run's input: one user message as text, or a list of chat messages."""
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
-
-
-def input_messages(messages: MessagesInput) -> tuple[Message, ...]:
-    """A run's input as chat messages (text is one user message)."""
-    if isinstance(messages, str):
-        return ({"role": "user", "content": messages},)
-    return tuple(dict(m) for m in messages)
 
 
 @attrs.frozen
@@ -254,12 +240,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
         unknown (or another's). Its runs in flight or waiting are cancelled and closed out first."""
         if await self._owned_info(thread_id, principal) is None:
             return False
-        runs = [order for order in self._live.values() if order.thread_id == thread_id]
-        for order in runs:
-            order.scope.cancel()
+        runs = [order.control for order in self._live.values() if order.thread_id == thread_id]
+        for control in runs:
+            control.cancel()
         with trio.move_on_after(CLEANUP_GRACE):
-            for order in runs:
-                await order.done.wait()
+            for control in runs:
+                await control.wait_done()
         self.close_thread(thread_id)
         try:
             return await self._store.forget_thread(thread_id)
@@ -277,13 +263,13 @@ class ConversationManager(metaclass=NoPublicConstructor):
         the block is open a detached run is not cancelled; leaving it starts its ``detach_grace`` again.
         """
         order = self._live.get(run_id)
-        if order is not None and order.principal == principal:
+        if order is not None and order.request.principal == principal:
             stream = FollowStream(order, after_seq)
-            order.follow(+1)
+            order.control.follow(+1)
             try:
                 yield stream
             finally:
-                order.follow(-1)
+                order.control.follow(-1)
             return
         try:
             stored = await stored_run_stream(self._store, run_id, after_seq, principal)
@@ -298,20 +284,13 @@ class ConversationManager(metaclass=NoPublicConstructor):
 
     @asynccontextmanager
     async def open_run(
-        self,
-        assistant: str | AssistantSpec,
-        messages: MessagesInput,
-        *,
-        thread_id: str | None = None,
-        run_id: str | None = None,
-        principal: str | None = None,
-        history: Sequence[Message] | None = None,
-        client_tools: Sequence[Mapping[str, Any]] = (),
-        resume: Sequence[Mapping[str, Any]] = (),
+        self, request: RunRequest | str | AssistantSpec, messages: MessagesInput | None = None, /, **options: Any
     ) -> AsyncIterator[RunStream]:
         """Start a run and yield its events; leaving the block early cancels the run.
 
-        ``thread_id=None`` starts a new thread. The run waits for the runs
+        ``request`` is a :class:`~yao_actors.conversation.request.RunRequest`, or an assistant with the run's
+        ``messages`` and the request's other fields as keywords (:func:`~yao_actors.conversation.request.as_request`).
+        A request without a ``thread_id`` starts a new thread. The run waits for the runs
         submitted before it on the same thread. An unknown assistant raises
         ``RunError`` (code ``unknown_assistant``) before any event. On exit the
         run is over: its history is recorded and ``stream.result`` is set. A thread belongs to the
@@ -326,26 +305,32 @@ class ConversationManager(metaclass=NoPublicConstructor):
         :mod:`~yao_actors.conversation.outlet`); the run waits when it is ``EVENT_BUFFER`` events ahead of
         its reader, never in its close-out. ``stream.receive_nowait()`` takes an event already visible
         without a trip through the scheduler (a front end forwarding a burst of events takes them at once).
+
+        Resource handling: the run lives in the manager's nursery, not the caller's; leaving the block cancels
+        it (unless the stream detached) and waits, shielded, up to ``CLEANUP_GRACE`` seconds for its close-out,
+        so on exit its history and record are in the store. A detached run goes on, followed or not, for
+        ``detach_grace`` seconds.
+
+        Error handling: a request refused before the run is queued (unknown assistant or thread, a client tool
+        named like the assistant's, a run id already going on, the store out of reach) raises ``RunError``
+        before the block is entered; once queued, every failure of the run is its ``RUN_ERROR`` event and
+        ``stream.result``, never an exception here.
         """
-        spec = self.assistant(assistant)
-        await self._check_client_tools(spec, client_tools)
-        order = RunOrder(
-            spec,
-            input_messages(messages),
-            run_id or new_id(),
-            thread_id or new_id(),
-            principal,
-            RunOutlet(limit=EVENT_BUFFER),
-            history=None if history is None else tuple(dict(m) for m in history),
-            client_tools=tuple(client_tools),
-            resume=tuple(resume),
-        )
+        order = await self._order(as_request(request, messages, options), RunOutlet(limit=EVENT_BUFFER))
         stream = RunStream(order)
         try:
             await self._submit(order)
             yield stream
         finally:
             await self._wait_out(order)
+
+    async def _order(self, request: RunRequest, outlet: RunOutlet) -> RunOrder:
+        """The order for ``request``: its assistant resolved, its client tools checked, its events to ``outlet``."""
+        spec = self.assistant(request.assistant)
+        await self._check_client_tools(spec, request.client_tools)
+        # Unlisted as the run ends (no task waiting for it to end: a spawn and two scheduler trips per run).
+        unlist = functools.partial(self._live.pop, request.run_id, None)
+        return RunOrder(request, spec, outlet, RunControl(unlist))
 
     async def _check_client_tools(self, spec: AssistantSpec, client_tools: Sequence[Mapping[str, Any]]) -> None:
         """Refuse client tools named like the assistant's tools (a catalog that cannot be built is the run's error)."""
@@ -358,48 +343,28 @@ class ConversationManager(metaclass=NoPublicConstructor):
         check_client_tools(client_tools, request_tools(spec, catalog))
 
     async def run(
-        self,
-        assistant: str | AssistantSpec,
-        messages: MessagesInput,
-        *,
-        thread_id: str | None = None,
-        run_id: str | None = None,
-        principal: str | None = None,
-        client_tools: Sequence[Mapping[str, Any]] = (),
-        resume: Sequence[Mapping[str, Any]] = (),
+        self, request: RunRequest | str | AssistantSpec, messages: MessagesInput | None = None, /, **options: Any
     ) -> RunResult:
-        """Run to the end and return the result with every event.
+        """Run to the end and return the result with every event; ``request`` as for :meth:`open_run`.
 
-        Cancelling the caller cancels the run, as leaving :meth:`open_run` does; ``principal``,
-        ``client_tools`` and ``resume`` as there.
+        Cancelling the caller cancels the run, as leaving :meth:`open_run` does. Nobody reads the run's events
+        as they come: the run never waits for a reader, and the result carries them all.
         """
-        spec = self.assistant(assistant)
-        await self._check_client_tools(spec, client_tools)
-        order = RunOrder(
-            spec,
-            input_messages(messages),
-            run_id or new_id(),
-            thread_id or new_id(),
-            principal,
-            client_tools=tuple(client_tools),
-            resume=tuple(resume),
-        )
+        order = await self._order(as_request(request, messages, options), RunOutlet())
         try:
             await self._submit(order)
-            await order.done.wait()
+            await order.control.wait_done()
         finally:
             await self._wait_out(order)
-        assert order.result is not None
-        return attrs.evolve(order.result, events=tuple(order.log))
+        assert order.control.result is not None
+        return attrs.evolve(order.control.result, events=tuple(order.log))
 
     async def _submit(self, order: RunOrder) -> None:
         """Queue the order on its thread (``principal``'s) and list it as live until it ends."""
         if order.run_id in self._live:
             raise RunError(f"run {order.run_id!r} is already going on", code=RunErrorCode.BAD_REQUEST)
-        handle = await self.owned_thread(order.thread_id, order.principal)
+        handle = await self.owned_thread(order.thread_id, order.request.principal)
         self._live[order.run_id] = order
-        # Unlisted as the run ends (no task waiting for it to end: a spawn and two scheduler trips per run).
-        order.on_end = functools.partial(self._live.pop, order.run_id, None)
         try:
             await handle.submit(order)
         except BaseException:  # not queued: it never ends
@@ -410,15 +375,18 @@ class ConversationManager(metaclass=NoPublicConstructor):
         """The caller leaves: a detached run goes on (see :meth:`RunStream.detach`); any other is cancelled,
         and waited for until it has recorded its result and ended (if it started). A run that has ended
         (the usual case: its stream ran to the end) needs neither."""
-        if order.done.is_set():
+        control = order.control
+        if control.ended:
             return
-        if order.detached and self._detach_grace > 0 and order.run_id in self._live:
-            self._nursery.start_soon(order.serve_detached, self._detach_grace)
+        if control.detached and self._detach_grace > 0 and order.run_id in self._live:
+            self._nursery.start_soon(control.serve_detached, self._detach_grace)
             return
-        order.scope.cancel()
-        if order.started.is_set():
+        control.cancel()
+        if control.started:
+            # Shielded: the caller may be leaving because it was cancelled, and still must not go on before the
+            # run's close-out (its history and record) is done; bounded, so a wedged store cannot hold it forever.
             with trio.CancelScope(shield=True), trio.move_on_after(CLEANUP_GRACE):
-                await order.done.wait()
+                await control.wait_done()
 
 
 @asynccontextmanager
@@ -451,7 +419,20 @@ async def open_conversations(
     a run whose consumer detached goes on for ``detach_grace`` seconds unfollowed. ``leases`` say how runs
     hold their thread's lease in a shared store (default: the store's, with the default ttl and wait).
     ``media_bytes`` is the image and audio data one ``TOOL_CALL_RESULT`` event carries at most.
-    Cancelled runs still close out (history, one terminal event) before the block exits.
+
+    Resource handling:
+
+      The manager's nursery holds one actor task per thread in use (started on a thread's first run, ended when
+      the thread is forgotten) and the grace timers of detached runs. However the block is left, every run
+      still going on is cancelled and closes out (its history and record in the store, its one terminal event)
+      before the block exits. The ``store`` is the caller's: it is neither opened nor closed here.
+
+    Error handling:
+
+      A run's failure ends that run only (its ``RUN_ERROR``); an actor never raises into the manager. What the
+      manager raises itself is ``RunError``: a refused request before its run is queued, and
+      ``store_unavailable`` when the store cannot open or read a thread. An exception raised by the block
+      comes out as itself.
     """
     resources = RunResources(
         assistants,

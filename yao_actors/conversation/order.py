@@ -1,15 +1,17 @@
-"""A run order: what the caller of a run and the thread's actor share, and how others follow the run live.
+"""A run order: a live run as its parts, by owner, and how its caller and others follow it.
 
-The caller (:meth:`ConversationManager.open_run`) makes a :class:`RunOrder` and
-submits it to the thread's actor; the actor executes it and delivers its events.
-Its events become visible in the order's outlet (:mod:`.outlet`), which the
-caller's :class:`RunStream` reads, a ``resume`` follows while the run goes on in this
-process (:class:`FollowStream`), and :meth:`ConversationManager.run` returns.
+The caller (:meth:`ConversationManager.open_run`) makes a :class:`RunOrder` of three parts and submits it to the
+thread's actor: the immutable :class:`~yao_actors.conversation.request.RunRequest` (the caller's), the
+:class:`RunControl` (the manager's: scope, started, done, result, detached, followers, changed only through its
+methods) and the :class:`~yao_actors.conversation.outlet.RunOutlet` its events become visible in. The actor
+executes it and delivers its events to the outlet, which the caller's :class:`RunStream` reads, a ``resume``
+follows while the run goes on in this process (:class:`FollowStream`), and :meth:`ConversationManager.run`
+returns.
 
 A consumer that goes away cancels its run, unless it *detached* first
 (:meth:`RunOrder.detach`): a detached run goes on without it, and is cancelled
 only when nobody has followed it for the runtime's ``detach_grace`` seconds
-(:meth:`RunOrder.serve_detached`). The caller reads the events from a :class:`RunStream`.
+(:meth:`RunControl.serve_detached`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from opentelemetry.context import Context
 
 from yao_actors.conversation.inputs import Pending
 from yao_actors.conversation.outlet import OutletReader, RunOutlet
+from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import EventDict, Outcome
-from yao_actors.models.base import Message, Usage
+from yao_actors.models.base import Usage
 from yao_actors.observability import tracing
 from yao_actors.specs import AssistantSpec
 from yao_actors.tools.results import ToolCallResult
@@ -75,37 +78,110 @@ class RunResult:
 
 
 @attrs.define(eq=False)
-class RunOrder:
-    """A run submitted to a thread's actor; the caller keeps it to cancel the run and read its result.
+class RunControl:
+    """How a live run is steered, owned by the manager that submitted it: its cancel scope, whether it started and
+    ended, its result, whether its consumer detached, who follows it. Changed only through its methods (the actor
+    starts and ends the run, its streams cancel, detach and follow it); the rest only read it.
 
-    The run's events become visible in its :attr:`outlet` (:mod:`.outlet`: once stored, with a durable
-    store), which the caller's :class:`RunStream`, followers (:class:`FollowStream`) and
-    :meth:`ConversationManager.run` read. ``principal`` owns the run's thread.
+    ``on_end`` is called once the run is over, before anyone waiting for it goes on (the manager unlists the run).
     """
 
+    _on_end: Callable[[], object] = lambda: None
+    _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    _started: bool = False
+    _done: trio.Event = attrs.field(factory=trio.Event)
+    _result: RunResult | None = None
+    _detached: bool = False
+    _followers: int = 0
+    _attachment: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+    """Where :meth:`serve_detached` waits for a follower to come or go, or the run to end."""
+
+    @property
+    def scope(self) -> trio.CancelScope:
+        """The run's cancel scope (the actor runs the run in it)."""
+        return self._scope
+
+    @property
+    def started(self) -> bool:
+        """Whether the thread's actor has taken the run up (then it surely ends, with its close-out)."""
+        return self._started
+
+    @property
+    def ended(self) -> bool:
+        return self._done.is_set()
+
+    @property
+    def result(self) -> RunResult | None:
+        """The run's result, once it ended."""
+        return self._result
+
+    @property
+    def detached(self) -> bool:
+        """Whether its consumer stopped reading without cancelling it."""
+        return self._detached
+
+    def start(self) -> None:
+        """The actor takes the run up."""
+        self._started = True
+
+    def cancel(self) -> None:
+        """Cancel the run; it still closes out, with its terminal event."""
+        self._scope.cancel()
+
+    def detach(self) -> None:
+        """The consumer stops reading; the run goes on (see :meth:`serve_detached`)."""
+        self._detached = True
+
+    def follow(self, change: int) -> None:
+        """A follower came (``+1``) or went (``-1``)."""
+        self._followers += change
+        self._attachment.unpark_all()
+
+    def end(self, result: RunResult) -> None:
+        """The run is over with ``result``: whoever waits for it may go on."""
+        self._result = result
+        self._on_end()
+        self._done.set()
+        self._attachment.unpark_all()
+
+    async def wait_done(self) -> None:
+        """Return once the run has ended."""
+        await self._done.wait()
+
+    async def serve_detached(self, grace: float) -> None:
+        """Cancel the (detached) run once nobody has followed it for ``grace`` seconds; return when it ends."""
+        while not self._done.is_set():
+            waited = trio.CancelScope(deadline=math.inf if self._followers else trio.current_time() + grace)
+            with waited:
+                await self._attachment.park()
+            if waited.cancelled_caught and not self._followers:
+                self._scope.cancel()
+                return
+
+
+@attrs.frozen(eq=False)
+class RunOrder:
+    """A run submitted to a thread's actor, in three parts by owner: the caller's immutable :attr:`request` (with
+    its assistant resolved), the manager's :attr:`control`, and the :attr:`outlet` its events become visible in
+    (:mod:`.outlet`: once stored, with a durable store), which the caller's :class:`RunStream`, followers
+    (:class:`FollowStream`) and :meth:`ConversationManager.run` read.
+    """
+
+    request: RunRequest
     assistant: AssistantSpec
-    messages: tuple[Message, ...]
-    run_id: str
-    thread_id: str
-    principal: str | None = None
+    """The request's assistant, resolved."""
     outlet: RunOutlet = attrs.field(factory=RunOutlet)
-    history: tuple[Message, ...] | None = None
-    """When given, the thread's history becomes these messages before the run (an AG-UI HTTP client's conversation)."""
-    client_tools: tuple[Mapping[str, Any], ...] = ()
-    """The tools of the run's client (AG-UI frontend tools), as function tools."""
-    resume: tuple[Mapping[str, Any], ...] = ()
-    """AG-UI ``resume`` entries answering the interrupts of the thread's held calls."""
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    started: trio.Event = attrs.field(factory=trio.Event)
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: RunResult | None = None
-    detached: bool = False
-    followers: int = 0
+    control: RunControl = attrs.field(factory=RunControl)
     trace_context: Context | None = attrs.field(factory=tracing.capture)
     """The submitter's trace context: the run's ``invoke_agent`` span starts under it."""
-    on_end: Callable[[], object] | None = None
-    """Called once the run is over, before anyone waiting for it goes on (the manager unlists the run)."""
-    _attachment: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
+
+    @property
+    def run_id(self) -> str:
+        return self.request.run_id
+
+    @property
+    def thread_id(self) -> str:
+        return self.request.thread_id
 
     @property
     def log(self) -> list[EventDict]:
@@ -113,32 +189,15 @@ class RunOrder:
         return self.outlet.log
 
     def detach(self) -> None:
-        """The consumer stops reading; the run goes on (see :meth:`serve_detached`)."""
-        self.detached = True
+        """The consumer stops reading; the run goes on, never waiting for it again."""
+        self.control.detach()
         self.outlet.unlimit()
 
-    def follow(self, change: int) -> None:
-        """A follower came (``+1``) or went (``-1``)."""
-        self.followers += change
-        self._attachment.unpark_all()
-
-    def end(self, last: Sequence[EventDict] = ()) -> None:
-        """The run is over: its ``last`` events (the terminal one) become visible; whoever waits for it may go on."""
-        if self.on_end is not None:
-            self.on_end()
+    def end(self, result: RunResult, last: Sequence[EventDict] = ()) -> None:
+        """The run is over: its ``last`` events (the terminal one) become visible, its result is set, and whoever
+        waits for it may go on (all at once: no reader runs in between)."""
         self.outlet.end(last)
-        self.done.set()
-        self._attachment.unpark_all()
-
-    async def serve_detached(self, grace: float) -> None:
-        """Cancel the (detached) run once nobody has followed it for ``grace`` seconds; return when it ends."""
-        while not self.done.is_set():
-            waited = trio.CancelScope(deadline=math.inf if self.followers else trio.current_time() + grace)
-            with waited:
-                await self._attachment.park()
-            if waited.cancelled_caught and not self.followers:
-                self.scope.cancel()
-                return
+        self.control.end(result)
 
 
 class _OrderStream(OutletReader):
@@ -158,7 +217,7 @@ class _OrderStream(OutletReader):
 
     def cancel(self) -> None:
         """Cancel the run; it still ends with its terminal event (``RUN_FINISHED``, outcome ``cancelled``)."""
-        self._order.scope.cancel()
+        self._order.control.cancel()
 
 
 class FollowStream(_OrderStream):
@@ -180,7 +239,7 @@ class RunStream(_OrderStream):
     @property
     def result(self) -> RunResult | None:
         """The run's result, once it has ended."""
-        return self._order.result
+        return self._order.control.result
 
     def detach(self) -> None:
         """Stop reading without cancelling: the run goes on, and leaving the ``open_run`` block no longer
@@ -190,11 +249,11 @@ class RunStream(_OrderStream):
 
     async def wait_done(self) -> None:
         """Return once the run has ended (a detached run too: the websocket service keeps its slot until then)."""
-        await self._order.done.wait()
+        await self._order.control.wait_done()
 
     async def aclose(self) -> None:
         """Stop reading: the run is cancelled (it still ends with its terminal event), unless it detached."""
-        if not self._order.detached:
-            self._order.scope.cancel()
+        if not self._order.control.detached:
+            self._order.control.cancel()
         self._order.outlet.unlimit()
         await super().aclose()

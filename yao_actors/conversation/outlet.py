@@ -14,7 +14,7 @@ Visible events join the outlet's :attr:`~RunOutlet.log`, which every reader foll
 stopped reading finds the rest in the log whenever it reads again.
 
 **Backpressure.** The run may get at most :attr:`RunOutlet.limit` events ahead of its own consumer; then its next
-event waits (:meth:`RunOutlet.wait_room`) until the consumer has taken some. A run without a consumer (``run``), a
+event waits (:meth:`RunOutlet.admit`) until the consumer has taken some. A run without a consumer (``run``), a
 detached one, and a run closing out never wait: the log holds their events (a run's log lives as long as the run).
 """
 
@@ -52,10 +52,13 @@ class RunOutlet:
         """The ``seq`` of the last visible event (0: none yet)."""
         return self.log[-1]["seq"] if self.log else 0
 
-    async def wait_room(self) -> None:
-        """Wait while the run is :attr:`limit` events ahead of its consumer (cancellable: nothing is emitted)."""
-        while self.limit is not None and self.emitted - self.consumed >= self.limit:
-            await self._room.park()
+    async def admit(self) -> None:
+        """Count one more event of the run, once it is less than :attr:`limit` events ahead of its consumer:
+        wait until then (cancellable: cancelled, the event is not emitted, nor counted)."""
+        if self.limit is not None:
+            while self.limit is not None and self.emitted - self.consumed >= self.limit:
+                await self._room.park()
+        self.emitted += 1
 
     def show(self, events: Sequence[EventDict]) -> None:
         """Make events visible: they join the log and every reader waiting for one is woken."""

@@ -160,11 +160,15 @@ class PendingBatch:
 
 @attrs.define(eq=False)
 class Run:
-    """The state and steps of one run; everything it learns is kept so a cancelled run can still be recorded."""
+    """The state and steps of one run; everything it learns is kept so a cancelled run can still be recorded.
+
+    Its collaborators come with it: the runtime's ``resources``, the ``events`` it emits through, the
+    ``transcript`` it appends its messages to (the journal's, which writes them behind it), its ``checkpoint``
+    and its client's tools. Nothing sets them from outside afterwards.
+    """
 
     resources: RunResources
     events: RunEvents
-    history: tuple[Message, ...]
     transcript: list[Message] = attrs.field(factory=list)
     results: list[ToolCallResult] = attrs.field(factory=list)
     usage: Usage = attrs.field(factory=Usage)
@@ -434,18 +438,26 @@ class Run:
         self.checkpoint(False)
         ours, theirs = split_calls(completion.tool_calls, self.client_names)
         ours, held = split_held(self.resources.approvals, assistant, ours, catalog, self.resources.clock())
-        batch = self.batch = PendingBatch(tuple(ours), catalog)
-        timeout = assistant.timeouts.turn
-        results = await execute_tool_calls(
-            ours, catalog, self.resources.servers, batch_timeout=timeout, on_event=self.on_dispatch
-        )
-        self.batch = None
+        results, batch = await self.dispatch(ours, catalog, self.resources.servers, assistant.timeouts.turn)
         self.record(results, messages, batch.contents, images_per_turn(request.model))
         self.checkpoint(True)
         asked = held_inputs(results, ours, self.resources.clock(), self.input_timeout)
         if theirs or held or asked:
             raise CallsPending([call.id for call in theirs], [*held, *asked])
         return results
+
+    async def dispatch(
+        self, calls: Sequence[ToolCall], catalog: Catalog, servers: Mapping[str, ToolServer], batch_timeout: float
+    ) -> tuple[list[ToolCallResult], PendingBatch]:
+        """Execute a batch of calls within ``batch_timeout`` seconds (dispatch's own deadline), telling each result
+        as an event; the results and the batch (what its events carried). While it runs the batch is
+        :attr:`batch`: a run cancelled meanwhile settles it."""
+        batch = self.batch = PendingBatch(tuple(calls), catalog)
+        results = await execute_tool_calls(
+            calls, catalog, servers, batch_timeout=batch_timeout, on_event=self.on_dispatch
+        )
+        self.batch = None
+        return results, batch
 
     def input_timeout(self, server_id: str) -> float:
         """How long a server's question may wait for the user's answer (its ``input_timeout``)."""

@@ -41,14 +41,16 @@ import trio
 from ag_ui.encoder import EventEncoder
 
 from yao_actors.config import ServiceSpec
+from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, RunError, RunErrorCode
-from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents, parse_event
-from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
-from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of
+from yao_actors.events import EventDict, parse_event
+from yao_actors.service.agui_input import InputError, parse_run_input
+from yao_actors.service.auth import Credential, Handshake
 from yao_actors.service.budget import RunBudget, RunSlot, TooManyRuns
-from yao_actors.service.connection import EventStream, RunOpener
+from yao_actors.service.connection import RunOpener
 from yao_actors.service.http import Exchange
 from yao_actors.service.protocol import USER_ROLES
+from yao_actors.service.relay import EventStream, Refusal, RunRelay, admit_client, admit_run
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +103,6 @@ class AguiExchange:
     budget: RunBudget
     _stream: EventStream | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
-    _started: bool = attrs.field(default=False, init=False)
-    _last_seq: int = attrs.field(default=0, init=False)
-    _ended: bool = attrs.field(default=False, init=False)
 
     def stop(self) -> None:
         """Service shutdown: cancel the run; it still sends its one terminal event."""
@@ -114,13 +113,13 @@ class AguiExchange:
     async def serve(self) -> None:
         """Answer the request: a JSON error, a preflight, or the run's event stream."""
         request = self.exchange.request
-        handshake = Handshake(headers=request.headers)
         origin = request.headers.get("origin")
-        if not origin_allowed(handshake, self.spec.allowed_origins, token_required=bool(self.credentials)):
-            await self._error(403, "origin_not_allowed", f"origin {origin!r} is not allowed")
+        admitted = admit_client(Handshake(headers=request.headers), self.spec, self.credentials)
+        if isinstance(admitted, Refusal) and admitted.status == 403:  # no CORS answer for an origin refused
+            await self._error(admitted.status, admitted.code, admitted.message)
             return
         cors = [("access-control-allow-origin", origin), ("vary", "origin")] if origin else []
-        if request.method == "OPTIONS":
+        if request.method == "OPTIONS":  # a preflight carries no token: it is answered before the token check
             preflight = [
                 ("access-control-allow-methods", "POST, OPTIONS"),
                 ("access-control-allow-headers", "authorization, content-type, accept"),
@@ -128,9 +127,8 @@ class AguiExchange:
             ]
             await self.exchange.respond(204, b"", "text/plain", [*cors, *preflight])
             return
-        principal = principal_of(handshake, self.credentials)
-        if self.credentials and principal is None:
-            await self._error(401, "unauthorized", "missing or wrong bearer token", [("www-authenticate", "Bearer")])
+        if isinstance(admitted, Refusal):
+            await self._error(admitted.status, admitted.code, admitted.message, admitted.headers)
             return
         try:
             run = parse_run_input(
@@ -141,81 +139,59 @@ class AguiExchange:
         except InputError as error:
             await self._error(error.status, RunErrorCode.BAD_REQUEST, str(error), cors)
             return
-        if self.budget.closing or self._stopping:
-            await self._error(503, RunErrorCode.SHUTTING_DOWN, "the service is shutting down", cors)
-            return
         try:
-            slot = self.budget.acquire(principal)
+            slot = admit_run(self.budget, admitted, stopping=self._stopping)
         except TooManyRuns as refused:  # 429: this principal's share is taken; 503: the whole service is full
             await self._error(429 if refused.principal_limit else 503, refused.code, str(refused), cors)
             return
+        except RunError as refused:  # shutting down
+            await self._error(503, refused.code, str(refused), cors)
+            return
         try:
-            await self._run(run, principal, cors, slot)
+            await self._run(run.to_request(admitted), cors, slot)
         finally:
             slot.release()  # a run that never started (one that did gave it back as it ended)
 
-    async def _run(self, run: AguiRun, principal: str | None, cors: list[tuple[str, str]], slot: RunSlot) -> None:
+    async def _run(self, request: RunRequest, cors: list[tuple[str, str]], slot: RunSlot) -> None:
         """Start the run and stream its events; the client going away cancels it. The run's slot is given back
         when the run ends, not when its last event has reached the client."""
         async with trio.open_nursery() as nursery:
+
+            async def refuse(error: Exception) -> None:
+                """A run that failed before its stream started: an HTTP error, never a stream."""
+                if isinstance(error, RunError):
+                    await self._error(_STATUS.get(error.code, 500), error.code, str(error), cors)
+                else:
+                    internal = f"internal error: {type(error).__name__}"
+                    await self._error(500, RunErrorCode.INTERNAL_ERROR, internal, cors)
+                nursery.cancel_scope.cancel()
+
+            async def start(stream: EventStream) -> None:
+                """The run's stream is open: answer 200 and stream; from now on the client is watched."""
+                self._stream = stream
+                nursery.start_soon(slot.release_when_done, stream)
+                if self._stopping:
+                    stream.cancel()
+                await self.exchange.start_stream(200, _ENCODER.get_content_type(), cors)
+                nursery.start_soon(self._watch_client, nursery.cancel_scope)
+
             try:
-                if await self.runtime.run_exists(run.run_id):
-                    message = f"runId {run.run_id!r} is taken: every run needs an id of its own"
+                if await self.runtime.run_exists(request.run_id):
+                    message = f"runId {request.run_id!r} is taken: every run needs an id of its own"
                     await self._error(409, ErrorFrameCode.DUPLICATE_RUN_ID, message, cors)
                     return
-                async with self.runtime.open_run(
-                    run.assistant,
-                    list(run.messages),
-                    thread_id=run.thread_id,
-                    run_id=run.run_id,
-                    principal=principal,
-                    history=run.history,
-                    client_tools=run.tools,
-                    resume=run.resume,
-                ) as stream:
-                    self._stream = stream
-                    nursery.start_soon(slot.release_when_done, stream)
-                    if self._stopping:
-                        stream.cancel()
-                    await self.exchange.start_stream(200, _ENCODER.get_content_type(), cors)
-                    self._started = True
-                    nursery.start_soon(self._watch_client, nursery.cancel_scope)
-                    async for event in stream:
-                        await self._send(event)
             except RunError as error:
-                if not self._started:
-                    status = _STATUS.get(error.code, 500)
-                    await self._error(status, error.code, str(error), cors)
-                    nursery.cancel_scope.cancel()
-                    return
-                await self._finish(run, str(error), error.code)
-            except Exception as error:  # a bug must end this run only, with its terminal event
-                if _client_gone(error):
-                    raise
-                logger.error("run %s failed", run.run_id, exc_info=error)
-                if not self._started:
-                    await self._error(500, RunErrorCode.INTERNAL_ERROR, f"internal error: {type(error).__name__}", cors)
-                    nursery.cancel_scope.cancel()
-                    return
-                await self._finish(run, f"internal error: {type(error).__name__}", RunErrorCode.INTERNAL_ERROR)
-            await self._finish(run, "the run ended without a terminal event", RunErrorCode.RUN_INCOMPLETE)
-            await self.exchange.end()
+                await refuse(error)
+                return
+            relay = RunRelay(request.run_id, request.thread_id, self._send_sse, refuse)
+            await relay.relay(self.runtime.open_run(request), start)
+            if relay.streaming:
+                await self.exchange.end()
             nursery.cancel_scope.cancel()
 
-    async def _send(self, event: EventDict) -> None:
+    async def _send_sse(self, event: EventDict) -> None:
+        """One event, framed as a Server-Sent Events message."""
         await self.exchange.send(encode_sse(event))
-        seq = event.get("seq")
-        if isinstance(seq, int):
-            self._last_seq = max(self._last_seq, seq)
-        self._ended = self._ended or event.get("type") in TERMINAL_TYPES
-
-    async def _finish(self, run: AguiRun, message: str, code: RunErrorCode) -> None:
-        """Write the terminal event the runtime did not (numbered after the events already sent)."""
-        if self._ended:
-            return
-        emitter = RunEvents(run_id=run.run_id, thread_id=run.thread_id, send=self._send)
-        emitter.seq = self._last_seq
-        await emitter.run_error(message, code=code)
 
     async def _watch_client(self, scope: trio.CancelScope) -> None:
         """Cancel everything of this request once the client has gone (see the module docstring): its input
@@ -229,14 +205,6 @@ class AguiExchange:
 
     async def _error(self, status: int, code: str, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:
         await self.exchange.respond_json(status, {"error": {"code": str(code), "message": message}}, headers)
-
-
-def _client_gone(error: BaseException) -> bool:
-    """Whether ``error`` only says the client is gone (a write found its connection broken, closed, or stalled),
-    also when it comes out of a nursery inside the runtime as a group of such errors."""
-    if isinstance(error, BaseExceptionGroup):
-        return all(_client_gone(leaf) for leaf in error.exceptions)
-    return isinstance(error, trio.BrokenResourceError | trio.ClosedResourceError)
 
 
 def _path_assistant(path: str) -> str | None:

@@ -29,6 +29,7 @@ from ag_ui.core import (
     UserMessage,
 )
 
+from yao_actors.conversation.request import RunRequest
 from yao_actors.service.protocol import DEFAULT_ASSISTANT, MAX_DEPTH, function_tool, hostile_value
 
 Message = dict[str, Any]
@@ -60,6 +61,19 @@ class AguiRun:
     """The client's tools, as OpenAI-style function tools."""
     resume: tuple[Mapping[str, Any], ...] = ()
     """The ``resume`` entries (``interruptId``, ``status``, ``payload``), as sent."""
+
+    def to_request(self, principal: str | None) -> RunRequest:
+        """The run this input asks for, as ``principal`` (the bearer token's): its history replaces the thread's."""
+        return RunRequest(
+            self.assistant,
+            self.messages,
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            principal=principal,
+            history=self.history,
+            client_tools=self.tools,
+            resume=self.resume,
+        )
 
 
 def parse_run_input(body: bytes, *, assistant: str | None, client_roles: Collection[str]) -> AguiRun:

@@ -5,9 +5,11 @@ A :class:`Connection` is served by one task (:meth:`Connection.serve`), with the
 - the reader (in the serving task itself, reading the socket: :class:`~yao_actors.service.websocket.ServerWebSocket`):
   validates each frame, answers ``ping``, cancels runs, starts runs; it also keeps the connection alive: it
   pings the client every half ``idle_timeout`` and drops it when the pong has not come back by the next ping;
-- one task per run, holding ``runtime.open_run`` open and moving the run's events into the writer's queue as
-  they become visible (once stored, with a durable store), a burst at a time — several runs at once, each on
-  its own thread (the runtime routes runs to conversation actors by ``threadId``);
+- one task per run, holding ``runtime.open_run`` open with the frame's request (:meth:`RunFrame.to_request`)
+  and relaying the run's events into the writer's queue as they become visible (once stored, with a durable
+  store), a burst at a time — several runs at once, each on its own thread (the runtime routes runs to
+  conversation actors by ``threadId``). The relay, and how a run and a client are admitted, are those of
+  ``POST /agui`` too (:mod:`yao_actors.service.relay`): the two front ends differ only in framing;
 - the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
   client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2). Frames that are
   ready together go out in one socket write, each still its own websocket message.
@@ -32,9 +34,8 @@ go on. Anything else that fails in a connection ends that connection only (see t
 from __future__ import annotations
 
 import datetime
-import functools
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
@@ -43,10 +44,10 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from yao_actors.config import ServiceSpec
-from yao_actors.conversation.outlet import EventSource, forward_events
+from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
-from yao_actors.events import TERMINAL_TYPES, RunEvents, encoded_event
-from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot, TooManyRuns
+from yao_actors.events import encoded_event
+from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot
 from yao_actors.service.protocol import (
     PONG,
     USER_ROLES,
@@ -60,6 +61,7 @@ from yao_actors.service.protocol import (
     error_frame,
     parse_frame,
 )
+from yao_actors.service.relay import ResumedStream, RunRelay, RunStarter, admit_run
 from yao_actors.service.websocket import MessageSocket
 from yao_actors.store.base import iso
 from yao_actors.tasks import receive_now_or_wait, send_now_or_wait
@@ -77,45 +79,9 @@ CLOSE_GOING_AWAY: Final = 1001
 Event = Mapping[str, Any]
 
 
-class EventStream(EventSource, Protocol):
-    """The events of one run (``Runtime.open_run`` yields one): receive them; ``cancel`` still ends with one."""
-
-    def cancel(self) -> None:
-        """Cancel the run; its terminal event still comes through the stream."""
-        ...
-
-    def detach(self) -> None:
-        """Stop reading without cancelling the run (it waits ``detach_grace`` seconds for a ``resume``)."""
-        ...
-
-    async def wait_done(self) -> None:
-        """Return once the run has ended (a detached one too)."""
-        ...
-
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]: ...
-
-
-class RunOpener(Protocol):
-    """What the front end needs of a runtime: ``Runtime.open_run`` (DESIGN §5.3)."""
-
-    def open_run(
-        self,
-        assistant: str,
-        messages: list[dict[str, Any]],
-        *,
-        thread_id: str | None = None,
-        run_id: str | None = None,
-        principal: str | None = None,
-        history: Sequence[Mapping[str, Any]] | None = None,
-        client_tools: Sequence[Mapping[str, Any]] = (),
-        resume: Sequence[Mapping[str, Any]] = (),
-    ) -> AbstractAsyncContextManager[EventStream]:
-        """Start a run as ``principal``; the context yields its events and cancels the run when left early.
-
-        ``history``, when given, replaces the thread's history first (``POST /agui`` sends the conversation);
-        ``client_tools`` are the client's own tools, ``resume`` the answers to the thread's interrupts.
-        """
-        ...
+class RunOpener(RunStarter, Protocol):
+    """What the front end needs of a runtime: ``Runtime.open_run`` with a whole request, resume, and the stored
+    threads (DESIGN §5.3)."""
 
     def open_resume(
         self, run_id: str, *, after_seq: int = 0, principal: str | None = None
@@ -140,14 +106,6 @@ class RunOpener(Protocol):
         ...
 
 
-class ResumedStream(EventSource, Protocol):
-    """The events of a resumed run; ``cancel`` cancels the run when it goes on in this process."""
-
-    def cancel(self) -> None: ...
-
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]: ...
-
-
 class Snapshot(Protocol):
     """A thread's history as ``Runtime.history`` gives it."""
 
@@ -168,45 +126,6 @@ class ThreadSummary(Protocol):
 
 
 @attrs.define(eq=False)
-class _RelayedRun:
-    """One run of a connection: its stream once open, a cancel that may come before it, what was relayed."""
-
-    run_id: str
-    thread_id: str
-    stream: EventStream | ResumedStream | None = None
-    cancel_requested: bool = False
-    last_seq: int = 0
-    ended: bool = False
-    #: The client left while the run went on: it waits for a ``resume`` (``detach_grace``).
-    detached: bool = False
-    #: A ``resume``: a store out of reach is an ``error`` frame (resume again), not the run's end.
-    resumed: bool = False
-
-    def attach(self, stream: EventStream | ResumedStream) -> None:
-        """The run's stream is open; a cancel asked for before now takes effect."""
-        self.stream = stream
-        if self.cancel_requested:
-            stream.cancel()
-
-    def cancel(self) -> None:
-        """Cancel the run; the relay keeps reading up to its terminal event."""
-        self.cancel_requested = True
-        if self.stream is not None:
-            self.stream.cancel()
-
-    def saw(self, event: Event) -> None:
-        """Note an event relayed to the client."""
-        seq = event.get("seq")
-        if isinstance(seq, int) and seq > self.last_seq:
-            self.last_seq = seq
-        kind = event.get("type")
-        if kind in TERMINAL_TYPES:
-            self.ended = True
-        elif kind == "RUN_STARTED" and isinstance(event.get("threadId"), str):
-            self.thread_id = event["threadId"]
-
-
-@attrs.define(eq=False)
 class Connection:
     """The state of one accepted websocket; see the module docstring for its tasks and how it ends."""
 
@@ -220,7 +139,7 @@ class Connection:
     close_reason: str | None = None
     #: The client left or stopped answering: nothing more can be sent, not even a close frame.
     lost: bool = False
-    _runs: dict[str, _RelayedRun] = attrs.field(factory=dict, init=False)
+    _runs: dict[str, RunRelay] = attrs.field(factory=dict, init=False)
     _reading: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _everything: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _outgoing: tuple[trio.MemorySendChannel[str], trio.MemoryReceiveChannel[str]] = attrs.field(
@@ -257,9 +176,11 @@ class Connection:
         """
         self.lost = True
         for run in self._runs.values():
-            if isinstance(run.stream, DetachedRun):  # a resumed run's stream only follows it: nothing to detach
-                run.stream.detach()
-                run.detached = not run.ended
+            # Detached, not cancelled: the client may come back (a dropped network, a reloaded page) and
+            # ``resume`` it from any connection; the run's work is not thrown away for a blip.
+            run.detach()
+        # Nothing can be sent any more, so nothing of this connection may wait to send: its relays and writer end
+        # at once (the detached runs go on in the runtime). Unless nothing is left to end at all (see above).
         if self._runs or not self._outgoing[1].statistics().tasks_waiting_receive:
             self._everything.cancel()
 
@@ -326,8 +247,7 @@ class Connection:
                 error,
                 extra={"code": error.code.value, "run_id": error.run_id or "", "principal": self.principal},
             )
-            refused = _RelayedRun(run_id=error.run_id or "", thread_id="")
-            await self._emitter(refused).run_error(str(error), code=error.code)
+            await RunRelay(error.run_id or "", "", self._emit).end(str(error), error.code)
 
     async def _cancel(self, run_id: str) -> None:
         """Cancel a run of this connection; a run not in flight gets an ``unknown_run`` error frame."""
@@ -367,92 +287,43 @@ class Connection:
     def _start_resume(self, frame: ResumeFrame, runs: trio.Nursery) -> None:
         """Follow a run on this connection (it counts towards the connection's runs, not the service's)."""
         self._check_room(frame.run_id)
-        run = self._runs[frame.run_id] = _RelayedRun(
-            run_id=frame.run_id, thread_id="", last_seq=frame.after_seq, resumed=True
-        )
+        run = self._runs[frame.run_id] = RunRelay(frame.run_id, "", self._emit, resumed=True, last_seq=frame.after_seq)
         runs.start_soon(self._resume, frame, run)
 
-    async def _resume(self, frame: ResumeFrame, run: _RelayedRun) -> None:
+    async def _resume(self, frame: ResumeFrame, run: RunRelay) -> None:
         """Relay a resumed run up to its terminal event; an unknown run gets ``RUN_ERROR`` ``unknown_run``."""
-        await self._relay(
-            run, self.runtime.open_resume(frame.run_id, after_seq=frame.after_seq, principal=self.principal)
-        )
+        try:
+            await run.relay(self.runtime.open_resume(frame.run_id, after_seq=frame.after_seq, principal=self.principal))
+        finally:
+            del self._runs[run.run_id]
 
     def _start_run(self, frame: RunFrame, runs: trio.Nursery) -> None:
         """Admit a run within the limits and start relaying it, or raise :class:`FrameError`."""
-        if self.budget.closing:
-            raise FrameError(RunErrorCode.SHUTTING_DOWN, "the service is shutting down", run_id=frame.run_id)
-        self._check_room(frame.run_id)
         try:
-            slot = self.budget.acquire(self.principal)
-        except TooManyRuns as refused:
+            if not self.budget.closing:  # shutting down is what a refused client hears first
+                self._check_room(frame.run_id)
+            slot = admit_run(self.budget, self.principal)
+        except RunError as refused:
             raise FrameError(refused.code, str(refused), run_id=frame.run_id) from None
-        run = self._runs[frame.run_id] = _RelayedRun(run_id=frame.run_id, thread_id=frame.thread_id or "")
-        runs.start_soon(self._run, frame, run, slot)
+        request = frame.to_request(self.principal)
+        # A new thread's id is the client's to learn from RUN_STARTED: a run refused before it names none.
+        run = self._runs[frame.run_id] = RunRelay(request.run_id, frame.thread_id or "", self._emit)
+        runs.start_soon(self._run, request, run, slot)
 
-    async def _run(self, frame: RunFrame, run: _RelayedRun, slot: RunSlot) -> None:
+    async def _run(self, request: RunRequest, run: RunRelay, slot: RunSlot) -> None:
         """Relay one run (its events come straight to the writer's queue), then free its slot.
 
         A run the client left goes on detached, and keeps its slot until it ends.
         """
         try:
-            opened = self.runtime.open_run(
-                frame.assistant,
-                [dict(message) for message in frame.messages],
-                thread_id=frame.thread_id,
-                run_id=frame.run_id,
-                principal=self.principal,
-                client_tools=frame.tools,
-                resume=frame.resume,
-            )
-            await self._relay(run, opened)
+            await run.relay(self.runtime.open_run(request))
         finally:
+            del self._runs[run.run_id]
             stream = run.stream
             if run.detached and isinstance(stream, DetachedRun):
                 self.budget.release_when_done(slot, stream)
             else:
                 slot.release()
-
-    async def _relay(self, run: _RelayedRun, opened: AbstractAsyncContextManager[EventStream | ResumedStream]) -> None:
-        """Forward a run's events up to its terminal one, then forget the run; the client gets exactly one.
-
-        A run refused (``RunError``), failing (an exception: a runtime bug, an event that cannot be encoded) or
-        ending without a terminal event gets a ``RUN_ERROR`` from here; a failure is logged and ends only its run.
-        """
-        try:
-            try:
-                async with opened as stream:
-                    run.attach(stream)
-                    await forward_events(stream, functools.partial(self._forward, run))
-            except RunError as error:
-                await self._end(run, str(error), error.code)
-            except Exception as error:  # a bug must not end the connection, let alone the service
-                logger.error("run %s failed", run.run_id, exc_info=error)
-                await self._end(run, f"internal error: {type(error).__name__}", RunErrorCode.INTERNAL_ERROR)
-            await self._end(run, "the run ended without a terminal event", RunErrorCode.RUN_INCOMPLETE)
-        finally:
-            del self._runs[run.run_id]
-
-    async def _forward(self, run: _RelayedRun, event: Event) -> None:
-        """Queue one of a run's events for the writer."""
-        await self._emit(event)
-        run.saw(event)
-
-    async def _end(self, run: _RelayedRun, message: str, code: RunErrorCode) -> None:
-        """Give a run that has not had its terminal event a ``RUN_ERROR`` (nothing for one that has); a resume
-        whose store is out of reach gets an ``error`` frame: the run is not over, the client resumes later."""
-        if not run.ended:
-            run.ended = True
-            if run.resumed and code is RunErrorCode.STORE_UNAVAILABLE:
-                await self._emit(error_frame(ErrorFrameCode.STORE_UNAVAILABLE, message, run.run_id))
-            else:
-                await self._emitter(run).run_error(message, code=code)
-
-    def _emitter(self, run: _RelayedRun) -> RunEvents:
-        """An emitter for the events the front end writes itself, numbered after those already relayed."""
-        emitter = RunEvents(run_id=run.run_id, thread_id=run.thread_id, send=self._emit)
-        emitter.seq = run.last_seq
-        return emitter
 
     async def _emit(self, frame: Event) -> None:
         """Queue a frame for the writer, waiting while the client is behind.

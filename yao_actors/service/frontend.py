@@ -31,18 +31,16 @@ import attrs
 import trio
 from trio_websocket import ConnectionClosed
 
+from yao_actors.auth.principals import AuthorizationDesk
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ListenError
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
-from yao_actors.runtime import Runtime
 from yao_actors.service.agui_http import AGUI_PATH, AguiExchange
 from yao_actors.service.auth import (
     Credential,
     Handshake,
     check_listen,
     check_port,
-    origin_allowed,
-    principal_of,
     resolve_credentials,
     selected_subprotocol,
 )
@@ -52,8 +50,8 @@ from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, Exchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
 from yao_actors.service.oauth_routes import OAuthRoutes
+from yao_actors.service.relay import Refusal, admit_client
 from yao_actors.service.websocket import MessageSocket, ServerWebSocket, UpgradeRequest
-from yao_actors.store.spec import store_problem
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +82,29 @@ class Admitted:
     principal: str | None
 
 
+class ServedRuntime(RunOpener, Protocol):
+    """What the service needs of a runtime (a :class:`~yao_actors.runtime.Runtime`): its runs and stored threads
+    (:class:`~yao_actors.service.connection.RunOpener`), and what ``/readyz`` reports of it."""
+
+    @property
+    def servers(self) -> Mapping[str, Observable]:
+        """The servers whose readiness counts."""
+        ...
+
+    def store_problem(self) -> str | None:
+        """Why its conversation store cannot take calls now (``None``: it can)."""
+        ...
+
+    async def tools_not_offered(self) -> dict[str, dict[str, str]]:
+        """By assistant, the servers whose tools its ``max_tools`` cap leaves out, and why."""
+        ...
+
+    @property
+    def authorizations(self) -> AuthorizationDesk | None:
+        """Where the authorizations of principals' OAuth servers finish (``GET /oauth/callback``), if any."""
+        ...
+
+
 class Stoppable(Protocol):
     """What shutdown needs of a connection (a websocket, or one ``/agui`` request): stop it gracefully."""
 
@@ -97,7 +118,7 @@ class Service:
     spec: ServiceSpec
     host: str
     port: int
-    _runtime: RunOpener
+    _runtime: ServedRuntime
     _credentials: tuple[Credential, ...]
     _page: bytes
     _endpoints: Endpoints
@@ -250,18 +271,18 @@ class Service:
             await self._serve_connection(ws, admitted.principal)
 
     async def _admit(self, ws: MessageSocket, request: UpgradeRequest) -> Admitted | None:
-        """Check the handshake (Origin, token, limits) and accept it, or refuse it (``None``)."""
+        """Check the handshake (Origin, token: :func:`~yao_actors.service.relay.admit_client`, as ``/agui`` does;
+        the connection limit) and accept it, or refuse it (``None``)."""
         handshake = Handshake(headers=request.headers, subprotocols=request.subprotocols)
-        principal = principal_of(handshake, self._credentials)
+        principal = admit_client(handshake, self.spec, self._credentials)
         origin = handshake.headers.get("origin")
-        if not origin_allowed(handshake, self.spec.allowed_origins, token_required=bool(self._credentials)):
-            logger.warning("refused a connection (403): origin %r not allowed", origin, extra={"origin": origin})
-            await ws.reject(403, body=b"origin not allowed\n")
-        elif self._credentials and principal is None:
-            logger.warning("refused a connection (401): missing or wrong bearer token", extra={"origin": origin})
-            await ws.reject(
-                401, extra_headers=[(b"WWW-Authenticate", b"Bearer")], body=b"missing or wrong bearer token\n"
+        if isinstance(principal, Refusal):
+            logger.warning(
+                "refused a connection (%d): %s", principal.status, principal.message, extra={"origin": origin}
             )
+            headers = [(name.encode(), value.encode()) for name, value in principal.headers]
+            body = b"origin not allowed\n" if principal.status == 403 else principal.message.encode() + b"\n"
+            await ws.reject(principal.status, extra_headers=headers, body=body)
         elif self._budget.closing or self._admitted >= self.spec.max_connections:
             reason = "shutting down" if self._budget.closing else f"at the limit of {self.spec.max_connections}"
             logger.warning("refused a connection (503): %s", reason, extra={"origin": origin})
@@ -311,7 +332,7 @@ def _icon() -> bytes:
 
 @asynccontextmanager
 async def open_service(
-    runtime: RunOpener,
+    runtime: ServedRuntime,
     spec: ServiceSpec,
     *,
     servers: Mapping[str, Observable] | None = None,
@@ -320,9 +341,25 @@ async def open_service(
     """Listen on ``spec.host:spec.port`` and serve ``runtime`` until the block ends, then shut down gracefully.
 
     Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
-    a free port; read it from :attr:`Service.port`. ``/readyz`` reports ``servers`` (by default a
-    :class:`~yao_actors.runtime.Runtime`'s own). ``listeners``, when given, are listened on instead (a worker's
+    a free port; read it from :attr:`Service.port`. ``/readyz`` reports ``servers`` (by default the
+    runtime's own). ``listeners``, when given, are listened on instead (a worker's
     ``SO_REUSEPORT`` socket, :mod:`yao_actors.workers`).
+
+    Resource handling:
+
+      The service's nursery holds the listener and one task per connection (a websocket, or one HTTP
+      request such as ``POST /agui``), and waits there for detached runs to end. Leaving the block normally
+      shuts down gracefully (:meth:`Service.shutdown`: no new run, runs in flight get ``shutdown_grace``
+      seconds, then are cancelled and still send their terminal events, every websocket closes with 1001);
+      leaving by an exception or a cancellation stops everything at once. The runtime is the caller's: the
+      service neither starts nor stops it.
+
+    Error handling:
+
+      :class:`~yao_actors.errors.ConfigError` before listening (beyond loopback without a token, a port out
+      of range), :class:`~yao_actors.errors.ListenError` when the system refuses the address. Once serving,
+      nothing a client sends ends the service: a refused frame or request gets its error, a connection whose
+      handler fails is logged and closed (1011), and a run's failure is that run's ``RUN_ERROR``.
     """
     check_listen(spec.host, resolve_credentials(spec))
     if listeners is None:
@@ -335,27 +372,25 @@ async def open_service(
 
 @asynccontextmanager
 async def open_front(
-    runtime: RunOpener, spec: ServiceSpec, *, servers: Mapping[str, Observable] | None = None, port: int = 0
+    runtime: ServedRuntime, spec: ServiceSpec, *, servers: Mapping[str, Observable] | None = None, port: int = 0
 ) -> AsyncIterator[Service]:
     """The service without a listener: connections are handed to it (:meth:`Service.serve_exchange`,
     :meth:`Service.serve_websocket`), as the ASGI application does; shut down gracefully when the block ends.
     ``servers`` as for :func:`open_service`; ``port`` is only what :attr:`Service.url` shows."""
     credentials = resolve_credentials(spec)
     page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
-    if servers is None:
-        servers = runtime.servers if isinstance(runtime, Runtime) else {}
     async with trio.open_nursery() as nursery:
         principals = len({credential.principal for credential in credentials})
         share = principal_share(spec, principals)
         budget = RunBudget(limit=spec.max_runs, per_principal=share, nursery=nursery)  # detached runs wait here
-        endpoints = Endpoints(servers, credentials, lambda: budget.closing)
-        if isinstance(runtime, Runtime):
-            endpoints = attrs.evolve(
-                endpoints,
-                store_problem=functools.partial(store_problem, runtime.store),
-                not_offered=runtime.tools_not_offered,
-            )
-        desk = runtime.authorizations if isinstance(runtime, Runtime) else None
+        endpoints = Endpoints(
+            runtime.servers if servers is None else servers,
+            credentials,
+            lambda: budget.closing,
+            store_problem=runtime.store_problem,
+            not_offered=runtime.tools_not_offered,
+        )
+        desk = runtime.authorizations
         if desk is not None and desk.base_url is None and port:  # without server.public_url: the redirect comes here
             desk.base_url = f"http://{_url_host(spec.host)}:{port}"
         service = Service(
@@ -393,7 +428,7 @@ async def open_listeners(host: str, port: int) -> list[trio.SocketListener]:
 
 
 async def serve_service(
-    runtime: RunOpener,
+    runtime: ServedRuntime,
     spec: ServiceSpec,
     *,
     servers: Mapping[str, Observable] | None = None,

@@ -48,6 +48,7 @@ from typing import Any, Final
 import attrs
 import jsonschema  # type: ignore[import-untyped]
 
+from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
 from yao_actors.events import encode_json
 from yao_actors.store.base import MAX_SEQ
@@ -164,6 +165,18 @@ class RunFrame:
     """The client's own tools (AG-UI frontend tools), as function tools."""
     resume: tuple[Mapping[str, Any], ...] = ()
     """AG-UI ``resume`` entries answering the thread's calls held for approval."""
+
+    def to_request(self, principal: str | None) -> RunRequest:
+        """The run this frame asks for, as ``principal`` (the connection's)."""
+        return RunRequest(
+            self.assistant,
+            [dict(message) for message in self.messages],
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            principal=principal,
+            client_tools=self.tools,
+            resume=self.resume,
+        )
 
 
 @attrs.frozen
