@@ -12,7 +12,7 @@ import attrs
 import httpx2
 import trio
 
-from yao_actors.testing.processes import read_line
+from yao_actors.testing.processes import read_line, stop_process
 
 
 @attrs.frozen
@@ -47,12 +47,7 @@ async def open_oauth_server(*options: str) -> AsyncIterator[OAuthTestServer]:
         assert line.startswith("LISTENING "), line
         yield OAuthTestServer(line.split()[1])
     finally:
-        with trio.CancelScope(shield=True):
-            process.terminate()
-            with trio.move_on_after(5):
-                await process.wait()
-            process.kill()
-            await process.wait()
+        await stop_process(process)
 
 
 async def approve_in_browser(authorization_url: str, user: str | None = None) -> httpx2.Response:

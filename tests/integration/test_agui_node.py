@@ -27,7 +27,7 @@ from tests.support import server_stats
 from yao_actors.events import parse_event
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 from yao_actors.testing.fake_openai import RecordedRequest
-from yao_actors.testing.processes import read_line
+from yao_actors.testing.processes import read_line, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_DIR = REPO / "tests" / "node"
@@ -53,12 +53,7 @@ async def server_py(*args: str, **environ: str) -> AsyncIterator[str]:
         assert match, banner
         yield match.group()
     finally:
-        process.terminate()
-        with trio.move_on_after(10):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await stop_process(process, grace=10)
 
 
 async def run_http_agent(spec: dict[str, Any]) -> dict[str, Any]:

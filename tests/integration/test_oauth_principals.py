@@ -9,6 +9,8 @@ import json
 import logging
 import shutil
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +93,16 @@ def resume_frame(run_id: str, thread_id: str, *interrupt_ids: str) -> dict[str, 
     return {"type": "run", "runId": run_id, "threadId": thread_id, "messages": [], "resume": resume}
 
 
+@asynccontextmanager
+async def serving(config: Config) -> AsyncIterator[tuple[Runtime, Service]]:
+    """The runtime of ``config`` with :func:`whoami_model`, served with the principals' :data:`TOKENS`."""
+    async with (
+        open_runtime(config, models={"m": whoami_model()}) as runtime,
+        running_service(runtime, tokens=TOKENS) as service,
+    ):
+        yield runtime, service
+
+
 def the_interrupt(terminal: dict[str, Any]) -> dict[str, Any]:
     assert terminal["type"] == "RUN_FINISHED", terminal
     assert terminal["outcome"]["type"] == "interrupt", terminal
@@ -114,10 +126,7 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
     async with open_oauth_server() as server:
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
-            async with (
-                open_runtime(config, models={"m": whoami_model()}) as runtime,
-                running_service(runtime, tokens=TOKENS) as service,
-            ):
+            async with serving(config) as (runtime, service):
                 assert runtime.servers["hub"].state is ServerState.READY  # the router; no principal connected
                 events_a = await ask_all(service, ALICE, run_frame("who am I?", run_id="a1", thread_id="ta"))
                 first_a = the_interrupt(events_a[-1])
@@ -175,10 +184,7 @@ async def test_a_principal_authorizes_and_resumes_through_post_agui(tmp_path: Pa
         bearer = {"authorization": f"Bearer {ALICE}"}
         asked_for = {"id": "u1", "role": "user", "content": "who am I?"}
         with trio.fail_after(GUARD):
-            async with (
-                open_runtime(config, models={"m": whoami_model()}) as runtime,
-                running_service(runtime, tokens=TOKENS) as service,
-            ):
+            async with serving(config) as (_runtime, service):
                 first = await post_agui(
                     service.port, run_input(thread_id="tp", run_id="p1", messages=[asked_for]), headers=bearer
                 )
@@ -197,10 +203,7 @@ async def test_the_official_http_agent_authorizes_a_principal_and_resumes(tmp_pa
     async with open_oauth_server() as server:
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
-            async with (
-                open_runtime(config, models={"m": whoami_model()}) as runtime,
-                running_service(runtime, tokens=TOKENS) as service,
-            ):
+            async with serving(config) as (_runtime, service):
                 seen = await run_http_agent(
                     {
                         "url": f"http://127.0.0.1:{service.port}/agui",
@@ -225,10 +228,7 @@ async def test_a_wrong_or_missing_state_is_a_400_page_and_nothing_is_stored(tmp_
     async with open_oauth_server() as server:
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
-            async with (
-                open_runtime(config, models={"m": whoami_model()}) as runtime,
-                running_service(runtime, tokens=TOKENS) as service,
-            ):
+            async with serving(config) as (runtime, service):
                 wrong = await http_request(service.port, "/oauth/callback?state=made-up&code=abc")
                 missing = await http_request(service.port, "/oauth/callback?code=abc")
                 no_metadata = await http_request(service.port, "/oauth/client-metadata.json")
@@ -246,10 +246,7 @@ async def test_with_a_public_url_the_service_serves_its_client_metadata_and_redi
         public = "http://127.0.0.1:9/agent"  # where a proxy would publish the service (here: nobody listens)
         config = attrs.evolve(config, service=attrs.evolve(config.service, public_url=public))
         with trio.fail_after(GUARD):
-            async with (
-                open_runtime(config, models={"m": whoami_model()}) as runtime,
-                running_service(runtime, tokens=TOKENS) as service,
-            ):
+            async with serving(config) as (_runtime, service):
                 document = await http_request(service.port, "/oauth/client-metadata.json")
                 asked = the_interrupt(await ask(service, ALICE, run_frame("hi", run_id="a1", thread_id="ta")))
     assert document.status == 200
@@ -304,10 +301,7 @@ async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes
     async with open_oauth_server() as server:
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
-            async with (
-                open_runtime(config, models={"m": whoami_model()}) as runtime,
-                running_service(runtime, tokens=TOKENS) as service,
-            ):
+            async with serving(config) as (_runtime, service):
                 asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
                 await authorize(server, asked, "alice-person")
                 first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
@@ -331,10 +325,7 @@ async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refre
     async with open_oauth_server("--lifetime", "2") as server:  # access tokens last 2 s
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
-            async with (
-                open_runtime(config, models={"m": whoami_model()}) as runtime,
-                running_service(runtime, tokens=TOKENS) as service,
-            ):
+            async with serving(config) as (_runtime, service):
                 asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
                 await authorize(server, asked, "alice-person")
                 first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))

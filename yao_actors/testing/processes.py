@@ -85,9 +85,14 @@ async def open_http_test_server(name: str = "test", *, sse: bool = False) -> Asy
     try:
         yield HttpTestServer(process)
     finally:
-        with trio.CancelScope(shield=True):
-            process.terminate()
-            with trio.move_on_after(5):
-                await process.wait()
-            process.kill()
+        await stop_process(process)
+
+
+async def stop_process(process: trio.Process, grace: float = 5.0) -> None:
+    """SIGTERM, up to ``grace`` seconds to exit, then SIGKILL; shielded, so a cancelled caller still stops it."""
+    with trio.CancelScope(shield=True):
+        process.terminate()
+        with trio.move_on_after(grace):
             await process.wait()
+        process.kill()
+        await process.wait()
