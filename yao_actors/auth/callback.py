@@ -20,6 +20,7 @@ from urllib.parse import quote
 import attrs
 import httpx2
 import pydantic
+import trio
 from mcp.client.auth import OAuthFlowError
 from mcp.client.auth.utils import validate_authorization_response_iss
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
@@ -28,7 +29,7 @@ from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import Grant, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationUnavailable
 
-#: Seconds the token endpoint may take to answer.
+#: Seconds the token endpoint may take to answer, the whole answer (not each read): the browser's request waits.
 EXCHANGE_TIMEOUT: Final = 20.0
 
 
@@ -94,13 +95,20 @@ async def _exchange(
         headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
     elif client.client_secret:
         data["client_secret"] = client.client_secret
+    response = None
     try:
-        async with httpx2.AsyncClient(timeout=EXCHANGE_TIMEOUT) as http:
-            response = await http.post(str(record["token_endpoint"]), data=data, headers=headers)
+        with trio.move_on_after(EXCHANGE_TIMEOUT):
+            async with httpx2.AsyncClient(timeout=EXCHANGE_TIMEOUT) as http:
+                response = await http.post(str(record["token_endpoint"]), data=data, headers=headers)
     except httpx2.HTTPError as error:
         raise AuthorizationUnavailable(
             f"server {server!r}: its authorization server could not be reached ({type(error).__name__})"
         ) from None
+    if response is None:
+        raise AuthorizationUnavailable(
+            f"server {server!r}: its authorization server did not answer the token exchange within "
+            f"{EXCHANGE_TIMEOUT:g}s"
+        )
     if response.status_code != 200:
         raise CallbackRefused(f"server {server!r}: the token exchange was refused ({response.status_code})")
     try:
