@@ -5,18 +5,27 @@ are in-memory doubles here; tests/integration/test_oauth_principals.py has the r
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import mcp
 import pytest
 import trio
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from prometheus_client import REGISTRY
 
 from yao_actors.auth.principals import IDLE_CLOSE, AuthorizationDesk, PrincipalServers, open_desk
-from yao_actors.auth.vault import Grant, open_vault, principal_identity
+from yao_actors.auth.vault import Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.conversation.principal_servers import bind_principal, is_authorization_resume
-from yao_actors.specs import HttpTransport, OAuthSpec, ServerRef, ServerSpec
+from yao_actors.models import FunctionModel
+from yao_actors.probe import open_probe, server_reports, tool_offers
+from yao_actors.runtime import open_runtime
+from yao_actors.specs import AssistantSpec, Config, HttpTransport, OAuthSpec, ServerRef, ServerSpec
 from yao_actors.store import MemoryStore
+from yao_actors.testing.servers import build_test_server
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerState
 
@@ -176,3 +185,131 @@ async def test_no_token_without_a_redirect_address_is_a_down_view_saying_why(aut
 )
 def test_which_resume_entries_answer_an_authorization(entry: dict[str, Any], expected: bool) -> None:
     assert is_authorization_resume(entry) is expected
+
+
+@attrs.define
+class GatedRecords:
+    """The vault's records, whose ``load`` waits for ``gate`` while it is set: a store that is slow just then."""
+
+    inner: Any
+    gate: trio.Event | None = None
+
+    async def load(self, server: str, identity: str) -> str | None:
+        if self.gate is not None:
+            await self.gate.wait()
+        return await self.inner.load(server, identity)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_a_connection_a_call_started_on_while_its_refresh_was_considered_is_not_closed(
+    autojump_clock: Any,
+) -> None:
+    """A run binding alice reads her tokens (due for their refresh); meanwhile another run of hers starts a call on
+    her open connection: that connection is not closed under the call."""
+    now = [1000.0]
+    store = MemoryStore()
+    vault = open_vault(store, None)
+    grant = Grant(OAuthToken(access_token="at", refresh_token="rt", expires_in=3600), now[0] + 3600, CLIENT)
+    await vault.save("hub", principal_identity("alice"), grant)
+    records = GatedRecords(store.oauth_tokens())
+    gated = attrs.evolve(vault, records=records)
+    desk = AuthorizationDesk(gated, open_desk(store, vault, None).states)
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, desk, actors, clock=lambda: now[0])
+        first = await router.bind_principal("alice")
+        now[0] += 3600 - 10  # due for its refresh
+        records.gate = trio.Event()
+        nursery.start_soon(router.bind_principal, "alice")  # waits for the store
+        await trio.sleep(1)
+        nursery.start_soon(first.call_tool, "whoami", {})  # a call starts on the open connection
+        await trio.sleep(1)
+        records.gate.set()
+        await trio.sleep(1)
+        assert not actors.opened[0].closed
+        assert router.connections["alice"].handle is actors.opened[0]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_principal_logged_out_meanwhile_is_not_served_by_its_open_connection(autojump_clock: Any) -> None:
+    """``auth logout --principal`` drops the record in the store: the next run of that principal does not get the
+    connection that still holds its tokens in memory (it is closed; the run is asked to authorize)."""
+    actors = Actors()
+    desk = await desk_with_tokens("alice")
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, desk, actors)
+        assert (await router.bind_principal("alice")).bound is not None
+        assert await desk.vault.forget("hub", principal_identity("alice"))
+        again = await router.bind_principal("alice")
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert again.bound is None
+    assert actors.opened[0].closed
+    assert len(actors.opened) == 1
+
+
+async def test_a_refresh_after_a_logout_does_not_store_the_tokens_again() -> None:
+    store = MemoryStore()
+    vault = open_vault(store, None)
+    storage = StoreTokenStorage(vault, "hub", principal_identity("alice"))
+    await vault.save("hub", principal_identity("alice"), Grant(OAuthToken(access_token="old"), None, CLIENT))
+    await storage.set_tokens(OAuthToken(access_token="refreshed", expires_in=60))
+    assert (await storage.get_tokens()) == OAuthToken(access_token="refreshed", expires_in=60)
+    await vault.forget("hub", principal_identity("alice"))
+    await storage.set_tokens(OAuthToken(access_token="refreshed again", refresh_token="rt2"))  # a connection's refresh
+    assert await vault.keys() == []
+
+
+def _up(server: str) -> float | None:
+    return REGISTRY.get_sample_value("yao_mcp_server_up", {"server": server})
+
+
+async def test_the_router_owns_the_server_up_metric_whatever_its_principals_connections_do() -> None:
+    """``yao_mcp_server_up`` of a principal server is its router's: 1 while the runtime holds it, even when a
+    principal's connection is closed (idle, evicted, logged out); 0 once the runtime ends."""
+    server = build_test_server("up-hub")
+
+    @asynccontextmanager
+    async def in_memory(spec: ServerSpec, *, link: Any, **options: Any) -> AsyncIterator[mcp.Client]:
+        async with mcp.Client(server, mode="legacy") as client:
+            yield client
+
+    spec = attrs.evolve(SPEC, id="up-hub")
+    config = Config(servers={"up-hub": spec}, assistants={"a": AssistantSpec("a", "m", servers=(ServerRef("up-hub"),))})
+    model = FunctionModel(lambda messages, tools: "ok")
+    with trio.fail_after(30):
+        async with open_runtime(config, models={"m": model}, connect=in_memory) as runtime:
+            assert _up("up-hub") == 1
+            desk = runtime.authorizations
+            assert desk is not None
+            grant = Grant(OAuthToken(access_token="at-alice", refresh_token="rt"), None, CLIENT)
+            await desk.vault.save("up-hub", principal_identity("alice"), grant)
+            router = runtime.servers["up-hub"]
+            view = await router.bind_principal("alice")  # type: ignore[attr-defined]
+            assert view.state is ServerState.READY
+            assert "echo" in [tool.name for tool in await view.list_tools()]
+            router.close("alice")  # type: ignore[attr-defined]  # as the idle close does
+            await trio.sleep(0.5)
+            assert not router.connections  # type: ignore[attr-defined]
+            assert _up("up-hub") == 1
+    assert _up("up-hub") == 0
+
+
+async def test_check_and_tools_say_a_principal_servers_tools_are_each_principals(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``check --connect`` and ``tools`` (``server_reports``) and the start-up log say plainly why such a server
+    lists no tools, rather than showing it ready with none."""
+    config = Config(servers={"hub": SPEC})
+    with trio.fail_after(30), caplog.at_level(logging.INFO, logger="yao_actors.auth.principals"):
+        async with open_probe(config, deadline_s=5) as runtime:
+            reports = await server_reports(runtime)
+            offers = await tool_offers(runtime)
+    (report,) = reports
+    assert report.ok
+    assert "depend on each principal's login" in report.detail
+    assert "0 tool(s)" not in report.detail
+    assert offers == []
+    assert "its tools depend on each principal's login" in caplog.text

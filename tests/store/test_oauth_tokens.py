@@ -56,8 +56,7 @@ async def test_tokens_round_trip_sealed_by_server_and_identity(
     assert grant.expires_at == pytest.approx(clock.now + 3600, abs=1)
     assert ACCESS not in repr(grant)
     # other identities and servers are other records
-    alice = StoreTokenStorage(vault, "hub", principal_identity("a:b%c"), clock)
-    await alice.set_tokens(OAuthToken(access_token="alice-token"))
+    await vault.save("hub", principal_identity("a:b%c"), Grant(OAuthToken(access_token="alice-token")))
     assert (await StoreTokenStorage(vault, "hub", SERVICE_IDENTITY).get_tokens()) == grant.tokens
     assert await vault.keys() == [("hub", "principal:a:b%c"), ("hub", SERVICE_IDENTITY)]
     text = await stored_text(spec, store)
@@ -73,7 +72,7 @@ async def test_tokens_round_trip_sealed_by_server_and_identity(
 
 
 async def test_a_wrong_key_is_a_clear_error_and_the_key_is_never_shown(store: ConversationStore) -> None:
-    await StoreTokenStorage(open_vault(store, KEY), "hub", SERVICE_IDENTITY).set_tokens(OAuthToken(access_token=ACCESS))
+    await open_vault(store, KEY).save("hub", SERVICE_IDENTITY, Grant(OAuthToken(access_token=ACCESS)))
     with pytest.raises(TokenKeyError) as caught:
         await open_vault(store, "another key of some length").load("hub", SERVICE_IDENTITY)
     message = str(caught.value)

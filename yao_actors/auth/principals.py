@@ -15,18 +15,20 @@ serve another's call: no connection holds two principals' tokens, and a view ser
   ``down`` and says why; the server's tools are not offered and its calls are ``server_unavailable``.
 - **Refresh**: a connection whose access token is due for its refresh when a run binds it (and no call is using
   it) is opened again, so the refresh happens then: one that is refused asks the principal in that run. A token
-  the server ends early is found out by a call, which fails saying so; the next run asks.
+  the server ends early is found out by a call, which fails saying so; the next run asks. A connection whose
+  principal's tokens are gone from the store (a logout) is closed when a run binds it (and no call is using it).
 - **Bounded**: at most :data:`MAX_PRINCIPALS` connections per server are open at once. A new principal's closes
   the least recently used one no call is using; when every one is in use, the new principal's view is ``down``
   ("too many principals at once") for that run. A connection no call used for :data:`IDLE_CLOSE` seconds is
   closed; the principal's next run opens it again (its tokens stay in the store).
 
-The router itself reports ``ready`` (``/readyz``): it is ready to connect principals; their connections' states are
-their runs' business.
+The router itself reports ``ready`` (``/readyz``, and ``yao_mcp_server_up`` 1 while it runs): it is ready to
+connect principals; their connections' states are their runs' business (their actors leave that metric alone).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -44,11 +46,14 @@ from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
+from yao_actors.observability.metrics import SERVER_UP, labelled
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.store.base import ConversationStore
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics, unavailable_outcome
 from yao_actors.transports import Connector, Link
+
+logger = logging.getLogger(__name__)
 
 #: Connections one server keeps open at once (one per principal).
 MAX_PRINCIPALS: Final = 64
@@ -219,19 +224,21 @@ class PrincipalServers:
                 self.opening.pop(name, None)
 
     async def _connection(self, name: str) -> _Connection:
-        connection = self.connections.get(name)
         storage = self.storage(name)
+        grant = await storage.load()
+        usable = grant.usable(self.clock(), configured_client=self.auth.client_id is not None)
+        connection = self.connections.get(name)  # after the load: a call may have started on it meanwhile
         if connection is not None and connection.handle.state is ServerState.NEEDS_AUTH:
             self.close(name)  # its refresh was refused: it asks again
             connection = None
-        if connection is not None and connection.busy == 0 and self.expiring(await storage.load()):
+        if connection is not None and connection.busy == 0 and (not usable or self.expiring(grant)):
             # Opened again, its token is refreshed now, before the run is offered its tools: a refresh that is
-            # refused asks the principal again in this run, rather than failing one of its calls.
+            # refused asks the principal again in this run, rather than failing one of its calls. Its tokens gone
+            # from the store (`auth logout --principal`, in any process) end it too: the run asks again.
             self.close(name)
             connection = None
         if connection is None:
-            grant = await storage.load()
-            if not grant.usable(self.clock(), configured_client=self.auth.client_id is not None):
+            if not usable:
                 raise AuthorizationRequired(self.id, await self.ask(name, storage))
             connection = await self.open(name)
             if connection.handle.state is ServerState.NEEDS_AUTH:
@@ -417,11 +424,21 @@ async def serve_principal_servers(
     """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery."""
     auth = oauth_of(spec)
     assert auth is not None  # principal_routing: a server with auth.identity "principal"
-    async with trio.open_nursery() as nursery:
-        router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock)
-        nursery.start_soon(router.close_idle)
-        task_status.started(router)
-        await trio.sleep_forever()
+    logger.info(
+        "server %r: auth.identity 'principal': connected per principal, on demand; its tools depend on each "
+        "principal's login (their names are checked against the other servers' at each run, not at start)",
+        spec.id,
+    )
+    up = labelled(SERVER_UP, spec.id)  # the router's: ready to connect principals, whichever are connected now
+    try:
+        async with trio.open_nursery() as nursery:
+            router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock)
+            nursery.start_soon(router.close_idle)
+            up.set(1)
+            task_status.started(router)
+            await trio.sleep_forever()
+    finally:
+        up.set(0)
 
 
 def principal_routing(

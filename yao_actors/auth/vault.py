@@ -134,7 +134,11 @@ class StoreTokenStorage:
         return (await self.load()).tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        """Keep the tokens a login or a refresh brought, in the record; none when the record is gone (a logout
+        while a connection held the tokens in memory: its refresh does not log it back in)."""
         expires_at = None if tokens.expires_in is None else self.clock() + int(tokens.expires_in)
+        if await self.vault.records.load(self.server, self.identity) is None:
+            return
         grant = await self.load()
         await self.vault.save(self.server, self.identity, attrs.evolve(grant, tokens=tokens, expires_at=expires_at))
 
