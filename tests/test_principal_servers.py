@@ -27,7 +27,7 @@ from yao_actors.specs import AssistantSpec, Config, HttpTransport, OAuthSpec, Se
 from yao_actors.store import MemoryStore
 from yao_actors.testing.servers import build_test_server
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import ServerState
+from yao_actors.tools.server_handle import ServerState, ServerStatistics
 
 SPEC = ServerSpec("hub", HttpTransport("http://127.0.0.1:9/mcp", auth=OAuthSpec(identity="principal")))
 CLIENT = OAuthClientInformationFull(client_id="c", redirect_uris=["http://127.0.0.1:1/oauth/callback"])
@@ -42,10 +42,15 @@ class FakeHandle:
     tools_version: int = 1
     release: trio.Event = attrs.field(factory=trio.Event)
     closed: bool = False
+    in_flight: int = 0
+    """Calls the actor runs that no view made (one held open for the user's answer, say)."""
 
     async def call_tool(self, name: str, arguments: Any, **options: Any) -> ToolOutcome:
         await self.release.wait()
         return ToolOutcome(result=self.identity)
+
+    def statistics(self) -> ServerStatistics:
+        return ServerStatistics(self.state, 0, self.in_flight, 0, 0, 0, None, self.tools_version, None)
 
 
 @attrs.define
@@ -313,3 +318,22 @@ async def test_check_and_tools_say_a_principal_servers_tools_are_each_principals
     assert "0 tool(s)" not in report.detail
     assert offers == []
     assert "its tools depend on each principal's login" in caplog.text
+
+
+async def test_a_connection_holding_a_call_open_for_the_users_answer_is_not_closed(autojump_clock: Any) -> None:
+    """A call held open while the user answers its question (and later answered by a resume) is not made through a
+    view: its connection is not idle for that, neither for the idle close nor for a newcomer past the bound."""
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("a", "b"), actors, max_principals=1)
+        await router.bind_principal("a")
+        actors.opened[0].in_flight = 1  # a's call waits for a's answer
+        await trio.sleep(IDLE_CLOSE * 2)
+        assert not actors.opened[0].closed
+        refused = await router.bind_principal("b")
+        assert refused.state is ServerState.DOWN
+        assert not actors.opened[0].closed
+        actors.opened[0].in_flight = 0
+        await trio.sleep(IDLE_CLOSE / 2)
+        assert actors.opened[0].closed
+        nursery.cancel_scope.cancel()

@@ -123,6 +123,12 @@ class _Connection:
     last_used: float
     busy: int = 0
 
+    @property
+    def idle(self) -> bool:
+        """No call uses it: none made through a view, and none its actor still runs (a call held open for the
+        user's answer, or one a resume answered, is not made through :attr:`busy`)."""
+        return self.busy == 0 and self.handle.statistics().in_flight == 0
+
 
 ServeActor = Callable[..., Awaitable[None]]
 """``serve_mcp_server`` with the runtime's input handler: takes the spec, ``connect`` and ``task_status``."""
@@ -231,7 +237,7 @@ class PrincipalServers:
         if connection is not None and connection.handle.state is ServerState.NEEDS_AUTH:
             self.close(name)  # its refresh was refused: it asks again
             connection = None
-        if connection is not None and connection.busy == 0 and (not usable or self.expiring(grant)):
+        if connection is not None and connection.idle and (not usable or self.expiring(grant)):
             # Opened again, its token is refreshed now, before the run is offered its tools: a refresh that is
             # refused asks the principal again in this run, rather than failing one of its calls. Its tokens gone
             # from the store (`auth logout --principal`, in any process) end it too: the run asks again.
@@ -279,7 +285,7 @@ class PrincipalServers:
     async def open(self, name: str) -> _Connection:
         """Start principal ``name``'s actor (after its first connection attempt), within :attr:`max_principals`."""
         if len(self.connections) >= self.max_principals:
-            idle = [(c.last_used, n) for n, c in self.connections.items() if c.busy == 0]
+            idle = [(c.last_used, n) for n, c in self.connections.items() if c.idle]
             if not idle:
                 raise AuthorizationError(
                     f"server {self.id!r} has connections open for {self.max_principals} principals, all in use "
@@ -313,7 +319,7 @@ class PrincipalServers:
             await trio.sleep(self.idle_close / 4)
             now = trio.current_time()
             for name, connection in list(self.connections.items()):
-                if connection.busy == 0 and now - connection.last_used >= self.idle_close:
+                if connection.idle and now - connection.last_used >= self.idle_close:
                     self.close(name)
 
 
