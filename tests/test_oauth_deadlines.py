@@ -1,7 +1,7 @@
 """Every network step of a principal's authorization is bounded as a whole (issue 32 review): an MCP or authorization
 server that answers a byte at a time — each read well within the HTTP client's own timeout — cannot hold the run
 asking for the URL, nor the browser's ``/oauth/callback`` request, past :data:`DISCOVERY_TIMEOUT` /
-:data:`EXCHANGE_TIMEOUT`. A real socket server on loopback plays the slow server."""
+:data:`EXCHANGE_TIMEOUT` (``within``). A real socket server on loopback plays the slow server."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from functools import partial
 import pytest
 import trio
 
-from yao_actors.auth import asking, callback
 from yao_actors.auth.asking import begin_authorization
 from yao_actors.auth.callback import complete_authorization
 from yao_actors.auth.states import AuthorizationStates
@@ -57,8 +56,7 @@ async def slow_server() -> AsyncIterator[str]:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_discovery_answered_a_byte_at_a_time_ends_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(asking, "DISCOVERY_TIMEOUT", DEADLINE)
+async def test_a_discovery_answered_a_byte_at_a_time_ends_at_its_deadline() -> None:
     store = MemoryStore()
     vault = open_vault(store, None)
     states = AuthorizationStates(store.oauth_tokens(), vault.cipher)
@@ -73,12 +71,12 @@ async def test_a_discovery_answered_a_byte_at_a_time_ends_at_its_deadline(monkey
                     states,
                     principal="alice",
                     redirect_uri="http://127.0.0.1:1/oauth/callback",
+                    within=DEADLINE,
                 )
     assert await store.oauth_tokens().keys() == []  # nothing kept: no state, no registration
 
 
-async def test_a_token_exchange_answered_a_byte_at_a_time_ends_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(callback, "EXCHANGE_TIMEOUT", DEADLINE)
+async def test_a_token_exchange_answered_a_byte_at_a_time_ends_at_its_deadline() -> None:
     store = MemoryStore()
     vault = open_vault(store, None)
     states = AuthorizationStates(store.oauth_tokens(), vault.cipher)
@@ -96,5 +94,5 @@ async def test_a_token_exchange_answered_a_byte_at_a_time_ends_at_its_deadline(m
             }
             await states.put("s" * 43, record)
             with pytest.raises(AuthorizationUnavailable, match=r"server 'hub'.*token exchange within 1s"):
-                await complete_authorization({"state": "s" * 43, "code": "the-code"}, states, vault)
+                await complete_authorization({"state": "s" * 43, "code": "the-code"}, states, vault, within=DEADLINE)
     assert await vault.keys() == []  # nothing stored, and the state was used up

@@ -140,17 +140,19 @@ async def begin_authorization(
     principal: str,
     redirect_uri: str,
     client_metadata_url: str | None = None,
+    within: float = DISCOVERY_TIMEOUT,
 ) -> str:
-    """The URL where ``principal`` authorizes the server at ``server_url`` (module docstring); its state kept."""
+    """The URL where ``principal`` authorizes the server at ``server_url`` (module docstring); its state kept. The
+    whole discovery takes at most ``within`` seconds (:data:`DISCOVERY_TIMEOUT`)."""
     if client_metadata_url is not None and auth.client_metadata_url is None:
         auth = _with_metadata_url(auth, client_metadata_url)
     provider = AskingProvider(server_url, auth, storage, states, principal, redirect_uri=redirect_uri)
     server = storage.server
     token = _asking.set(server)
-    deadline = trio.CancelScope(deadline=trio.current_time() + DISCOVERY_TIMEOUT)
+    deadline = trio.CancelScope(deadline=trio.current_time() + within)
     try:
         with deadline:
-            async with httpx2.AsyncClient(auth=provider, timeout=DISCOVERY_TIMEOUT) as client:
+            async with httpx2.AsyncClient(auth=provider, timeout=within) as client:
                 response = await client.post(server_url, json=_PROBE, headers=_HEADERS)
     except _Redirect as redirect:
         return redirect.url
@@ -163,7 +165,7 @@ async def begin_authorization(
         _asking.reset(token)
     if deadline.cancelled_caught:
         raise AuthorizationUnavailable(
-            f"server {server!r}: its authorization server did not finish the discovery within {DISCOVERY_TIMEOUT:g}s"
+            f"server {server!r}: its authorization server did not finish the discovery within {within:g}s"
         )
     raise AuthorizationError(
         f"server {server!r} answered {response.status_code} without asking for authorization; nothing to authorize"

@@ -51,8 +51,10 @@ async def complete_authorization(
     vault: TokenVault,
     *,
     clock: Callable[[], float] = time.time,
+    within: float = EXCHANGE_TIMEOUT,
 ) -> Authorized:
-    """Finish the authorization the redirect's ``query`` (``state``, ``code``, ``iss`` or ``error``) answers."""
+    """Finish the authorization the redirect's ``query`` (``state``, ``code``, ``iss`` or ``error``) answers; the
+    token exchange takes at most ``within`` seconds (:data:`EXCHANGE_TIMEOUT`)."""
     state = query.get("state", "")
     record = await states.take(state) if state else None
     if record is None:
@@ -70,14 +72,14 @@ async def complete_authorization(
     if not code:
         raise CallbackRefused(f"server {server!r}: the redirect carries no authorization code")
     client = OAuthClientInformationFull.model_validate(record["client_info"])
-    tokens = await _exchange(record, client, code, server)
+    tokens = await _exchange(record, client, code, server, within)
     expires_at = None if tokens.expires_in is None else clock() + int(tokens.expires_in)
     await vault.save(server, principal_identity(principal), Grant(tokens, expires_at, client))
     return Authorized(principal, server)
 
 
 async def _exchange(
-    record: Mapping[str, Any], client: OAuthClientInformationFull, code: str, server: str
+    record: Mapping[str, Any], client: OAuthClientInformationFull, code: str, server: str, within: float
 ) -> OAuthToken:
     """The token endpoint's answer to the code (RFC 6749 §4.1.3 with PKCE and RFC 8707's ``resource``)."""
     data = {
@@ -97,8 +99,8 @@ async def _exchange(
         data["client_secret"] = client.client_secret
     response = None
     try:
-        with trio.move_on_after(EXCHANGE_TIMEOUT):
-            async with httpx2.AsyncClient(timeout=EXCHANGE_TIMEOUT) as http:
+        with trio.move_on_after(within):
+            async with httpx2.AsyncClient(timeout=within) as http:
                 response = await http.post(str(record["token_endpoint"]), data=data, headers=headers)
     except httpx2.HTTPError as error:
         raise AuthorizationUnavailable(
@@ -106,8 +108,7 @@ async def _exchange(
         ) from None
     if response is None:
         raise AuthorizationUnavailable(
-            f"server {server!r}: its authorization server did not answer the token exchange within "
-            f"{EXCHANGE_TIMEOUT:g}s"
+            f"server {server!r}: its authorization server did not answer the token exchange within {within:g}s"
         )
     if response.status_code != 200:
         raise CallbackRefused(f"server {server!r}: the token exchange was refused ({response.status_code})")
