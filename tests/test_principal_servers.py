@@ -20,9 +20,11 @@ from prometheus_client import REGISTRY
 from yao_actors.auth.principals import IDLE_CLOSE, AuthorizationDesk, PrincipalServers, open_desk
 from yao_actors.auth.vault import Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.conversation.principal_servers import bind_principal, is_authorization_resume
+from yao_actors.errors import StoreUnavailable
 from yao_actors.models import FunctionModel
 from yao_actors.probe import open_probe, server_reports, tool_offers
 from yao_actors.runtime import open_runtime
+from yao_actors.service.oauth_routes import OAuthRoutes
 from yao_actors.specs import AssistantSpec, Config, HttpTransport, OAuthSpec, ServerRef, ServerSpec
 from yao_actors.store import MemoryStore
 from yao_actors.testing.servers import build_test_server
@@ -51,6 +53,9 @@ class FakeHandle:
 
     def statistics(self) -> ServerStatistics:
         return ServerStatistics(self.state, 0, self.in_flight, 0, 0, 0, None, self.tools_version, None)
+
+    def holds_parked(self, ticket: str) -> bool:
+        return False  # no call held open in this process
 
 
 @attrs.define
@@ -337,3 +342,118 @@ async def test_a_connection_holding_a_call_open_for_the_users_answer_is_not_clos
         await trio.sleep(IDLE_CLOSE / 2)
         assert actors.opened[0].closed
         nursery.cancel_scope.cancel()
+
+
+SECRET_URL = "redis://:hunter2-redis-password@db.internal:6379/0"
+
+
+@attrs.define
+class OutOfReach:
+    """The vault's records of a Redis store gone away: its error names the store's URL, password and all."""
+
+    inner: Any
+    down: bool = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise StoreUnavailable(f"Redis store at {SECRET_URL} is unreachable: Connection refused")
+
+    async def load(self, server: str, identity: str) -> str | None:
+        self._check()
+        return await self.inner.load(server, identity)
+
+    async def save(self, server: str, identity: str, sealed: str) -> None:
+        self._check()
+        await self.inner.save(server, identity, sealed)
+
+    async def delete(self, server: str, identity: str) -> bool:
+        self._check()
+        return bool(await self.inner.delete(server, identity))
+
+    async def keys(self) -> list[tuple[str, str]]:
+        self._check()
+        return list(await self.inner.keys())
+
+
+async def desk_out_of_reach(*principals: str) -> tuple[AuthorizationDesk, OutOfReach]:
+    desk = await desk_with_tokens(*principals)
+    records = OutOfReach(desk.vault.records)
+    vault = attrs.evolve(desk.vault, records=records)
+    return AuthorizationDesk(vault, attrs.evolve(desk.states, records=records)), records
+
+
+async def test_a_store_out_of_reach_is_an_outcome_that_does_not_show_the_stores_address(autojump_clock: Any) -> None:
+    """A call whose connection was closed meanwhile reads the tokens again: the store out of reach then is a
+    ``server_unavailable`` outcome (not an exception out of ``call_tool``), and neither it nor a new binding's
+    problem shows the store's error (a Redis URL with its password): that is logged."""
+    desk, records = await desk_out_of_reach("alice")
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, desk, actors)
+        view = await router.bind_principal("alice")
+        router.close("alice")
+        records.down = True
+        outcome = await view.call_tool("whoami", {})
+        other = await router.bind_principal("bob")
+        nursery.cancel_scope.cancel()
+    assert outcome.kind is not None
+    assert outcome.kind.value == "server_unavailable"
+    assert "store is out of reach" in (outcome.error or "")
+    assert other.state is ServerState.DOWN
+    assert "store is out of reach" in (other.problem or "")
+    assert "hunter2" not in (outcome.error or "") + (other.problem or "")
+
+
+@attrs.define
+class PageExchange:
+    """Just what the callback route uses of an exchange: the target, and the page it answers."""
+
+    target: str
+    answered: list[tuple[int, str]] = attrs.field(factory=list)
+
+    @property
+    def request(self) -> Any:
+        return attrs.make_class("Request", ["target"])(self.target)
+
+    async def respond(self, status: int, body: bytes, content_type: str, headers: Any = ()) -> None:
+        await trio.lowlevel.checkpoint()
+        self.answered.append((status, body.decode()))
+
+
+async def test_the_callback_page_of_a_store_out_of_reach_does_not_show_the_stores_address() -> None:
+    """Anyone's browser may reach ``/oauth/callback``: with the store out of reach its ``503`` page says so, and
+    not what the store's error says (its URL, password and all)."""
+    desk, records = await desk_out_of_reach()
+    records.down = True
+    exchange = PageExchange("/oauth/callback?state=abc&code=def")
+    await OAuthRoutes(desk).callback(exchange)  # type: ignore[arg-type]
+    ((status, page),) = exchange.answered
+    assert status == 503
+    assert "store is out of reach" in page
+    assert "hunter2" not in page
+
+
+@attrs.define
+class Relay:
+    """The store's held calls, as the router asks them: which tickets a live process holds."""
+
+    held: set[str]
+
+    async def reachable(self, ticket: str) -> bool:
+        await trio.lowlevel.checkpoint()
+        return ticket in self.held
+
+
+async def test_a_call_held_by_another_worker_is_reached_through_the_store(autojump_clock: Any) -> None:
+    """A resume that reaches this worker for a call another worker's principal connection holds open: the router
+    says it is reachable (so the resume is not refused as gone) — through the store's relay, as a server actor
+    would."""
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("alice"), actors, relay=Relay({"t-elsewhere"}))
+        view = await router.bind_principal("alice")
+        reached = [await router.reaches_parked(t) for t in ("t-elsewhere", "t-gone")]
+        through_view = await view.reaches_parked("t-elsewhere")
+        nursery.cancel_scope.cancel()
+    assert reached == [True, False]
+    assert through_view

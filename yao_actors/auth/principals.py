@@ -49,6 +49,7 @@ from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLo
 from yao_actors.observability.metrics import SERVER_UP, labelled
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.store.base import ConversationStore
+from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics, unavailable_outcome
 from yao_actors.transports import Connector, Link
@@ -147,6 +148,8 @@ class PrincipalServers:
     max_principals: int = MAX_PRINCIPALS
     idle_close: float = IDLE_CLOSE
     clock: Callable[[], float] = time.time
+    relay: ParkedRelay | None = None
+    """The store's held calls: how a call one of this server's connections holds in another process is reached."""
     connections: dict[str, _Connection] = attrs.field(factory=dict)
     opening: dict[str, trio.Lock] = attrs.field(factory=dict)
 
@@ -202,6 +205,14 @@ class PrincipalServers:
         its own principal's view before it resumes the call there)."""
         return any(c.handle.holds_parked(ticket) for c in self.connections.values())
 
+    async def reaches_parked(self, ticket: str) -> bool:
+        """Whether a call held under ``ticket`` is held open by a principal's connection here, or by a live process
+        sharing the store (the resume then answers it through its own principal's view)."""
+        if self.holds_parked(ticket):
+            await trio.lowlevel.checkpoint()
+            return True
+        return self.relay is not None and await self.relay.reachable(ticket)
+
     async def bind_principal(self, principal: str | None) -> PrincipalView:
         """``principal``'s view of the server: its connection, or why there is none (``needed``: it must
         authorize first)."""
@@ -213,10 +224,14 @@ class PrincipalServers:
         except AuthorizationError as error:
             return PrincipalView(self, name, None, str(error))
         except StoreUnavailable as error:  # its tokens, or the pending state, cannot be read or kept now
-            return PrincipalView(
-                self, name, None, f"server {self.id!r}: the conversation store is out of reach: {error}"
-            )
+            return PrincipalView(self, name, None, self.store_out_of_reach(error))
         return PrincipalView(self, name, connection)
+
+    def store_out_of_reach(self, error: StoreUnavailable) -> str:
+        """What a run is told when the store cannot give a principal's tokens: not the store's error, which may
+        name its address (a Redis URL with its password); that goes to the log."""
+        logger.warning("server %r: a principal's tokens cannot be read or kept: %s", self.id, error)
+        return f"server {self.id!r}: the conversation store is out of reach (the service's log says why)"
 
     async def connection(self, name: str) -> _Connection:
         """The open connection of principal ``name``, opened when it has none (module docstring); one at a time
@@ -372,6 +387,9 @@ class PrincipalView:
     def holds_parked(self, ticket: str) -> bool:
         return self.bound is not None and self.bound.handle.holds_parked(ticket)
 
+    async def reaches_parked(self, ticket: str) -> bool:
+        return await self.router.reaches_parked(ticket)
+
     async def resume_parked(self, ticket: str, answer: Any) -> ToolOutcome | None:
         if self.bound is None:
             await trio.lowlevel.checkpoint()
@@ -389,6 +407,8 @@ class PrincipalView:
                 self.bound = await self.router.connection(self.principal)
             except AuthorizationError as error:
                 return unavailable_outcome(self.spec, str(error), started=started)
+            except StoreUnavailable as error:  # its tokens cannot be read now: an outcome, never an exception
+                return unavailable_outcome(self.spec, self.router.store_out_of_reach(error), started=started)
         bound = self.bound
         bound.busy += 1
         try:
@@ -425,6 +445,7 @@ async def serve_principal_servers(
     desk: AuthorizationDesk,
     connect: Connector,
     serve_actor: ServeActor,
+    relay: ParkedRelay | None = None,
     task_status: trio.TaskStatus[PrincipalServers] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery."""
@@ -438,7 +459,9 @@ async def serve_principal_servers(
     up = labelled(SERVER_UP, spec.id)  # the router's: ready to connect principals, whichever are connected now
     try:
         async with trio.open_nursery() as nursery:
-            router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock)
+            router = PrincipalServers(
+                spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock, relay=relay
+            )
             nursery.start_soon(router.close_idle)
             up.set(1)
             task_status.started(router)
@@ -448,10 +471,15 @@ async def serve_principal_servers(
 
 
 def principal_routing(
-    serve: ServeActor, serve_actor: ServeActor, connect: Connector, desk: AuthorizationDesk
+    serve: ServeActor,
+    serve_actor: ServeActor,
+    connect: Connector,
+    desk: AuthorizationDesk,
+    relay: ParkedRelay | None = None,
 ) -> ServeActor:
     """``serve`` (the runtime's way to start a server actor), with each ``identity: "principal"`` server served by
-    a router instead, whose principals' actors ``serve_actor`` starts on ``connect`` wrapped with their own tokens."""
+    a router instead, whose principals' actors ``serve_actor`` starts on ``connect`` wrapped with their own tokens
+    (``relay``: the store's held calls, as the actors have it)."""
 
     async def start(spec: ServerSpec, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         auth = oauth_of(spec)
@@ -459,7 +487,7 @@ def principal_routing(
             await serve(spec, task_status=task_status)
             return
         await serve_principal_servers(
-            spec, desk=desk, connect=connect, serve_actor=serve_actor, task_status=task_status
+            spec, desk=desk, connect=connect, serve_actor=serve_actor, relay=relay, task_status=task_status
         )
 
     return start
