@@ -457,3 +457,23 @@ async def test_a_call_held_by_another_worker_is_reached_through_the_store(autoju
         nursery.cancel_scope.cancel()
     assert reached == [True, False]
     assert through_view
+
+
+async def test_principals_connecting_at_once_stay_within_the_bound(autojump_clock: Any) -> None:
+    """Three principals' first runs start together (their connections still connecting): only ``max_principals``
+    get one; the others' views are down, saying why."""
+    actors = Actors()
+    async with trio.open_nursery() as nursery:
+        router = await router_in(nursery, await desk_with_tokens("a", "b", "c"), actors, max_principals=2)
+        views: list[Any] = []
+
+        async def bind(name: str) -> None:
+            views.append(await router.bind_principal(name))
+
+        async with trio.open_nursery() as runs:
+            for name in ("a", "b", "c"):
+                runs.start_soon(bind, name)
+        open_now = [handle for handle in actors.opened if not handle.closed]
+        nursery.cancel_scope.cancel()
+    assert len(open_now) == 2
+    assert sorted(view.state.value for view in views) == ["down", "ready", "ready"]

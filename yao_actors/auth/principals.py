@@ -152,6 +152,8 @@ class PrincipalServers:
     """The store's held calls: how a call one of this server's connections holds in another process is reached."""
     connections: dict[str, _Connection] = attrs.field(factory=dict)
     opening: dict[str, trio.Lock] = attrs.field(factory=dict)
+    starting: int = 0
+    """Connections being opened (their first connection attempt not over yet)."""
 
     @property
     def id(self) -> str:
@@ -299,7 +301,8 @@ class PrincipalServers:
 
     async def open(self, name: str) -> _Connection:
         """Start principal ``name``'s actor (after its first connection attempt), within :attr:`max_principals`."""
-        if len(self.connections) >= self.max_principals:
+        # The ones still connecting count too: several principals opening at once stay within the bound.
+        if len(self.connections) + self.starting >= self.max_principals:
             idle = [(c.last_used, n) for n, c in self.connections.items() if c.idle]
             if not idle:
                 raise AuthorizationError(
@@ -308,7 +311,11 @@ class PrincipalServers:
                 )
             self.close(min(idle)[1])
         scope = trio.CancelScope()
-        handle: ServerHandle = await self.nursery.start(self._serve, name, scope)
+        self.starting += 1
+        try:
+            handle: ServerHandle = await self.nursery.start(self._serve, name, scope)
+        finally:
+            self.starting -= 1
         connection = self.connections[name] = _Connection(handle, scope, trio.current_time())
         return connection
 
