@@ -9,6 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlencode
 
 import attrs
 import mcp
@@ -477,3 +478,21 @@ async def test_principals_connecting_at_once_stay_within_the_bound(autojump_cloc
         nursery.cancel_scope.cancel()
     assert len(open_now) == 2
     assert sorted(view.state.value for view in views) == ["down", "ready", "ready"]
+
+
+async def test_an_error_the_redirect_carries_is_said_on_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """The ``error_description`` of a redirect is whatever the browser's URL says: in the log (and the page) it is
+    one line, so it cannot forge log records."""
+    desk = await desk_with_tokens()
+    await desk.states.put("the-state", {"principal": "alice", "server": "hub"})
+    forged = "denied\n2026-12-05 ERROR yao_actors: principal 'root' authorized everything"
+    exchange = PageExchange("/oauth/callback?" + urlencode({"state": "the-state", "error": "access_denied",
+                                                            "error_description": forged}))  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        await OAuthRoutes(desk).callback(exchange)  # type: ignore[arg-type]
+    ((status, page),) = exchange.answered
+    assert status == 400
+    assert "refused access to server &#x27;hub&#x27;" in page  # escaped, as every word of the query
+    (record,) = [r for r in caplog.records if "OAuth callback refused" in r.getMessage()]
+    assert "\n" not in record.getMessage()
+    assert await desk.vault.keys() == []

@@ -61,8 +61,9 @@ async def complete_authorization(
         raise CallbackRefused("unknown, already used or expired authorization state: start again from your app")
     server, principal = str(record["server"]), str(record["principal"])
     if "error" in query:
-        said = query.get("error_description") or query["error"]
-        raise CallbackRefused(f"the authorization server refused access to server {server!r}: {said:.200}")
+        # The browser's words, as the log and the page will show them: one line (no forged log lines), short.
+        said = (query.get("error_description") or query["error"])[:200].encode("unicode_escape").decode("ascii")
+        raise CallbackRefused(f"the authorization server refused access to server {server!r}: {said}")
     metadata = None if record.get("metadata") is None else OAuthMetadata.model_validate(record["metadata"])
     try:
         validate_authorization_response_iss(query.get("iss"), metadata)
