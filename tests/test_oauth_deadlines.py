@@ -1,7 +1,8 @@
-"""Every network step of a principal's authorization is bounded as a whole (issue 32 review): an MCP or authorization
+"""What a slow or noisy peer does to the OAuth flows' network steps (issue 32 review): an MCP or authorization
 server that answers a byte at a time — each read well within the HTTP client's own timeout — cannot hold the run
 asking for the URL, nor the browser's ``/oauth/callback`` request, past :data:`DISCOVERY_TIMEOUT` /
-:data:`EXCHANGE_TIMEOUT` (``within``). A real socket server on loopback plays the slow server."""
+:data:`EXCHANGE_TIMEOUT` (``within``); the CLI login's loopback listener survives more redirects than it keeps.
+Real socket servers and clients on loopback."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 
+import httpx2
 import pytest
 import trio
 
 from yao_actors.auth.asking import begin_authorization
 from yao_actors.auth.callback import complete_authorization
+from yao_actors.auth.login import open_callback
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import StoreTokenStorage, open_vault, principal_identity
 from yao_actors.errors import AuthorizationUnavailable
@@ -96,3 +99,19 @@ async def test_a_token_exchange_answered_a_byte_at_a_time_ends_at_its_deadline()
             with pytest.raises(AuthorizationUnavailable, match=r"server 'hub'.*token exchange within 1s"):
                 await complete_authorization({"state": "s" * 43, "code": "the-code"}, states, vault, within=DEADLINE)
     assert await vault.keys() == []  # nothing stored, and the state was used up
+
+
+async def test_the_login_listener_takes_more_redirects_than_it_keeps_without_failing() -> None:
+    """``yao-actors auth login``'s loopback listener: a browser that reloads the redirect (or anything local
+    requesting it) many times gets ``409`` past the first few, and the login still receives the first code."""
+    with trio.fail_after(GUARD):
+        async with open_callback() as callback:
+            statuses = []
+            async with httpx2.AsyncClient() as http:
+                for n in range(8):
+                    response = await http.get(callback.redirect_uri, params={"code": f"code-{n}", "state": "s"})
+                    statuses.append(response.status_code)
+            first = await callback.receive()
+    assert statuses[0] == 200
+    assert 409 in statuses
+    assert first.code == "code-0"
