@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import attrs
 import trio
 
+from yao_actors.auth.keys import oauth_of
 from yao_actors.errors import ConfigError, ModelError
 from yao_actors.providers import build_model
 from yao_actors.runtime import Runtime, open_runtime
@@ -25,6 +26,17 @@ from yao_actors.tools.server_handle import ServerState
 
 #: What a model is asked when it is probed.
 PROBE_PROMPT = "Reply with the single word: ok"
+#: What is said of a server with ``auth.identity: "principal"``: it has no tools of its own to list.
+PER_PRINCIPAL = (
+    "auth.identity 'principal': connected per principal, on demand; its tools depend on each principal's login "
+    "and are listed to that principal's runs only (none can be listed here)"
+)
+
+
+def _per_principal(config: Config, server_id: str) -> bool:
+    spec = config.servers.get(server_id)
+    auth = None if spec is None else oauth_of(spec)
+    return auth is not None and auth.identity == "principal"
 
 
 @asynccontextmanager
@@ -62,6 +74,8 @@ async def server_reports(runtime: Runtime) -> list[Report]:
         handle = runtime.servers.get(server_id)
         if handle is None:
             reports.append(Report(f"server {server_id}", True, "disabled: not started"))
+        elif _per_principal(runtime.config, server_id):
+            reports.append(Report(f"server {server_id}", True, PER_PRINCIPAL))
         elif handle.state is ServerState.READY:
             count = len(await handle.list_tools())
             reports.append(Report(f"server {server_id}", True, f"ready, {count} tool(s)"))
@@ -101,7 +115,8 @@ class ToolOffer:
 
 
 async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
-    """Every tool of the ready servers of ``runtime``, in server and listing order, with who offers it."""
+    """Every tool of the ready servers of ``runtime``, in server and listing order, with who offers it (none of a
+    server with ``auth.identity: "principal"``: its :func:`server_reports` line says why)."""
     catalogs: dict[str, Catalog | str] = {}
     for assistant_id in runtime.config.assistants:
         try:

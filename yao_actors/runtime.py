@@ -273,8 +273,8 @@ async def open_runtime(
         )
         if principal_servers(config):
             desk = open_desk(store, vault, config.service.public_url)
-            actor = functools.partial(serve_mcp_server, input_handler=input_handler, relay=relay)
-            start = principal_routing(start, actor, plain, desk)
+            actor = functools.partial(serve_mcp_server, input_handler=input_handler, relay=relay, publish_up=False)
+            start = principal_routing(start, actor, plain, desk, relay)
         async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:
             runtime.authorizations = desk
             yield runtime

@@ -68,3 +68,14 @@ async def test_a_state_does_not_open_under_another_key_and_is_sealed(store: Conv
     assert "VERIFIER" not in sealed
     assert "alice" not in sealed
     assert await states(store, clock, "another key of enough length").take("state-1") is None
+
+
+async def test_a_sealed_state_copied_under_another_state_does_not_open(store: ConversationStore, clock: Clock) -> None:
+    """Not even under one that begins alike: a record is bound to all of its own state."""
+    pending = states(store, clock)
+    await pending.put("SAMEPREFIX-given-to-alice", RECORD)
+    sealed = await store.oauth_tokens().load(STATES, "SAMEPREFIX-given-to-alice")
+    assert sealed is not None
+    await store.oauth_tokens().save(STATES, "SAMEPREFIX-made-up", sealed)
+    assert await pending.take("SAMEPREFIX-made-up") is None
+    assert await pending.take("SAMEPREFIX-given-to-alice") == RECORD

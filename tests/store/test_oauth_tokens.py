@@ -56,8 +56,7 @@ async def test_tokens_round_trip_sealed_by_server_and_identity(
     assert grant.expires_at == pytest.approx(clock.now + 3600, abs=1)
     assert ACCESS not in repr(grant)
     # other identities and servers are other records
-    alice = StoreTokenStorage(vault, "hub", principal_identity("a:b%c"), clock)
-    await alice.set_tokens(OAuthToken(access_token="alice-token"))
+    await vault.save("hub", principal_identity("a:b%c"), Grant(OAuthToken(access_token="alice-token")))
     assert (await StoreTokenStorage(vault, "hub", SERVICE_IDENTITY).get_tokens()) == grant.tokens
     assert await vault.keys() == [("hub", "principal:a:b%c"), ("hub", SERVICE_IDENTITY)]
     text = await stored_text(spec, store)
@@ -73,7 +72,7 @@ async def test_tokens_round_trip_sealed_by_server_and_identity(
 
 
 async def test_a_wrong_key_is_a_clear_error_and_the_key_is_never_shown(store: ConversationStore) -> None:
-    await StoreTokenStorage(open_vault(store, KEY), "hub", SERVICE_IDENTITY).set_tokens(OAuthToken(access_token=ACCESS))
+    await open_vault(store, KEY).save("hub", SERVICE_IDENTITY, Grant(OAuthToken(access_token=ACCESS)))
     with pytest.raises(TokenKeyError) as caught:
         await open_vault(store, "another key of some length").load("hub", SERVICE_IDENTITY)
     message = str(caught.value)
@@ -140,3 +139,23 @@ async def test_an_sqlite_file_of_schema_version_3_gets_the_token_table_and_the_l
     assert db.execute("SELECT server, identity FROM oauth_tokens").fetchall() == [("hub", "service")]
     assert db.execute("SELECT count(*) FROM parked_calls").fetchall() == [(0,)]  # version 5
     db.close()
+
+
+async def test_a_refused_refresh_drops_only_the_tokens_its_connection_held(store: ConversationStore) -> None:
+    """Two connections (two workers, say) hold the same login; one refreshes (the refresh token rotates) and stores
+    the new tokens; the other's refresh, with the old refresh token, is refused: it must not drop the new tokens
+    (everyone would be asked to log in again), only tokens that are still the ones it held."""
+    vault = open_vault(store, KEY)
+    old = OAuthToken(access_token="at-1", refresh_token="rt-1", expires_in=60)
+    await vault.save("hub", SERVICE_IDENTITY, Grant(old, None, CLIENT))
+    first, second = (StoreTokenStorage(vault, "hub", SERVICE_IDENTITY) for _ in range(2))
+    for storage in (first, second):
+        storage.held = (await storage.load()).tokens  # as each connection's provider starts
+    new = OAuthToken(access_token="at-2", refresh_token="rt-2", expires_in=60)
+    await first.set_tokens(new)  # the first refreshed
+    await second.drop_tokens()  # the second's refresh with rt-1 was refused
+    assert (await vault.load("hub", SERVICE_IDENTITY)).tokens == new
+    await first.drop_tokens()  # the first's own tokens refused later: dropped, the registration kept
+    grant = await vault.load("hub", SERVICE_IDENTITY)
+    assert grant.tokens is None
+    assert grant.client_info == CLIENT

@@ -24,6 +24,7 @@ from urllib.parse import urlencode, urljoin
 
 import attrs
 import httpx2
+import trio
 from mcp.client.auth import OAuthFlowError, OAuthTokenError, PKCEParameters
 
 from yao_actors.auth.flow import StoreOAuthProvider
@@ -34,7 +35,9 @@ from yao_actors.specs import OAuthSpec
 
 logger = logging.getLogger(__name__)
 
-#: Seconds the discovery (the MCP server's ``401``, both metadata documents, a registration) may take.
+#: Seconds the whole discovery (the MCP server's ``401``, both metadata documents, a registration) may take: one
+#: deadline over every request, so a server that answers a byte at a time cannot hold a run (and its principal's
+#: other runs) for longer (the HTTP client's own timeouts bound each read, not the whole).
 DISCOVERY_TIMEOUT: Final = 20.0
 #: The MCP protocol version the probe names (the authorization request then carries ``resource``, RFC 8707).
 PROBE_PROTOCOL: Final = "2025-11-25"
@@ -137,16 +140,20 @@ async def begin_authorization(
     principal: str,
     redirect_uri: str,
     client_metadata_url: str | None = None,
+    within: float = DISCOVERY_TIMEOUT,
 ) -> str:
-    """The URL where ``principal`` authorizes the server at ``server_url`` (module docstring); its state kept."""
+    """The URL where ``principal`` authorizes the server at ``server_url`` (module docstring); its state kept. The
+    whole discovery takes at most ``within`` seconds (:data:`DISCOVERY_TIMEOUT`)."""
     if client_metadata_url is not None and auth.client_metadata_url is None:
         auth = _with_metadata_url(auth, client_metadata_url)
     provider = AskingProvider(server_url, auth, storage, states, principal, redirect_uri=redirect_uri)
     server = storage.server
     token = _asking.set(server)
+    deadline = trio.CancelScope(deadline=trio.current_time() + within)
     try:
-        async with httpx2.AsyncClient(auth=provider, timeout=DISCOVERY_TIMEOUT) as client:
-            response = await client.post(server_url, json=_PROBE, headers=_HEADERS)
+        with deadline:
+            async with httpx2.AsyncClient(auth=provider, timeout=within) as client:
+                response = await client.post(server_url, json=_PROBE, headers=_HEADERS)
     except _Redirect as redirect:
         return redirect.url
     except (httpx2.HTTPError, OAuthFlowError, OAuthTokenError, ValueError) as error:
@@ -156,6 +163,10 @@ async def begin_authorization(
         ) from None
     finally:
         _asking.reset(token)
+    if deadline.cancelled_caught:
+        raise AuthorizationUnavailable(
+            f"server {server!r}: its authorization server did not finish the discovery within {within:g}s"
+        )
     raise AuthorizationError(
         f"server {server!r} answered {response.status_code} without asking for authorization; nothing to authorize"
     )

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import attrs
 import httpx2
 import pydantic
+import trio
 from mcp.client.auth import OAuthFlowError
 from mcp.client.auth.utils import validate_authorization_response_iss
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
@@ -28,7 +29,7 @@ from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import Grant, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationUnavailable
 
-#: Seconds the token endpoint may take to answer.
+#: Seconds the token endpoint may take to answer, the whole answer (not each read): the browser's request waits.
 EXCHANGE_TIMEOUT: Final = 20.0
 
 
@@ -50,16 +51,19 @@ async def complete_authorization(
     vault: TokenVault,
     *,
     clock: Callable[[], float] = time.time,
+    within: float = EXCHANGE_TIMEOUT,
 ) -> Authorized:
-    """Finish the authorization the redirect's ``query`` (``state``, ``code``, ``iss`` or ``error``) answers."""
+    """Finish the authorization the redirect's ``query`` (``state``, ``code``, ``iss`` or ``error``) answers; the
+    token exchange takes at most ``within`` seconds (:data:`EXCHANGE_TIMEOUT`)."""
     state = query.get("state", "")
     record = await states.take(state) if state else None
     if record is None:
         raise CallbackRefused("unknown, already used or expired authorization state: start again from your app")
     server, principal = str(record["server"]), str(record["principal"])
     if "error" in query:
-        said = query.get("error_description") or query["error"]
-        raise CallbackRefused(f"the authorization server refused access to server {server!r}: {said:.200}")
+        # The browser's words, as the log and the page will show them: one line (no forged log lines), short.
+        said = (query.get("error_description") or query["error"])[:200].encode("unicode_escape").decode("ascii")
+        raise CallbackRefused(f"the authorization server refused access to server {server!r}: {said}")
     metadata = None if record.get("metadata") is None else OAuthMetadata.model_validate(record["metadata"])
     try:
         validate_authorization_response_iss(query.get("iss"), metadata)
@@ -69,14 +73,14 @@ async def complete_authorization(
     if not code:
         raise CallbackRefused(f"server {server!r}: the redirect carries no authorization code")
     client = OAuthClientInformationFull.model_validate(record["client_info"])
-    tokens = await _exchange(record, client, code, server)
+    tokens = await _exchange(record, client, code, server, within)
     expires_at = None if tokens.expires_in is None else clock() + int(tokens.expires_in)
     await vault.save(server, principal_identity(principal), Grant(tokens, expires_at, client))
     return Authorized(principal, server)
 
 
 async def _exchange(
-    record: Mapping[str, Any], client: OAuthClientInformationFull, code: str, server: str
+    record: Mapping[str, Any], client: OAuthClientInformationFull, code: str, server: str, within: float
 ) -> OAuthToken:
     """The token endpoint's answer to the code (RFC 6749 §4.1.3 with PKCE and RFC 8707's ``resource``)."""
     data = {
@@ -94,13 +98,19 @@ async def _exchange(
         headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
     elif client.client_secret:
         data["client_secret"] = client.client_secret
+    response = None
     try:
-        async with httpx2.AsyncClient(timeout=EXCHANGE_TIMEOUT) as http:
-            response = await http.post(str(record["token_endpoint"]), data=data, headers=headers)
+        with trio.move_on_after(within):
+            async with httpx2.AsyncClient(timeout=within) as http:
+                response = await http.post(str(record["token_endpoint"]), data=data, headers=headers)
     except httpx2.HTTPError as error:
         raise AuthorizationUnavailable(
             f"server {server!r}: its authorization server could not be reached ({type(error).__name__})"
         ) from None
+    if response is None:
+        raise AuthorizationUnavailable(
+            f"server {server!r}: its authorization server did not answer the token exchange within {within:g}s"
+        )
     if response.status_code != 200:
         raise CallbackRefused(f"server {server!r}: the token exchange was refused ({response.status_code})")
     try:

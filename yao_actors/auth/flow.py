@@ -113,6 +113,7 @@ class StoreOAuthProvider(OAuthClientProvider):
 
     async def _initialize(self) -> None:
         grant = await self.storage.load()
+        self.storage.held = grant.tokens
         self.context.current_tokens = grant.tokens
         self.context.client_info = self.configured_client() or grant.client_info
         self.context.token_expiry_time = grant.expires_at

@@ -82,8 +82,11 @@ async def _answer(results: trio.MemorySendChannel[AuthorizationCodeResult | str]
                 )
             else:
                 result = f"{query['error']}: {query.get('error_description', '')}".rstrip(": ")
-            results.send_nowait(result)
-            status, body = 200, DONE_PAGE
+            try:
+                results.send_nowait(result)
+                status, body = 200, DONE_PAGE
+            except trio.WouldBlock:  # redirects beyond the first few (a reload, or anyone local): not taken
+                status, body = 409, b"this login has had its answer\n"
         headers = [("content-type", "text/html; charset=utf-8"), ("content-length", str(len(body)))]
         headers.append(("connection", "close"))
         await stream.send_all(connection.send(h11.Response(status_code=status, headers=headers)) or b"")

@@ -15,18 +15,20 @@ serve another's call: no connection holds two principals' tokens, and a view ser
   ``down`` and says why; the server's tools are not offered and its calls are ``server_unavailable``.
 - **Refresh**: a connection whose access token is due for its refresh when a run binds it (and no call is using
   it) is opened again, so the refresh happens then: one that is refused asks the principal in that run. A token
-  the server ends early is found out by a call, which fails saying so; the next run asks.
+  the server ends early is found out by a call, which fails saying so; the next run asks. A connection whose
+  principal's tokens are gone from the store (a logout) is closed when a run binds it (and no call is using it).
 - **Bounded**: at most :data:`MAX_PRINCIPALS` connections per server are open at once. A new principal's closes
   the least recently used one no call is using; when every one is in use, the new principal's view is ``down``
   ("too many principals at once") for that run. A connection no call used for :data:`IDLE_CLOSE` seconds is
   closed; the principal's next run opens it again (its tokens stay in the store).
 
-The router itself reports ``ready`` (``/readyz``): it is ready to connect principals; their connections' states are
-their runs' business.
+The router itself reports ``ready`` (``/readyz``, and ``yao_mcp_server_up`` 1 while it runs): it is ready to
+connect principals; their connections' states are their runs' business (their actors leave that metric alone).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -44,11 +46,15 @@ from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
+from yao_actors.observability.metrics import SERVER_UP, labelled
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.store.base import ConversationStore
+from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics, unavailable_outcome
 from yao_actors.transports import Connector, Link
+
+logger = logging.getLogger(__name__)
 
 #: Connections one server keeps open at once (one per principal).
 MAX_PRINCIPALS: Final = 64
@@ -118,6 +124,12 @@ class _Connection:
     last_used: float
     busy: int = 0
 
+    @property
+    def idle(self) -> bool:
+        """No call uses it: none made through a view, and none its actor still runs (a call held open for the
+        user's answer, or one a resume answered, is not made through :attr:`busy`)."""
+        return self.busy == 0 and self.handle.statistics().in_flight == 0
+
 
 ServeActor = Callable[..., Awaitable[None]]
 """``serve_mcp_server`` with the runtime's input handler: takes the spec, ``connect`` and ``task_status``."""
@@ -136,8 +148,12 @@ class PrincipalServers:
     max_principals: int = MAX_PRINCIPALS
     idle_close: float = IDLE_CLOSE
     clock: Callable[[], float] = time.time
+    relay: ParkedRelay | None = None
+    """The store's held calls: how a call one of this server's connections holds in another process is reached."""
     connections: dict[str, _Connection] = attrs.field(factory=dict)
     opening: dict[str, trio.Lock] = attrs.field(factory=dict)
+    starting: int = 0
+    """Connections being opened (their first connection attempt not over yet)."""
 
     @property
     def id(self) -> str:
@@ -191,6 +207,14 @@ class PrincipalServers:
         its own principal's view before it resumes the call there)."""
         return any(c.handle.holds_parked(ticket) for c in self.connections.values())
 
+    async def reaches_parked(self, ticket: str) -> bool:
+        """Whether a call held under ``ticket`` is held open by a principal's connection here, or by a live process
+        sharing the store (the resume then answers it through its own principal's view)."""
+        if self.holds_parked(ticket):
+            await trio.lowlevel.checkpoint()
+            return True
+        return self.relay is not None and await self.relay.reachable(ticket)
+
     async def bind_principal(self, principal: str | None) -> PrincipalView:
         """``principal``'s view of the server: its connection, or why there is none (``needed``: it must
         authorize first)."""
@@ -202,10 +226,14 @@ class PrincipalServers:
         except AuthorizationError as error:
             return PrincipalView(self, name, None, str(error))
         except StoreUnavailable as error:  # its tokens, or the pending state, cannot be read or kept now
-            return PrincipalView(
-                self, name, None, f"server {self.id!r}: the conversation store is out of reach: {error}"
-            )
+            return PrincipalView(self, name, None, self.store_out_of_reach(error))
         return PrincipalView(self, name, connection)
+
+    def store_out_of_reach(self, error: StoreUnavailable) -> str:
+        """What a run is told when the store cannot give a principal's tokens: not the store's error, which may
+        name its address (a Redis URL with its password); that goes to the log."""
+        logger.warning("server %r: a principal's tokens cannot be read or kept: %s", self.id, error)
+        return f"server {self.id!r}: the conversation store is out of reach (the service's log says why)"
 
     async def connection(self, name: str) -> _Connection:
         """The open connection of principal ``name``, opened when it has none (module docstring); one at a time
@@ -219,19 +247,21 @@ class PrincipalServers:
                 self.opening.pop(name, None)
 
     async def _connection(self, name: str) -> _Connection:
-        connection = self.connections.get(name)
         storage = self.storage(name)
+        grant = await storage.load()
+        usable = grant.usable(self.clock(), configured_client=self.auth.client_id is not None)
+        connection = self.connections.get(name)  # after the load: a call may have started on it meanwhile
         if connection is not None and connection.handle.state is ServerState.NEEDS_AUTH:
             self.close(name)  # its refresh was refused: it asks again
             connection = None
-        if connection is not None and connection.busy == 0 and self.expiring(await storage.load()):
+        if connection is not None and connection.idle and (not usable or self.expiring(grant)):
             # Opened again, its token is refreshed now, before the run is offered its tools: a refresh that is
-            # refused asks the principal again in this run, rather than failing one of its calls.
+            # refused asks the principal again in this run, rather than failing one of its calls. Its tokens gone
+            # from the store (`auth logout --principal`, in any process) end it too: the run asks again.
             self.close(name)
             connection = None
         if connection is None:
-            grant = await storage.load()
-            if not grant.usable(self.clock(), configured_client=self.auth.client_id is not None):
+            if not usable:
                 raise AuthorizationRequired(self.id, await self.ask(name, storage))
             connection = await self.open(name)
             if connection.handle.state is ServerState.NEEDS_AUTH:
@@ -271,8 +301,9 @@ class PrincipalServers:
 
     async def open(self, name: str) -> _Connection:
         """Start principal ``name``'s actor (after its first connection attempt), within :attr:`max_principals`."""
-        if len(self.connections) >= self.max_principals:
-            idle = [(c.last_used, n) for n, c in self.connections.items() if c.busy == 0]
+        # The ones still connecting count too: several principals opening at once stay within the bound.
+        if len(self.connections) + self.starting >= self.max_principals:
+            idle = [(c.last_used, n) for n, c in self.connections.items() if c.idle]
             if not idle:
                 raise AuthorizationError(
                     f"server {self.id!r} has connections open for {self.max_principals} principals, all in use "
@@ -280,7 +311,11 @@ class PrincipalServers:
                 )
             self.close(min(idle)[1])
         scope = trio.CancelScope()
-        handle: ServerHandle = await self.nursery.start(self._serve, name, scope)
+        self.starting += 1
+        try:
+            handle: ServerHandle = await self.nursery.start(self._serve, name, scope)
+        finally:
+            self.starting -= 1
         connection = self.connections[name] = _Connection(handle, scope, trio.current_time())
         return connection
 
@@ -306,7 +341,7 @@ class PrincipalServers:
             await trio.sleep(self.idle_close / 4)
             now = trio.current_time()
             for name, connection in list(self.connections.items()):
-                if connection.busy == 0 and now - connection.last_used >= self.idle_close:
+                if connection.idle and now - connection.last_used >= self.idle_close:
                     self.close(name)
 
 
@@ -359,6 +394,9 @@ class PrincipalView:
     def holds_parked(self, ticket: str) -> bool:
         return self.bound is not None and self.bound.handle.holds_parked(ticket)
 
+    async def reaches_parked(self, ticket: str) -> bool:
+        return await self.router.reaches_parked(ticket)
+
     async def resume_parked(self, ticket: str, answer: Any) -> ToolOutcome | None:
         if self.bound is None:
             await trio.lowlevel.checkpoint()
@@ -376,6 +414,8 @@ class PrincipalView:
                 self.bound = await self.router.connection(self.principal)
             except AuthorizationError as error:
                 return unavailable_outcome(self.spec, str(error), started=started)
+            except StoreUnavailable as error:  # its tokens cannot be read now: an outcome, never an exception
+                return unavailable_outcome(self.spec, self.router.store_out_of_reach(error), started=started)
         bound = self.bound
         bound.busy += 1
         try:
@@ -412,23 +452,41 @@ async def serve_principal_servers(
     desk: AuthorizationDesk,
     connect: Connector,
     serve_actor: ServeActor,
+    relay: ParkedRelay | None = None,
     task_status: trio.TaskStatus[PrincipalServers] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery."""
     auth = oauth_of(spec)
     assert auth is not None  # principal_routing: a server with auth.identity "principal"
-    async with trio.open_nursery() as nursery:
-        router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock)
-        nursery.start_soon(router.close_idle)
-        task_status.started(router)
-        await trio.sleep_forever()
+    logger.info(
+        "server %r: auth.identity 'principal': connected per principal, on demand; its tools depend on each "
+        "principal's login (their names are checked against the other servers' at each run, not at start)",
+        spec.id,
+    )
+    up = labelled(SERVER_UP, spec.id)  # the router's: ready to connect principals, whichever are connected now
+    try:
+        async with trio.open_nursery() as nursery:
+            router = PrincipalServers(
+                spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock, relay=relay
+            )
+            nursery.start_soon(router.close_idle)
+            up.set(1)
+            task_status.started(router)
+            await trio.sleep_forever()
+    finally:
+        up.set(0)
 
 
 def principal_routing(
-    serve: ServeActor, serve_actor: ServeActor, connect: Connector, desk: AuthorizationDesk
+    serve: ServeActor,
+    serve_actor: ServeActor,
+    connect: Connector,
+    desk: AuthorizationDesk,
+    relay: ParkedRelay | None = None,
 ) -> ServeActor:
     """``serve`` (the runtime's way to start a server actor), with each ``identity: "principal"`` server served by
-    a router instead, whose principals' actors ``serve_actor`` starts on ``connect`` wrapped with their own tokens."""
+    a router instead, whose principals' actors ``serve_actor`` starts on ``connect`` wrapped with their own tokens
+    (``relay``: the store's held calls, as the actors have it)."""
 
     async def start(spec: ServerSpec, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
         auth = oauth_of(spec)
@@ -436,7 +494,7 @@ def principal_routing(
             await serve(spec, task_status=task_status)
             return
         await serve_principal_servers(
-            spec, desk=desk, connect=connect, serve_actor=serve_actor, task_status=task_status
+            spec, desk=desk, connect=connect, serve_actor=serve_actor, relay=relay, task_status=task_status
         )
 
     return start

@@ -12,6 +12,7 @@ removed it gets it (two callbacks racing with one ``state`` cannot both win).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -77,5 +78,6 @@ class AuthorizationStates:
 
 
 def _name(state: str) -> str:
-    """The sealed text's associated data: a record opens only under its own ``state``."""
-    return f"pending authorization {state[:8]}..."
+    """The sealed text's associated data: a record opens only under its own ``state`` (all of it, by its digest:
+    not a prefix another state may share)."""
+    return f"pending authorization {hashlib.sha256(state.encode()).hexdigest()}"

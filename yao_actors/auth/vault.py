@@ -126,6 +126,8 @@ class StoreTokenStorage:
     server: str
     identity: str
     clock: Callable[[], float] = time.time
+    held: OAuthToken | None = attrs.field(default=None, repr=False)
+    """The tokens the connection using this storage holds (read at its start, or stored by its refresh)."""
 
     async def load(self) -> Grant:
         return await self.vault.load(self.server, self.identity)
@@ -134,13 +136,22 @@ class StoreTokenStorage:
         return (await self.load()).tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        """Keep the tokens a login or a refresh brought, in the record; none when the record is gone (a logout
+        while a connection held the tokens in memory: its refresh does not log it back in)."""
         expires_at = None if tokens.expires_in is None else self.clock() + int(tokens.expires_in)
+        self.held = tokens
+        if await self.vault.records.load(self.server, self.identity) is None:
+            return
         grant = await self.load()
         await self.vault.save(self.server, self.identity, attrs.evolve(grant, tokens=tokens, expires_at=expires_at))
 
     async def drop_tokens(self) -> None:
-        """Forget the tokens and keep the client registration (a login must happen again)."""
+        """Forget the tokens this connection :attr:`held` and keep the client registration (a login must happen
+        again); tokens stored meanwhile by another connection or process (its refresh, with a refresh token
+        rotated since) are newer and kept: the connection reconnects with them."""
         grant = await self.load()
+        if grant.tokens is not None and self.held is not None and grant.tokens != self.held:
+            return
         await self.vault.save(self.server, self.identity, attrs.evolve(grant, tokens=None, expires_at=None))
 
     async def set_client_info_none(self) -> None:

@@ -4,7 +4,8 @@
   ``auth.identity: "principal"`` (:mod:`yao_actors.auth.callback`), on whichever worker the browser reaches (the
   pending state is in the shared store). ``200`` and a short page telling the person to go back to the app (whose
   ``resume`` then goes on); a missing, wrong, replayed or expired ``state``, or a refusal, is a ``400`` page and
-  nothing is stored; an authorization server out of reach a ``503`` page. No page shows a token or a traceback.
+  nothing is stored; an authorization server (or the store) out of reach a ``503`` page. No page shows a token, a
+  traceback or the store's address (a Redis URL may hold its password: that is logged, not shown).
 - ``GET /oauth/client-metadata.json``: the service's Client ID Metadata Document, when ``server.public_url`` is
   set (404 otherwise); its URL is the service's client id where an authorization server takes one.
 
@@ -50,7 +51,11 @@ class OAuthRoutes:
             logger.warning("OAuth callback refused: %s", refused)
             await _page(exchange, 400, "Authorization not completed", str(refused))
             return
-        except (AuthorizationError, StoreUnavailable) as error:
+        except StoreUnavailable as error:  # its text may name the store's address (a Redis URL with its password)
+            logger.warning("OAuth callback failed: %s", error)
+            await _page(exchange, 503, "Authorization not completed", "the service's store is out of reach: try again")
+            return
+        except AuthorizationError as error:
             logger.warning("OAuth callback failed: %s", error)
             await _page(exchange, 503, "Authorization not completed", f"try again shortly: {error}")
             return

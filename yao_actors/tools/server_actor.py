@@ -136,6 +136,9 @@ class _ServerActor:
     """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
     #: Why the last connection could not be authorized (OAuth), or ``None``.
     unauthorized: str | None = None
+    #: Whether this actor's state is the server's ``yao_mcp_server_up`` (not a principal's connection's: the
+    #: router of an ``identity: "principal"`` server owns that label).
+    publish_up: bool = True
 
     @property
     def id(self) -> str:
@@ -166,7 +169,8 @@ class _ServerActor:
             return
         previous = self.status.state
         self.status.set_state(state)
-        labelled(SERVER_UP, self.id).set(1 if state is ServerState.READY else 0)
+        if self.publish_up:
+            labelled(SERVER_UP, self.id).set(1 if state is ServerState.READY else 0)
         level = logging.WARNING if state is ServerState.DOWN else logging.INFO
         logger.log(
             level,
@@ -589,6 +593,7 @@ async def serve_mcp_server(
     connect: Connector = open_client,
     input_handler: InputHandler | None = None,
     relay: ParkedRelay | None = None,
+    publish_up: bool = True,
     task_status: trio.TaskStatus[ServerHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the actor for ``spec`` until cancelled; ``task_status.started(handle)`` after the first connect attempt.
@@ -598,7 +603,8 @@ async def serve_mcp_server(
     :class:`~yao_actors.tools.input_requests.InputRound` (the run makes it an interrupt): a 2026-07-28 call
     carries the ``request_state`` to call again with, a handshake-era call stays open here (``resume_parked``)
     up to ``spec.input_timeout``. With ``relay`` (the store's held calls) such a call can also be answered by a
-    resume that reached another process sharing the store.
+    resume that reached another process sharing the store. ``publish_up=False``: the actor leaves
+    ``yao_mcp_server_up`` alone (one principal's connection, whose router owns that label).
 
     The first attempt is bounded by ``spec.connect_timeout``; a server that
     fails to start is reported through its handle (``state``, ``last_error``)
@@ -609,8 +615,11 @@ async def serve_mcp_server(
     handle = ServerHandle._create(spec, send, status, relay)
     with receive:
         async with trio.open_nursery() as nursery:
-            actor = _ServerActor(spec, connect, receive, nursery, status, input_handler=input_handler, relay=relay)
-            labelled(SERVER_UP, spec.id).set(0)
+            actor = _ServerActor(
+                spec, connect, receive, nursery, status, input_handler=input_handler, relay=relay, publish_up=publish_up
+            )
+            if publish_up:
+                labelled(SERVER_UP, spec.id).set(0)
             labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start
             started = False
 
