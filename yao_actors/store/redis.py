@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import coredis
@@ -81,14 +82,25 @@ def _reachable(url: str) -> Iterator[None]:
     """Turn whatever goes wrong in Redis into :class:`StoreUnavailable`: the ways a server can be out of reach
     (connection refused or lost, timeouts, authentication, a reply that is not the protocol), and any error
     answer (``WRONGTYPE``, ``OOM``, ``READONLY``, a script error, ...), which no caller can do anything else with."""
+    where = shown_url(url)  # the message reaches logs and, through run errors, clients: never the password
     try:
         yield
     except _UNREACHABLE as error:
-        raise StoreUnavailable(f"Redis store at {url} is unreachable: {error}") from error
+        raise StoreUnavailable(f"Redis store at {where} is unreachable: {error}") from error
     except coredis.exceptions.RedisError as error:
         raise StoreUnavailable(
-            f"Redis store at {url} answered with an error ({type(error).__name__}): {error}"
+            f"Redis store at {where} answered with an error ({type(error).__name__}): {error}"
         ) from error
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages may show it: its password (``redis://user:secret@host``) replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = f"{parts.username}:" if parts.username else ":"
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
 @asynccontextmanager
