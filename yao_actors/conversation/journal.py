@@ -158,6 +158,8 @@ class RunJournal:
     """How much of :attr:`transcript` the journal has been given."""
     terminal: EventDict | None = None
     """The run's terminal event, once emitted: written and shown by the close-out, never by the writer."""
+    released: bool = False
+    """The close-out's write released the run's lease too (:meth:`close_out`'s ``release``)."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
     _kicked: bool = False
@@ -388,7 +390,12 @@ class RunJournal:
             self.outlet.show(events)
 
     async def _append(
-        self, turns: Sequence[Message], events: Sequence[EventDict], finish: RunFinish | None, patience: float
+        self,
+        turns: Sequence[Message],
+        events: Sequence[EventDict],
+        finish: RunFinish | None,
+        patience: float,
+        release: str | None = None,
     ) -> Sequence[int] | None:
         """``append_turn``, tried again while the store is out of reach, up to ``patience`` seconds.
 
@@ -400,7 +407,11 @@ class RunJournal:
         async def append() -> Sequence[int] | None:
             nonlocal tries
             tries += 1
-            return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
+            if release is None:  # a store of an embedder's may not take ``release`` at all
+                return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
+            return await self.store.append_turn(
+                self.thread_id, self.run_id, turns, events, finish=finish, release=release
+            )
 
         try:
             return await patiently(append, patience)
@@ -451,9 +462,11 @@ class RunJournal:
             self.failure = error
             raise store_unavailable(error) from error
 
-    async def close_out(self, finish: RunFinish) -> list[EventDict] | None:
+    async def close_out(self, finish: RunFinish, *, release: str | None = None) -> list[EventDict] | None:
         """The close-out's write: the rest of the history, the events not written yet, the terminal event and the
-        run's closed record (``finish``), in one store call; returns the events to show last.
+        run's closed record (``finish``), in one store call; returns the events to show last. With ``release``
+        (the run's lease token, for a store that takes it: ``append_turn(release=...)``) the thread's lease is
+        given up in that same write; :attr:`released` says whether it was (else the caller releases it itself).
 
         ``None`` when the store stayed out of reach (:data:`CLOSE_PATIENCE`): nothing was stored; the caller
         replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the store has the run
@@ -470,7 +483,9 @@ class RunJournal:
                 turns = [] if self.failure is not None else [*self._turns, *self._new_transcript()]
                 try:
                     with trio.CancelScope(shield=True):
-                        sizes = await self._append(turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE)
+                        sizes = await self._append(
+                            turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE, release
+                        )
                 except RunClosed as error:
                     logger.error("run %s: %s", self.run_id, error)
                     self.closed_elsewhere = error
@@ -481,6 +496,7 @@ class RunJournal:
                     self.failure = error
                     return None
                 else:
+                    self.released = release is not None
                     if self.failure is None:
                         self._stored(turns, sizes)
                     self._turns.clear()

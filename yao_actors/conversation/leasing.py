@@ -16,7 +16,7 @@ import trio
 
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.store import ConversationStore
-from yao_actors.store.base import Taken, ThreadLeases
+from yao_actors.store.base import Taken, ThreadLeases, releases_with_finish
 from yao_actors.store.leases import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, sweep_dead_runs
 from yao_actors.tasks import patiently
 
@@ -38,13 +38,24 @@ class LeasePolicy:
     shared: bool = True
     """Whether other processes may share the store (``store.durable``); runs on a store of this process alone
     take no lease (one process runs a thread's runs one at a time anyway)."""
+    release_with_close: bool = False
+    """Whether the store releases a run's lease in the run's close-out write (``append_turn(release=...)``,
+    :func:`~yao_actors.store.base.releases_with_finish`): one store call fewer per run; else a separate release."""
 
     @classmethod
     def of(
         cls, store: ConversationStore, *, ttl: float = DEFAULT_LEASE_TTL, wait: float = DEFAULT_LEASE_WAIT
     ) -> LeasePolicy:
         """The policy of runs on ``store``."""
-        return cls(store.leases(), store.owner, ttl, wait, shared=store.durable)
+        shared = store.durable
+        return cls(
+            store.leases(),
+            store.owner,
+            ttl,
+            wait,
+            shared=shared,
+            release_with_close=shared and releases_with_finish(store),
+        )
 
     def token(self, run_id: str) -> str:
         return f"{self.owner}:{run_id}"
@@ -105,6 +116,10 @@ async def keep_lease(
             except StoreUnavailable as error:
                 logger.warning("thread %s: could not renew its lease: %s", thread_id, error)
                 continue
+            if not kept and renewing.cancel_called:
+                # Stopped meanwhile: the run's close-out released the lease (in its own write) while this
+                # renewal was on its way; the run is over, not lost.
+                return
             if not kept:
                 logger.error("thread %s: its lease expired and was taken elsewhere; the run is cancelled", thread_id)
                 on_lost()

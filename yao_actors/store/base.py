@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import inspect
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -277,9 +278,14 @@ class ConversationStore(Protocol):
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> Sequence[int] | None:
         """Append a turn of a running run's history and a batch of its events in one write, all or nothing;
-        with ``finish``, close the run's record in the same write (:meth:`finish_run`).
+        with ``finish``, close the run's record in the same write (:meth:`finish_run`), and with ``release``
+        (a lease token, only together with ``finish``) give up the thread's lease in it too, when that token
+        still holds it (:meth:`ThreadLeases.release`): the run's close-out and its lease's release, one call.
+        A store that takes ``release`` says so with :data:`RELEASES_WITH_FINISH` (:func:`releases_with_finish`);
+        the runtime gives it to no other store (an embedder's store without it gets a separate release).
 
         What a run writes as it goes (its journal calls this once per turn, and once more with its terminal
         event and ``finish``): ``messages`` as :meth:`append_messages` takes them (a whole turn), ``events``
@@ -321,6 +327,36 @@ class ConversationStore(Protocol):
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's pending approvals as last saved (``[]`` for none, or for an unknown thread)."""
         ...
+
+
+RELEASES_WITH_FINISH: Final = "releases_with_finish"
+"""The attribute (``True``) by which a store says its ``append_turn`` takes ``release`` (see there)."""
+
+
+def releases_with_finish(store: ConversationStore) -> bool:
+    """Whether ``store``'s ``append_turn`` releases the leases of ``store.leases()`` with a run's close.
+
+    It does when its class says so (:data:`RELEASES_WITH_FINISH`, looked up on the class: a wrapper that hands
+    other attributes on to a store it holds does not inherit it), its leases are its own (a subclass or wrapper
+    with leases of its own keeps them apart from the ones its store would release), and its ``append_turn``
+    takes ``release`` (a subclass written before it, with its own signature, does not). Any other store gets
+    the separate release (:meth:`ThreadLeases.release`), as before.
+    """
+    if getattr(type(store), RELEASES_WITH_FINISH, False) is not True:
+        return False
+    if getattr(store.leases(), "store", None) is not store:
+        return False
+    try:
+        parameters = inspect.signature(store.append_turn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "release" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def check_release(finish: RunFinish | None, release: str | None) -> None:
+    """Refuse ``release`` without ``finish``: a lease is released with the run's close only."""
+    if release is not None and finish is None:
+        raise InvalidStoreInput("append_turn: 'release' (a lease token) is taken only together with 'finish'")
 
 
 MAX_SEQ: Final = 2**63 - 1

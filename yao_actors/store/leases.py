@@ -81,6 +81,10 @@ class MemoryLeases:
 
     async def release(self, thread_id: str, token: str) -> None:
         await trio.lowlevel.checkpoint()
+        self.drop(thread_id, token)
+
+    def drop(self, thread_id: str, token: str) -> None:
+        """Release without a checkpoint (the memory store's ``append_turn(release=...)`` is one step)."""
         held = self._held.get(thread_id)
         if held is not None and held[0] == token:
             del self._held[thread_id]

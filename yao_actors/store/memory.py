@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import trio
@@ -38,6 +38,7 @@ from yao_actors.store.base import (
     RunStatus,
     ThreadInfo,
     ThreadLeases,
+    check_release,
     check_rises,
     decode_approvals,
     decode_json,
@@ -89,6 +90,8 @@ class MemoryStore:
     costs its memory once) and copied out. ``clock`` gives POSIX time (tests move it).
     """
 
+    releases_with_finish: ClassVar[bool] = True
+    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
@@ -291,8 +294,10 @@ class MemoryStore:
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> list[int]:
         await trio.lowlevel.checkpoint()
+        check_release(finish, release)
         given = _checked(messages)
         if thread_id not in self._threads:
             raise UnknownThread(f"thread {thread_id!r} was not opened")
@@ -307,6 +312,8 @@ class MemoryStore:
             self._add_events(run_id, batch)
         if finish is not None:
             self._finish(run, finish.status, finish.outcome, finish.usage)
+        if release is not None:
+            self._leases.drop(thread_id, release)
         return sizes
 
     def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> tuple[list[int], list[str]]:

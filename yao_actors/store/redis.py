@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import coredis
@@ -52,6 +52,7 @@ from yao_actors.store.base import (
     RunStatus,
     ThreadInfo,
     ThreadLeases,
+    check_release,
     check_rises,
     decode_approvals,
     decode_json,
@@ -120,6 +121,8 @@ async def open_redis_store(
 class RedisStore:
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
+    releases_with_finish: ClassVar[bool] = True
+    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
     client: coredis.Redis[str]
     """The store's connection (its lease backend shares it)."""
     url: str
@@ -312,7 +315,9 @@ class RedisStore:
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> None:
+        check_release(finish, release)
         encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
         if not encoded and not seqs and finish is None:
@@ -334,6 +339,9 @@ class RedisStore:
             self._keys.events(run_id),
             self._keys.running,
         ]
+        if release is not None:
+            args.append(release)
+            keys.append(self._keys.lease(thread_id))
         done, last = await self._script("append_turn", keys, args)
         if done == -3:
             raise RunClosed(f"run {run_id!r} is closed already ({last})")

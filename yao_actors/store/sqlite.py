@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 import outcome
@@ -41,6 +41,7 @@ from yao_actors.store.base import (
     RunStatus,
     ThreadInfo,
     ThreadLeases,
+    check_release,
     check_rises,
     decode_approvals,
     decode_json,
@@ -291,6 +292,8 @@ async def open_sqlite_store(
 class SqliteStore:
     """A :class:`~yao_actors.store.ConversationStore` in one SQLite file (open with :func:`open_sqlite_store`)."""
 
+    releases_with_finish: ClassVar[bool] = True
+    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
     path: str
     _connection: sqlite3.Connection = attrs.field(alias="connection")
     _worker: WorkerThread = attrs.field(alias="worker")
@@ -465,9 +468,11 @@ class SqliteStore:
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> None:
+        check_release(finish, release)
         if messages or events or finish is not None:
-            await self._append_turn(thread_id, run_id, messages, events, finish)
+            await self._append_turn(thread_id, run_id, messages, events, finish, release)
 
     async def _append_turn(
         self,
@@ -476,6 +481,7 @@ class SqliteStore:
         messages: Sequence[Message],
         events: Sequence[EventDict],
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> None:
         """Messages and events (and the run's close) in one transaction; ``thread_id`` ``None``: only events, of a
         run on any thread, whether or not it is still running (what closes a dead run's log)."""
@@ -510,6 +516,8 @@ class SqliteStore:
                     "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ? WHERE run_id = ?",
                     (finish.status.value, finish.outcome, encode_usage(finish.usage), now, run_id),
                 )
+            if release is not None:
+                db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (found[0], release))
             if purge:
                 _purge_expired_events(db, now)
 
