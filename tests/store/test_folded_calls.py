@@ -1,19 +1,24 @@
 """The store calls a run's steps share, the contract over every backend (memory, SQLite in tmp_path, a real
-redis-server): a run's close-out releases its thread's lease in the same write (``append_turn(release=...)``),
-all or nothing; and which stores the runtime hands that to (an embedder's store of before gets separate calls)."""
+redis-server): a run takes its thread's lease and starts in one step (``take_and_start``), its close-out
+releases the lease in the same write (``append_turn(release=...)``), each all or nothing; and which stores the
+runtime hands them to (an embedder's store of before gets the separate calls)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 import trio
 
-from yao_actors.errors import InvalidStoreInput, RunClosed, SeqConflict, UnknownRun
-from yao_actors.store import ConversationStore, MemoryStore, RunFinish, RunStatus
-from yao_actors.store.base import releases_with_finish
+from tests.store.conftest import Clock
+from tests.store.test_leases import SHORT, let_expire
+from yao_actors.errors import InvalidStoreInput, RunClosed, RunIdTaken, SeqConflict, UnknownRun, UnknownThread
+from yao_actors.specs import StoreSpec
+from yao_actors.store import ConversationStore, MemoryStore, RunFinish, RunStatus, open_store
+from yao_actors.store.base import RunStart, releases_with_finish, starts_with_lease
 from yao_actors.store.leases import MemoryLeases
 
 GUARD = 20.0
@@ -36,8 +41,104 @@ async def started(store: ConversationStore, token: str = "p:r1") -> None:
     await store.append_turn("t1", "r1", [], [event(1, "RUN_STARTED")])
 
 
-async def test_every_store_releases_with_finish(store: ConversationStore) -> None:
+async def test_every_store_folds_the_lease_calls(store: ConversationStore) -> None:
     assert releases_with_finish(store)
+    assert starts_with_lease(store)
+
+
+def start(run_id: str = "r1", expect: int | None = 0) -> RunStart:
+    return RunStart(run_id, "a", [QUESTION], expect)
+
+
+async def test_take_and_start_takes_the_lease_and_starts_the_run_in_one_step(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        taken = await store.take_and_start("t1", "p:r1", 30, start())  # type: ignore[attr-defined]
+        assert (taken.taken, taken.started, taken.closed) == (True, True, ())
+        run = await store.get_run("r1")
+        assert run is not None
+        assert (run.status, run.thread_id, run.assistant, run.owner) == (RunStatus.RUNNING, "t1", "a", store.owner)
+        assert [r.run_id for r in await store.list_runs("t1")] == ["r1"]
+        assert await store.load_history("t1") == [QUESTION]
+        assert not (await store.leases().take("t1", "q:r2", 30)).taken  # held
+        assert await store.leases().renew("t1", "p:r1", 30)
+        await store.append_turn("t1", "r1", [ANSWER], [event(1, "RUN_FINISHED")], finish=FINISHED)
+        assert await store.load_history("t1") == [QUESTION, ANSWER]
+
+
+async def test_take_and_start_leased_elsewhere_starts_nothing(store: ConversationStore) -> None:
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        assert (await store.leases().take("t1", "other", 30)).taken
+        taken = await store.take_and_start("t1", "p:r1", 30, start())  # type: ignore[attr-defined]
+        assert (taken.taken, taken.started) == (False, False)
+        assert await store.get_run("r1") is None
+        assert await store.list_runs("t1") == []
+        assert await store.load_history("t1") == []
+        assert await store.leases().renew("t1", "other", 30)  # still the other's
+
+
+async def test_take_and_start_of_an_unopened_thread_or_a_stored_run_writes_nothing(store: ConversationStore) -> None:
+    leases = store.leases()
+    with trio.fail_after(GUARD):
+        with pytest.raises(UnknownThread):
+            await store.take_and_start("nowhere", "p:r1", 30, start())  # type: ignore[attr-defined]
+        assert (await leases.take("nowhere", "q", 30)).taken  # no lease was left behind
+        assert await store.get_run("r1") is None
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r0", "a", [QUESTION])
+        await store.finish_run("r0", status=RunStatus.FINISHED, outcome="answered")
+        with pytest.raises(RunIdTaken):
+            await store.take_and_start("t1", "p:r0", 30, start("r0", 1))  # type: ignore[attr-defined]
+        assert (await leases.take("t1", "q", 30)).taken  # no lease was left behind
+        assert await store.load_history("t1") == [QUESTION]  # nor the input
+
+
+@pytest.mark.parametrize("durable", ["sqlite", "redis"])
+async def test_take_and_start_closes_the_run_a_dead_process_left_then_starts(
+    durable: str, request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+) -> None:
+    spec = (
+        StoreSpec.sqlite(tmp_path / "shared.sqlite3")
+        if durable == "sqlite"
+        else StoreSpec("redis", url=request.getfixturevalue("redis_server").url, prefix=f"fold-{tmp_path.name}:")
+    )
+    with trio.fail_after(GUARD):
+        async with open_store(spec, clock=clock) as dead, open_store(spec, clock=clock) as alive:
+            await dead.open_thread("t1", None)
+            assert (await dead.take_and_start("t1", "dead:r0", SHORT, start("r0", 0))).started  # type: ignore[attr-defined]
+            await dead.append_turn("t1", "r0", [], [event(1, "RUN_STARTED")])
+            taken = await alive.take_and_start("t1", "alive:r1", 30, start("r1", 1))  # type: ignore[attr-defined]
+            assert (taken.taken, taken.started) == (False, False)  # r0 is alive still
+            await let_expire(clock)  # the dead process renews nothing
+            taken = await alive.take_and_start("t1", "alive:r1", 30, start("r1", 1))  # type: ignore[attr-defined]
+            assert (taken.taken, taken.started, taken.closed, taken.stored_messages) == (True, True, ("r0",), 1)
+            dead_run, run = await alive.get_run("r0"), await alive.get_run("r1")
+            assert dead_run is not None
+            assert run is not None
+            assert (dead_run.status, run.status) == (RunStatus.INTERRUPTED, RunStatus.RUNNING)
+            logged = await alive.read_events("r0")
+            assert [(e["seq"], e["type"], e.get("code")) for e in logged] == [
+                (1, "RUN_STARTED", None),
+                (2, "RUN_ERROR", "interrupted"),
+            ]
+            assert await alive.load_history("t1") == [QUESTION, QUESTION]
+
+
+async def test_take_and_start_behind_the_store_takes_only_the_lease(store: ConversationStore) -> None:
+    """The caller's copy says the thread holds another number of messages: the lease is taken, the run is not
+    started (the caller reloads the history first); with ``expect_messages`` None it starts whatever is stored."""
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.append_messages("t1", [QUESTION, ANSWER])  # another process added to it
+        taken = await store.take_and_start("t1", "p:r1", 30, start("r1", 0))  # type: ignore[attr-defined]
+        assert (taken.taken, taken.started, taken.stored_messages) == (True, False, 2)
+        assert await store.get_run("r1") is None
+        assert await store.load_history("t1") == [QUESTION, ANSWER]
+        assert await store.leases().renew("t1", "p:r1", 30)  # the lease is held
+        taken = await store.take_and_start("t1", "p:r1", 30, start("r1", None))  # type: ignore[attr-defined]
+        assert (taken.taken, taken.started) == (True, True)
+        assert await store.load_history("t1") == [QUESTION, ANSWER, QUESTION]
 
 
 async def test_the_close_out_releases_the_lease_in_its_write(store: ConversationStore) -> None:

@@ -67,13 +67,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 import trio
 import trio.testing
 
 from yao_actors.conversation.inputs import Pending
+from yao_actors.conversation.leasing import Starter
 from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.errors import (
     InvalidStoreInput,
@@ -91,6 +92,7 @@ from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunFinish
+from yao_actors.store.base import RunStart, Taken
 from yao_actors.tasks import PATIENCE, RETRY_DELAYS, Turnstile, patiently
 
 logger = logging.getLogger(__name__)
@@ -209,12 +211,62 @@ class RunJournal:
         except (UnknownThread, UnknownRun) as error:
             self.failure = lost_thread(self.thread_id, error)
             raise store_unavailable(self.failure) from error
+        self._started(messages, given)
+
+    def _started(self, messages: Sequence[Message], given: Sequence[Message]) -> None:
+        """The store recorded the run as running with ``messages`` (the transcript so far and ``given``)."""
         self.started = True
         self._stored(messages)
         self.transcript.extend(given)
         self.written = len(self.transcript)
         if self._events:  # what the run emitted before it started in the store (its RUN_STARTED)
             self.kick()
+
+    def starting(
+        self, starter: Starter, token: str, ttl: float, assistant: str, given: Sequence[Message], expect: int
+    ) -> Callable[[], Awaitable[Taken]]:
+        """One try at the thread's lease that starts the run too, as :meth:`start` would (the store's
+        ``take_and_start``, for :func:`~yao_actors.conversation.leasing.take_lease`): ``expect`` is how many
+        messages the thread's copy in memory says the store holds (the store starts nothing when it holds
+        another number; the run then reloads the history and starts itself, ``Taken.started`` being false).
+
+        Raises ``RunError`` ``bad_request`` when the run id is already stored (nothing written), and
+        ``store_unavailable`` when the thread is gone from the store; a try whose answer was lost leaves the
+        next refused for its id, which counts as started when the stored run is this one.
+        """
+        messages = [*self.transcript, *given]
+        start = RunStart(self.run_id, assistant, messages, expect)
+        tries = 0
+
+        async def once() -> Taken:
+            nonlocal tries
+            tries += 1
+            return await starter(self.thread_id, token, ttl, start)
+
+        async def attempt() -> Taken:
+            nonlocal tries
+            tries = 0
+            try:
+                with trio.CancelScope(shield=True):  # as :meth:`start`'s: a start is never left in doubt
+                    taken = await patiently(once)
+            except StoreUnavailable as error:
+                self.failure = error
+                raise
+            except RunIdTaken:
+                lost = tries > 1  # an earlier try's answer was lost: it may have started the run
+                if not lost or not await self._started_by_us():
+                    raise RunError(
+                        f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
+                    ) from None
+                taken = Taken(True, started=True)  # the lost try took the lease and started the run, atomically
+            except (UnknownThread, UnknownRun) as error:
+                self.failure = lost_thread(self.thread_id, error)
+                raise store_unavailable(self.failure) from error
+            if taken.started:
+                self._started(messages, given)
+            return taken
+
+        return attempt
 
     async def check_new(self) -> None:
         """Raise ``RunError`` ``bad_request`` when the run's id is already stored (``store_unavailable`` when the

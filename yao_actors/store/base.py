@@ -139,6 +139,20 @@ class Taken:
     taken: bool
     closed: tuple[str, ...] = ()
     stored_messages: int | None = None
+    started: bool = False
+    """The same step started the run asked for too (``take_and_start``)."""
+
+
+@attrs.frozen
+class RunStart:
+    """A run to start together with taking its thread's lease (``take_and_start``): its id, assistant and input
+    (what :meth:`ConversationStore.start_run` takes), and how many messages the caller's copy of the thread's
+    history says the store holds (``None``: start whatever it holds)."""
+
+    run_id: str
+    assistant: str
+    messages: Sequence[Message]
+    expect_messages: int | None
 
 
 class ThreadLeases(Protocol):
@@ -351,6 +365,30 @@ def releases_with_finish(store: ConversationStore) -> bool:
     except (TypeError, ValueError):
         return False
     return any(p.name == "release" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+STARTS_WITH_LEASE: Final = "starts_with_lease"
+"""The attribute (``True``) by which a store says it has ``take_and_start`` (see :func:`starts_with_lease`)."""
+
+
+def starts_with_lease(store: ConversationStore) -> bool:
+    """Whether ``store`` takes a thread's lease and starts a run in one step: its class says so
+    (:data:`STARTS_WITH_LEASE`) and its leases are its own, as for :func:`releases_with_finish`. Its
+    ``take_and_start(thread_id, token, ttl, start: RunStart) -> Taken``, one atomic step:
+
+    - the thread not opened: :class:`~yao_actors.errors.UnknownThread`; the run's id stored already:
+      :class:`~yao_actors.errors.RunIdTaken`; the lease held by another token: ``Taken(False)``; in each case
+      nothing is written (no lease is left behind);
+    - else the lease is taken as :meth:`ThreadLeases.take` takes it (the thread's dead runs closed), and the run
+      started as :meth:`ConversationStore.start_run` starts it (``Taken.started``), unless the store holds another
+      number of messages than ``start.expect_messages``: then only the lease is taken (the caller's copy of the
+      history is behind; it reloads it and starts the run itself).
+
+    Any other store gets the separate calls (take, then start), as before.
+    """
+    if getattr(type(store), STARTS_WITH_LEASE, False) is not True:
+        return False
+    return getattr(store.leases(), "store", None) is store and callable(getattr(store, "take_and_start", None))
 
 
 def check_release(finish: RunFinish | None, release: str | None) -> None:

@@ -49,7 +49,9 @@ from yao_actors.store.base import (
     Message,
     RunFinish,
     RunRecord,
+    RunStart,
     RunStatus,
+    Taken,
     ThreadInfo,
     ThreadLeases,
     check_release,
@@ -123,6 +125,8 @@ class RedisStore:
 
     releases_with_finish: ClassVar[bool] = True
     """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
+    starts_with_lease: ClassVar[bool] = True
+    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     client: coredis.Redis[str]
     """The store's connection (its lease backend shares it)."""
     url: str
@@ -273,6 +277,11 @@ class RedisStore:
         encoded = [encode_message(m) for m in input_messages]
         await self._start_or_append(thread_id, encoded, started, (run_id, assistant))
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(started), self.owner)
+
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+        """The lease and the run's start in one script (:func:`~yao_actors.store.base.starts_with_lease`)."""
+        encoded = [encode_message(m) for m in start.messages]
+        return await self._leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
 
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
