@@ -193,8 +193,8 @@ class _ConversationActor:
             self.renewing = await helpers.start(
                 keep_lease, self.leases, order.thread_id, order.run_id, order.control.cancel
             )
-            if taken.started:
-                pass  # the store held what the thread's copy says: nothing to reload
+            if taken.started:  # the store held what the thread's copy says: nothing to reload
+                journal.kick_started()
             elif taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
                 try:  # and the calls it holds for approval, which that process may have changed
                     stored = await patiently(lambda: self.store.load_history(order.thread_id))

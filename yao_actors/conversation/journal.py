@@ -212,6 +212,7 @@ class RunJournal:
             self.failure = lost_thread(self.thread_id, error)
             raise store_unavailable(self.failure) from error
         self._started(messages, given)
+        self.kick_started()
 
     def _started(self, messages: Sequence[Message], given: Sequence[Message]) -> None:
         """The store recorded the run as running with ``messages`` (the transcript so far and ``given``)."""
@@ -219,7 +220,12 @@ class RunJournal:
         self._stored(messages)
         self.transcript.extend(given)
         self.written = len(self.transcript)
-        if self._events:  # what the run emitted before it started in the store (its RUN_STARTED)
+
+    def kick_started(self) -> None:
+        """Once the run is started in the store, and about to go on: have what it emitted before (its
+        ``RUN_STARTED``) written. (Kicked earlier, while the run still waits on something, the writer would find
+        the process idle and write that event alone: a store write more.)"""
+        if self._events:
             self.kick()
 
     def starting(
