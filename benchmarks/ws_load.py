@@ -28,7 +28,8 @@ over the workers, and the last line gives the runs/s of each count against one w
 With ``--stores`` each wave runs once per store, the stores' waves interleaved (memory, SQLite, Redis, memory, ...),
 SQLite in a fresh file per wave and Redis in one ``redis-server`` the benchmark starts; the table gains the store's
 column, a line gives each store's CPU per run against the memory store's, and for Redis the commands the service
-sent per run (``INFO commandstats`` before and after the wave).
+sent per run and how many of them were scripts called, one round trip each (``INFO commandstats`` before and after
+the wave).
 
 With ``--front-end-only`` the service records one real run's events at its start and every run replays them
 through the front end (the tool's latency after each ``TOOL_CALL_END``): the CPU per run is then what the
@@ -424,7 +425,7 @@ async def wave(
         marked = counts or profile is not None  # SIGUSR1 before and after: counts, and the profile's span
         counted_before = await scheduler_counts(processes) if marked else {}
         tally = Tally()
-        commands_before = await redis_commands(redis_url) if store == "redis" or workers else 0
+        commands_before = await redis_commands(redis_url) if store == "redis" or workers else (0, 0)
         cpu_before = [cpu_seconds(p.pid) for p in processes]
         clients_before = time.process_time()
         started = time.perf_counter()
@@ -438,7 +439,8 @@ async def wave(
         system = sum(s for _, s in spent) - sum(s for _, s in cpu_before)
         cpu = user + system
         rss = sum(peak_rss_mib(p.pid) for p in processes)
-        commands = await redis_commands(redis_url) - commands_before if store == "redis" or workers else 0
+        after = await redis_commands(redis_url) if store == "redis" or workers else (0, 0)
+        commands, scripts = after[0] - commands_before[0], after[1] - commands_before[1]
         counted = await scheduler_counts(processes) if marked else {}
     finally:
         for process in processes:
@@ -475,19 +477,22 @@ async def wave(
         "clients_cpu_ms_per_run": clients_cpu * 1000 / len(latencies) if latencies else float("nan"),
         # INFO's own call is among the commands counted after: one less.
         "redis_commands_per_run": (commands - 1) / runs if commands and runs else 0.0,
+        "redis_scripts_per_run": scripts / runs if runs else 0.0,
     } | {
         f"{key}_per_run": (counted[key] - counted_before[key]) / len(latencies) if latencies else float("nan")
         for key in (counted if counts else ())
     }
 
 
-async def redis_commands(url: str | None) -> int:
-    """How many commands the Redis at ``url`` has run since it started (``INFO commandstats``)."""
+async def redis_commands(url: str | None) -> tuple[int, int]:
+    """How many commands the Redis at ``url`` has run since it started, and how many of them were scripts called
+    (``EVALSHA``, ``EVAL``: one round trip each, whatever runs inside) (``INFO commandstats``)."""
     assert url is not None
     client = coredis.Redis.from_url(url, decode_responses=True)
     async with client:
         stats = await client.info("commandstats")
-    return sum(int(value["calls"]) for key, value in stats.items() if key.startswith("cmdstat_"))
+    calls = {key: int(value["calls"]) for key, value in stats.items() if key.startswith("cmdstat_")}
+    return sum(calls.values()), calls.get("cmdstat_evalsha", 0) + calls.get("cmdstat_eval", 0)
 
 
 def median_row(waves: list[dict[str, Any]]) -> dict[str, Any]:
@@ -547,7 +552,10 @@ def print_store_ratios(rows: list[dict[str, Any]]) -> None:
             f" the memory store's"
         )
         if row["store"] == "redis":
-            line += f"; {row['redis_commands_per_run']:.1f} Redis commands per run"
+            line += (
+                f"; {row['redis_commands_per_run']:.1f} Redis commands per run,"
+                f" {row.get('redis_scripts_per_run', 0.0):.1f} of them scripts called (EVALSHA)"
+            )
         print(line)
 
 

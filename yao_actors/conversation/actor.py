@@ -43,6 +43,7 @@ from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, RunFinish, RunStatus
+from yao_actors.store.base import Taken
 from yao_actors.tasks import patiently, send_now_or_wait
 from yao_actors.tools.results import ToolCallResult
 
@@ -177,19 +178,24 @@ class _ConversationActor:
             finally:
                 await self.release(order)
 
-    async def take_thread(self, order: RunOrder, helpers: trio.Nursery) -> tuple[Message, ...] | RunError:
-        """Take the thread's lease when the store is shared (kept renewed in ``helpers``), bring the history up
-        to date with the store's when another process added to it; the history the run starts from."""
+    async def take_thread(
+        self, order: RunOrder, journal: RunJournal, helpers: trio.Nursery
+    ) -> tuple[Message, ...] | RunError:
+        """Take the thread's lease when the store is shared (kept renewed in ``helpers``), starting the run in the
+        same store call when it can (:meth:`folded_start`), bring the history up to date with the store's when
+        another process added to it; the history the run starts from."""
         if self.leases.shared:
             token = self.leases.token(order.run_id)
             try:
-                taken = await take_lease(self.leases, order.thread_id, token)
+                taken = await take_lease(self.leases, order.thread_id, token, self.folded_start(order, journal))
             except RunError as refused:
                 return refused
             self.renewing = await helpers.start(
                 keep_lease, self.leases, order.thread_id, order.run_id, order.control.cancel
             )
-            if taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
+            if taken.started:  # the store held what the thread's copy says: nothing to reload
+                journal.kick_started()
+            elif taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
                 try:  # and the calls it holds for approval, which that process may have changed
                     stored = await patiently(lambda: self.store.load_history(order.thread_id))
                     approvals = await patiently(lambda: self.store.load_approvals(order.thread_id))
@@ -204,12 +210,36 @@ class _ConversationActor:
             self.status.history.replace(order.request.history)
         return tuple(self.status.history.messages)
 
-    async def release(self, order: RunOrder) -> None:
-        """Give the thread's lease back (once the run's record is closed in the store)."""
+    def folded_start(self, order: RunOrder, journal: RunJournal) -> Callable[[], Awaitable[Taken]] | None:
+        """The lease's try that starts the run too (one store call: :meth:`RunJournal.starting`), when the store
+        has it and the run starts plainly: no calls held for approval nor answers to them (those run, or are
+        refused, before the run starts), a copy of the history in step with the store's, and an input that
+        the history takes (a refused one is refused before anything is written, as it always was)."""
+        if self.leases.starter is None or self.status.approvals or order.request.resume:
+            return None
+        expect = self.status.stored_messages
+        if expect is None:
+            return None
+        request = order.request
+        history = self.status.history.messages if request.history is None else request.history
+        try:
+            check_tool_answers(history, request.messages)
+        except RunError:
+            return None
+        given = [*answer_dangling_calls(history, request.messages), *request.messages]
+        ttl = self.leases.ttl
+        return journal.starting(
+            self.leases.starter, self.leases.token(order.run_id), ttl, order.assistant.id, given, expect
+        )
+
+    async def release(self, order: RunOrder, *, released: bool = False) -> None:
+        """Give the thread's lease back (once the run's record is closed in the store); ``released``: the close-out's
+        write gave it back already, and only its renewal stops."""
         if self.renewing is not None:
             self.renewing.cancel()
             self.renewing = None
-            await release_lease(self.leases, order.thread_id, self.leases.token(order.run_id))
+            if not released:
+                await release_lease(self.leases, order.thread_id, self.leases.token(order.run_id))
 
     async def execute_run(
         self, order: RunOrder, journal: RunJournal, observed: RunObservation, helpers: trio.Nursery
@@ -234,7 +264,7 @@ class _ConversationActor:
         try:
             with order.control.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 await run.events.run_started()
-                history = await self.take_thread(order, helpers)
+                history = await self.take_thread(order, journal, helpers)
                 if isinstance(history, RunError):
                     ending = history
                 else:
@@ -271,7 +301,9 @@ class _ConversationActor:
             if journal.failure is not None and result.outcome is not Outcome.ERROR:
                 result = _failed(result, store_unavailable(journal.failure))
         await _close_out(run, result, unreported)
-        last = await journal.close_out(_finish(result))
+        # With a store that takes it, the lease goes in the close-out's write (one store call fewer per run).
+        folded = self.renewing is not None and self.leases.release_with_close
+        last = await journal.close_out(_finish(result), release=self.leases.token(order.run_id) if folded else None)
         if last is None:
             # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the
             # close-out's events are shown without being stored (the one case where a client sees more than
@@ -289,7 +321,7 @@ class _ConversationActor:
         if result.outcome is Outcome.INTERRUPT:
             self.status.approvals.extend(result.interrupts)
         # The run is over in the store: another process may take the thread now.
-        await self.release(order)
+        await self.release(order, released=journal.released)
         # The thread keeps what its store has, so the two never disagree.
         self.status.history.extend(journal.stored, journal.sizes)
         if self.status.stored_messages is not None:
@@ -355,6 +387,9 @@ async def _start(
     ends the run with its error before anything runs; so does a store that cannot record the run's start.
     """
     request = order.request
+    if journal.started:  # with the lease (:meth:`_ConversationActor.folded_start`): nothing held, nothing resumed
+        window = window_history(history, order.assistant.history_max_messages)
+        return await _answer(run, order, [*window, *journal.transcript])
     try:
         check_tool_answers(history, request.messages, held=[p.call.id for p in status.approvals])
         now = run.resources.clock()

@@ -67,13 +67,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 import trio
 import trio.testing
 
 from yao_actors.conversation.inputs import Pending
+from yao_actors.conversation.leasing import Starter
 from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.errors import (
     InvalidStoreInput,
@@ -91,6 +92,7 @@ from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunFinish
+from yao_actors.store.base import RunStart, Taken
 from yao_actors.tasks import PATIENCE, RETRY_DELAYS, Turnstile, patiently
 
 logger = logging.getLogger(__name__)
@@ -158,6 +160,8 @@ class RunJournal:
     """How much of :attr:`transcript` the journal has been given."""
     terminal: EventDict | None = None
     """The run's terminal event, once emitted: written and shown by the close-out, never by the writer."""
+    released: bool = False
+    """The close-out's write released the run's lease too (:meth:`close_out`'s ``release``)."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
     _kicked: bool = False
@@ -207,12 +211,68 @@ class RunJournal:
         except (UnknownThread, UnknownRun) as error:
             self.failure = lost_thread(self.thread_id, error)
             raise store_unavailable(self.failure) from error
+        self._started(messages, given)
+        self.kick_started()
+
+    def _started(self, messages: Sequence[Message], given: Sequence[Message]) -> None:
+        """The store recorded the run as running with ``messages`` (the transcript so far and ``given``)."""
         self.started = True
         self._stored(messages)
         self.transcript.extend(given)
         self.written = len(self.transcript)
-        if self._events:  # what the run emitted before it started in the store (its RUN_STARTED)
+
+    def kick_started(self) -> None:
+        """Once the run is started in the store, and about to go on: have what it emitted before (its
+        ``RUN_STARTED``) written. (Kicked earlier, while the run still waits on something, the writer would find
+        the process idle and write that event alone: a store write more.)"""
+        if self._events:
             self.kick()
+
+    def starting(
+        self, starter: Starter, token: str, ttl: float, assistant: str, given: Sequence[Message], expect: int
+    ) -> Callable[[], Awaitable[Taken]]:
+        """One try at the thread's lease that starts the run too, as :meth:`start` would (the store's
+        ``take_and_start``, for :func:`~yao_actors.conversation.leasing.take_lease`): ``expect`` is how many
+        messages the thread's copy in memory says the store holds (the store starts nothing when it holds
+        another number; the run then reloads the history and starts itself, ``Taken.started`` being false).
+
+        Raises ``RunError`` ``bad_request`` when the run id is already stored (nothing written), and
+        ``store_unavailable`` when the thread is gone from the store; a try whose answer was lost leaves the
+        next refused for its id, which counts as started when the stored run is this one.
+        """
+        messages = [*self.transcript, *given]
+        start = RunStart(self.run_id, assistant, messages, expect)
+        tries = 0
+
+        async def once() -> Taken:
+            nonlocal tries
+            tries += 1
+            return await starter(self.thread_id, token, ttl, start)
+
+        async def attempt() -> Taken:
+            nonlocal tries
+            tries = 0
+            try:
+                with trio.CancelScope(shield=True):  # as :meth:`start`'s: a start is never left in doubt
+                    taken = await patiently(once)
+            except StoreUnavailable as error:
+                self.failure = error
+                raise
+            except RunIdTaken:
+                lost = tries > 1  # an earlier try's answer was lost: it may have started the run
+                if not lost or not await self._started_by_us():
+                    raise RunError(
+                        f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
+                    ) from None
+                taken = Taken(True, started=True)  # the lost try took the lease and started the run, atomically
+            except (UnknownThread, UnknownRun) as error:
+                self.failure = lost_thread(self.thread_id, error)
+                raise store_unavailable(self.failure) from error
+            if taken.started:
+                self._started(messages, given)
+            return taken
+
+        return attempt
 
     async def check_new(self) -> None:
         """Raise ``RunError`` ``bad_request`` when the run's id is already stored (``store_unavailable`` when the
@@ -388,7 +448,12 @@ class RunJournal:
             self.outlet.show(events)
 
     async def _append(
-        self, turns: Sequence[Message], events: Sequence[EventDict], finish: RunFinish | None, patience: float
+        self,
+        turns: Sequence[Message],
+        events: Sequence[EventDict],
+        finish: RunFinish | None,
+        patience: float,
+        release: str | None = None,
     ) -> Sequence[int] | None:
         """``append_turn``, tried again while the store is out of reach, up to ``patience`` seconds.
 
@@ -400,7 +465,11 @@ class RunJournal:
         async def append() -> Sequence[int] | None:
             nonlocal tries
             tries += 1
-            return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
+            if release is None:  # a store of an embedder's may not take ``release`` at all
+                return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
+            return await self.store.append_turn(
+                self.thread_id, self.run_id, turns, events, finish=finish, release=release
+            )
 
         try:
             return await patiently(append, patience)
@@ -451,9 +520,11 @@ class RunJournal:
             self.failure = error
             raise store_unavailable(error) from error
 
-    async def close_out(self, finish: RunFinish) -> list[EventDict] | None:
+    async def close_out(self, finish: RunFinish, *, release: str | None = None) -> list[EventDict] | None:
         """The close-out's write: the rest of the history, the events not written yet, the terminal event and the
-        run's closed record (``finish``), in one store call; returns the events to show last.
+        run's closed record (``finish``), in one store call; returns the events to show last. With ``release``
+        (the run's lease token, for a store that takes it: ``append_turn(release=...)``) the thread's lease is
+        given up in that same write; :attr:`released` says whether it was (else the caller releases it itself).
 
         ``None`` when the store stayed out of reach (:data:`CLOSE_PATIENCE`): nothing was stored; the caller
         replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the store has the run
@@ -470,7 +541,9 @@ class RunJournal:
                 turns = [] if self.failure is not None else [*self._turns, *self._new_transcript()]
                 try:
                     with trio.CancelScope(shield=True):
-                        sizes = await self._append(turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE)
+                        sizes = await self._append(
+                            turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE, release
+                        )
                 except RunClosed as error:
                     logger.error("run %s: %s", self.run_id, error)
                     self.closed_elsewhere = error
@@ -481,6 +554,7 @@ class RunJournal:
                     self.failure = error
                     return None
                 else:
+                    self.released = release is not None
                     if self.failure is None:
                         self._stored(turns, sizes)
                     self._turns.clear()

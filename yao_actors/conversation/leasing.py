@@ -8,19 +8,23 @@ and calls ``on_lost`` when another holder took it (the run is then cancelled rat
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
 
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.store import ConversationStore
-from yao_actors.store.base import Taken, ThreadLeases
+from yao_actors.store.base import RunStart, Taken, ThreadLeases, releases_with_finish, starts_with_lease
 from yao_actors.store.leases import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, sweep_dead_runs
 from yao_actors.tasks import patiently
 
 logger = logging.getLogger(__name__)
+
+Starter = Callable[[str, str, float, RunStart], Awaitable[Taken]]
+"""A store's ``take_and_start(thread_id, token, ttl, start)``."""
 
 POLL_INTERVAL = 0.2
 """Seconds between two attempts at a lease held elsewhere (at most a third of the lease's ttl)."""
@@ -38,28 +42,43 @@ class LeasePolicy:
     shared: bool = True
     """Whether other processes may share the store (``store.durable``); runs on a store of this process alone
     take no lease (one process runs a thread's runs one at a time anyway)."""
+    starter: Starter | None = None
+    """The store's ``take_and_start`` when it has one (:func:`~yao_actors.store.base.starts_with_lease`): a run
+    takes its lease and starts in one store call; else it takes the lease, then starts."""
+    release_with_close: bool = False
+    """Whether the store releases a run's lease in the run's close-out write (``append_turn(release=...)``,
+    :func:`~yao_actors.store.base.releases_with_finish`): one store call fewer per run; else a separate release."""
 
     @classmethod
     def of(
         cls, store: ConversationStore, *, ttl: float = DEFAULT_LEASE_TTL, wait: float = DEFAULT_LEASE_WAIT
     ) -> LeasePolicy:
         """The policy of runs on ``store``."""
-        return cls(store.leases(), store.owner, ttl, wait, shared=store.durable)
+        shared = store.durable
+        starter = getattr(store, "take_and_start", None) if shared and starts_with_lease(store) else None
+        release_with_close = shared and releases_with_finish(store)
+        return cls(store.leases(), store.owner, ttl, wait, shared, starter, release_with_close)
 
     def token(self, run_id: str) -> str:
         return f"{self.owner}:{run_id}"
 
 
-async def take_lease(policy: LeasePolicy, thread_id: str, token: str) -> Taken:
-    """The thread's lease for ``token``, waiting up to ``policy.wait`` while another holds it.
+async def take_lease(
+    policy: LeasePolicy, thread_id: str, token: str, attempt: Callable[[], Awaitable[Taken]] | None = None
+) -> Taken:
+    """The thread's lease for ``token``, waiting up to ``policy.wait`` while another holds it; ``attempt`` is one
+    try at it that is patient with the store itself (the run journal's, :meth:`RunJournal.starting`: the store's
+    ``take_and_start``), else the lease's ``take`` is tried (:func:`~yao_actors.tasks.patiently`).
 
     Raises ``RunError`` ``thread_busy`` when it is still held elsewhere after that; ``store_unavailable``
-    when the store stays out of reach (:func:`~yao_actors.tasks.patiently`).
+    when the store stays out of reach.
     """
+    if attempt is None:
+        attempt = functools.partial(patiently, functools.partial(policy.leases.take, thread_id, token, policy.ttl))
     try:
         with trio.move_on_after(policy.wait):
             while True:
-                taken = await patiently(lambda: policy.leases.take(thread_id, token, policy.ttl))
+                taken = await attempt()
                 if taken.taken:
                     if taken.closed:
                         logger.warning("thread %s: closed run(s) whose process died: %s", thread_id, taken.closed)
@@ -105,6 +124,10 @@ async def keep_lease(
             except StoreUnavailable as error:
                 logger.warning("thread %s: could not renew its lease: %s", thread_id, error)
                 continue
+            if not kept and renewing.cancel_called:
+                # Stopped meanwhile: the run's close-out released the lease (in its own write) while this
+                # renewal was on its way; the run is over, not lost.
+                return
             if not kept:
                 logger.error("thread %s: its lease expired and was taken elsewhere; the run is cancelled", thread_id)
                 on_lost()

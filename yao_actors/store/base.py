@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import inspect
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -138,6 +139,20 @@ class Taken:
     taken: bool
     closed: tuple[str, ...] = ()
     stored_messages: int | None = None
+    started: bool = False
+    """The same step started the run asked for too (``take_and_start``)."""
+
+
+@attrs.frozen
+class RunStart:
+    """A run to start together with taking its thread's lease (``take_and_start``): its id, assistant and input
+    (what :meth:`ConversationStore.start_run` takes), and how many messages the caller's copy of the thread's
+    history says the store holds (``None``: start whatever it holds)."""
+
+    run_id: str
+    assistant: str
+    messages: Sequence[Message]
+    expect_messages: int | None
 
 
 class ThreadLeases(Protocol):
@@ -277,9 +292,14 @@ class ConversationStore(Protocol):
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> Sequence[int] | None:
         """Append a turn of a running run's history and a batch of its events in one write, all or nothing;
-        with ``finish``, close the run's record in the same write (:meth:`finish_run`).
+        with ``finish``, close the run's record in the same write (:meth:`finish_run`), and with ``release``
+        (a lease token, only together with ``finish``) give up the thread's lease in it too, when that token
+        still holds it (:meth:`ThreadLeases.release`): the run's close-out and its lease's release, one call.
+        A store that takes ``release`` says so with :data:`RELEASES_WITH_FINISH` (:func:`releases_with_finish`);
+        the runtime gives it to no other store (an embedder's store without it gets a separate release).
 
         What a run writes as it goes (its journal calls this once per turn, and once more with its terminal
         event and ``finish``): ``messages`` as :meth:`append_messages` takes them (a whole turn), ``events``
@@ -321,6 +341,60 @@ class ConversationStore(Protocol):
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's pending approvals as last saved (``[]`` for none, or for an unknown thread)."""
         ...
+
+
+RELEASES_WITH_FINISH: Final = "releases_with_finish"
+"""The attribute (``True``) by which a store says its ``append_turn`` takes ``release`` (see there)."""
+
+
+def releases_with_finish(store: ConversationStore) -> bool:
+    """Whether ``store``'s ``append_turn`` releases the leases of ``store.leases()`` with a run's close.
+
+    It does when its class says so (:data:`RELEASES_WITH_FINISH`, looked up on the class: a wrapper that hands
+    other attributes on to a store it holds does not inherit it), its leases are its own (a subclass or wrapper
+    with leases of its own keeps them apart from the ones its store would release), and its ``append_turn``
+    takes ``release`` (a subclass written before it, with its own signature, does not). Any other store gets
+    the separate release (:meth:`ThreadLeases.release`), as before.
+    """
+    if getattr(type(store), RELEASES_WITH_FINISH, False) is not True:
+        return False
+    if getattr(store.leases(), "store", None) is not store:
+        return False
+    try:
+        parameters = inspect.signature(store.append_turn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "release" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+STARTS_WITH_LEASE: Final = "starts_with_lease"
+"""The attribute (``True``) by which a store says it has ``take_and_start`` (see :func:`starts_with_lease`)."""
+
+
+def starts_with_lease(store: ConversationStore) -> bool:
+    """Whether ``store`` takes a thread's lease and starts a run in one step: its class says so
+    (:data:`STARTS_WITH_LEASE`) and its leases are its own, as for :func:`releases_with_finish`. Its
+    ``take_and_start(thread_id, token, ttl, start: RunStart) -> Taken``, one atomic step:
+
+    - the thread not opened: :class:`~yao_actors.errors.UnknownThread`; the run's id stored already:
+      :class:`~yao_actors.errors.RunIdTaken`; the lease held by another token: ``Taken(False)``; in each case
+      nothing is written (no lease is left behind);
+    - else the lease is taken as :meth:`ThreadLeases.take` takes it (the thread's dead runs closed), and the run
+      started as :meth:`ConversationStore.start_run` starts it (``Taken.started``), unless the store holds another
+      number of messages than ``start.expect_messages``: then only the lease is taken (the caller's copy of the
+      history is behind; it reloads it and starts the run itself).
+
+    Any other store gets the separate calls (take, then start), as before.
+    """
+    if getattr(type(store), STARTS_WITH_LEASE, False) is not True:
+        return False
+    return getattr(store.leases(), "store", None) is store and callable(getattr(store, "take_and_start", None))
+
+
+def check_release(finish: RunFinish | None, release: str | None) -> None:
+    """Refuse ``release`` without ``finish``: a lease is released with the run's close only."""
+    if release is not None and finish is None:
+        raise InvalidStoreInput("append_turn: 'release' (a lease token) is taken only together with 'finish'")
 
 
 MAX_SEQ: Final = 2**63 - 1

@@ -50,15 +50,21 @@ class MemoryLeases:
 
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
         await trio.lowlevel.checkpoint()
-        held = self._held.get(thread_id)
-        if held is not None and held[0] != token and held[1] > self._now():
+        if not self.hold(thread_id, token, ttl):
             return Taken(False)
-        self._held[thread_id] = (token, self._now() + ttl)
         if not self.store.durable:
             # Its runs live and die with this process, which runs a thread's runs one at a time.
             return Taken(True)
         closed = await close_running_runs(self.store, thread_id, also_close)
         return Taken(True, closed, len(await self.store.load_history(thread_id)))
+
+    def hold(self, thread_id: str, token: str, ttl: float) -> bool:
+        """Take (or extend) the lease for ``token`` unless another holds it, without a checkpoint; whether taken."""
+        held = self._held.get(thread_id)
+        if held is not None and held[0] != token and held[1] > self._now():
+            return False
+        self._held[thread_id] = (token, self._now() + ttl)
+        return True
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
         await trio.lowlevel.checkpoint()
@@ -81,6 +87,10 @@ class MemoryLeases:
 
     async def release(self, thread_id: str, token: str) -> None:
         await trio.lowlevel.checkpoint()
+        self.drop(thread_id, token)
+
+    def drop(self, thread_id: str, token: str) -> None:
+        """Release without a checkpoint (the memory store's ``append_turn(release=...)`` is one step)."""
         held = self._held.get(thread_id)
         if held is not None and held[0] == token:
             del self._held[thread_id]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import trio
@@ -35,9 +35,12 @@ from yao_actors.store.base import (
     Message,
     RunFinish,
     RunRecord,
+    RunStart,
     RunStatus,
+    Taken,
     ThreadInfo,
     ThreadLeases,
+    check_release,
     check_rises,
     decode_approvals,
     decode_json,
@@ -89,6 +92,10 @@ class MemoryStore:
     costs its memory once) and copied out. ``clock`` gives POSIX time (tests move it).
     """
 
+    releases_with_finish: ClassVar[bool] = True
+    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
+    starts_with_lease: ClassVar[bool] = True
+    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
@@ -239,6 +246,26 @@ class MemoryStore:
         given = _checked(input_messages)
         if run_id in self._runs:
             raise RunIdTaken(f"run {run_id!r} is already stored")
+        return self._start(thread_id, run_id, assistant, given)
+
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+        """The lease and the run's start in one step (:func:`~yao_actors.store.base.starts_with_lease`). Its
+        runs live and die with this process: no dead runs to close, and nobody else adds to its threads."""
+        await trio.lowlevel.checkpoint()
+        given = _checked(start.messages)
+        if thread_id not in self._threads:
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
+        if start.run_id in self._runs:
+            raise RunIdTaken(f"run {start.run_id!r} is already stored")
+        if not self._leases.hold(thread_id, token, ttl):
+            return Taken(False)
+        stored = len(self._messages.get(thread_id, ()))
+        if start.expect_messages is not None and start.expect_messages != stored:
+            return Taken(True, stored_messages=stored)
+        self._start(thread_id, start.run_id, start.assistant, given)
+        return Taken(True, stored_messages=stored, started=True)
+
+    def _start(self, thread_id: str, run_id: str, assistant: str, given: list[Message]) -> RunRecord:
         self._append(thread_id, given)
         run = RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(self.clock()), self.owner)
         self._runs[run_id] = run
@@ -291,8 +318,10 @@ class MemoryStore:
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> list[int]:
         await trio.lowlevel.checkpoint()
+        check_release(finish, release)
         given = _checked(messages)
         if thread_id not in self._threads:
             raise UnknownThread(f"thread {thread_id!r} was not opened")
@@ -307,6 +336,8 @@ class MemoryStore:
             self._add_events(run_id, batch)
         if finish is not None:
             self._finish(run, finish.status, finish.outcome, finish.usage)
+        if release is not None:
+            self._leases.drop(thread_id, release)
         return sizes
 
     def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> tuple[list[int], list[str]]:

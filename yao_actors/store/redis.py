@@ -34,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -50,9 +50,12 @@ from yao_actors.store.base import (
     Message,
     RunFinish,
     RunRecord,
+    RunStart,
     RunStatus,
+    Taken,
     ThreadInfo,
     ThreadLeases,
+    check_release,
     check_rises,
     decode_approvals,
     decode_json,
@@ -132,6 +135,10 @@ async def open_redis_store(
 class RedisStore:
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
+    releases_with_finish: ClassVar[bool] = True
+    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
+    starts_with_lease: ClassVar[bool] = True
+    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     client: coredis.Redis[str]
     """The store's connection (its lease backend shares it)."""
     url: str
@@ -283,6 +290,11 @@ class RedisStore:
         await self._start_or_append(thread_id, encoded, started, (run_id, assistant))
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(started), self.owner)
 
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+        """The lease and the run's start in one script (:func:`~yao_actors.store.base.starts_with_lease`)."""
+        encoded = [encode_message(m) for m in start.messages]
+        return await self._leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
+
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
@@ -324,7 +336,9 @@ class RedisStore:
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> None:
+        check_release(finish, release)
         encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
         if not encoded and not seqs and finish is None:
@@ -346,6 +360,9 @@ class RedisStore:
             self._keys.events(run_id),
             self._keys.running,
         ]
+        if release is not None:
+            args.append(release)
+            keys.append(self._keys.lease(thread_id))
         done, last = await self._script("append_turn", keys, args)
         if done == -3:
             raise RunClosed(f"run {run_id!r} is closed already ({last})")

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import attrs
 import coredis
 
-from yao_actors.store.base import INTERRUPTED_CODE, Taken
+from yao_actors.errors import RunIdTaken, UnknownThread
+from yao_actors.store.base import INTERRUPTED_CODE, RunStart, Taken
 from yao_actors.store.leases import INTERRUPTED_MESSAGE
 from yao_actors.store.redis_keys import ESCAPE_LUA, RedisKeys
 from yao_actors.store.redis_scripts import LAST_SEQ_LUA
@@ -44,36 +45,78 @@ class RedisAccess(Protocol):
     ) -> Any: ...
 
 
-_TAKE = (
+_CLOSE_LUA = (
     LAST_SEQ_LUA
     + ESCAPE_LUA
     + """
--- KEYS: lease, thread runs, running set, thread messages
--- ARGV: token, ttl ms, prefix, now, timestamp ms, message, code, run to close too ('' none), event ttl ms
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, {}, 0} end
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-local closed = {}
-local function close(run_id)
-  local run = ARGV[3] .. 'run:' .. escape(run_id)  -- RedisKeys.run, RedisKeys.events
+-- Close a run still running as interrupted (its terminal RUN_ERROR appended); notes its id in closed.
+-- how: prefix, now, timestamp ms, message, code, event ttl ms, the running set
+local function close(run_id, how, closed)
+  local run = how.prefix .. 'run:' .. escape(run_id)  -- RedisKeys.run, RedisKeys.events
   if redis.call('HGET', run, 'status') ~= 'running' then return end
   local stream = run .. ':events'
   local seq = last_seq(stream) + 1
-  local event = cjson.encode({type = 'RUN_ERROR', message = ARGV[6], code = ARGV[7],
-                              timestamp = tonumber(ARGV[5]), runId = run_id})
+  local event = cjson.encode({type = 'RUN_ERROR', message = how.message, code = how.code,
+                              timestamp = tonumber(how.timestamp), runId = run_id})
   redis.call('XADD', stream, '0-' .. seq, 'e', event)
-  redis.call('PEXPIRE', stream, ARGV[9])
-  redis.call('HSET', run, 'status', 'interrupted', 'outcome', 'interrupted', 'finishedAt', ARGV[4])
-  redis.call('SREM', KEYS[3], run_id)
+  redis.call('PEXPIRE', stream, how.event_ttl)
+  redis.call('HSET', run, 'status', 'interrupted', 'outcome', 'interrupted', 'finishedAt', how.now)
+  redis.call('SREM', how.running, run_id)
   closed[#closed + 1] = run_id
 end
-local last = redis.call('LINDEX', KEYS[2], -1)
-if last then close(last) end
-if ARGV[8] ~= '' and ARGV[8] ~= last then close(ARGV[8]) end
+-- Take the lease (KEYS[1]) for ARGV[1] for ARGV[2] ms and close the thread's running runs (its last, and
+-- also_close); the ids closed, or nil when another holds the lease.
+local function take(thread_runs, also_close, how)
+  if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    if redis.call('GET', KEYS[1]) ~= ARGV[1] then return nil end
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
+  local closed = {}
+  local last = redis.call('LINDEX', thread_runs, -1)
+  if last then close(last, how, closed) end
+  if also_close ~= '' and also_close ~= last then close(also_close, how, closed) end
+  return closed
+end
+local how = {prefix = ARGV[3], now = ARGV[4], timestamp = ARGV[5], message = ARGV[6], code = ARGV[7],
+             event_ttl = ARGV[9], running = KEYS[3]}
+"""
+)
+
+_TAKE = (
+    _CLOSE_LUA
+    + """
+-- KEYS: lease, thread runs, running set, thread messages
+-- ARGV: token, ttl ms, prefix, now, timestamp ms, message, code, run to close too ('' none), event ttl ms
+local closed = take(KEYS[2], ARGV[8], how)
+if not closed then return {0, {}, 0} end
 return {1, closed, redis.call('LLEN', KEYS[4])}
 """
 )
+
+_TAKE_AND_START = (
+    _CLOSE_LUA
+    + """
+-- KEYS: lease, thread runs, running set, thread messages, thread, run
+-- ARGV: as _TAKE's (the 8th unused), then run id, thread id, assistant, owner, the messages the caller expects
+-- the thread to hold ('' any), the run's input messages...
+-- Returns {-2}: thread not opened; {-1}: run id stored; {0}: leased elsewhere (each: nothing written);
+-- {1, closed, count}: lease taken, run not started (count differs); {2, closed, count}: both.
+if redis.call('EXISTS', KEYS[5]) == 0 then return {-2, {}, 0} end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {-1, {}, 0} end
+local closed = take(KEYS[2], '', how)
+if not closed then return {0, {}, 0} end
+local count = redis.call('LLEN', KEYS[4])
+if ARGV[14] ~= '' and tonumber(ARGV[14]) ~= count then return {1, closed, count} end
+redis.call('HSET', KEYS[6], 'threadId', ARGV[11], 'assistant', ARGV[12], 'status', 'running',
+           'startedAt', ARGV[4], 'owner', ARGV[13], 'usage', '{}')
+redis.call('RPUSH', KEYS[2], ARGV[10])
+redis.call('SADD', KEYS[3], ARGV[10])
+redis.call('HSET', KEYS[5], 'updatedAt', ARGV[4])
+for i = 15, #ARGV, 1000 do redis.call('RPUSH', KEYS[4], unpack(ARGV, i, math.min(i + 999, #ARGV))) end
+return {2, closed, count}
+"""
+)
+"""The lease taken and the run started in one script (:func:`~yao_actors.store.base.starts_with_lease`)."""
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -107,7 +150,13 @@ class RedisLeases:
         client = self.store.client
         return {
             name: client.register_script(source)
-            for name, source in (("take", _TAKE), ("renew", _RENEW), ("reclaim", _RECLAIM), ("release", _RELEASE))
+            for name, source in (
+                ("take", _TAKE),
+                ("take_and_start", _TAKE_AND_START),
+                ("renew", _RENEW),
+                ("reclaim", _RECLAIM),
+                ("release", _RELEASE),
+            )
         }
 
     async def _script(self, name: str, keys: list[str], args: list[str | int | float]) -> Any:
@@ -122,7 +171,13 @@ class RedisLeases:
             store.keys.running,
             store.keys.messages(thread_id),
         ]
-        args: list[str | int | float] = [
+        args = self._take_args(token, ttl, now, also_close or "")
+        taken, closed, count = await self._script("take", keys, args)
+        return Taken(bool(taken), tuple(str(run_id) for run_id in closed), int(count) if taken else None)
+
+    def _take_args(self, token: str, ttl: float, now: float, also_close: str) -> list[str | int | float]:
+        store = self.store
+        return [
             token,
             _ms(ttl),
             store.prefix,
@@ -130,11 +185,35 @@ class RedisLeases:
             int(now * 1000),
             INTERRUPTED_MESSAGE,
             INTERRUPTED_CODE,
-            also_close or "",
+            also_close,
             store.ttl_ms,
         ]
-        taken, closed, count = await self._script("take", keys, args)
-        return Taken(bool(taken), tuple(str(run_id) for run_id in closed), int(count) if taken else None)
+
+    async def take_and_start(
+        self, thread_id: str, token: str, ttl: float, start: RunStart, owner: str, encoded: Sequence[str]
+    ) -> Taken:
+        """The store's ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`), one script;
+        ``encoded``: the run's input messages as stored."""
+        store = self.store
+        keys = [
+            store.keys.lease(thread_id),
+            store.keys.thread_runs(thread_id),
+            store.keys.running,
+            store.keys.messages(thread_id),
+            store.keys.thread(thread_id),
+            store.keys.run(start.run_id),
+        ]
+        expect = "" if start.expect_messages is None else str(start.expect_messages)
+        args = self._take_args(token, ttl, store.clock(), "")
+        args += [start.run_id, thread_id, start.assistant, owner, expect, *encoded]
+        done, closed, count = await self._script("take_and_start", keys, args)
+        if done == -2:
+            raise UnknownThread(f"thread {thread_id!r} was not opened")
+        if done == -1:
+            raise RunIdTaken(f"run {start.run_id!r} is already stored")
+        if done == 0:
+            return Taken(False)
+        return Taken(True, tuple(str(run_id) for run_id in closed), int(count), started=done == 2)
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
         return bool(await self._script("renew", [self.store.keys.lease(thread_id)], [token, _ms(ttl)]))

@@ -90,7 +90,8 @@ local function lines(text)
   return found
 end
 -- KEYS: thread, messages, run, events, running; ARGV: now, ttl ms, thread id, the messages' JSON one a line,
--- the events' seqs one a line, the events' JSON one a line; to close the run too: status, outcome, usage, run id
+-- the events' seqs one a line, the events' JSON one a line; to close the run too: status, outcome, usage, run id;
+-- to release the thread's lease with the close: the lease as KEYS[6], its holder's token as ARGV[11]
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-2, 0} end
 if redis.call('HGET', KEYS[3], 'threadId') ~= ARGV[3] then return {-1, 0} end
 local status = redis.call('HGET', KEYS[3], 'status')
@@ -113,11 +114,12 @@ if ARGV[7] then
   redis.call('HSET', KEYS[3], 'status', ARGV[7], 'outcome', ARGV[8], 'usage', ARGV[9], 'finishedAt', ARGV[1])
   redis.call('SREM', KEYS[5], ARGV[10])
 end
+if ARGV[11] and redis.call('GET', KEYS[6]) == ARGV[11] then redis.call('DEL', KEYS[6]) end
 return {1, last}
 """
 )
-"""A turn's messages and a batch of events (and, to close the run, its record) in one script (one round trip):
-all checked, then all written.
+"""A turn's messages and a batch of events (and, to close the run, its record and its thread's lease) in one
+script (one round trip): all checked, then all written.
 
 Compact JSON never holds a raw line feed (one in a string is escaped), so the messages and the events
 travel one a line in a single argument each: a handful of arguments for coredis to prepare, however

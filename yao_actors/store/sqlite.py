@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 import outcome
@@ -38,9 +38,12 @@ from yao_actors.store.base import (
     Message,
     RunFinish,
     RunRecord,
+    RunStart,
     RunStatus,
+    Taken,
     ThreadInfo,
     ThreadLeases,
+    check_release,
     check_rises,
     decode_approvals,
     decode_json,
@@ -55,7 +58,7 @@ from yao_actors.store.base import (
     utc,
 )
 from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
-from yao_actors.store.sqlite_leases import SqliteLeases
+from yao_actors.store.sqlite_leases import SqliteLeases, take_in
 from yao_actors.store.sqlite_parked import SqliteParkedCalls
 from yao_actors.store.tokens import SqliteTokens, TokenRecords
 from yao_actors.store.worker import Batch, WorkerThread, open_worker_thread
@@ -291,6 +294,10 @@ async def open_sqlite_store(
 class SqliteStore:
     """A :class:`~yao_actors.store.ConversationStore` in one SQLite file (open with :func:`open_sqlite_store`)."""
 
+    releases_with_finish: ClassVar[bool] = True
+    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
+    starts_with_lease: ClassVar[bool] = True
+    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     path: str
     _connection: sqlite3.Connection = attrs.field(alias="connection")
     _worker: WorkerThread = attrs.field(alias="worker")
@@ -422,14 +429,28 @@ class SqliteStore:
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise RunIdTaken(f"run {run_id!r} is already stored")
-            _append_messages(db, thread_id, encoded, now)
-            db.execute(
-                "INSERT INTO runs (run_id, thread_id, assistant, status, started_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, thread_id, assistant, RunStatus.RUNNING.value, now, self.owner),
-            )
+            _start_in(db, thread_id, run_id, assistant, self.owner, encoded, now)
 
         await self.transaction(work)
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
+
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+        """The lease and the run's start in one transaction (:func:`~yao_actors.store.base.starts_with_lease`)."""
+        encoded = [encode_message(m) for m in start.messages]
+        now = self.clock()
+
+        def work(db: sqlite3.Connection) -> Taken:
+            if not _thread_exists(db, thread_id):
+                raise UnknownThread(f"thread {thread_id!r} was not opened")
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (start.run_id,)).fetchone():
+                raise RunIdTaken(f"run {start.run_id!r} is already stored")
+            taken = take_in(db, thread_id, token, now + ttl, now, self.event_ttl)
+            if not taken.taken or start.expect_messages not in (None, taken.stored_messages):
+                return taken
+            _start_in(db, thread_id, start.run_id, start.assistant, self.owner, encoded, now)
+            return attrs.evolve(taken, started=True)
+
+        return await self.transaction(work)
 
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
@@ -465,9 +486,11 @@ class SqliteStore:
         events: Sequence[EventDict],
         *,
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> None:
+        check_release(finish, release)
         if messages or events or finish is not None:
-            await self._append_turn(thread_id, run_id, messages, events, finish)
+            await self._append_turn(thread_id, run_id, messages, events, finish, release)
 
     async def _append_turn(
         self,
@@ -476,6 +499,7 @@ class SqliteStore:
         messages: Sequence[Message],
         events: Sequence[EventDict],
         finish: RunFinish | None = None,
+        release: str | None = None,
     ) -> None:
         """Messages and events (and the run's close) in one transaction; ``thread_id`` ``None``: only events, of a
         run on any thread, whether or not it is still running (what closes a dead run's log)."""
@@ -510,6 +534,8 @@ class SqliteStore:
                     "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ? WHERE run_id = ?",
                     (finish.status.value, finish.outcome, encode_usage(finish.usage), now, run_id),
                 )
+            if release is not None:
+                db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (found[0], release))
             if purge:
                 _purge_expired_events(db, now)
 
@@ -556,6 +582,17 @@ def _append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str],
 
 ROWS_PER_INSERT = 256
 """Rows one ``INSERT`` takes at most (SQLite allows 32,766 parameters to a statement)."""
+
+
+def _start_in(
+    db: sqlite3.Connection, thread_id: str, run_id: str, assistant: str, owner: str, encoded: list[str], now: float
+) -> None:
+    """Record a run as running, its input appended to the thread's history (a run id not stored yet)."""
+    _append_messages(db, thread_id, encoded, now)
+    db.execute(
+        "INSERT INTO runs (run_id, thread_id, assistant, status, started_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
+        (run_id, thread_id, assistant, RunStatus.RUNNING.value, now, owner),
+    )
 
 
 def _insert_rows(db: sqlite3.Connection, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:

@@ -40,32 +40,7 @@ class SqliteLeases:
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
         store = self.store
         now = store.clock()
-
-        def work(db: sqlite3.Connection) -> Taken:
-            row = db.execute("SELECT token, expires_at FROM leases WHERE thread_id = ?", (thread_id,)).fetchone()
-            if row is not None and row[0] != token and row[1] > now:
-                return Taken(False)
-            db.execute(
-                "INSERT INTO leases VALUES (?, ?, ?) ON CONFLICT (thread_id)"
-                " DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at",
-                (thread_id, token, now + ttl),
-            )
-            running = db.execute(
-                "SELECT run_id, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id) FROM runs"
-                " WHERE thread_id = ? AND status = 'running'",  # also_close among them, when it still runs
-                (thread_id,),
-            ).fetchall()
-            for run_id, last_seq in running:
-                event = interrupted_event(run_id, (last_seq or 0) + 1, now)
-                db.execute("INSERT INTO events VALUES (?, ?, ?)", (run_id, event["seq"], encode_event(event)))
-                db.execute(
-                    "UPDATE runs SET status = ?, outcome = ?, finished_at = ?, events_expire_at = ? WHERE run_id = ?",
-                    (RunStatus.INTERRUPTED.value, INTERRUPTED_CODE, now, now + store.event_ttl, run_id),
-                )
-            count = db.execute("SELECT COUNT(*) FROM messages WHERE thread_id = ?", (thread_id,)).fetchone()[0]
-            return Taken(True, tuple(run_id for run_id, _ in running), int(count))
-
-        return await store.transaction(work)
+        return await store.transaction(lambda db: take_in(db, thread_id, token, now + ttl, now, store.event_ttl))
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
         expires = self.store.clock() + ttl
@@ -108,3 +83,30 @@ class SqliteLeases:
             (owner, self.store.clock()),
         )
         return [(str(run_id), str(thread_id)) for run_id, thread_id in rows]
+
+
+def take_in(db: sqlite3.Connection, thread_id: str, token: str, expires: float, now: float, event_ttl: float) -> Taken:
+    """:meth:`SqliteLeases.take`'s work in a transaction of the caller's: the lease, unless another holds it, and the
+    thread's runs still running closed as interrupted (``also_close`` among them, when it still runs)."""
+    row = db.execute("SELECT token, expires_at FROM leases WHERE thread_id = ?", (thread_id,)).fetchone()
+    if row is not None and row[0] != token and row[1] > now:
+        return Taken(False)
+    db.execute(
+        "INSERT INTO leases VALUES (?, ?, ?) ON CONFLICT (thread_id)"
+        " DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at",
+        (thread_id, token, expires),
+    )
+    running = db.execute(
+        "SELECT run_id, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id) FROM runs"
+        " WHERE thread_id = ? AND status = 'running'",
+        (thread_id,),
+    ).fetchall()
+    for run_id, last_seq in running:
+        event = interrupted_event(run_id, (last_seq or 0) + 1, now)
+        db.execute("INSERT INTO events VALUES (?, ?, ?)", (run_id, event["seq"], encode_event(event)))
+        db.execute(
+            "UPDATE runs SET status = ?, outcome = ?, finished_at = ?, events_expire_at = ? WHERE run_id = ?",
+            (RunStatus.INTERRUPTED.value, INTERRUPTED_CODE, now, now + event_ttl, run_id),
+        )
+    count = db.execute("SELECT COUNT(*) FROM messages WHERE thread_id = ?", (thread_id,)).fetchone()[0]
+    return Taken(True, tuple(run_id for run_id, _ in running), int(count))
