@@ -153,7 +153,7 @@ def connect(path: str, *, busy_timeout: float, exclusive: bool = False) -> sqlit
         connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         if exclusive:  # before the first WAL access, or SQLite maps the -shm all the same
             connection.execute("PRAGMA locking_mode = EXCLUSIVE")
-        connection.execute("PRAGMA journal_mode = WAL")
+        _switch_to_wal(connection, busy_timeout)
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
         _transaction(connection, _migrate)
@@ -161,6 +161,24 @@ def connect(path: str, *, busy_timeout: float, exclusive: bool = False) -> sqlit
         connection.close()
         raise
     return connection
+
+
+def _switch_to_wal(connection: sqlite3.Connection, busy_timeout: float) -> None:
+    """``PRAGMA journal_mode = WAL``, tried again for up to ``busy_timeout`` seconds while the file is locked.
+
+    Processes creating the file at once (``serve --workers N`` on a new store) race for the switch: SQLite refuses
+    the loser at once with "database is locked", without waiting in its busy handler (it would risk a deadlock
+    there); the winner is done within milliseconds, and the switch is then a no-op.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.01)
 
 
 def _migrate(connection: sqlite3.Connection) -> None:
