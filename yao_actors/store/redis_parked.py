@@ -1,6 +1,6 @@
 """Held calls in a Redis store: a hash with an expiry per held call, and two lists that BLPOP waits on.
 
-:class:`~yao_actors.store.parked.ParkedCalls` for processes and machines sharing Redis. The call ``ticket`` is the
+:class:`~yao_actors.tools.parked_relay.ParkedCalls` for processes and machines sharing Redis. The call ``ticket`` is the
 hash ``{prefix}parked:{ticket}`` (``holder``; ``answered`` once an answer came) whose time to live is the
 holding's (Redis' own clock), renewed by its holder; ``…:answer`` is the list the answer is pushed to (the holder
 waits on it with ``BLPOP``), ``…:outcome`` the one the outcome is pushed to (the requester waits on it). Each
@@ -57,7 +57,7 @@ return 0
 
 @attrs.define(eq=False)
 class RedisParkedCalls:
-    """The :class:`~yao_actors.store.parked.ParkedCalls` of a :class:`~yao_actors.store.redis.RedisStore`."""
+    """The :class:`~yao_actors.tools.parked_relay.ParkedCalls` of a :class:`~yao_actors.store.redis.RedisStore`."""
 
     store: RedisAccess
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)

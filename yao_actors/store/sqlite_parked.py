@@ -1,6 +1,6 @@
 """Held calls in a SQLite store: a ``parked_calls`` row per ticket, written in one transaction, polled for.
 
-:class:`~yao_actors.store.parked.ParkedCalls` for processes on one machine sharing the file. A row holds the
+:class:`~yao_actors.tools.parked_relay.ParkedCalls` for processes on one machine sharing the file. A row holds the
 holder, when the holding expires (the store's clock), the answer once delivered (and whether the holder took it),
 and the outcome once finished; the ``take_*`` calls look every :data:`~yao_actors.store.base.POLL_INTERVAL`
 seconds. Rows whose time is up are deleted by the next :meth:`SqliteParkedCalls.hold`. The table came with one of
@@ -37,7 +37,7 @@ class SqliteAccess(Protocol):
 
 @attrs.define(eq=False)
 class SqliteParkedCalls:
-    """The :class:`~yao_actors.store.parked.ParkedCalls` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
+    """The :class:`~yao_actors.tools.parked_relay.ParkedCalls` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
 
     store: SqliteAccess
 
