@@ -19,6 +19,7 @@ from yao_actors.config import (
     Sample,
     ServerRef,
     StdioTransport,
+    config_problems,
     default_config,
     load_config,
     max_turns,
@@ -241,6 +242,25 @@ def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> Non
     config = default_config(environ=env)
     model = config.models[config.assistants["default"].model]
     assert (model.provider, model.base_url, model.model) == ("openai", "http://127.0.0.1:11434/v1", "qwen2.5")
+
+
+def test_required_servers_name_configured_servers_that_can_start() -> None:
+    """``server.required_servers`` (the servers ``/readyz`` waits for) is read, and each must name a configured,
+    enabled server: a typo or a disabled one would keep the service unready forever."""
+    config = parse_config(base(server={"required_servers": ["weather"]}), environ=ENV)
+    assert config.service.required_servers == ("weather",)
+    assert config_problems(config) == []
+    data = base(server={"required_servers": ["wether", "clothing"]})
+    data["mcpServers"]["clothing"]["disabled"] = True
+    data["assistants"]["default"]["mcp"]["servers"] = ["weather"]
+    assert config_problems(parse_config(data, environ=ENV)) == [
+        'server.required_servers[0]: unknown server "wether" (known: "weather", "clothing")',
+        'server.required_servers[1]: server "clothing" is disabled: it never starts, so the service would never be '
+        "ready",
+    ]
+    assert problems_of(base(server={"required_servers": "weather"})) == [
+        "server.required_servers: expected a list of strings, got a string"
+    ]
 
 
 def test_prompts_history_options_and_fallback_are_read() -> None:

@@ -342,6 +342,9 @@ class ServiceSpec:
     #: The service's address as browsers reach it (``https://agent.example``): the OAuth redirect URI is
     #: ``<public_url>/oauth/callback`` and its Client ID Metadata Document ``<public_url>/oauth/client-metadata.json``.
     public_url: str | None = None
+    #: Servers without which a worker is not ready (``/readyz`` 503 while one is not ready); any other server may be
+    #: down and the worker still takes runs, without that server's tools.
+    required_servers: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- the conversation store
