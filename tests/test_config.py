@@ -244,6 +244,16 @@ def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> Non
     assert (model.provider, model.base_url, model.model) == ("openai", "http://127.0.0.1:11434/v1", "qwen2.5")
 
 
+def test_an_openai_api_key_alone_keeps_the_offline_demo_model() -> None:
+    """Many shells export ``OPENAI_API_KEY`` for other tools: only a named model (``OPENAI_MODEL``) leaves the demo."""
+    for env in ({"OPENAI_API_KEY": "sk-x"}, {"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}):
+        config = default_config(environ=env)
+        assert config.models[config.assistants["default"].model].provider == "demo"
+        assert parse_config({"mcpServers": {}}, environ=env).models["default"].provider == "demo"
+    model = default_config(environ={"OPENAI_MODEL": "gpt-4.1-mini"}).models["default"]
+    assert (model.provider, model.base_url, model.model) == ("openai", "https://api.openai.com/v1", "gpt-4.1-mini")
+
+
 def test_required_servers_name_configured_servers_that_can_start() -> None:
     """``server.required_servers`` (the servers ``/readyz`` waits for) is read, and each must name a configured,
     enabled server: a typo or a disabled one would keep the service unready forever."""

@@ -120,6 +120,13 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument("--host", type=utf8_text, help="address to listen on (default: the config's, else 127.0.0.1)")
     serve.add_argument("--port", type=port_number, help="port to listen on (default: the config's, else 8765)")
     serve.add_argument(
+        "--model",
+        type=utf8_text,
+        help="use this OpenAI-compatible model (at $OPENAI_BASE_URL, default OpenAI's, with $OPENAI_API_KEY) as the "
+        "default assistant's, as $OPENAI_MODEL does, when the config declares no 'models' (default: $OPENAI_MODEL, "
+        "else the offline demo model)",
+    )
+    serve.add_argument(
         "--store",
         choices=("memory", "sqlite"),
         help="where threads live: 'memory' (gone when the service stops) or 'sqlite' (by default a file in "

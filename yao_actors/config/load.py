@@ -84,8 +84,8 @@ def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source:
 def default_config(*, environ: Mapping[str, str] | None = None) -> Config:
     """The embedded default: the bundled demo servers over stdio and one assistant.
 
-    The assistant's model is a real OpenAI-compatible endpoint when
-    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` are set, the offline ``demo`` model otherwise.
+    The assistant's model is an OpenAI-compatible endpoint when ``OPENAI_MODEL`` names one (at ``OPENAI_BASE_URL``,
+    with ``OPENAI_API_KEY``), the offline ``demo`` model otherwise.
     """
     servers = {
         name: ServerSpec(id=name, transport=StdioTransport(sys.executable, ("-m", f"yao_actors.demo.{name}")))
