@@ -420,6 +420,9 @@ class Config:
     service: ServiceSpec = ServiceSpec()
     prompts: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     store: StoreSpec | None = None
+    notes: tuple[str, ...] = attrs.field(default=(), eq=False)
+    """What reading the file noted without refusing it (another client's keys, ignored or not used), each with
+    its key path; logged with the file's name when it is read, and printed by ``check``."""
 
     def __attrs_post_init__(self) -> None:
         sections = (("mcpServers", self.servers), ("models", self.models), ("assistants", self.assistants))

@@ -7,6 +7,7 @@ its key path, and treats an unknown key as an error.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -15,11 +16,13 @@ from typing import Any
 
 from yao_actors import untrusted_json
 from yao_actors.config.schema import schema_problems
-from yao_actors.config.sections import ConfigReader
+from yao_actors.config.sections import ConfigReader, other_clients_settings
 from yao_actors.config.values import related_paths
 from yao_actors.errors import ConfigError
 from yao_actors.providers import default_model_spec
 from yao_actors.specs import DEFAULT_PROMPT, AssistantSpec, Config, ServerRef, ServerSpec, StdioTransport
+
+logger = logging.getLogger(__name__)
 
 
 def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> Config:
@@ -70,6 +73,12 @@ def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source:
     """
     base_dir = Path(source).parent if source is not None else None
     reader = ConfigReader(os.environ if environ is None else environ, base_dir=base_dir)
+    if ignored := other_clients_settings(data):
+        data = {key: value for key, value in data.items() if key not in ignored}
+        reader.notes.append(
+            f"{', '.join(ignored)}: another MCP client's settings, ignored (of a client's whole file, only its "
+            "mcpServers are read)"
+        )
     config = reader.config(data)
     problems = list(reader.problems)
     for path, message in schema_problems(data):
@@ -78,6 +87,9 @@ def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source:
     if problems:
         raise ConfigError(problems, source=source)
     assert config is not None
+    where = f"{source}: " if source else ""
+    for note in config.notes:
+        logger.warning("%s%s", where, note)  # named like the errors: the file, then the key path
     return config
 
 
