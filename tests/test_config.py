@@ -254,6 +254,18 @@ def test_an_openai_api_key_alone_keeps_the_offline_demo_model() -> None:
     assert (model.provider, model.base_url, model.model) == ("openai", "https://api.openai.com/v1", "gpt-4.1-mini")
 
 
+def test_a_declared_assistant_without_mcp_servers_gets_none_and_the_file_says_so() -> None:
+    """As an agent of PydanticAI or the OpenAI Agents SDK has only the tools it is given: no ``mcp.servers``, no
+    servers (a note says so, since it may be an oversight); ``"servers": []`` says it on purpose, without a note."""
+    config = parse_config(base(assistants={"a": {"model": "demo"}, "b": {"model": "demo", "mcp": {"servers": []}}}))
+    assert config.assistants["a"].servers == config.assistants["b"].servers == ()
+    assert config.notes == (
+        'assistants.a: no mcp.servers, so its model gets no tools; list those it may use ("mcp": {"servers": '
+        '["weather", "clothing"]}), or write "servers": [] to say it needs none',
+    )
+    assert parse_config(base(mcpServers={}, assistants={"a": {"model": "demo"}})).notes == ()  # nothing to list
+
+
 def test_required_servers_name_configured_servers_that_can_start() -> None:
     """``server.required_servers`` (the servers ``/readyz`` waits for) is read, and each must name a configured,
     enabled server: a typo or a disabled one would keep the service unready forever."""

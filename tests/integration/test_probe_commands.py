@@ -74,7 +74,7 @@ def test_check_names_a_command_not_on_path_and_an_api_key_not_set(
                        "api_key_env": "YAO_TEST_UNSET_KEY"},
             "unused": {"provider": "openai", "model": "m", "api_key_env": "YAO_TEST_UNSET_KEY"},
         },
-        "assistants": {"a": {"model": "remote", "fallback_model": "ollama"}},
+        "assistants": {"a": {"model": "remote", "fallback_model": "ollama", "mcp": {"servers": ["npx", "local"]}}},
     }  # fmt: skip
     path = write(tmp_path, data)
     assert main(["check", "--config", path]) == 2
@@ -103,7 +103,8 @@ def test_check_connect_reaches_each_server_and_model_once(
             "real": {"provider": "openai", "model": "fake", "base_url": fake_openai_url, "api_key_env": None},
             "away": {"provider": "openai", "model": "x", "base_url": "http://127.0.0.1:1/v1", "api_key_env": None},
         },
-        "assistants": ASSISTANTS | {"r": {"model": "real"}, "w": {"model": "away"}},
+        "assistants": ASSISTANTS
+        | {"r": {"model": "real", "mcp": {"servers": []}}, "w": {"model": "away", "mcp": {"servers": []}}},
     }
     path = write(tmp_path, data)
     assert main(["check", "--connect", "--timeout", "20", "--config", path]) == 2

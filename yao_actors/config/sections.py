@@ -107,8 +107,6 @@ class ConfigReader(AssistantReader, ServiceReader):
         self.base_dir = base_dir or Path()
         #: Where other clients' keys were given, each with what is done with it (one note each).
         self.other_client_keys: list[tuple[str, str]] = []
-        #: What reading noted without refusing the file, each with its key path (:attr:`Config.notes`).
-        self.notes: list[str] = []
 
     def config(self, data: Any) -> Config | None:
         root = self.obj(data, "", ROOT_KEYS)
