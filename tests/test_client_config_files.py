@@ -235,9 +235,8 @@ def test_an_unknown_top_level_key_of_this_runtimes_own_file_stays_an_error() -> 
 def test_check_warns_of_a_whole_files_other_settings_and_strict_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--config claude`` finds Claude Desktop's file where it keeps it (here on Linux: under $XDG_CONFIG_HOME),
+    """``--config claude`` finds Claude Desktop's file where it keeps it (on Linux, as here: under $XDG_CONFIG_HOME),
     says which file it read, and ``check`` says the note as a warning, which ``--strict`` makes fail."""
-    monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
