@@ -240,10 +240,10 @@ def _banner(service: Service, config: Config) -> str:
     redis = urlsplit(store.url or "")  # named without its password
     kept = {"sqlite": f"threads in {store.path}", "redis": f"threads in Redis at {redis.hostname}:{redis.port or 6379}"}
     kept_where = kept.get(store.type, "threads in memory")
-    return (
-        f"yao-actors: serving {len(config.assistants)} assistant(s) ({models_said(config)}) on {service.url} "
-        f'({kept_where}) — try: yao-actors chat "{suggested_question(config)}"{url}{assistant}{token}, or open '
-        f"{service.page_url} in a browser{unused_variables_said(config)}"
+    return (  # the service's own addresses first: scripts read the first ws:// and http:// of this line
+        f"yao-actors: serving {len(config.assistants)} assistant(s) on {service.url} ({kept_where}) — try: "
+        f'yao-actors chat "{suggested_question(config)}"{url}{assistant}{token}, or open {service.page_url} in a '
+        f"browser — {models_said(config)}{unused_variables_said(config)}"
     )
 
 
