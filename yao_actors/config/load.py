@@ -1,7 +1,9 @@
 """Reading a configuration: from a file, from decoded JSON, or the embedded default.
 
 ``load_config`` refuses a bad file with one message per problem, each naming
-its key path, and treats an unknown key as an error.
+its key path, and treats an unknown key as an error — but in another MCP client's whole file (its servers and none
+of this runtime's sections), whose other settings are ignored. What it notes without refusing (``Config.notes``) is
+logged, each line starting with the file's name as its errors do.
 """
 
 from __future__ import annotations
