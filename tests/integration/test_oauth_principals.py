@@ -333,11 +333,12 @@ async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_agai
                 await authorize(server, asked, "alice-person")
                 first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
             async with serving(other) as (_runtime, service):
-                the_interrupt(await ask(service, ALICE, run_frame("who now?", run_id="a3", thread_id="ta")))
+                again = the_interrupt(await ask(service, ALICE, run_frame("who now?", run_id="a3", thread_id="ta")))
                 still = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a4", thread_id="ta")))
                 await authorize(server, still, "alice-person")
                 back = await ask(service, ALICE, resume_frame("a5", "ta", "authorization-hub"))
     assert first["result"]["text"] == back["result"]["text"] == '"alice-person"'
+    assert again["url"] == still["url"]  # the pending authorization is given again until it is answered
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "secret_key" in r.getMessage()]
     assert warned == [
         "the stored tokens of server 'hub' (principal:alice) do not open with store.secret_key: the key is wrong or "

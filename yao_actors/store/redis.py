@@ -33,7 +33,6 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -175,7 +174,7 @@ class RedisStore:
         return self._leases
 
     def oauth_tokens(self) -> TokenRecords:
-        return RedisTokens(self.client, self._keys.oauth_tokens, partial(_reachable, self.url))
+        return RedisTokens(self)
 
     @_keys.default
     def _keys_under_prefix(self) -> RedisKeys:
