@@ -47,6 +47,7 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── InProcessServerExit    an in-process server's task ended (yao_actors.transports)
     ├── WorkerFailed           a worker process of ``serve --workers`` failed (yao_actors.workers)
     ├── BadRequest             an HTTP request the service cannot parse (yao_actors.service.http)
+    ├── ClientGone             an ASGI client left before its request was whole (yao_actors.asgi)
     ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
     ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.run; becomes the fallback)
     └── CallsPending           a turn waits for client tools' results (yao_actors.conversation.client_tools)
