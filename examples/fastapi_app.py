@@ -12,10 +12,10 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import uvicorn
 from fastapi import FastAPI
 
 import yao_actors.asgi
+import yao_actors.asgi_server
 from yao_actors import default_config
 
 yao = yao_actors.asgi.app(default_config())  # or load_config("config.json")
@@ -38,5 +38,5 @@ async def ask(question: str) -> dict[str, str]:
     return {"outcome": result.outcome, "text": result.text}
 
 
-if __name__ == "__main__":
-    uvicorn.run(api, host="127.0.0.1", port=int(os.environ.get("PORT", "8000")))
+if __name__ == "__main__":  # uvicorn's run, with the service's graceful shutdown before uvicorn's own
+    yao_actors.asgi_server.run(api, yao, host="127.0.0.1", port=int(os.environ.get("PORT", "8000")))

@@ -95,7 +95,7 @@ async def test_a_token_exchange_answered_a_byte_at_a_time_ends_at_its_deadline()
                 "client_info": {"client_id": "c", "redirect_uris": ["http://127.0.0.1:1/oauth/callback"]},
                 "metadata": None,
             }
-            await states.put("s" * 43, record)
+            await states.put("s" * 43, record, server="hub", principal="alice", url=f"{base}/authorize", asked="-")
             with pytest.raises(AuthorizationUnavailable, match=r"server 'hub'.*token exchange within 1s"):
                 await complete_authorization({"state": "s" * 43, "code": "the-code"}, states, vault, within=DEADLINE)
     assert await vault.keys() == []  # nothing stored, and the state was used up

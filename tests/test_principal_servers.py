@@ -484,7 +484,9 @@ async def test_an_error_the_redirect_carries_is_said_on_one_line(caplog: pytest.
     """The ``error_description`` of a redirect is whatever the browser's URL says: in the log (and the page) it is
     one line, so it cannot forge log records."""
     desk = await desk_with_tokens()
-    await desk.states.put("the-state", {"principal": "alice", "server": "hub"})
+    await desk.states.put(
+        "the-state", {"principal": "alice", "server": "hub"}, server="hub", principal="alice", url="-", asked="-"
+    )
     forged = "denied\n2026-12-05 ERROR yao_actors: principal 'root' authorized everything"
     exchange = PageExchange("/oauth/callback?" + urlencode({"state": "the-state", "error": "access_denied",
                                                             "error_description": forged}))  # fmt: skip

@@ -22,6 +22,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, MutableMapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from typing import Any
 
 import trio
@@ -31,8 +32,8 @@ from yao_actors import aio
 from yao_actors.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
 from yao_actors.models import Model
 from yao_actors.runtime import open_runtime
-from yao_actors.service.frontend import Service, open_front
-from yao_actors.service.http import ClientStalled, Headers, HttpRequest
+from yao_actors.service.frontend import HANDSHAKE_TIMEOUT, Service, open_front
+from yao_actors.service.http import BadRequest, ClientStalled, Headers, HttpRequest
 from yao_actors.service.websocket import ABNORMAL_CLOSURE, MESSAGE_TOO_BIG, UpgradeRequest
 from yao_actors.specs import Config
 from yao_actors.transports import Connector, open_client
@@ -55,8 +56,10 @@ class AsgiApp:
         models: Mapping[str, Model] | None,
         connect: Connector,
         switch_interval: float | None = GUEST_SWITCH_INTERVAL,
+        body_timeout: float = HANDSHAKE_TIMEOUT,
     ) -> None:
         self.config = config
+        self.body_timeout = body_timeout
         self._switch_interval = switch_interval
         self._models = models
         self._connect = connect
@@ -75,6 +78,16 @@ class AsgiApp:
                 await guest.call(service.shutdown)
             finally:
                 self._guest = self._service = self.runtime = None
+
+    async def drain(self) -> None:
+        """On the host: the service's graceful shutdown, now — new runs and websockets refused, those in flight given
+        ``server.shutdown_grace`` seconds and then their terminal events, every connection closed as the service
+        closes it (1001). An ASGI server calls it before it closes connections itself (uvicorn would close each
+        websocket with 1012 at once): :class:`yao_actors.asgi_server.GracefulServer`. Idempotent; the lifespan's
+        end then only stops the runtime."""
+        guest, service = self._guest, self._service
+        if guest is not None and service is not None:
+            await guest.call(service.shutdown)
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[tuple[Any, Service]]:
@@ -98,10 +111,7 @@ class AsgiApp:
             return
         headers = _headers(scope)
         if scope["type"] == "http":
-            request = await _read_request(scope, receive, send, headers, self.config.service.max_frame_bytes)
-            if request is not None:
-                exchange = AsgiExchange(request, guest, receive, send, self.config.service.idle_timeout)
-                await guest.call(_serve, service.serve_exchange, exchange)
+            await guest.call(self._serve_http, guest, service, scope, receive, send, headers)
         elif scope["type"] == "websocket" and (await receive())["type"] == "websocket.connect":
             upgrade = UpgradeRequest(headers, tuple(scope.get("subprotocols") or ()), key=b"", after_head=b"")
             limit = self.config.service.max_frame_bytes * 4  # as the service's own (HARD_FRAME_FACTOR)
@@ -110,6 +120,27 @@ class AsgiApp:
                 await guest.call(_serve, service.serve_websocket, ws, upgrade)
             finally:
                 ws.stop_reading()
+
+    async def _serve_http(
+        self, guest: Guest, service: Service, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+    ) -> None:
+        """In the guest: read the request within :attr:`body_timeout` seconds (the service's own deadline for a
+        request: a body that trickles in is cut, 408), then answer it through the service's routes."""
+        request = None
+        try:
+            with trio.move_on_after(self.body_timeout):
+                request = await read_request(
+                    scope, partial(guest.host, receive), headers, self.config.service.max_frame_bytes
+                )
+            if request is None:
+                raise BadRequest(408, f"the request did not arrive whole within {self.body_timeout:g}s")
+        except BadRequest as error:
+            await guest.host(_refuse, send, error.status, "bad_request", str(error))
+            return
+        except ClientGone:
+            return
+        exchange = AsgiExchange(request, guest, receive, send, self.config.service.idle_timeout)
+        await _serve(service.serve_exchange, exchange)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         """Start at ``lifespan.startup``, stop at ``lifespan.shutdown``; a failure to start is ``startup.failed``."""
@@ -134,10 +165,12 @@ def app(
     models: Mapping[str, Model] | None = None,
     connect: Connector = open_client,
     switch_interval: float | None = GUEST_SWITCH_INTERVAL,
+    body_timeout: float = HANDSHAKE_TIMEOUT,
 ) -> AsgiApp:
     """The ASGI application serving ``config`` (``models`` and ``connect`` as for :func:`yao_actors.open_runtime`;
-    ``switch_interval``: the GIL's while it runs, :func:`yao_actors.guest.open_guest`)."""
-    return AsgiApp(config, models=models, connect=connect, switch_interval=switch_interval)
+    ``switch_interval``: the GIL's while it runs, :func:`yao_actors.guest.open_guest`; ``body_timeout``: the seconds
+    an HTTP request has to arrive whole, the native service's deadline by default)."""
+    return AsgiApp(config, models=models, connect=connect, switch_interval=switch_interval, body_timeout=body_timeout)
 
 
 async def _serve(serve: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -168,39 +201,45 @@ def _route_path(scope: Scope) -> str:
     return path or "/"
 
 
-async def _read_request(
-    scope: Scope, receive: Receive, send: Send, headers: dict[str, str], max_body: int
-) -> HttpRequest | None:
-    """The whole request, its body bounded by ``max_body`` (413, as the service's own); ``None`` once refused."""
+class ClientGone(Exception):
+    """The ASGI server said the client left (``http.disconnect``) before its request was whole."""
+
+
+async def read_request(
+    scope: Scope, receive: Callable[[], Awaitable[Message]], headers: dict[str, str], max_body: int
+) -> HttpRequest:
+    """The whole request, its body bounded by ``max_body`` (:class:`BadRequest` 413, as the service's own; 400 for a
+    malformed length), each message from ``receive``; :class:`ClientGone` when the client leaves first. The caller
+    bounds the time it takes."""
     length = headers.get("content-length", "0")
     if not length.isdigit():
-        await _refuse(send, 400, "bad_request", f"malformed HTTP request: content-length {length!r}")
-        return None
+        raise BadRequest(400, f"malformed HTTP request: content-length {length!r}")
     if int(length) > max_body:
-        await _refuse(
-            send, 413, "bad_request", f"the body of {int(length)} bytes exceeds the limit of {max_body} bytes"
-        )
-        return None
+        raise BadRequest(413, f"the body of {int(length)} bytes exceeds the limit of {max_body} bytes")
     body = bytearray()
     more = True
     while more:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return None
+            raise ClientGone
         body += message.get("body", b"")
         more = bool(message.get("more_body"))
         if len(body) > max_body:
-            await _refuse(send, 413, "bad_request", f"the body exceeds the limit of {max_body} bytes")
-            return None
+            raise BadRequest(413, f"the body exceeds the limit of {max_body} bytes")
     query = scope.get("query_string") or b""
     target = _route_path(scope) + ("?" + query.decode("latin-1") if query else "")
     return HttpRequest(scope["method"], target, headers, bytes(body))
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:
-    """Answer a request the service never sees (unreadable, or before the application runs) with a JSON error."""
+    """Answer a request the service never sees (unreadable, or before the application runs) with a JSON error, and
+    have the server close the connection (what is left of the request is not read)."""
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

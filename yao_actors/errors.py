@@ -47,6 +47,7 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── InProcessServerExit    an in-process server's task ended (yao_actors.transports)
     ├── WorkerFailed           a worker process of ``serve --workers`` failed (yao_actors.workers)
     ├── BadRequest             an HTTP request the service cannot parse (yao_actors.service.http)
+    ├── ClientGone             an ASGI client left before its request was whole (yao_actors.asgi)
     ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
     ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.run; becomes the fallback)
     └── CallsPending           a turn waits for client tools' results (yao_actors.conversation.client_tools)
@@ -65,8 +66,11 @@ never by searching the text of an exception.
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
+
+logger = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=BaseException)
 
@@ -291,7 +295,22 @@ class StoreError(YaoActorsError):
 
 
 class StoreUnavailable(StoreError):
-    """The conversation store cannot be reached or written; the call that raised it wrote nothing."""
+    """The conversation store cannot be reached or written; the call that raised it wrote nothing.
+
+    Its message is for the log: it may name where the store is (the SQLite file's path, the Redis server's
+    address). ``shown`` is what a client may hear of why (``None``: nothing past that the store is unavailable).
+    """
+
+    def __init__(self, message: str, *, shown: str | None = None) -> None:
+        self.shown = shown
+        super().__init__(message)
+
+    def run_error(self) -> RunError:
+        """The ``RunError`` ``store_unavailable`` a client hears: "the conversation store is unavailable", and
+        :attr:`shown`; the message itself, which may name the store's place, is logged here instead."""
+        logger.warning("the conversation store is unavailable: %s", self)
+        said = "the conversation store is unavailable" + (f": {self.shown}" if self.shown else "")
+        return RunError(said, code=RunErrorCode.STORE_UNAVAILABLE)
 
 
 class RunClosed(StoreError):

@@ -47,7 +47,6 @@ from yao_actors.conversation import (
     open_conversations,
 )
 from yao_actors.conversation.approvals import ApprovalPolicy
-from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy, serve_sweeps
 from yao_actors.conversation.request import as_request
 from yao_actors.errors import ConfigError, NotReady, StoreUnavailable
@@ -182,7 +181,7 @@ class Runtime(metaclass=NoPublicConstructor):
         try:
             return await self.store.get_run(run_id) is not None
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
         """A thread's stored messages and runs (empty for an unknown thread, or another principal's);

@@ -8,6 +8,7 @@ down with exit code 0 and leaves no child process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,11 +20,12 @@ from contextlib import asynccontextmanager
 
 import pytest
 import trio
+from trio_websocket import ConnectionClosed
 
 from tests.integration.processes import REPO, clean_environment, descendants, end_process, running
 from tests.integration.test_agui_node import NODE_DIR, run_http_agent
 from tests.service.agui_support import open_agui, run_input
-from tests.service.support import handshake_status, http_request, run_frame, send, until_terminal
+from tests.service.support import handshake_status, http_request, receive, run_frame, send, until_terminal
 from yao_actors.chat import open_service_connection
 from yao_actors.testing import read_line
 
@@ -126,9 +128,11 @@ async def test_the_fastapi_example_serves_agui_the_websocket_and_health_then_lea
 
 
 @asynccontextmanager
-async def slow_app() -> AsyncIterator[tuple[trio.Process, int]]:
-    """``tests/integration/asgi_slow_app.py`` under uvicorn on a free port (no token); as :func:`fastapi_example`."""
-    async with _uvicorn_process(["-m", "tests.integration.asgi_slow_app"], clean_environment(PORT="0")) as running_app:
+async def slow_app(**env: str) -> AsyncIterator[tuple[trio.Process, int]]:
+    """``tests/integration/asgi_slow_app.py`` under uvicorn on a free port (no token; ``env`` added); as
+    :func:`fastapi_example`."""
+    environment = clean_environment(PORT="0", **env)
+    async with _uvicorn_process(["-m", "tests.integration.asgi_slow_app"], environment) as running_app:
         yield running_app
 
 
@@ -156,3 +160,58 @@ async def test_closing_the_sse_response_under_uvicorn_cancels_the_tool_call_in_i
             await process.wait()
     assert process.returncode == 0
     assert [pid for pid in children if running(pid)] == []
+
+
+async def test_sigterm_lets_a_websocket_run_finish_within_the_grace_then_the_service_closes_it() -> None:
+    """As under ``yao-actors serve``: the run in flight gets ``shutdown_grace`` and its terminal event, and the
+    service closes the websocket (1001); uvicorn alone would close it at once with 1012, no terminal event."""
+    with trio.fail_after(60):
+        async with slow_app() as (process, port):
+            assert process.stderr is not None
+            async with open_service_connection(f"ws://127.0.0.1:{port}/") as ws:
+                await send(ws, run_frame("hold", run_id="held"))
+                head = [await receive(ws)]
+                while head[-1]["type"] != "STEP_STARTED":  # the model's call has begun: it waits for /release
+                    head.append(await receive(ws))
+                process.send_signal(signal.SIGTERM)
+                line = ""
+                while "Waiting for yao_actors runs to finish" not in line:
+                    line = await read_line(process.stderr)
+                draining = await http_request(port, "/healthz")  # the listener stays open for plain HTTP
+                assert (await http_request(port, "/release", method="POST")).status == 200
+                rest = await until_terminal(ws, "held")
+                with pytest.raises(ConnectionClosed) as closed:
+                    await ws.get_message()
+            await process.wait()
+    assert draining.status == 503
+    assert (rest[-1]["type"], rest[-1]["result"]["text"]) == ("RUN_FINISHED", "released")
+    assert closed.value.reason.code == 1001
+    assert process.returncode == -signal.SIGTERM  # uvicorn raises the signal it caught again, once shut down
+
+
+async def _trickle(stream: trio.SocketStream) -> None:
+    """A client sending its body a byte at a time, until the server closes the connection."""
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while True:
+            await stream.send_all(b" ")
+            await trio.sleep(0.2)
+
+
+async def test_a_post_agui_body_trickled_in_is_cut_at_the_body_deadline() -> None:
+    """A body that never ends in time gets ``408`` and the connection closed, as the native service cuts it
+    (here ``BODY_TIMEOUT`` makes the deadline one second)."""
+    with trio.fail_after(60):
+        async with slow_app(BODY_TIMEOUT="1") as (_process, port):
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            head = f"POST /agui HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
+            await stream.send_all((head + "content-length: 100000\r\n\r\n").encode())
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_trickle, stream)
+                answer = await stream.receive_some(65536)  # the server answers before the body is whole
+                nursery.cancel_scope.cancel()
+            with contextlib.suppress(trio.BrokenResourceError):  # a reset: a byte of ours met the closed socket
+                while chunk := await stream.receive_some(65536):  # until the server closes the connection
+                    answer += chunk
+            await stream.aclose()
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert b"within 1s" in answer

@@ -3,8 +3,8 @@
 The windows were the second the command spends importing (the package's ``__init__`` imported everything before the
 command could take the signal) and the start-up before the service serves. Each case runs the real command and
 signals it at one moment: while it imports, while its servers start, idle, in the middle of a run, and twice (a run,
-then its graceful shutdown). Moments are found from what the process shows (its memory map, its log, its banner, a
-file the tool writes), never from a sleep alone.
+then its graceful shutdown). Moments are found from what the process shows (its memory map, its log, its banner, its
+port answering, a file the tool writes), never from a sleep: a test that waited a time failed on a loaded machine.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,8 @@ from tests.integration.test_cli_errors import yao_actors_command
 
 #: A module that only the commands import, not the interpreter's start: once it is mapped, ``main`` is running.
 COMMANDS_IMPORTING = "_pydantic_core"
+#: Modules mapped further in, by attempt: the configuration's (cryptography's), then the stores' (SQLite's).
+LATER_IMPORTS = {1: "_rust.abi3.so", 2: "_sqlite3."}
 #: Seconds any one moment may take to come (a loaded machine starts slowly).
 MOMENT_TIMEOUT = 60.0
 
@@ -85,6 +88,16 @@ def serving(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes
         process.wait()
 
 
+def healthz_answers(banner: str) -> bool:
+    """Whether the service the banner names answers ``GET /healthz``."""
+    port = banner.split("ws://127.0.0.1:")[1].split("/")[0]
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=MOMENT_TIMEOUT) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
 def in_the_map(pid: int, name: str) -> bool:
     try:
         return name in Path(f"/proc/{pid}/maps").read_text()
@@ -114,14 +127,14 @@ MOMENTS = ["importing", "importing-later", "servers-starting", "idle"]
 def test_sigint_while_starting_or_idle(tmp_path: Path, moment: str, attempt: int) -> None:
     with serving(tmp_path) as (process, out, err):
         if moment.startswith("importing"):
-            wait_for("the commands' imports", lambda: in_the_map(process.pid, COMMANDS_IMPORTING), process)
-            if moment == "importing-later":
-                time.sleep(0.1 * attempt)  # further in: importing, configuring, entering trio
+            marker = COMMANDS_IMPORTING if moment == "importing" else LATER_IMPORTS[attempt]  # further in
+            wait_for(f"{marker} imported", lambda: in_the_map(process.pid, marker), process)
         elif moment == "servers-starting":
             wait_for("a server starting", lambda: "starting → ready" in err.read_text(errors="replace"), process)
         else:
             wait_for("the banner", lambda: "serving" in out.read_text(errors="replace"), process)
-            time.sleep(0.05 * attempt)
+            if attempt == 2:  # and serving: its port answers
+                wait_for("/healthz answering", lambda: healthz_answers(out.read_text()), process)
         children = descendants(process.pid)
         process.send_signal(signal.SIGINT)
         assert_stopped_cleanly(process, err, children | descendants(process.pid))
@@ -146,8 +159,8 @@ def test_sigint_in_the_middle_of_a_run(tmp_path: Path, signals: int) -> None:
         try:
             wait_for("the tool's call", (tmp_path / "run-started").exists, process)
             process.send_signal(signal.SIGINT)
-            if signals == 2:
-                time.sleep(0.1)
+            if signals == 2:  # once the graceful shutdown has begun
+                wait_for("the shutdown", lambda: "shutting down:" in err.read_text(errors="replace"), process)
                 process.send_signal(signal.SIGINT)
             assert_stopped_cleanly(process, err, descendants(process.pid))
             _, chat_err = chat.communicate(timeout=MOMENT_TIMEOUT)

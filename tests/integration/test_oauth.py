@@ -238,7 +238,9 @@ async def test_a_runtime_with_a_durable_store_and_no_key_refuses_to_start(tmp_pa
             pass  # pragma: no cover
 
 
-async def test_a_wrong_key_leaves_the_server_needing_auth_with_a_clear_error(tmp_path: Path) -> None:
+async def test_a_wrong_key_leaves_the_server_needing_auth_with_a_clear_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async with open_oauth_server() as server:
         config = config_of(server.url, tmp_path)
         async with open_store(config.store) as store:  # type: ignore[arg-type]
@@ -249,6 +251,8 @@ async def test_a_wrong_key_leaves_the_server_needing_auth_with_a_clear_error(tmp
                 stats = runtime.servers["hub"].statistics()
     assert stats.state is ServerState.NEEDS_AUTH
     assert "do not open with store.secret_key" in (stats.last_error or "")
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING and "store.secret_key" in r.getMessage()]
+    assert [r.name for r in warned].count("yao_actors.auth.vault") == 1  # said to the operator as such, once
 
 
 CLI = [sys.executable, "-m", "yao_actors.cli"]

@@ -135,7 +135,7 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
                 assert not [e for e in events_a if e["type"].startswith("TEXT_MESSAGE")]  # no model call was made
                 first_b = the_interrupt(await ask(service, BOB, run_frame("who am I?", run_id="b1", thread_id="tb")))
                 assert first_a["url"] != first_b["url"]
-                # A resume before authorizing: the interrupt stays open (the same id, a fresh URL).
+                # A resume before authorizing: the interrupt stays open (the same id, the same pending authorization).
                 early = the_interrupt(await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub")))
                 landed_a = await authorize(server, early, "alice-person")
                 landed_b = await authorize(server, first_b, "bob-person")
@@ -317,6 +317,34 @@ async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes
     assert "needs the user's authorization again" in refused["result"]["text"]
     assert back["result"]["text"] == '"alice-person"'
     assert log["token_requests"] == ["authorization_code", "authorization_code"]  # the refused refresh is not one
+
+
+async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_again_and_the_log_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tokens that do not open with ``store.secret_key`` count as absent: the principal authorizes again (and goes
+    on), and the operator reads a WARNING naming ``store.secret_key``, once."""
+    async with open_oauth_server() as server:
+        config = config_of(server.url, tmp_path)
+        other = attrs.evolve(config, store=attrs.evolve(config.store, secret_key="another key, not the first one"))
+        with trio.fail_after(GUARD):
+            async with serving(config) as (_runtime, service):
+                asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
+                await authorize(server, asked, "alice-person")
+                first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+            async with serving(other) as (_runtime, service):
+                again = the_interrupt(await ask(service, ALICE, run_frame("who now?", run_id="a3", thread_id="ta")))
+                still = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a4", thread_id="ta")))
+                await authorize(server, still, "alice-person")
+                back = await ask(service, ALICE, resume_frame("a5", "ta", "authorization-hub"))
+    assert first["result"]["text"] == back["result"]["text"] == '"alice-person"'
+    assert again["url"] == still["url"]  # the pending authorization is given again until it is answered
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "secret_key" in r.getMessage()]
+    assert warned == [
+        "the stored tokens of server 'hub' (principal:alice) do not open with store.secret_key: the key is wrong or "
+        "changed since they were stored (set the key they were stored with, or log in again); until then they count "
+        "as absent and must be authorized again"
+    ]
 
 
 async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refresh_asks_in_that_run(

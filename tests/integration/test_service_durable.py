@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from tests.service.agui_support import post_agui, run_input
@@ -215,3 +216,33 @@ async def test_post_agui_answers_503_store_unavailable_while_redis_is_stopped(tm
     assert down.json()["error"]["code"] == "store_unavailable"
     assert "conversation store is unavailable" in down.json()["error"]["message"]
     assert (back.status, back.events[-1]["type"]) == (200, "RUN_FINISHED")
+
+
+async def test_an_sqlite_store_out_of_reach_is_said_to_clients_without_its_path(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store's files deleted under the service: the websocket's run and history frames, and ``POST /agui``,
+    say only that the conversation store is unavailable; the file's path goes to the log."""
+    database = tmp_path / "private" / "c.sqlite3"
+    database.parent.mkdir()
+    gate = Gate()
+    gate.opened.set()
+    with trio.fail_after(GUARD):
+        async with durable_service(StoreSpec.sqlite(database), gate) as (_, service):
+            async with open_service_connection(service.url) as ws:
+                await send(ws, run_frame("北京天气?", run_id="r1", thread_id="t1"))
+                assert (await until_terminal(ws, "r1"))[-1]["type"] == "RUN_FINISHED"
+                for name in await trio.Path(database.parent).iterdir():
+                    await name.unlink()
+                await send(ws, run_frame("还有吗?", run_id="r2", thread_id="t2"))
+                ended = (await until_terminal(ws, "r2"))[-1]
+                await send(ws, {"type": "history", "threadId": "t1"})
+                history = await receive(ws)
+            posted = await post_agui(service.port, run_input("三", thread_id="t3", run_id="r3"))
+    said = "the conversation store is unavailable"
+    assert (ended["type"], ended["code"], ended["message"]) == ("RUN_ERROR", "store_unavailable", said)
+    assert (history["type"], history["code"], history["message"]) == ("error", "store_unavailable", said)
+    assert (posted.status, posted.json()["error"]) == (503, {"code": "store_unavailable", "message": said})
+    logged = [r.getMessage() for r in caplog.records if r.name == "yao_actors.errors"]
+    assert logged
+    assert all(f"{database} was deleted while the store had it open" in line for line in logged), logged

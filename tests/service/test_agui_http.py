@@ -255,7 +255,7 @@ async def test_a_store_out_of_reach_is_a_json_503_with_its_code() -> None:
     assert (response.status, response.headers["content-type"]) == (503, "application/json")
     assert response.json()["error"] == {
         "code": "store_unavailable",
-        "message": "the conversation store is unavailable: the store is down",
+        "message": "the conversation store is unavailable",
     }
 
 

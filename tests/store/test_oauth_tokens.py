@@ -159,3 +159,26 @@ async def test_a_refused_refresh_drops_only_the_tokens_its_connection_held(store
     grant = await vault.load("hub", SERVICE_IDENTITY)
     assert grant.tokens is None
     assert grant.client_info == CLIENT
+
+
+async def test_pending_states_an_sqlite_file_of_version_5_kept_expire_by_the_index_after_the_upgrade(
+    tmp_path: Path,
+) -> None:
+    """Version 6 gives each token record an expiry column: the pending authorizations kept before (no expiry of
+    their own then) get theirs, ten minutes from when they were written, so they too go by the index; tokens none."""
+    path = tmp_path / "conversations.sqlite3"
+    db = sqlite3.connect(path)
+    for statement in (s for version in MIGRATIONS[:5] for s in version):
+        db.execute(statement)
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO schema_version VALUES (5)")
+    db.execute("INSERT INTO oauth_tokens VALUES ('(oauth-state)', 'old-state', 'v1.sealed', 1000.0)")
+    db.execute("INSERT INTO oauth_tokens VALUES ('hub', 'service', 'v1.sealed', 1000.0)")
+    db.commit()
+    db.close()
+    async with open_store(StoreSpec.sqlite(path)) as store:
+        records = store.oauth_tokens()
+        assert await records.expire("(oauth-state)", 1599.0) == 0
+        assert await records.expire("(oauth-state)", 1600.0) == 1
+        assert await records.expire("hub", 10.0**12) == 0
+        assert await records.keys() == [("hub", "service")]

@@ -17,6 +17,8 @@ An authorization server (or MCP server) that cannot be reached, or answers the d
 from __future__ import annotations
 
 import contextvars
+import hashlib
+import json
 import logging
 import secrets
 from typing import Any, Final
@@ -27,6 +29,7 @@ import httpx2
 import trio
 from mcp.client.auth import OAuthFlowError, OAuthTokenError, PKCEParameters
 
+from yao_actors.auth.discovery import DiscoveryCache
 from yao_actors.auth.flow import StoreOAuthProvider
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import StoreTokenStorage
@@ -81,12 +84,14 @@ class AskingProvider(StoreOAuthProvider):
         principal: str,
         *,
         redirect_uri: str,
+        asked: str,
     ) -> None:
         super().__init__(
             server_url, auth, storage, redirect_uri=redirect_uri, redirect_handler=_never, callback_handler=_never
         )
         self.states = states
         self.principal = principal
+        self.asked = asked
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         context = self.context
@@ -115,11 +120,13 @@ class AskingProvider(StoreOAuthProvider):
             params["resource"] = resource
         if context.client_metadata.scope:
             params["scope"] = context.client_metadata.scope
+        url = f"{endpoint}?{urlencode(params)}"
+        server = self.storage.server
         await self.states.put(
             state,
             {
                 "principal": self.principal,
-                "server": self.storage.server,
+                "server": server,
                 "code_verifier": pkce.code_verifier,
                 "redirect_uri": redirect_uri,
                 "token_endpoint": self._get_token_endpoint(),
@@ -127,8 +134,12 @@ class AskingProvider(StoreOAuthProvider):
                 "client_info": context.client_info.model_dump(mode="json"),
                 "metadata": None if metadata is None else metadata.model_dump(mode="json"),
             },
+            server=server,
+            principal=self.principal,
+            url=url,
+            asked=self.asked,
         )
-        raise _Redirect(f"{endpoint}?{urlencode(params)}")
+        raise _Redirect(url)
 
 
 async def begin_authorization(
@@ -141,28 +152,38 @@ async def begin_authorization(
     redirect_uri: str,
     client_metadata_url: str | None = None,
     within: float = DISCOVERY_TIMEOUT,
+    discovery: DiscoveryCache | None = None,
 ) -> str:
     """The URL where ``principal`` authorizes the server at ``server_url`` (module docstring); its state kept. The
-    whole discovery takes at most ``within`` seconds (:data:`DISCOVERY_TIMEOUT`)."""
+    principal's pending authorization, asked the same way and not about to expire, is given again (no discovery,
+    no new state: :meth:`~yao_actors.auth.states.AuthorizationStates.pending`). Else the whole discovery takes at
+    most ``within`` seconds (:data:`DISCOVERY_TIMEOUT`), its documents from ``discovery`` when it has them."""
     if client_metadata_url is not None and auth.client_metadata_url is None:
         auth = _with_metadata_url(auth, client_metadata_url)
-    provider = AskingProvider(server_url, auth, storage, states, principal, redirect_uri=redirect_uri)
     server = storage.server
+    asked = _asked(server_url, auth, redirect_uri)
+    pending = await states.pending(server, principal, asked)
+    if pending is not None:
+        return pending
+    provider = AskingProvider(server_url, auth, storage, states, principal, redirect_uri=redirect_uri, asked=asked)
+    transport = None if discovery is None else discovery.transport(server)
     token = _asking.set(server)
     deadline = trio.CancelScope(deadline=trio.current_time() + within)
     try:
         with deadline:
-            async with httpx2.AsyncClient(auth=provider, timeout=within) as client:
+            async with httpx2.AsyncClient(auth=provider, timeout=within, transport=transport) as client:
                 response = await client.post(server_url, json=_PROBE, headers=_HEADERS)
     except _Redirect as redirect:
         return redirect.url
     except (httpx2.HTTPError, OAuthFlowError, OAuthTokenError, ValueError) as error:
+        _forget(discovery, server)
         raise AuthorizationUnavailable(
             f"server {server!r}: its authorization server could not be reached or refused the discovery "
             f"({type(error).__name__}: {error})"
         ) from None
     finally:
         _asking.reset(token)
+    _forget(discovery, server)
     if deadline.cancelled_caught:
         raise AuthorizationUnavailable(
             f"server {server!r}: its authorization server did not finish the discovery within {within:g}s"
@@ -174,6 +195,19 @@ async def begin_authorization(
 
 def _with_metadata_url(auth: OAuthSpec, url: str) -> OAuthSpec:
     return attrs.evolve(auth, client_metadata_url=url)
+
+
+def _asked(server_url: str, auth: OAuthSpec, redirect_uri: str) -> str:
+    """What an authorization URL is made from, short: a pending one made otherwise (another scope, redirect or
+    client since) is not given again."""
+    what = [server_url, redirect_uri, list(auth.scopes), auth.client_id, auth.client_metadata_url]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+
+
+def _forget(discovery: DiscoveryCache | None, server: str) -> None:
+    """A discovery that did not end at the authorization URL: its documents are fetched afresh next time."""
+    if discovery is not None:
+        discovery.forget(server)
 
 
 async def _never(*args: Any) -> Any:

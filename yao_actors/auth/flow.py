@@ -187,9 +187,10 @@ async def open_authorized(
     needs: Callable[[str], NeedsLogin] = needs_login,
 ) -> AsyncIterator[mcp.Client]:
     """``connect`` with ``storage``'s tokens in the provider; ``needs(server)`` is the error when they do not serve."""
-    grant = await storage.load()  # TokenKeyError when the key is wrong
+    grant = await storage.load()
     if not grant.usable(storage.clock(), configured_client=auth.client_id is not None):
-        raise needs(spec.id)
+        error = needs(spec.id)
+        raise error if grant.unreadable is None else NeedsLogin(f"{error} ({grant.unreadable})")
 
     async def cannot_ask_a_person(authorization_url: str) -> None:
         # The tokens no longer serve (a refresh was refused): forget them, so the actor waits for a login.

@@ -41,6 +41,7 @@ import trio
 
 from yao_actors.auth.asking import begin_authorization
 from yao_actors.auth.callback import Authorized, complete_authorization
+from yao_actors.auth.discovery import DiscoveryCache
 from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
 from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.states import AuthorizationStates
@@ -77,6 +78,8 @@ class AuthorizationDesk:
     states: AuthorizationStates
     public_url: str | None = None
     base_url: str | None = None
+    discovery: DiscoveryCache = attrs.field(factory=DiscoveryCache)
+    """Each server's discovery documents, shared by its principals' authorizations."""
 
     @property
     def redirect_uri(self) -> str | None:
@@ -297,6 +300,7 @@ class PrincipalServers:
             principal=name,
             redirect_uri=redirect_uri,
             client_metadata_url=self.desk.client_metadata_url,
+            discovery=self.desk.discovery,
         )
 
     async def open(self, name: str) -> _Connection:

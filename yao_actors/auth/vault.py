@@ -10,6 +10,7 @@ without a key is refused (:func:`open_vault`). Nothing here logs a token, and no
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,9 +19,11 @@ import attrs
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from yao_actors.auth.cipher import TokenCipher
-from yao_actors.errors import ConfigError
+from yao_actors.errors import ConfigError, TokenKeyError
 from yao_actors.store.base import ConversationStore
 from yao_actors.store.tokens import TokenRecords
+
+logger = logging.getLogger(__name__)
 
 #: The identity of the service's own login (``identity: "service"``).
 SERVICE_IDENTITY = "service"
@@ -43,6 +46,9 @@ class Grant:
     tokens: OAuthToken | None = attrs.field(default=None, repr=False)
     expires_at: float | None = None
     client_info: OAuthClientInformationFull | None = attrs.field(default=None, repr=False)
+    unreadable: str | None = attrs.field(default=None, eq=False)
+    """Why the stored record could not be read (it does not open with ``store.secret_key``): this grant is empty
+    in its place, so the tokens count as absent and must be authorized again. Never stored."""
 
     def usable(self, now: float, *, configured_client: bool = False) -> bool:
         """Whether the tokens can serve a call without a person: an access token not yet expired, or a refresh
@@ -78,6 +84,8 @@ class TokenVault:
 
     records: TokenRecords
     cipher: TokenCipher
+    unreadable: set[tuple[str, str]] = attrs.field(factory=set, eq=False, repr=False)
+    """The records found not to open with the key (each told to the log once: :meth:`StoreTokenStorage.load`)."""
 
     async def load(self, server: str, identity: str) -> Grant:
         """The record's grant (empty when there is none); :class:`~yao_actors.errors.TokenKeyError` when it does
@@ -130,7 +138,16 @@ class StoreTokenStorage:
     """The tokens the connection using this storage holds (read at its start, or stored by its refresh)."""
 
     async def load(self) -> Grant:
-        return await self.vault.load(self.server, self.identity)
+        """The record's grant; one that does not open with ``store.secret_key`` counts as absent (an empty grant
+        saying why): a connection then needs a login, a principal is asked again. The operator is told once per
+        record and process, by a WARNING naming ``store.secret_key`` (else only a server "needs auth" would show)."""
+        try:
+            return await self.vault.load(self.server, self.identity)
+        except TokenKeyError as error:
+            if (self.server, self.identity) not in self.vault.unreadable:
+                self.vault.unreadable.add((self.server, self.identity))
+                logger.warning("%s; until then they count as absent and must be authorized again", error)
+            return Grant(unreadable=str(error))
 
     async def get_tokens(self) -> OAuthToken | None:
         return (await self.load()).tokens

@@ -29,7 +29,7 @@ from yao_actors.conversation.inputs import (
     resolve_inputs,
     stored_pending,
 )
-from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal, store_unavailable
+from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.principal_servers import is_authorization_resume
@@ -200,7 +200,7 @@ class _ConversationActor:
                     stored = await patiently(lambda: self.store.load_history(order.thread_id))
                     approvals = await patiently(lambda: self.store.load_approvals(order.thread_id))
                 except StoreUnavailable as error:
-                    return store_unavailable(error)
+                    return error.run_error()
                 self.status.history.replace(stored)
                 self.status.stored_messages = len(stored)
                 self.status.approvals[:] = stored_pending(order.thread_id, approvals)
@@ -299,7 +299,7 @@ class _ConversationActor:
                 run.events.reopen(order.outlet.shown_seq)
                 run.forget_unseen(order.outlet.log)
             if journal.failure is not None and result.outcome is not Outcome.ERROR:
-                result = _failed(result, store_unavailable(journal.failure))
+                result = _failed(result, journal.failure.run_error())
         await _close_out(run, result, unreported)
         # With a store that takes it, the lease goes in the close-out's write (one store call fewer per run).
         folded = self.renewing is not None and self.leases.release_with_close
@@ -308,7 +308,7 @@ class _ConversationActor:
             # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the
             # close-out's events are shown without being stored (the one case where a client sees more than
             # the stored log; the sweep closes the run as interrupted later, and a resume numbers on from it).
-            result = _failed(result, store_unavailable(journal.failure or StoreUnavailable("no answer")))
+            result = _failed(result, (journal.failure or StoreUnavailable("no answer")).run_error())
             assert journal.terminal is not None
             run.events.reopen(journal.terminal["seq"] - 1)
             await _close_out(run, result, ())
@@ -443,9 +443,7 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     try:
         gone = await gone_calls(answered, reaches)
     except StoreUnavailable as error:
-        raise RunError(
-            f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE
-        ) from error
+        raise error.run_error() from error
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}

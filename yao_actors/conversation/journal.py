@@ -118,16 +118,10 @@ _busy_until: trio.lowlevel.RunVar[float] = trio.lowlevel.RunVar("yao_actors.jour
 """Until when this process counts as busy (``trio.current_time()``): its writes do not wait for idle."""
 
 
-def store_unavailable(error: StoreUnavailable) -> RunError:
-    """The ``RunError`` of a run whose store failed."""
-    return RunError(f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE)
-
-
 def lost_thread(thread_id: str, error: UnknownThread | UnknownRun) -> StoreUnavailable:
     """The failure of a write to a thread (or run) the store no longer has: someone forgot it."""
-    return StoreUnavailable(
-        f"thread {thread_id!r} is no longer in the store ({error.args[0] if error.args else error})"
-    )
+    said = f"thread {thread_id!r} is no longer in the store ({error.args[0] if error.args else error})"
+    return StoreUnavailable(said, shown=said)
 
 
 @attrs.define(eq=False)
@@ -202,7 +196,7 @@ class RunJournal:
                 await patiently(start_run)
         except StoreUnavailable as error:
             self.failure = error
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
         except RunIdTaken:
             if tries == 1 or not await self._started_by_us():
                 raise RunError(
@@ -210,7 +204,7 @@ class RunJournal:
                 ) from None
         except (UnknownThread, UnknownRun) as error:
             self.failure = lost_thread(self.thread_id, error)
-            raise store_unavailable(self.failure) from error
+            raise self.failure.run_error() from error
         self._started(messages, given)
         self.kick_started()
 
@@ -267,7 +261,7 @@ class RunJournal:
                 taken = Taken(True, started=True)  # the lost try took the lease and started the run, atomically
             except (UnknownThread, UnknownRun) as error:
                 self.failure = lost_thread(self.thread_id, error)
-                raise store_unavailable(self.failure) from error
+                raise self.failure.run_error() from error
             if taken.started:
                 self._started(messages, given)
             return taken
@@ -280,7 +274,7 @@ class RunJournal:
         try:
             stored = await patiently(lambda: self.store.get_run(self.run_id))
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
         if stored is not None:
             raise RunError(f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST)
 
@@ -317,7 +311,7 @@ class RunJournal:
     def turn(self, messages: Sequence[Message]) -> None:
         """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
         if self.failure is not None:
-            raise store_unavailable(self.failure)
+            raise self.failure.run_error()
         self._turns.extend(messages)
         self.kick()
 
@@ -518,7 +512,7 @@ class RunJournal:
         except StoreUnavailable as error:
             logger.warning("run %s: could not store the thread's pending approvals: %s", self.run_id, error)
             self.failure = error
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
 
     async def close_out(self, finish: RunFinish, *, release: str | None = None) -> list[EventDict] | None:
         """The close-out's write: the rest of the history, the events not written yet, the terminal event and the

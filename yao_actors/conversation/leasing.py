@@ -85,9 +85,7 @@ async def take_lease(
                     return taken
                 await trio.sleep(min(POLL_INTERVAL, policy.ttl / 3))
     except StoreUnavailable as error:
-        raise RunError(
-            f"the conversation store is unavailable: {error}", code=RunErrorCode.STORE_UNAVAILABLE
-        ) from error
+        raise error.run_error() from error
     raise RunError(
         f"thread {thread_id!r} is busy: a run elsewhere still holds it after {policy.wait:g} s (store.lease_wait)",
         code=RunErrorCode.THREAD_BUSY,

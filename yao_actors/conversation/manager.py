@@ -20,7 +20,6 @@ from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, new
 from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.inputs import stored_pending
-from yao_actors.conversation.journal import store_unavailable
 from yao_actors.conversation.leasing import LeasePolicy
 from yao_actors.conversation.order import FollowStream, RunControl, RunOrder, RunResult, RunStream
 from yao_actors.conversation.outlet import RunOutlet
@@ -140,7 +139,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
             history = await patiently(lambda: self._store.load_history(thread_id)) if stored else []
             approvals = await patiently(lambda: self._store.load_approvals(thread_id)) if stored else []
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
         finally:
             self._loading.discard(thread_id)
         if len(self._threads) >= self._max_threads:
@@ -213,7 +212,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         try:
             info = await self._store.get_thread(thread_id)
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
         return info if info is not None and info.principal == principal else None
 
     async def load_thread(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
@@ -225,7 +224,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
             messages = await self._store.load_history(thread_id)
             runs = await self._store.list_runs(thread_id)
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
         return ThreadHistory(thread_id, tuple(messages), tuple(runs))
 
     async def list_threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
@@ -233,7 +232,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         try:
             return await self._store.list_threads(principal, limit=limit)
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
 
     async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
         """Delete a thread of ``principal`` and its runs, in memory and in the store; ``False`` when it is
@@ -250,7 +249,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         try:
             return await self._store.forget_thread(thread_id)
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
 
     @asynccontextmanager
     async def open_resume(
@@ -274,7 +273,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         try:
             stored = await stored_run_stream(self._store, run_id, after_seq, principal)
         except StoreUnavailable as error:
-            raise store_unavailable(error) from error
+            raise error.run_error() from error
         if stored is None:
             raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
         yield stored

@@ -20,7 +20,6 @@ from typing import Any, Final
 import attrs
 import trio
 
-from yao_actors.conversation.journal import store_unavailable
 from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.models.base import Message
@@ -124,7 +123,7 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
             try:
                 await patiently(self._fetch)
             except StoreUnavailable as error:
-                raise store_unavailable(error) from error
+                raise error.run_error() from error
         if self._pending:
             event = self._pending.pop(0)
             await trio.lowlevel.checkpoint()

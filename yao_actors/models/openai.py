@@ -55,7 +55,7 @@ import os
 import random
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager, contextmanager, suppress
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,6 +66,7 @@ from opentelemetry import trace
 
 from yao_actors import untrusted_json
 from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
+from yao_actors.http_bodies import unwind
 from yao_actors.models.base import (
     Completion,
     Delta,
@@ -316,19 +317,15 @@ async def _unwinding(chunks: AsyncGenerator[bytes, None]) -> AsyncIterator[Async
     """``response.aiter_bytes()``, unwound from the inside when left before its end.
 
     Closing it at a ``yield`` (a consumer that raised or was cancelled
-    midway) leaves httpcore2's innermost generator suspended, because httpx2
-    does not close it; the garbage collector would finalise it later with a
-    ``ResourceWarning``. Reading on under a cancelled scope raises
-    ``Cancelled`` at the pending socket read instead, which unwinds every layer.
+    midway) would leave httpcore2's innermost generator suspended, for the
+    garbage collector to finalise later with a ``ResourceWarning``
+    (:mod:`yao_actors.http_bodies`, which applies here too: the
+    client may be the caller's, with any transport).
     """
     try:
         yield chunks
     finally:
-        with trio.CancelScope() as unwind, suppress(httpx2.HTTPError):
-            unwind.cancel()
-            while await anext(chunks, None) is not None:
-                pass
-        await chunks.aclose()
+        await unwind(chunks)
 
 
 @functools.cache

@@ -33,7 +33,6 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -85,14 +84,18 @@ def _reachable(url: str) -> Iterator[None]:
     """Turn whatever goes wrong in Redis into :class:`StoreUnavailable`: the ways a server can be out of reach
     (connection refused or lost, timeouts, authentication, a reply that is not the protocol), and any error
     answer (``WRONGTYPE``, ``OOM``, ``READONLY``, a script error, ...), which no caller can do anything else with."""
-    where = shown_url(url)  # the message reaches logs and, through run errors, clients: never the password
+    where = shown_url(url)  # the message reaches the log: never the password; clients hear only what is shown
     try:
         yield
     except _UNREACHABLE as error:
-        raise StoreUnavailable(f"Redis store at {where} is unreachable: {error}") from error
-    except coredis.exceptions.RedisError as error:
         raise StoreUnavailable(
-            f"Redis store at {where} answered with an error ({type(error).__name__}): {error}"
+            f"Redis store at {where} is unreachable: {error}", shown="Redis is unreachable"
+        ) from error
+    except coredis.exceptions.RedisError as error:
+        kind = type(error).__name__
+        raise StoreUnavailable(
+            f"Redis store at {where} answered with an error ({kind}): {error}",
+            shown=f"Redis answered with an error ({kind})",
         ) from error
 
 
@@ -171,7 +174,7 @@ class RedisStore:
         return self._leases
 
     def oauth_tokens(self) -> TokenRecords:
-        return RedisTokens(self.client, self._keys.oauth_tokens, partial(_reachable, self.url))
+        return RedisTokens(self)
 
     @_keys.default
     def _keys_under_prefix(self) -> RedisKeys:

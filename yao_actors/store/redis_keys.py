@@ -96,3 +96,7 @@ class RedisKeys:
         """The hash of sealed OAuth tokens, a field ``escape(server):escape(identity)`` each
         (:mod:`yao_actors.store.tokens`)."""
         return f"{self.prefix}oauth:tokens"
+
+    def oauth_expiry(self, server: str) -> str:
+        """The sorted set of the fields of ``server``'s token records that expire, by when (POSIX time)."""
+        return f"{self.prefix}oauth:expiry:{escape(server)}"

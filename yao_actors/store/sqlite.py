@@ -134,6 +134,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             answered INTEGER NOT NULL DEFAULT 0,
             outcome TEXT)""",
     ),
+    (
+        # Token records that expire (the pending OAuth authorizations), dropped by this index, never by reading.
+        "ALTER TABLE oauth_tokens ADD COLUMN expires_at REAL",
+        "CREATE INDEX oauth_tokens_by_expiry ON oauth_tokens (server, expires_at) WHERE expires_at IS NOT NULL",
+        # The pending authorizations kept before: ten minutes from when they were written (yao_actors.auth.states).
+        "UPDATE oauth_tokens SET expires_at = updated_at + 600 WHERE server = '(oauth-state)'",
+    ),
 )
 """Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
 

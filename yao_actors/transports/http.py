@@ -4,7 +4,8 @@ The MCP SDK lets a raised transport error escape and fail the whole session
 (python-sdk #915); :class:`ResilientTransport` answers network errors with a
 ``503`` instead, so one failed request fails one call. The session failing as a
 whole is still detected: a refused connection, or ``404`` for a session the
-server no longer knows (it restarted), loses the link.
+server no longer knows (it restarted), loses the link. Bodies left midway are unwound when closed
+(:mod:`yao_actors.http_bodies`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
+from yao_actors.http_bodies import UnwindingTransport
 from yao_actors.specs import HttpTransport
 from yao_actors.transports.link import Link
 
@@ -34,11 +36,18 @@ async def open_http_transport(transport: HttpTransport, link: Link) -> AsyncIter
             headers=dict(transport.headers),
             timeout=HTTP_TIMEOUT,
             auth=transport.http_auth,
-            transport=ResilientTransport(httpx2.AsyncHTTPTransport(), link),
+            transport=resilient_transport(link),
         ) as http_client,
         streamable_http_client(transport.url, http_client=http_client) as streams,
     ):
         yield streams
+
+
+def resilient_transport(link: Link) -> ResilientTransport:
+    """The transport of an MCP session's HTTP client: a network error fails one request
+    (:class:`ResilientTransport`), and a response body closed before its end is unwound at once
+    (:mod:`yao_actors.http_bodies`), not left to the garbage collector."""
+    return ResilientTransport(UnwindingTransport(httpx2.AsyncHTTPTransport()), link)
 
 
 class ResilientTransport(httpx2.AsyncBaseTransport):

@@ -19,7 +19,7 @@ from mcp.client.sse import sse_client
 from mcp.shared.message import SessionMessage
 
 from yao_actors.specs import SseTransport
-from yao_actors.transports.http import HTTP_TIMEOUT, ResilientTransport
+from yao_actors.transports.http import HTTP_TIMEOUT, resilient_transport
 from yao_actors.transports.link import Link
 from yao_actors.transports.sdk_errors import one_line
 
@@ -35,7 +35,7 @@ async def open_sse_transport(transport: SseTransport, link: Link) -> AsyncIterat
             headers=headers,
             timeout=timeout or HTTP_TIMEOUT,
             auth=auth,
-            transport=ResilientTransport(httpx2.AsyncHTTPTransport(), link),
+            transport=resilient_transport(link),
         )
 
     async with sse_client(
