@@ -79,6 +79,9 @@ def status_command(args: argparse.Namespace) -> int:
             if auth is not None and auth.identity == "principal":
                 print(await _principals_status(vault, server_id, now))
                 continue
+            if auth is not None and not auth.needs_login:
+                print(f"{server_id}: {auth.type}: gets its tokens itself from {auth.issuer}, no login")
+                continue
             try:
                 grant = await vault.load(server_id, SERVICE_IDENTITY)
             except YaoActorsError as error:

@@ -31,6 +31,7 @@ from mcp.client.auth.oauth2 import OAuthContext
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.machine import machine_provider
 from yao_actors.auth.vault import SERVICE_IDENTITY, StoreTokenStorage, TokenVault
 from yao_actors.errors import AuthorizationError, NeedsLogin
 from yao_actors.specs import OAuthSpec, ServerSpec
@@ -104,12 +105,24 @@ class StoreOAuthProvider(OAuthClientProvider):
         """The client ``auth.client_id`` / ``client_secret`` name, registered beforehand; ``None`` without one."""
         if self.auth.client_id is None:
             return None
+        method = (self.auth.token_endpoint_auth_method or "client_secret_post") if self.auth.client_secret else "none"
         return OAuthClientInformationFull(
             client_id=self.auth.client_id,
             client_secret=self.auth.client_secret,
             redirect_uris=self.context.client_metadata.redirect_uris,
-            token_endpoint_auth_method="client_secret_post" if self.auth.client_secret else "none",
+            token_endpoint_auth_method=method,
         )
+
+    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        """The SDK's token request; a configured client's secret goes the way the authorization server takes it
+        when ``token_endpoint_auth_method`` does not say: ``client_secret_post`` unless its metadata offers only
+        ``client_secret_basic``."""
+        client, metadata = self.context.client_info, self.context.oauth_metadata
+        offered = (metadata.token_endpoint_auth_methods_supported or []) if metadata is not None else []
+        unsaid = self.auth.client_secret and self.auth.token_endpoint_auth_method is None and client is not None
+        if unsaid and "client_secret_post" not in offered and "client_secret_basic" in offered:
+            client.token_endpoint_auth_method = "client_secret_basic"  # type: ignore[union-attr]
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
 
     async def _initialize(self) -> None:
         grant = await self.storage.load()
@@ -171,6 +184,9 @@ def authorizing(connect: Connector, vault: TokenVault, *, clock: Callable[[], fl
         if auth.identity != "service":
             return _refuse(AuthorizationError(PRINCIPAL_NOT_SERVED.format(server=spec.id)))
         storage = StoreTokenStorage(vault, spec.id, SERVICE_IDENTITY, clock)
+        if not auth.needs_login:  # the client gets its tokens itself (yao_actors.auth.machine)
+            provider = machine_provider(spec.transport.url, auth, storage)  # type: ignore[union-attr]
+            return connect(with_http_auth(spec, provider), link=link, **options)
         return open_authorized(connect, spec, auth, storage, link, options)
 
     return connector
