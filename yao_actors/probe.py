@@ -22,6 +22,7 @@ from yao_actors.providers import build_model
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.specs import Config, ModelSpec, RestartPolicy, StoreSpec
 from yao_actors.tools.catalog import Catalog
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.server_handle import ServerState
 
@@ -42,13 +43,19 @@ def _per_principal(config: Config, server_id: str) -> bool:
 
 @asynccontextmanager
 async def open_probe(
-    config: Config, *, deadline_s: float, only: Iterable[str] | None = None, logins: StoreSpec | None = None
+    config: Config,
+    *,
+    deadline_s: float,
+    only: Iterable[str] | None = None,
+    logins: StoreSpec | None = None,
+    input_handler: InputHandler | None = None,
 ) -> AsyncIterator[Runtime]:
     """A runtime of ``config``'s enabled servers (or those in ``only``, and then no assistants), each with one
     connection attempt of at most ``deadline_s`` seconds and no restart. Threads are kept in memory, unless a server
     logs in with the service's identity: its tokens are in ``logins`` (the store ``serve`` and ``yao-actors auth
     login`` use with this config), which the probe then opens (it runs no thread there). Entered once every server
-    is ``ready``, ``down`` or ``needs_auth`` (a login is not waited for: it is said in the reports)."""
+    is ``ready``, ``down`` or ``needs_auth`` (a login is not waited for: it is said in the reports). ``input_handler``
+    answers what a server asks during a call (:func:`~yao_actors.runtime.open_runtime`)."""
     chosen = set(config.servers) if only is None else set(only)
     once = RestartPolicy(max_restarts=0)
     servers = {
@@ -59,7 +66,7 @@ async def open_probe(
     assistants = config.assistants if only is None else {}
     probed = attrs.evolve(config, servers=servers, assistants=assistants)
     store = logins if set(oauth_servers(probed)) - set(principal_servers(probed)) else None
-    async with open_runtime(attrs.evolve(probed, store=store)) as runtime:
+    async with open_runtime(attrs.evolve(probed, store=store), input_handler=input_handler) as runtime:
         for handle in runtime.servers.values():
             await handle.wait_for_state(ServerState.READY, ServerState.DOWN, ServerState.NEEDS_AUTH)
         yield runtime

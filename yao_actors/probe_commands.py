@@ -8,8 +8,9 @@ out. One line per finding; exit 0 when nothing failed, 2 otherwise.
 ``tools [--config FILE] [--server S] [--json]`` lists the tools of the servers (names, titles, servers) and, for each
 assistant, the name its model is offered a tool under or why it is not; exit 1 when a server could not be reached.
 
-``call SERVER TOOL ['{json}']`` starts that one server and calls the tool with the arguments; the result is printed as
-JSON; exit 1 when the call failed.
+``call SERVER TOOL ['{json}'] [--accept-defaults]`` starts that one server and calls the tool with the arguments; the
+result is printed as JSON; exit 1 when the call failed. What the tool asks meanwhile is asked on the terminal as
+``chat`` asks it, or accepted with the form's defaults (:mod:`yao_actors.call_questions`).
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from typing import Any, TypeVar
 import trio
 
 from yao_actors.auth.keys import secret_key_problem
+from yao_actors.call_questions import call_input
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
 from yao_actors.probe import Report, open_probe, probe_model, server_reports, tool_offers
 from yao_actors.specs import ModelSpec, StoreSpec
 from yao_actors.store.spec import default_store_name, service_store
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.server_handle import ServerState
 
 T = TypeVar("T")
@@ -164,9 +167,11 @@ def call_command(args: argparse.Namespace) -> int:
             raise ConfigError([f"SERVER {args.server}: no such server (known: {', '.join(config.servers)})"])
         if spec.disabled:
             raise ConfigError([f"SERVER {args.server}: the server is disabled in the configuration"])
-        return _run_quietly(
-            partial(_call, config, args.server, args.tool, arguments, args.timeout, _logins(args, config))
+        answers = call_input(accept_defaults=args.accept_defaults)
+        calling = partial(
+            _call, config, args.server, args.tool, arguments, args.timeout, _logins(args, config), answers
         )
+        return _run_quietly(calling)
     except ConfigError as error:
         for problem in error.problems:
             print(f"yao-actors: {problem}", file=sys.stderr)
@@ -174,9 +179,16 @@ def call_command(args: argparse.Namespace) -> int:
 
 
 async def _call(
-    config: Config, server_id: str, tool: str, arguments: dict[str, Any], deadline_s: float, logins: StoreSpec
+    config: Config,
+    server_id: str,
+    tool: str,
+    arguments: dict[str, Any],
+    deadline_s: float,
+    logins: StoreSpec,
+    answers: InputHandler,
 ) -> int:
-    async with open_probe(config, deadline_s=deadline_s, only=[server_id], logins=logins) as runtime:
+    only = [server_id]
+    async with open_probe(config, deadline_s=deadline_s, only=only, logins=logins, input_handler=answers) as runtime:
         handle = runtime.servers[server_id]
         if handle.state is not ServerState.READY:
             print(f"yao-actors: {handle.statistics().last_error}", file=sys.stderr)
