@@ -100,6 +100,7 @@ class StoreOAuthProvider(OAuthClientProvider):
         self.context = _ClockedContext(**shared, clock=storage.clock)
         self.auth = auth
         self.storage = storage
+        self.wanted_scope: str | None = None
 
     def configured_client(self) -> OAuthClientInformationFull | None:
         """The client ``auth.client_id`` / ``client_secret`` name, registered beforehand; ``None`` without one."""
@@ -126,6 +127,7 @@ class StoreOAuthProvider(OAuthClientProvider):
 
     async def _initialize(self) -> None:
         grant = await self.storage.load()
+        self.wanted_scope = grant.wanted_scope
         self.storage.held = grant.tokens
         self.context.current_tokens = grant.tokens
         self.context.client_info = self.configured_client() or grant.client_info
@@ -162,10 +164,16 @@ class StoreOAuthProvider(OAuthClientProvider):
             await inner.aclose()
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
-        scopes = (self.context.client_metadata.scope or "").split()
-        wanted = [*scopes, *(s for s in self.auth.scopes if s not in scopes)]
-        self.context.client_metadata.scope = " ".join(wanted) or None
+        self.context.client_metadata.scope = self.scope_to_ask()
         return await super()._perform_authorization_code_grant()
+
+    def scope_to_ask(self) -> str | None:
+        """The scopes an authorization asks for: those the SDK chose (the server's challenge, a step-up's union
+        with what was granted), the configured ``scopes``, and those a step-up asked for since the last login."""
+        scopes = (self.context.client_metadata.scope or "").split()
+        for extra in (self.auth.scopes, (self.wanted_scope or "").split()):
+            scopes += [s for s in extra if s not in scopes]
+        return " ".join(scopes) or None
 
 
 def with_http_auth(spec: ServerSpec, http_auth: Any) -> ServerSpec:
@@ -208,7 +216,9 @@ async def open_authorized(
         raise needs(spec.id)
 
     async def cannot_ask_a_person(authorization_url: str) -> None:
-        # The tokens no longer serve (a refresh was refused): forget them, so the actor waits for a login.
+        # The tokens no longer serve (a refresh was refused, or the server wants more scope: a step-up): forget
+        # them, so the actor waits for a login, which asks for the scopes this authorization would have.
+        await storage.want_scope(provider.context.client_metadata.scope)
         await storage.drop_tokens()
         error = needs(spec.id)
         link.unauthorized = True
