@@ -118,7 +118,9 @@ def test_the_docs_oauth_examples_are_valid() -> None:
     blocks = [block.split("```", 1)[0] for block in section.split("```json\n")[1:]]
     assert len(blocks) >= 2  # one complete config per identity mode
     environ = {"TRACKER_CLIENT_ID": "c", "YAO_SECRET_KEY": "k" * 32, "ALICE_TOKEN": "a" * 16, "BOB_TOKEN": "b" * 16}
-    identities = []
+    names = ("REPORTS_CLIENT_ID", "REPORTS_CLIENT_SECRET", "LEDGER_PRIVATE_KEY_PEM", "WIKI_CLIENT_ID")
+    environ |= dict.fromkeys((*names, "WIKI_CLIENT_SECRET", "IDP_CLIENT_ID", "IDP_ID_TOKEN"), "x")
+    identities, kinds = [], []
     for block in blocks:
         example = json.loads(block)
         assert schema_problems(example) == []
@@ -126,7 +128,9 @@ def test_the_docs_oauth_examples_are_valid() -> None:
         assert config.store is not None
         assert config.store.secret_key == "k" * 32
         identities += [s.transport.auth.identity for s in config.servers.values()]  # type: ignore[union-attr]
+        kinds += [s.transport.auth.type for s in config.servers.values()]  # type: ignore[union-attr]
     assert set(identities) == {"service", "principal"}
+    assert set(kinds) == {"oauth", "client_credentials", "cross_app_access"}
 
 
 def test_public_url_is_read_with_its_variable_and_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
