@@ -22,13 +22,22 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import httpx2
 import mcp
+import pydantic
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.client.auth.utils import create_oauth_metadata_request
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+)
 
 from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.machine import machine_provider
@@ -101,6 +110,7 @@ class StoreOAuthProvider(OAuthClientProvider):
         self.auth = auth
         self.storage = storage
         self.wanted_scope: str | None = None
+        self.legacy_issuer: str | None = None
 
     def configured_client(self) -> OAuthClientInformationFull | None:
         """The client ``auth.client_id`` / ``client_secret`` name, registered beforehand; ``None`` without one."""
@@ -140,7 +150,8 @@ class StoreOAuthProvider(OAuthClientProvider):
         The SDK answers every ``401`` with a new authorization (a person's login); but a server may end a token
         before its ``expires_in`` said (a revocation, a clock apart, a restart of its own), and a service cannot
         ask anyone to log in. Only when that refresh fails, or the request is refused again, does the SDK's flow
-        go on (and, with no one to ask, the server becomes ``needs_auth``).
+        go on (and, with no one to ask, the server becomes ``needs_auth``). Where the server has no protected
+        resource metadata, the 2025-03-26 fallback's issuer is learnt first (:meth:`_learn_legacy_issuer`).
         """
         inner = super()._auth_flow(request)
         refreshed = False
@@ -157,11 +168,43 @@ class StoreOAuthProvider(OAuthClientProvider):
                             incoming = yield request
                             if incoming.status_code != 401:
                                 return
+                if self._no_resource_metadata(outgoing, incoming):
+                    answer = yield create_oauth_metadata_request(self._legacy_metadata_url())
+                    await self._learn_legacy_issuer(answer)
                 outgoing = await inner.asend(incoming)
         except StopAsyncIteration:
             return
         finally:
             await inner.aclose()
+
+    def _no_resource_metadata(self, outgoing: httpx2.Request, incoming: httpx2.Response) -> bool:
+        """Whether ``incoming`` answers the last protected resource metadata URL the SDK tries (the origin's)
+        without it (and not a server error, which ends the SDK's flow): the SDK goes on to the 2025-03-26 path."""
+        root = f"{_origin(self.context.server_url)}/.well-known/oauth-protected-resource"
+        failed = incoming.status_code != 200 and incoming.status_code < 500 and incoming.status_code != 429
+        return outgoing.method == "GET" and str(outgoing.url) == root and failed
+
+    def _legacy_metadata_url(self) -> str:
+        return f"{_origin(self.context.server_url)}/.well-known/oauth-authorization-server"
+
+    async def _learn_legacy_issuer(self, answer: httpx2.Response) -> None:
+        """The 2025-03-26 fallback (no protected resource metadata): the authorization server's metadata at the MCP
+        server's root may name an issuer with a path on that same origin (``https://host/oauth``). The SDK expects
+        the bare origin there (RFC 8414 §3.3) and stops; the same origin is the same party, so that issuer is
+        taken as the one expected (:meth:`_expected_issuer`). Another origin, or no metadata: the SDK's rule."""
+        if answer.status_code != 200:
+            return
+        try:
+            issuer = str(OAuthMetadata.model_validate_json(await answer.aread()).issuer)
+        except (pydantic.ValidationError, httpx2.HTTPError):
+            return
+        if _origin(issuer) == _origin(self.context.server_url):
+            self.legacy_issuer = issuer
+
+    def _expected_issuer(self) -> str:
+        if self.context.auth_server_url is None and self.legacy_issuer is not None:
+            return self.legacy_issuer
+        return super()._expected_issuer()
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         self.context.client_metadata.scope = self.scope_to_ask()
@@ -174,6 +217,11 @@ class StoreOAuthProvider(OAuthClientProvider):
         for extra in (self.auth.scopes, (self.wanted_scope or "").split()):
             scopes += [s for s in extra if s not in scopes]
         return " ".join(scopes) or None
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def with_http_auth(spec: ServerSpec, http_auth: Any) -> ServerSpec:
