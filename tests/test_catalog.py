@@ -75,6 +75,15 @@ async def test_cap_keeps_the_first_tools_in_order_with_one_warning() -> None:
     }
 
 
+async def test_a_catalog_iterates_over_its_entries_in_offered_order() -> None:
+    """``for entry in await runtime.catalog("default")``, as the docs write it (issue 44, item 8)."""
+    catalog = await build_catalog([ServerRef("b"), ServerRef("a")], servers_of(listed_server("a", [tool("x")]),
+                                  listed_server("b", [tool("y"), tool("z")])), max_tools=20)  # fmt: skip
+    assert [entry.name for entry in catalog] == ["b__y", "b__z", "a__x"]
+    assert list(catalog) == list(catalog.entries)
+    assert len(catalog) == 3
+
+
 async def test_a_down_server_past_the_cap_is_not_listed_and_leaves_the_catalog_complete() -> None:
     a = listed_server("a", [tool("t1"), tool("t2")])
     down = listed_server("down", [tool("x")])

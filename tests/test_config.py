@@ -19,6 +19,7 @@ from yao_actors.config import (
     Sample,
     ServerRef,
     StdioTransport,
+    config_problems,
     default_config,
     load_config,
     max_turns,
@@ -241,6 +242,47 @@ def test_default_config_uses_a_real_model_when_openai_variables_are_set() -> Non
     config = default_config(environ=env)
     model = config.models[config.assistants["default"].model]
     assert (model.provider, model.base_url, model.model) == ("openai", "http://127.0.0.1:11434/v1", "qwen2.5")
+
+
+def test_an_openai_api_key_alone_keeps_the_offline_demo_model() -> None:
+    """Many shells export ``OPENAI_API_KEY`` for other tools: only a named model (``OPENAI_MODEL``) leaves the demo."""
+    for env in ({"OPENAI_API_KEY": "sk-x"}, {"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}):
+        config = default_config(environ=env)
+        assert config.models[config.assistants["default"].model].provider == "demo"
+        assert parse_config({"mcpServers": {}}, environ=env).models["default"].provider == "demo"
+    model = default_config(environ={"OPENAI_MODEL": "gpt-4.1-mini"}).models["default"]
+    assert (model.provider, model.base_url, model.model) == ("openai", "https://api.openai.com/v1", "gpt-4.1-mini")
+
+
+def test_a_declared_assistant_without_mcp_servers_gets_none_and_the_file_says_so() -> None:
+    """As an agent of PydanticAI or the OpenAI Agents SDK has only the tools it is given: no ``mcp.servers``, no
+    servers (a note says so, since it may be an oversight); ``"servers": []`` says it on purpose, without a note."""
+    config = parse_config(base(assistants={"a": {"model": "demo"}, "b": {"model": "demo", "mcp": {"servers": []}}}))
+    assert config.assistants["a"].servers == config.assistants["b"].servers == ()
+    assert config.notes == (
+        'assistants.a: no mcp.servers, so its model gets no tools; list those it may use ("mcp": {"servers": '
+        '["weather", "clothing"]}), or write "servers": [] to say it needs none',
+    )
+    assert parse_config(base(mcpServers={}, assistants={"a": {"model": "demo"}})).notes == ()  # nothing to list
+
+
+def test_required_servers_name_configured_servers_that_can_start() -> None:
+    """``server.required_servers`` (the servers ``/readyz`` waits for) is read, and each must name a configured,
+    enabled server: a typo or a disabled one would keep the service unready forever."""
+    config = parse_config(base(server={"required_servers": ["weather"]}), environ=ENV)
+    assert config.service.required_servers == ("weather",)
+    assert config_problems(config) == []
+    data = base(server={"required_servers": ["wether", "clothing"]})
+    data["mcpServers"]["clothing"]["disabled"] = True
+    data["assistants"]["default"]["mcp"]["servers"] = ["weather"]
+    assert config_problems(parse_config(data, environ=ENV)) == [
+        'server.required_servers[0]: unknown server "wether" (known: "weather", "clothing")',
+        'server.required_servers[1]: server "clothing" is disabled: it never starts, so the service would never be '
+        "ready",
+    ]
+    assert problems_of(base(server={"required_servers": "weather"})) == [
+        "server.required_servers: expected a list of strings, got a string"
+    ]
 
 
 def test_prompts_history_options_and_fallback_are_read() -> None:

@@ -51,7 +51,7 @@ EVERY_KEY: dict[str, Any] = {
             "dispatch": "sequential", "restart": {"max_restarts": 1, "backoff": {"initial": 0.1, "max": 1}},
             "samples": {"get": [{"name": "n", "input": {}, "output": {}, "description": "d", "metadata": {}}]},
             "expose_stderr": True, "disabled": False, "autoApprove": [], "alwaysAllow": [], "description": "d",
-            "envFile": ".env", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
+            "envFile": "/dev/null", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
             "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True, "read_links": True,
             "version": "1.0.0", "protocol": "2026-07-28", "input_timeout": 60,
         },
@@ -91,7 +91,7 @@ EVERY_KEY: dict[str, Any] = {
         "allowed_origins": ["null"], "allow_client_roles": ["system"], "max_frame_bytes": 1, "max_connections": 1,
         "max_runs_per_connection": 1, "max_runs": 1, "max_runs_per_principal": 1, "idle_timeout": 1, "shutdown_grace": 1,
         "max_thread_bytes": 1, "max_threads_bytes": 1, "detach_grace": 0,
-        "public_url": "https://agent.example",
+        "public_url": "https://agent.example", "required_servers": ["local"],
     },
     "prompts": ["g"],
     "inputs": [],
@@ -307,15 +307,15 @@ def test_claude_desktop_cursor_vscode_and_cline_entries_are_accepted(caplog: pyt
             "cline": {"command": "uvx", "args": ["mcp-server-time"], "autoApprove": ["get_current_time"],
                       "disabled": False, "timeout": 60, "transportType": "stdio"},
             "roo": {"command": "node", "args": ["s.js"], "alwaysAllow": ["x"], "description": "Roo Code's"},
-            "vscode": {"type": "stdio", "command": "python", "args": ["-m", "s"], "envFile": "${BIN}/.env",
-                       "dev": {"watch": "src/**"}},
-            "cursor": {"type": "http", "url": "http://127.0.0.1:${PORT}/mcp", "headers": {"X": "${TOKEN}"}},
+            "vscode": {"type": "stdio", "command": "python", "args": ["-m", "s"], "dev": {"watch": "src/**"}},
+            "cursor": {"type": "http", "url": "http://127.0.0.1:${PORT}/mcp", "headers": {"X": "${TOKEN}"},
+                       "envFile": "${BIN}/.env"},
             "legacy": {"type": "sse", "url": "http://127.0.0.1:8001/sse"},
             "copilot": {"type": "local", "command": "x", "tools": ["*"]},
             "streamable": {"type": "streamable-http", "url": "https://example.test/mcp"},
         }
     }  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="yao_actors.config.sections"):
+    with caplog.at_level(logging.WARNING, logger="yao_actors.config.load"):
         config = parse_config(data, environ=ENV)
     servers = config.servers
     assert isinstance(servers["cursor"].transport, HttpTransport)
@@ -332,10 +332,10 @@ def test_claude_desktop_cursor_vscode_and_cline_entries_are_accepted(caplog: pyt
         "mcpServers.cline.autoApprove",
         "mcpServers.cline.transportType",
         "mcpServers.copilot.tools",
+        "mcpServers.cursor.envFile",  # a stdio server's is read; an HTTP server has no environment to give it
         "mcpServers.roo.alwaysAllow",
         "mcpServers.roo.description",
         "mcpServers.vscode.dev",
-        "mcpServers.vscode.envFile",
     ]
 
 

@@ -268,6 +268,8 @@ async def test_max_turn_two_falls_back_with_all_results_of_all_turns() -> None:
     assert attributed
     assert all(e["subagentRunId"] == result.events[started]["subagentRunId"] for e in attributed)
     assert result.usage == Usage(40, 20, 60)  # 3 tool turns and the fallback
+    steps = [e["stepName"] for e in result.events if e["type"] == "STEP_STARTED"]
+    assert steps == ["turn 1", "turn 2", "turn 3", "fallback"]  # one numbering from the first model call on
 
 
 async def test_tool_loop_false_gives_the_standard_response() -> None:

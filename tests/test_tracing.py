@@ -88,7 +88,7 @@ async def test_span_tree_crosses_the_conversation_and_server_mailboxes(
             tokens_in,
             tokens_out,
         )
-    assert [chat.attributes["yao.step"] for chat in chats if chat.attributes] == ["model", "retry 1"]
+    assert [chat.attributes["yao.step"] for chat in chats if chat.attributes] == ["turn 1", "retry 1"]
 
     echo = one(finished, "execute_tool test__echo")
     assert parent_of(echo, finished) is run

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from yao_actors.events import Outcome, parse_event
     from yao_actors.models import Completion, FunctionModel, Model, ToolCall, Usage
     from yao_actors.runtime import Runtime, open_runtime
+    from yao_actors.tools.catalog import Catalog, CatalogEntry
     from yao_actors.tools.input_requests import InputAnswer, InputRequest
     from yao_actors.tools.results import ToolCallResult, ToolOutcome
     from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics
@@ -85,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "Model": "yao_actors.models",
     "ToolCall": "yao_actors.models",
     "Usage": "yao_actors.models",
+    "Catalog": "yao_actors.tools.catalog",
+    "CatalogEntry": "yao_actors.tools.catalog",
     "InputAnswer": "yao_actors.tools.input_requests",
     "InputRequest": "yao_actors.tools.input_requests",
     "ToolCallResult": "yao_actors.tools.results",
@@ -99,6 +102,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AssistantSpec",
+    "Catalog",
+    "CatalogEntry",
     "Completion",
     "Config",
     "ConfigError",

@@ -29,6 +29,7 @@ from yao_actors import __version__
 from yao_actors.auth.options import add_auth_parser
 from yao_actors.bench.options import add_bench_parser
 from yao_actors.chat import DEFAULT_URL, chat, show_history
+from yao_actors.client_files import CONFIG_HELP, config_file
 from yao_actors.observability.logs import LOG_FORMATS
 from yao_actors.service.auth import MAX_PORT, TOKEN_ENV
 from yao_actors.specs import default_sqlite_path
@@ -116,9 +117,16 @@ def later(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 def _add_serve_parser(commands: Any) -> None:
     """``serve``: the service, its listening address, store, workers and logs."""
     serve = commands.add_parser("serve", help="run the websocket service")
-    serve.add_argument("--config", help="configuration file (default: the embedded demo)")
+    serve.add_argument("--config", type=config_file, help=CONFIG_HELP)
     serve.add_argument("--host", type=utf8_text, help="address to listen on (default: the config's, else 127.0.0.1)")
     serve.add_argument("--port", type=port_number, help="port to listen on (default: the config's, else 8765)")
+    serve.add_argument(
+        "--model",
+        type=utf8_text,
+        help="use this OpenAI-compatible model (at $OPENAI_BASE_URL, default OpenAI's, with $OPENAI_API_KEY) as the "
+        "default assistant's, as $OPENAI_MODEL does, when the config declares no 'models' (default: $OPENAI_MODEL, "
+        "else the offline demo model)",
+    )
     serve.add_argument(
         "--store",
         choices=("memory", "sqlite"),
@@ -181,6 +189,9 @@ def _add_probe_parsers(commands: Any) -> None:
     )
     _add_config_options(check)
     check.add_argument("--connect", action="store_true", help="start every server and ask every model once")
+    check.add_argument(
+        "--strict", action="store_true", help="warnings (keys ignored, tools the max_tools cap hides) fail too"
+    )
     check.set_defaults(command=later("yao_actors.probe_commands", "check_command"))
 
     tools = commands.add_parser("tools", help="list the servers' tools and which assistants offer them (and why not)")
@@ -203,7 +214,7 @@ def _add_probe_parsers(commands: Any) -> None:
 
 
 def _add_config_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="configuration file (default: the embedded demo)")
+    parser.add_argument("--config", type=config_file, help=CONFIG_HELP)
     parser.add_argument(
         "--timeout",
         type=float,

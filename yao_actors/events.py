@@ -1,6 +1,6 @@
 """AG-UI 1.0 events of a run, built with the ``ag_ui.core`` models.
 
-A run's stream (DESIGN §4.5)::
+A run's stream::
 
     RUN_STARTED
       STEP_STARTED                      one step per model call

@@ -9,6 +9,7 @@ servers which assistants offer it to their model, and why the others do not.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -166,3 +167,28 @@ def _why_not(config: Config, assistant_id: str, catalog: Catalog, server_id: str
     if tool in catalog.capped.get(server_id, ()) or server_id in catalog.unlisted:
         return f"past the assistant's max_tools ({catalog.max_tools})"
     return "not offered"
+
+
+async def cap_warnings(runtime: Runtime) -> list[str]:
+    """One warning per assistant whose ``max_tools`` cap hides tools of ready servers: which, and how to choose the
+    ones it gets (a tools filter in its ``mcp.servers``) — a model never sees the tools past the cap."""
+    warnings = []
+    for assistant_id in runtime.config.assistants:
+        try:
+            catalog = await runtime.catalog(assistant_id)
+        except ConfigError:  # said by check's own problems
+            continue
+        hidden = {server_id: list(tools) for server_id, tools in catalog.capped.items()}
+        for server_id in catalog.unlisted:
+            hidden[server_id] = [tool.name for tool in await runtime.servers[server_id].list_tools()]
+        names = [f"{server_id}.{tool}" for server_id, tools in hidden.items() for tool in tools]
+        if not names:
+            continue
+        server_id, tools = next((s, t) for s, t in hidden.items() if t)
+        example = json.dumps({server_id: tools[:2]})
+        warnings.append(
+            f"assistant {assistant_id}: its max_tools ({catalog.max_tools}) hides {len(names)} tool(s) from the "
+            f"model: {', '.join(names)}; choose the tools it gets with a tools filter in its mcp.servers (e.g. "
+            f"{example}; `yao-actors tools` lists them all), or raise its max_tools"
+        )
+    return warnings

@@ -1,9 +1,10 @@
 """The commands that look at a configuration's servers and models: ``check [--connect]``, ``tools`` and ``call``.
 
-``check [--config FILE] [--connect] [--timeout S]`` validates a file as ``serve`` would read it, then what will fail
-first (a stdio command not on ``PATH``, an unset ``api_key_env``); with ``--connect`` it also reaches every server and
-model once within the deadline and says how each answered, and which tools each assistant's ``max_tools`` leaves
-out. One line per finding; exit 0 when nothing failed, 2 otherwise.
+``check [--config FILE] [--connect] [--strict] [--timeout S]`` validates a file as ``serve`` would read it, then what
+will fail first (a stdio command not on ``PATH``, an unset ``api_key_env``), and says as warnings what it noted
+without refusing (another client's keys it ignores); with ``--connect`` it also reaches every server and model once
+within the deadline and says how each answered, and warns of the tools each assistant's ``max_tools`` hides, and how
+to choose them. One line per finding; exit 0 when nothing failed, 2 otherwise (``--strict``: warnings too).
 
 ``tools [--config FILE] [--server S] [--json]`` lists the tools of the servers (names, titles, servers) and, for each
 assistant, the name its model is offered a tool under or why it is not; exit 1 when a server could not be reached.
@@ -20,7 +21,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, TypeVar
 
@@ -31,7 +33,7 @@ from yao_actors.call_questions import call_input
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
-from yao_actors.probe import Report, open_probe, probe_model, server_reports, tool_offers
+from yao_actors.probe import Report, cap_warnings, open_probe, probe_model, server_reports, tool_offers
 from yao_actors.specs import ModelSpec, StoreSpec
 from yao_actors.store.spec import default_store_name, service_store
 from yao_actors.tools.input_requests import InputHandler
@@ -54,43 +56,59 @@ def _logins(args: argparse.Namespace, config: Config) -> StoreSpec:
 
 def _run_quietly(fn: Callable[[], Awaitable[T]]) -> T:
     """``trio.run(fn)`` with logging off: what the servers' actors and the SDK log is said once, in the reports."""
+    with _logging_off():
+        return trio.run(fn)
+
+
+@contextmanager
+def _logging_off() -> Iterator[None]:
     before = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
-        return trio.run(fn)
+        yield
     finally:
         logging.disable(before)
 
 
 def check_command(args: argparse.Namespace) -> int:
     source = args.config or "the embedded default"
+    warnings: list[str] = []
     try:
-        config = _load(args)
+        with _logging_off():  # the file's notes are printed below, as warnings
+            config = _load(args)
+        warnings += config.notes
         problems = config_problems(config) or preflight_problems(config)
         store = _logins(args, config)
         if (key_problem := secret_key_problem(config, store)) is not None:
             problems.append(key_problem)
     except ConfigError as error:
         problems = list(error.problems)
-    for problem in problems:
-        print(f"{source}: {problem}")
+    for line in [*problems, *(f"warning: {w}" for w in warnings)]:
+        print(f"{source}: {line}")
     if problems:
         return 2
     if args.connect:
         try:
-            failed = _run_quietly(partial(_connect_reports, config, args.timeout, source, _logins(args, config)))
+            connecting = partial(_connect_reports, config, args.timeout, source, _logins(args, config))
+            failed, capped = _run_quietly(connecting)
         except ConfigError as error:
-            failed = True
+            failed, capped = True, []
             for problem in error.problems:
                 print(f"{source}: {problem}")
+        for warning in capped:
+            print(f"{source}: warning: {warning}")
+        warnings += capped
         if failed:
             return 2
+    if args.strict and warnings:
+        print(f"{source}: --strict: {len(warnings)} warning(s) count as problems")
+        return 2
     print(f"{source}: ok ({len(config.servers)} server(s), {len(config.assistants)} assistant(s))")
     return 0
 
 
-async def _connect_reports(config: Config, deadline_s: float, source: str, logins: StoreSpec) -> bool:
-    """Print how each server and model answered and what the tool caps leave out; whether any failed."""
+async def _connect_reports(config: Config, deadline_s: float, source: str, logins: StoreSpec) -> tuple[bool, list[str]]:
+    """Print how each server and model answered; whether any failed, and what the tool caps leave out (warnings)."""
     used = {a.model for a in config.assistants.values()} | {a.fallback_model for a in config.assistants.values()}
     reports: list[Report] = []
     async with open_probe(config, deadline_s=deadline_s, logins=logins) as runtime:
@@ -99,13 +117,10 @@ async def _connect_reports(config: Config, deadline_s: float, source: str, login
             for model_id, spec in config.models.items():
                 if model_id in used:
                     nursery.start_soon(_probe_model, reports, spec, deadline_s)
-        capped = await runtime.tools_not_offered()
+        capped = await cap_warnings(runtime)
     for report in reports:
         print(f"{source}: {report.what}: {report.detail}")
-    for assistant_id, reasons in capped.items():
-        for server_id, reason in reasons.items():
-            print(f"{source}: assistant {assistant_id}: server {server_id}: {reason}")
-    return not all(report.ok for report in reports)
+    return not all(report.ok for report in reports), capped
 
 
 async def _probe_model(reports: list[Report], spec: ModelSpec, deadline_s: float) -> None:

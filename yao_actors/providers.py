@@ -1,8 +1,9 @@
 """Building a model object from its configured :class:`~yao_actors.specs.ModelSpec`.
 
-``default_model_spec`` is the model of the embedded default (DESIGN §1): a real
-OpenAI-compatible endpoint when ``OPENAI_BASE_URL`` or ``OPENAI_API_KEY`` is set
-(with ``OPENAI_MODEL``), the offline demo otherwise. Kept out of the package's
+``default_model_spec`` is the model of the embedded default: an OpenAI-compatible endpoint only when the user
+names a model (``OPENAI_MODEL``, or ``serve --model``), the offline demo otherwise. ``OPENAI_API_KEY`` alone does
+not switch: many shells export it for other tools, and the quick start promises no network and no key. Kept out of
+the package's
 ``__init__`` because it reaches the demo model in :mod:`yao_actors.demo`, which
 builds on :mod:`yao_actors.models.offline`.
 """
@@ -18,9 +19,6 @@ from yao_actors.models.offline import TestModel
 from yao_actors.models.openai import OpenAIModel
 from yao_actors.specs import ModelSpec
 
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-"""The model asked for when ``OPENAI_MODEL`` is not set."""
-
 
 def build_model(spec: ModelSpec) -> Model:
     """The model object for a configured model.
@@ -35,18 +33,24 @@ def build_model(spec: ModelSpec) -> Model:
 
 
 def default_model_spec(environ: Mapping[str, str] | None = None) -> ModelSpec:
-    """The default assistant's model, read from ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``OPENAI_MODEL``.
-
-    Either of the first two selects a real endpoint (a local Ollama needs no
-    key; OpenAI itself needs no base URL); neither selects the offline demo.
-    """
+    """The default assistant's model: ``OPENAI_MODEL`` at ``OPENAI_BASE_URL`` (default OpenAI's) with the key in
+    ``OPENAI_API_KEY`` (a local Ollama needs none) when ``OPENAI_MODEL`` is set, else the offline demo."""
     env = os.environ if environ is None else environ
-    if not (env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY")):
+    if not env.get("OPENAI_MODEL"):
         return ModelSpec(id="default", provider="demo")
     return ModelSpec(
         id="default",
         provider="openai",
         base_url=env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1",
-        model=env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL,
+        model=env["OPENAI_MODEL"],
         api_key_env="OPENAI_API_KEY",
     )
+
+
+def unused_openai_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The ``OPENAI_*`` variables set that do not choose the default model because ``OPENAI_MODEL`` is not (the
+    banner says they are not used, and how to use them)."""
+    env = os.environ if environ is None else environ
+    if env.get("OPENAI_MODEL"):
+        return []
+    return [name for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL") if env.get(name)]

@@ -26,22 +26,36 @@ import trio
 
 from yao_actors.auth.keys import secret_key_problem
 from yao_actors.chat import DEFAULT_URL
-from yao_actors.config import Config, ServiceSpec, default_config, load_config
+from yao_actors.config import (
+    Config,
+    InMemoryTransport,
+    ServerSpec,
+    ServiceSpec,
+    StdioTransport,
+    default_config,
+    load_config,
+)
 from yao_actors.errors import ConfigError, ListenError, StoreUnavailable, YaoActorsError, exception_leaves
 from yao_actors.observability.logs import configure_logging
 from yao_actors.observability.otel_setup import configure_tracing
+from yao_actors.providers import unused_openai_variables
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.allocator import return_large_blocks
 from yao_actors.service.auth import check_listen, resolve_credentials, resolve_token
 from yao_actors.service.frontend import open_listeners
 from yao_actors.service.heap import keep_heap
+from yao_actors.service.protocol import DEFAULT_ASSISTANT
 from yao_actors.specs import StoreSpec
 from yao_actors.store.spec import alone, check_shared, default_store_name, service_store
 from yao_actors.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 
-#: The question the service suggests trying (the seed's example).
+#: The question the service suggests trying with the bundled weather server (the seed's example).
 SAMPLE_QUESTION = "北京今天适合穿什么?"
+#: The question it suggests for other configs: any model can answer it from its tools.
+GENERIC_QUESTION = "Which tools can you use?"
+#: The module of the bundled weather server.
+DEMO_WEATHER_MODULE = "yao_actors.demo.weather"
 
 
 def import_from_the_current_directory() -> None:
@@ -54,7 +68,8 @@ def serve_command(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     import_from_the_current_directory()
     try:
-        config = load_config(args.config) if args.config else default_config()
+        environ = model_environ(args.model)
+        config = load_config(args.config, environ=environ) if args.config else default_config(environ=environ)
         overrides = {"host": args.host, "port": args.port}
         spec = attrs.evolve(config.service, **{k: v for k, v in overrides.items() if v is not None})
         check_listen(spec.host, resolve_credentials(spec))
@@ -87,6 +102,12 @@ def serve_command(args: argparse.Namespace) -> int:
         if stop_tracing is not None:
             stop_tracing()  # flushes the spans still batched
     return 0
+
+
+def model_environ(model: str | None) -> dict[str, str]:
+    """The environment the config is read with: ``--model`` stands for ``OPENAI_MODEL`` (the model of the default
+    assistant when the config declares none)."""
+    return {**os.environ, "OPENAI_MODEL": model} if model else dict(os.environ)
 
 
 #: What keeps the service from starting that the user can act on: each is said in one line, exit 2.
@@ -146,6 +167,8 @@ def _serve_workers(args: argparse.Namespace, spec: ServiceSpec) -> int:
         argv += ["--config", args.config]
     if args.store:
         argv += ["--store", args.store]
+    if args.model:
+        argv += ["--model", args.model]
 
     def ready(banners: list[str]) -> None:
         first = banners[0].removeprefix("yao-actors: ")
@@ -209,16 +232,65 @@ async def _serve(config: Config, spec: ServiceSpec, stop: _StopOnSignals, *, reu
 
 
 def _banner(service: Service, config: Config) -> str:
-    """The one line printed at start: where the service listens and how to try it."""
+    """The one line printed at start: where the service listens, with which model(s), and how to try it."""
     token = " --token $YAO_ACTORS_TOKEN" if resolve_token(service.spec) else ""
     url = "" if service.url == DEFAULT_URL else f" --url {service.url}"
-    models = sorted({config.models[a.model].provider for a in config.assistants.values() if a.model in config.models})
-    model = f" ({', '.join(models)} model)" if models else ""
+    assistant = "" if DEFAULT_ASSISTANT in config.assistants else f" --assistant {next(iter(config.assistants), '?')}"
     store = config.store or StoreSpec()
     redis = urlsplit(store.url or "")  # named without its password
     kept = {"sqlite": f"threads in {store.path}", "redis": f"threads in Redis at {redis.hostname}:{redis.port or 6379}"}
     kept_where = kept.get(store.type, "threads in memory")
+    return (  # the service's own addresses first: scripts read the first ws:// and http:// of this line
+        f"yao-actors: serving {len(config.assistants)} assistant(s) on {service.url} ({kept_where}) — try: "
+        f'yao-actors chat "{suggested_question(config)}"{url}{assistant}{token}, or open {service.page_url} in a '
+        f"browser — {models_said(config)}{unused_variables_said(config)}"
+    )
+
+
+def models_said(config: Config) -> str:
+    """The assistants' models as the banner says them: ``model qwen2.5 at http://127.0.0.1:11434/v1`` for an
+    OpenAI-compatible one (where the questions go), ``model demo (offline)`` for a stand-in."""
+    said = []
+    for model_id in dict.fromkeys(a.model for a in config.assistants.values()):
+        spec = config.models.get(model_id)
+        if spec is not None and spec.provider == "openai":
+            said.append(f"{spec.model} at {spec.base_url}")
+        else:
+            said.append(f"{spec.provider if spec is not None else model_id} (offline)")
+    return f"model{'s' if len(said) > 1 else ''} {', '.join(said)}" if said else "no model"
+
+
+def suggested_question(config: Config) -> str:
+    """The question the banner suggests: the demo's weather question when the assistant asked by default has the
+    bundled weather server (the one scenario the offline ``demo`` model plays), else one any assistant can answer."""
+    assistant = config.assistants.get(DEFAULT_ASSISTANT) or next(iter(config.assistants.values()), None)
+    if assistant is None:
+        return GENERIC_QUESTION
+    servers = (config.servers.get(ref.server_id) for ref in assistant.servers)
+    return SAMPLE_QUESTION if any(_runs_demo_weather(spec) for spec in servers) else GENERIC_QUESTION
+
+
+def _runs_demo_weather(spec: ServerSpec | None) -> bool:
+    """Whether a server is the bundled weather server, as a subprocess or in this process."""
+    transport = None if spec is None else spec.transport
+    if isinstance(transport, StdioTransport):
+        return DEMO_WEATHER_MODULE in transport.args
+    if isinstance(transport, InMemoryTransport):
+        return (transport.reference or "").partition(":")[0] == DEMO_WEATHER_MODULE
+    return False
+
+
+def unused_variables_said(config: Config) -> str:
+    """A note when an assistant's model is an offline stand-in while ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` are
+    set, choosing nothing (neither ``OPENAI_MODEL`` nor ``--model`` named a model)."""
+    offline = any(
+        config.models[a.model].provider != "openai" if a.model in config.models else True
+        for a in config.assistants.values()
+    )
+    unused = unused_openai_variables()
+    if not (offline and unused):
+        return ""
     return (
-        f"yao-actors: serving {len(config.assistants)} assistant(s){model} on {service.url} ({kept_where}) — try: "
-        f'yao-actors chat "{SAMPLE_QUESTION}"{url}{token}, or open {service.page_url} in a browser'
+        f" ({' and '.join(unused)} set but not used: set OPENAI_MODEL or pass --model to use an OpenAI-compatible "
+        "model)"
     )

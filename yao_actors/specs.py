@@ -372,6 +372,9 @@ class ServiceSpec:
     #: The service's address as browsers reach it (``https://agent.example``): the OAuth redirect URI is
     #: ``<public_url>/oauth/callback`` and its Client ID Metadata Document ``<public_url>/oauth/client-metadata.json``.
     public_url: str | None = None
+    #: Servers without which a worker is not ready (``/readyz`` 503 while one is not ready); any other server may be
+    #: down and the worker still takes runs, without that server's tools.
+    required_servers: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- the conversation store
@@ -447,6 +450,9 @@ class Config:
     service: ServiceSpec = ServiceSpec()
     prompts: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     store: StoreSpec | None = None
+    notes: tuple[str, ...] = attrs.field(default=(), eq=False)
+    """What reading the file noted without refusing it (another client's keys, ignored or not used), each with
+    its key path; logged with the file's name when it is read, and printed by ``check``."""
 
     def __attrs_post_init__(self) -> None:
         sections = (("mcpServers", self.servers), ("models", self.models), ("assistants", self.assistants))

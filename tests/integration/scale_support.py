@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -84,16 +85,24 @@ async def haproxy(tmp_path: Path, back: int) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def open_haproxy(tmp_path: Path, config: str, **ports: int) -> AsyncIterator[str]:
+async def open_haproxy(tmp_path: Path, config: str, *, fd_limit: int | None = None, **ports: int) -> AsyncIterator[str]:
     """HAProxy run with ``config`` (``{front}`` and the named ``ports`` filled in; ``front`` a free loopback port);
-    yields its websocket URL once ``GET /readyz`` through it answers 200."""
+    yields its websocket URL once ``GET /readyz`` through it answers 200. ``fd_limit``: its hard limit of open files
+    (the soft one 1024), as on a system that sets no more."""
     require_tool(HAPROXY, "haproxy")
     assert HAPROXY is not None
     front = free_port()
     path = tmp_path / "haproxy.cfg"
     path.write_text(config.format(front=front, **ports), encoding="utf-8")
     log = open(tmp_path / "haproxy.log", "wb")  # noqa: SIM115, ASYNC230 (the process keeps it open)
-    process = await trio.lowlevel.open_process([HAPROXY, "-db", "-f", str(path)], stdout=log, stderr=log)
+
+    def limit_files() -> None:
+        if fd_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, fd_limit), fd_limit))
+
+    process = await trio.lowlevel.open_process(
+        [HAPROXY, "-db", "-f", str(path)], stdout=log, stderr=log, preexec_fn=limit_files
+    )
     log.close()
     try:
         while not await _ready(front):

@@ -6,7 +6,8 @@ The markers, an HTML comment on the line before a fenced block (invisible in the
 - ``<!-- run -->``: the block runs there (``python`` with Python, ``bash`` with bash), and must exit 0;
 - ``<!-- run: service -->``: the same, against a real ``server.py`` (the embedded default) on a free port: the
   block's ``http://127.0.0.1:8765`` is that service's address; a ``ts`` block runs with Node and the official
-  ``@ag-ui/client`` of ``tests/node``;
+  ``@ag-ui/client`` of ``tests/node``; ``<!-- run: service twice -->`` runs it twice against the one service, as a
+  reader trying it again does (the second run must not collide with the first);
 - ``<!-- run: tested in tests/... -->``: the named test runs the block and checks what it prints.
 
 A run marker may end with ``| prints: TEXT``: the block's standard output must contain ``TEXT``.
@@ -43,7 +44,12 @@ class Block:
 
     @property
     def service(self) -> bool:
-        return self.argument.split("|")[0].strip() == "service"
+        return self.argument.split("|")[0].split()[:1] == ["service"]
+
+    @property
+    def times(self) -> int:
+        """How many times the block runs (against one service)."""
+        return 2 if self.argument.split("|")[0].split()[1:] == ["twice"] else 1
 
     @property
     def prints(self) -> str | None:
@@ -137,12 +143,14 @@ def test_the_runnable_block_runs_as_printed(block: Block, tmp_path: Path) -> Non
             path.write_text(needed.code, encoding="utf-8")
     if block.service:
         with running_service() as base:
-            done = run(attrs.evolve(block, code=block.code.replace(DEFAULT_URL, base)), tmp_path)
+            served = attrs.evolve(block, code=block.code.replace(DEFAULT_URL, base))
+            runs = [run(served, tmp_path) for _ in range(block.times)]
     else:
-        done = run(block, tmp_path)
-    assert done.returncode == 0, f"{block.page}:\n{block.code}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    if block.prints is not None:
-        assert block.prints in done.stdout, done.stdout
+        runs = [run(block, tmp_path)]
+    for done in runs:
+        assert done.returncode == 0, f"{block.page}:\n{block.code}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+        if block.prints is not None:
+            assert block.prints in done.stdout, done.stdout
 
 
 def run(block: Block, folder: Path) -> subprocess.CompletedProcess[str]:

@@ -77,7 +77,7 @@ def test_check_names_a_command_not_on_path_and_an_api_key_not_set(
                        "api_key_env": "YAO_TEST_UNSET_KEY"},
             "unused": {"provider": "openai", "model": "m", "api_key_env": "YAO_TEST_UNSET_KEY"},
         },
-        "assistants": {"a": {"model": "remote", "fallback_model": "ollama"}},
+        "assistants": {"a": {"model": "remote", "fallback_model": "ollama", "mcp": {"servers": ["npx", "local"]}}},
     }  # fmt: skip
     path = write(tmp_path, data)
     assert main(["check", "--config", path]) == 2
@@ -106,7 +106,8 @@ def test_check_connect_reaches_each_server_and_model_once(
             "real": {"provider": "openai", "model": "fake", "base_url": fake_openai_url, "api_key_env": None},
             "away": {"provider": "openai", "model": "x", "base_url": "http://127.0.0.1:1/v1", "api_key_env": None},
         },
-        "assistants": ASSISTANTS | {"r": {"model": "real"}, "w": {"model": "away"}},
+        "assistants": ASSISTANTS
+        | {"r": {"model": "real", "mcp": {"servers": []}}, "w": {"model": "away", "mcp": {"servers": []}}},
     }
     path = write(tmp_path, data)
     assert main(["check", "--connect", "--timeout", "20", "--config", path]) == 2
@@ -116,13 +117,26 @@ def test_check_connect_reaches_each_server_and_model_once(
     models = sorted(lines[3:5])
     assert models[0].startswith("model away: http://127.0.0.1:1/v1: the connection to the model endpoint")
     assert models[1].startswith(f"model real: {fake_openai_url} answered in ")
-    assert lines[5:] == [
-        "assistant capped: server test: the assistant's max_tools (3) was reached: not offered: sleep, fail, "
-        "progress, crash, stats, whoami, trace_context, register"
-    ]
+    hidden = (
+        "test.sleep, test.fail, test.progress, test.crash, test.stats, test.whoami, test.trace_context, test.register"
+    )
+    capped = (
+        f"warning: assistant capped: its max_tools (3) hides 8 tool(s) from the model: {hidden}; choose the tools it "
+        'gets with a tools filter in its mcp.servers (e.g. {"test": ["sleep", "fail"]}; `yao-actors tools` lists them '
+        "all), or raise its max_tools"
+    )
+    assert lines[5:] == [capped]
     good = write(tmp_path, {"mcpServers": SERVERS, "assistants": ASSISTANTS}, "good.json")
-    assert main(["check", "--connect", "--config", good]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"{good}: ok (2 server(s), 2 assistant(s))"
+    assert main(["check", "--connect", "--config", good]) == 0  # a warning, not a problem
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        f"{good}: {capped}",
+        f"{good}: ok (2 server(s), 2 assistant(s))",
+    ]
+    assert main(["check", "--connect", "--strict", "--config", good]) == 2  # unless the warnings must be none
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        f"{good}: {capped}",
+        f"{good}: --strict: 1 warning(s) count as problems",
+    ]
 
 
 def test_tools_says_who_offers_each_tool_and_why_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,6 +21,7 @@ class AguiResponse:
 
     status: int
     headers: dict[str, str]
+    reason: bytes = b""
     body: bytes = b""
     events: list[dict[str, Any]] = attrs.field(factory=list)
     ids: list[str] = attrs.field(factory=list)
@@ -72,7 +73,9 @@ async def open_agui(
             await stream.send_eof()
         event = await _next(stream, connection)
         assert isinstance(event, h11.Response), event
-        response = AguiResponse(event.status_code, {k.decode(): v.decode() for k, v in event.headers})
+        response = AguiResponse(
+            event.status_code, {k.decode(): v.decode() for k, v in event.headers}, reason=event.reason
+        )
         async with contextlib.aclosing(_events(stream, connection, response)) as events:
             yield response, events
 

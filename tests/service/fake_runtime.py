@@ -42,6 +42,8 @@ class FakeRuntime:
     sent: dict[str, int] = attrs.field(factory=dict)
     thread_ids: list[str] = attrs.field(factory=list)
     stored_runs: set[str] = attrs.field(factory=set)
+    #: What :meth:`store_problem` says (``None``: the store can take calls).
+    store_down: str | None = None
     _gates: dict[str, trio.Event] = attrs.field(factory=dict)
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> Any:
@@ -70,7 +72,7 @@ class FakeRuntime:
         return {}
 
     def store_problem(self) -> str | None:
-        return None
+        return self.store_down
 
     @property
     def authorizations(self) -> None:

@@ -228,7 +228,7 @@ async def test_a_taken_run_id_is_a_json_409_before_any_stream_whoever_took_it() 
             threads = await runtime.threads(principal="bob")
     assert (first.status, first.events[-1]["type"]) == (200, "RUN_FINISHED")
     for refused in (again, other):
-        assert refused.status == 409
+        assert (refused.status, refused.reason) == (409, b"Conflict")  # the status line's phrase is not empty
         assert refused.headers["content-type"] == "application/json"
         message = "runId 'r1' is taken: every run needs an id of its own"
         assert refused.json() == {"error": {"code": "duplicate_run_id", "message": message}}

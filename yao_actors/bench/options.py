@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from yao_actors.bench.plan import DEFAULT_MODES, MODES
+from yao_actors.client_files import CONFIG_HELP, config_file
 
 #: The defaults of ``--calls`` and ``--repeat``.
 DEFAULT_CALLS = 8
@@ -28,7 +29,7 @@ def add_bench_parser(commands: Any, command: Callable[[argparse.Namespace], int]
             "It really calls the tools: --dry-run prints how many times each would be called, and starts nothing."
         ),
     )
-    bench.add_argument("--config", metavar="FILE", help="configuration file (default: the embedded demo)")
+    bench.add_argument("--config", metavar="FILE", type=config_file, help=CONFIG_HELP)
     bench.add_argument(
         "--call",
         action="append",

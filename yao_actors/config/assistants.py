@@ -66,6 +66,8 @@ class AssistantReader(ValueReader):
         options: dict[str, Any] = {}
         if "mcp" in item:
             options.update(self.mcp(item["mcp"], join_path(path, "mcp"), servers))
+        if not (isinstance(item.get("mcp"), dict) and "servers" in item["mcp"]):
+            self.note_no_servers(path, servers)
         if "timeouts" in item:
             options["timeouts"] = self.timeouts(item["timeouts"], join_path(path, "timeouts"))
         if "hooks" in item:
@@ -88,6 +90,16 @@ class AssistantReader(ValueReader):
         if model is None or prompt is None or not history_ok or None in options.values():
             return None
         return AssistantSpec(id=assistant_id, model=model, prompt=prompt, history_max_messages=history_max, **options)
+
+    def note_no_servers(self, path: str, servers: Mapping[str, ServerSpec]) -> None:
+        """An assistant that names no ``mcp.servers`` gets none (as an agent of PydanticAI or the OpenAI Agents SDK
+        has only the tools it is given): say so when the file has servers, since it may be an oversight."""
+        usable = [f'"{server_id}"' for server_id, spec in servers.items() if not spec.disabled]
+        if usable:
+            self.notes.append(
+                f"{path}: no mcp.servers, so its model gets no tools; list those it may use "
+                f'("mcp": {{"servers": [{", ".join(usable)}]}}), or write "servers": [] to say it needs none'
+            )
 
     def history(self, value: Any, path: str) -> tuple[bool, int | None]:
         """``history.max_messages``: an integer >= 0 (default 20), or ``null`` for the whole history."""

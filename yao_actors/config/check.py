@@ -49,6 +49,24 @@ def config_problems(config: Config, *, models: Iterable[str] = ()) -> list[str]:
             known = ", ".join(sorted(config.assistants))
             problems.append(f"{path}.fallback.assistant: unknown assistant {assistant.fallback!r} (known: {known})")
     problems.extend(_public_url_problems(config))
+    problems.extend(_required_server_problems(config))
+    return problems
+
+
+def _required_server_problems(config: Config) -> list[str]:
+    """``server.required_servers`` names servers that are configured and not disabled (a disabled one never starts:
+    the worker would never be ready)."""
+    problems = []
+    for i, server_id in enumerate(config.service.required_servers):
+        spec = config.servers.get(server_id)
+        if spec is None:
+            known = ", ".join(f'"{s}"' for s in config.servers) or "none configured"
+            problems.append(f'server.required_servers[{i}]: unknown server "{server_id}" (known: {known})')
+        elif spec.disabled:
+            problems.append(
+                f'server.required_servers[{i}]: server "{server_id}" is disabled: it never starts, so the service '
+                "would never be ready"
+            )
     return problems
 
 

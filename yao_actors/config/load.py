@@ -1,12 +1,15 @@
 """Reading a configuration: from a file, from decoded JSON, or the embedded default.
 
 ``load_config`` refuses a bad file with one message per problem, each naming
-its key path, and treats an unknown key as an error.
+its key path, and treats an unknown key as an error — but in another MCP client's whole file (its servers and none
+of this runtime's sections), whose other settings are ignored. What it notes without refusing (``Config.notes``) is
+logged, each line starting with the file's name as its errors do.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -15,11 +18,13 @@ from typing import Any
 
 from yao_actors import untrusted_json
 from yao_actors.config.schema import schema_problems
-from yao_actors.config.sections import ConfigReader
+from yao_actors.config.sections import ConfigReader, other_clients_settings
 from yao_actors.config.values import related_paths
 from yao_actors.errors import ConfigError
 from yao_actors.providers import default_model_spec
 from yao_actors.specs import DEFAULT_PROMPT, AssistantSpec, Config, ServerRef, ServerSpec, StdioTransport
+
+logger = logging.getLogger(__name__)
 
 
 def load_config(path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None) -> Config:
@@ -70,6 +75,12 @@ def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source:
     """
     base_dir = Path(source).parent if source is not None else None
     reader = ConfigReader(os.environ if environ is None else environ, base_dir=base_dir)
+    if ignored := other_clients_settings(data):
+        data = {key: value for key, value in data.items() if key not in ignored}
+        reader.notes.append(
+            f"{', '.join(ignored)}: another MCP client's settings, ignored (of a client's whole file, only its "
+            "mcpServers are read)"
+        )
     config = reader.config(data)
     problems = list(reader.problems)
     for path, message in schema_problems(data):
@@ -78,14 +89,17 @@ def parse_config(data: Any, *, environ: Mapping[str, str] | None = None, source:
     if problems:
         raise ConfigError(problems, source=source)
     assert config is not None
+    where = f"{source}: " if source else ""
+    for note in config.notes:
+        logger.warning("%s%s", where, note)  # named like the errors: the file, then the key path
     return config
 
 
 def default_config(*, environ: Mapping[str, str] | None = None) -> Config:
     """The embedded default: the bundled demo servers over stdio and one assistant.
 
-    The assistant's model is a real OpenAI-compatible endpoint when
-    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` are set, the offline ``demo`` model otherwise.
+    The assistant's model is an OpenAI-compatible endpoint when ``OPENAI_MODEL`` names one (at ``OPENAI_BASE_URL``,
+    with ``OPENAI_API_KEY``), the offline ``demo`` model otherwise.
     """
     servers = {
         name: ServerSpec(id=name, transport=StdioTransport(sys.executable, ("-m", f"yao_actors.demo.{name}")))

@@ -4,15 +4,16 @@ Every section is checked even after a problem, so one load lists them all.
 Assistants are read by :mod:`yao_actors.config.assistants`. ``mcpServers``
 entries written for Claude Desktop, Cursor, VS Code, Cline or Windsurf are
 accepted as they are: ``type`` is checked against ``command`` / ``url``,
-``disabled: true`` is honoured (the entry's references need not be set), and the keys only those clients use
-(:data:`OTHER_CLIENT_KEYS`) are accepted with one warning each. VS Code's file names the section ``servers`` and
+``disabled: true`` is honoured (the entry's references need not be set), a stdio server's ``envFile`` is read
+(:mod:`yao_actors.config.env_files`), and the other keys only those clients use (:data:`OTHER_CLIENT_KEYS`) are
+accepted with one note each. A client's whole file (its servers and none of this runtime's own sections) has its
+other top-level keys ignored with one note (:func:`other_clients_settings`). VS Code's file names the section ``servers`` and
 may declare ``inputs`` (values it prompts for): ``servers`` is read as ``mcpServers``, and a ``${input:ID}`` in an
 entry that is used is an error saying to set the value in the environment.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ import attrs
 
 from yao_actors.config.approval import server_approval
 from yao_actors.config.assistants import AssistantReader
+from yao_actors.config.env_files import EnvFileError, read_env_file
 from yao_actors.config.module_servers import read_module_transport
 from yao_actors.config.oauth import read_oauth
 from yao_actors.config.sample_files import read_samples
@@ -44,20 +46,34 @@ from yao_actors.specs import (
     protocol_choices,
 )
 
-logger = logging.getLogger(__name__)
-
 _SERVER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 #: The sections of a configuration file.
 ROOT_KEYS = ("mcpServers", "servers", "inputs", "models", "assistants", "server", "prompts", "store")
+#: The sections only this runtime's files have: a file with none of them, and with ``mcpServers`` (or VS Code's
+#: ``servers``), is another MCP client's whole file.
+OWN_SECTIONS = ("models", "assistants", "server", "prompts", "store")
+
+
+def other_clients_settings(data: Any) -> list[str]:
+    """The top-level keys to ignore in ``data``: another client's settings (Claude Desktop's ``globalShortcut``,
+    ``preferences``, ...) when ``data`` is that client's whole file — its servers and none of this runtime's own
+    sections. In a file of this runtime's, an unknown key stays an error (a typo should not pass silently)."""
+    if not isinstance(data, dict) or not ({"mcpServers", "servers"} & data.keys()):
+        return []
+    if any(section in data for section in OWN_SECTIONS):
+        return []
+    return [key for key in data if key not in ROOT_KEYS]
+
+
 #: The keys of ``mcpServers.<id>`` this runtime reads.
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
     "protocol", "input_timeout", "read_links", "auth",
 )  # fmt: skip
-#: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use: accepted, one
-#: warning each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
+#: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use (but a stdio server's
+#: ``envFile``, which is read): accepted, one note each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
 #: ``transportType``, ``watchPaths``), VS Code (``envFile``, ``dev``), Gemini CLI (``trust``, ``includeTools``,
 #: ``excludeTools``), GitHub Copilot (``tools``), VS Code's MCP gallery (``gallery``, ``version``), and
 #: ``description`` everywhere.
@@ -89,7 +105,7 @@ class ConfigReader(AssistantReader, ServiceReader):
         super().__init__(environ)
         #: Where relative paths of the file point from (its directory; the current directory for data).
         self.base_dir = base_dir or Path()
-        #: Where other clients' keys were given, each with what is done with it (logged once per load).
+        #: Where other clients' keys were given, each with what is done with it (one note each).
         self.other_client_keys: list[tuple[str, str]] = []
 
     def config(self, data: Any) -> Config | None:
@@ -116,14 +132,20 @@ class ConfigReader(AssistantReader, ServiceReader):
         prompts = self.prompt(root.get("prompts", []), "prompts") or ()
         store = self.store(root["store"], "store") if "store" in root else None
         if self.unused_resources:
-            logger.warning(
-                "MCP resources are accepted in mcp.servers but not offered to the model (as in the seed): %s",
-                ", ".join(self.unused_resources),
+            self.notes.append(
+                "MCP resources are accepted in mcp.servers but not offered to the model (as in the seed): "
+                + ", ".join(self.unused_resources)
             )
         for key_path, treatment in self.other_client_keys:
-            logger.warning("%s: a key of other MCP clients' files, %s", key_path, treatment)
+            self.notes.append(f"{key_path}: a key of other MCP clients' files, {treatment}")
         return Config(
-            servers=servers, models=models, assistants=assistants, service=service, prompts=prompts, store=store
+            servers=servers,
+            models=models,
+            assistants=assistants,
+            service=service,
+            prompts=prompts,
+            store=store,
+            notes=tuple(self.notes),
         )
 
     def servers(self, value: Any, path: str) -> dict[str, ServerSpec]:
@@ -139,10 +161,9 @@ class ConfigReader(AssistantReader, ServiceReader):
                 description = item.get("description")
                 self.inputs[item["id"]] = description if isinstance(description, str) else ""
         if value:
-            logger.warning(
-                "%s: VS Code's prompted inputs are not supported (a service has no one to ask); an entry in use "
-                "that names one (${input:ID}) is an error: set the value in the environment and write ${env:NAME}",
-                path,
+            self.notes.append(
+                f"{path}: VS Code's prompted inputs are not supported (a service has no one to ask); an entry in use "
+                "that names one (${input:ID}) is an error: set the value in the environment and write ${env:NAME}"
             )
 
     def server(self, server_id: str, value: Any, path: str) -> ServerSpec | None:
@@ -157,7 +178,7 @@ class ConfigReader(AssistantReader, ServiceReader):
                 f"(it names the server's tools, server__tool): rename it, e.g. {suggestion!r}",
             )
         for key in OTHER_CLIENT_KEYS:
-            if key in item:
+            if key in item and not (key == "envFile" and "command" in item):  # a stdio server's envFile is read
                 read = key == "transportType" and "type" not in item
                 treatment = "read as 'type'" if read else "accepted and not used here"
                 self.other_client_keys.append((join_path(path, key), treatment))
@@ -233,7 +254,7 @@ class ConfigReader(AssistantReader, ServiceReader):
             args_path = join_path(path, "args")
             args = self.strings(item.get("args", []), args_path)
             args = tuple(self.expand(arg, join_path(args_path, i)) for i, arg in enumerate(args))
-            env = self.string_map(item.get("env", {}), join_path(path, "env"))
+            env = self.env_file(item, path) | self.string_map(item.get("env", {}), join_path(path, "env"))
             cwd = self.expanded_string(item["cwd"], join_path(path, "cwd")) if "cwd" in item else None
             inherit = (
                 self.boolean(item["inherit_env"], join_path(path, "inherit_env")) if "inherit_env" in item else False
@@ -246,6 +267,22 @@ class ConfigReader(AssistantReader, ServiceReader):
             "needs 'command' (a stdio server), 'url' (an HTTP or SSE server) or 'module' (a Python server in-process)",
         )
         return None
+
+    def env_file(self, item: dict[str, Any], path: str) -> dict[str, str]:
+        """The variables of a stdio entry's ``envFile`` (Cursor's and VS Code's key; a relative path is from the
+        directory yao-actors runs in, as the entry's other paths are), read now so a missing file is said at start;
+        none for a disabled entry or without the key."""
+        key_path = join_path(path, "envFile")
+        if "envFile" not in item or self.lenient:
+            return {}
+        name = self.expanded_string(item["envFile"], key_path)
+        if name is None:
+            return {}
+        try:
+            return read_env_file(Path(name).expanduser())
+        except EnvFileError as error:
+            self.fail(key_path, str(error))
+            return {}
 
     def url_transport(self, item: dict[str, Any], path: str, *, sse: bool) -> Transport | None:
         """A server at a ``url``: streamable HTTP, or SSE; its ``headers`` and ``auth``."""

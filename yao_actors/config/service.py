@@ -72,7 +72,7 @@ class ServiceReader(ValueReader):
                 options[key] = None if raw is None else self.expand(self.string(raw, key_path) or "", key_path)
             elif key == "tokens":
                 options[key] = self.tokens(raw, key_path)
-            elif key == "allowed_origins":
+            elif key in ("allowed_origins", "required_servers"):
                 options[key] = self.strings(raw, key_path)
             elif key == "allow_client_roles":
                 roles = self.strings(raw, key_path)

@@ -62,6 +62,8 @@ class ValueReader:
         self.inputs: dict[str, str] = {}
         #: While set (a ``disabled`` entry is read), a reference that cannot be expanded stays as it is written.
         self.lenient = False
+        #: What reading noted without refusing the file, each with its key path (``Config.notes``).
+        self.notes: list[str] = []
 
     @contextmanager
     def leniently(self, lenient: bool = True) -> Iterator[None]:

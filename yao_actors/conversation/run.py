@@ -228,7 +228,7 @@ class Run:
             catalog,
             (*request_tools(assistant, catalog), *self.client_tools),
         )
-        completion = await self.call_model(assistant, request.model, request.messages, request.tools, "model")
+        completion = await self.call_model(assistant, request.model, request.messages, request.tools, "turn 1")
         try:
             if completion.tool_calls:
                 completion = await self.retry_block(assistant, request, completion)
@@ -273,10 +273,13 @@ class Run:
         return completion
 
     async def tool_loop(self, assistant: AssistantSpec, request: TurnRequest) -> Answer:
-        """Up to ``max_turn`` model calls, executing each turn's calls, until the model asks for none."""
+        """Up to ``max_turn`` model calls, executing each turn's calls, until the model asks for none.
+
+        Their steps go on from the first call's ``turn 1``: ``turn 2``, ``turn 3``, ...
+        """
         for turn in range(1, assistant.max_turn + 1):
             completion = await self.call_model(
-                assistant, request.model, request.messages, request.tools, f"turn {turn}"
+                assistant, request.model, request.messages, request.tools, f"turn {turn + 1}"
             )
             if not completion.tool_calls:
                 return Answer(completion.text, Outcome.ANSWERED, completion.to_message())

@@ -387,6 +387,7 @@ async def open_front(
             runtime.servers if servers is None else servers,
             credentials,
             lambda: budget.closing,
+            required=frozenset(spec.required_servers),
             store_problem=runtime.store_problem,
             not_offered=runtime.tools_not_offered,
         )

@@ -16,6 +16,7 @@ each with the methods it takes; anything else is 404, a known path with another 
 
 from __future__ import annotations
 
+import http
 import json
 import logging
 import math
@@ -30,23 +31,20 @@ from yao_actors.service.gate import RequestHead
 
 logger = logging.getLogger(__name__)
 
-#: The status lines this module writes.
-_REASONS: Final = {
-    200: b"OK",
-    204: b"No Content",
-    400: b"Bad Request",
-    401: b"Unauthorized",
-    403: b"Forbidden",
-    404: b"Not Found",
-    405: b"Method Not Allowed",
-    411: b"Length Required",
-    413: b"Content Too Large",
-    415: b"Unsupported Media Type",
-    422: b"Unprocessable Content",
-    429: b"Too Many Requests",
-    500: b"Internal Server Error",
-    503: b"Service Unavailable",
-}
+#: The reason phrases of RFC 9110 where Python's differ (3.11 still says "Request Entity Too Large").
+_REASONS: Final = {413: b"Content Too Large", 422: b"Unprocessable Content"}
+
+
+def reason_phrase(status: int) -> bytes:
+    """The reason phrase of a status line: RFC 9110's, never empty for a status the standard names (some clients and
+    proxies show the phrase, and an empty one reads as a broken server)."""
+    if status in _REASONS:
+        return _REASONS[status]
+    try:
+        return http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
 
 Headers = Iterable[tuple[str, str]]
 
@@ -120,7 +118,7 @@ class HttpExchange:
     async def respond(self, status: int, body: bytes, content_type: str, headers: Headers = ()) -> None:
         """Answer with a whole body (none for ``HEAD``)."""
         fields = [("content-type", content_type), ("content-length", str(len(body))), *headers]
-        await self._send(h11.Response(status_code=status, headers=_fields(fields), reason=_REASONS.get(status, b"")))
+        await self._send(h11.Response(status_code=status, headers=_fields(fields), reason=reason_phrase(status)))
         if self.request.method != "HEAD" and body:
             await self._send(h11.Data(data=body))
         await self._send(h11.EndOfMessage())
@@ -133,7 +131,7 @@ class HttpExchange:
     async def start_stream(self, status: int, content_type: str, headers: Headers = ()) -> None:
         """Start an answer whose body follows in chunks (:meth:`send`, then :meth:`end`)."""
         fields = [("content-type", content_type), *headers]
-        await self._send(h11.Response(status_code=status, headers=_fields(fields), reason=_REASONS.get(status, b"")))
+        await self._send(h11.Response(status_code=status, headers=_fields(fields), reason=reason_phrase(status)))
 
     async def send(self, data: bytes) -> None:
         """Send one chunk of a streamed body."""
@@ -228,7 +226,7 @@ async def refuse(stream: trio.abc.Stream, status: int, message: str) -> None:
     """Answer a request that could not be read, with a JSON error, outside any h11 state."""
     body = json.dumps({"error": {"code": "bad_request", "message": message}}).encode()
     head = (
-        f"HTTP/1.1 {status} {_REASONS.get(status, b'').decode()}\r\n"
+        f"HTTP/1.1 {status} {reason_phrase(status).decode()}\r\n"
         "content-type: application/json\r\n"
         f"content-length: {len(body)}\r\n"
         "connection: close\r\n\r\n"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -87,7 +87,8 @@ class Catalog:
     why (``"restarting"``, ``"not running"``): a call to one of their tools is
     answered ``server_unavailable``, not ``unknown_tool`` (:meth:`unavailable_server`).
     What the ``max_tools`` cap left out: ``capped`` maps a server to its tools past the cap, ``unlisted`` names the
-    servers after it (not even listed); :meth:`not_offered` says it per server.
+    servers after it (not even listed); :meth:`not_offered` says it per server. Iterating a catalog gives its
+    :class:`CatalogEntry` values in the order the model is offered them; ``len()`` is how many.
     """
 
     entries: tuple[CatalogEntry, ...] = ()
@@ -103,6 +104,14 @@ class Catalog:
     @_by_ref.default
     def _index(self) -> Mapping[ToolRef, CatalogEntry]:
         return {ToolRef(entry.server, entry.tool): entry for entry in self.entries}
+
+    def __iter__(self) -> Iterator[CatalogEntry]:
+        """The entries, in the order the model is offered them: ``for entry in await runtime.catalog("default")``."""
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        """How many tools the model is offered."""
+        return len(self.entries)
 
     @functools.cached_property
     def tools(self) -> tuple[dict[str, Any], ...]:
