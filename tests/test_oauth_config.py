@@ -118,7 +118,9 @@ def test_the_docs_oauth_examples_are_valid() -> None:
     blocks = [block.split("```", 1)[0] for block in section.split("```json\n")[1:]]
     assert len(blocks) >= 2  # one complete config per identity mode
     environ = {"TRACKER_CLIENT_ID": "c", "YAO_SECRET_KEY": "k" * 32, "ALICE_TOKEN": "a" * 16, "BOB_TOKEN": "b" * 16}
-    identities = []
+    names = ("REPORTS_CLIENT_ID", "REPORTS_CLIENT_SECRET", "LEDGER_PRIVATE_KEY_PEM", "WIKI_CLIENT_ID")
+    environ |= dict.fromkeys((*names, "WIKI_CLIENT_SECRET", "IDP_CLIENT_ID", "IDP_ID_TOKEN"), "x")
+    identities, kinds = [], []
     for block in blocks:
         example = json.loads(block)
         assert schema_problems(example) == []
@@ -126,7 +128,9 @@ def test_the_docs_oauth_examples_are_valid() -> None:
         assert config.store is not None
         assert config.store.secret_key == "k" * 32
         identities += [s.transport.auth.identity for s in config.servers.values()]  # type: ignore[union-attr]
+        kinds += [s.transport.auth.type for s in config.servers.values()]  # type: ignore[union-attr]
     assert set(identities) == {"service", "principal"}
+    assert set(kinds) == {"oauth", "client_credentials", "cross_app_access"}
 
 
 def test_public_url_is_read_with_its_variable_and_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,3 +151,72 @@ def test_public_url_is_read_with_its_variable_and_checked(tmp_path: Path, capsys
     bad = good | {"server": {"public_url": "agent.example"}}
     assert main(["check", "--config", write(tmp_path, bad)]) == 2
     assert "server.public_url" in capsys.readouterr().out
+
+
+def test_client_credentials_and_cross_app_access_are_read_with_what_they_need() -> None:
+    secret = remote(
+        type="client_credentials", issuer="https://auth.example", client_id="${CID}", client_secret="${CSECRET}"
+    )
+    auth = parse_config(secret, environ=ENV).servers["hub"].transport.auth  # type: ignore[union-attr]
+    assert (auth.type, auth.issuer, auth.client_id, auth.client_secret) == (
+        "client_credentials",
+        "https://auth.example",
+        "client-1",
+        "s3cret",
+    )
+    assert not auth.needs_login
+    keyed = remote(type="client_credentials", issuer="https://auth.example", client_id="c", private_key="${KEY}",
+                   signing_algorithm="ES256")  # fmt: skip
+    auth = parse_config(keyed, environ=ENV).servers["hub"].transport.auth  # type: ignore[union-attr]
+    assert (auth.private_key, auth.signing_algorithm) == ("k" * 32, "ES256")
+    assert "k" * 32 not in repr(auth)
+    provider = {"token_endpoint": "https://idp.example/token", "client_id": "i", "id_token": "${KEY}"}
+    enterprise = remote(type="cross_app_access", issuer="https://auth.example", client_id="c", client_secret="s",
+                        identity_provider=provider)  # fmt: skip
+    auth = parse_config(enterprise, environ=ENV).servers["hub"].transport.auth  # type: ignore[union-attr]
+    assert auth.identity_provider.id_token == "k" * 32  # type: ignore[union-attr]
+    for data in (secret, keyed, enterprise):
+        assert schema_problems(data) == []
+
+
+@pytest.mark.parametrize(
+    ("auth", "path", "words"),
+    [
+        ({"type": "client_credentials", "client_id": "c", "client_secret": "s"}, "mcpServers.hub.auth.issuer",
+         "required with type 'client_credentials'"),
+        ({"type": "client_credentials", "issuer": "https://a", "client_id": "c"}, "mcpServers.hub.auth",
+         "needs a 'client_secret' or a 'private_key'"),
+        ({"type": "client_credentials", "issuer": "https://a", "client_id": "c", "client_secret": "s",
+          "private_key": "k"}, "mcpServers.hub.auth.private_key", "not both"),
+        ({"type": "client_credentials", "issuer": "https://a", "client_id": "c", "client_secret": "s",
+          "identity": "principal"}, "mcpServers.hub.auth.identity", "only 'service'"),
+        ({"type": "oauth", "private_key": "k"}, "mcpServers.hub.auth.private_key", "only with type 'client_credentials'"),
+        ({"type": "cross_app_access", "issuer": "https://a", "client_id": "c", "client_secret": "s"},
+         "mcpServers.hub.auth.identity_provider", "required with type 'cross_app_access'"),
+        ({"type": "cross_app_access", "issuer": "https://a", "client_id": "c", "client_secret": "s",
+          "identity_provider": {"client_id": "i", "id_token": "t"}},
+         "mcpServers.hub.auth.identity_provider.token_endpoint", "required"),
+        ({"type": "oauth", "token_endpoint_auth_method": "private_key_jwt"},
+         "mcpServers.hub.auth.token_endpoint_auth_method", "must be one of"),
+    ],
+)  # fmt: skip
+def test_a_kind_without_a_person_is_refused_without_what_it_needs(auth: dict[str, Any], path: str, words: str) -> None:
+    data = {"mcpServers": {"hub": {"url": "https://mcp.example/mcp", "auth": auth}}}
+    said = [p for p in problems_of(data) if p.startswith(f"{path}:")]
+    assert said, problems_of(data)
+    assert words in said[0]
+
+
+def test_auth_login_refuses_a_server_that_gets_its_tokens_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    auth = {"type": "client_credentials", "issuer": "https://a", "client_id": "c", "client_secret": "s"}
+    path = tmp_path / "c.json"
+    store = {"type": "memory"}
+    path.write_text(
+        json.dumps({"mcpServers": {"hub": {"url": "https://mcp.example/mcp", "auth": auth}}, "store": store})
+    )
+    assert main(["auth", "login", "hub", "--config", str(path)]) == 2
+    assert "mcpServers.hub.auth.type: 'client_credentials' gets its tokens itself, with no login to make" in (
+        capsys.readouterr().err
+    )

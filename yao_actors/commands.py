@@ -204,6 +204,11 @@ def _add_probe_parsers(commands: Any) -> None:
     call.add_argument("server")
     call.add_argument("tool")
     call.add_argument("arguments", nargs="?", default="{}", help="the tool's arguments as a JSON object (default {})")
+    call.add_argument(
+        "--accept-defaults",
+        action="store_true",
+        help="answer a form the tool asks by accepting its defaults, without asking (default: ask on the terminal)",
+    )
     _add_config_options(call)
     call.set_defaults(command=later("yao_actors.probe_commands", "call_command"), parser=call)
 

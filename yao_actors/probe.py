@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import attrs
 import trio
 
-from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.keys import oauth_of, oauth_servers, principal_servers
 from yao_actors.errors import ConfigError, ModelError
 from yao_actors.providers import build_model
 from yao_actors.runtime import Runtime, open_runtime
-from yao_actors.specs import Config, ModelSpec, RestartPolicy
+from yao_actors.specs import Config, ModelSpec, RestartPolicy, StoreSpec
 from yao_actors.tools.catalog import Catalog
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.server_handle import ServerState
 
@@ -41,10 +43,20 @@ def _per_principal(config: Config, server_id: str) -> bool:
 
 
 @asynccontextmanager
-async def open_probe(config: Config, *, deadline_s: float, only: Iterable[str] | None = None) -> AsyncIterator[Runtime]:
+async def open_probe(
+    config: Config,
+    *,
+    deadline_s: float,
+    only: Iterable[str] | None = None,
+    logins: StoreSpec | None = None,
+    input_handler: InputHandler | None = None,
+) -> AsyncIterator[Runtime]:
     """A runtime of ``config``'s enabled servers (or those in ``only``, and then no assistants), each with one
-    connection attempt of at most ``deadline_s`` seconds and no restart; threads in memory. Entered once every server
-    is ``ready`` or ``down``."""
+    connection attempt of at most ``deadline_s`` seconds and no restart. Threads are kept in memory, unless a server
+    logs in with the service's identity: its tokens are in ``logins`` (the store ``serve`` and ``yao-actors auth
+    login`` use with this config), which the probe then opens (it runs no thread there). Entered once every server
+    is ``ready``, ``down`` or ``needs_auth`` (a login is not waited for: it is said in the reports). ``input_handler``
+    answers what a server asks during a call (:func:`~yao_actors.runtime.open_runtime`)."""
     chosen = set(config.servers) if only is None else set(only)
     once = RestartPolicy(max_restarts=0)
     servers = {
@@ -53,9 +65,11 @@ async def open_probe(config: Config, *, deadline_s: float, only: Iterable[str] |
         if server_id in chosen
     }
     assistants = config.assistants if only is None else {}
-    async with open_runtime(attrs.evolve(config, servers=servers, assistants=assistants, store=None)) as runtime:
+    probed = attrs.evolve(config, servers=servers, assistants=assistants)
+    store = logins if set(oauth_servers(probed)) - set(principal_servers(probed)) else None
+    async with open_runtime(attrs.evolve(probed, store=store), input_handler=input_handler) as runtime:
         for handle in runtime.servers.values():
-            await handle.wait_for_state(ServerState.READY, ServerState.DOWN)
+            await handle.wait_for_state(ServerState.READY, ServerState.DOWN, ServerState.NEEDS_AUTH)
         yield runtime
 
 
@@ -111,6 +125,7 @@ class ToolOffer:
     tool: str
     title: str | None
     description: str
+    input_schema: Mapping[str, Any]
     offered: Mapping[str, str]
     not_offered: Mapping[str, str]
 
@@ -137,7 +152,9 @@ async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
                 else:
                     refused[assistant_id] = _why_not(runtime.config, assistant_id, catalog, server_id, tool.name)
             title = tool.title or (tool.annotations.title if tool.annotations else None)
-            offers.append(ToolOffer(server_id, tool.name, title, tool.description or "", offered, refused))
+            offers.append(
+                ToolOffer(server_id, tool.name, title, tool.description or "", tool.input_schema, offered, refused)
+            )
     return offers
 
 

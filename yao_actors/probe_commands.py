@@ -9,8 +9,9 @@ to choose them. One line per finding; exit 0 when nothing failed, 2 otherwise (`
 ``tools [--config FILE] [--server S] [--json]`` lists the tools of the servers (names, titles, servers) and, for each
 assistant, the name its model is offered a tool under or why it is not; exit 1 when a server could not be reached.
 
-``call SERVER TOOL ['{json}']`` starts that one server and calls the tool with the arguments; the result is printed as
-JSON; exit 1 when the call failed.
+``call SERVER TOOL ['{json}'] [--accept-defaults]`` starts that one server and calls the tool with the arguments; the
+result is printed as JSON; exit 1 when the call failed. What the tool asks meanwhile is asked on the terminal as
+``chat`` asks it, or accepted with the form's defaults (:mod:`yao_actors.call_questions`).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from typing import Any, TypeVar
 import trio
 
 from yao_actors.auth.keys import secret_key_problem
+from yao_actors.call_questions import call_input
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
 from yao_actors.probe import Report, cap_warnings, open_probe, probe_model, server_reports, tool_offers
-from yao_actors.specs import ModelSpec
+from yao_actors.specs import ModelSpec, StoreSpec
 from yao_actors.store.spec import default_store_name, service_store
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.server_handle import ServerState
 
 T = TypeVar("T")
@@ -44,6 +47,11 @@ def _load(args: argparse.Namespace) -> Config:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     return load_config(args.config) if args.config else default_config()
+
+
+def _logins(args: argparse.Namespace, config: Config) -> StoreSpec:
+    """The store ``serve`` and ``yao-actors auth login`` use with this config: where its servers' logins are."""
+    return service_store(config.store, None, name=default_store_name(args.config, config.service.port))
 
 
 def _run_quietly(fn: Callable[[], Awaitable[T]]) -> T:
@@ -70,7 +78,7 @@ def check_command(args: argparse.Namespace) -> int:
             config = _load(args)
         warnings += config.notes
         problems = config_problems(config) or preflight_problems(config)
-        store = service_store(config.store, None, name=default_store_name(args.config, config.service.port))
+        store = _logins(args, config)
         if (key_problem := secret_key_problem(config, store)) is not None:
             problems.append(key_problem)
     except ConfigError as error:
@@ -81,7 +89,8 @@ def check_command(args: argparse.Namespace) -> int:
         return 2
     if args.connect:
         try:
-            failed, capped = _run_quietly(partial(_connect_reports, config, args.timeout, source))
+            connecting = partial(_connect_reports, config, args.timeout, source, _logins(args, config))
+            failed, capped = _run_quietly(connecting)
         except ConfigError as error:
             failed, capped = True, []
             for problem in error.problems:
@@ -98,11 +107,11 @@ def check_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _connect_reports(config: Config, deadline_s: float, source: str) -> tuple[bool, list[str]]:
+async def _connect_reports(config: Config, deadline_s: float, source: str, logins: StoreSpec) -> tuple[bool, list[str]]:
     """Print how each server and model answered; whether any failed, and what the tool caps leave out (warnings)."""
     used = {a.model for a in config.assistants.values()} | {a.fallback_model for a in config.assistants.values()}
     reports: list[Report] = []
-    async with open_probe(config, deadline_s=deadline_s) as runtime:
+    async with open_probe(config, deadline_s=deadline_s, logins=logins) as runtime:
         reports += await server_reports(runtime)
         async with trio.open_nursery() as nursery:
             for model_id, spec in config.models.items():
@@ -124,15 +133,18 @@ def tools_command(args: argparse.Namespace) -> int:
         unknown = [server for server in args.server or () if server not in config.servers]
         if unknown:
             raise ConfigError([f"--server {s}: no such server (known: {', '.join(config.servers)})" for s in unknown])
-        return _run_quietly(partial(_list_tools, config, args.timeout, args.server, args.json))
+        listing = partial(_list_tools, config, args.timeout, args.server, args.json, _logins(args, config))
+        return _run_quietly(listing)
     except ConfigError as error:
         for problem in error.problems:
             print(f"yao-actors: {problem}", file=sys.stderr)
         return 2
 
 
-async def _list_tools(config: Config, deadline_s: float, only: Iterable[str] | None, raw: bool) -> int:
-    async with open_probe(config, deadline_s=deadline_s) as runtime:
+async def _list_tools(
+    config: Config, deadline_s: float, only: Iterable[str] | None, raw: bool, logins: StoreSpec
+) -> int:
+    async with open_probe(config, deadline_s=deadline_s, logins=logins) as runtime:
         reports = await server_reports(runtime)
         offers = [offer for offer in await tool_offers(runtime) if only is None or offer.server in only]
     reports = [r for r in reports if only is None or r.what.removeprefix("server ") in only]
@@ -140,7 +152,7 @@ async def _list_tools(config: Config, deadline_s: float, only: Iterable[str] | N
         servers = {r.what.removeprefix("server "): {"ok": r.ok, "detail": r.detail} for r in reports}
         tools = [
             {"server": o.server, "tool": o.tool, "title": o.title, "description": o.description,
-             "offered": dict(o.offered), "not_offered": dict(o.not_offered)}
+             "inputSchema": dict(o.input_schema), "offered": dict(o.offered), "not_offered": dict(o.not_offered)}
             for o in offers
         ]  # fmt: skip
         print(json.dumps({"servers": servers, "tools": tools}, ensure_ascii=False, indent=2))
@@ -170,15 +182,28 @@ def call_command(args: argparse.Namespace) -> int:
             raise ConfigError([f"SERVER {args.server}: no such server (known: {', '.join(config.servers)})"])
         if spec.disabled:
             raise ConfigError([f"SERVER {args.server}: the server is disabled in the configuration"])
-        return _run_quietly(partial(_call, config, args.server, args.tool, arguments, args.timeout))
+        answers = call_input(accept_defaults=args.accept_defaults)
+        calling = partial(
+            _call, config, args.server, args.tool, arguments, args.timeout, _logins(args, config), answers
+        )
+        return _run_quietly(calling)
     except ConfigError as error:
         for problem in error.problems:
             print(f"yao-actors: {problem}", file=sys.stderr)
         return 2
 
 
-async def _call(config: Config, server_id: str, tool: str, arguments: dict[str, Any], deadline_s: float) -> int:
-    async with open_probe(config, deadline_s=deadline_s, only=[server_id]) as runtime:
+async def _call(
+    config: Config,
+    server_id: str,
+    tool: str,
+    arguments: dict[str, Any],
+    deadline_s: float,
+    logins: StoreSpec,
+    answers: InputHandler,
+) -> int:
+    only = [server_id]
+    async with open_probe(config, deadline_s=deadline_s, only=only, logins=logins, input_handler=answers) as runtime:
         handle = runtime.servers[server_id]
         if handle.state is not ServerState.READY:
             print(f"yao-actors: {handle.statistics().last_error}", file=sys.stderr)

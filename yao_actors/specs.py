@@ -49,16 +49,35 @@ class StdioTransport:
 
 
 OAuthIdentity = Literal["service", "principal"]
+#: How the tokens are got: a login (``"oauth"``, the authorization code flow), the client's own credentials
+#: (``"client_credentials"``), or an identity provider's ID token exchanged for them (``"cross_app_access"``).
+OAuthGrant = Literal["oauth", "client_credentials", "cross_app_access"]
+#: How a client with a secret authenticates at the token endpoint.
+SecretMethod = Literal["client_secret_basic", "client_secret_post"]
+
+
+@attrs.frozen
+class IdentityProviderSpec:
+    """The enterprise identity provider of ``auth.type: "cross_app_access"`` (SEP-990): its token endpoint exchanges
+    ``id_token`` (the service's ID token there, RFC 8693) for an identity assertion grant for the MCP server."""
+
+    token_endpoint: str
+    client_id: str
+    id_token: str = attrs.field(repr=False)
+    client_secret: str | None = attrs.field(default=None, repr=False)
 
 
 @attrs.frozen
 class OAuthSpec:
-    """An HTTP or SSE server behind the MCP authorization flow (OAuth 2.1 with PKCE), ``mcpServers.<id>.auth``.
+    """An HTTP or SSE server behind the MCP authorization flow (OAuth 2.1), ``mcpServers.<id>.auth``.
 
-    ``scopes`` are asked for; without ``client_id`` the client registers itself (a Client ID Metadata Document
-    at ``client_metadata_url`` where the authorization server takes one, else dynamic registration).
-    ``identity`` ``"service"``: one login for the whole service (``yao-actors auth login``);
-    ``"principal"``: each principal its own.
+    ``type`` ``"oauth"`` (PKCE): ``scopes`` are asked for; without ``client_id`` the client registers itself (a
+    Client ID Metadata Document at ``client_metadata_url`` where the authorization server takes one, else dynamic
+    registration). ``identity`` ``"service"``: one login for the whole service (``yao-actors auth login``);
+    ``"principal"``: each principal its own. ``type`` ``"client_credentials"``: no person; the client's
+    ``client_secret``, or a JWT signed with its ``private_key`` (``private_key_jwt``), at the token endpoint of
+    ``issuer``. ``type`` ``"cross_app_access"``: no person; the ``identity_provider``'s ID token exchanged for an
+    identity assertion that ``issuer``'s token endpoint takes (SEP-990).
     """
 
     scopes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
@@ -66,6 +85,17 @@ class OAuthSpec:
     client_secret: str | None = attrs.field(default=None, repr=False)
     client_metadata_url: str | None = None
     identity: OAuthIdentity = "service"
+    type: OAuthGrant = "oauth"
+    token_endpoint_auth_method: SecretMethod | None = None
+    private_key: str | None = attrs.field(default=None, repr=False)
+    signing_algorithm: str = "RS256"
+    issuer: str | None = None
+    identity_provider: IdentityProviderSpec | None = None
+
+    @property
+    def needs_login(self) -> bool:
+        """Whether a person logs in (the authorization code flow), rather than the client getting tokens itself."""
+        return self.type == "oauth"
 
 
 @attrs.frozen

@@ -381,3 +381,36 @@ async def test_an_sse_server_behind_oauth_is_logged_in_to_and_called(tmp_path: P
                 outcome = await handle.call_tool("whoami", {})
                 assert outcome.ok, outcome.error
                 nursery.cancel_scope.cancel()
+
+
+async def test_tools_after_a_cli_login_lists_the_servers_tools_and_without_one_says_so(tmp_path: Path) -> None:
+    """``yao-actors tools`` (as ``check --connect`` and ``call``) looks for the login where ``auth login`` kept it,
+    and a server that needs one is reported, not waited for: it used to probe with a store of its own (no login in
+    it) and wait for the server to be ``ready`` or ``down`` while it was ``needs_auth`` — forever."""
+    async with open_oauth_server() as server:
+        config = {
+            "mcpServers": {"hub": {"url": server.url, "auth": {"type": "oauth", "scopes": ["tools"]}}},
+            "store": {"type": "sqlite", "path": str(tmp_path / "s.sqlite3"), "secret_key": KEY},
+        }
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        env = dict(os.environ)
+        with trio.fail_after(GUARD):
+            code, out, err = await cli("tools", "--config", str(path), env=env)
+            assert code == 1, (out, err)
+            assert (
+                "server hub: server 'hub' unavailable: server 'hub' needs authorization: run `yao-actors auth login hub`"
+                in err
+            )
+            process = await trio.lowlevel.open_process(
+                [*CLI, "auth", "login", "hub", "--config", str(path)], stdout=subprocess.PIPE, env=env
+            )
+            assert process.stdout is not None
+            said = [await read_line(process.stdout) for _ in range(3)]
+            await approve_in_browser(authorization_url(said[2]))
+            assert await process.wait() == 0
+            code, out, err = await cli("tools", "--config", str(path), "--json", env=env)
+            assert code == 0, err
+            listed = json.loads(out)
+            assert listed["servers"] == {"hub": {"ok": True, "detail": "ready, 1 tool(s)"}}
+            assert [tool["tool"] for tool in listed["tools"]] == ["whoami"]

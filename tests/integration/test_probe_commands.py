@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 import trio
 
+from yao_actors.call_questions import terminal_input
 from yao_actors.cli import main
+from yao_actors.config import parse_config
+from yao_actors.probe import open_probe
 from yao_actors.testing.fake_openai import RecordedRequest, Reply, open_fake_openai
 
 PYTHON = sys.executable
@@ -185,3 +188,48 @@ def test_call_calls_one_tool_and_prints_its_result(tmp_path: Path, capsys: pytes
         main(["call", "--config", path, "weather", "get", "{city"])
     assert exited.value.code == 2
     assert "ARGUMENTS: not valid JSON" in capsys.readouterr().err
+
+
+ASKING = {"asking": {"command": PYTHON, "args": ["-m", "yao_actors.testing.asking"], "protocol": "legacy"}}
+
+
+def test_call_of_a_tool_that_asks_says_what_it_asked_and_why_nobody_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a terminal (and without ``--accept-defaults``) the question is declined and said on standard error;
+    it used to end the command with exit 1 and nothing said (issue 44 item 9)."""
+    path = write(tmp_path, {"mcpServers": ASKING})
+    assert main(["call", "--config", path, "asking", "greet"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out) == {"action": "decline"}
+    assert said.err == (
+        "yao-actors: tool 'greet' of server 'asking' asks: 'What is your name?'; declined: no terminal to ask on "
+        "(--accept-defaults accepts a form with its defaults)\n"
+    )
+    assert main(["call", "--config", path, "asking", "sign_in", "--accept-defaults"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out) == {"action": "decline"}
+    assert "asks to open https://example.com/login?flow=42; declined: --accept-defaults opens nothing" in said.err
+
+
+async def test_a_question_asked_on_the_terminal_is_answered_field_by_field_with_the_defaults_filled_in() -> None:
+    """``call``'s terminal answers (chat's questions, field by field): an optional field left empty gets its
+    ``default`` (SEP-1034) before the answer goes to the server, which validates it."""
+    asked: list[str] = []
+    replies = iter(["y", "2026-08-01", "2", "window", ""])
+
+    async def ask(question: str) -> str:
+        asked.append(question)
+        return next(replies)
+
+    config = parse_config({"mcpServers": ASKING})
+    with trio.fail_after(30):
+        async with open_probe(config, deadline_s=20, input_handler=terminal_input(ask)) as runtime:
+            outcome = await runtime.servers["asking"].call_tool("book", {"hotel": "Lakeside"})
+    assert outcome.ok, outcome.error
+    assert outcome.result == {
+        "booked": True, "hotel": "Lakeside", "date": "2026-08-01", "guests": 2, "seat": "window", "breakfast": False,
+        "count": 1,
+    }  # fmt: skip
+    assert asked[0] == "tool 'book' of server 'asking' asks: Booking Lakeside: which day, how many guests? — answer?"
+    assert len(asked) == 5

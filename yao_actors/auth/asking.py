@@ -95,9 +95,7 @@ class AskingProvider(StoreOAuthProvider):
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         context = self.context
-        scopes = (context.client_metadata.scope or "").split()
-        wanted = [*scopes, *(s for s in self.auth.scopes if s not in scopes)]
-        context.client_metadata.scope = " ".join(wanted) or None
+        context.client_metadata.scope = self.scope_to_ask()
         if context.client_info is None or not context.client_metadata.redirect_uris:
             raise OAuthFlowError("no client registration to authorize with")
         metadata = context.oauth_metadata

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import trio
 
@@ -25,19 +26,26 @@ from yao_actors.store import open_store
 from yao_actors.store.spec import default_store_name, service_store
 
 
+@asynccontextmanager
+async def open_service_vault(config: Config, config_path: str | None) -> AsyncIterator[TokenVault]:
+    """The vault of the store ``serve`` uses with ``config`` (read from ``config_path``): where the service's logins
+    are kept. :class:`ConfigError` when that store needs a ``store.secret_key`` the config lacks."""
+    # The store `serve` uses with this config (its default SQLite file is named after the config file).
+    store_spec = service_store(config.store, None, name=default_store_name(config_path, config.service.port))
+    if (problem := secret_key_problem(config, store_spec)) is not None:
+        raise ConfigError([problem], source=config_path)
+    async with open_store(store_spec) as store:
+        yield open_vault(store, store_spec.secret_key)
+
+
 def _with_vault(args: argparse.Namespace, work: Callable[[Config, TokenVault], Awaitable[int]]) -> int:
     """Load the config, open its store and vault, run ``work``; errors as one line each on standard error."""
     try:
         config = load_config(args.config)
-        # The store `serve` uses with this config (its default SQLite file is named after the config file).
-        store_spec = service_store(config.store, None, name=default_store_name(args.config, config.service.port))
-        if (problem := secret_key_problem(config, store_spec)) is not None:
-            raise ConfigError([problem], source=args.config)
 
         async def main() -> int:
-            async with open_store(store_spec) as store:
-                secret_key = store_spec.secret_key
-                return await work(config, open_vault(store, secret_key))
+            async with open_service_vault(config, args.config) as vault:
+                return await work(config, vault)
 
         return trio.run(main)
     except ConfigError as error:
@@ -70,6 +78,9 @@ def status_command(args: argparse.Namespace) -> int:
             auth = oauth_of(config.servers[server_id])
             if auth is not None and auth.identity == "principal":
                 print(await _principals_status(vault, server_id, now))
+                continue
+            if auth is not None and not auth.needs_login:
+                print(f"{server_id}: {auth.type}: gets its tokens itself from {auth.issuer}, no login")
                 continue
             try:
                 grant = await vault.load(server_id, SERVICE_IDENTITY)

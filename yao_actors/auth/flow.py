@@ -22,15 +22,25 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import httpx2
 import mcp
+import pydantic
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.oauth2 import OAuthContext
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.client.auth.utils import create_oauth_metadata_request
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+)
 
 from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.machine import machine_provider
 from yao_actors.auth.vault import SERVICE_IDENTITY, StoreTokenStorage, TokenVault
 from yao_actors.errors import AuthorizationError, NeedsLogin
 from yao_actors.specs import OAuthSpec, ServerSpec
@@ -99,20 +109,35 @@ class StoreOAuthProvider(OAuthClientProvider):
         self.context = _ClockedContext(**shared, clock=storage.clock)
         self.auth = auth
         self.storage = storage
+        self.wanted_scope: str | None = None
+        self.legacy_issuer: str | None = None
 
     def configured_client(self) -> OAuthClientInformationFull | None:
         """The client ``auth.client_id`` / ``client_secret`` name, registered beforehand; ``None`` without one."""
         if self.auth.client_id is None:
             return None
+        method = (self.auth.token_endpoint_auth_method or "client_secret_post") if self.auth.client_secret else "none"
         return OAuthClientInformationFull(
             client_id=self.auth.client_id,
             client_secret=self.auth.client_secret,
             redirect_uris=self.context.client_metadata.redirect_uris,
-            token_endpoint_auth_method="client_secret_post" if self.auth.client_secret else "none",
+            token_endpoint_auth_method=method,
         )
+
+    async def _exchange_token_authorization_code(self, auth_code: str, code_verifier: str) -> httpx2.Request:
+        """The SDK's token request; a configured client's secret goes the way the authorization server takes it
+        when ``token_endpoint_auth_method`` does not say: ``client_secret_post`` unless its metadata offers only
+        ``client_secret_basic``."""
+        client, metadata = self.context.client_info, self.context.oauth_metadata
+        offered = (metadata.token_endpoint_auth_methods_supported or []) if metadata is not None else []
+        unsaid = self.auth.client_secret and self.auth.token_endpoint_auth_method is None and client is not None
+        if unsaid and "client_secret_post" not in offered and "client_secret_basic" in offered:
+            client.token_endpoint_auth_method = "client_secret_basic"  # type: ignore[union-attr]
+        return await super()._exchange_token_authorization_code(auth_code, code_verifier)
 
     async def _initialize(self) -> None:
         grant = await self.storage.load()
+        self.wanted_scope = grant.wanted_scope
         self.storage.held = grant.tokens
         self.context.current_tokens = grant.tokens
         self.context.client_info = self.configured_client() or grant.client_info
@@ -125,7 +150,8 @@ class StoreOAuthProvider(OAuthClientProvider):
         The SDK answers every ``401`` with a new authorization (a person's login); but a server may end a token
         before its ``expires_in`` said (a revocation, a clock apart, a restart of its own), and a service cannot
         ask anyone to log in. Only when that refresh fails, or the request is refused again, does the SDK's flow
-        go on (and, with no one to ask, the server becomes ``needs_auth``).
+        go on (and, with no one to ask, the server becomes ``needs_auth``). Where the server has no protected
+        resource metadata, the 2025-03-26 fallback's issuer is learnt first (:meth:`_learn_legacy_issuer`).
         """
         inner = super()._auth_flow(request)
         refreshed = False
@@ -142,17 +168,60 @@ class StoreOAuthProvider(OAuthClientProvider):
                             incoming = yield request
                             if incoming.status_code != 401:
                                 return
+                if self._no_resource_metadata(outgoing, incoming):
+                    answer = yield create_oauth_metadata_request(self._legacy_metadata_url())
+                    await self._learn_legacy_issuer(answer)
                 outgoing = await inner.asend(incoming)
         except StopAsyncIteration:
             return
         finally:
             await inner.aclose()
 
+    def _no_resource_metadata(self, outgoing: httpx2.Request, incoming: httpx2.Response) -> bool:
+        """Whether ``incoming`` answers the last protected resource metadata URL the SDK tries (the origin's)
+        without it (and not a server error, which ends the SDK's flow): the SDK goes on to the 2025-03-26 path."""
+        root = f"{_origin(self.context.server_url)}/.well-known/oauth-protected-resource"
+        failed = incoming.status_code != 200 and incoming.status_code < 500 and incoming.status_code != 429
+        return outgoing.method == "GET" and str(outgoing.url) == root and failed
+
+    def _legacy_metadata_url(self) -> str:
+        return f"{_origin(self.context.server_url)}/.well-known/oauth-authorization-server"
+
+    async def _learn_legacy_issuer(self, answer: httpx2.Response) -> None:
+        """The 2025-03-26 fallback (no protected resource metadata): the authorization server's metadata at the MCP
+        server's root may name an issuer with a path on that same origin (``https://host/oauth``). The SDK expects
+        the bare origin there (RFC 8414 §3.3) and stops; the same origin is the same party, so that issuer is
+        taken as the one expected (:meth:`_expected_issuer`). Another origin, or no metadata: the SDK's rule."""
+        if answer.status_code != 200:
+            return
+        try:
+            issuer = str(OAuthMetadata.model_validate_json(await answer.aread()).issuer)
+        except (pydantic.ValidationError, httpx2.HTTPError):
+            return
+        if _origin(issuer) == _origin(self.context.server_url):
+            self.legacy_issuer = issuer
+
+    def _expected_issuer(self) -> str:
+        if self.context.auth_server_url is None and self.legacy_issuer is not None:
+            return self.legacy_issuer
+        return super()._expected_issuer()
+
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
-        scopes = (self.context.client_metadata.scope or "").split()
-        wanted = [*scopes, *(s for s in self.auth.scopes if s not in scopes)]
-        self.context.client_metadata.scope = " ".join(wanted) or None
+        self.context.client_metadata.scope = self.scope_to_ask()
         return await super()._perform_authorization_code_grant()
+
+    def scope_to_ask(self) -> str | None:
+        """The scopes an authorization asks for: those the SDK chose (the server's challenge, a step-up's union
+        with what was granted), the configured ``scopes``, and those a step-up asked for since the last login."""
+        scopes = (self.context.client_metadata.scope or "").split()
+        for extra in (self.auth.scopes, (self.wanted_scope or "").split()):
+            scopes += [s for s in extra if s not in scopes]
+        return " ".join(scopes) or None
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def with_http_auth(spec: ServerSpec, http_auth: Any) -> ServerSpec:
@@ -171,6 +240,9 @@ def authorizing(connect: Connector, vault: TokenVault, *, clock: Callable[[], fl
         if auth.identity != "service":
             return _refuse(AuthorizationError(PRINCIPAL_NOT_SERVED.format(server=spec.id)))
         storage = StoreTokenStorage(vault, spec.id, SERVICE_IDENTITY, clock)
+        if not auth.needs_login:  # the client gets its tokens itself (yao_actors.auth.machine)
+            provider = machine_provider(spec.transport.url, auth, storage)  # type: ignore[union-attr]
+            return connect(with_http_auth(spec, provider), link=link, **options)
         return open_authorized(connect, spec, auth, storage, link, options)
 
     return connector
@@ -193,7 +265,9 @@ async def open_authorized(
         raise error if grant.unreadable is None else NeedsLogin(f"{error} ({grant.unreadable})")
 
     async def cannot_ask_a_person(authorization_url: str) -> None:
-        # The tokens no longer serve (a refresh was refused): forget them, so the actor waits for a login.
+        # The tokens no longer serve (a refresh was refused, or the server wants more scope: a step-up): forget
+        # them, so the actor waits for a login, which asks for the scopes this authorization would have.
+        await storage.want_scope(provider.context.client_metadata.scope)
         await storage.drop_tokens()
         error = needs(spec.id)
         link.unauthorized = True

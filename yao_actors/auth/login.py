@@ -105,6 +105,10 @@ def oauth_server(config: Config, server_id: str, *, identity: str = "service") -
     auth = oauth_of(spec)
     if auth is None:
         raise ConfigError([f"mcpServers.{server_id}: has no 'auth' (it is not behind OAuth)"])
+    if not auth.needs_login:
+        raise ConfigError(
+            [f"mcpServers.{server_id}.auth.type: {auth.type!r} gets its tokens itself, with no login to make"]
+        )
     if auth.identity != identity and auth.identity == "principal":
         raise ConfigError(
             [f"mcpServers.{server_id}.auth.identity: 'principal' servers are logged in to by each principal, not here"]

@@ -41,11 +41,13 @@ def principal_identity(principal: str) -> str:
 @attrs.frozen
 class Grant:
     """What one record holds: the tokens, when the access token expires (POSIX time, ``None``: not said), the
-    client registration. Its repr never shows a token."""
+    client registration, and the scopes the server last asked for beyond those granted (a step-up: the next login
+    asks for them). Its repr never shows a token."""
 
     tokens: OAuthToken | None = attrs.field(default=None, repr=False)
     expires_at: float | None = None
     client_info: OAuthClientInformationFull | None = attrs.field(default=None, repr=False)
+    wanted_scope: str | None = None
     unreadable: str | None = attrs.field(default=None, eq=False)
     """Why the stored record could not be read (it does not open with ``store.secret_key``): this grant is empty
     in its place, so the tokens count as absent and must be authorized again. Never stored."""
@@ -65,6 +67,8 @@ class Grant:
             "expires_at": self.expires_at,
             "client_info": None if self.client_info is None else self.client_info.model_dump(mode="json"),
         }
+        if self.wanted_scope is not None:
+            data["wanted_scope"] = self.wanted_scope
         return json.dumps(data, separators=(",", ":")).encode()
 
     @classmethod
@@ -75,6 +79,7 @@ class Grant:
             tokens=None if tokens is None else OAuthToken.model_validate(tokens),
             expires_at=data.get("expires_at"),
             client_info=None if info is None else OAuthClientInformationFull.model_validate(info),
+            wanted_scope=data.get("wanted_scope"),
         )
 
 
@@ -170,6 +175,11 @@ class StoreTokenStorage:
         if grant.tokens is not None and self.held is not None and grant.tokens != self.held:
             return
         await self.vault.save(self.server, self.identity, attrs.evolve(grant, tokens=None, expires_at=None))
+
+    async def want_scope(self, scope: str | None) -> None:
+        """Remember the scopes a step-up asked for (the server's ``403 insufficient_scope``), for the next login."""
+        grant = await self.load()
+        await self.vault.save(self.server, self.identity, attrs.evolve(grant, wanted_scope=scope))
 
     async def set_client_info_none(self) -> None:
         """Forget the client registration (the next flow registers again)."""

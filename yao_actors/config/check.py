@@ -137,8 +137,8 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
             if isinstance(transport, SseTransport):
                 data["type"] = "sse"
             if transport.auth is not None:
-                auth = attrs.asdict(transport.auth, recurse=False)
-                data["auth"] = {"type": "oauth"} | {k: _plain(v) for k, v in auth.items() if v is not None}
+                said = attrs.asdict(transport.auth, filter=lambda field, value: value not in (None, field.default))
+                data["auth"] = {"type": transport.auth.type} | {key: _plain(value) for key, value in said.items()}
         case InMemoryTransport(reference=str(reference)):
             data = {"module": reference}
         case _:
