@@ -41,7 +41,9 @@ they are (each is caught where its module is used, and said in the terms above):
     ValueError
     ├── JSONTooDeep            untrusted JSON nested deeper than the limit (yao_actors.untrusted_json)
     ├── JSONNotFinite          untrusted JSON with NaN or Infinity (yao_actors.untrusted_json)
-    └── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
+    ├── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
+    ├── EnvFileError           a stdio server's ``envFile`` cannot be read (yao_actors.config.env_files)
+    └── NoClientFile           no file where a named client keeps its servers (yao_actors.client_files)
     Exception
     ├── ModuleServerError      a ``module`` server cannot be imported or built (yao_actors.config.module_servers)
     ├── InProcessServerExit    an in-process server's task ended (yao_actors.transports)
