@@ -1,8 +1,8 @@
 """The command line of ``yao-actors`` (entered through :func:`yao_actors.cli.main`): its parser, and the commands
 of a client of the service.
 
-``serve`` runs the service (:mod:`yao_actors.serving`); ``chat "question" [--url URL] [--token TOKEN] [--json]
-[--assistant NAME] [--thread ID]`` asks it and ``history ID [--url URL] [--token TOKEN] [--json]`` prints a thread it
+``serve`` runs the service (:mod:`yao_actors.serving`); ``chat ["question"] [--url URL] [--token TOKEN] [--json]
+[--assistant NAME] [--thread ID]`` asks it (without a question: a conversation, :mod:`yao_actors.chat_repl`) and ``history ID [--url URL] [--token TOKEN] [--json]`` prints a thread it
 keeps (:mod:`yao_actors.chat`; the token defaults to ``YAO_ACTORS_TOKEN``); ``check [--config FILE] [--connect]``,
 ``tools`` and ``call SERVER TOOL '{json}'`` look at a configuration's servers and models
 (:mod:`yao_actors.probe_commands`); ``bench --call SERVER__TOOL ...`` times calls of your own tools
@@ -149,8 +149,12 @@ def _add_serve_parser(commands: Any) -> None:
 
 def _add_client_parsers(commands: Any) -> None:
     """``chat`` and ``history``: a client of a running service."""
-    ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
-    ask.add_argument("question", type=utf8_text)
+    ask = commands.add_parser(
+        "chat",
+        help="ask the service a question and print the answer as it streams; without one, a conversation: a "
+        "message a line (from the terminal, or standard input), /help for commands",
+    )
+    ask.add_argument("question", type=utf8_text, nargs="?", help="one question (default: a conversation)")
     _add_connection_options(ask)
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", type=utf8_text, help="assistant to ask (default: the service's default)")
@@ -215,15 +219,13 @@ def _schema_command(args: argparse.Namespace) -> int:
 
 
 def _chat_command(args: argparse.Namespace) -> int:
-    run = partial(
-        chat,
-        args.question,
-        url=args.url,
-        token=_token(args),
-        assistant=args.assistant,
-        thread_id=args.thread,
-        raw=args.json,
-    )
+    options = {"url": args.url, "token": _token(args), "assistant": args.assistant, "thread_id": args.thread}
+    if args.question is None:
+        from yao_actors.chat_repl import repl  # the conversation, for this form only
+
+        run = partial(repl, raw=args.json, **options)
+    else:
+        run = partial(chat, args.question, raw=args.json, **options)
     try:
         return trio.run(run)
     except KeyboardInterrupt:  # leaving closes the connection, which cancels the run on the service
