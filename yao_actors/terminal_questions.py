@@ -14,7 +14,6 @@ field's default and takes an empty reply as it; a reply that does not fit is exp
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TextIO
@@ -22,6 +21,8 @@ from urllib.parse import urlsplit
 
 import attrs
 import trio
+
+from yao_actors.service.auth import is_loopback
 
 Ask = Callable[[str], Awaitable[str | None]]
 """How a question reaches a person: the question in, the reply out (``None``: nobody answers, the input ended).
@@ -127,19 +128,10 @@ def link_refusal(url: str) -> str | None:
     scheme = parts.scheme.lower()
     if scheme == "https" and parts.hostname:
         return None
-    if scheme == "http" and parts.hostname and _loopback(parts.hostname):
+    if scheme == "http" and parts.hostname and is_loopback(parts.hostname):
         return None
     shown = f"{scheme}:" if scheme else "no scheme"
     return f"a link must be https: (or http: on this machine), this one has {shown}"
-
-
-def _loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def _asked(ask: Ask, question: str) -> str:

@@ -23,13 +23,13 @@ language model what to call.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
+from yao_actors import untrusted_json
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.models.offline import KEPT_CALLS, FunctionModel, compact_args, last_user_text, results_since_user
 from yao_actors.tools.naming import flat_tool_name
@@ -136,7 +136,7 @@ def _json_line(line: str) -> tuple[str, dict[str, Any]]:
 
 def _json_object(text: str, line: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
+        value = untrusted_json.loads(text, allow_nan=False)
     except ValueError as error:
         raise DirectError(f"{line!r}: not a JSON object ({error}).") from None
     if not isinstance(value, dict):
@@ -159,9 +159,9 @@ def _key_values(text: str, line: str) -> dict[str, Any]:
 
 
 def _value(raw: str) -> Any:
-    """A ``key=value`` value: JSON when it is JSON, else the text."""
+    """A ``key=value`` value: JSON when it is JSON (``NaN`` is not), else the text."""
     try:
-        return json.loads(raw)
+        return untrusted_json.loads(raw, allow_nan=False)
     except ValueError:
         return raw
 
