@@ -269,6 +269,8 @@ class Conversation:
     renderer: Renderer | None
     ask: Ask
     assistant: str | None = None
+    lasting: bool = True
+    """Whether the thread outlives the command (not with a service of its own, whose threads are in memory)."""
 
     async def say(self, text: str) -> int | None:
         """Run ``text`` on the thread until it ends: 0 when it finished (its questions answered), 1 on
@@ -320,9 +322,11 @@ async def chat(
     raw: bool = False,
     out: TextIO = sys.stdout,
     ask: Ask | None = None,
+    lasting: bool = True,
 ) -> int:
     """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
-    exit code (see the module docstring).
+    exit code (see the module docstring). ``lasting``: the thread outlives the command, which says how to
+    continue it.
 
     A run that ends waiting for approvals or a server's questions (``RUN_FINISHED`` outcome ``interrupt``) is
     answered: ``ask`` gets each question and returns the reply (by default the terminal's, or the next line of
@@ -333,7 +337,8 @@ async def chat(
 
     async def converse(ws: WebSocketConnection) -> int:
         renderer = None if raw else Renderer(out=out, live=out.isatty())
-        conversation = Conversation(ws, thread_id or uuid.uuid4().hex, out, renderer, ask or ask_terminal, assistant)
+        thread = thread_id or uuid.uuid4().hex
+        conversation = Conversation(ws, thread, out, renderer, ask or ask_terminal, assistant, lasting)
         return finish(conversation, await conversation.say(question), out)
 
     return await with_connection(url, token, converse)
@@ -370,7 +375,7 @@ def finish(conversation: Conversation, code: int | None, out: TextIO) -> int:
     thread = conversation.thread_id
     if code == WAITING:
         _complain(f"the run waits for answers nobody gave (the input ended); thread {thread}")
-    else:
+    elif conversation.lasting:
         print(f"yao-actors chat: thread {thread} (continue it with --thread {thread})", file=sys.stderr)
     return code
 

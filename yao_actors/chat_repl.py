@@ -129,14 +129,16 @@ async def repl(
     raw: bool = False,
     out: TextIO = sys.stdout,
     reader: LineReader | None = None,
+    lasting: bool = True,
 ) -> int:
     """Converse with the service on one thread (``thread_id``, else a new one) until the input ends; the exit
-    code (see the module docstring)."""
+    code (see the module docstring). ``lasting``: the thread outlives the command, which says how to continue it."""
     lines = reader or LineReader.standard()
 
     async def converse(ws: WebSocketConnection) -> int:
         renderer = None if raw else Renderer(out=out, live=out.isatty())
-        conversation = Conversation(ws, thread_id or uuid.uuid4().hex, out, renderer, lines.ask, assistant)
+        thread = thread_id or uuid.uuid4().hex
+        conversation = Conversation(ws, thread, out, renderer, lines.ask, assistant, lasting)
         if lines.interactive:
             out.write(
                 f"yao-actors chat · {url} · assistant {assistant or 'default'} · thread {conversation.thread_id}\n"

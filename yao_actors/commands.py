@@ -155,7 +155,16 @@ def _add_client_parsers(commands: Any) -> None:
         "message a line (from the terminal, or standard input), /help for commands",
     )
     ask.add_argument("question", type=utf8_text, nargs="?", help="one question (default: a conversation)")
-    _add_connection_options(ask)
+    _add_connection_options(ask, url_default=None)
+    ask.add_argument(
+        "--config", help="serve this configuration here, in this process, instead of asking a running service"
+    )
+    ask.add_argument(
+        "--model",
+        type=utf8_text,
+        help="with a service of its own (see --config; default: the embedded demo): every assistant uses this model, "
+        "e.g. 'direct', which calls what you write: call server.tool key=value",
+    )
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", type=utf8_text, help="assistant to ask (default: the service's default)")
     ask.add_argument(
@@ -170,10 +179,10 @@ def _add_client_parsers(commands: Any) -> None:
     show.set_defaults(command=_history_command, parser=show)
 
 
-def _add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """Where a client finds the service, and its token."""
+def _add_connection_options(parser: argparse.ArgumentParser, *, url_default: str | None = DEFAULT_URL) -> None:
+    """Where a client finds the service, and its token (``url_default`` ``None``: told apart from not given)."""
     parser.add_argument(
-        "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
+        "--url", type=utf8_text, default=url_default, help=f"websocket URL of the service (default: {DEFAULT_URL})"
     )
     parser.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
 
@@ -219,15 +228,25 @@ def _schema_command(args: argparse.Namespace) -> int:
 
 
 def _chat_command(args: argparse.Namespace) -> int:
-    options = {"url": args.url, "token": _token(args), "assistant": args.assistant, "thread_id": args.thread}
-    if args.question is None:
+    local = args.config is not None or args.model is not None
+    if local and args.url is not None:
+        args.parser.error("--url asks a running service; --config and --model serve one here: give one or the other")
+
+    async def converse(url: str, token: str | None) -> int:
+        options = {"url": url, "token": token, "assistant": args.assistant, "thread_id": args.thread, "raw": args.json}
+        options["lasting"] = not local  # a service of its own keeps its threads in memory
+        if args.question is not None:
+            return await chat(args.question, **options)
         from yao_actors.chat_repl import repl  # the conversation, for this form only
 
-        run = partial(repl, raw=args.json, **options)
-    else:
-        run = partial(chat, args.question, raw=args.json, **options)
+        return await repl(**options)
+
     try:
-        return trio.run(run)
+        if local:
+            from yao_actors.chat_local import run_locally  # the runtime and the service, for this form only
+
+            return run_locally(args, converse)
+        return trio.run(converse, args.url or DEFAULT_URL, _token(args))
     except KeyboardInterrupt:  # leaving closes the connection, which cancels the run on the service
         print(file=sys.stderr)
         return 130

@@ -231,3 +231,46 @@ async def test_a_conversation_on_a_terminal_prompts_and_asks_inline(tmp_path: Pa
                     process.kill()
                 await process.wait()
                 await terminal.stream.aclose()
+
+
+async def local_chat(args: list[str], lines: list[str]) -> tuple[int, str, str]:
+    """``yao-actors chat ARGS`` (a service of its own) with ``lines`` on standard input: code, stdout, stderr."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "yao_actors.cli", "chat", *args],
+        stdin="".join(f"{line}\n" for line in lines).encode(),
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=clean_environment(),
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def test_chat_serves_a_config_of_its_own_with_the_direct_model(tmp_path: Path) -> None:
+    """``yao-actors chat --config FILE --model direct``: no service to start first."""
+    config = tmp_path / "mine.json"
+    config.write_text(json.dumps({"mcpServers": {"time": TIME}}), encoding="utf-8")
+    with trio.fail_after(90):
+        one = await local_chat(
+            ["--config", str(config), "--model", "direct", "call time.get_current_time timezone=UTC"], []
+        )
+        talk = await local_chat(["--config", str(config), "--model", "direct"], ["/tools", "time.get_time"])
+        demo = await local_chat(["--model", "direct", "call weather.get city=Beijing"], [])
+        unknown = await local_chat(["--model", "gpt-nope", "hi"], [])
+        both = await local_chat(["--model", "direct", "--url", "ws://127.0.0.1:1/", "hi"], [])
+    code, out, err = one
+    assert code == 0, (out, err)
+    assert out.splitlines()[-2].startswith('time__get_current_time: {"timezone":"UTC","datetime":')
+    assert "--thread" not in err  # its threads were in memory: nothing to continue
+    code, out, err = talk
+    assert code == 0, (out, err)
+    assert "  time__get_current_time (read-only)" in out.splitlines()
+    assert "'time.get_time': no tool 'time.get_time' is offered." in out
+    code, out, _ = demo
+    assert (code, '✓ weather__get {"city":"Beijing"} → {"city":"Beijing"' in out) == (0, True)
+    code, out, err = unknown
+    assert code == 2
+    assert "assistants.default.model: unknown model 'gpt-nope' (known: default, demo, direct, test)" in err
+    code, _, err = both
+    assert code == 2
+    assert "--url asks a running service; --config and --model serve one here" in err
