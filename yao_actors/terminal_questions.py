@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, Final, TextIO
 from urllib.parse import urlsplit
 
@@ -57,8 +58,13 @@ class LineReader:
 
     @classmethod
     def standard(cls) -> LineReader:
-        """The process's own standard input and output."""
-        return cls(sys.stdin, sys.stdout, sys.stdin.isatty())
+        """The process's own standard input and output; on a terminal with line editing and the lines typed
+        before (``readline``, where the platform has it)."""
+        interactive = sys.stdin.isatty()
+        if interactive:
+            with suppress(ImportError):
+                import readline  # noqa: F401 - input() edits lines and keeps their history once it is loaded
+        return cls(sys.stdin, sys.stdout, interactive)
 
     async def read(self, prompt: str) -> str | None:
         """The next line (without its end), after showing ``prompt``."""

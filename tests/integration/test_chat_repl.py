@@ -4,11 +4,14 @@ standard input (a script of lines) and through a pseudo-terminal (as a person ty
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
+import struct
 import sys
+import termios
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -196,12 +199,13 @@ async def test_a_conversation_on_a_terminal_prompts_and_asks_inline(tmp_path: Pa
     with trio.fail_after(120):
         async with service(tmp_path, forms=True) as url:
             master, slave = pty.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 400, 0, 0))  # wide: no line scrolls
             process = await trio.lowlevel.open_process(
                 [sys.executable, "-m", "yao_actors.cli", "chat", "--url", url, "--assistant", "try"],
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,
-                env=clean_environment(TERM="dumb"),
+                env=clean_environment(TERM="xterm"),
                 start_new_session=True,
             )
             os.close(slave)
