@@ -4,6 +4,7 @@ standard input (a script of lines) and through a pseudo-terminal (as a person ty
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import json
 import os
@@ -179,6 +180,7 @@ class Terminal:
 
     def __init__(self, master: int) -> None:
         self.stream = trio.lowlevel.FdStream(master)
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.seen = ""
 
     async def until(self, text: str) -> str:
@@ -188,7 +190,7 @@ class Terminal:
             chunk = await self.stream.receive_some(4096)
             if not chunk:
                 raise EOFError(f"the terminal closed before {text!r}: {self.seen[start:]!r}")
-            self.seen += chunk.decode(errors="replace")
+            self.seen += self.decoder.decode(chunk)  # a character may arrive split across two reads
         return self.seen[start:]
 
     async def type(self, line: str) -> None:
