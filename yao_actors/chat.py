@@ -40,7 +40,7 @@ from trio_websocket import (
 
 from yao_actors.errors import exception_leaves
 from yao_actors.service.auth import BEARER_PREFIX, SUBPROTOCOL
-from yao_actors.terminal_questions import Ask, NoAnswer, ask_terminal, decide, waiting_line
+from yao_actors.terminal_questions import Ask, LineReader, NoAnswer, decide, waiting_line
 
 DEFAULT_URL: Final = "ws://127.0.0.1:8765/"
 #: Seconds to connect and finish the handshake.
@@ -313,7 +313,7 @@ class Conversation:
 
 
 async def chat(
-    question: str,
+    question: str | None,
     *,
     url: str = DEFAULT_URL,
     token: str | None = None,
@@ -322,24 +322,31 @@ async def chat(
     raw: bool = False,
     out: TextIO = sys.stdout,
     ask: Ask | None = None,
+    reader: LineReader | None = None,
     lasting: bool = True,
 ) -> int:
     """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
-    exit code (see the module docstring). ``lasting``: the thread outlives the command, which says how to
-    continue it.
+    exit code (see the module docstring). Without a question, hold a conversation: a message a line of
+    ``reader`` (default: standard input) until it ends (:mod:`yao_actors.chat_repl`). ``lasting``: the thread
+    outlives the command, which says how to continue it.
 
     A run that ends waiting for approvals or a server's questions (``RUN_FINISHED`` outcome ``interrupt``) is
-    answered: ``ask`` gets each question and returns the reply (by default the terminal's, or the next line of
-    standard input when it is not a terminal), a form is asked field by field, a URL printed to open; a run
-    carrying the answers as ``resume`` entries follows on the same connection. When the input ends first, the
-    questions are printed and the code is :data:`WAITING`.
+    answered: ``ask`` gets each question and returns the reply (by default the next line of ``reader``: the
+    terminal's, or of standard input when it is not a terminal), a form is asked field by field, a URL printed
+    to open; a run carrying the answers as ``resume`` entries follows on the same connection. When the input
+    ends first, the questions are printed and the code is :data:`WAITING`.
     """
+    lines = reader or LineReader.standard()
 
     async def converse(ws: WebSocketConnection) -> int:
         renderer = None if raw else Renderer(out=out, live=out.isatty())
         thread = thread_id or uuid.uuid4().hex
-        conversation = Conversation(ws, thread, out, renderer, ask or ask_terminal, assistant, lasting)
-        return finish(conversation, await conversation.say(question), out)
+        conversation = Conversation(ws, thread, out, renderer, ask or lines.ask, assistant, lasting)
+        if question is not None:
+            return finish(conversation, await conversation.say(question), out)
+        from yao_actors.chat_repl import hold_conversation  # the conversation, for this form only
+
+        return finish(conversation, await hold_conversation(conversation, lines, url, raw), out)
 
     return await with_connection(url, token, converse)
 

@@ -16,15 +16,15 @@ import argparse
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 import attrs
-import trio
 
 from yao_actors.config import Config, default_config, load_config
 from yao_actors.errors import ConfigError, NotReady
 from yao_actors.runtime import open_runtime
 from yao_actors.service.frontend import open_service
-from yao_actors.serving import START_ERRORS, import_from_the_current_directory, report_start_error, start_errors
+from yao_actors.serving import import_from_the_current_directory, run_or_report
 from yao_actors.specs import ServiceSpec, StoreSpec
 
 #: Seconds the servers get to be ready before the first message (a server not ready by then is said, and its
@@ -54,14 +54,7 @@ def run_locally(args: argparse.Namespace, converse: Converse) -> int:
     except ConfigError as error:
         print(f"yao-actors chat: {error}", file=sys.stderr)
         return 2
-    try:
-        return trio.run(_serve_and_converse, config, converse)
-    except (*START_ERRORS, BaseExceptionGroup) as error:
-        if (errors := start_errors(error)) is None:
-            raise
-        for each in errors:
-            report_start_error(each)
-        return 2
+    return run_or_report(partial(_serve_and_converse, config, converse))
 
 
 async def _serve_and_converse(config: Config, converse: Converse) -> int:

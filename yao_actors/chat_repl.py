@@ -12,22 +12,15 @@ thread. The exit code: 0, or 1 when a run failed (``RUN_ERROR``), 2 when the ser
 from __future__ import annotations
 
 import json
-import sys
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Final, TextIO
 
 import attrs
-from trio_websocket import WebSocketConnection
 
 from yao_actors.chat import (
-    DEFAULT_URL,
     WAITING,
     Conversation,
-    Renderer,
-    finish,
     print_history,
-    with_connection,
 )
 from yao_actors.terminal_questions import LineReader
 
@@ -120,30 +113,14 @@ COMMAND_HANDLERS: Final[dict[str, Callable[[Repl], Awaitable[bool | None]]]] = {
 }
 
 
-async def repl(
-    *,
-    url: str = DEFAULT_URL,
-    token: str | None = None,
-    assistant: str | None = None,
-    thread_id: str | None = None,
-    raw: bool = False,
-    out: TextIO = sys.stdout,
-    reader: LineReader | None = None,
-    lasting: bool = True,
-) -> int:
-    """Converse with the service on one thread (``thread_id``, else a new one) until the input ends; the exit
-    code (see the module docstring). ``lasting``: the thread outlives the command, which says how to continue it."""
-    lines = reader or LineReader.standard()
-
-    async def converse(ws: WebSocketConnection) -> int:
-        renderer = None if raw else Renderer(out=out, live=out.isatty())
-        thread = thread_id or uuid.uuid4().hex
-        conversation = Conversation(ws, thread, out, renderer, lines.ask, assistant, lasting)
-        if lines.interactive:
-            out.write(
-                f"yao-actors chat · {url} · assistant {assistant or 'default'} · thread {conversation.thread_id}\n"
-                "Type a message, /help for commands, /quit to leave.\n"
-            )
-        return finish(conversation, await Repl(conversation, lines, out, raw).serve(), out)
-
-    return await with_connection(url, token, converse)
+async def hold_conversation(conversation: Conversation, lines: LineReader, url: str, raw: bool) -> int | None:
+    """Converse on ``conversation``'s thread, a message a line of ``lines``, until the input ends or ``/quit``;
+    the exit code (see the module docstring; ``None``: the output was closed)."""
+    out = conversation.out
+    if lines.interactive:
+        assistant = conversation.assistant or "default"
+        out.write(
+            f"yao-actors chat · {url} · assistant {assistant} · thread {conversation.thread_id}\n"
+            "Type a message, /help for commands, /quit to leave.\n"
+        )
+    return await Repl(conversation, lines, out, raw).serve()

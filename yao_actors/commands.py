@@ -233,13 +233,9 @@ def _chat_command(args: argparse.Namespace) -> int:
         args.parser.error("--url asks a running service; --config and --model serve one here: give one or the other")
 
     async def converse(url: str, token: str | None) -> int:
-        options = {"url": url, "token": token, "assistant": args.assistant, "thread_id": args.thread, "raw": args.json}
-        options["lasting"] = not local  # a service of its own keeps its threads in memory
-        if args.question is not None:
-            return await chat(args.question, **options)
-        from yao_actors.chat_repl import repl  # the conversation, for this form only
-
-        return await repl(**options)
+        options = {"assistant": args.assistant, "thread_id": args.thread, "raw": args.json}
+        # A service of its own keeps its threads in memory: nothing to continue later.
+        return await chat(args.question, url=url, token=token, lasting=not local, **options)
 
     try:
         if local:

@@ -48,10 +48,10 @@ async def service(tmp_path: Path, *, forms: bool = False) -> AsyncIterator[str]:
         yield url
 
 
-async def chat_with_stdin(url: str, lines: list[str], *args: str) -> tuple[int, str, str]:
-    """``yao-actors chat --url URL --assistant try ARGS`` with ``lines`` on standard input: code, stdout, stderr."""
+async def run_chat(args: list[str], lines: list[str]) -> tuple[int, str, str]:
+    """``yao-actors chat ARGS`` with ``lines`` on standard input: code, stdout, stderr."""
     done = await trio.run_process(
-        [sys.executable, "-m", "yao_actors.cli", "chat", "--url", url, "--assistant", "try", *args],
+        [sys.executable, "-m", "yao_actors.cli", "chat", *args],
         stdin="".join(f"{line}\n" for line in lines).encode(),
         capture_stdout=True,
         capture_stderr=True,
@@ -59,6 +59,11 @@ async def chat_with_stdin(url: str, lines: list[str], *args: str) -> tuple[int, 
         env=clean_environment(),
     )
     return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def chat_with_stdin(url: str, lines: list[str], *args: str) -> tuple[int, str, str]:
+    """``yao-actors chat --url URL --assistant try ARGS`` with ``lines`` on standard input: code, stdout, stderr."""
+    return await run_chat(["--url", url, "--assistant", "try", *args], lines)
 
 
 async def test_a_conversation_read_from_standard_input_runs_on_one_thread_and_answers_approvals_inline(
@@ -239,31 +244,18 @@ async def test_a_conversation_on_a_terminal_prompts_and_asks_inline(tmp_path: Pa
                 await terminal.stream.aclose()
 
 
-async def local_chat(args: list[str], lines: list[str]) -> tuple[int, str, str]:
-    """``yao-actors chat ARGS`` (a service of its own) with ``lines`` on standard input: code, stdout, stderr."""
-    done = await trio.run_process(
-        [sys.executable, "-m", "yao_actors.cli", "chat", *args],
-        stdin="".join(f"{line}\n" for line in lines).encode(),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        env=clean_environment(),
-    )
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
-
-
 async def test_chat_serves_a_config_of_its_own_with_the_direct_model(tmp_path: Path) -> None:
     """``yao-actors chat --config FILE --model direct``: no service to start first."""
     config = tmp_path / "mine.json"
     config.write_text(json.dumps({"mcpServers": {"time": TIME}}), encoding="utf-8")
     with trio.fail_after(90):
-        one = await local_chat(
+        one = await run_chat(
             ["--config", str(config), "--model", "direct", "call time.get_current_time timezone=UTC"], []
         )
-        talk = await local_chat(["--config", str(config), "--model", "direct"], ["/tools", "time.get_time"])
-        demo = await local_chat(["--model", "direct", "call weather.get city=Beijing"], [])
-        unknown = await local_chat(["--model", "gpt-nope", "hi"], [])
-        both = await local_chat(["--model", "direct", "--url", "ws://127.0.0.1:1/", "hi"], [])
+        talk = await run_chat(["--config", str(config), "--model", "direct"], ["/tools", "time.get_time"])
+        demo = await run_chat(["--model", "direct", "call weather.get city=Beijing"], [])
+        unknown = await run_chat(["--model", "gpt-nope", "hi"], [])
+        both = await run_chat(["--model", "direct", "--url", "ws://127.0.0.1:1/", "hi"], [])
     code, out, err = one
     assert code == 0, (out, err)
     assert out.splitlines()[-2].startswith('time__get_current_time: {"timezone":"UTC","datetime":')
