@@ -11,6 +11,8 @@ run waits for answers and the input ended before they were given (the questions 
 ``--thread ID`` continues a thread; the thread of every run is named on stderr, to continue it later.
 :func:`show_history` asks for a thread's ``MESSAGES_SNAPSHOT`` and prints its messages and runs.
 A reader that stops early (``yao-actors chat ... | head``) ends the command quietly with 0.
+The terminal's questions are named here too (``ask_terminal``, ``ask_field``, ``fill_form`` of
+:mod:`yao_actors.terminal_questions`), for other commands that ask on the terminal.
 
 URLs may be ``ws://`` or ``wss://`` (TLS, e.g. behind a reverse proxy), or the ``http(s)://`` URL of the page
 the service prints at start, which names the same place.
@@ -41,6 +43,9 @@ from trio_websocket import (
 from yao_actors.errors import exception_leaves
 from yao_actors.service.auth import BEARER_PREFIX, SUBPROTOCOL
 from yao_actors.terminal_questions import Ask, LineReader, NoAnswer, decide, waiting_line
+from yao_actors.terminal_questions import ask_field as ask_field
+from yao_actors.terminal_questions import ask_terminal as ask_terminal
+from yao_actors.terminal_questions import fill_form as fill_form
 
 DEFAULT_URL: Final = "ws://127.0.0.1:8765/"
 #: Seconds to connect and finish the handshake.
