@@ -276,6 +276,8 @@ class Conversation:
     assistant: str | None = None
     lasting: bool = True
     """Whether the thread outlives the command (not with a service of its own, whose threads are in memory)."""
+    url: str = DEFAULT_URL
+    """Where the service is (to say so)."""
 
     async def say(self, text: str) -> int | None:
         """Run ``text`` on the thread until it ends: 0 when it finished (its questions answered), 1 on
@@ -317,8 +319,13 @@ class Conversation:
         self.out.flush()
 
 
+Hold = Callable[[Conversation, LineReader], Awaitable[int | None]]
+"""A conversation held instead of one question, its lines read from the reader: its exit code (``None``: the
+output was closed). :func:`yao_actors.chat_repl.hold_conversation` is the command's."""
+
+
 async def chat(
-    question: str | None,
+    question: str | Hold,
     *,
     url: str = DEFAULT_URL,
     token: str | None = None,
@@ -331,9 +338,9 @@ async def chat(
     lasting: bool = True,
 ) -> int:
     """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
-    exit code (see the module docstring). Without a question, hold a conversation: a message a line of
-    ``reader`` (default: standard input) until it ends (:mod:`yao_actors.chat_repl`). ``lasting``: the thread
-    outlives the command, which says how to continue it.
+    exit code (see the module docstring). Instead of a question, a :data:`Hold` holds a conversation on the
+    thread, its lines read from ``reader`` (default: standard input; :mod:`yao_actors.chat_repl`). ``lasting``:
+    the thread outlives the command, which says how to continue it.
 
     A run that ends waiting for approvals or a server's questions (``RUN_FINISHED`` outcome ``interrupt``) is
     answered: ``ask`` gets each question and returns the reply (by default the next line of ``reader``: the
@@ -346,12 +353,9 @@ async def chat(
     async def converse(ws: WebSocketConnection) -> int:
         renderer = None if raw else Renderer(out=out, live=out.isatty())
         thread = thread_id or uuid.uuid4().hex
-        conversation = Conversation(ws, thread, out, renderer, ask or lines.ask, assistant, lasting)
-        if question is not None:
-            return finish(conversation, await conversation.say(question), out)
-        from yao_actors.chat_repl import hold_conversation  # the conversation, for this form only
-
-        return finish(conversation, await hold_conversation(conversation, lines, url, raw), out)
+        conversation = Conversation(ws, thread, out, renderer, ask or lines.ask, assistant, lasting, url)
+        code = await conversation.say(question) if isinstance(question, str) else await question(conversation, lines)
+        return finish(conversation, code, out)
 
     return await with_connection(url, token, converse)
 

@@ -113,14 +113,14 @@ COMMAND_HANDLERS: Final[dict[str, Callable[[Repl], Awaitable[bool | None]]]] = {
 }
 
 
-async def hold_conversation(conversation: Conversation, lines: LineReader, url: str, raw: bool) -> int | None:
+async def hold_conversation(conversation: Conversation, lines: LineReader) -> int | None:
     """Converse on ``conversation``'s thread, a message a line of ``lines``, until the input ends or ``/quit``;
     the exit code (see the module docstring; ``None``: the output was closed)."""
     out = conversation.out
     if lines.interactive:
         assistant = conversation.assistant or "default"
         out.write(
-            f"yao-actors chat · {url} · assistant {assistant} · thread {conversation.thread_id}\n"
+            f"yao-actors chat · {conversation.url} · assistant {assistant} · thread {conversation.thread_id}\n"
             "Type a message, /help for commands, /quit to leave.\n"
         )
-    return await Repl(conversation, lines, out, raw).serve()
+    return await Repl(conversation, lines, out, raw=conversation.renderer is None).serve()

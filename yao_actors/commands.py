@@ -28,7 +28,7 @@ import trio
 from yao_actors import __version__
 from yao_actors.auth.options import add_auth_parser
 from yao_actors.bench.options import add_bench_parser
-from yao_actors.chat import DEFAULT_URL, chat, show_history
+from yao_actors.chat import DEFAULT_URL, Hold, chat, show_history
 from yao_actors.observability.logs import LOG_FORMATS
 from yao_actors.service.auth import MAX_PORT, TOKEN_ENV
 from yao_actors.specs import default_sqlite_path
@@ -234,8 +234,14 @@ def _chat_command(args: argparse.Namespace) -> int:
 
     async def converse(url: str, token: str | None) -> int:
         options = {"assistant": args.assistant, "thread_id": args.thread, "raw": args.json}
+        if args.question is not None:
+            question: str | Hold = args.question
+        else:
+            from yao_actors.chat_repl import hold_conversation  # the conversation, for this form only
+
+            question = hold_conversation
         # A service of its own keeps its threads in memory: nothing to continue later.
-        return await chat(args.question, url=url, token=token, lasting=not local, **options)
+        return await chat(question, url=url, token=token, lasting=not local, **options)
 
     try:
         if local:
