@@ -2,8 +2,10 @@
 of a client of the service.
 
 ``serve`` runs the service (:mod:`yao_actors.serving`); ``chat ["question"] [--url URL] [--token TOKEN] [--json]
-[--assistant NAME] [--thread ID]`` asks it (without a question: a conversation, :mod:`yao_actors.chat_repl`) and ``history ID [--url URL] [--token TOKEN] [--json]`` prints a thread it
-keeps (:mod:`yao_actors.chat`; the token defaults to ``YAO_ACTORS_TOKEN``); ``check [--config FILE] [--connect]``,
+[--assistant NAME] [--thread ID]`` asks it (without a question: a conversation, :mod:`yao_actors.chat_repl`; with
+``--config FILE`` / ``--model ID``: a service of its own, :mod:`yao_actors.chat_local`) and ``history ID [--url URL]
+[--token TOKEN] [--json]`` prints a thread it keeps (:mod:`yao_actors.chat`; the token defaults to
+``YAO_ACTORS_TOKEN``); ``check [--config FILE] [--connect]``,
 ``tools`` and ``call SERVER TOOL '{json}'`` look at a configuration's servers and models
 (:mod:`yao_actors.probe_commands`); ``bench --call SERVER__TOOL ...`` times calls of your own tools
 (:mod:`yao_actors.bench.cli`); ``config schema`` prints the configuration's JSON Schema; ``--version`` the version.
