@@ -3,8 +3,8 @@ one running elsewhere — the quickest way to try servers, e.g. offline with the
 
     yao-actors chat --config mine.json --model direct "call time.get_current_time timezone=UTC"
 
-The configuration (the embedded demo without ``--config``) is served on a free loopback port with a token of this
-process only, its threads in memory (gone at exit); ``--model`` makes every assistant use that model (a built-in
+The configuration (the embedded demo without ``--config``) is served with its own limits on a free loopback port with
+a token of this process only, its threads in memory (gone at exit); ``--model`` makes every assistant use that model (a built-in
 one such as ``direct``, ``test`` or ``demo``, or one of the file's ``models``). Then the question is asked, or the
 conversation held, exactly as against a running service (:mod:`yao_actors.chat`, :mod:`yao_actors.chat_repl`),
 and every server is stopped when it ends.
@@ -24,8 +24,8 @@ from yao_actors.config import Config, default_config, load_config
 from yao_actors.errors import ConfigError, NotReady
 from yao_actors.runtime import open_runtime
 from yao_actors.service.frontend import open_service
-from yao_actors.serving import import_from_the_current_directory, run_or_report
-from yao_actors.specs import ServiceSpec, StoreSpec
+from yao_actors.serving import import_from_the_current_directory, report_config_error, run_or_report
+from yao_actors.specs import StoreSpec
 
 #: Seconds the servers get to be ready before the first message (a server not ready by then is said, and its
 #: tools come once it is).
@@ -52,14 +52,14 @@ def run_locally(args: argparse.Namespace, converse: Converse) -> int:
     try:
         config = local_config(args.config, args.model)
     except ConfigError as error:
-        print(f"yao-actors chat: {error}", file=sys.stderr)
+        report_config_error(error)
         return 2
     return run_or_report(partial(_serve_and_converse, config, converse))
 
 
 async def _serve_and_converse(config: Config, converse: Converse) -> int:
-    token = secrets.token_urlsafe(24)
-    spec = attrs.evolve(ServiceSpec(host="127.0.0.1", port=0), token=token, tokens={})
+    token = secrets.token_urlsafe(24)  # of this process only: no other local program joins the conversation
+    spec = attrs.evolve(config.service, host="127.0.0.1", port=0, token=token, tokens={})
     async with open_runtime(config) as runtime, open_service(runtime, spec) as service:
         try:
             await runtime.wait_ready(timeout=READY_TIMEOUT)
