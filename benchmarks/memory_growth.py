@@ -112,7 +112,9 @@ def _fake_model(request: RecordedRequest) -> Reply:
 
 def _config(model: str, fake: FakeOpenAI) -> dict[str, Any]:
     models = {"fake": {"provider": "openai", "base_url": fake.base_url, "model": "fake", "max_retries": 0}}
-    assistant = {"model": "fake" if model == "openai" else "test", "mcp": {"servers": ["big"]}}
+    assistant: dict[str, Any] = {"model": "fake", "mcp": {"servers": ["big"]}}
+    if model != "openai":  # the test model calls the (unannotated, so maybe writing) tool only when told to
+        assistant |= {"model": "test", "options": {"include_writes": True}}
     return {
         "mcpServers": {"big": {"module": "big_tools:server"}},
         "models": models,

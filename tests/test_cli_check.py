@@ -47,7 +47,7 @@ def test_check_resolves_model_references(tmp_path: Path, capsys: pytest.CaptureF
     path = write(tmp_path, {"models": {}, "assistants": {"a": {"model": "gpt-9"}}})
     assert main(["check", "--config", path]) == 2
     (line,) = capsys.readouterr().out.splitlines()
-    assert line == f"{path}: assistants.a.model: unknown model 'gpt-9' (known: demo, test)"
+    assert line == f"{path}: assistants.a.model: unknown model 'gpt-9' (known: demo, direct, test)"
 
 
 def test_check_of_a_good_file_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

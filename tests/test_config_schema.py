@@ -448,9 +448,9 @@ def test_check_config_resolves_references_with_the_models_given_at_start() -> No
     with pytest.raises(ConfigError) as caught:
         check_config(config)
     assert caught.value.problems == (
-        "assistants.a.model: unknown model 'mine' (known: demo, test)",
+        "assistants.a.model: unknown model 'mine' (known: demo, direct, test)",
         'assistants.a.mcp.servers[1]: unknown server "gone" (known: "s")',
-        "assistants.b.fallback_model: unknown model 'other' (known: demo, test)",
+        "assistants.b.fallback_model: unknown model 'other' (known: demo, direct, test)",
         "assistants.b.fallback.assistant: unknown assistant 'nobody' (known: a, b)",
     )
     fixed = attrs.evolve(config, assistants={"a": AssistantSpec("a", "mine", servers=(ServerRef("s"),))})

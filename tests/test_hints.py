@@ -68,7 +68,7 @@ async def test_destructive_approval_holds_what_may_destroy_and_titles_reach_mode
     assert titles == {"1": "Look up a record", "3": None}
 
 
-def test_the_chat_client_shows_a_tools_title_instead_of_its_flat_name() -> None:
+def test_the_chat_client_names_a_call_alike_on_its_call_and_result_lines_and_shows_its_title() -> None:
     out = io.StringIO()
     renderer = Renderer(out=out)
     renderer.render({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "r__lookup"})
@@ -77,4 +77,4 @@ def test_the_chat_client_shows_a_tools_title_instead_of_its_flat_name() -> None:
     renderer.render({"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": '"record k"', "metadata": metadata})
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("⚙ r__lookup {} … running")
-    assert lines[-1].startswith('✓ Look up a record {} → "record k"')
+    assert lines[-1] == '✓ r__lookup {} → "record k" (Look up a record, 3 ms)'

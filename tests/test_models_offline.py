@@ -27,8 +27,10 @@ from yao_actors.models import (
     ToolCall,
     ToolCallDelta,
 )
+from yao_actors.models.base import with_params, with_tool_hints
 from yao_actors.models.offline import KEPT_CALLS
 from yao_actors.providers import build_model
+from yao_actors.tools.hints import ToolHints
 
 
 def _tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -103,7 +105,7 @@ async def test_the_offline_models_count_calls_they_no_longer_keep() -> None:
     tools = [_tool("weather__get", {}), _tool("clothing__advise", {})]
     ids = [(await demo.complete(ask, tools)).tool_calls[0].id for _ in range(3)]
     assert ids == ["call_demo_0", "call_demo_1", "call_demo_2"]
-    test = TestModel(keep_calls=1)
+    test = TestModel(keep_calls=1, include_writes=True)
     ids = [(await test.complete(ask, [_tool("t", {})])).tool_calls[0].id for _ in range(3)]
     assert ids == ["call_test_0_0", "call_test_1_0", "call_test_2_0"]
     assert (len(demo.calls), len(test.calls), demo.call_count, test.call_count) == (0, 1, 3, 3)
@@ -156,7 +158,7 @@ WEATHER_SCHEMA = {
 
 async def test_test_model_calls_every_tool_once_then_summarises() -> None:
     tools = [_tool("weather__get", WEATHER_SCHEMA), _tool("time__now", {"type": "object", "properties": {}})]
-    model = TestModel(seed=3)
+    model = TestModel(seed=3, include_writes=True)
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     first, deltas = await _run(model, messages, tools)
     assert [call.name for call in first.tool_calls] == ["weather__get", "time__now"]
@@ -180,10 +182,39 @@ async def test_test_model_calls_every_tool_once_then_summarises() -> None:
 async def test_test_model_is_deterministic_per_seed() -> None:
     tools = [_tool("weather__get", WEATHER_SCHEMA)]
     messages = [{"role": "user", "content": "go"}]
-    same = [await TestModel(seed=7).complete(messages, tools) for _ in range(2)]
+    same = [await TestModel(seed=7, include_writes=True).complete(messages, tools) for _ in range(2)]
     assert same[0] == same[1]
-    others = {(await TestModel(seed=seed).complete(messages, tools)).tool_calls[0].arguments for seed in range(8)}
+    others = {
+        (await TestModel(seed=seed, include_writes=True).complete(messages, tools)).tool_calls[0].arguments
+        for seed in range(8)
+    }
     assert len(others) > 1
+
+
+async def test_test_model_calls_only_read_only_tools_unless_told_and_names_those_it_skipped() -> None:
+    """Random arguments to a tool that writes could change anything: the run tells the model which tools are
+    read-only, and it calls only those unless an assistant's options say ``include_writes``."""
+    tools = [_tool("fs__read_file", {}), _tool("fs__write_file", {}), _tool("fs__delete", {})]
+    hints = {"fs__read_file": ToolHints(read_only=True), "fs__write_file": ToolHints(), "fs__delete": ToolHints()}
+    go: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    model = with_tool_hints(with_params(TestModel(), {}), hints)
+    first = await model.complete(go, tools)
+    assert [call.name for call in first.tool_calls] == ["fs__read_file"]
+    done = [*go, first.to_message(), {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "ok"}]
+    summary = (await model.complete(done, tools)).text
+    assert "Skipped 2 tool(s) not marked read-only" in summary
+    assert "fs__write_file, fs__delete" in summary
+    assert '"include_writes": true' in summary
+    told = with_tool_hints(with_params(TestModel(), {"include_writes": True}), hints)
+    assert [call.name for call in (await told.complete(go, tools)).tool_calls] == [
+        "fs__read_file",
+        "fs__write_file",
+        "fs__delete",
+    ]
+    nothing_read_only = await with_tool_hints(TestModel(), {"fs__delete": ToolHints()}).complete(go, tools[2:])
+    assert nothing_read_only.tool_calls == ()
+    assert nothing_read_only.text.startswith("Called no tool.")
+    assert "fs__delete" in nothing_read_only.text
 
 
 async def test_test_model_without_tools_says_so() -> None:

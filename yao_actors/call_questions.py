@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from yao_actors.chat import Ask, _decide, ask_terminal
+from yao_actors.terminal_questions import Ask, NoAnswer, ask_terminal, decide
 from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest
 
 
@@ -45,7 +45,10 @@ def terminal_input(ask: Ask = ask_terminal) -> InputHandler:
             "url": request.url,
             "responseSchema": dict(request.schema or {}),
         }
-        payload = (await _decide(interrupt, ask))["payload"]
+        try:
+            payload = (await decide(interrupt, ask, sys.stderr))["payload"]
+        except NoAnswer:  # the terminal's input ended
+            return InputAnswer("decline")
         if payload["action"] != "accept" or request.kind == "url":
             return InputAnswer(payload["action"])
         return InputAnswer("accept", with_defaults(request.schema, payload.get("content") or {}))

@@ -1,12 +1,18 @@
 """The terminal client: ``yao-actors chat "question"`` — ask over the websocket and print the stream as it arrives;
-``yao-actors history THREAD`` — print a stored thread.
+``yao-actors history THREAD`` — print a stored thread. (``yao-actors chat`` alone is a conversation:
+:mod:`yao_actors.chat_repl`.)
 
-:func:`open_service_connection` is the connection (also what tests and the load benchmark use); :func:`chat` sends one
-question and renders the run with a :class:`Renderer` (readable, or raw JSON lines with ``--json``). The exit
-code is 0 when the run finished, 1 on ``RUN_ERROR``, 2 when the service could not be reached or refused us.
+:func:`open_service_connection` is the connection (also what tests and the load benchmark use); a
+:class:`Conversation` runs messages on one thread and answers what its runs wait for (approvals, a server's forms
+and links, asked through :mod:`yao_actors.terminal_questions`); :func:`chat` sends one question and renders the
+run with a :class:`Renderer` (readable, or raw JSON lines with ``--json``). The exit code is 0 when the run
+finished, 1 on ``RUN_ERROR``, 2 when the service could not be reached or refused us, 3 (:data:`WAITING`) when the
+run waits for answers and the input ended before they were given (the questions are printed).
 ``--thread ID`` continues a thread; the thread of every run is named on stderr, to continue it later.
 :func:`show_history` asks for a thread's ``MESSAGES_SNAPSHOT`` and prints its messages and runs.
 A reader that stops early (``yao-actors chat ... | head``) ends the command quietly with 0.
+The terminal's questions are named here too (``ask_terminal``, ``ask_field``, ``fill_form`` of
+:mod:`yao_actors.terminal_questions`), for other commands that ask on the terminal.
 
 URLs may be ``ws://`` or ``wss://`` (TLS, e.g. behind a reverse proxy), or the ``http(s)://`` URL of the page
 the service prints at start, which names the same place.
@@ -36,6 +42,10 @@ from trio_websocket import (
 
 from yao_actors.errors import exception_leaves
 from yao_actors.service.auth import BEARER_PREFIX, SUBPROTOCOL
+from yao_actors.terminal_questions import Ask, LineReader, NoAnswer, decide, waiting_line
+from yao_actors.terminal_questions import ask_field as ask_field
+from yao_actors.terminal_questions import ask_terminal as ask_terminal
+from yao_actors.terminal_questions import fill_form as fill_form
 
 DEFAULT_URL: Final = "ws://127.0.0.1:8765/"
 #: Seconds to connect and finish the handshake.
@@ -203,10 +213,11 @@ class Renderer:
         """Settle a call's line with its result (✓) or error (✗) and its duration."""
         call_id = str(event.get("toolCallId", ""))
         metadata = event.get("metadata") or {}
-        call = self._calls.setdefault(call_id, _Call(name=str(metadata.get("tool", call_id))))
-        if metadata.get("title"):
-            call.name = str(metadata["title"])  # the tool's title, for people, instead of the flat name
-        duration = f" ({metadata['durationMs']:.0f} ms)" if "durationMs" in metadata else ""
+        self._calls.setdefault(call_id, _Call(name=str(metadata.get("tool", call_id))))
+        about = [str(metadata["title"])] if metadata.get("title") else []  # the tool's title, for people
+        if "durationMs" in metadata:
+            about.append(f"{metadata['durationMs']:.0f} ms")
+        duration = f" ({', '.join(about)})" if about else ""
         mark = "✗" if "kind" in metadata else "✓"
         self._status(call_id, f"→ {_shorten(str(event.get('content', '')))}{duration}", mark=mark)
         self._end_status()
@@ -247,9 +258,74 @@ def _shorten(text: str, limit: int = 160) -> str:
 
 # --------------------------------------------------------------------------- the command
 
+#: The exit code when the run waits for answers nobody gave (the input ended): the thread keeps its questions.
+WAITING: Final = 3
+
+
+@attrs.define
+class Conversation:
+    """One thread spoken to over a connection: each :meth:`say` is a run on it, its events printed as they come
+    (readably, or raw JSON lines when ``renderer`` is ``None``), and the approvals and questions it ends with
+    asked through ``ask`` and answered in a run that follows (see :mod:`yao_actors.terminal_questions`)."""
+
+    ws: WebSocketConnection
+    thread_id: str
+    out: TextIO
+    renderer: Renderer | None
+    ask: Ask
+    assistant: str | None = None
+    lasting: bool = True
+    """Whether the thread outlives the command (not with a service of its own, whose threads are in memory)."""
+    url: str = DEFAULT_URL
+    """Where the service is (to say so)."""
+
+    async def say(self, text: str) -> int | None:
+        """Run ``text`` on the thread until it ends: 0 when it finished (its questions answered), 1 on
+        ``RUN_ERROR`` or a lost connection, :data:`WAITING` when questions are left without an answer (each is
+        printed), ``None`` when ``out`` was closed."""
+        code, last = await self._run({"messages": [{"role": "user", "content": text}]})
+        while code == 0 and last is not None and (last.get("outcome") or {}).get("type") == "interrupt":
+            interrupts = last["outcome"]["interrupts"]
+            try:
+                entries = [await decide(interrupt, self.ask, self.out) for interrupt in interrupts]
+            except NoAnswer:
+                self._write("".join(f"{waiting_line(interrupt)}\n" for interrupt in interrupts))
+                return WAITING
+            code, last = await self._run({"messages": [], "resume": entries})
+        return code
+
+    async def request(self, frame: dict[str, Any], *answers: str) -> dict[str, Any]:
+        """Send a frame that is answered with one frame (``history``, ``tools``): the answer, or the ``error``
+        frame."""
+        await self.ws.send_message(json.dumps(frame, ensure_ascii=False))
+        while True:
+            answer: dict[str, Any] = json.loads(await self.ws.get_message())
+            if answer.get("type") in (*answers, "error"):
+                return answer
+
+    async def _run(self, fields: dict[str, Any]) -> tuple[int | None, dict[str, Any] | None]:
+        run_id = uuid.uuid4().hex
+        frame: dict[str, Any] = {"type": "run", "runId": run_id, "threadId": self.thread_id, **fields}
+        if self.assistant:
+            frame["assistant"] = self.assistant
+        await self.ws.send_message(json.dumps(frame, ensure_ascii=False))
+        code, last = await _follow(self.ws, run_id, self.renderer, self.out)
+        if last is not None:
+            self.thread_id = last.get("threadId") or self.thread_id
+        return code, last
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+
+Hold = Callable[[Conversation, LineReader], Awaitable[int | None]]
+"""A conversation held instead of one question, its lines read from the reader: its exit code (``None``: the
+output was closed). :func:`yao_actors.chat_repl.hold_conversation` is the command's."""
+
 
 async def chat(
-    question: str,
+    question: str | Hold,
     *,
     url: str = DEFAULT_URL,
     token: str | None = None,
@@ -258,26 +334,35 @@ async def chat(
     raw: bool = False,
     out: TextIO = sys.stdout,
     ask: Ask | None = None,
+    reader: LineReader | None = None,
+    lasting: bool = True,
 ) -> int:
     """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
-    exit code (see the module docstring).
+    exit code (see the module docstring). Instead of a question, a :data:`Hold` holds a conversation on the
+    thread, its lines read from ``reader`` (default: standard input; :mod:`yao_actors.chat_repl`). ``lasting``:
+    the thread outlives the command, which says how to continue it.
 
     A run that ends waiting for approvals or a server's questions (``RUN_FINISHED`` outcome ``interrupt``) is
-    answered: ``ask`` gets each question and returns the reply (by default the terminal's; no terminal: no,
-    which declines a server's question), a form is asked field by field, a URL printed to open; a run carrying
-    the answers as ``resume`` entries follows on the same connection.
+    answered: ``ask`` gets each question and returns the reply (by default the next line of ``reader``: the
+    terminal's, or of standard input when it is not a terminal), a form is asked field by field, a URL printed
+    to open; a run carrying the answers as ``resume`` entries follows on the same connection. When the input
+    ends first, the questions are printed and the code is :data:`WAITING`.
     """
-    run_id = uuid.uuid4().hex
-    thread_id = thread_id or uuid.uuid4().hex
-    frame: dict[str, Any] = {
-        "type": "run",
-        "runId": run_id,
-        "threadId": thread_id,
-        "messages": [{"role": "user", "content": question}],
-    }
-    if assistant:
-        frame["assistant"] = assistant
-    renderer = Renderer(out=out, live=out.isatty())
+    lines = reader or LineReader.standard()
+
+    async def converse(ws: WebSocketConnection) -> int:
+        renderer = None if raw else Renderer(out=out, live=out.isatty())
+        thread = thread_id or uuid.uuid4().hex
+        conversation = Conversation(ws, thread, out, renderer, ask or lines.ask, assistant, lasting, url)
+        code = await conversation.say(question) if isinstance(question, str) else await question(conversation, lines)
+        return finish(conversation, code, out)
+
+    return await with_connection(url, token, converse)
+
+
+async def with_connection(url: str, token: str | None, body: Callable[[WebSocketConnection], Awaitable[int]]) -> int:
+    """``body``'s exit code over a connection to the service; 2 when it could not be had (said on standard
+    error)."""
     try:
         websocket_address(url)
     except ValueError as error:
@@ -285,102 +370,30 @@ async def chat(
         return 2
     try:
         async with open_service_connection(url, token=token) as ws:
-            await ws.send_message(json.dumps(frame, ensure_ascii=False))
-            code, last = await _follow(ws, run_id, renderer if not raw else None, out)
-            while code == 0 and last is not None and (last.get("outcome") or {}).get("type") == "interrupt":
-                entries = [await _decide(interrupt, ask or ask_terminal) for interrupt in last["outcome"]["interrupts"]]
-                frame = {k: v for k, v in frame.items() if k in ("type", "assistant")}
-                run_id = uuid.uuid4().hex
-                frame |= {"runId": run_id, "threadId": last["threadId"], "messages": [], "resume": entries}
-                await ws.send_message(json.dumps(frame, ensure_ascii=False))
-                code, last = await _follow(ws, run_id, renderer if not raw else None, out)
-        if code is None:
-            _silence(out)
-            return PIPE_CLOSED
-        print(f"yao-actors chat: thread {thread_id} (continue it with --thread {thread_id})", file=sys.stderr)
-        return code
+            return await body(ws)
     except ConnectionRejected as rejected:
-        body = (rejected.body or b"").decode(errors="replace").strip()
-        _complain(f"{url} refused the connection: HTTP {rejected.status_code} {body}")
+        body_text = (rejected.body or b"").decode(errors="replace").strip()
+        _complain(f"{url} refused the connection: HTTP {rejected.status_code} {body_text}")
     except (OSError, HandshakeError, trio.TooSlowError) as error:
         _complain(f"cannot reach {url}: {error or type(error).__name__}")
+    except ConnectionClosed as closed:
+        _complain(f"the connection closed ({closed.reason})")
+        return 1
     return 2
 
 
-Ask = Callable[[str], Awaitable[str]]
-"""How ``chat`` asks a person: the question in, the reply out (``y`` / ``yes`` approve)."""
-
-
-async def ask_terminal(question: str) -> str:
-    """Ask on the terminal (``[y/N]`` for a yes-or-no question, a value for a field); without a terminal the
-    answer is no (or empty)."""
-    if not sys.stdin.isatty():
-        return ""
-    prompt = f"{question} [y/N] " if question.endswith("?") else f"{question}: "
-    return await trio.to_thread.run_sync(input, prompt)
-
-
-async def _decide(interrupt: dict[str, Any], ask: Ask) -> dict[str, Any]:
-    """The ``resume`` entry of one interrupt, from the person's replies: an approval, a server's form asked
-    field by field, or a URL to open and say when done."""
-    entry = {"interruptId": interrupt["id"], "status": "resolved"}
-    reason = interrupt.get("reason")
-    if reason == "url_required":
-        done = _yes(await ask(f"{interrupt.get('message')}: open {interrupt.get('url')} — done?"))
-        return entry | {"payload": {"action": "accept" if done else "decline"}}
-    if reason == "input_required":
-        if not _yes(await ask(f"{interrupt.get('message')} — answer?")):
-            return entry | {"payload": {"action": "decline"}}
-        content = await _fill(interrupt.get("responseSchema") or {}, ask)
-        return entry | {"payload": {"action": "accept", "content": content}}
-    reply = await ask(str(interrupt.get("message") or f"Approve {interrupt.get('toolCallId')}?"))
-    return entry | {"payload": {"approved": _yes(reply)}}
-
-
-def _yes(reply: str) -> bool:
-    return reply.strip().lower() in ("y", "yes")
-
-
-#: Tries a field gets before its reply is sent as it was typed (the service then names what is wrong with it).
-FIELD_TRIES = 3
-
-
-async def _fill(schema: dict[str, Any], ask: Ask) -> dict[str, Any]:
-    """A server's form, asked field by field (string, number, integer, boolean, enum); an empty reply leaves an
-    optional field out."""
-    required = set(schema.get("required") or ())
-    content: dict[str, Any] = {}
-    for name, field in (schema.get("properties") or {}).items():
-        kind = field.get("type", "string")
-        hint = "/".join(map(str, field["enum"])) if field.get("enum") else ("y/n" if kind == "boolean" else kind)
-        label = field.get("title") or name
-        about = f" ({field['description']})" if field.get("description") else ""
-        optional = "" if name in required else ", optional"
-        for _ in range(FIELD_TRIES):
-            reply = (await ask(f"  {label}{about} [{hint}{optional}]")).strip()
-            if not reply and name not in required:
-                break
-            value = _field_value(kind, reply)
-            if value is not None:
-                content[name] = value
-                break
-        else:
-            content[name] = reply
-    return content
-
-
-def _field_value(kind: str, reply: str) -> Any:
-    """``reply`` as a value of JSON type ``kind``; ``None`` when it is not one."""
-    try:
-        if kind == "integer":
-            return int(reply)
-        if kind == "number":
-            return float(reply)
-    except ValueError:
-        return None
-    if kind == "boolean":
-        return reply.lower() in ("y", "yes", "true")
-    return reply or None
+def finish(conversation: Conversation, code: int | None, out: TextIO) -> int:
+    """The exit code of a conversation that ended with ``code``, its thread named on standard error to continue it
+    (a closed ``out``: :data:`PIPE_CLOSED`)."""
+    if code is None:
+        _silence(out)
+        return PIPE_CLOSED
+    thread = conversation.thread_id
+    if code == WAITING:
+        _complain(f"the run waits for answers nobody gave (the input ended); thread {thread}")
+    elif conversation.lasting:
+        print(f"yao-actors chat: thread {thread} (continue it with --thread {thread})", file=sys.stderr)
+    return code
 
 
 async def _follow(
@@ -413,21 +426,21 @@ async def show_history(
 ) -> int:
     """Print a stored thread: each message (tool calls and results included), then its runs; 0, or 2 when the
     service could not be reached, 1 when it could not read its store. An unknown thread prints nothing."""
-    try:
-        websocket_address(url)
-        async with open_service_connection(url, token=token) as ws:
-            await ws.send_message(json.dumps({"type": "history", "threadId": thread_id}))
+
+    async def ask_for_it(ws: WebSocketConnection) -> int:
+        await ws.send_message(json.dumps({"type": "history", "threadId": thread_id}))
+        try:
             snapshot = json.loads(await ws.get_message())
-    except ValueError as error:
-        _complain(str(error))
-        return 2
-    except ConnectionRejected as rejected:
-        body = (rejected.body or b"").decode(errors="replace").strip()
-        _complain(f"{url} refused the connection: HTTP {rejected.status_code} {body}")
-        return 2
-    except (OSError, HandshakeError, trio.TooSlowError, ConnectionClosed) as error:
-        _complain(f"cannot reach {url}: {error or type(error).__name__}")
-        return 2
+        except ConnectionClosed as closed:
+            _complain(f"cannot reach {url}: {closed}")
+            return 2
+        return print_history(snapshot, raw, out)
+
+    return await with_connection(url, token, ask_for_it)
+
+
+def print_history(snapshot: dict[str, Any], raw: bool, out: TextIO) -> int:
+    """Print a ``MESSAGES_SNAPSHOT`` (raw: as it came); 1 when it is an ``error`` frame instead (said on stderr)."""
     if snapshot.get("type") != "MESSAGES_SNAPSHOT":
         _complain(f"{snapshot.get('code', 'error')}: {snapshot.get('message', snapshot)}")
         return 1

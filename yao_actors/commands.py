@@ -1,9 +1,11 @@
 """The command line of ``yao-actors`` (entered through :func:`yao_actors.cli.main`): its parser, and the commands
 of a client of the service.
 
-``serve`` runs the service (:mod:`yao_actors.serving`); ``chat "question" [--url URL] [--token TOKEN] [--json]
-[--assistant NAME] [--thread ID]`` asks it and ``history ID [--url URL] [--token TOKEN] [--json]`` prints a thread it
-keeps (:mod:`yao_actors.chat`; the token defaults to ``YAO_ACTORS_TOKEN``); ``check [--config FILE] [--connect]``,
+``serve`` runs the service (:mod:`yao_actors.serving`); ``chat ["question"] [--url URL] [--token TOKEN] [--json]
+[--assistant NAME] [--thread ID]`` asks it (without a question: a conversation, :mod:`yao_actors.chat_repl`; with
+``--config FILE`` / ``--model ID``: a service of its own, :mod:`yao_actors.chat_local`) and ``history ID [--url URL]
+[--token TOKEN] [--json]`` prints a thread it keeps (:mod:`yao_actors.chat`; the token defaults to
+``YAO_ACTORS_TOKEN``); ``check [--config FILE] [--connect]``,
 ``tools`` and ``call SERVER TOOL '{json}'`` look at a configuration's servers and models
 (:mod:`yao_actors.probe_commands`); ``bench --call SERVER__TOOL ...`` times calls of your own tools
 (:mod:`yao_actors.bench.cli`); ``config schema`` prints the configuration's JSON Schema; ``--version`` the version.
@@ -28,7 +30,7 @@ import trio
 from yao_actors import __version__
 from yao_actors.auth.options import add_auth_parser
 from yao_actors.bench.options import add_bench_parser
-from yao_actors.chat import DEFAULT_URL, chat, show_history
+from yao_actors.chat import DEFAULT_URL, Hold, chat, show_history
 from yao_actors.client_files import CONFIG_HELP, config_file
 from yao_actors.observability.logs import LOG_FORMATS
 from yao_actors.service.auth import MAX_PORT, TOKEN_ENV
@@ -157,9 +159,22 @@ def _add_serve_parser(commands: Any) -> None:
 
 def _add_client_parsers(commands: Any) -> None:
     """``chat`` and ``history``: a client of a running service."""
-    ask = commands.add_parser("chat", help="ask the service a question and print the answer as it streams")
-    ask.add_argument("question", type=utf8_text)
-    _add_connection_options(ask)
+    ask = commands.add_parser(
+        "chat",
+        help="ask the service a question and print the answer as it streams; without one, a conversation: a "
+        "message a line (from the terminal, or standard input), /help for commands",
+    )
+    ask.add_argument("question", type=utf8_text, nargs="?", help="one question (default: a conversation)")
+    _add_connection_options(ask, url_default=None)
+    ask.add_argument(
+        "--config", help="serve this configuration here, in this process, instead of asking a running service"
+    )
+    ask.add_argument(
+        "--model",
+        type=utf8_text,
+        help="with a service of its own (see --config; default: the embedded demo): every assistant uses this model, "
+        "e.g. 'direct', which calls what you write: call server.tool key=value",
+    )
     ask.add_argument("--json", action="store_true", help="print the raw events, one JSON object a line")
     ask.add_argument("--assistant", type=utf8_text, help="assistant to ask (default: the service's default)")
     ask.add_argument(
@@ -174,10 +189,10 @@ def _add_client_parsers(commands: Any) -> None:
     show.set_defaults(command=_history_command, parser=show)
 
 
-def _add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """Where a client finds the service, and its token."""
+def _add_connection_options(parser: argparse.ArgumentParser, *, url_default: str | None = DEFAULT_URL) -> None:
+    """Where a client finds the service, and its token (``url_default`` ``None``: told apart from not given)."""
     parser.add_argument(
-        "--url", type=utf8_text, default=DEFAULT_URL, help=f"websocket URL of the service (default: {DEFAULT_URL})"
+        "--url", type=utf8_text, default=url_default, help=f"websocket URL of the service (default: {DEFAULT_URL})"
     )
     parser.add_argument("--token", type=utf8_text, help=f"bearer token (default: ${TOKEN_ENV})")
 
@@ -231,17 +246,27 @@ def _schema_command(args: argparse.Namespace) -> int:
 
 
 def _chat_command(args: argparse.Namespace) -> int:
-    run = partial(
-        chat,
-        args.question,
-        url=args.url,
-        token=_token(args),
-        assistant=args.assistant,
-        thread_id=args.thread,
-        raw=args.json,
-    )
+    local = args.config is not None or args.model is not None
+    if local and args.url is not None:
+        args.parser.error("--url asks a running service; --config and --model serve one here: give one or the other")
+
+    async def converse(url: str, token: str | None) -> int:
+        options = {"assistant": args.assistant, "thread_id": args.thread, "raw": args.json}
+        if args.question is not None:
+            question: str | Hold = args.question
+        else:
+            from yao_actors.chat_repl import hold_conversation  # the conversation, for this form only
+
+            question = hold_conversation
+        # A service of its own keeps its threads in memory: nothing to continue later.
+        return await chat(question, url=url, token=token, lasting=not local, **options)
+
     try:
-        return trio.run(run)
+        if local:
+            from yao_actors.chat_local import run_locally  # the runtime and the service, for this form only
+
+            return run_locally(args, converse)
+        return trio.run(converse, args.url or DEFAULT_URL, _token(args))
     except KeyboardInterrupt:  # leaving closes the connection, which cancels the run on the service
         print(file=sys.stderr)
         return 130

@@ -199,6 +199,7 @@ class ErrorFrameCode(enum.StrEnum):
     ``unknown_thread``     a ``forget`` frame named a thread that is not stored (or is another principal's)
     ``store_unavailable``  the conversation store could not be reached for a ``history``, ``forget``, ``threads``
                            or ``resume`` frame (the resumed run is not over: resume again later)
+    ``unknown_assistant``  a ``tools`` frame named no configured assistant
     =====================  ==========================================================================
     """
 
@@ -206,6 +207,7 @@ class ErrorFrameCode(enum.StrEnum):
     UNKNOWN_RUN = "unknown_run"
     UNKNOWN_THREAD = "unknown_thread"
     STORE_UNAVAILABLE = "store_unavailable"
+    UNKNOWN_ASSISTANT = "unknown_assistant"
 
 
 def server_unavailable_message(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from yao_actors.demo.model import DemoModel
 from yao_actors.models.base import Model
+from yao_actors.models.direct import DirectModel
 from yao_actors.models.offline import TestModel
 from yao_actors.models.openai import OpenAIModel
 from yao_actors.specs import ModelSpec
@@ -29,6 +30,8 @@ def build_model(spec: ModelSpec) -> Model:
         return OpenAIModel(spec)
     if spec.provider == "demo":
         return DemoModel(keep_calls=0)
+    if spec.provider == "direct":
+        return DirectModel(keep_calls=0)
     return TestModel(keep_calls=0)
 
 

@@ -16,9 +16,9 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
-from typing import Final
+from typing import Final, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -49,6 +49,8 @@ from yao_actors.service.protocol import DEFAULT_ASSISTANT
 from yao_actors.specs import StoreSpec
 from yao_actors.store.spec import alone, check_shared, default_store_name, service_store
 from yao_actors.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
+
+T = TypeVar("T")
 
 #: The question the service suggests trying with the bundled weather server (the seed's example).
 SAMPLE_QUESTION = "北京今天适合穿什么?"
@@ -91,27 +93,33 @@ def serve_command(args: argparse.Namespace) -> int:
             return 2
     stop_tracing = configure_tracing(os.environ)
     try:
-        trio.run(partial(serve_until_signalled, config, spec, reuse_port=args.reuse_port))
+        failed = run_or_report(partial(serve_until_signalled, config, spec, reuse_port=args.reuse_port))
+    finally:
+        if stop_tracing is not None:
+            stop_tracing()  # flushes the spans still batched
+    return 0 if failed is None else failed
+
+
+#: What keeps the service from starting that the user can act on: each is said in one line, exit 2.
+START_ERRORS: Final = (ConfigError, StoreUnavailable, ListenError)
+
+
+def run_or_report(fn: Callable[[], Awaitable[T]]) -> T | int:
+    """``trio.run(fn)``'s result; 2 once each start error (:data:`START_ERRORS`) that ended it is said in a line."""
+    try:
+        return trio.run(fn)
     except (*START_ERRORS, BaseExceptionGroup) as error:
         if (errors := start_errors(error)) is None:
             raise
         for each in errors:
             report_start_error(each)
         return 2
-    finally:
-        if stop_tracing is not None:
-            stop_tracing()  # flushes the spans still batched
-    return 0
 
 
 def model_environ(model: str | None) -> dict[str, str]:
     """The environment the config is read with: ``--model`` stands for ``OPENAI_MODEL`` (the model of the default
     assistant when the config declares none)."""
     return {**os.environ, "OPENAI_MODEL": model} if model else dict(os.environ)
-
-
-#: What keeps the service from starting that the user can act on: each is said in one line, exit 2.
-START_ERRORS: Final = (ConfigError, StoreUnavailable, ListenError)
 
 
 def start_errors(error: BaseException) -> list[YaoActorsError] | None:

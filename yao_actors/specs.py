@@ -222,12 +222,13 @@ class ModelSpec:
     """One configured model.
 
     ``provider`` ``"openai"`` is any OpenAI-compatible Chat Completions endpoint;
-    ``"demo"`` and ``"test"`` are the offline stand-ins of :mod:`yao_actors.testing`.
+    ``"demo"``, ``"test"`` and ``"direct"`` are the offline stand-ins (:mod:`yao_actors.models.offline`,
+    :mod:`yao_actors.models.direct`).
     ``params`` are extra request fields (``temperature``, ``parallel_tool_calls``, ...).
     """
 
     id: str
-    provider: Literal["openai", "demo", "test"]
+    provider: Literal["openai", "demo", "test", "direct"]
     base_url: str = "https://api.openai.com/v1"
     model: str = ""
     api_key_env: str | None = "OPENAI_API_KEY"
@@ -472,5 +473,5 @@ DEFAULT_PROMPT = (
 )
 """The system prompt of the default assistant."""
 
-BUILTIN_MODEL_IDS = ("demo", "test")
-"""Model ids every runtime has without configuring them: the offline stand-ins."""
+BUILTIN_MODEL_IDS = ("demo", "test", "direct")
+"""Model ids every runtime has without configuring them: the offline stand-ins (each its own provider)."""

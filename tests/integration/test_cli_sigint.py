@@ -50,7 +50,7 @@ async def wait() -> dict[str, bool]:
 
 SLOW_CONFIG = {
     "mcpServers": {"slow": {"module": "slow_tools:server", "timeout": 120}},
-    "assistants": {"default": {"model": "test", "mcp": {"servers": ["slow"]}}},
+    "assistants": {"default": {"model": "test", "options": {"include_writes": True}, "mcp": {"servers": ["slow"]}}},
     "server": {"shutdown_grace": 0.5},
 }
 

@@ -239,7 +239,7 @@ async def test_an_approval_and_a_question_wait_together_and_one_resume_answers_b
 
 
 async def test_yao_actors_chat_asks_the_form_field_by_field_and_opens_the_url() -> None:
-    replies = iter(["y", "2027-01-02", "many", "2", "window", "", "y"])  # "many" is asked again; "" skips breakfast
+    replies = iter(["2027-01-02", "many", "2", "window", "", "y"])  # "many" is asked again; "" skips breakfast
     asked: list[str] = []
 
     async def person(question: str) -> str:
@@ -254,12 +254,12 @@ async def test_yao_actors_chat_asks_the_form_field_by_field_and_opens_the_url() 
         ):
             code = await chat("book and sign in", url=service.url, assistant="a", out=out, ask=person)
     assert code == 0, out.getvalue()
-    assert asked[0] == "Booking Grand: which day, how many guests? — answer?"
-    assert asked[1].startswith("  Date (Day of the stay, YYYY-MM-DD) [string]")
-    assert asked[2] == asked[3]  # the integer asked again
-    assert "[window/aisle]" in asked[4]
-    assert "optional" in asked[5]
-    assert asked[6] == "Sign in to continue: open https://example.com/login?flow=42 — done?"
+    assert "? Booking Grand: which day, how many guests? (a form: /decline or /cancel answers it so)" in out.getvalue()
+    assert asked[0].startswith("  Date (Day of the stay, YYYY-MM-DD) [string]")
+    assert asked[2] == f"{asked[1]} (a whole number)"  # the integer asked again, saying why
+    assert "[window/aisle]" in asked[3]
+    assert "optional" in asked[4]
+    assert asked[5] == "Sign in to continue: open https://example.com/login?flow=42 — done?"
     contents = {m["tool_call_id"]: json.loads(m["content"]) for m in seen[-1] if m.get("role") == "tool"}
     assert contents["c_book"] == {"booked": True, "hotel": "Grand", **BOOKING, "breakfast": False, "count": 1}
     assert contents["c_in"] == {"action": "accept"}

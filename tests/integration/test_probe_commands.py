@@ -216,7 +216,7 @@ async def test_a_question_asked_on_the_terminal_is_answered_field_by_field_with_
     """``call``'s terminal answers (chat's questions, field by field): an optional field left empty gets its
     ``default`` (SEP-1034) before the answer goes to the server, which validates it."""
     asked: list[str] = []
-    replies = iter(["y", "2026-08-01", "2", "window", ""])
+    replies = iter(["2026-08-01", "2", "window", ""])
 
     async def ask(question: str) -> str:
         asked.append(question)
@@ -231,5 +231,5 @@ async def test_a_question_asked_on_the_terminal_is_answered_field_by_field_with_
         "booked": True, "hotel": "Lakeside", "date": "2026-08-01", "guests": 2, "seat": "window", "breakfast": False,
         "count": 1,
     }  # fmt: skip
-    assert asked[0] == "tool 'book' of server 'asking' asks: Booking Lakeside: which day, how many guests? — answer?"
-    assert len(asked) == 5
+    assert len(asked) == 4  # one question a field: a typed value answers it (no "answer?" first)
+    assert asked[0].strip().startswith("Date ")

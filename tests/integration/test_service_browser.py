@@ -3,6 +3,7 @@ real service: ask the seed's question, see the tool calls and the answer appear.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,8 +17,9 @@ from playwright.sync_api import Page, sync_playwright
 from tests.integration.test_service_e2e import SEED_QUESTION, demo_service
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service
+from tests.support import require_tool
 from tests.test_approvals import QUESTION, _config, _seed_model
-from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, parse_config
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.testing.asking import build_asking_server
@@ -226,3 +228,143 @@ async def test_the_page_renders_a_servers_form_and_sends_the_answer_in_chromium(
     assert '"seat":"aisle"' in shown["answers"][-1]
     assert '"guests":2' in shown["answers"][-1]
     assert '"breakfast":true' in shown["answers"][-1]
+
+
+EVERYTHING = Path(__file__).parents[1] / "node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
+def answer_every_kind_in_browser(page_url: str) -> dict[str, Any]:
+    """Call server-everything's form through the direct model; read the controls the page built and their
+    defaults, answer some fields (a multi-select, titled enums by their titles), send it; then decline a second."""
+    with chromium_page(page_url) as page:
+        ask(page, "call everything.trigger-elicitation-request")
+        page.wait_for_selector(".run.done .input button.accept", timeout=30_000)
+        form = ".input:last-of-type"
+        controls = page.eval_on_selector_all(
+            f"{form} input, {form} select",
+            "nodes => nodes.map(n => [n.name, n.type, n.type === 'checkbox' ? n.checked : n.value, n.value])",
+        )
+        titles = page.eval_on_selector_all(
+            f"{form} select[name=titledSingleSelectEnum] option", "nodes => nodes.map(n => n.textContent)"
+        )
+        page.fill(f"{form} input[name=integer]", "101")  # above its maximum: the page says so, and sends nothing
+        page.click(f"{form} button.accept")
+        problems = page.inner_text(f"{form} .problems")
+        page.fill(f"{form} input[name=integer]", "7")
+        page.fill(f"{form} input[name=name]", "Ann Lee")
+        page.fill(f"{form} input[name=email]", "ann@example.com")
+        page.fill(f"{form} input[name=birthdate]", "2000-01-02")
+        page.check(f"{form} input[name=untitledMultipleSelectEnum][value=Piano]")
+        page.select_option(f"{form} select[name=titledSingleSelectEnum]", label="Wonder Woman")
+        page.uncheck(f"{form} input[name=titledMultipleSelectEnum][value=Tuna]")
+        page.check(f"{form} input[name=titledMultipleSelectEnum][value=Trout]")
+        page.select_option(f"{form} select[name=legacyTitledEnum]", label="Dogs")
+        page.click(f"{form} button.accept")
+        page.wait_for_selector(".run.done + .run.done", timeout=30_000)
+        ask(page, "call everything.trigger-elicitation-request")
+        page.wait_for_selector(".run.done + .run.done + .run.done .input button.decline", timeout=30_000)
+        page.click(".run:nth-of-type(3) .input button.decline")
+        page.wait_for_selector(".run.done:nth-of-type(4)", timeout=30_000)
+        return {
+            "controls": controls,
+            "titles": titles,
+            "problems": problems,
+            "headings": page.eval_on_selector_all(".run .question", "nodes => nodes.map(n => n.textContent)"),
+            "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
+        }
+
+
+async def test_the_page_renders_every_kind_of_field_and_sends_choices_as_their_values_in_chromium() -> None:
+    """server-everything's form asks every kind MCP's elicitation allows: each gets its control with its default,
+    a multi-select is sent as an array, a titled enum shows titles and sends values, and the run that carries the
+    answer says what was answered."""
+    require_tool(str(EVERYTHING) if EVERYTHING.exists() else None, "server-everything (npm ci --prefix tests/node)")
+    config = parse_config(
+        {
+            "mcpServers": {"everything": {"command": "node", "args": [str(EVERYTHING), "stdio"]}},
+            "assistants": {"default": {"model": "direct", "mcp": {"servers": ["everything"]}}},
+        }
+    )
+    with trio.fail_after(120):
+        async with open_runtime(config, ready_timeout=60) as runtime, running_service(runtime) as service:
+            shown = await trio.to_thread.run_sync(answer_every_kind_in_browser, service.page_url)
+    controls = {(name, kind): (state, value) for name, kind, state, value in shown["controls"]}
+    assert controls[("name", "text")] == ("", "")
+    assert controls[("check", "checkbox")][0] is False
+    assert controls[("firstLine", "text")][0] == "It was a dark and stormy night."
+    assert ("email", "email") in controls
+    assert ("homepage", "url") in controls
+    assert ("birthdate", "date") in controls
+    assert controls[("integer", "number")][0] == "42"
+    assert controls[("number", "number")][0] == "3.14"
+    assert controls[("untitledSingleSelectEnum", "select-one")] == ("0", "0")  # Monica, the default
+    multi = [(value, on) for name, _, on, value in shown["controls"] if name == "untitledMultipleSelectEnum"]
+    assert multi == [("Guitar", True), ("Piano", False), ("Violin", False), ("Drums", False), ("Bass", False)]
+    assert shown["titles"] == ["Superman", "Green Lantern", "Wonder Woman"]
+    assert "integer:" in shown["problems"]
+    assert shown["headings"][1] == "↩ sent the form “Please provide inputs for the following fields:”"
+    assert shown["headings"][3] == "↩ declined “Please provide inputs for the following fields:”"
+    raw = json.loads(
+        json.loads(shown["answers"][1].removeprefix("everything__trigger-elicitation-request: "))[-1].split(
+            "Raw result: ", 1
+        )[1]
+    )
+    assert raw == {
+        "action": "accept",
+        "content": {
+            "name": "Ann Lee",
+            "check": False,
+            "firstLine": "It was a dark and stormy night.",
+            "email": "ann@example.com",
+            "birthdate": "2000-01-02",
+            "integer": 7,
+            "number": 3.14,
+            "untitledSingleSelectEnum": "Monica",
+            "untitledMultipleSelectEnum": ["Guitar", "Piano"],
+            "titledSingleSelectEnum": "hero-3",
+            "titledMultipleSelectEnum": ["fish-3"],
+            "legacyTitledEnum": "pet-2",
+        },
+    }
+    assert '\\"action\\": \\"decline\\"' in shown["answers"][3]
+
+
+def refuse_links_in_browser(page_url: str) -> dict[str, Any]:
+    """Show a run ending with a URL question of each scheme, on the page itself, and read what it shows and sends."""
+    with chromium_page(page_url) as page:
+        page.wait_for_function("document.querySelector('#state').textContent === 'connected'")
+        page.evaluate(
+            """() => {
+              window.sentFrames = [];
+              send = (frame) => window.sentFrames.push(frame);
+              const urls = ["javascript:alert(1)", "data:text/html,<script>alert(1)</script>", "file:///etc/passwd",
+                            "http://example.com/pay", "https://example.com/pay", "http://127.0.0.1:8765/done"];
+              addRun("r1", "pay");
+              render({type: "RUN_FINISHED", runId: "r1", threadId, outcome: {type: "interrupt", interrupts: urls.map(
+                (url, i) => ({id: `u${i}`, reason: "url_required", message: `Open ${i}`, url}))}});
+            }"""
+        )
+        links = page.eval_on_selector_all(".input a", "nodes => nodes.map(n => n.getAttribute('href'))")
+        refused = page.eval_on_selector_all(".input .refused", "nodes => nodes.map(n => n.textContent)")
+        for button in page.query_selector_all(".input button.accept:not([disabled])"):
+            button.click()
+        return {"links": links, "refused": refused, "sent": page.evaluate("window.sentFrames")}
+
+
+async def test_the_page_offers_only_https_links_and_http_ones_on_loopback_in_chromium() -> None:
+    with trio.fail_after(90):
+        async with running_service(FakeRuntime()) as service:
+            shown = await trio.to_thread.run_sync(refuse_links_in_browser, service.page_url)
+    assert shown["links"] == ["https://example.com/pay", "http://127.0.0.1:8765/done"]
+    rule = "not opened: a link must be https: (or http: on this machine), this one has"
+    assert shown["refused"] == [f"{rule} {scheme}" for scheme in ("javascript:", "data:", "file:", "http:")]
+    [frame] = [sent for sent in shown["sent"] if sent["type"] == "run"]
+    actions = {entry["interruptId"]: entry["payload"]["action"] for entry in frame["resume"]}
+    assert actions == {
+        "u0": "decline",
+        "u1": "decline",
+        "u2": "decline",
+        "u3": "decline",
+        "u4": "accept",
+        "u5": "accept",
+    }

@@ -29,6 +29,7 @@ from ag_ui.core import ToolCallResultEvent
 from yao_actors.conversation import RunRequest, ThreadHistory
 from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import RunEvents, SendEvent
+from yao_actors.tools.catalog import Catalog
 
 
 @attrs.define(eq=False)
@@ -82,6 +83,13 @@ class FakeRuntime:
     async def tools_not_offered(self) -> dict[str, dict[str, str]]:
         await trio.lowlevel.checkpoint()
         return {}
+
+    async def catalog(self, assistant: str) -> Catalog:
+        """Each of :attr:`assistants` is offered no tool; another is unknown (``KeyError``, as a runtime's)."""
+        await trio.lowlevel.checkpoint()
+        if assistant not in self.assistants:
+            raise KeyError(assistant)
+        return Catalog()
 
     async def run_exists(self, run_id: str) -> bool:
         """Every run the fake started counts as stored (``stored_runs`` adds others)."""

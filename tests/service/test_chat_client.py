@@ -56,6 +56,17 @@ async def test_chat_with_the_page_url_the_banner_prints(capsys: pytest.CaptureFi
     assert "expected a ws://, wss://" in capsys.readouterr().err
 
 
+async def test_a_tools_frame_lists_what_an_assistant_is_offered_and_names_an_unknown_one() -> None:
+    with trio.fail_after(10):
+        async with running_service(FakeRuntime()) as service, open_service_connection(service.url) as ws:
+            await send(ws, {"type": "tools"})
+            listed = await receive(ws)
+            await send(ws, {"type": "tools", "assistant": "nobody"})
+            unknown = await receive(ws)
+    assert listed == {"type": "tools", "assistant": "default", "tools": [], "notOffered": {}}
+    assert unknown == {"type": "error", "code": "unknown_assistant", "message": "no assistant 'nobody' is configured"}
+
+
 @asynccontextmanager
 async def tls_proxy(port: int, ca: trustme.CA) -> AsyncIterator[int]:
     """A TLS-terminating proxy on a free loopback port in front of ``port`` (as a reverse proxy would be)."""

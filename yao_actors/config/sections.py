@@ -31,6 +31,7 @@ from yao_actors.config.service import ServiceReader
 from yao_actors.config.values import join_path, type_name
 from yao_actors.providers import default_model_spec
 from yao_actors.specs import (
+    BUILTIN_MODEL_IDS,
     DEFAULT_PROMPT,
     AssistantSpec,
     Config,
@@ -329,7 +330,7 @@ class ConfigReader(AssistantReader, ServiceReader):
         item = self.obj(value, path, MODEL_KEYS)
         if item is None:
             return None
-        provider = self.choice(item.get("provider"), join_path(path, "provider"), ("openai", "demo", "test"))
+        provider = self.choice(item.get("provider"), join_path(path, "provider"), ("openai", *BUILTIN_MODEL_IDS))
         options: dict[str, Any] = {}
         if "base_url" in item:
             options["base_url"] = self.expanded_string(item["base_url"], join_path(path, "base_url"))

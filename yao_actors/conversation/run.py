@@ -45,7 +45,16 @@ from yao_actors.errors import (
     RunErrorCode,
 )
 from yao_actors.events import DEFAULT_MEDIA_BYTES, Outcome, RunEvents
-from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage, images_per_turn, with_params
+from yao_actors.models.base import (
+    Completion,
+    Message,
+    Model,
+    ToolCall,
+    Usage,
+    images_per_turn,
+    with_params,
+    with_tool_hints,
+)
 from yao_actors.observability import tracing
 from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.specs import AssistantSpec, ServerRef
@@ -223,7 +232,7 @@ class Run:
             asked = tuple(authorization_interrupt(n, now) for n in self.needs_authorization.values())
             return Answer(self.last_text, Outcome.INTERRUPT, authorizations=asked)
         request = TurnRequest(
-            self.resources.model(assistant.model, assistant.options),
+            with_tool_hints(self.resources.model(assistant.model, assistant.options), catalog.hints),
             build_request(self.resources.prompts, assistant, catalog, conversation),
             catalog,
             (*request_tools(assistant, catalog), *self.client_tools),

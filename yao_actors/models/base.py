@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+
+if TYPE_CHECKING:
+    from yao_actors.tools.hints import ToolHints
 
 Message = Mapping[str, Any]
 """An OpenAI Chat Completions message: ``{"role": ..., "content": ..., ...}``."""
@@ -147,6 +150,19 @@ class Model(Protocol):
         *,
         on_delta: OnDelta | None = None,
     ) -> Completion: ...
+
+
+def with_tool_hints(model: Model, hints: Mapping[str, ToolHints]) -> Model:
+    """``model`` for a run whose tools say ``hints`` of themselves (by flat name: read-only, destructive, ...).
+
+    Only a model that decides by them has a ``with_tool_hints(hints) -> Model`` method (the offline test model,
+    which calls read-only tools only); any other model is returned as it is.
+    """
+    method = getattr(model, "with_tool_hints", None)
+    if method is None:
+        return model
+    derived: Model = method(hints)
+    return derived
 
 
 def images_per_turn(model: Model) -> int:

@@ -18,7 +18,7 @@ import inspect
 import json
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -33,6 +33,9 @@ from yao_actors.models.base import (
     ToolSchema,
 )
 from yao_actors.models.schema_values import sample_value
+
+if TYPE_CHECKING:
+    from yao_actors.tools.hints import ToolHints
 
 #: Calls a :class:`FunctionModel` keeps in :attr:`~FunctionModel.calls` unless told otherwise.
 KEPT_CALLS = 64
@@ -177,21 +180,53 @@ def compact_args(value: Mapping[str, Any]) -> str:
 
 
 class TestModel(FunctionModel):
-    """Calls every offered tool once, in one turn, then summarises the results.
+    """Calls every offered read-only tool once, in one turn, then summarises the results.
 
     Arguments are made from each tool's ``inputSchema`` (see
     :mod:`yao_actors.models.schema_values`), the same ones for the same
-    ``seed`` and tool name. When the last message is a tool result it answers
-    with one line per result instead; with no tools it says so.
+    ``seed`` and tool name. Random arguments are safe only where nothing can be changed, so a tool its server does
+    not mark ``readOnlyHint: true`` is skipped (and named in the answer) unless ``include_writes`` (an
+    assistant's ``"options": {"include_writes": true}``). The run tells the model which tools are read-only
+    (:meth:`with_tool_hints`); a model never told calls none but says so. When the last message is a tool result it
+    answers with one line per result instead; with no tools it says so.
     """
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, *, seed: int = 0, chunk_size: int | None = None, keep_calls: int | None = KEPT_CALLS) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        chunk_size: int | None = None,
+        keep_calls: int | None = KEPT_CALLS,
+        include_writes: bool = False,
+        read_only: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(
             self._answer, name="test model (offline stand-in)", chunk_size=chunk_size, keep_calls=keep_calls
         )
         self.seed = seed
+        self.include_writes = include_writes
+        self.read_only = read_only
+
+    def with_params(self, params: Mapping[str, Any]) -> TestModel:
+        """This model with an assistant's ``options``: ``include_writes`` (a boolean) is the one it reads."""
+        return self._derived(include_writes=params.get("include_writes") is True)
+
+    def with_tool_hints(self, hints: Mapping[str, ToolHints]) -> TestModel:
+        """This model for a run offering tools with ``hints`` (by flat name): it calls the read-only ones."""
+        return self._derived(read_only=frozenset(name for name, hint in hints.items() if hint.read_only))
+
+    def _derived(self, *, include_writes: bool | None = None, read_only: frozenset[str] | None = None) -> TestModel:
+        """A copy with these changes, keeping its record of calls in this model's (:attr:`calls`)."""
+        model = TestModel(
+            seed=self.seed,
+            chunk_size=self.chunk_size,
+            include_writes=self.include_writes if include_writes is None else include_writes,
+            read_only=self.read_only if read_only is None else read_only,
+        )
+        model.calls = self.calls
+        return model
 
     def arguments_for(self, tool: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments this model sends to ``tool`` (an OpenAI tool schema)."""
@@ -201,15 +236,31 @@ class TestModel(FunctionModel):
         return value if isinstance(value, dict) else {}
 
     def _answer(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
+        names = tool_names(tools)
+        skipped = [] if self.include_writes else [name for name in names if name not in self.read_only]
         if messages and messages[-1].get("role") == "tool":
             results = results_since_user(messages)
             lines = [f"- {name}: {content}" for name, content in results.items()]
-            return Completion(text=f"Called {len(results)} tool(s):\n" + "\n".join(lines))
+            return Completion(text=f"Called {len(results)} tool(s):\n" + "\n".join(lines) + _skipped_text(skipped))
         if not tools:
             return Completion(text="No tools were offered, so there is nothing to call.")
         turn = self.call_count  # the calls before this one
         calls = tuple(
             ToolCall(id=f"call_test_{turn}_{i}", name=name, arguments=compact_args(self.arguments_for(tool)))
-            for i, (name, tool) in enumerate(zip(tool_names(tools), tools, strict=True))
+            for i, (name, tool) in enumerate(zip(names, tools, strict=True))
+            if name not in skipped
         )
+        if not calls:
+            return Completion(text="Called no tool." + _skipped_text(skipped))
         return Completion(tool_calls=calls, finish_reason="tool_calls")
+
+
+def _skipped_text(skipped: Sequence[str]) -> str:
+    """What the test model says of the tools it did not call."""
+    if not skipped:
+        return ""
+    return (
+        f"\nSkipped {len(skipped)} tool(s) not marked read-only (readOnlyHint), which random arguments could change"
+        f" something with: {', '.join(skipped)}. To call them too, give the assistant"
+        ' "options": {"include_writes": true}.'
+    )

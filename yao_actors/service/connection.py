@@ -58,6 +58,7 @@ from yao_actors.service.protocol import (
     ResumeFrame,
     RunFrame,
     ThreadsFrame,
+    ToolsFrame,
     error_frame,
     parse_frame,
 )
@@ -65,6 +66,7 @@ from yao_actors.service.relay import ResumedStream, RunRelay, RunStarter, admit_
 from yao_actors.service.websocket import MessageSocket
 from yao_actors.store.base import iso
 from yao_actors.tasks import receive_now_or_wait, send_now_or_wait
+from yao_actors.tools.catalog import Catalog
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +105,10 @@ class RunOpener(RunStarter, Protocol):
 
     async def threads(self, *, principal: str | None = None, limit: int = 100) -> Sequence[ThreadSummary]:
         """``principal``'s threads, newest first."""
+        ...
+
+    async def catalog(self, assistant: str) -> Catalog:
+        """The tools ``assistant``'s runs are offered now; ``KeyError`` for an assistant not configured."""
         ...
 
 
@@ -233,6 +239,8 @@ class Connection:
                 await self._cancel(frame.run_id)
             elif isinstance(frame, HistoryFrame | ForgetFrame | ThreadsFrame):
                 await self._answer(frame)
+            elif isinstance(frame, ToolsFrame):
+                await self._list_tools(frame.assistant)
             elif frame.run_id in self._runs:
                 message = f"runId {frame.run_id!r} is already in flight on this connection; that run goes on"
                 await self._emit(error_frame(ErrorFrameCode.DUPLICATE_RUN_ID, message, frame.run_id))
@@ -276,6 +284,20 @@ class Connection:
         except RunError as error:
             code = ErrorFrameCode.STORE_UNAVAILABLE
             await self._emit(error_frame(code, str(error), thread_id=thread_id))
+
+    async def _list_tools(self, assistant: str) -> None:
+        """Answer a ``tools`` frame: what ``assistant``'s runs are offered now (the servers that are ready)."""
+        try:
+            catalog = await self.runtime.catalog(assistant)
+        except KeyError:
+            message = f"no assistant {assistant!r} is configured"
+            await self._emit(error_frame(ErrorFrameCode.UNKNOWN_ASSISTANT, message))
+            return
+        tools = [
+            {"name": e.name, "server": e.server, "tool": e.tool, "title": e.hints.title, "readOnly": e.hints.read_only}
+            for e in catalog.entries
+        ]
+        await self._emit({"type": "tools", "assistant": assistant, "tools": tools, "notOffered": catalog.not_offered()})
 
     def _check_room(self, run_id: str) -> None:
         """Raise ``too_many_runs`` when the connection has ``max_runs_per_connection`` runs in flight."""

@@ -144,6 +144,7 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
     ),
     "forget": _small_frame("forget", {"threadId": _ID}),
     "threads": _small_frame("threads", optional={"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}),
+    "tools": _small_frame("tools", optional={"assistant": _ID}),
 }
 
 _VALIDATORS: Final = {name: jsonschema.Draft202012Validator(schema) for name, schema in FRAME_SCHEMAS.items()}
@@ -220,7 +221,14 @@ class ThreadsFrame:
     limit: int = 100
 
 
-Frame = RunFrame | CancelFrame | PingFrame | HistoryFrame | ResumeFrame | ForgetFrame | ThreadsFrame
+@attrs.frozen
+class ToolsFrame:
+    """List the tools ``assistant``'s runs are offered now."""
+
+    assistant: str = DEFAULT_ASSISTANT
+
+
+Frame = RunFrame | CancelFrame | PingFrame | HistoryFrame | ResumeFrame | ForgetFrame | ThreadsFrame | ToolsFrame
 
 
 def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collection[str] = USER_ROLES) -> Frame:
@@ -339,6 +347,8 @@ def _build(data: dict[str, Any]) -> Frame:
         return ForgetFrame(thread_id=data["threadId"])
     if kind == "threads":
         return ThreadsFrame(limit=data.get("limit", 100))
+    if kind == "tools":
+        return ToolsFrame(assistant=data.get("assistant", DEFAULT_ASSISTANT))
     return RunFrame(
         run_id=data.get("runId") or uuid.uuid4().hex,
         assistant=data.get("assistant", DEFAULT_ASSISTANT),

@@ -119,6 +119,11 @@ class Catalog:
         return tuple(entry.to_openai() for entry in self.entries)
 
     @functools.cached_property
+    def hints(self) -> Mapping[str, ToolHints]:
+        """What each offered tool says of itself (title, annotations), by flat name."""
+        return {entry.name: entry.hints for entry in self.entries}
+
+    @functools.cached_property
     def samples_message(self) -> str:
         """The samples system message (seed layout, JSON values), or ``""`` when no tool has samples."""
         sections = [_samples_section(entry) for entry in self.entries if entry.samples]
