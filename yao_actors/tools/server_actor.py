@@ -55,6 +55,7 @@ from typing import Any
 import attrs
 import mcp
 import mcp.types
+import pydantic
 import trio
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.shared.dispatcher import ProgressFnT
@@ -89,6 +90,7 @@ from yao_actors.tools.server_handle import (
     unavailable_outcome,
 )
 from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
+from yao_actors.transports.malformed import MALFORMED
 
 logger = logging.getLogger(__name__)
 
@@ -248,6 +250,12 @@ class _ServerActor:
                 )
         except MCPError as exc:
             return await self._protocol_error(connection, request, exc)
+        except pydantic.ValidationError as exc:  # JSON-RPC, but not the result the SDK expects
+            reason = _first_error(exc)
+            logger.warning(
+                "server %r: tools/call %r: %s: %s", self.id, request.name, MALFORMED, reason, extra={"server": self.id}
+            )
+            return _malformed(request, reason)
         except Exception as exc:
             logger.warning(
                 "server %r: tools/call %r failed", self.id, request.name, exc_info=True, extra={"server": self.id}
@@ -279,6 +287,10 @@ class _ServerActor:
             reason = f"the request failed: {exc.error.message}"
             return unavailable_outcome(self.spec, reason, started=request.started, lost=True)
         connection.answered = True
+        if exc.code == mcp.types.PARSE_ERROR:
+            # The answer could not be read (the transport said so, and said why in its log line); or the server
+            # says it could not read the request: either way nothing of the call came back.
+            return _malformed(request, exc.error.data if isinstance(exc.error.data, str) else None)
         return ToolOutcome(
             error=f"{exc.error.message} (JSON-RPC error {exc.code})",
             kind=ErrorKind.TOOL_ERROR,
@@ -586,6 +598,19 @@ class _ServerActor:
             await trio.sleep(delay)
             self.status.restarted()
             labelled(SERVER_RESTARTS, self.id).inc()
+
+
+def _malformed(request: CallRequest, reason: str | None) -> ToolOutcome:
+    """The outcome of a call whose answer could not be read (``reason``: what was wrong, when known)."""
+    error = MALFORMED if reason is None else f"{MALFORMED}: {reason}"
+    return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR, duration=trio.current_time() - request.started)
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    """The first thing pydantic found wrong, in one line: where, and what."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
 def _describe(leaves: Sequence[BaseException]) -> str:
