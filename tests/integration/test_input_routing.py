@@ -111,3 +111,39 @@ async def test_two_asking_calls_of_one_batch_each_get_their_own_question() -> No
         "c_Savoy": "Booking Savoy",
     }
     assert not [e for e in again.events if e["type"] == "CUSTOM" and e["name"] == "sequential_retry"]
+
+
+async def test_with_identity_principal_each_principal_asks_through_a_process_of_its_own() -> None:
+    scripted, seen = booking_model()
+    with trio.fail_after(60):
+        async with (
+            asking_server("stdio") as where,
+            open_runtime(config(where, "legacy", identity="principal"), models={"m": scripted}) as rt,
+        ):
+            router = rt.servers["asking"]
+            # Ann's batch asks two questions at once while Bob's asks one.
+            runs: dict[str, Any] = {}
+
+            async def book(principal: str, text: str) -> None:
+                runs[principal] = await rt.run("a", text, thread_id=f"t-{principal}", principal=principal)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(book, "ann", "book Grand Plaza")
+                nursery.start_soon(book, "bob", "book Ritz")
+            pids = {name: c.handle.statistics().pid for name, c in router.connections.items()}
+            asked = {p: {q["toolCallId"]: q["message"] for q in interrupts_of(r.events)} for p, r in runs.items()}
+            (bob_question,) = interrupts_of(runs["bob"].events)
+            bob_answer = resolved(bob_question, "accept", BOOKING)
+            bob_done = await rt.run("a", [], thread_id="t-bob", principal="bob", resume=bob_answer)
+            bob_booked = tool_result(seen, "c_Ritz")
+    assert set(pids) == {"ann", "bob"}
+    assert pids["ann"] != pids["bob"]
+    assert asked == {
+        "ann": {
+            "c_Grand": "Booking Grand: which day, how many guests?",
+            "c_Plaza": "Booking Plaza: which day, how many guests?",
+        },
+        "bob": {"c_Ritz": "Booking Ritz: which day, how many guests?"},
+    }
+    assert bob_done.outcome is Outcome.ANSWERED
+    assert bob_booked["hotel"] == "Ritz"
