@@ -117,8 +117,11 @@ class Askers:
             await self._changed.wait()
 
     def _change(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        """Wake whoever waits for the calls to change (a new event only when someone waited: calls start and end
+        often, and rarely does anyone wait)."""
+        if self._changed.statistics().tasks_waiting:
+            self._changed.set()
+            self._changed = trio.Event()
 
 
 __all__ = ["Askers"]
