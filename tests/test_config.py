@@ -61,6 +61,7 @@ def test_full_file_round_trip(tmp_path: Path) -> None:
                 "timeout": 5,
                 "max_concurrency": 4,
                 "dispatch": "sequential",
+                "identity": "principal",
                 "restart": {"max_restarts": 2, "backoff": {"initial": 0.1, "max": 2}},
                 "samples": {"get": [{"name": "bj", "input": {"city": "Beijing"}, "output": {"temp": 3}}]},
             },
@@ -104,6 +105,7 @@ def test_full_file_round_trip(tmp_path: Path) -> None:
         "/tmp",
     )
     assert (weather.timeout, weather.max_concurrency, weather.dispatch) == (5.0, 4, "sequential")
+    assert (weather.identity, config.servers["github.enterprise"].identity) == ("principal", "service")
     assert weather.restart == RestartPolicy(max_restarts=2, backoff_initial=0.1, backoff_max=2.0)
     assert weather.samples == {"get": (Sample(input={"city": "Beijing"}, output={"temp": 3}, name="bj"),)}
     remote = config.servers["github.enterprise"]
@@ -351,6 +353,11 @@ def test_seed_server_entries_with_resources_are_accepted_with_one_warning(caplog
         (base(mcpServers={"w": {"command": "x", "timeout": "5s"}}), "mcpServers.w.timeout: expected a number"),
         (base(mcpServers={"w": {"command": "x", "max_concurrency": 0}}), "mcpServers.w.max_concurrency: must be >= 1"),
         (base(mcpServers={"w": {"command": "x", "dispatch": "fast"}}), "mcpServers.w.dispatch: must be one of"),
+        (base(mcpServers={"w": {"command": "x", "identity": "user"}}), "mcpServers.w.identity: must be one of"),
+        (
+            base(mcpServers={"w": {"url": "http://h", "auth": {"identity": "service"}, "identity": "principal"}}),
+            "mcpServers.w.identity: a server with auth says whose connection serves a call in auth.identity",
+        ),
         (
             base(mcpServers={"w": {"command": "x", "protocol": "2025-11-25"}}),
             "mcpServers.w.protocol: must be one of 'auto', 'legacy', '2026-07-28', got '2025-11-25'",

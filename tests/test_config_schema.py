@@ -53,7 +53,7 @@ EVERY_KEY: dict[str, Any] = {
             "expose_stderr": True, "disabled": False, "autoApprove": [], "alwaysAllow": [], "description": "d",
             "envFile": "/dev/null", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
             "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True, "read_links": True,
-            "version": "1.0.0", "protocol": "2026-07-28", "input_timeout": 60,
+            "version": "1.0.0", "protocol": "2026-07-28", "input_timeout": 60, "identity": "principal",
         },
         "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse",
                    "auth": {"type": "oauth", "scopes": ["read"], "client_id": "c", "client_secret": "${TOKEN}",

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.auth.keys import oauth_of, oauth_servers, principal_servers
+from yao_actors.auth.keys import oauth_of, oauth_servers, per_principal, principal_servers
 from yao_actors.errors import ConfigError, ModelError
 from yao_actors.providers import build_model
 from yao_actors.runtime import Runtime, open_runtime
@@ -34,12 +34,19 @@ PER_PRINCIPAL = (
     "auth.identity 'principal': connected per principal, on demand; its tools depend on each principal's login "
     "and are listed to that principal's runs only (none can be listed here)"
 )
+#: What is said of a server without OAuth with ``identity: "principal"``.
+PER_PRINCIPAL_CONNECTION = (
+    "identity 'principal': connected per principal, on demand (a connection each); its tools are listed to each "
+    "principal's runs only (none can be listed here)"
+)
 
 
-def _per_principal(config: Config, server_id: str) -> bool:
+def _per_principal(config: Config, server_id: str) -> str | None:
+    """What is said of a server each principal has a connection of its own to, or ``None`` for another."""
     spec = config.servers.get(server_id)
-    auth = None if spec is None else oauth_of(spec)
-    return auth is not None and auth.identity == "principal"
+    if spec is None or not per_principal(spec):
+        return None
+    return PER_PRINCIPAL if oauth_of(spec) else PER_PRINCIPAL_CONNECTION
 
 
 @asynccontextmanager
@@ -89,8 +96,8 @@ async def server_reports(runtime: Runtime) -> list[Report]:
         handle = runtime.servers.get(server_id)
         if handle is None:
             reports.append(Report(f"server {server_id}", True, "disabled: not started"))
-        elif _per_principal(runtime.config, server_id):
-            reports.append(Report(f"server {server_id}", True, PER_PRINCIPAL))
+        elif said := _per_principal(runtime.config, server_id):
+            reports.append(Report(f"server {server_id}", True, said))
         elif handle.state is ServerState.READY:
             count = len(await handle.list_tools())
             reports.append(Report(f"server {server_id}", True, f"ready, {count} tool(s)"))

@@ -31,7 +31,7 @@ import attrs
 import trio
 
 from yao_actors.auth.flow import authorizing
-from yao_actors.auth.keys import oauth_servers, principal_servers
+from yao_actors.auth.keys import oauth_of, oauth_servers, principal_servers
 from yao_actors.auth.principals import AuthorizationDesk, open_desk, principal_routing
 from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
@@ -237,7 +237,8 @@ async def open_runtime(
     is ready: :meth:`Runtime.wait_ready` runs first. A server with ``disabled=True`` is not started. A server
     with ``auth`` (OAuth) is connected with the tokens kept in the store (:mod:`yao_actors.auth`); one with
     ``auth.identity: "principal"`` gets a router instead of an actor, connecting each run's principal with its own
-    tokens (:mod:`yao_actors.auth.principals`; ``runtime.authorizations`` finishes their authorizations).
+    tokens (:mod:`yao_actors.auth.principals`; ``runtime.authorizations`` finishes their authorizations); so does
+    one with ``identity: "principal"``, each principal with a connection (a stdio server: a process) of its own.
 
     Resource handling:
 
@@ -270,8 +271,9 @@ async def open_runtime(
         start: ServeServer = functools.partial(
             serve_mcp_server, connect=connect, input_handler=input_handler, relay=relay
         )
-        if principal_servers(config):
-            desk = open_desk(store, vault, config.service.public_url)
+        if principals := principal_servers(config):
+            if any(oauth_of(config.servers[server_id]) for server_id in principals):
+                desk = open_desk(store, vault, config.service.public_url)
             actor = functools.partial(serve_mcp_server, input_handler=input_handler, relay=relay, publish_up=False)
             start = principal_routing(start, actor, plain, desk, relay)
         async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:

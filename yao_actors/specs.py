@@ -198,6 +198,10 @@ class ServerSpec:
     read_links: bool = False
     """Read the text resources a result links to (through the server, within the call's deadline) and show
     the model their text instead of the link."""
+    identity: Literal["service", "principal"] = "service"
+    """Whose connection serves a call: one for the whole service, or (``"principal"``) a connection of each run's
+    principal (a stdio server: a process each), opened on demand, bounded and closed when idle. A server with
+    ``auth`` says it in ``auth.identity`` (then each principal also has its own tokens)."""
 
 
 def protocol_choices() -> tuple[str, ...]:

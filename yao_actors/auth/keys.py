@@ -16,9 +16,16 @@ def oauth_servers(config: Config) -> list[str]:
     return [server_id for server_id, spec in config.servers.items() if not spec.disabled and oauth_of(spec)]
 
 
+def per_principal(spec: ServerSpec) -> bool:
+    """Whether each principal has a connection of its own to the server: its ``identity`` (or, with OAuth, its
+    ``auth.identity``) is ``"principal"``."""
+    auth = oauth_of(spec)
+    return (auth.identity if auth is not None else spec.identity) == "principal"
+
+
 def principal_servers(config: Config) -> list[str]:
-    """The ids of the enabled servers whose ``auth.identity`` is ``"principal"``, in the file's order."""
-    return [s for s in oauth_servers(config) if (auth := oauth_of(config.servers[s])) and auth.identity == "principal"]
+    """The ids of the enabled servers each principal has a connection of its own to, in the file's order."""
+    return [server_id for server_id, spec in config.servers.items() if not spec.disabled and per_principal(spec)]
 
 
 def secret_key_problem(config: Config, store: StoreSpec) -> str | None:

@@ -1,4 +1,5 @@
-"""Servers with ``auth.identity: "principal"``: one connection (a server actor) per principal, on demand.
+"""Servers with ``identity: "principal"`` (``auth.identity`` with OAuth): one connection (a server actor) per
+principal, on demand.
 
 Such a server has no actor of its own: the runtime holds a :class:`PrincipalServers` router in its place. A run
 binds it to the run's principal (:meth:`PrincipalServers.bind_principal`) before building its catalog, and gets a
@@ -22,6 +23,11 @@ serve another's call: no connection holds two principals' tokens, and a view ser
   ("too many principals at once") for that run. A connection no call used for :data:`IDLE_CLOSE` seconds is
   closed; the principal's next run opens it again (its tokens stay in the store).
 
+A server without OAuth (``identity: "principal"``: a stdio server, say) has nothing to authorize: a principal's
+connection is opened when a run of theirs binds it, and kept, bounded and closed when idle, as above. Each
+principal's calls then go to a process of their own, so what the server keeps for one principal (its state, the
+questions it asks the user) never meets another's calls.
+
 The router itself reports ``ready`` (``/readyz``, and ``yao_mcp_server_up`` 1 while it runs): it is ready to
 connect principals; their connections' states are their runs' business (their actors leave that metric alone).
 """
@@ -43,7 +49,7 @@ from yao_actors.auth.asking import begin_authorization
 from yao_actors.auth.callback import Authorized, complete_authorization
 from yao_actors.auth.discovery import DiscoveryCache
 from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
-from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.keys import oauth_of, per_principal
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
@@ -143,8 +149,9 @@ class PrincipalServers:
     """The router of one ``identity: "principal"`` server (module docstring); made by :func:`serve_principal_servers`."""
 
     spec: ServerSpec
-    auth: OAuthSpec
-    desk: AuthorizationDesk
+    auth: OAuthSpec | None
+    """The server's OAuth (each principal's tokens), or ``None``: a connection of its own is all a principal gets."""
+    desk: AuthorizationDesk | None
     connect: Connector
     serve_actor: ServeActor
     nursery: trio.Nursery
@@ -250,6 +257,10 @@ class PrincipalServers:
                 self.opening.pop(name, None)
 
     async def _connection(self, name: str) -> _Connection:
+        if self.auth is None:  # nothing to authorize: the principal's connection, opened if it has none
+            opened = self.connections.get(name) or await self.open(name)
+            opened.last_used = trio.current_time()
+            return opened
         storage = self.storage(name)
         grant = await storage.load()
         usable = grant.usable(self.clock(), configured_client=self.auth.client_id is not None)
@@ -282,10 +293,13 @@ class PrincipalServers:
         return self.clock() >= grant.expires_at - margin
 
     def storage(self, name: str) -> StoreTokenStorage:
+        assert self.desk is not None  # a router with OAuth has its desk
         return StoreTokenStorage(self.desk.vault, self.id, principal_identity(name), self.clock)
 
     async def ask(self, name: str, storage: StoreTokenStorage) -> str:
         """A fresh authorization URL for principal ``name``."""
+        assert self.auth is not None  # asked only of a router with OAuth, which has its desk
+        assert self.desk is not None
         redirect_uri = self.desk.redirect_uri
         if redirect_uri is None:
             raise AuthorizationError(
@@ -324,7 +338,9 @@ class PrincipalServers:
         return connection
 
     async def _serve(self, name: str, scope: trio.CancelScope, task_status: trio.TaskStatus[ServerHandle]) -> None:
-        connect = principal_connector(self.connect, self.desk.vault, principal_identity(name), self.clock)
+        connect = self.connect
+        if self.desk is not None:  # each principal's tokens
+            connect = principal_connector(connect, self.desk.vault, principal_identity(name), self.clock)
         try:
             with scope:
                 await self.serve_actor(self.spec, connect=connect, task_status=task_status)
@@ -453,26 +469,28 @@ def _asks_again(server: str) -> NeedsLogin:
 async def serve_principal_servers(
     spec: ServerSpec,
     *,
-    desk: AuthorizationDesk,
+    desk: AuthorizationDesk | None,
     connect: Connector,
     serve_actor: ServeActor,
     relay: ParkedRelay | None = None,
     task_status: trio.TaskStatus[PrincipalServers] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery."""
+    """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery (``desk``: where
+    principals authorize a server with OAuth, ``None`` for one without)."""
     auth = oauth_of(spec)
-    assert auth is not None  # principal_routing: a server with auth.identity "principal"
+    assert (auth is None) is (desk is None)  # principal_routing: the runtime has a desk when such a server has OAuth
     logger.info(
-        "server %r: auth.identity 'principal': connected per principal, on demand; its tools depend on each "
-        "principal's login (their names are checked against the other servers' at each run, not at start)",
+        "server %r: %sidentity 'principal': connected per principal, on demand; its tools depend on each "
+        "principal's %s (their names are checked against the other servers' at each run, not at start)",
         spec.id,
+        "auth." if auth else "",
+        "login" if auth else "connection",
     )
     up = labelled(SERVER_UP, spec.id)  # the router's: ready to connect principals, whichever are connected now
     try:
         async with trio.open_nursery() as nursery:
-            router = PrincipalServers(
-                spec, auth, desk, connect, serve_actor, nursery, clock=desk.states.clock, relay=relay
-            )
+            clock = time.time if desk is None else desk.states.clock
+            router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=clock, relay=relay)
             nursery.start_soon(router.close_idle)
             up.set(1)
             task_status.started(router)
@@ -485,20 +503,25 @@ def principal_routing(
     serve: ServeActor,
     serve_actor: ServeActor,
     connect: Connector,
-    desk: AuthorizationDesk,
+    desk: AuthorizationDesk | None,
     relay: ParkedRelay | None = None,
 ) -> ServeActor:
     """``serve`` (the runtime's way to start a server actor), with each ``identity: "principal"`` server served by
-    a router instead, whose principals' actors ``serve_actor`` starts on ``connect`` wrapped with their own tokens
-    (``relay``: the store's held calls, as the actors have it)."""
+    a router instead, whose principals' actors ``serve_actor`` starts on ``connect``, wrapped with their own tokens
+    for a server with OAuth (``desk``: where they authorize, when there is such a server; ``relay``: the store's
+    held calls, as the actors have it)."""
 
     async def start(spec: ServerSpec, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        auth = oauth_of(spec)
-        if auth is None or auth.identity != "principal":
+        if not per_principal(spec):
             await serve(spec, task_status=task_status)
             return
         await serve_principal_servers(
-            spec, desk=desk, connect=connect, serve_actor=serve_actor, relay=relay, task_status=task_status
+            spec,
+            desk=desk if oauth_of(spec) else None,
+            connect=connect,
+            serve_actor=serve_actor,
+            relay=relay,
+            task_status=task_status,
         )
 
     return start

@@ -71,7 +71,7 @@ def other_clients_settings(data: Any) -> list[str]:
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
-    "protocol", "input_timeout", "read_links", "auth",
+    "protocol", "input_timeout", "read_links", "auth", "identity",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use (but a stdio server's
 #: ``envFile``, which is read): accepted, one note each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -197,6 +197,13 @@ class ConfigReader(AssistantReader, ServiceReader):
             options["queue_size"] = self.integer(item["queue_size"], join_path(path, "queue_size"))
         if "dispatch" in item:
             options["dispatch"] = self.choice(item["dispatch"], join_path(path, "dispatch"), ("parallel", "sequential"))
+        if "identity" in item and "auth" in item:
+            self.fail(
+                join_path(path, "identity"), "a server with auth says whose connection serves a call in auth.identity"
+            )
+            options["identity"] = None
+        elif "identity" in item:
+            options["identity"] = self.choice(item["identity"], join_path(path, "identity"), ("service", "principal"))
         if "restart" in item:
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:

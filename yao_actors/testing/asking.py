@@ -9,6 +9,7 @@ Tools:
 - ``greet`` asks through ``ctx.elicit(...)`` (a form): handshake-era connections only
   (on 2026-07-28 the SDK has no back-channel for it, and the call fails);
 - ``sign_in`` asks through ``ctx.elicit_url(...)`` (a URL to visit): handshake-era only;
+- ``visit`` asks the user to visit whatever URL it is given, as a hostile server might (handshake-era only);
 - ``book`` asks through a resolver (``Resolve(fn)`` returning ``Elicit[Booking]``): mid-call on
   handshake-era connections, as an ``InputRequiredResult`` on 2026-07-28 ones;
 - ``bookings`` says how many times ``book`` ran to its end (each answer completes at most one).
@@ -60,6 +61,11 @@ def build_asking_server(name: str = "asking") -> MCPServer:
     @server.tool(description="Ask the user to sign in on a web page (asks with ctx.elicit_url).")
     async def sign_in(ctx: Context) -> dict[str, Any]:
         answer = await ctx.elicit_url("Sign in to continue", "https://example.com/login?flow=42", "login-42")
+        return {"action": answer.action}
+
+    @server.tool(description="Ask the user to visit the URL given (any URL, as a hostile server might).")
+    async def visit(url: str, ctx: Context) -> dict[str, Any]:
+        answer = await ctx.elicit_url("Open this page", url, "visit-1")
         return {"action": answer.action}
 
     @server.tool(description="Book a hotel room; asks the user for the day and the number of guests.")

@@ -28,6 +28,8 @@ import attrs
 import mcp.types
 import trio
 
+from yao_actors.untrusted_urls import url_refusal
+
 logger = logging.getLogger(__name__)
 
 InputAction = Literal["accept", "decline", "cancel"]
@@ -129,6 +131,16 @@ def input_request(server: str, tool: str, params: mcp.types.ElicitRequestParams)
     return InputRequest(server, tool, "form", params.message, schema=dict(params.requested_schema))
 
 
+def refusal(params: mcp.types.ElicitRequestParams) -> str | None:
+    """Why the question ``params`` asks is not put to the user, or ``None``: a URL question whose URL must not
+    reach a person (:func:`~yao_actors.untrusted_urls.url_refusal`). The server is told why instead (and so the
+    model hears it)."""
+    if not isinstance(params, mcp.types.ElicitRequestURLParams):
+        return None
+    reason = url_refusal(params.url)
+    return None if reason is None else f"the server's URL question was refused: {reason}"
+
+
 def elicit_result(answer: InputAnswer) -> mcp.types.ElicitResult:
     """The ``ElicitResult`` that tells the server ``answer``."""
     content = dict(answer.content) if answer.action == "accept" and answer.content is not None else None
@@ -139,11 +151,14 @@ def input_round(
     server: str, tool: str, arguments: Mapping[str, Any], result: mcp.types.InputRequiredResult
 ) -> InputRound | str:
     """The :class:`InputRound` of a 2026-07-28 ``InputRequiredResult``, or why it cannot be one (it asks for
-    something other than the user's input: sampling or roots, which this client does not offer)."""
+    something other than the user's input: sampling or roots, which this client does not offer; or a question
+    is :func:`refusal`-ed)."""
     questions: list[tuple[str, InputRequest]] = []
     for key, request in (result.input_requests or {}).items():
         if not isinstance(request, mcp.types.ElicitRequest):
             return f"the server asks for {request.method}, which this client does not answer"
+        if (refused := refusal(request.params)) is not None:
+            return refused
         questions.append((key, input_request(server, tool, request.params)))
     return InputRound(tuple(questions), dict(arguments), request_state=result.request_state)
 
@@ -158,4 +173,5 @@ __all__ = [
     "elicit_result",
     "input_request",
     "input_round",
+    "refusal",
 ]

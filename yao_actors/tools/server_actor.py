@@ -55,6 +55,7 @@ from typing import Any
 import attrs
 import mcp
 import mcp.types
+import pydantic
 import trio
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.shared.dispatcher import ProgressFnT
@@ -64,6 +65,7 @@ from yao_actors.errors import AuthorizationError, ErrorKind, exception_leaves, s
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.askers import Askers
 from yao_actors.tools.input_requests import (
     InputAnswer,
     InputHandler,
@@ -72,6 +74,7 @@ from yao_actors.tools.input_requests import (
     elicit_result,
     input_request,
     input_round,
+    refusal,
 )
 from yao_actors.tools.links import read_links
 from yao_actors.tools.parked_relay import ParkedRelay
@@ -87,6 +90,7 @@ from yao_actors.tools.server_handle import (
     unavailable_outcome,
 )
 from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
+from yao_actors.transports.malformed import MALFORMED
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +120,8 @@ class _Connection:
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
     answered: bool = False
     unanswered: list[CallRequest] = attrs.field(factory=list)
-    running: set[CallRequest] = attrs.field(factory=set)
+    askers: Askers = attrs.field(factory=Askers)
+    """Its calls in flight, and which of them can have asked a question (:mod:`~yao_actors.tools.askers`)."""
 
 
 @attrs.define(eq=False)
@@ -139,6 +144,9 @@ class _ServerActor:
     #: Whether this actor's state is the server's ``yao_mcp_server_up`` (not a principal's connection's: the
     #: router of an ``identity: "principal"`` server owns that label).
     publish_up: bool = True
+    #: Whether the server has asked a question its transport did not tie to a call: then its connections run
+    #: calls one at a time (:mod:`~yao_actors.tools.askers`), this one and the next.
+    untied_questions: bool = False
 
     @property
     def id(self) -> str:
@@ -197,14 +205,14 @@ class _ServerActor:
     async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None
         self.status.call_started()
-        connection.running.add(request)
         calling = _CALLING.set(request)
         try:
             with request.scope, tracing.attached(request.trace_context):
+                await connection.askers.enter(request)
                 outcome = await self._execute(connection, request)
         finally:
             _CALLING.reset(calling)
-            connection.running.discard(request)
+            connection.askers.leave(request, answered=outcome is not None)
             self.status.call_ended()
             if outcome is not None:
                 request.answer(outcome)
@@ -242,6 +250,12 @@ class _ServerActor:
                 )
         except MCPError as exc:
             return await self._protocol_error(connection, request, exc)
+        except pydantic.ValidationError as exc:  # JSON-RPC, but not the result the SDK expects
+            reason = _first_error(exc)
+            logger.warning(
+                "server %r: tools/call %r: %s: %s", self.id, request.name, MALFORMED, reason, extra={"server": self.id}
+            )
+            return _malformed(request, reason)
         except Exception as exc:
             logger.warning(
                 "server %r: tools/call %r failed", self.id, request.name, exc_info=True, extra={"server": self.id}
@@ -273,6 +287,10 @@ class _ServerActor:
             reason = f"the request failed: {exc.error.message}"
             return unavailable_outcome(self.spec, reason, started=request.started, lost=True)
         connection.answered = True
+        if exc.code == mcp.types.PARSE_ERROR:
+            # The answer could not be read (the transport said so, and said why in its log line); or the server
+            # says it could not read the request: either way nothing of the call came back.
+            return _malformed(request, exc.error.data if isinstance(exc.error.data, str) else None)
         return ToolOutcome(
             error=f"{exc.error.message} (JSON-RPC error {exc.code})",
             kind=ErrorKind.TOOL_ERROR,
@@ -294,21 +312,34 @@ class _ServerActor:
 
         The SDK's own input-round driver (protocol 2026-07-28) calls it too, in the call's task. A handshake-era
         request is tied to its call by the task that sent the call where the transport keeps it (streamable
-        HTTP), else it must be the connection's only call in flight.
+        HTTP); else :class:`~yao_actors.tools.askers.Askers` tells which call asked, or refuses the question
+        (and from then on the actor's connections run their calls one at a time). A URL the user must not be
+        sent to is refused before anyone is asked.
         """
         handler = self.input_handler
+        askers = connection.askers
+        askers.one_at_a_time = self.untied_questions
 
         async def on_elicit(
             context: ClientRequestContext, params: mcp.types.ElicitRequestParams
         ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
-            request = _CALLING.get() or _sole(connection.running)
+            if (refused := refusal(params)) is not None:
+                logger.warning("server %r: %s", self.id, refused, extra={"server": self.id})
+                return mcp.types.ErrorData(code=mcp.types.INVALID_PARAMS, message=refused)
+            request: CallRequest | str | None = _CALLING.get()
             if request is None:
-                message = f"cannot tell which of {len(connection.running)} calls in flight asked for input"
-                logger.warning("server %r: %s", self.id, message, extra={"server": self.id})
-                return mcp.types.ErrorData(code=mcp.types.INVALID_REQUEST, message=message)
-            if handler is None:
-                return await self._park(request, str(context.request_id), params)
-            return await self._ask(handler, request, params)
+                self.untied_questions = askers.one_at_a_time = True
+                request = await askers.asker()
+            if isinstance(request, str):
+                logger.warning("server %r: %s", self.id, request, extra={"server": self.id})
+                return mcp.types.ErrorData(code=mcp.types.INVALID_REQUEST, message=request)
+            askers.ask_user(request)
+            try:
+                if handler is None:
+                    return await self._park(request, str(context.request_id), params)
+                return await self._ask(handler, request, params)
+            finally:
+                await askers.resume(request)
 
         return on_elicit
 
@@ -569,9 +600,17 @@ class _ServerActor:
             labelled(SERVER_RESTARTS, self.id).inc()
 
 
-def _sole(requests: set[CallRequest]) -> CallRequest | None:
-    """The one call in ``requests``, or ``None`` when there are none or several."""
-    return next(iter(requests)) if len(requests) == 1 else None
+def _malformed(request: CallRequest, reason: str | None) -> ToolOutcome:
+    """The outcome of a call whose answer could not be read (``reason``: what was wrong, when known)."""
+    error = MALFORMED if reason is None else f"{MALFORMED}: {reason}"
+    return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR, duration=trio.current_time() - request.started)
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    """The first thing pydantic found wrong, in one line: where, and what."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
 
 
 def _describe(leaves: Sequence[BaseException]) -> str:

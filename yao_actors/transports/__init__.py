@@ -35,7 +35,7 @@ from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from yao_actors.errors import exception_leaves
-from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, SseTransport, StdioTransport, Transport
+from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, SseTransport, StdioTransport
 from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, open_http_transport
 from yao_actors.transports.link import Link
 from yao_actors.transports.sdk_errors import install as install_sdk_filter
@@ -96,7 +96,7 @@ async def open_client(
     mcp.client.session.DISCOVER_TIMEOUT_SECONDS = DISCOVER_TIMEOUT
     mode, prior = connect_mode(spec.protocol, prior_discover)
     with sdk_errors_in_one_line(spec.id):
-        async with _open_transport(spec.transport, link, line_limits) as target:
+        async with _open_transport(spec, link, line_limits) as target:
             client = mcp.Client(
                 target,
                 mode=mode,
@@ -133,11 +133,11 @@ def is_modern(version: str | None) -> bool:
 
 
 @asynccontextmanager
-async def _open_transport(transport: Transport, link: Link, line_limits: LineLimits) -> AsyncIterator[Any]:
+async def _open_transport(spec: ServerSpec, link: Link, line_limits: LineLimits) -> AsyncIterator[Any]:
     """What ``mcp.Client`` connects to: transport streams, or the in-process server itself."""
-    match transport:
+    match transport := spec.transport:
         case StdioTransport():
-            async with open_stdio_transport(transport, link, line_limits) as streams:
+            async with open_stdio_transport(transport, link, line_limits, name=spec.id) as streams:
                 yield _Streams(streams)
         case HttpTransport():
             async with open_http_transport(transport, link) as streams:

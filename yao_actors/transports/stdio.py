@@ -32,6 +32,7 @@ from mcp.shared.message import SessionMessage
 
 from yao_actors.specs import StdioTransport
 from yao_actors.transports.link import Link
+from yao_actors.transports.malformed import unparsed
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +58,10 @@ DEFAULT_LINE_LIMITS = LineLimits()
 
 @asynccontextmanager
 async def open_stdio_transport(
-    params: StdioTransport, link: Link, limits: LineLimits = DEFAULT_LINE_LIMITS
+    params: StdioTransport, link: Link, limits: LineLimits = DEFAULT_LINE_LIMITS, *, name: str | None = None
 ) -> AsyncIterator[tuple[StdoutReader, StdinWriter]]:
-    """Run ``params``' command and yield the MCP streams over its stdin/stdout.
+    """Run ``params``' command and yield the MCP streams over its stdin/stdout (``name``: the server's, for logs;
+    else its pid).
 
     The child's death sets ``link.lost`` with its exit code (after its last
     stderr lines were read), also when the session failed first for the stdout
@@ -78,7 +80,7 @@ async def open_stdio_transport(
     link.pid = process.pid
     assert isinstance(process.stdin, trio.lowlevel.FdStream)
     assert isinstance(process.stdout, trio.lowlevel.FdStream)
-    reader = StdoutReader(process.stdout, link, limits.stdout)
+    reader = StdoutReader(process.stdout, link, limits.stdout, repr(name) if name else f"pid {process.pid}")
     writer = StdinWriter(process.stdin, link)
     stderr_done = trio.Event()
     try:
@@ -154,13 +156,15 @@ class StdoutReader:
 
     The session's receive loop reads and parses the lines itself (no task between it and the pipe, and no
     read-ahead: a session that is not reading leaves the child's writes in the pipe). A line that is not a
-    JSON-RPC message is passed on as its parse error (the session logs it and goes on); a line over ``limit``
+    JSON-RPC message fails the request it answers at once, or is passed on as its parse error, which the session
+    drops (:func:`~yao_actors.transports.malformed.unparsed`; ``name`` says whose in the log); a line over ``limit``
     bytes loses ``link`` (the stream cannot be trusted past it) and ends the stream, so the session fails its
     pending requests and supervision restarts the server.
     """
 
-    def __init__(self, stdout: trio.lowlevel.FdStream, link: Link, limit: int) -> None:
+    def __init__(self, stdout: trio.lowlevel.FdStream, link: Link, limit: int, name: str) -> None:
         self._stdout = stdout
+        self._name = name
         self._link = link
         self._limit = limit
         self._lines = _LineSplitter(limit)
@@ -191,7 +195,7 @@ class StdoutReader:
                     self._overflow()
                     break
                 if line and not line.isspace():  # a blank line is no message (isspace copies nothing)
-                    self._ready.append(_parse_line(line))
+                    self._ready.append(_parse_line(line, self._name))
             if self._lines.cut:
                 self._overflow()
         if not self._yielded:
@@ -258,11 +262,11 @@ class StdoutReader:
         await self.aclose()
 
 
-def _parse_line(line: bytes | bytearray) -> SessionMessage | Exception:
+def _parse_line(line: bytes | bytearray, name: str) -> SessionMessage | Exception:
     try:
         return SessionMessage(mcp.types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
-        return exc
+        return unparsed(line, exc, name)
 
 
 #: Messages (or the rests of messages) the backlog writer may hold beyond the one it is writing.
