@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
-from yao_actors.service.auth import is_loopback
+from yao_actors.untrusted_urls import url_refusal
 
 Ask = Callable[[str], Awaitable[str | None]]
 """How a question reaches a person: the question in, the reply out (``None``: nobody answers, the input ended).
@@ -96,13 +96,13 @@ async def ask_terminal(question: str) -> str | None:
 
 async def decide(interrupt: Mapping[str, Any], ask: Ask, out: TextIO) -> dict[str, Any]:
     """The ``resume`` entry answering one interrupt, from the person's replies: an approval, a server's form,
-    or a URL to visit (refused unless it is safe to open: see :func:`link_refusal`). :class:`NoAnswer` when the
+    or a URL to visit (refused unless it is safe to open: see :func:`~yao_actors.untrusted_urls.url_refusal`). :class:`NoAnswer` when the
     input ended."""
     entry = {"interruptId": interrupt["id"], "status": "resolved"}
     reason = interrupt.get("reason")
     if reason in ("url_required", "authorization_required"):
         url = str(interrupt.get("url") or (interrupt.get("metadata") or {}).get("url") or "")
-        if refusal := link_refusal(url):
+        if refusal := url_refusal(url):
             out.write(f"✗ {interrupt.get('message') or 'a server asks you to open a link'}: not opened, {refusal}\n")
             return entry | {"payload": {"action": "decline"}}
         done = _yes(await _asked(ask, f"{interrupt.get('message')}: open {url} — done?"))
@@ -122,22 +122,8 @@ async def decide(interrupt: Mapping[str, Any], ask: Ask, out: TextIO) -> dict[st
 def waiting_line(interrupt: Mapping[str, Any]) -> str:
     """An interrupt nobody answered, as a line: what it waits for."""
     reason = interrupt.get("reason", "tool_approval")
-    link = f" ({interrupt['url']})" if interrupt.get("url") and not link_refusal(str(interrupt["url"])) else ""
+    link = f" ({interrupt['url']})" if interrupt.get("url") and not url_refusal(str(interrupt["url"])) else ""
     return f"⏸ waiting [{reason}]: {interrupt.get('message', '')}{link}"
-
-
-def link_refusal(url: str) -> str | None:
-    """Why ``url`` may not be offered to a person as a link (``None``: it may): only ``https:`` URLs, and
-    ``http:`` ones on a loopback host, lead somewhere a server may send a user — a ``javascript:``, ``data:`` or
-    ``file:`` URL from an untrusted server would run or read something instead."""
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    if scheme == "https" and parts.hostname:
-        return None
-    if scheme == "http" and parts.hostname and is_loopback(parts.hostname):
-        return None
-    shown = f"{scheme}:" if scheme else "no scheme"
-    return f"a link must be https: (or http: on this machine), this one has {shown}"
 
 
 async def _asked(ask: Ask, question: str) -> str:
