@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from yao_actors.tools import arguments
 from yao_actors.tools.arguments import check_arguments, parse_arguments
-from yao_actors.tools.schema_gate import compiled_validator, schema_problems
 from yao_actors.tools.schema_check import TYPES, compile_check, never
+from yao_actors.tools.schema_gate import compiled_validator, schema_problems
 
 WEATHER: dict[str, Any] = {
     "type": "object",
