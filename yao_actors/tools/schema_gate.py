@@ -175,7 +175,7 @@ def _compile(schema: Any, *, formats: bool) -> Gated:
     checker = FormatChecker(_ANSWER_FORMATS) if formats else None
     validator = _gated_class(cls, skip_unevaluated)(schema, registry=_NO_RETRIEVAL, format_checker=checker)
     check = compile_check(schema) if not formats else never
-    return Gated(validator, check, unenforced=tuple(dict.fromkeys(unenforced)))
+    return Gated(validator, check, unenforced=tuple(sorted(set(unenforced))))
 
 
 def _walk(schema: Any, cls: Any) -> str | tuple[list[str], bool]:
