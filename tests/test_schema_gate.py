@@ -16,6 +16,7 @@ import trio
 
 from yao_actors.tools import schema_gate
 from yao_actors.tools.input_requests import InputAnswer, elicit_result, input_round
+from yao_actors.tools.results import call_outcome
 from yao_actors.tools.schema_gate import (
     answer_problem,
     compiled_validator,
@@ -287,3 +288,15 @@ def test_nothing_but_the_gate_builds_a_validator_from_a_servers_schema() -> None
     assert offenders == {}
     assert _validator_uses(PACKAGE / "tools/schema_gate.py")  # the walk does see a use
     assert jsonschema.Draft202012Validator  # what it looks for exists
+
+
+def test_an_output_schema_that_cannot_be_enforced_takes_the_result_as_it_comes() -> None:
+    output = {"type": "object", "properties": {"temp": {"$ref": "http://127.0.0.1:9/temp.json"}}}
+    tool = mcp.types.Tool(name="t", input_schema={"type": "object"}, output_schema=output)
+    assert tool_schema_notes(tool) == (
+        "outputSchema not checked here ($ref 'http://127.0.0.1:9/temp.json' is not followed: only references "
+        "inside the schema resolve)",
+    )
+    result = mcp.types.CallToolResult(content=[], structured_content={"temp": "warm"})
+    outcome = call_outcome(result, output, 0.0)
+    assert (outcome.ok, outcome.result, outcome.structured) == (True, {"temp": "warm"}, True)

@@ -15,7 +15,9 @@ The keywords compiled (draft 2020-12, the default of a schema without ``$schema`
 ``maximum``, ``if``/``then`` (``if`` one property's string ``const``), ``anyOf``, and the annotations
 (``title``, ``description``, ``default``, ...), which validate nothing. A schema with any other keyword, or
 with a compiled keyword in a form not compiled, is :data:`never` (everything goes to ``jsonschema``); a
-property's schema that is never fails only the objects that have that property. Compiling never raises, so
+property's schema that is never fails only the objects that have that property. ``pattern`` is searched for
+on RE2 (:mod:`~yao_actors.tools.linear_patterns`: linear time, whoever wrote the pattern); one RE2 refuses is
+not compiled. Compiling never raises, so
 a tool's schema, whatever it holds, cannot fail the call. ``tests/test_arguments.py`` and
 ``tests/service/test_frame_check.py`` check the promise on generated instances: whatever a predicate
 accepts, ``jsonschema`` accepts.

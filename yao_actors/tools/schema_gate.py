@@ -1,7 +1,8 @@
 """The one gate for JSON Schemas that come from outside: compiled here, once, and nowhere else.
 
 A tool's ``inputSchema`` and ``outputSchema``, an elicitation's ``requestedSchema`` and the answers checked
-against it come from MCP servers (and AG-UI clients) this process does not control. jsonschema's defaults
+against it come from MCP servers (and the answers from AG-UI clients) this process does not control; a client's
+own tools' ``parameters`` only go to the model, and nothing compiles them. jsonschema's defaults
 are made for trusted schemas: a ``$ref`` to ``http://…`` or ``file:///…`` is fetched (blocking the event
 loop, with no deadline, and the fetched values come back in validation errors), and ``pattern`` runs on
 Python's backtracking ``re``. Here instead:
