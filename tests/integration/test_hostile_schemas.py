@@ -175,7 +175,6 @@ async def test_hostile_tool_schemas_fetch_nothing_read_nothing_and_freeze_nothin
     caplog.set_level(logging.WARNING, logger="yao_actors.tools.server_actor")
     calls = [
         ["remote_ref", {"value": "x"}],
-        ["silent_ref", {"value": "x"}],
         ["file_ref", {"value": "x"}],
         ["slow_pattern", {"value": SLOW}],
         ["backreference", {"value": "zz"}],
@@ -188,20 +187,22 @@ async def test_hostile_tool_schemas_fetch_nothing_read_nothing_and_freeze_nothin
             healthz_answering(rt),
         ):
             run = await rt.run("a", json.dumps(calls))
+            silent = await rt.run("a", json.dumps([["silent_ref", {"value": "x"}]]))  # alone: nothing else fails it
     check_stream(run.events)
+    check_stream(silent.events)
     assert (hostile.refs.fetches, hostile.silent.fetches) == ([], [])
-    assert run.outcome is Outcome.ANSWERED
+    assert run.outcome is silent.outcome is Outcome.ANSWERED
     everything = json.dumps(run.events)
     assert SECRET not in everything
     assert FILE_SECRET not in everything
-    got = results(run.events)
+    got = results(run.events) | results(silent.events)
     # A schema that refers outside itself is not enforced: the server judges the call (and answers it).
     for tool in ("remote_ref", "silent_ref", "file_ref"):
         assert json.loads(got[tool]) == {"echo": "x"}
     assert got["slow_pattern"] == f"Error: invalid arguments: value: {SLOW!r} does not match '^(a+)+$'"
     assert got["slow_output"].startswith("Error: the tool's structuredContent does not match its outputSchema")
     assert json.loads(got["backreference"]) == {"echo": "zz"}  # a pattern RE2 refuses is not enforced
-    (status,) = [e["value"] for e in run.events if e.get("name") == "server_status"]
+    (status,) = [e["value"] for e in run.events if e.get("name") == "server_status"]  # said in every run
     assert (status["server"], status["state"]) == ("hostile", "schema_not_enforced")
     for tool in ("remote_ref", "silent_ref", "file_ref", "backreference"):
         assert f"tool {tool!r}: inputSchema" in status["detail"]
