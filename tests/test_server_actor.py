@@ -219,7 +219,7 @@ async def test_only_the_actor_task_enters_and_exits_the_client() -> None:
 
     class Recording:
         """The client, or its session (a 2026-07-28 call goes through ``client.session.call_tool``); attributes
-        set on it (the actor replaces the session's ``validate_tool_result``) are set on what it wraps."""
+        set on it are set on what it wraps."""
 
         def __init__(self, inner: Any) -> None:
             object.__setattr__(self, "inner", inner)

@@ -508,9 +508,6 @@ class _ServerActor:
             prior_discover=prior,
         ) as client:
             connection.client = client
-            # The outcome checks structured output against the outputSchema itself (call_outcome): a mismatch
-            # is the tool's error, where the SDK raised a RuntimeError that would read as the server failing.
-            client.session.validate_tool_result = _outcome_checks_structured_output  # type: ignore[method-assign]
             self.status.connected(link.pid)
             self._negotiated(client)
             await self.fetch_catalog(client)
@@ -692,7 +689,3 @@ async def serve_mcp_server(
 
 
 __all__ = ["PROGRESS_BUFFER", "ServerHandle", "ServerState", "ServerStatistics", "serve_mcp_server"]
-
-
-async def _outcome_checks_structured_output(name: str, result: mcp.types.CallToolResult) -> None:
-    """Instead of the SDK's ``validate_tool_result``: :func:`~yao_actors.tools.results.call_outcome` checks."""
