@@ -85,11 +85,10 @@ from yao_actors.tools.server_handle import (
     CallRequest,
     ProgressItem,
     ServerHandle,
-    ServerState,
-    ServerStatistics,
     ServerStatus,
     unavailable_outcome,
 )
+from yao_actors.tools.tool_server import ServerState, ServerStatistics
 from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
 from yao_actors.transports.malformed import MALFORMED
 
