@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from yao_actors.bench.plan import DEFAULT_MODES, MODES
-from yao_actors.client_files import CONFIG_HELP, config_file
+from yao_actors.cli.client_files import CONFIG_HELP, config_file
 
 #: The defaults of ``--calls`` and ``--repeat``.
 DEFAULT_CALLS = 8

@@ -3,7 +3,7 @@
 Models send arguments as JSON text, sometimes malformed. The rules (DESIGN §4.1):
 an empty string is ``{}``; strict ``json.loads`` first (nesting bounded,
 lone surrogates replaced, ``NaN`` / ``Infinity`` refused: a tool would get ``null``
-for them; :mod:`yao_actors.untrusted_json`), ``json_repair`` only when the text is
+for them; :mod:`yao_actors.untrusted.json`), ``json_repair`` only when the text is
 malformed (and the repair is recorded, since it may silently complete a value
 that was cut off); the value must be an object; it must satisfy the tool's
 ``inputSchema``. Validators are compiled once per schema and cached, keyed by the
@@ -31,8 +31,8 @@ from jsonschema import exceptions as jsonschema_exceptions  # type: ignore[impor
 from jsonschema import validators
 from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
-from yao_actors import untrusted_json
 from yao_actors.tools.schema_check import Check, compile_check, never
+from yao_actors.untrusted import json as untrusted_json
 
 _JSON_TYPE_NAMES: dict[type, str] = {
     list: "array",

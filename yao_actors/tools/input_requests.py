@@ -28,7 +28,7 @@ import attrs
 import mcp.types
 import trio
 
-from yao_actors.untrusted_urls import url_refusal
+from yao_actors.untrusted.urls import url_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def input_request(server: str, tool: str, params: mcp.types.ElicitRequestParams)
 
 def refusal(params: mcp.types.ElicitRequestParams) -> str | None:
     """Why the question ``params`` asks is not put to the user, or ``None``: a URL question whose URL must not
-    reach a person (:func:`~yao_actors.untrusted_urls.url_refusal`). The server is told why instead (and so the
+    reach a person (:func:`~yao_actors.untrusted.urls.url_refusal`). The server is told why instead (and so the
     model hears it)."""
     if not isinstance(params, mcp.types.ElicitRequestURLParams):
         return None

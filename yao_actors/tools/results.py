@@ -18,11 +18,11 @@ from typing import Any
 import attrs
 import mcp.types
 
-from yao_actors import untrusted_json
 from yao_actors.errors import ErrorKind, is_retryable
 from yao_actors.tools.arguments import schema_problems
 from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
+from yao_actors.untrusted import json as untrusted_json
 
 
 @attrs.frozen

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from yao_actors.terminal_questions import Ask, NoAnswer, ask_terminal, decide
+from yao_actors.cli.terminal_questions import Ask, NoAnswer, ask_terminal, decide
 from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest
 
 
