@@ -353,7 +353,8 @@ async def _start_servers(
 async def check_tool_names(
     assistants: Iterable[AssistantSpec], servers: Mapping[str, ServerHandle], catalogs: CatalogCache
 ) -> None:
-    """Refuse, at start, an assistant whose servers' tools collide on a flat name (DESIGN §3.1).
+    """Refuse, at start, an assistant whose servers' tools collide on a flat name: two tools
+    claiming one name would misroute calls, so the configuration is refused instead, naming both.
 
     Builds each assistant's catalog from the servers that are up (which also
     warms the cache for the first runs); :class:`ConfigError` names both sources

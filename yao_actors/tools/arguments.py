@@ -1,6 +1,6 @@
 """A model's argument string made into a checked object, or a precise reason why not.
 
-Models send arguments as JSON text, sometimes malformed. The rules (DESIGN §4.1):
+Models send arguments as JSON text, sometimes malformed. The rules, the same on every path to a server:
 an empty string is ``{}``; strict ``json.loads`` first (nesting bounded,
 lone surrogates replaced, ``NaN`` / ``Infinity`` refused: a tool would get ``null``
 for them; :mod:`yao_actors.untrusted.json`), ``json_repair`` only when the text is
