@@ -8,7 +8,7 @@ of a client of the service.
 ``YAO_ACTORS_TOKEN``); ``check [--config FILE] [--connect]``,
 ``tools`` and ``call SERVER TOOL '{json}'`` look at a configuration's servers and models
 (:mod:`yao_actors.cli.probe_commands`); ``bench --call SERVER__TOOL ...`` times calls of your own tools
-(:mod:`yao_actors.bench.cli`); ``config schema`` prints the configuration's JSON Schema; ``--version`` the version.
+(:mod:`yao_actors.cli.bench`); ``config schema`` prints the configuration's JSON Schema; ``--version`` the version.
 
 Building the parser imports only what a client needs (the standard library, Trio, the chat client): each other
 command's module is imported when that command runs (:func:`later`), so ``chat`` starts without importing the
@@ -28,8 +28,8 @@ from typing import Any, Final, NoReturn
 import trio
 
 from yao_actors import __version__
-from yao_actors.auth.options import add_auth_parser
-from yao_actors.bench.options import add_bench_parser
+from yao_actors.cli.auth_options import add_auth_parser
+from yao_actors.cli.bench_options import add_bench_parser
 from yao_actors.cli.chat import DEFAULT_URL, Hold, chat, show_history
 from yao_actors.cli.client_files import CONFIG_HELP, config_file
 from yao_actors.observability.logs import LOG_FORMATS
@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _add_serve_parser(commands)
     _add_client_parsers(commands)
-    add_bench_parser(commands, later("yao_actors.bench.cli", "bench_command"))
+    add_bench_parser(commands, later("yao_actors.cli.bench", "bench_command"))
     _add_probe_parsers(commands)
     add_auth_parser(commands, later)
 
