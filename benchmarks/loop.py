@@ -42,7 +42,7 @@ the median per turn, the loop's overhead per turn over ``raw``, the ratio to
 and the CPU time of this process per turn (what the loop itself burns; the
 servers' CPU is not in it), which a busy machine disturbs less than wall time.
 Figures go to ``benchmarks/results/loop.json``. This measures; it asserts
-nothing. With ``--profile FILE``, the ``echo`` workload's ``loop`` row runs
+nothing. With ``--profile FILE``, the first workload's ``loop`` row runs
 ``--repeat`` more times under cProfile after the timed rounds, and its time is
 printed per turn split by layer (``profile_layers.py``: the runtime's own
 code, Trio, the MCP SDK, JSON).
@@ -422,7 +422,7 @@ async def run_benchmark(workloads: list[Workload], repeat: int, profile: Path | 
         print(f"[{workload.name}] starting {workload.servers} stdio servers ...", file=sys.stderr, flush=True)
         async with open_setup(workload) as setup:
             rows.extend(summarise(workload, await measure(jobs(setup), repeat)))
-            if profile is not None and workload.name == "echo":
+            if profile is not None and workload is workloads[0]:
                 await profile_row(jobs(setup)["loop"], repeat, profile)
     return {
         "benchmark": "loop",
@@ -454,7 +454,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workloads", default="echo,sleep,batch", help="comma-separated: echo,sleep,batch")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
     parser.add_argument(
-        "--profile", type=Path, help="also write a cProfile of the echo loop row to this file, split by layer"
+        "--profile", type=Path, help="also write a cProfile of the first workload's loop row to this file, by layer"
     )
     args = parser.parse_args(argv)
     known = {
@@ -468,15 +468,14 @@ def main(argv: list[str] | None = None) -> None:
     unknown = set(names) - set(known)
     if unknown:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
-    if args.profile is not None and "echo" not in names:
-        parser.error("--profile profiles the echo workload's loop row: add echo to --workloads")
     # Before any MCPServer configures the root logger at INFO.
     logging.basicConfig(level=logging.WARNING)
     report = trio.run(run_benchmark, [known[n] for n in names], args.repeat, args.profile)
     print_table(report["rows"], report["observability_off_us_per_turn"] / 1e6)
     if args.profile is not None:
-        print(f"\nthe echo loop row's profiled time by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
-        profile_layers.main([str(args.profile), "--runs", str(args.repeat * args.turns), "--unit", "turn"])
+        first = known[names[0]]
+        print(f"\nthe {first.name} loop row's time by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
+        profile_layers.main([str(args.profile), "--runs", str(args.repeat * first.turns), "--unit", "turn"])
     figures.write(args.out, report)
 
 
