@@ -22,9 +22,9 @@ from yao_actors.conversation.approvals import PendingApproval, Resolution, resol
 from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
 from yao_actors.conversation.inputs import (
     Answered,
-    Answering,
     Pending,
     PendingInput,
+    call_answers,
     gone_calls,
     held_inputs,
     resolve_inputs,
@@ -433,13 +433,9 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     the run ends ``interrupt_expired``.
     """
 
-    async def reaches(server: str, ticket: str) -> bool:
-        handle = run.resources.servers.get(server)
-        reach = getattr(handle, "reaches_parked", None)
-        if callable(reach):
-            return bool(await reach(ticket))
-        holder = getattr(handle, "holds_parked", None)
-        return bool(holder(ticket)) if callable(holder) else False
+    async def reaches(server_id: str, ticket: str) -> bool:
+        server = run.resources.servers.get(server_id)
+        return server is not None and await server.reaches_parked(ticket)
 
     try:
         gone = await gone_calls(answered, reaches)
@@ -472,9 +468,8 @@ async def _run_answered(
     catalog = await run.catalog(assistant, ())
     for answers in calls.values():
         first = answers[0][0]
-        handle = run.resources.servers.get(first.server)  # gone from the config: the call fails as unknown
-        servers = {first.server: Answering(handle, answers)} if handle is not None else {}
-        results, _ = await run.dispatch([first.call], catalog, servers, assistant.timeouts.turn)
+        given = {first.call.id: call_answers(answers)}
+        results, _ = await run.dispatch([first.call], catalog, assistant.timeouts.turn, answers=given)
         run.record(results, messages)
         asked_again.extend(held_inputs(results, [first.call], run.resources.clock(), run.input_timeout))
     return messages
@@ -485,8 +480,7 @@ async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resoluti
     messages: list[Message] = []
     if resolution.approved:
         catalog = await run.catalog(assistant, ())
-        servers = run.resources.servers
-        results, _ = await run.dispatch(resolution.approved, catalog, servers, assistant.timeouts.turn)
+        results, _ = await run.dispatch(resolution.approved, catalog, assistant.timeouts.turn)
         run.record(results, messages)
     messages.extend(resolution.refused)
     run.transcript.extend(resolution.refused)

@@ -36,7 +36,7 @@ from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
 from yao_actors.tasks import open_owned_nursery, patiently
 from yao_actors.tools.catalog import CatalogCache
-from yao_actors.tools.dispatch import ToolServer
+from yao_actors.tools.tool_server import ToolServer
 
 EVENT_BUFFER = 16
 """Events a run may get ahead of its consumer before it waits."""
