@@ -55,7 +55,6 @@ from yao_actors.models import Model
 from yao_actors.providers import build_model
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
-from yao_actors.store.spec import store_problem
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.input_requests import InputHandler
@@ -173,7 +172,7 @@ class Runtime(metaclass=NoPublicConstructor):
     def store_problem(self) -> str | None:
         """Why the conversation store cannot take calls now, as far as a look costing no wait can tell (``None``:
         nothing found); what the service's ``/readyz`` asks."""
-        return store_problem(self.store)
+        return self.store.problem()
 
     async def run_exists(self, run_id: str) -> bool:
         """Whether a run with id ``run_id`` is stored, whoever's (a new run cannot take its id); ``RunError``

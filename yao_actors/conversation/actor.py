@@ -43,7 +43,7 @@ from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, RunFinish, RunStatus
-from yao_actors.store.base import Taken
+from yao_actors.store.records import Taken
 from yao_actors.tasks import patiently, send_now_or_wait
 from yao_actors.tools.results import ToolCallResult
 
@@ -301,8 +301,8 @@ class _ConversationActor:
             if journal.failure is not None and result.outcome is not Outcome.ERROR:
                 result = _failed(result, journal.failure.run_error())
         await _close_out(run, result, unreported)
-        # With a store that takes it, the lease goes in the close-out's write (one store call fewer per run).
-        folded = self.renewing is not None and self.leases.release_with_close
+        # The lease goes with the close-out (in its write, with the backends: one store call fewer per run).
+        folded = self.renewing is not None
         last = await journal.close_out(_finish(result), release=self.leases.token(order.run_id) if folded else None)
         if last is None:
             # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the

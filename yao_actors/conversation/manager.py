@@ -456,7 +456,7 @@ async def open_conversations(
             leases or LeasePolicy.of(store),
         )
         # A memory store asks before its budget forgets a thread (a durable store never forgets one).
-        keepers = store.keepers if isinstance(store, MemoryStore) else []
+        keepers = store.thread_keepers()
         keeper = ThreadKeeper(manager._keeps, manager.close_thread)
         keepers.append(keeper)
         try:

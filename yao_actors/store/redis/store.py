@@ -2,7 +2,7 @@
 
 Every write is one Lua script: one round trip, applied atomically by the
 server. Keys live under ``prefix``; ``{id}`` and ``{p}`` are the ids escaped
-(:mod:`yao_actors.store.redis_keys`: ``%`` → ``%25``, ``:`` → ``%3A``, so no id
+(:mod:`yao_actors.store.redis.keys`: ``%`` → ``%25``, ``:`` → ``%3A``, so no id
 names another key; an id with neither character is its own escape, so the keys
 of such ids are those stores written before escaping have, and stay readable)::
 
@@ -10,7 +10,7 @@ of such ids are those stores written before escaping have, and stay readable)::
                                            the pending approvals' JSON array)
     {prefix}thread:{id}:messages   list    the history, one JSON message an element
     {prefix}thread:{id}:runs       list    run ids (as given, not escaped) in start order
-    {prefix}thread:{id}:lease      string  the token of the run holding the thread (yao_actors.store.redis_leases)
+    {prefix}thread:{id}:lease      string  the token of the run holding the thread (yao_actors.store.redis.leases)
     {prefix}run:{id}               hash    threadId, assistant, status, outcome, usage, startedAt, finishedAt, owner
     {prefix}run:{id}:events        stream  entry id ``0-{seq}``, field ``e`` the event's JSON; expires ``event_ttl``
                                            after its last append (so XRANGE/XREAD from ``0-{N}`` give seq > N)
@@ -18,7 +18,7 @@ of such ids are those stores written before escaping have, and stay readable)::
     {prefix}threads:owner:{p}      zset    the thread ids of one principal (``={p}``, or ``~`` for none)
     {prefix}runs:running           set     the ids (as given) of runs still running (what recovery looks at)
     {prefix}parked:{ticket}        hash    holder, answered: a handshake-era call held open by a process
-                                           (yao_actors.store.redis_parked), expiring unless renewed; its lists
+                                           (yao_actors.store.redis.parked), expiring unless renewed; its lists
                                            ``:answer`` and ``:outcome`` carry the answer there and the outcome back
 
 Whatever goes wrong in Redis (out of reach, a timeout, an error answer of any
@@ -33,7 +33,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import attrs
@@ -41,10 +41,22 @@ import coredis
 import coredis.exceptions
 
 from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread, exception_leaves
-from yao_actors.store.base import (
+from yao_actors.store.codec import (
+    check_rises,
+    decode_approvals,
+    decode_json,
+    encode_approvals,
+    encode_message,
+    encode_usage,
+    event_seqs,
+    new_owner_token,
+    seq_floor,
+)
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL, ConversationStore, ThreadLeases, TokenRecords
+from yao_actors.store.records import (
     ANY_PRINCIPAL,
-    DEFAULT_EVENT_TTL,
     AnyPrincipal,
+    EncodedEvent,
     EventDict,
     Message,
     RunFinish,
@@ -53,25 +65,13 @@ from yao_actors.store.base import (
     RunStatus,
     Taken,
     ThreadInfo,
-    ThreadLeases,
-    check_release,
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_event,
-    encode_message,
-    encode_usage,
-    event_seqs,
-    new_owner_token,
-    seq_floor,
     utc,
 )
-from yao_actors.store.redis_keys import RedisKeys
-from yao_actors.store.redis_leases import RedisLeases
-from yao_actors.store.redis_parked import RedisParkedCalls
-from yao_actors.store.redis_scripts import SCRIPTS
-from yao_actors.store.tokens import RedisTokens, TokenRecords
+from yao_actors.store.redis.keys import RedisKeys
+from yao_actors.store.redis.leases import RedisLeases
+from yao_actors.store.redis.parked import RedisParkedCalls
+from yao_actors.store.redis.scripts import SCRIPTS
+from yao_actors.store.redis.tokens import RedisTokens
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
@@ -135,13 +135,9 @@ async def open_redis_store(
 
 
 @attrs.define(eq=False)
-class RedisStore:
+class RedisStore(ConversationStore):
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
-    releases_with_finish: ClassVar[bool] = True
-    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
-    starts_with_lease: ClassVar[bool] = True
-    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     client: coredis.Redis[str]
     """The store's connection (its lease backend shares it)."""
     url: str
@@ -163,7 +159,6 @@ class RedisStore:
         return RedisParkedCalls(self)
 
     def parked_calls(self) -> RedisParkedCalls:
-        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
         return self._parked
 
     @property
@@ -294,7 +289,7 @@ class RedisStore:
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(started), self.owner)
 
     async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
-        """The lease and the run's start in one script (:func:`~yao_actors.store.base.starts_with_lease`)."""
+        """The lease and the run's start in one script."""
         encoded = [encode_message(m) for m in start.messages]
         return await self._leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
 
@@ -318,13 +313,13 @@ class RedisStore:
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
         seqs = event_seqs(events)
         if not seqs:
             return
         args: list[str | int] = [self.ttl_ms]
-        for seq, event in zip(seqs, events, strict=True):
-            args += [seq, encode_event(event)]
+        for seq, text in events:
+            args += [seq, text]
         done, last = await self._script("append_events", [self._keys.run(run_id), self._keys.events(run_id)], args)
         if done == -1:
             raise UnknownRun(f"run {run_id!r} is not stored")
@@ -336,12 +331,34 @@ class RedisStore:
         thread_id: str,
         run_id: str,
         messages: Sequence[Message],
-        events: Sequence[EventDict],
+        events: Sequence[EncodedEvent],
         *,
         finish: RunFinish | None = None,
-        release: str | None = None,
     ) -> None:
-        check_release(finish, release)
+        await self._append_turn(thread_id, run_id, messages, events, finish, None)
+
+    async def append_last_turn(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EncodedEvent],
+        finish: RunFinish,
+        *,
+        release: str,
+    ) -> None:
+        """The close-out and the lease's release in one script."""
+        await self._append_turn(thread_id, run_id, messages, events, finish, release)
+
+    async def _append_turn(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EncodedEvent],
+        finish: RunFinish | None,
+        release: str | None,
+    ) -> None:
         encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
         if not encoded and not seqs and finish is None:
@@ -352,7 +369,7 @@ class RedisStore:
             thread_id,
             "\n".join(encoded),
             "\n".join(map(str, seqs)),
-            "\n".join(map(encode_event, events)),
+            "\n".join(text for _, text in events),
         ]
         if finish is not None:
             args += [finish.status.value, finish.outcome, encode_usage(finish.usage), run_id]

@@ -1,20 +1,19 @@
 """The SQLite store: one file on one machine, the service's default.
 
 The standard library's ``sqlite3`` runs off the event loop, in a thread of the
-store's own (:mod:`yao_actors.store.worker`), on one connection, one call at a
+store's own (:mod:`yao_actors.store.sqlite.worker`), on one connection, one call at a
 time behind a Trio lock, so there is one writer per store object. The file is in
 WAL mode (readers never block the writer; other processes may share it, unless the
-store holds it ``exclusive``: :mod:`yao_actors.store.sqlite_files`) with a
+store holds it ``exclusive``: :mod:`yao_actors.store.sqlite.files`) with a
 ``busy_timeout``; every call is one transaction (a run's turn, its messages and
 its events, is one: :meth:`SqliteStore.append_turn`), and a call's rows go in
 one multi-row ``INSERT``. The schema carries its
-version in ``schema_version`` and :data:`MIGRATIONS` brings an older file up
+version in ``schema_version`` and :data:`~yao_actors.store.sqlite.schema.MIGRATIONS` brings an older file up
 to date when it is opened.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
@@ -22,18 +21,29 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import attrs
-import outcome
 import trio
 
 from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread
-from yao_actors.store.base import (
+from yao_actors.store.codec import (
+    check_rises,
+    decode_approvals,
+    decode_json,
+    encode_approvals,
+    encode_message,
+    encode_usage,
+    event_seqs,
+    new_owner_token,
+    purge_interval,
+    seq_floor,
+)
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL, POLL_INTERVAL, ConversationStore, ThreadLeases, TokenRecords
+from yao_actors.store.records import (
     ANY_PRINCIPAL,
-    DEFAULT_EVENT_TTL,
-    POLL_INTERVAL,
     AnyPrincipal,
+    EncodedEvent,
     EventDict,
     Message,
     RunFinish,
@@ -42,223 +52,21 @@ from yao_actors.store.base import (
     RunStatus,
     Taken,
     ThreadInfo,
-    ThreadLeases,
-    check_release,
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_event,
-    encode_message,
-    encode_usage,
-    event_seqs,
-    new_owner_token,
-    purge_interval,
-    seq_floor,
     utc,
 )
-from yao_actors.store.sqlite_files import WatchedFiles, check_before_open, watch_files
-from yao_actors.store.sqlite_leases import SqliteLeases, take_in
-from yao_actors.store.sqlite_parked import SqliteParkedCalls
-from yao_actors.store.tokens import SqliteTokens, TokenRecords
-from yao_actors.store.worker import Batch, WorkerThread, open_worker_thread
+from yao_actors.store.sqlite.files import WatchedFiles, watch_files
+from yao_actors.store.sqlite.leases import SqliteLeases, take_in
+from yao_actors.store.sqlite.parked import SqliteParkedCalls
+from yao_actors.store.sqlite.schema import connect
+from yao_actors.store.sqlite.tokens import SqliteTokens
+from yao_actors.store.sqlite.transactions import run_together
+from yao_actors.store.sqlite.worker import Batch, WorkerThread, open_worker_thread
 
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE threads (
-            thread_id TEXT PRIMARY KEY,
-            principal TEXT,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL)""",
-        "CREATE INDEX threads_by_creation ON threads (created_at)",
-        "CREATE INDEX threads_by_principal ON threads (principal, created_at)",
-        """CREATE TABLE messages (
-            id INTEGER PRIMARY KEY,
-            thread_id TEXT NOT NULL REFERENCES threads ON DELETE CASCADE,
-            message TEXT NOT NULL)""",
-        "CREATE INDEX messages_by_thread ON messages (thread_id, id)",
-        """CREATE TABLE runs (
-            run_id TEXT PRIMARY KEY,
-            thread_id TEXT NOT NULL REFERENCES threads ON DELETE CASCADE,
-            assistant TEXT NOT NULL,
-            status TEXT NOT NULL,
-            outcome TEXT,
-            usage TEXT NOT NULL DEFAULT '{}',
-            started_at REAL NOT NULL,
-            finished_at REAL,
-            owner TEXT NOT NULL,
-            events_expire_at REAL)""",
-        "CREATE INDEX runs_by_thread ON runs (thread_id, started_at)",
-        "CREATE INDEX runs_running ON runs (status) WHERE status = 'running'",
-        "CREATE INDEX runs_by_event_expiry ON runs (events_expire_at)",
-        """CREATE TABLE events (
-            run_id TEXT NOT NULL REFERENCES runs ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            event TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)) WITHOUT ROWID""",
-    ),
-    (
-        # A thread's pending approvals (a JSON array), gone with the thread.
-        """CREATE TABLE approvals (
-            thread_id TEXT PRIMARY KEY REFERENCES threads ON DELETE CASCADE,
-            approvals TEXT NOT NULL)""",
-    ),
-    (
-        # Thread leases (yao_actors.store.sqlite_leases). A file of 0.1 may have the table already: its leases
-        # were made on first use, outside these versions.
-        """CREATE TABLE IF NOT EXISTS leases (
-            thread_id TEXT PRIMARY KEY,
-            token TEXT NOT NULL,
-            expires_at REAL NOT NULL)""",
-    ),
-    (
-        # OAuth tokens, each record sealed by yao_actors.auth.vault (yao_actors.store.tokens).
-        """CREATE TABLE oauth_tokens (
-            server TEXT NOT NULL,
-            identity TEXT NOT NULL,
-            sealed TEXT NOT NULL,
-            updated_at REAL NOT NULL,
-            PRIMARY KEY (server, identity)) WITHOUT ROWID""",
-    ),
-    (
-        # Handshake-era calls held open by one process, answered from another (yao_actors.store.sqlite_parked).
-        """CREATE TABLE parked_calls (
-            ticket TEXT PRIMARY KEY,
-            holder TEXT NOT NULL,
-            expires_at REAL NOT NULL,
-            answer TEXT,
-            answered INTEGER NOT NULL DEFAULT 0,
-            outcome TEXT)""",
-    ),
-    (
-        # Token records that expire (the pending OAuth authorizations), dropped by this index, never by reading.
-        "ALTER TABLE oauth_tokens ADD COLUMN expires_at REAL",
-        "CREATE INDEX oauth_tokens_by_expiry ON oauth_tokens (server, expires_at) WHERE expires_at IS NOT NULL",
-        # The pending authorizations kept before: ten minutes from when they were written (yao_actors.auth.states).
-        "UPDATE oauth_tokens SET expires_at = updated_at + 600 WHERE server = '(oauth-state)'",
-    ),
-)
-"""Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
-
 _RUN_COLUMNS = "run_id, thread_id, assistant, status, started_at, owner, outcome, usage, finished_at"
-
-
-def connect(path: str, *, busy_timeout: float, exclusive: bool = False) -> sqlite3.Connection:
-    """Open (creating it and its folder if needed) and migrate the store's file; blocking.
-
-    ``exclusive``: the connection holds the file for itself from its first access to its close, and keeps
-    the WAL index in its own memory rather than a memory-mapped ``-shm`` (:mod:`yao_actors.store.sqlite_files`).
-    """
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    check_before_open(path, exclusive=exclusive)
-    connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-    try:
-        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        if exclusive:  # before the first WAL access, or SQLite maps the -shm all the same
-            connection.execute("PRAGMA locking_mode = EXCLUSIVE")
-        _switch_to_wal(connection, busy_timeout)
-        connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute("PRAGMA foreign_keys = ON")
-        _transaction(connection, _migrate)
-    except BaseException:
-        connection.close()
-        raise
-    return connection
-
-
-def _switch_to_wal(connection: sqlite3.Connection, busy_timeout: float) -> None:
-    """``PRAGMA journal_mode = WAL``, tried again for up to ``busy_timeout`` seconds while the file is locked.
-
-    Processes creating the file at once (``serve --workers N`` on a new store) race for the switch: SQLite refuses
-    the loser at once with "database is locked", without waiting in its busy handler (it would risk a deadlock
-    there); the winner is done within milliseconds, and the switch is then a no-op.
-    """
-    deadline = time.monotonic() + busy_timeout
-    while True:
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.01)
-
-
-def _migrate(connection: sqlite3.Connection) -> None:
-    connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    row = connection.execute("SELECT version FROM schema_version").fetchone()
-    current = 0 if row is None else int(row[0])
-    if current > len(MIGRATIONS):
-        raise sqlite3.DatabaseError(f"schema version {current} is newer than this program's {len(MIGRATIONS)}")
-    for statements in MIGRATIONS[current:]:
-        for statement in statements:
-            connection.execute(statement)
-    if row is None:
-        connection.execute("INSERT INTO schema_version VALUES (?)", (len(MIGRATIONS),))
-    else:
-        connection.execute("UPDATE schema_version SET version = ?", (len(MIGRATIONS),))
-
-
-#: What fails a batch as a whole, so that each of its works runs again alone: SQLite's own errors, and what
-#: :meth:`WatchedFiles.check` raises (the files in doubt; an ``OSError`` of the ``stat`` or ``ioctl`` behind it).
-_BATCH_FAILURES = (sqlite3.Error, StoreUnavailable, OSError)
-
-
-def _run_together(
-    connection: sqlite3.Connection, files: WatchedFiles, works: Sequence[Callable[[], Any]]
-) -> list[outcome.Outcome[Any]]:
-    """Run ``works`` (transactions waiting for the store's thread) in one write transaction, each under its own
-    savepoint: one commit for what many runs wrote while the thread was busy (SQLite's cost per transaction is
-    its commit). A work that raises is rolled back to its savepoint alone (a ``RunIdTaken``, an ``UnknownRun``);
-    the others are committed. When SQLite itself fails (busy, full, an I/O error) or the files are in doubt
-    (``_BATCH_FAILURES``), all of it is rolled back and each work runs again in a transaction of its own, so
-    that each gets its own error and none is lost for another's. Every work gets its outcome, after the commit;
-    anything else raised here is a bug, and reaches each work's caller (``worker._run_batch``)."""
-    if len(works) > 1:
-        try:
-            files.check()
-            connection.execute("BEGIN IMMEDIATE")
-            results = []
-            for work in works:
-                connection.execute("SAVEPOINT work")
-                result = outcome.capture(work)
-                if isinstance(result, outcome.Error):
-                    if isinstance(result.error, sqlite3.Error):
-                        raise result.error
-                    connection.execute("ROLLBACK TO work")
-                connection.execute("RELEASE work")
-                results.append(result)
-            connection.execute("COMMIT")
-            return results
-        except _BATCH_FAILURES:
-            pass  # each runs alone, below
-        finally:
-            if connection.in_transaction:  # not committed: neither a failure nor a bug leaves it open
-                with contextlib.suppress(sqlite3.Error):
-                    connection.execute("ROLLBACK")
-    return [outcome.capture(_alone, connection, files, work) for work in works]
-
-
-def _alone(connection: sqlite3.Connection, files: WatchedFiles, work: Callable[[], T]) -> T:
-    files.check()
-    return _transaction(connection, lambda _: work())
-
-
-def _transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
-    """Run ``work`` in one write transaction: all of it is committed, or none of it."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        result = work(connection)
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
-    return result
 
 
 def _unavailable(path: str, error: BaseException | str) -> StoreUnavailable:
@@ -286,7 +94,7 @@ async def open_sqlite_store(
     store object): SQLite keeps its WAL index in the process's memory, where nothing done to a file can
     take the process down, and another opener is refused (``database is locked``). Otherwise the file is
     shared (``--workers``, the ``sqlite3`` shell, a backup tool) and the store checks its ``-shm`` before each
-    call (:mod:`yao_actors.store.sqlite_files`). Either way a file deleted or replaced under the store makes
+    call (:mod:`yao_actors.store.sqlite.files`). Either way a file deleted or replaced under the store makes
     its calls fail.
 
     Raises :class:`~yao_actors.errors.StoreUnavailable` when the file cannot be
@@ -316,13 +124,9 @@ async def open_sqlite_store(
 
 
 @attrs.define(eq=False)
-class SqliteStore:
+class SqliteStore(ConversationStore):
     """A :class:`~yao_actors.store.ConversationStore` in one SQLite file (open with :func:`open_sqlite_store`)."""
 
-    releases_with_finish: ClassVar[bool] = True
-    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
-    starts_with_lease: ClassVar[bool] = True
-    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     path: str
     _connection: sqlite3.Connection = attrs.field(alias="connection")
     _worker: WorkerThread = attrs.field(alias="worker")
@@ -335,11 +139,11 @@ class SqliteStore:
     _leases: SqliteLeases = attrs.field(init=False)
     _parked: SqliteParkedCalls = attrs.field(init=False)
     _together: Batch = attrs.field(init=False)
-    """How the store's thread runs the transactions that waited for it: in one (:func:`_run_together`)."""
+    """How the store's thread runs the transactions that waited for it: in one (:func:`run_together`)."""
 
     @_together.default
     def _batch(self) -> Batch:
-        return partial(_run_together, self._connection, self.files)
+        return partial(run_together, self._connection, self.files)
 
     @_leases.default
     def _make_leases(self) -> SqliteLeases:
@@ -360,18 +164,16 @@ class SqliteStore:
         return SqliteTokens(self, self.clock)
 
     def parked_calls(self) -> SqliteParkedCalls:
-        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
         return self._parked
 
     def problem(self) -> str | None:
-        """What keeps the store from taking calls now (its files deleted, replaced or unwritable), or ``None``:
-        a few system calls, no wait for the store's thread (what readiness asks)."""
+        """Its files deleted, replaced or unwritable: a few system calls, no wait for the store's thread."""
         return self.files.problem()
 
     async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in): all
         of it is committed, or none of it. Transactions that wait for the thread while it is busy are committed
-        together, each under its own savepoint (:func:`_run_together`)."""
+        together, each under its own savepoint (:func:`run_together`)."""
         connection = self._connection
         return await self._call(lambda: work(connection), batch=self._together)
 
@@ -460,7 +262,7 @@ class SqliteStore:
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
 
     async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
-        """The lease and the run's start in one transaction (:func:`~yao_actors.store.base.starts_with_lease`)."""
+        """The lease and the run's start in one transaction."""
         encoded = [encode_message(m) for m in start.messages]
         now = self.clock()
 
@@ -500,7 +302,7 @@ class SqliteStore:
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
         await self._append_turn(None, run_id, [], events)
 
     async def append_turn(
@@ -508,21 +310,32 @@ class SqliteStore:
         thread_id: str,
         run_id: str,
         messages: Sequence[Message],
-        events: Sequence[EventDict],
+        events: Sequence[EncodedEvent],
         *,
         finish: RunFinish | None = None,
-        release: str | None = None,
     ) -> None:
-        check_release(finish, release)
         if messages or events or finish is not None:
-            await self._append_turn(thread_id, run_id, messages, events, finish, release)
+            await self._append_turn(thread_id, run_id, messages, events, finish)
+
+    async def append_last_turn(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EncodedEvent],
+        finish: RunFinish,
+        *,
+        release: str,
+    ) -> None:
+        """The close-out and the lease's release in one transaction."""
+        await self._append_turn(thread_id, run_id, messages, events, finish, release)
 
     async def _append_turn(
         self,
         thread_id: str | None,
         run_id: str,
         messages: Sequence[Message],
-        events: Sequence[EventDict],
+        events: Sequence[EncodedEvent],
         finish: RunFinish | None = None,
         release: str | None = None,
     ) -> None:
@@ -530,7 +343,7 @@ class SqliteStore:
         run on any thread, whether or not it is still running (what closes a dead run's log)."""
         encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
-        rows = [(run_id, seq, encode_event(event)) for seq, event in zip(seqs, events, strict=True)]
+        rows = [(run_id, seq, text) for seq, text in events]
         now = self.clock()
         purge = now >= self._next_purge
 

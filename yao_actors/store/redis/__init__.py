@@ -1,0 +1,6 @@
+"""The Redis store: threads shared by processes and machines (needs the ``redis`` extra: coredis), its keys,
+scripts, leases, held calls and tokens beside it."""
+
+from yao_actors.store.redis.store import RedisStore, open_redis_store, shown_url
+
+__all__ = ["RedisStore", "open_redis_store", "shown_url"]
