@@ -35,7 +35,14 @@ from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.principal_servers import is_authorization_resume
 from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.conversation.window import window_history
-from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
+from yao_actors.errors import (
+    ModelError,
+    RunError,
+    RunErrorCode,
+    StoreUnavailable,
+    exception_leaves,
+    store_trouble_ends_the_run,
+)
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
@@ -440,10 +447,8 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
         holder = getattr(handle, "holds_parked", None)
         return bool(holder(ticket)) if callable(holder) else False
 
-    try:
+    with store_trouble_ends_the_run():
         gone = await gone_calls(answered, reaches)
-    except StoreUnavailable as error:
-        raise error.run_error() from error
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}

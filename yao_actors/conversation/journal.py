@@ -87,6 +87,7 @@ from yao_actors.errors import (
     StoreUnavailable,
     UnknownRun,
     UnknownThread,
+    store_trouble_ends_the_run,
 )
 from yao_actors.events import TERMINAL_TYPES, EventDict, stored_events
 from yao_actors.history_budget import message_bytes
@@ -271,10 +272,8 @@ class RunJournal:
     async def check_new(self) -> None:
         """Raise ``RunError`` ``bad_request`` when the run's id is already stored (``store_unavailable`` when the
         store is out of reach): what :meth:`start` would refuse, asked before anything irreversible runs."""
-        try:
+        with store_trouble_ends_the_run():
             stored = await patiently(lambda: self.store.get_run(self.run_id))
-        except StoreUnavailable as error:
-            raise error.run_error() from error
         if stored is not None:
             raise RunError(f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST)
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
+from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable, store_trouble_ends_the_run
 from yao_actors.store import ConversationStore
 from yao_actors.store.leases import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, sweep_dead_runs
 from yao_actors.store.protocol import ThreadLeases
@@ -71,7 +71,7 @@ async def take_lease(
     """
     if attempt is None:
         attempt = functools.partial(patiently, functools.partial(policy.leases.take, thread_id, token, policy.ttl))
-    try:
+    with store_trouble_ends_the_run():
         with trio.move_on_after(policy.wait):
             while True:
                 taken = await attempt()
@@ -80,8 +80,6 @@ async def take_lease(
                         logger.warning("thread %s: closed run(s) whose process died: %s", thread_id, taken.closed)
                     return taken
                 await trio.sleep(min(POLL_INTERVAL, policy.ttl / 3))
-    except StoreUnavailable as error:
-        raise error.run_error() from error
     raise RunError(
         f"thread {thread_id!r} is busy: a run elsewhere still holds it after {policy.wait:g} s (store.lease_wait)",
         code=RunErrorCode.THREAD_BUSY,
