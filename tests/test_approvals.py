@@ -24,6 +24,7 @@ from yao_actors.events import Outcome, parse_event
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.store import MemoryStore, StoreSpec, open_store
+from yao_actors.testing.result_servers import build_result_server
 from yao_actors.testing.servers import build_test_server
 
 QUESTION = "北京今天适合穿什么?"
@@ -464,3 +465,46 @@ def test_a_stored_approval_that_cannot_be_read_is_left_out_naming_why(caplog: py
     assert any("stored approval 0" in m and "'expiresAt' must be a number" in m for m in messages)
     assert any("stored approval 2" in m and "'call' must be an object" in m for m in messages)
     assert any("stored approval 3" in m and "'interruptId' must be a string" in m for m in messages)
+
+
+def _docs_untrusted_server_config() -> dict[str, Any]:
+    """The configuration docs/approvals.md shows for holding every call of a server one does not control."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "approvals.md").read_text(encoding="utf-8")
+    block = page.split("```json\n", 1)[1].split("```", 1)[0]
+    data: dict[str, Any] = json.loads(block)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("server_approval", "assistant_approval", "held"),
+    [
+        pytest.param(False, "destructive", False, id="the-hint-alone-is-believed"),
+        pytest.param(True, "destructive", True, id="server-approval-true"),
+        pytest.param(False, ["destructive", "vendor__*"], True, id="assistant-pattern"),
+    ],
+)
+async def test_an_untrusted_servers_read_only_hint_does_not_pass_its_calls_when_every_call_is_held(
+    server_approval: bool, assistant_approval: Any, held: bool
+) -> None:
+    data = _docs_untrusted_server_config()
+    assert data["mcpServers"]["vendor"]["approval"] is True
+    assert data["assistants"]["default"]["approval"] == ["destructive", "vendor__*"]
+    data["mcpServers"]["vendor"]["approval"] = server_approval
+    data["assistants"]["default"]["approval"] = assistant_approval
+    config = parse_config(data)
+    # The vendor's `lookup` says it only reads (readOnlyHint: true); nobody here can check that it does.
+    vendor = attrs.evolve(config.servers["vendor"], transport=InMemoryTransport(build_result_server()))
+    assistant = attrs.evolve(config.assistants["default"], servers=(ServerRef("vendor"),))  # "files" is not run
+    config = attrs.evolve(config, servers={"vendor": vendor}, assistants={"default": assistant})
+
+    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if messages[-1]["role"] == "user":
+            return Completion(tool_calls=(ToolCall("c_lookup", "vendor__lookup", '{"key": "k"}'),))
+        return "done"
+
+    with trio.fail_after(30):
+        async with open_runtime(config, models={"demo": FunctionModel(answer)}) as runtime:
+            result = await runtime.run("default", "look it up")
+    check_stream(result.events)
+    assert (result.outcome is Outcome.INTERRUPT) is held
+    assert [r.call_id for r in result.tool_results] == ([] if held else ["c_lookup"])

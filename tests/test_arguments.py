@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yao_actors.tools import arguments
-from yao_actors.tools.arguments import check_arguments, compiled_validator, parse_arguments
+from yao_actors.tools.arguments import check_arguments, parse_arguments
 from yao_actors.tools.schema_check import TYPES, compile_check, never
+from yao_actors.tools.schema_gate import compiled_validator, schema_problems
 
 WEATHER: dict[str, Any] = {
     "type": "object",
@@ -274,4 +275,4 @@ def test_the_plain_check_never_accepts_what_jsonschema_rejects(schema: dict[str,
     # a flat schema's errors are about the object or one of its properties: paths of at most one name
     errors = list(validator.iter_errors(value))
     expected = sorted(f"{e.absolute_path[0]}: {e.message}" if e.absolute_path else e.message for e in errors)
-    assert sorted(arguments.schema_problems(value, schema)) == expected
+    assert sorted(schema_problems(value, schema)) == expected

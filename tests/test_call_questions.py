@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from yao_actors.call_questions import default_input, with_defaults
+from yao_actors.call_questions import default_input
 from yao_actors.tools.input_requests import InputAnswer, InputRequest
+from yao_actors.tools.schema_gate import fill_defaults
 
 SCHEMA = {
     "type": "object",
@@ -18,11 +19,11 @@ SCHEMA = {
 
 
 def test_omitted_fields_with_a_default_are_filled_and_given_ones_kept() -> None:
-    assert with_defaults(SCHEMA, {"name": "Grace", "note": "n"}) == {
+    assert fill_defaults({"name": "Grace", "note": "n"}, SCHEMA) == {
         "name": "Grace", "note": "n", "age": 36, "active": False, "status": "off"
     }  # fmt: skip
-    assert with_defaults(None, {"a": 1}) == {"a": 1}
-    assert with_defaults({"properties": {"x": "not a schema"}}, {}) == {}
+    assert fill_defaults({"a": 1}, None) == {"a": 1}
+    assert fill_defaults({}, {"properties": {"x": "not a schema"}}) == {}
 
 
 async def test_accept_defaults_accepts_a_form_with_its_defaults_and_declines_a_url() -> None:

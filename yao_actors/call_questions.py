@@ -5,26 +5,17 @@ A server may ask the user during a call (``elicitation/create``, or a 2026-07-28
 open. :func:`terminal_input` asks the person at the terminal the questions ``chat`` asks (the same helper), field
 by field; without a terminal it declines and says so. :func:`default_input` accepts every form at once with what
 its schema gives as defaults (SEP-1034), and declines a URL (nobody would open it). Either way an accepted form's
-omitted fields that have a ``default`` are filled in before the answer is sent (:func:`with_defaults`).
+omitted fields that have a ``default`` are filled in before the answer is sent
+(:func:`~yao_actors.tools.schema_gate.fill_defaults`, as for every answer sent to a server).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 from yao_actors.terminal_questions import Ask, NoAnswer, ask_terminal, decide
 from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest
-
-
-def with_defaults(schema: Mapping[str, Any] | None, content: Mapping[str, Any]) -> dict[str, Any]:
-    """``content`` with every field of ``schema`` it omits that has a ``default`` filled in with it (SEP-1034)."""
-    filled = dict(content)
-    for name, field in ((schema or {}).get("properties") or {}).items():
-        if name not in filled and isinstance(field, Mapping) and "default" in field:
-            filled[name] = field["default"]
-    return filled
+from yao_actors.tools.schema_gate import fill_defaults
 
 
 def call_input(*, accept_defaults: bool) -> InputHandler:
@@ -51,7 +42,7 @@ def terminal_input(ask: Ask = ask_terminal) -> InputHandler:
             return InputAnswer("decline")
         if payload["action"] != "accept" or request.kind == "url":
             return InputAnswer(payload["action"])
-        return InputAnswer("accept", with_defaults(request.schema, payload.get("content") or {}))
+        return InputAnswer("accept", fill_defaults(payload.get("content") or {}, request.schema))
 
     return answer
 
@@ -64,7 +55,7 @@ def default_input() -> InputHandler:
             _say(f"{_who(request)} asks to open {request.url}; declined: --accept-defaults opens nothing")
             return InputAnswer("decline")
         _say(f"{_who(request)} asks: {request.message!r}; accepted with the form's defaults")
-        return InputAnswer("accept", with_defaults(request.schema, {}))
+        return InputAnswer("accept", fill_defaults({}, request.schema))
 
     return answer
 

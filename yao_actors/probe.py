@@ -25,6 +25,7 @@ from yao_actors.specs import Config, ModelSpec, RestartPolicy, StoreSpec
 from yao_actors.tools.catalog import Catalog
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.naming import ToolRef
+from yao_actors.tools.schema_gate import tool_schema_notes
 from yao_actors.tools.server_handle import ServerState
 
 #: What a model is asked when it is probed.
@@ -87,6 +88,8 @@ class Report:
     what: str
     ok: bool
     detail: str
+    notes: tuple[str, ...] = ()
+    """What else to say, one line each (what of the server's tools' schemas is not enforced)."""
 
 
 async def server_reports(runtime: Runtime) -> list[Report]:
@@ -99,8 +102,9 @@ async def server_reports(runtime: Runtime) -> list[Report]:
         elif said := _per_principal(runtime.config, server_id):
             reports.append(Report(f"server {server_id}", True, said))
         elif handle.state is ServerState.READY:
-            count = len(await handle.list_tools())
-            reports.append(Report(f"server {server_id}", True, f"ready, {count} tool(s)"))
+            tools = await handle.list_tools()
+            notes = tuple(f"tool {tool.name!r}: {note}" for tool in tools for note in tool_schema_notes(tool))
+            reports.append(Report(f"server {server_id}", True, f"ready, {len(tools)} tool(s)", notes))
         else:
             stats = handle.statistics()
             reports.append(Report(f"server {server_id}", False, stats.last_error or handle.state.value))
@@ -135,6 +139,8 @@ class ToolOffer:
     input_schema: Mapping[str, Any]
     offered: Mapping[str, str]
     not_offered: Mapping[str, str]
+    schema_notes: tuple[str, ...] = ()
+    """What of the tool's schemas is not enforced (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
 
 
 async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
@@ -160,7 +166,16 @@ async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
                     refused[assistant_id] = _why_not(runtime.config, assistant_id, catalog, server_id, tool.name)
             title = tool.title or (tool.annotations.title if tool.annotations else None)
             offers.append(
-                ToolOffer(server_id, tool.name, title, tool.description or "", tool.input_schema, offered, refused)
+                ToolOffer(
+                    server_id,
+                    tool.name,
+                    title,
+                    tool.description or "",
+                    tool.input_schema,
+                    offered,
+                    refused,
+                    tool_schema_notes(tool),
+                )
             )
     return offers
 

@@ -4,10 +4,13 @@
 will fail first (a stdio command not on ``PATH``, an unset ``api_key_env``), and says as warnings what it noted
 without refusing (another client's keys it ignores); with ``--connect`` it also reaches every server and model once
 within the deadline and says how each answered, and warns of the tools each assistant's ``max_tools`` hides, and how
-to choose them. One line per finding; exit 0 when nothing failed, 2 otherwise (``--strict``: warnings too).
+to choose them; it also says what of a tool's schemas is not enforced (neither a failure nor a warning: such a tool's
+calls go to its server unchecked, and nothing in the file can change it). One line per finding; exit 0 when nothing
+failed, 2 otherwise (``--strict``: warnings too).
 
 ``tools [--config FILE] [--server S] [--json]`` lists the tools of the servers (names, titles, servers) and, for each
-assistant, the name its model is offered a tool under or why it is not; exit 1 when a server could not be reached.
+assistant, the name its model is offered a tool under or why it is not, and what of a tool's schemas is not enforced
+(a ``$ref`` outside the schema, a pattern the linear-time engine refuses); exit 1 when a server could not be reached.
 
 ``call SERVER TOOL ['{json}'] [--accept-defaults]`` starts that one server and calls the tool with the arguments; the
 result is printed as JSON; exit 1 when the call failed. What the tool asks meanwhile is asked on the terminal as
@@ -120,6 +123,8 @@ async def _connect_reports(config: Config, deadline_s: float, source: str, login
         capped = await cap_warnings(runtime)
     for report in reports:
         print(f"{source}: {report.what}: {report.detail}")
+        for note in report.notes:
+            print(f"{source}: {report.what}: {note}")
     return not all(report.ok for report in reports), capped
 
 
@@ -152,7 +157,8 @@ async def _list_tools(
         servers = {r.what.removeprefix("server "): {"ok": r.ok, "detail": r.detail} for r in reports}
         tools = [
             {"server": o.server, "tool": o.tool, "title": o.title, "description": o.description,
-             "inputSchema": dict(o.input_schema), "offered": dict(o.offered), "not_offered": dict(o.not_offered)}
+             "inputSchema": dict(o.input_schema), "offered": dict(o.offered), "not_offered": dict(o.not_offered),
+             "schema_notes": list(o.schema_notes)}
             for o in offers
         ]  # fmt: skip
         print(json.dumps({"servers": servers, "tools": tools}, ensure_ascii=False, indent=2))
@@ -165,6 +171,8 @@ async def _list_tools(
                 print(f"  {assistant_id}: offered as {name}")
             for assistant_id, why in offer.not_offered.items():
                 print(f"  {assistant_id}: not offered: {why}")
+            for note in offer.schema_notes:
+                print(f"  schema: {note}")
     return 0 if all(report.ok for report in reports) else 1
 
 

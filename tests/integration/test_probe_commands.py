@@ -233,3 +233,27 @@ async def test_a_question_asked_on_the_terminal_is_answered_field_by_field_with_
     }  # fmt: skip
     assert len(asked) == 4  # one question a field: a typed value answers it (no "answer?" first)
     assert asked[0].strip().startswith("Date ")
+
+
+def test_tools_and_check_connect_say_what_of_a_tools_schema_is_not_enforced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refs = "http://127.0.0.1:9"  # nothing listens there; nothing may try
+    args = ["-m", "yao_actors.testing.hostile_schemas", "--refs", refs, "--silent", refs, "--file", str(tmp_path / "x")]
+    data = {
+        "mcpServers": {"hostile": {"command": PYTHON, "args": args}},
+        "assistants": {"a": {"model": "demo", "mcp": {"servers": ["hostile"]}}},
+    }
+    path = write(tmp_path, data)
+    remote = f"inputSchema not checked here ($ref '{refs}/secret.json' is not followed: only references inside the"
+    assert main(["tools", "--config", path, "--json"]) == 0
+    listed = {tool["tool"]: tool["schema_notes"] for tool in json.loads(capsys.readouterr().out)["tools"]}
+    assert listed["remote_ref"] == [f"{remote} schema resolve)"]
+    assert listed["backreference"] == ["inputSchema pattern '(a)\\\\1' is not enforced: invalid escape sequence: \\1"]
+    assert listed["default_question"] == []
+    assert main(["tools", "--config", path, "--server", "hostile"]) == 0
+    assert f"  schema: {remote} schema resolve)" in capsys.readouterr().out.splitlines()
+    assert main(["check", "--connect", "--config", path]) == 0  # the tools still work: not a failure
+    lines = capsys.readouterr().out.splitlines()
+    assert f"{path}: server hostile: tool 'remote_ref': {remote} schema resolve)" in lines
+    assert lines[-1] == f"{path}: ok (1 server(s), 1 assistant(s))"

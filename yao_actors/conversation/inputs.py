@@ -9,8 +9,8 @@ other calls are done, the run ends ``RUN_FINISHED`` with an ``interrupt`` outcom
 
 The next run answers them with ``resume`` entries ``{"interruptId", "status": "resolved", "payload":
 {"action": "accept" | "decline" | "cancel", "content": {...}}}`` (``status: "cancelled"`` is a cancel).
-``content`` is checked against the question's schema first (``invalid_resume`` naming the field; the
-interrupt stays open). Then the pending questions are cleared in the store, *before* the answers go out
+``content`` is checked against the question's schema first, by the schema gate (``invalid_resume`` naming the
+field, an object value too; the interrupt stays open). Then the pending questions are cleared in the store, *before* the answers go out
 (at most once, as with approvals), and each call gets its answers: a 2026-07-28 call is made again with
 ``input_responses`` and its ``request_state`` (on any worker, after any restart), a handshake-era call
 held open by its server actor gets them there — in this process, or in another sharing the store, through the
@@ -27,13 +27,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
-import jsonschema  # type: ignore[import-untyped]
 
 from yao_actors.conversation.approvals import PendingApproval, stored_approvals
 from yao_actors.errors import ErrorKind, RunError, RunErrorCode
 from yao_actors.models.base import ToolCall
 from yao_actors.tools.input_requests import InputAction, InputAnswer, InputRequest, InputRound, elicit_result
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
+from yao_actors.tools.schema_gate import answer_problem
 
 logger = logging.getLogger(__name__)
 
@@ -171,19 +171,12 @@ def answer_of(index: int, entry: Mapping[str, Any], pending: PendingInput) -> In
         return InputAnswer(checked)
     if not isinstance(content, Mapping):
         raise RunError(f"{where}.payload.content: an object is required", code=RunErrorCode.INVALID_RESUME)
-    error = jsonschema.exceptions.best_match(_validator(pending).iter_errors(dict(content)))
-    if error is not None:
-        field = ".".join(str(part) for part in error.absolute_path)
+    problem = answer_problem(content, pending.question.schema)
+    if problem is not None:
+        field, message = problem
         at = f"{where}.payload.content" + (f".{field}" if field else "")
-        raise RunError(f"{at}: {error.message}", code=RunErrorCode.INVALID_RESUME)
+        raise RunError(f"{at}: {message}", code=RunErrorCode.INVALID_RESUME)
     return InputAnswer("accept", dict(content))
-
-
-def _validator(pending: PendingInput) -> Any:
-    """The question's schema, compiled (a resume is rare: no cache)."""
-    schema = dict(pending.question.schema or {"type": "object"})
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
 @attrs.frozen
@@ -243,7 +236,7 @@ class Answering:
         if first.ticket is not None:
             outcome: ToolOutcome | None = await self.handle.resume_parked(first.ticket, self.answers[0][1])
             return outcome if outcome is not None else ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
-        responses = {pending.key: elicit_result(answer) for pending, answer in self.answers}
+        responses = {pending.key: elicit_result(answer, pending.question.schema) for pending, answer in self.answers}
         return await self.handle.call_tool(  # type: ignore[no-any-return]
             name, dict(first.arguments), input_responses=responses, request_state=first.request_state, **options
         )

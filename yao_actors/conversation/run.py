@@ -387,6 +387,8 @@ class Run:
             await self.events.server_status(server_id, state, "its tools are not offered", protocol=protocol)
         for server_id, reason in catalog.not_offered().items():
             await self.events.server_status(server_id, "tools_capped", reason)
+        for server_id, notes in catalog.schema_notes.items():
+            await self.events.server_status(server_id, "schema_not_enforced", notes)
         return catalog
 
     async def call_model(

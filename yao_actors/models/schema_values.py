@@ -43,8 +43,16 @@ def sample_value(schema: Mapping[str, Any], rng: random.Random, root: Mapping[st
     return _BY_TYPE[_type_of(schema)](schema, rng, root)
 
 
+#: Most ``$ref`` hops followed from one schema (a reference to itself, or a cycle, is given up on: ``{}``).
+_MAX_HOPS = 32
+
+
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    hops = 0
     while isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/"):
+        hops += 1
+        if hops > _MAX_HOPS:
+            return {}
         target: Any = root
         for part in schema["$ref"][2:].split("/"):
             target = target[part.replace("~1", "/").replace("~0", "~")]

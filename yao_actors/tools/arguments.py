@@ -6,33 +6,23 @@ lone surrogates replaced, ``NaN`` / ``Infinity`` refused: a tool would get ``nul
 for them; :mod:`yao_actors.untrusted_json`), ``json_repair`` only when the text is
 malformed (and the repair is recorded, since it may silently complete a value
 that was cut off); the value must be an object; it must satisfy the tool's
-``inputSchema``. Validators are compiled once per schema and cached, keyed by the
-schema's canonical JSON, because compiling costs far more than validating.
+``inputSchema``, as the schema gate compiled it (:mod:`yao_actors.tools.schema_gate`:
+once per schema, no reference outside it followed, patterns on a linear-time engine;
+a schema the gate does not enforce leaves the judgement to the server).
 Problems are values, not exceptions: every call gets a result.
-
-Most tool schemas are a flat object of typed properties (what MCP SDKs generate
-from a function's signature). For those, and for any schema of the keywords
-:mod:`yao_actors.tools.schema_check` compiles, a plain check answers "valid" for the
-usual call in a few operations; only when it cannot vouch for a value does
-jsonschema look at it, and only jsonschema words the problems. The plain check
-never accepts what jsonschema rejects.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 import json_repair
-from jsonschema import exceptions as jsonschema_exceptions  # type: ignore[import-untyped]
-from jsonschema import validators
-from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
 from yao_actors import untrusted_json
-from yao_actors.tools.schema_check import Check, compile_check, never
+from yao_actors.tools.schema_gate import schema_problems
 
 _JSON_TYPE_NAMES: dict[type, str] = {
     list: "array",
@@ -120,69 +110,3 @@ def check_arguments(raw: str, schema: Mapping[str, Any] | None) -> Arguments:
     if not problems:
         return parsed
     return attrs.evolve(parsed, value=None, problems=problems)
-
-
-def schema_problems(value: Any, schema: Mapping[str, Any]) -> tuple[str, ...]:
-    """Every way ``value`` violates ``schema``, each naming its field, sorted by field.
-
-    A schema that is itself invalid is not held against the call: the server
-    remains the judge of its own tool's input.
-    """
-    validator, plain = _compiled(schema)
-    if plain(value):
-        return ()
-    if validator is None:
-        return ()
-    errors = sorted(validator.iter_errors(value), key=lambda e: (_field(e), e.message))
-    return tuple(f"{field}: {e.message}" if (field := _field(e)) else e.message for e in errors)
-
-
-_IDENTITY_CACHE_SIZE = 1024
-_by_identity: dict[int, tuple[Mapping[str, Any], Validator | None, Check]] = {}
-
-
-def compiled_validator(schema: Mapping[str, Any]) -> Validator | None:
-    """The cached compiled validator of ``schema``, or ``None`` if the schema is invalid.
-
-    The same schema object (a catalog entry's, called turn after turn) is found
-    by identity without re-serialising it; schemas are treated as immutable.
-    Equal schemas in other objects share one compiled validator through the
-    canonical-JSON cache.
-    """
-    return _compiled(schema)[0]
-
-
-def _compiled(schema: Mapping[str, Any]) -> tuple[Validator | None, Check]:
-    """The cached validator and plain check (:func:`~yao_actors.tools.schema_check.compile_check`) of ``schema``.
-
-    An invalid schema (no validator) gets no plain check either: the server judges such a tool's input.
-    """
-    hit = _by_identity.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1], hit[2]
-    validator = _compile(json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str))
-    plain = compile_check(schema) if validator is not None else never
-    if len(_by_identity) >= _IDENTITY_CACHE_SIZE:
-        del _by_identity[next(iter(_by_identity))]
-    _by_identity[id(schema)] = (schema, validator, plain)
-    return validator, plain
-
-
-@functools.lru_cache(maxsize=1024)
-def _compile(canonical: str) -> Validator | None:
-    schema = json.loads(canonical)
-    cls = validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema_exceptions.SchemaError:
-        return None
-    validator: Validator = cls(schema)
-    return validator
-
-
-def _field(error: jsonschema_exceptions.ValidationError) -> str:
-    """``a.b[0].c`` for the path of the failing value; ``""`` for the object itself."""
-    text = ""
-    for part in error.absolute_path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text

@@ -27,6 +27,7 @@ from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, Server
 from yao_actors.tools.hints import NO_HINTS, ToolHints, offered_description
 from yao_actors.tools.naming import ToolNameTable, ToolRef
 from yao_actors.tools.results import compact_json
+from yao_actors.tools.schema_gate import tool_schema_notes
 from yao_actors.tools.server_handle import ServerState
 
 SAMPLES_HEADER = (
@@ -65,6 +66,8 @@ class CatalogEntry:
     samples: tuple[Sample, ...] = ()
     hints: ToolHints = NO_HINTS
     """The tool's title and annotations (:mod:`yao_actors.tools.hints`)."""
+    schema_notes: tuple[str, ...] = ()
+    """What of the tool's schemas the gate does not enforce (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI tool schema of this entry (reference spec §3)."""
@@ -145,6 +148,14 @@ class Catalog:
         reasons.update({server: f"{cap} before this server: none of its tools offered" for server in self.unlisted})
         return reasons
 
+    @functools.cached_property
+    def schema_notes(self) -> dict[str, str]:
+        """What of the offered tools' schemas is not enforced, by server id (empty: all is)."""
+        notes: dict[str, list[str]] = {}
+        for entry in self.entries:
+            notes.setdefault(entry.server, []).extend(f"tool {entry.tool!r}: {note}" for note in entry.schema_notes)
+        return {server: "; ".join(lines) for server, lines in notes.items() if lines}
+
     def unavailable_server(self, name: str) -> str | None:
         """The server a flat tool name (not in the catalog) belongs to, when that server is selected but down."""
         for server_id in self.unavailable:
@@ -208,7 +219,14 @@ async def build_catalog(
                 continue
             samples = servers[ref.server_id].spec.samples.get(tool.name, ())
             included[key] = CatalogEntry(
-                "", ref.server_id, tool.name, tool.description or "", tool.input_schema, samples, ToolHints.of(tool)
+                "",
+                ref.server_id,
+                tool.name,
+                tool.description or "",
+                tool.input_schema,
+                samples,
+                ToolHints.of(tool),
+                tool_schema_notes(tool),
             )
     if skipped or unlisted:
         listed = [f"{server}: {', '.join(names)}" for server, names in skipped.items()]

@@ -28,6 +28,7 @@ import attrs
 import mcp.types
 import trio
 
+from yao_actors.tools.schema_gate import fill_defaults, question_problem
 from yao_actors.untrusted_urls import url_refusal
 
 logger = logging.getLogger(__name__)
@@ -133,18 +134,23 @@ def input_request(server: str, tool: str, params: mcp.types.ElicitRequestParams)
 
 def refusal(params: mcp.types.ElicitRequestParams) -> str | None:
     """Why the question ``params`` asks is not put to the user, or ``None``: a URL question whose URL must not
-    reach a person (:func:`~yao_actors.untrusted_urls.url_refusal`). The server is told why instead (and so the
-    model hears it)."""
-    if not isinstance(params, mcp.types.ElicitRequestURLParams):
-        return None
-    reason = url_refusal(params.url)
-    return None if reason is None else f"the server's URL question was refused: {reason}"
+    reach a person (:func:`~yao_actors.untrusted_urls.url_refusal`), or a form whose schema is not the flat one
+    MCP allows (:func:`~yao_actors.tools.schema_gate.question_problem`). The server is told why instead (and so
+    the model hears it)."""
+    if isinstance(params, mcp.types.ElicitRequestURLParams):
+        reason = url_refusal(params.url)
+        return None if reason is None else f"the server's URL question was refused: {reason}"
+    problem = question_problem(params.requested_schema)
+    return None if problem is None else f"the client declines the question: {problem}"
 
 
-def elicit_result(answer: InputAnswer) -> mcp.types.ElicitResult:
-    """The ``ElicitResult`` that tells the server ``answer``."""
-    content = dict(answer.content) if answer.action == "accept" and answer.content is not None else None
-    return mcp.types.ElicitResult(action=answer.action, content=content)
+def elicit_result(answer: InputAnswer, schema: Mapping[str, Any] | None) -> mcp.types.ElicitResult:
+    """The ``ElicitResult`` that tells the server ``answer`` to a question of ``schema``: every answer sent to a
+    server passes here (a resume, an input handler, the CLI), so the fields an accepted answer leaves out that
+    have a ``default`` in the schema are filled with it here (:func:`~yao_actors.tools.schema_gate.fill_defaults`)."""
+    if answer.action != "accept":
+        return mcp.types.ElicitResult(action=answer.action)
+    return mcp.types.ElicitResult(action="accept", content=fill_defaults(answer.content or {}, schema))
 
 
 def input_round(

@@ -19,9 +19,9 @@ import mcp.types
 
 from yao_actors import untrusted_json
 from yao_actors.errors import ErrorKind, is_retryable
-from yao_actors.tools.arguments import schema_problems
 from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
+from yao_actors.tools.schema_gate import schema_problems
 from yao_actors.untrusted_json import compact_json as compact_json  # where events and tools find it
 
 

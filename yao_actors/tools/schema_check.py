@@ -15,7 +15,9 @@ The keywords compiled (draft 2020-12, the default of a schema without ``$schema`
 ``maximum``, ``if``/``then`` (``if`` one property's string ``const``), ``anyOf``, and the annotations
 (``title``, ``description``, ``default``, ...), which validate nothing. A schema with any other keyword, or
 with a compiled keyword in a form not compiled, is :data:`never` (everything goes to ``jsonschema``); a
-property's schema that is never fails only the objects that have that property. Compiling never raises, so
+property's schema that is never fails only the objects that have that property. ``pattern`` is searched for
+on RE2 (:mod:`~yao_actors.tools.linear_patterns`: linear time, whoever wrote the pattern); one RE2 refuses is
+not compiled. Compiling never raises, so
 a tool's schema, whatever it holds, cannot fail the call. ``tests/test_arguments.py`` and
 ``tests/service/test_frame_check.py`` check the promise on generated instances: whatever a predicate
 accepts, ``jsonschema`` accepts.
@@ -23,9 +25,10 @@ accepts, ``jsonschema`` accepts.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from yao_actors.tools.linear_patterns import linear_search
 
 Check = Callable[[Any], bool]
 """``True`` only when an instance certainly satisfies the schema; ``False``: ask ``jsonschema`` (it may pass)."""
@@ -67,7 +70,7 @@ def compile_check(schema: Any) -> Check:
     """
     try:
         checks = _compile(schema)
-    except (TypeError, ValueError, AttributeError, re.error, RecursionError):  # a malformed schema
+    except (TypeError, ValueError, AttributeError, RecursionError):  # a malformed schema
         checks = None
     if checks is None:
         return never
@@ -163,8 +166,10 @@ def _string_keyword(keyword: str, argument: Any) -> Check | None:
     if keyword == "pattern":
         if type(argument) is not str:
             return None
-        search = re.compile(argument).search  # what jsonschema does: re.search
-        return lambda value: type(value) is not str or search(value) is not None
+        search = linear_search(argument)  # a search anywhere, as jsonschema does; on RE2, whoever wrote it
+        if search is None:  # a pattern RE2 refuses: not enforced (the gate says so)
+            return None
+        return lambda value: type(value) is not str or search(value)
     if type(argument) is not int:
         return None
     if keyword == "minLength":

@@ -79,6 +79,7 @@ from yao_actors.tools.input_requests import (
 from yao_actors.tools.links import read_links
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome, call_outcome
+from yao_actors.tools.schema_gate import tool_schema_notes
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
     CallRequest,
@@ -147,6 +148,8 @@ class _ServerActor:
     #: Whether the server has asked a question its transport did not tie to a call: then its connections run
     #: calls one at a time (:mod:`~yao_actors.tools.askers`), this one and the next.
     untied_questions: bool = False
+    #: What is not enforced of each tool's schemas, by tool name, as last logged.
+    schema_notes: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
 
     @property
     def id(self) -> str:
@@ -354,11 +357,10 @@ class _ServerActor:
         time, the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
         """
         if request.scope.cancel_called:  # its caller has gone (timed out, cancelled): nobody would see it
-            return elicit_result(InputAnswer("cancel"))
+            return elicit_result(InputAnswer("cancel"), None)
         question = ParkedQuestion(secrets.token_urlsafe(12))
-        asked = InputRound(
-            ((key, input_request(self.id, request.name, params)),), request.arguments, ticket=question.ticket
-        )
+        form = input_request(self.id, request.name, params)
+        asked = InputRound(((key, form),), request.arguments, ticket=question.ticket)
         held_in_store = self.relay is not None and await self.relay.hold(question.ticket)
         duration = trio.current_time() - request.started
         self.status.park(question)  # no checkpoint from here to the wait's ``finally``
@@ -373,7 +375,7 @@ class _ServerActor:
         finally:
             self.status.unpark(question.ticket)
         request.scope.deadline = trio.current_time() + self.spec.timeout
-        return elicit_result(answer)
+        return elicit_result(answer, form.schema)
 
     def _serve_from_store(self, question: ParkedQuestion) -> None:
         """Serve answers to the call held for ``question`` that come through the store (from another process the
@@ -408,7 +410,7 @@ class _ServerActor:
                 self.spec.input_timeout,
                 extra={"server": self.id},
             )
-        return elicit_result(answer)
+        return elicit_result(answer, asked.schema)
 
     # ----------------------------------------------------------------- the catalog
 
@@ -422,6 +424,18 @@ class _ServerActor:
             if not cursor:
                 break
         self.status.set_catalog(tuple(tools))
+        self.say_schema_notes(tools)
+
+    def say_schema_notes(self, tools: Sequence[mcp.types.Tool]) -> None:
+        """Compile the tools' schemas now (through the gate, so a call finds them ready) and log, once per tool,
+        what of them is not enforced (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
+        notes = {tool.name: found for tool in tools if (found := tool_schema_notes(tool))}
+        for name, found in notes.items():
+            if self.schema_notes.get(name) != found:
+                logger.warning(
+                    "server %r: tool %r: %s", self.id, name, "; ".join(found), extra={"server": self.id, "tool": name}
+                )
+        self.schema_notes = notes
 
     async def refresh_catalog(self, connection: _Connection) -> None:
         """Fetch the catalog again whenever the server announces ``tools/list_changed``."""
