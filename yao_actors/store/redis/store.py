@@ -31,16 +31,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import coredis
 import coredis.exceptions
 
-from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread, exception_leaves
+from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread, exception_leaves
 from yao_actors.store.codec import (
     check_rises,
     decode_approvals,
@@ -70,43 +69,12 @@ from yao_actors.store.records import (
 from yao_actors.store.redis.keys import RedisKeys
 from yao_actors.store.redis.leases import RedisLeases
 from yao_actors.store.redis.parked import RedisParkedCalls
+from yao_actors.store.redis.reach import reachable
 from yao_actors.store.redis.scripts import SCRIPTS
 from yao_actors.store.redis.tokens import RedisTokens
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
-
-_UNREACHABLE = (coredis.exceptions.ConnectionError, coredis.exceptions.AuthenticationError, OSError)
-
-
-@contextmanager
-def _reachable(url: str) -> Iterator[None]:
-    """Turn whatever goes wrong in Redis into :class:`StoreUnavailable`: the ways a server can be out of reach
-    (connection refused or lost, timeouts, authentication, a reply that is not the protocol), and any error
-    answer (``WRONGTYPE``, ``OOM``, ``READONLY``, a script error, ...), which no caller can do anything else with."""
-    where = shown_url(url)  # the message reaches the log: never the password; clients hear only what is shown
-    try:
-        yield
-    except _UNREACHABLE as error:
-        raise StoreUnavailable(
-            f"Redis store at {where} is unreachable: {error}", shown="Redis is unreachable"
-        ) from error
-    except coredis.exceptions.RedisError as error:
-        kind = type(error).__name__
-        raise StoreUnavailable(
-            f"Redis store at {where} answered with an error ({kind}): {error}",
-            shown=f"Redis answered with an error ({kind})",
-        ) from error
-
-
-def shown_url(url: str) -> str:
-    """``url`` as messages may show it: its password (``redis://user:secret@host``) replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = f"{parts.username}:" if parts.username else ":"
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
 @asynccontextmanager
@@ -126,7 +94,7 @@ async def open_redis_store(
     client = coredis.Redis.from_url(url, decode_responses=True, connect_timeout=CONNECT_TIMEOUT)
     try:
         async with client:
-            with _reachable(url):
+            with reachable(url):
                 await client.ping()
             yield RedisStore(client, url, prefix=prefix, event_ttl=event_ttl, clock=clock)
     except BaseExceptionGroup as group:
@@ -186,7 +154,7 @@ class RedisStore(ConversationStore):
         self, script: coredis.commands.Script[str], keys: Sequence[str], args: Sequence[str | int | float]
     ) -> Any:
         """Run a script by its digest (``EVALSHA``), loading it first when the server does not have it."""
-        with _reachable(self.url):
+        with reachable(self.url):
             try:
                 return await self.client.evalsha(script.sha, keys=keys, args=args)
             except coredis.exceptions.NoScriptError:  # a new or restarted server
@@ -195,7 +163,7 @@ class RedisStore(ConversationStore):
 
     def reachable(self) -> AbstractContextManager[None]:
         """A block in which the ways the server can be out of reach raise :class:`StoreUnavailable`."""
-        return _reachable(self.url)
+        return reachable(self.url)
 
     @property
     def keys(self) -> RedisKeys:
@@ -221,7 +189,7 @@ class RedisStore(ConversationStore):
         return attrs.evolve(info, created=created == 1)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
-        with _reachable(self.url):
+        with reachable(self.url):
             fields = await self.client.hgetall(self._keys.thread(thread_id))
         return _thread(thread_id, fields) if fields else None
 
@@ -229,7 +197,7 @@ class RedisStore(ConversationStore):
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
     ) -> list[ThreadInfo]:
         index = self._keys.threads if principal is ANY_PRINCIPAL else self._keys.owner_index(principal)
-        with _reachable(self.url):
+        with reachable(self.url):
             ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
             found = await self._hgetall_each([self._keys.thread(i) for i in ids])
         return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
@@ -243,7 +211,7 @@ class RedisStore(ConversationStore):
         return [dict(await request) for request in requests]
 
     async def load_history(self, thread_id: str) -> list[Message]:
-        with _reachable(self.url):
+        with reachable(self.url):
             items = await self.client.lrange(self._keys.messages(thread_id), 0, -1)
         return [decode_json(item) for item in items]
 
@@ -301,12 +269,12 @@ class RedisStore(ConversationStore):
         return bool(await self._script("finish_run", keys, args))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        with _reachable(self.url):
+        with reachable(self.url):
             fields = await self.client.hgetall(self._keys.run(run_id))
         return _run(run_id, fields) if fields else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
-        with _reachable(self.url):
+        with reachable(self.url):
             ids = await self.client.lrange(self._keys.thread_runs(thread_id), 0, -1)
             found = await self._hgetall_each([self._keys.run(i) for i in ids])
         return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
@@ -394,13 +362,13 @@ class RedisStore(ConversationStore):
             check_rises(run_id, seqs, int(last))
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        with _reachable(self.url):
+        with reachable(self.url):
             entries = await self.client.xrange(self._keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
-        with _reachable(self.url):
+        with reachable(self.url):
             await self.client.xread(
                 {self._keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
             )
@@ -413,7 +381,7 @@ class RedisStore(ConversationStore):
             raise UnknownThread(f"thread {thread_id!r} was not opened")
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
-        with _reachable(self.url):
+        with reachable(self.url):
             text = await self.client.hget(self._keys.thread(thread_id), "approvals")
         return decode_approvals(text)
 

@@ -57,6 +57,16 @@ from yao_actors.store.records import (
 from yao_actors.store.sqlite.files import WatchedFiles, watch_files
 from yao_actors.store.sqlite.leases import SqliteLeases, take_in
 from yao_actors.store.sqlite.parked import SqliteParkedCalls
+from yao_actors.store.sqlite.rows import (
+    RUN_COLUMNS,
+    append_messages,
+    insert_rows,
+    purge_expired_events,
+    run_of,
+    start_in,
+    thread_exists,
+    thread_of,
+)
 from yao_actors.store.sqlite.schema import connect
 from yao_actors.store.sqlite.tokens import SqliteTokens
 from yao_actors.store.sqlite.transactions import run_together
@@ -65,8 +75,6 @@ from yao_actors.store.sqlite.worker import Batch, WorkerThread, open_worker_thre
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
-
-_RUN_COLUMNS = "run_id, thread_id, assistant, status, started_at, owner, outcome, usage, finished_at"
 
 
 def _unavailable(path: str, error: BaseException | str) -> StoreUnavailable:
@@ -214,13 +222,13 @@ class SqliteStore(ConversationStore):
             inserted = db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?, ?)", (thread_id, principal, now, now))
             if inserted.rowcount == 1:
                 return ThreadInfo(thread_id, principal, utc(now), utc(now), created=True)
-            return _thread(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
+            return thread_of(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
 
         return await self.transaction(work)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
         rows = await self.query("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
-        return _thread(rows[0]) if rows else None
+        return thread_of(rows[0]) if rows else None
 
     async def list_threads(
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
@@ -230,7 +238,7 @@ class SqliteStore(ConversationStore):
         else:
             query = "SELECT * FROM threads WHERE principal IS ? ORDER BY created_at DESC, rowid DESC LIMIT ?"
             parameters = (principal, limit)  # type: ignore[assignment]
-        return [_thread(row) for row in await self.query(query, parameters)]
+        return [thread_of(row) for row in await self.query(query, parameters)]
 
     async def load_history(self, thread_id: str) -> list[Message]:
         rows = await self.query("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
@@ -239,7 +247,7 @@ class SqliteStore(ConversationStore):
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
         encoded = [encode_message(m) for m in messages]
         now = self.clock()
-        await self.transaction(lambda db: _append_messages(db, thread_id, encoded, now))
+        await self.transaction(lambda db: append_messages(db, thread_id, encoded, now))
 
     async def forget_thread(self, thread_id: str) -> bool:
         cursor = await self.transaction(lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)))
@@ -256,7 +264,7 @@ class SqliteStore(ConversationStore):
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise RunIdTaken(f"run {run_id!r} is already stored")
-            _start_in(db, thread_id, run_id, assistant, self.owner, encoded, now)
+            start_in(db, thread_id, run_id, assistant, self.owner, encoded, now)
 
         await self.transaction(work)
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
@@ -267,14 +275,14 @@ class SqliteStore(ConversationStore):
         now = self.clock()
 
         def work(db: sqlite3.Connection) -> Taken:
-            if not _thread_exists(db, thread_id):
+            if not thread_exists(db, thread_id):
                 raise UnknownThread(f"thread {thread_id!r} was not opened")
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (start.run_id,)).fetchone():
                 raise RunIdTaken(f"run {start.run_id!r} is already stored")
             taken = take_in(db, thread_id, token, now + ttl, now, self.event_ttl)
             if not taken.taken or start.expect_messages not in (None, taken.stored_messages):
                 return taken
-            _start_in(db, thread_id, start.run_id, start.assistant, self.owner, encoded, now)
+            start_in(db, thread_id, start.run_id, start.assistant, self.owner, encoded, now)
             return attrs.evolve(taken, started=True)
 
         return await self.transaction(work)
@@ -293,12 +301,12 @@ class SqliteStore(ConversationStore):
         return cursor.rowcount == 1
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        rows = await self.query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
-        return _run(rows[0]) if rows else None
+        rows = await self.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        return run_of(rows[0]) if rows else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
-        query = f"SELECT {_RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid"
-        return [_run(row) for row in await self.query(query, (thread_id,))]
+        query = f"SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid"
+        return [run_of(row) for row in await self.query(query, (thread_id,))]
 
     # -- event logs
 
@@ -356,16 +364,16 @@ class SqliteStore(ConversationStore):
                 raise UnknownRun(f"run {run_id!r} is not stored")
             if thread_id is not None:
                 if found is None or found[0] != thread_id:
-                    if not _thread_exists(db, thread_id):
+                    if not thread_exists(db, thread_id):
                         raise UnknownThread(f"thread {thread_id!r} was not opened")
                     raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
                 if found[2] != RunStatus.RUNNING.value:
                     raise RunClosed(f"run {run_id!r} is closed already ({found[2]})")
             check_rises(run_id, seqs, found[1] or 0)
             if encoded:
-                _append_messages(db, found[0], encoded, now)
+                append_messages(db, found[0], encoded, now)
             if rows or thread_id is None:  # append_events refreshes the log's expiry even for an empty batch
-                _insert_rows(db, "INSERT INTO events VALUES", rows)
+                insert_rows(db, "INSERT INTO events VALUES", rows)
                 db.execute("UPDATE runs SET events_expire_at = ? WHERE run_id = ?", (now + self.event_ttl, run_id))
             if finish is not None:
                 db.execute(
@@ -375,7 +383,7 @@ class SqliteStore(ConversationStore):
             if release is not None:
                 db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (found[0], release))
             if purge:
-                _purge_expired_events(db, now)
+                purge_expired_events(db, now)
 
         await self.transaction(work)
         if purge:
@@ -410,65 +418,3 @@ class SqliteStore(ConversationStore):
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         rows = await self.query("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
         return decode_approvals(rows[0][0]) if rows else []
-
-
-def _append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str], now: float) -> None:
-    if db.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (now, thread_id)).rowcount != 1:
-        raise UnknownThread(f"thread {thread_id!r} was not opened")
-    _insert_rows(db, "INSERT INTO messages (thread_id, message) VALUES", [(thread_id, m) for m in encoded])
-
-
-ROWS_PER_INSERT = 256
-"""Rows one ``INSERT`` takes at most (SQLite allows 32,766 parameters to a statement)."""
-
-
-def _start_in(
-    db: sqlite3.Connection, thread_id: str, run_id: str, assistant: str, owner: str, encoded: list[str], now: float
-) -> None:
-    """Record a run as running, its input appended to the thread's history (a run id not stored yet)."""
-    _append_messages(db, thread_id, encoded, now)
-    db.execute(
-        "INSERT INTO runs (run_id, thread_id, assistant, status, started_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
-        (run_id, thread_id, assistant, RunStatus.RUNNING.value, now, owner),
-    )
-
-
-def _insert_rows(db: sqlite3.Connection, insert: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """Insert ``rows`` with one multi-row ``INSERT`` per :data:`ROWS_PER_INSERT`.
-
-    One statement step for a turn's rows rather than one each: each step gives up the GIL and takes it
-    back, and while the run goes on in the event loop's thread every hand-over costs a thread switch.
-    """
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        chunk = rows[start : start + ROWS_PER_INSERT]
-        values = ", ".join(["(" + ", ".join("?" * len(chunk[0])) + ")"] * len(chunk))
-        db.execute(f"{insert} {values}", [value for row in chunk for value in row])
-
-
-def _thread_exists(db: sqlite3.Connection, thread_id: str) -> bool:
-    return db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is not None
-
-
-def _purge_expired_events(db: sqlite3.Connection, now: float) -> None:
-    db.execute("DELETE FROM events WHERE run_id IN (SELECT run_id FROM runs WHERE events_expire_at <= ?)", (now,))
-    db.execute("UPDATE runs SET events_expire_at = NULL WHERE events_expire_at <= ?", (now,))
-
-
-def _thread(row: tuple[Any, ...]) -> ThreadInfo:
-    thread_id, principal, created_at, updated_at = row
-    return ThreadInfo(thread_id, principal, utc(created_at), utc(updated_at))
-
-
-def _run(row: tuple[Any, ...]) -> RunRecord:
-    run_id, thread_id, assistant, status, started_at, owner, outcome, usage, finished_at = row
-    return RunRecord(
-        run_id,
-        thread_id,
-        assistant,
-        RunStatus(status),
-        utc(started_at),
-        owner,
-        outcome=outcome,
-        usage=decode_json(usage),
-        finished_at=None if finished_at is None else utc(finished_at),
-    )
