@@ -47,7 +47,7 @@ from yao_actors.store.records import EncodedEvent
 from yao_actors.tasks import Turnstile
 from yao_actors.tools.media import event_media
 from yao_actors.tools.results import ToolCallResult, tool_message_content
-from yao_actors.untrusted_json import encode_json as encode_json  # how events go on the wire, re-exported
+from yao_actors.untrusted.json import encode_json as encode_json  # how events go on the wire, re-exported
 
 DEFAULT_MEDIA_BYTES = 1 << 20
 """The base64 data of images and audio one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""

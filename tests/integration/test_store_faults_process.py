@@ -23,7 +23,7 @@ from tests.integration.processes import server_py
 from tests.integration.scale_support import worker_pids
 from tests.service.support import http_request, receive, run_frame, send, until_terminal
 from tests.support import needs_redis, require_tool
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.events import stored_events
 from yao_actors.store import StoreSpec, open_store
 from yao_actors.testing.redis_server import RedisServer

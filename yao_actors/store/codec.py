@@ -1,6 +1,6 @@
 """How a store checks and encodes what it is given, and decodes what it read: messages, sequence numbers,
 approvals, the answers and outcomes of held calls. Shared by the backends; JSON as the wire has it
-(:func:`~yao_actors.untrusted_json.encode_json`)."""
+(:func:`~yao_actors.untrusted.json.encode_json`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from yao_actors.errors import InvalidStoreInput, SeqConflict
 from yao_actors.store.records import EncodedEvent, Message, interrupted_event
-from yao_actors.untrusted_json import encode_json
+from yao_actors.untrusted.json import encode_json
 
 MAX_SEQ: Final = 2**63 - 1
 """The largest event ``seq`` a store keeps (SQLite's largest ``INTEGER``): a batch above it is refused, and an
@@ -24,7 +24,7 @@ def new_owner_token() -> str:
 
 
 def encode_message(message: Message) -> str:
-    """One message as compact JSON (:func:`~yao_actors.untrusted_json.encode_json`, as events are: never a raw line feed,
+    """One message as compact JSON (:func:`~yao_actors.untrusted.json.encode_json`, as events are: never a raw line feed,
     which the Redis store relies on, and valid UTF-8); refuses a message that is not a mapping with a string
     ``role``."""
     if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
