@@ -26,6 +26,7 @@ import logging
 from yao_actors.errors import StoreUnavailable
 from yao_actors.specs import DEFAULT_LEASE_TTL as DEFAULT_LEASE_TTL  # configuration values, re-exported
 from yao_actors.specs import DEFAULT_LEASE_WAIT as DEFAULT_LEASE_WAIT
+from yao_actors.store.memory.leases import MemoryLeases as MemoryLeases  # its public path before the backends' packages
 from yao_actors.store.protocol import ThreadLeases
 
 logger = logging.getLogger(__name__)
