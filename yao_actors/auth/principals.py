@@ -55,7 +55,7 @@ from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principa
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, ErrorKind, NeedsLogin, StoreUnavailable
 from yao_actors.observability.metrics import SERVER_UP, labelled
 from yao_actors.specs import OAuthSpec, ServerSpec
-from yao_actors.store.base import ConversationStore
+from yao_actors.store.protocol import ConversationStore
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome

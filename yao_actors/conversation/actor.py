@@ -36,7 +36,14 @@ from yao_actors.conversation.order import RunOrder, RunResult
 from yao_actors.conversation.principal_servers import is_authorization_resume
 from yao_actors.conversation.run import Answer, Run, RunResources
 from yao_actors.conversation.window import window_history
-from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
+from yao_actors.errors import (
+    ModelError,
+    RunError,
+    RunErrorCode,
+    StoreUnavailable,
+    exception_leaves,
+    store_trouble_ends_the_run,
+)
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
@@ -44,7 +51,7 @@ from yao_actors.models.base import Message, Usage
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, RunFinish, RunStatus
-from yao_actors.store.base import Taken
+from yao_actors.store.records import Taken
 from yao_actors.tasks import patiently, send_now_or_wait
 from yao_actors.tools.results import ToolCallResult
 
@@ -302,8 +309,8 @@ class _ConversationActor:
             if journal.failure is not None and result.outcome is not Outcome.ERROR:
                 result = _failed(result, journal.failure.run_error())
         await _close_out(run, result, unreported)
-        # With a store that takes it, the lease goes in the close-out's write (one store call fewer per run).
-        folded = self.renewing is not None and self.leases.release_with_close
+        # The lease goes with the close-out (in its write, with the backends: one store call fewer per run).
+        folded = self.renewing is not None
         last = await journal.close_out(_finish(result), release=self.leases.token(order.run_id) if folded else None)
         if last is None:
             # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the
@@ -437,10 +444,8 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
         server = run.resources.servers.get(server_id)
         return server is not None and await server.reaches_parked(ticket)
 
-    try:
+    with store_trouble_ends_the_run():
         gone = await gone_calls(answered, reaches)
-    except StoreUnavailable as error:
-        raise error.run_error() from error
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}
