@@ -18,7 +18,8 @@ import trio
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from prometheus_client import REGISTRY
 
-from yao_actors.auth.principals import IDLE_CLOSE, AuthorizationDesk, PrincipalServers, open_desk
+from yao_actors.auth.desk import AuthorizationDesk, open_desk
+from yao_actors.auth.principals import IDLE_CLOSE, PrincipalServers
 from yao_actors.auth.vault import Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.cli.probe import open_probe, server_reports, tool_offers
 from yao_actors.conversation.principal_servers import is_authorization_resume
