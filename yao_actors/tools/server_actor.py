@@ -45,10 +45,8 @@ network failed, and anything else that went wrong on our side.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import math
-import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,7 +55,6 @@ import mcp
 import mcp.types
 import pydantic
 import trio
-from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
@@ -66,16 +63,7 @@ from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.askers import Askers
-from yao_actors.tools.input_requests import (
-    InputAnswer,
-    InputHandler,
-    InputRound,
-    ParkedQuestion,
-    elicit_result,
-    input_request,
-    input_round,
-    refusal,
-)
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.links import read_links
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome, call_outcome
@@ -88,6 +76,7 @@ from yao_actors.tools.server_handle import (
     ServerStatus,
     unavailable_outcome,
 )
+from yao_actors.tools.server_questions import CALLING, ServerQuestions, input_required_outcome
 from yao_actors.tools.tool_server import ServerState, ServerStatistics
 from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
 from yao_actors.transports.malformed import MALFORMED
@@ -96,10 +85,6 @@ logger = logging.getLogger(__name__)
 
 #: How long a call that saw its connection close waits for the reason (exit code, stderr).
 LOSS_REPORT_WAIT = 1.0
-#: The call a worker task is making: an ``elicitation/create`` that arrives in that task's context belongs to it.
-_CALLING: contextvars.ContextVar[CallRequest | None] = contextvars.ContextVar("yao_actors_calling", default=None)
-#: The error text of an ``input_required`` outcome (the run ends with an interrupt; the model never sees it).
-ASKS_THE_USER = "the server asks the user for input"
 #: Seconds (at most a tenth of what is left) before a call's deadline at which reading its links stops.
 LINK_READ_MARGIN = 0.5
 #: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
@@ -133,10 +118,9 @@ class _ServerActor:
     inbox: trio.MemoryReceiveChannel[CallRequest]
     nursery: trio.Nursery
     status: ServerStatus
+    questions: ServerQuestions
+    """How it answers what its server asks the user (:mod:`~yao_actors.tools.server_questions`)."""
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    input_handler: InputHandler | None = None
-    relay: ParkedRelay | None = None
-    """How a call held here is answered from another process sharing the store."""
     discover: mcp.types.DiscoverResult | None = None
     """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
     #: Why the last connection could not be authorized (OAuth), or ``None``.
@@ -144,9 +128,6 @@ class _ServerActor:
     #: Whether this actor's state is the server's ``yao_mcp_server_up`` (not a principal's connection's: the
     #: router of an ``identity: "principal"`` server owns that label).
     publish_up: bool = True
-    #: Whether the server has asked a question its transport did not tie to a call: then its connections run
-    #: calls one at a time (:mod:`~yao_actors.tools.askers`), this one and the next.
-    untied_questions: bool = False
     #: What is not enforced of each tool's schemas, by tool name, as last logged.
     schema_notes: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
 
@@ -207,13 +188,13 @@ class _ServerActor:
     async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None
         self.status.call_started()
-        calling = _CALLING.set(request)
+        calling = CALLING.set(request)
         try:
             with request.scope, tracing.attached(request.trace_context):
                 await connection.askers.enter(request)
                 outcome = await self._execute(connection, request)
         finally:
-            _CALLING.reset(calling)
+            CALLING.reset(calling)
             connection.askers.leave(request, answered=outcome is not None)
             self.status.call_ended()
             if outcome is not None:
@@ -227,7 +208,7 @@ class _ServerActor:
         assert client is not None
         progress = _progress_forwarder(request) if request.wants_progress else None
         try:
-            if self.input_handler is None and is_modern(client.protocol_version):
+            if self.questions.handler is None and is_modern(client.protocol_version):
                 # Input rounds are ours to keep (as interrupts), not the SDK's to answer in process.
                 answer = await client.session.call_tool(
                     request.name,
@@ -240,7 +221,7 @@ class _ServerActor:
                 )
                 if isinstance(answer, mcp.types.InputRequiredResult):
                     connection.answered = True
-                    return self._input_required(request, answer)
+                    return input_required_outcome(self.id, request, answer)
                 result = answer
             else:
                 result = await client.call_tool(
@@ -298,118 +279,6 @@ class _ServerActor:
             kind=ErrorKind.TOOL_ERROR,
             duration=trio.current_time() - request.started,
         )
-
-    # ----------------------------------------------------------------- the server asks the user
-
-    def _input_required(self, request: CallRequest, result: mcp.types.InputRequiredResult) -> ToolOutcome:
-        """A 2026-07-28 call that asks the user: its round, to keep with the thread until the answers come."""
-        duration = trio.current_time() - request.started
-        round_ = input_round(self.id, request.name, request.arguments, result)
-        if isinstance(round_, str):
-            return ToolOutcome(error=round_, kind=ErrorKind.TOOL_ERROR, duration=duration)
-        return ToolOutcome(result=round_, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration)
-
-    def elicitation_callback(self, connection: _Connection) -> ElicitationFnT:
-        """How the connection answers ``elicitation/create``: through the input handler, or by parking the call.
-
-        The SDK's own input-round driver (protocol 2026-07-28) calls it too, in the call's task. A handshake-era
-        request is tied to its call by the task that sent the call where the transport keeps it (streamable
-        HTTP); else :class:`~yao_actors.tools.askers.Askers` tells which call asked, or refuses the question
-        (and from then on the actor's connections run their calls one at a time). A URL the user must not be
-        sent to is refused before anyone is asked.
-        """
-        handler = self.input_handler
-        askers = connection.askers
-        askers.one_at_a_time = self.untied_questions
-
-        async def on_elicit(
-            context: ClientRequestContext, params: mcp.types.ElicitRequestParams
-        ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
-            if (refused := refusal(params)) is not None:
-                logger.warning("server %r: %s", self.id, refused, extra={"server": self.id})
-                return mcp.types.ErrorData(code=mcp.types.INVALID_PARAMS, message=refused)
-            request: CallRequest | str | None = _CALLING.get()
-            if request is None:
-                self.untied_questions = askers.one_at_a_time = True
-                request = await askers.asker()
-            if isinstance(request, str):
-                logger.warning("server %r: %s", self.id, request, extra={"server": self.id})
-                return mcp.types.ErrorData(code=mcp.types.INVALID_REQUEST, message=request)
-            askers.ask_user(request)
-            try:
-                if handler is None:
-                    return await self._park(request, str(context.request_id), params)
-                return await self._ask(handler, request, params)
-            finally:
-                await askers.resume(request)
-
-        return on_elicit
-
-    async def _park(
-        self, request: CallRequest, key: str, params: mcp.types.ElicitRequestParams
-    ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
-        """Hold a handshake-era call open while its question goes out as an interrupt, ``input_timeout`` at most.
-
-        The caller gets an ``input_required`` outcome now (a second question of the same call goes to whoever
-        answered the first); the answer comes through :meth:`ServerHandle.resume_parked`, in this process or (with
-        a relay: the call is recorded in the store as held here first) in another sharing the store. Unanswered in
-        time, the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
-        """
-        if request.scope.cancel_called:  # its caller has gone (timed out, cancelled): nobody would see it
-            return elicit_result(InputAnswer("cancel"), None)
-        question = ParkedQuestion(secrets.token_urlsafe(12))
-        form = input_request(self.id, request.name, params)
-        asked = InputRound(((key, form),), request.arguments, ticket=question.ticket)
-        held_in_store = self.relay is not None and await self.relay.hold(question.ticket)
-        duration = trio.current_time() - request.started
-        self.status.park(question)  # no checkpoint from here to the wait's ``finally``
-        if held_in_store:
-            self._serve_from_store(question)
-        request.answer(ToolOutcome(result=asked, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration))
-        request.parked = question
-        answer = InputAnswer("cancel")
-        try:
-            with trio.move_on_after(self.spec.input_timeout):
-                answer = await question.wait_answer()
-        finally:
-            self.status.unpark(question.ticket)
-        request.scope.deadline = trio.current_time() + self.spec.timeout
-        return elicit_result(answer, form.schema)
-
-    def _serve_from_store(self, question: ParkedQuestion) -> None:
-        """Serve answers to the call held for ``question`` that come through the store (from another process the
-        resume reached), for as long as it is held here (:meth:`ParkedRelay.serve`)."""
-        relay, status, ticket = self.relay, self.status, question.ticket
-        assert relay is not None
-
-        async def resume(answer: InputAnswer) -> ToolOutcome | None:
-            return await status.answer_parked(ticket, answer)
-
-        self.nursery.start_soon(relay.serve, ticket, question.wait_closed, resume)
-
-    async def _ask(
-        self, handler: InputHandler, request: CallRequest, params: mcp.types.ElicitRequestParams
-    ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
-        """Ask ``handler``, at most ``spec.input_timeout`` seconds (then the answer is ``cancel``)."""
-        asked = input_request(self.id, request.name, params)
-        answer = InputAnswer("cancel")
-        with request.deadline_paused(), trio.move_on_after(self.spec.input_timeout) as waiting:
-            try:
-                answer = await handler(asked)
-            except Exception as exc:
-                logger.exception("server %r: the input handler failed", self.id, extra={"server": self.id})
-                return mcp.types.ErrorData(
-                    code=mcp.types.INTERNAL_ERROR, message=f"the input handler failed: {type(exc).__name__}"
-                )
-        if waiting.cancelled_caught:
-            logger.info(
-                "server %r: no answer to %r within %gs: cancelled",
-                self.id,
-                asked.message,
-                self.spec.input_timeout,
-                extra={"server": self.id},
-            )
-        return elicit_result(answer, asked.schema)
 
     # ----------------------------------------------------------------- the catalog
 
@@ -503,7 +372,7 @@ class _ServerActor:
             self.spec,
             link=link,
             message_handler=on_message,
-            elicitation_callback=self.elicitation_callback(connection),
+            elicitation_callback=self.questions.elicitation_callback(connection.askers),
             prior_discover=prior,
         ) as client:
             connection.client = client
@@ -664,9 +533,8 @@ async def serve_mcp_server(
     handle = ServerHandle._create(spec, send, status, relay)
     with receive:
         async with trio.open_nursery() as nursery:
-            actor = _ServerActor(
-                spec, connect, receive, nursery, status, input_handler=input_handler, relay=relay, publish_up=publish_up
-            )
+            questions = ServerQuestions(spec, status, nursery, input_handler, relay)
+            actor = _ServerActor(spec, connect, receive, nursery, status, questions, publish_up=publish_up)
             if publish_up:
                 labelled(SERVER_UP, spec.id).set(0)
             labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start
