@@ -53,60 +53,33 @@ from typing import Any
 import attrs
 import mcp
 import mcp.types
-import pydantic
 import trio
-from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from yao_actors.errors import AuthorizationError, ErrorKind, exception_leaves, server_unavailable_message
+from yao_actors.errors import AuthorizationError, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
-from yao_actors.tools.askers import Askers
 from yao_actors.tools.input_requests import InputHandler
-from yao_actors.tools.links import read_links
 from yao_actors.tools.parked_relay import ParkedRelay
-from yao_actors.tools.results import ToolOutcome, call_outcome
+from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.schema_gate import tool_schema_notes
+from yao_actors.tools.server_calls import Connection, execute_call
 from yao_actors.tools.server_handle import (
     PROGRESS_BUFFER,
     CallRequest,
-    ProgressItem,
     ServerHandle,
     ServerStatus,
     unavailable_outcome,
 )
-from yao_actors.tools.server_questions import CALLING, ServerQuestions, input_required_outcome
+from yao_actors.tools.server_questions import CALLING, ServerQuestions
 from yao_actors.tools.tool_server import ServerState, ServerStatistics
-from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
-from yao_actors.transports.malformed import MALFORMED
+from yao_actors.transports import Connector, Link, is_modern, open_client
 
 logger = logging.getLogger(__name__)
 
-#: How long a call that saw its connection close waits for the reason (exit code, stderr).
-LOSS_REPORT_WAIT = 1.0
-#: Seconds (at most a tenth of what is left) before a call's deadline at which reading its links stops.
-LINK_READ_MARGIN = 0.5
 #: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
 MAX_CATALOG_PAGES = 1000
-
-
-@attrs.define(eq=False)
-class _Connection:
-    """One connection of the actor: its client once connected, its health report, what it left unanswered.
-
-    The supervisor makes it before connecting, so that whatever way the
-    connection ends — refused, timed out, lost while serving — it can still
-    answer the requests the connection took and never finished.
-    """
-
-    link: Link = attrs.field(factory=Link)
-    client: mcp.Client | None = None
-    catalog_changed: trio.Event = attrs.field(factory=trio.Event)
-    answered: bool = False
-    unanswered: list[CallRequest] = attrs.field(factory=list)
-    askers: Askers = attrs.field(factory=Askers)
-    """Its calls in flight, and which of them can have asked a question (:mod:`~yao_actors.tools.askers`)."""
 
 
 @attrs.define(eq=False)
@@ -179,20 +152,22 @@ class _ServerActor:
 
     # ----------------------------------------------------------------- serving calls
 
-    async def work(self, connection: _Connection) -> None:
+    async def work(self, connection: Connection) -> None:
         """One of ``max_concurrency`` workers of a connection: take requests from the inbox, one at a time."""
         async for request in self.inbox:
             await self._run_call(connection, request)
             del request  # waiting for the next one must not keep this one's outcome (a result of megabytes) alive
 
-    async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
+    async def _run_call(self, connection: Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None
         self.status.call_started()
         calling = CALLING.set(request)
         try:
             with request.scope, tracing.attached(request.trace_context):
                 await connection.askers.enter(request)
-                outcome = await self._execute(connection, request)
+                outcome = await execute_call(
+                    self.spec, self.status, connection, request, keep_rounds=self.questions.handler is None
+                )
         finally:
             CALLING.reset(calling)
             connection.askers.leave(request, answered=outcome is not None)
@@ -202,83 +177,6 @@ class _ServerActor:
             elif not request.scope.cancelled_caught:
                 # The connection ended under the call: it is answered once the reason is known.
                 connection.unanswered.append(request)
-
-    async def _execute(self, connection: _Connection, request: CallRequest) -> ToolOutcome:
-        client = connection.client
-        assert client is not None
-        progress = _progress_forwarder(request) if request.wants_progress else None
-        try:
-            if self.questions.handler is None and is_modern(client.protocol_version):
-                # Input rounds are ours to keep (as interrupts), not the SDK's to answer in process.
-                answer = await client.session.call_tool(
-                    request.name,
-                    request.arguments,
-                    progress_callback=progress,
-                    input_responses=request.input_responses,  # type: ignore[arg-type]
-                    request_state=request.request_state,
-                    allow_input_required=True,
-                    allow_claimed=False,
-                )
-                if isinstance(answer, mcp.types.InputRequiredResult):
-                    connection.answered = True
-                    return input_required_outcome(self.id, request, answer)
-                result = answer
-            else:
-                result = await client.call_tool(
-                    request.name,
-                    request.arguments,
-                    progress_callback=progress,
-                    input_responses=request.input_responses,  # type: ignore[arg-type]
-                    request_state=request.request_state,
-                )
-        except MCPError as exc:
-            return await self._protocol_error(connection, request, exc)
-        except pydantic.ValidationError as exc:  # JSON-RPC, but not the result the SDK expects
-            reason = _first_error(exc)
-            logger.warning(
-                "server %r: tools/call %r: %s: %s", self.id, request.name, MALFORMED, reason, extra={"server": self.id}
-            )
-            return _malformed(request, reason)
-        except Exception as exc:
-            logger.warning(
-                "server %r: tools/call %r failed", self.id, request.name, exc_info=True, extra={"server": self.id}
-            )
-            return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
-        connection.answered = True
-        assert isinstance(result, mcp.types.CallToolResult)
-        outcome = call_outcome(result, self.status.output_schemas.get(request.name), 0.0)
-        if self.spec.read_links and outcome.ok and outcome.rich:
-            # The reads end a little before the call's deadline, so the call still answers with what it has.
-            margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
-            linked = await read_links(client, outcome.result, request.scope.deadline - margin)
-            outcome = attrs.evolve(outcome, result=linked)
-        return attrs.evolve(outcome, duration=trio.current_time() - request.started)
-
-    async def _protocol_error(self, connection: _Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:
-        """Classify a JSON-RPC error: the connection closed, the network failed the request, or the server answered.
-
-        An error the server answered (whatever its code) is the tool's failure, not the server's: the server
-        is up and serving, so its state stays as it is.
-        """
-        if exc.code == mcp.types.CONNECTION_CLOSED:
-            # The connection ended under the call: wait for the transport's report of why.
-            with trio.move_on_after(LOSS_REPORT_WAIT):
-                await connection.link.lost.wait()
-            connection.link.mark_lost("the connection to the server closed")
-            await trio.sleep_forever()  # the connection is being cancelled; _run_call reports the loss
-        if exc.code == TRANSPORT_FAILURE:
-            reason = f"the request failed: {exc.error.message}"
-            return unavailable_outcome(self.spec, reason, started=request.started, lost=True)
-        connection.answered = True
-        if exc.code == mcp.types.PARSE_ERROR:
-            # The answer could not be read (the transport said so, and said why in its log line); or the server
-            # says it could not read the request: either way nothing of the call came back.
-            return _malformed(request, exc.error.data if isinstance(exc.error.data, str) else None)
-        return ToolOutcome(
-            error=f"{exc.error.message} (JSON-RPC error {exc.code})",
-            kind=ErrorKind.TOOL_ERROR,
-            duration=trio.current_time() - request.started,
-        )
 
     # ----------------------------------------------------------------- the catalog
 
@@ -305,7 +203,7 @@ class _ServerActor:
                 )
         self.schema_notes = notes
 
-    async def refresh_catalog(self, connection: _Connection) -> None:
+    async def refresh_catalog(self, connection: Connection) -> None:
         """Fetch the catalog again whenever the server announces ``tools/list_changed``."""
         assert connection.client is not None
         while True:
@@ -325,7 +223,7 @@ class _ServerActor:
 
     async def serve_one_connection(self, report_started: Callable[[], None]) -> bool:
         """Connect, serve until the connection is lost, fail what it left unanswered; whether it was healthy."""
-        connection = _Connection()
+        connection = Connection()
         link = connection.link
         waiting_for_login = self.status.state is ServerState.NEEDS_AUTH
         if not waiting_for_login:
@@ -358,7 +256,7 @@ class _ServerActor:
         return connection.answered or trio.current_time() - born >= self.spec.restart.backoff_max
 
     async def _connect_and_serve(
-        self, connection: _Connection, scope: trio.CancelScope, report_started: Callable[[], None]
+        self, connection: Connection, scope: trio.CancelScope, report_started: Callable[[], None]
     ) -> None:
         """Connect and fetch the catalog within ``scope``'s deadline, then serve calls until the link is lost."""
 
@@ -409,7 +307,7 @@ class _ServerActor:
         self.discover = client.session.discover_result
         logger.info("server %r: speaking MCP %s", self.id, version, extra={"server": self.id, "protocol": version})
 
-    async def listen_for_changes(self, connection: _Connection) -> None:
+    async def listen_for_changes(self, connection: Connection) -> None:
         """On a stateless connection, ``tools/list_changed`` comes through a ``subscriptions/listen`` stream."""
         assert connection.client is not None
         try:
@@ -479,30 +377,8 @@ class _ServerActor:
             labelled(SERVER_RESTARTS, self.id).inc()
 
 
-def _malformed(request: CallRequest, reason: str | None) -> ToolOutcome:
-    """The outcome of a call whose answer could not be read (``reason``: what was wrong, when known)."""
-    error = MALFORMED if reason is None else f"{MALFORMED}: {reason}"
-    return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR, duration=trio.current_time() - request.started)
-
-
-def _first_error(exc: pydantic.ValidationError) -> str:
-    """The first thing pydantic found wrong, in one line: where, and what."""
-    first = exc.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
-
-
 def _describe(leaves: Sequence[BaseException]) -> str:
     return "; ".join(f"{type(exc).__name__}: {exc}" for exc in leaves)
-
-
-def _progress_forwarder(request: CallRequest) -> ProgressFnT:
-    """A progress callback that never blocks the session: it drops items a slow caller has no room for."""
-
-    async def forward(progress: float, total: float | None, message: str | None) -> None:
-        request.report(ProgressItem(progress, total, message))
-
-    return forward
 
 
 async def serve_mcp_server(
