@@ -99,8 +99,8 @@ class OAuthSpec:
 
 
 @attrs.frozen
-class HttpTransport:
-    """Speak streamable HTTP to a server at ``url``; ``auth`` when it is behind OAuth."""
+class _HttpEndpoint:
+    """What both HTTP transports name: the server's ``url``, extra request headers, ``auth`` when behind OAuth."""
 
     url: str
     headers: Mapping[str, str] = attrs.field(factory=dict)
@@ -110,14 +110,13 @@ class HttpTransport:
 
 
 @attrs.frozen
-class SseTransport:
-    """Speak the older HTTP+SSE MCP transport to a server at ``url`` (the MCP SDK's SSE client)."""
+class HttpTransport(_HttpEndpoint):
+    """Speak streamable HTTP to a server at ``url``; ``auth`` when it is behind OAuth."""
 
-    url: str
-    headers: Mapping[str, str] = attrs.field(factory=dict)
-    auth: OAuthSpec | None = None
-    #: The ``httpx2.Auth`` its requests go through: the OAuth flow's, put here by the connection (never in a file).
-    http_auth: Any = attrs.field(default=None, eq=False, repr=False)
+
+@attrs.frozen
+class SseTransport(_HttpEndpoint):
+    """Speak the older HTTP+SSE MCP transport to a server at ``url`` (the MCP SDK's SSE client)."""
 
 
 @attrs.frozen
