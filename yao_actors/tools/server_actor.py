@@ -65,14 +65,9 @@ from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.schema_gate import tool_schema_notes
 from yao_actors.tools.server_calls import Connection, execute_call
-from yao_actors.tools.server_handle import (
-    PROGRESS_BUFFER,
-    CallRequest,
-    ServerHandle,
-    ServerStatus,
-    unavailable_outcome,
-)
+from yao_actors.tools.server_handle import PROGRESS_BUFFER, CallRequest, ServerHandle, unavailable_outcome
 from yao_actors.tools.server_questions import CALLING, ServerQuestions
+from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.tool_server import ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link, is_modern, open_client
 

@@ -23,8 +23,9 @@ from yao_actors.specs import ServerSpec
 from yao_actors.tools.askers import Askers
 from yao_actors.tools.links import read_links
 from yao_actors.tools.results import ToolOutcome, call_outcome
-from yao_actors.tools.server_handle import CallRequest, ProgressItem, ServerStatus, unavailable_outcome
+from yao_actors.tools.server_handle import CallRequest, ProgressItem, unavailable_outcome
 from yao_actors.tools.server_questions import input_required_outcome
+from yao_actors.tools.server_status import ServerStatus
 from yao_actors.transports import TRANSPORT_FAILURE, Link, is_modern
 from yao_actors.transports.malformed import MALFORMED
 

@@ -35,7 +35,8 @@ from yao_actors.tools.input_requests import (
 )
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import CallRequest, ServerStatus
+from yao_actors.tools.server_handle import CallRequest
+from yao_actors.tools.server_status import ServerStatus
 
 logger = logging.getLogger(__name__)
 
