@@ -33,7 +33,7 @@ async def test_a_lost_answer_of_a_folded_start_counts_as_started(autojump_clock:
     taken = await journal.starting(losing, "p:r", 30, "a", [QUESTION], 0)()
     assert (taken.taken, taken.started) == (True, True)
     assert journal.started
-    assert journal.stored == [QUESTION]
+    assert journal.stored == (QUESTION,)
     assert journal.transcript == [QUESTION]
     assert len(calls) == 1  # the second try was refused for its id: the stored run is this one's
     assert await store.load_history("t") == [QUESTION]

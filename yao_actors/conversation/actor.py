@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 import attrs
@@ -67,31 +67,92 @@ RUN_QUEUE = 8
 
 @attrs.define(eq=False)
 class ThreadStatus:
-    """What a conversation actor publishes: the thread's history (only the actor appends) and its pending runs
+    """What a conversation actor publishes: the thread's history (only the actor changes it) and its pending runs
     (counted through :meth:`run_submitted` and :meth:`run_done`, by the handle that queues and the actor that runs).
+    Changed only through its methods; the handle only reads it.
 
     The history is bounded (:class:`~yao_actors.history_budget.BoundedHistory`): it keeps the newest whole
     turns that fit its limit.
     """
 
-    history: BoundedHistory = attrs.field(factory=BoundedHistory)
-    pending: int = 0
-    approvals: list[Pending] = attrs.field(factory=list)
+    _history: BoundedHistory = attrs.field(factory=BoundedHistory)
+    _pending: int = 0
+    _approvals: list[Pending] = attrs.field(factory=list)
     """Calls held for a person's approval, or waiting for the user's answer to their server's question, by the
     thread's last run, until a run answers them (the store keeps
     them too, from before the run's terminal event until the run that answers them starts)."""
-    stored_messages: int | None = None
+    _stored_messages: int | None = None
     """How many messages the store holds for the thread, as far as this actor knows (``None``: not known):
     a run that finds another number when it takes the thread's lease reloads the history (another process
     sharing the store ran the thread meanwhile)."""
 
+    @classmethod
+    def of(cls, max_bytes: int, history: Sequence[Message], approvals: Sequence[Pending]) -> ThreadStatus:
+        """A thread as its store holds it: ``history`` (kept within ``max_bytes``) and its calls held for a person."""
+        status = cls(BoundedHistory(max_bytes))
+        status.reload(history, approvals)
+        return status
+
+    @property
+    def messages(self) -> list[Message]:
+        """The thread's messages kept so far (the actor's own list: a reader copies it)."""
+        return self._history.messages
+
+    @property
+    def history_bytes(self) -> int:
+        return self._history.bytes
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    @property
+    def approvals(self) -> tuple[Pending, ...]:
+        """The calls held for a person, or waiting for the user's answer."""
+        return tuple(self._approvals)
+
+    @property
+    def stored_messages(self) -> int | None:
+        """How many messages the store holds for the thread, as far as the actor knows (``None``: not known)."""
+        return self._stored_messages
+
     def run_submitted(self) -> None:
         """A handle queued a run (it counts as pending from then on)."""
-        self.pending += 1
+        self._pending += 1
 
     def run_done(self) -> None:
         """A queued run is over, or was never queued after all (its submission failed)."""
-        self.pending -= 1
+        self._pending -= 1
+
+    def reload(self, history: Sequence[Message], approvals: Sequence[Pending]) -> None:
+        """The store's copy of the thread stands: its ``history`` and its calls held for a person."""
+        self._history.replace(history)
+        self._stored_messages = len(history)
+        self._approvals[:] = approvals
+
+    def use_history(self, messages: Sequence[Message]) -> None:
+        """A client's conversation stands for the thread's history (the store keeps appending what runs add)."""
+        self._history.replace(messages)
+
+    def clear_approvals(self) -> None:
+        """A run answered the held calls (the store no longer keeps them)."""
+        self._approvals.clear()
+
+    def drop_approvals(self, call_ids: Collection[str]) -> tuple[Pending, ...]:
+        """Forget the held calls ``call_ids``; the ones left."""
+        self._approvals[:] = [p for p in self._approvals if p.call.id not in call_ids]
+        return tuple(self._approvals)
+
+    def hold(self, interrupts: Sequence[Pending]) -> None:
+        """A run ended with calls held for a person (or waiting for the user's answer)."""
+        self._approvals.extend(interrupts)
+
+    def run_closed(self, stored: Sequence[Message], sizes: Sequence[int], *, in_step: bool) -> None:
+        """A run closed out: the thread takes the messages its store has (``stored``, measured ``sizes``), so the
+        two never disagree; ``in_step``: every write of the run went through (else the count is no longer known)."""
+        self._history.extend(stored, sizes)
+        if self._stored_messages is not None:
+            self._stored_messages = self._stored_messages + len(stored) if in_step else None
 
 
 @attrs.define(eq=False)
@@ -107,12 +168,12 @@ class ConversationHandle(metaclass=NoPublicConstructor):
     @property
     def history(self) -> tuple[Message, ...]:
         """A copy of the thread's messages kept so far (input, assistant and tool messages of finished runs)."""
-        return tuple(self._status.history.messages)
+        return tuple(self._status.messages)
 
     @property
     def history_bytes(self) -> int:
         """The estimated size of the history kept (:mod:`yao_actors.history_budget`)."""
-        return self._status.history.bytes
+        return self._status.history_bytes
 
     @property
     def pending(self) -> int:
@@ -201,14 +262,12 @@ class _ConversationActor:
                     approvals = await patiently(lambda: self.store.load_approvals(order.thread_id))
                 except StoreUnavailable as error:
                     return error.run_error()
-                self.status.history.replace(stored)
-                self.status.stored_messages = len(stored)
-                self.status.approvals[:] = stored_pending(order.thread_id, approvals)
+                self.status.reload(stored, stored_pending(order.thread_id, approvals))
         if order.request.history is not None:
             # The client's conversation stands for this run (and the thread's copy in memory); the store
             # keeps appending what the runs add, as for any thread.
-            self.status.history.replace(order.request.history)
-        return tuple(self.status.history.messages)
+            self.status.use_history(order.request.history)
+        return tuple(self.status.messages)
 
     def folded_start(self, order: RunOrder, journal: RunJournal) -> Callable[[], Awaitable[Taken]] | None:
         """The lease's try that starts the run too (one store call: :meth:`RunJournal.starting`), when the store
@@ -221,7 +280,7 @@ class _ConversationActor:
         if expect is None:
             return None
         request = order.request
-        history = self.status.history.messages if request.history is None else request.history
+        history = self.status.messages if request.history is None else request.history
         try:
             check_tool_answers(history, request.messages)
         except RunError:
@@ -290,42 +349,40 @@ class _ConversationActor:
         await journal.close()  # the writer ends; what is left goes in the close-out's write
         unreported = run.settle()
         result = _conclude(run, order, ending)
-        if result.interrupts and journal.started and not journal.failed:
+        if result.interrupts and journal.standing().writable:
             # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
-            with contextlib.suppress(RunError):  # kept in journal.failure: the run ends with it
+            with contextlib.suppress(RunError):  # the journal keeps the failure: the run ends with it
                 await journal.keep_approvals(result.interrupts)
-        if journal.started and journal.failed:
-            if journal.durable:  # the events it could not store were dropped: number on from those shown
-                run.events.reopen(order.outlet.shown_seq)
-                run.forget_unseen(order.outlet.log)
-            if journal.failure is not None and result.outcome is not Outcome.ERROR:
-                result = _failed(result, journal.failure.run_error())
+        standing = journal.standing()
+        if standing.dropped:  # the events it could not store were dropped: number on from those shown
+            run.events.reopen(order.outlet.shown_seq)
+            run.forget_unseen(order.outlet.log)
+        if standing.failure is not None and result.outcome is not Outcome.ERROR:
+            result = _failed(result, standing.failure)
         await _close_out(run, result, unreported)
         # With a store that takes it, the lease goes in the close-out's write (one store call fewer per run).
         folded = self.renewing is not None and self.leases.release_with_close
-        last = await journal.close_out(_finish(result), release=self.leases.token(order.run_id) if folded else None)
-        if last is None:
+        closed = await journal.close_out(_finish(result), release=self.leases.token(order.run_id) if folded else None)
+        last: Sequence[EventDict] = closed.events
+        if closed.unstored is not None:
             # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the
             # close-out's events are shown without being stored (the one case where a client sees more than
             # the stored log; the sweep closes the run as interrupted later, and a resume numbers on from it).
-            result = _failed(result, (journal.failure or StoreUnavailable("no answer")).run_error())
-            assert journal.terminal is not None
-            run.events.reopen(journal.terminal["seq"] - 1)
+            result = _failed(result, closed.unstored)
+            run.events.reopen(run.events.seq - 1)  # takes the terminal event back
             await _close_out(run, result, ())
             last = journal.unstored_ending()
-        elif journal.closed_elsewhere is not None:
-            result = _closed_elsewhere(result, last)
+        elif closed.closed_elsewhere is not None:
+            result = _failed(result, closed.closed_elsewhere)
         # Counted before the terminal event is shown: whoever saw the run end sees it in the metrics.
         code = result.code.value if result.code is not None else None
         observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
         if result.outcome is Outcome.INTERRUPT:
-            self.status.approvals.extend(result.interrupts)
+            self.status.hold(result.interrupts)
         # The run is over in the store: another process may take the thread now.
-        await self.release(order, released=journal.released)
+        await self.release(order, released=closed.released)
         # The thread keeps what its store has, so the two never disagree.
-        self.status.history.extend(journal.stored, journal.sizes)
-        if self.status.stored_messages is not None:
-            self.status.stored_messages = None if journal.failed else self.status.stored_messages + len(journal.stored)
+        self.status.run_closed(closed.stored, closed.sizes, in_step=closed.in_step)
         # While this run still counts as pending, so its own thread is never the one forgotten.
         self.on_history_grown()
         # Last, in one step (no reader runs in between): the terminal event becomes visible and the result is
@@ -355,10 +412,7 @@ def new_conversation(
     leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
-    status = ThreadStatus(BoundedHistory(max_history_bytes))
-    status.history.extend(history)
-    status.stored_messages = len(history)
-    status.approvals.extend(approvals)
+    status = ThreadStatus.of(max_history_bytes, history, approvals)
     actor = _ConversationActor(resources, store, receive, status, on_history_grown, leases or LeasePolicy.of(store))
     return ConversationHandle._create(thread_id, owner, send, status), actor.serve
 
@@ -406,7 +460,7 @@ async def _start(
             await journal.keep_approvals([])
     except RunError as refused:
         return refused
-    status.approvals.clear()
+    status.clear_approvals()
     resumed = await _run_approved(run, order.assistant, resolution)
     asked_again: list[Pending] = []
     resumed += await _run_answered(run, order.assistant, answered, asked_again)
@@ -447,8 +501,7 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}
-    status.approvals[:] = [p for p in status.approvals if p.call.id not in gone_ids]
-    await journal.keep_approvals(status.approvals)
+    await journal.keep_approvals(status.drop_approvals(gone_ids))
     names = ", ".join(sorted({p.call.name for p in gone}))
     raise RunError(
         f"the call of {names} waiting for this answer is gone (its process ended, or its input_timeout passed); "
@@ -564,17 +617,6 @@ def _failed(result: RunResult, error: RunError) -> RunResult:
     return attrs.evolve(
         result, outcome=Outcome.ERROR, error=str(error), code=error.code, interrupts=(), authorizations=()
     )
-
-
-def _closed_elsewhere(result: RunResult, last: Sequence[EventDict]) -> RunResult:
-    """The result of a run the store had closed already: the closing event stored for it (``RUN_ERROR``
-    ``interrupted``, by the process that took it for dead) is how it ended."""
-    terminal = last[-1] if last else {}
-    try:
-        code = RunErrorCode(terminal.get("code", RunErrorCode.INTERRUPTED))
-    except ValueError:
-        code = RunErrorCode.INTERRUPTED
-    return _failed(result, RunError(str(terminal.get("message", "the run was closed by another process")), code=code))
 
 
 def _finish(result: RunResult) -> RunFinish:

@@ -57,8 +57,8 @@ close-out, else shown without being stored (the one event a client may see that
 its stored log lacks; the store's sweep closes that run as interrupted). When the
 store has the run closed already (:class:`~yao_actors.errors.RunClosed`: another
 process took it for dead after its lease expired), the run is cancelled the same
-way and its client gets the store's own closing event (:attr:`RunJournal.closed_elsewhere`),
-so the client and the stored log agree. :attr:`RunJournal.stored` is the history
+way and its client gets the store's own closing event (:attr:`CloseOut.closed_elsewhere`),
+so the client and the stored log agree. :attr:`CloseOut.stored` is the history
 that reached the store; the thread's in-memory copy takes only that, so memory and
 store never disagree.
 """
@@ -124,6 +124,43 @@ def lost_thread(thread_id: str, error: UnknownThread | UnknownRun) -> StoreUnava
     return StoreUnavailable(said, shown=said)
 
 
+@attrs.frozen
+class Standing:
+    """How a run's writes stand before its close-out's own write (:meth:`RunJournal.standing`)."""
+
+    writable: bool
+    """The store recorded the run as started and failed none of its writes: more of it may be written."""
+    dropped: bool
+    """The store failed after the run started, and keeps what outlives the process: the events it could not
+    store were dropped (nobody saw them), so the run's close-out numbers on from the last event shown."""
+    failure: RunError | None
+    """The store failed after the run started (``store_unavailable``): the run ends with this error."""
+
+
+@attrs.frozen
+class CloseOut:
+    """What a run's close-out came to (:meth:`RunJournal.close_out`): the events to show last, what the store
+    says of how the run ended when that differs, and what of the run the store has."""
+
+    events: tuple[EventDict, ...]
+    """The events to show last, the terminal event last (none when :attr:`unstored`)."""
+    unstored: RunError | None = None
+    """The store stayed out of reach and took nothing of the close: the run ends with this error instead, its
+    close-out's events shown without being stored (:meth:`RunJournal.unstored_ending`)."""
+    closed_elsewhere: RunError | None = None
+    """The store had the run closed already (another process took it for dead): how the closing event stored
+    for it says it ended; :attr:`events` are the store's own, ending with that event."""
+    stored: tuple[Message, ...] = ()
+    """The run's messages the store has (the thread's copy in memory takes exactly these)."""
+    sizes: tuple[int, ...] = ()
+    """The measured size of each of :attr:`stored`."""
+    in_step: bool = True
+    """Every write of the run went through: the store holds all it added (else the thread's count of stored
+    messages is no longer known)."""
+    released: bool = False
+    """The close-out's write gave the thread's lease up too (``release``)."""
+
+
 @attrs.define(eq=False)
 class RunJournal:
     """The store writes of one run and the outlet its events become visible in (see the module docstring).
@@ -139,23 +176,23 @@ class RunJournal:
     outlet: RunOutlet
     durable: bool = True
     on_failure: Callable[[], object] = lambda: None
-    stored: list[Message] = attrs.field(factory=list)
-    """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
-    sizes: list[int] = attrs.field(factory=list)
-    """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`stored`, measured as it was written
-    (by the store when it returns them, as the memory store does): the thread's history takes them."""
-    failure: StoreUnavailable | None = None
-    closed_elsewhere: RunClosed | None = None
-    """The store had the run closed already when the journal wrote to it (another process took it for dead)."""
-    started: bool = False
     transcript: list[Message] = attrs.field(factory=list)
     """The run's transcript (the run appends to it); :meth:`checkpoint` queues what is new of it."""
-    written: int = 0
+    _stored: list[Message] = attrs.field(factory=list)
+    """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
+    _sizes: list[int] = attrs.field(factory=list)
+    """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`_stored`, measured as it was written
+    (by the store when it returns them, as the memory store does): the thread's history takes them."""
+    _failure: StoreUnavailable | None = None
+    _closed_elsewhere: RunClosed | None = None
+    """The store had the run closed already when the journal wrote to it (another process took it for dead)."""
+    _started: bool = False
+    _written: int = 0
     """How much of :attr:`transcript` the journal has been given."""
-    terminal: EventDict | None = None
+    _terminal: EventDict | None = None
     """The run's terminal event, once emitted: written and shown by the close-out, never by the writer."""
-    released: bool = False
-    """The close-out's write released the run's lease too (:meth:`close_out`'s ``release``)."""
+    _released: bool = False
+    """The close-out's write went through (with ``release``, it gave the thread's lease up too)."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
     _kicked: bool = False
@@ -172,7 +209,36 @@ class RunJournal:
     @property
     def failed(self) -> bool:
         """Whether nothing more of the run is written (the store failed, or has the run closed already)."""
-        return self.failure is not None or self.closed_elsewhere is not None
+        return self._failure is not None or self._closed_elsewhere is not None
+
+    @property
+    def started(self) -> bool:
+        """Whether the store recorded the run as started (by :meth:`start`, or the lease's try of :meth:`starting`)."""
+        return self._started
+
+    @property
+    def failure(self) -> StoreUnavailable | None:
+        """Why the store failed the run (out of reach, or the thread gone), if it did."""
+        return self._failure
+
+    @property
+    def stored(self) -> tuple[Message, ...]:
+        """The run's messages the store has so far."""
+        return tuple(self._stored)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The measured size of each of :attr:`stored`."""
+        return tuple(self._sizes)
+
+    def standing(self) -> Standing:
+        """How the run's writes stand now: what the close-out goes by before its own write."""
+        failed = self.failed
+        return Standing(
+            writable=self._started and not failed,
+            dropped=self._started and failed and self.durable,
+            failure=self._failure.run_error() if self._started and self._failure is not None else None,
+        )
 
     async def start(self, assistant: str, given: Sequence[Message]) -> None:
         """Record the run as running, with its input joining the thread's history, in one write.
@@ -195,7 +261,7 @@ class RunJournal:
             with trio.CancelScope(shield=True):
                 await patiently(start_run)
         except StoreUnavailable as error:
-            self.failure = error
+            self._failure = error
             raise error.run_error() from error
         except RunIdTaken:
             if tries == 1 or not await self._started_by_us():
@@ -203,17 +269,17 @@ class RunJournal:
                     f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
                 ) from None
         except (UnknownThread, UnknownRun) as error:
-            self.failure = lost_thread(self.thread_id, error)
-            raise self.failure.run_error() from error
-        self._started(messages, given)
+            self._failure = lost_thread(self.thread_id, error)
+            raise self._failure.run_error() from error
+        self._record_start(messages, given)
         self.kick_started()
 
-    def _started(self, messages: Sequence[Message], given: Sequence[Message]) -> None:
+    def _record_start(self, messages: Sequence[Message], given: Sequence[Message]) -> None:
         """The store recorded the run as running with ``messages`` (the transcript so far and ``given``)."""
-        self.started = True
-        self._stored(messages)
+        self._started = True
+        self._took(messages)
         self.transcript.extend(given)
-        self.written = len(self.transcript)
+        self._written = len(self.transcript)
 
     def kick_started(self) -> None:
         """Once the run is started in the store, and about to go on: have what it emitted before (its
@@ -250,7 +316,7 @@ class RunJournal:
                 with trio.CancelScope(shield=True):  # as :meth:`start`'s: a start is never left in doubt
                     taken = await patiently(once)
             except StoreUnavailable as error:
-                self.failure = error
+                self._failure = error
                 raise
             except RunIdTaken:
                 lost = tries > 1  # an earlier try's answer was lost: it may have started the run
@@ -260,10 +326,10 @@ class RunJournal:
                     ) from None
                 taken = Taken(True, started=True)  # the lost try took the lease and started the run, atomically
             except (UnknownThread, UnknownRun) as error:
-                self.failure = lost_thread(self.thread_id, error)
-                raise self.failure.run_error() from error
+                self._failure = lost_thread(self.thread_id, error)
+                raise self._failure.run_error() from error
             if taken.started:
-                self._started(messages, given)
+                self._record_start(messages, given)
             return taken
 
         return attempt
@@ -296,11 +362,11 @@ class RunJournal:
         outlet = self.outlet
         await outlet.admit()
         if event["type"] in TERMINAL_TYPES:
-            self.terminal = event
+            self._terminal = event
             return
         if not self.durable:
             outlet.show((event,))
-        if self.failed and self.started and not self._closed:  # the close-out's events are still written
+        if self.failed and self._started and not self._closed:  # the close-out's events are still written
             return
         self._events.append(event)
         if self.durable:
@@ -310,8 +376,8 @@ class RunJournal:
 
     def turn(self, messages: Sequence[Message]) -> None:
         """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
-        if self.failure is not None:
-            raise self.failure.run_error()
+        if self._failure is not None:
+            raise self._failure.run_error()
         self._turns.extend(messages)
         self.kick()
 
@@ -330,7 +396,7 @@ class RunJournal:
 
     def _new_transcript(self) -> list[Message]:
         """The transcript's messages the journal has not been given yet; given now."""
-        new, self.written = self.transcript[self.written :], len(self.transcript)
+        new, self._written = self.transcript[self._written :], len(self.transcript)
         return new
 
     def kick(self) -> None:
@@ -398,7 +464,7 @@ class RunJournal:
     async def close(self) -> None:
         """End the writer before the close-out, and wait for a write it is making: a parked writer is woken and
         returns; one waiting for idle or writing is cancelled (a write is shielded: it completes, or fails,
-        first). Once this returns, :attr:`failure` and :attr:`closed_elsewhere` say how the writes went."""
+        first). Once this returns, :meth:`standing` says how the writes went."""
         self._closed = True
         if self._wake:
             self._wake.unpark_all()
@@ -412,7 +478,7 @@ class RunJournal:
         until nothing is left (what the run queued meanwhile). A failure is kept in :attr:`failure`."""
         await self._writing.enter()
         try:
-            while self.started and not self.failed and (self._turns or self._events):
+            while self._started and not self.failed and (self._turns or self._events):
                 await self._write()
                 if not everything:
                     break
@@ -437,7 +503,7 @@ class RunJournal:
             logger.error("run %s: events not stored: %s", self.run_id, error)
             self._fail(StoreUnavailable(f"the store refused the run's events: {error}"))
             return
-        self._stored(turns, sizes)
+        self._took(turns, sizes)
         if self.durable:
             self.outlet.show(events)
 
@@ -484,23 +550,23 @@ class RunJournal:
         """Nothing more of the run is written: keep why, drop the events not stored, cancel the run."""
         if isinstance(error, RunClosed):
             logger.error("run %s: %s", self.run_id, error)
-            self.closed_elsewhere = error
+            self._closed_elsewhere = error
         else:
             if isinstance(error, UnknownThread | UnknownRun):
                 error = lost_thread(self.thread_id, error)
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
-            self.failure = error
+            self._failure = error
         self._turns.clear()
         if self.durable:
             self._events.clear()
         self.on_failure()
 
-    def _stored(self, messages: Sequence[Message], sizes: Sequence[int] | None = None) -> None:
+    def _took(self, messages: Sequence[Message], sizes: Sequence[int] | None = None) -> None:
         """Messages the store took: kept with their sizes (the store's measures when it gave them)."""
-        self.stored.extend(messages)
+        self._stored.extend(messages)
         if sizes is None or len(sizes) != len(messages):
             sizes = list(map(message_bytes, messages))
-        self.sizes.extend(sizes)
+        self._sizes.extend(sizes)
 
     async def keep_approvals(self, approvals: Sequence[Pending]) -> None:
         """Write the thread's pending approvals to the store (``[]``: none wait any more), shielded, so a resume
@@ -511,46 +577,63 @@ class RunJournal:
                 await self.store.save_approvals(self.thread_id, [pending.to_record() for pending in approvals])
         except StoreUnavailable as error:
             logger.warning("run %s: could not store the thread's pending approvals: %s", self.run_id, error)
-            self.failure = error
+            self._failure = error
             raise error.run_error() from error
 
-    async def close_out(self, finish: RunFinish, *, release: str | None = None) -> list[EventDict] | None:
+    async def close_out(self, finish: RunFinish, *, release: str | None = None) -> CloseOut:
         """The close-out's write: the rest of the history, the events not written yet, the terminal event and the
-        run's closed record (``finish``), in one store call; returns the events to show last. With ``release``
-        (the run's lease token, for a store that takes it: ``append_turn(release=...)``) the thread's lease is
-        given up in that same write; :attr:`released` says whether it was (else the caller releases it itself).
+        run's closed record (``finish``), in one store call; what came of it, as a value the actor reads. With
+        ``release`` (the run's lease token, for a store that takes it: ``append_turn(release=...)``) the thread's
+        lease is given up in that same write (:attr:`CloseOut.released`; else the caller releases it itself).
 
-        ``None`` when the store stayed out of reach (:data:`CLOSE_PATIENCE`): nothing was stored; the caller
-        replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the store has the run
-        closed already (:attr:`closed_elsewhere`), the events to show are the store's own after the last one shown: its
-        closing event. A run never recorded as started is not written; its events are shown as they are.
+        When the store stayed out of reach (:data:`CLOSE_PATIENCE`) nothing was stored (:attr:`CloseOut.unstored`):
+        the caller replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the
+        store has the run closed already (:attr:`CloseOut.closed_elsewhere`), the events to show are the store's
+        own after the last one shown: its closing event. A run never recorded as started is not written; its
+        events are shown as they are.
         """
-        assert self.terminal is not None, "the terminal event is emitted before the close-out"
-        events = [*self._events, self.terminal] if self.durable else [self.terminal]
-        if not self.started:
+        events = await self._close_write(finish, release)
+        closing = None
+        if self._closed_elsewhere is not None and events is not None:
+            closing = _closing_error(events)
+        return CloseOut(
+            events=tuple(events or ()),
+            unstored=None if events is not None else (self._failure or StoreUnavailable("no answer")).run_error(),
+            closed_elsewhere=closing,
+            stored=tuple(self._stored),
+            sizes=tuple(self._sizes),
+            in_step=not self.failed,
+            released=events is not None and release is not None and self._released,
+        )
+
+    async def _close_write(self, finish: RunFinish, release: str | None) -> list[EventDict] | None:
+        """:meth:`close_out`'s write; the events to show last, ``None`` when the store never took it."""
+        assert self._terminal is not None, "the terminal event is emitted before the close-out"
+        events = [*self._events, self._terminal] if self.durable else [self._terminal]
+        if not self._started:
             return events
         await self._writing.enter()
         try:
-            if self.closed_elsewhere is None:
-                turns = [] if self.failure is not None else [*self._turns, *self._new_transcript()]
+            if self._closed_elsewhere is None:
+                turns = [] if self._failure is not None else [*self._turns, *self._new_transcript()]
                 try:
                     with trio.CancelScope(shield=True):
                         sizes = await self._append(
-                            turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE, release
+                            turns, [*self._events, self._terminal], finish, CLOSE_PATIENCE, release
                         )
                 except RunClosed as error:
                     logger.error("run %s: %s", self.run_id, error)
-                    self.closed_elsewhere = error
+                    self._closed_elsewhere = error
                 except StoreError as error:
                     if not isinstance(error, StoreUnavailable):
                         error = StoreUnavailable(f"the store refused the run's close: {error}")
                     logger.warning("run %s: the run's close was not stored: %s", self.run_id, error)
-                    self.failure = error
+                    self._failure = error
                     return None
                 else:
-                    self.released = release is not None
-                    if self.failure is None:
-                        self._stored(turns, sizes)
+                    self._released = True
+                    if self._failure is None:
+                        self._took(turns, sizes)
                     self._turns.clear()
                     self._events.clear()
                     return events
@@ -560,8 +643,8 @@ class RunJournal:
 
     def unstored_ending(self) -> list[EventDict]:
         """The close-out's events not shown yet, its terminal event last, for a close the store never took."""
-        assert self.terminal is not None
-        return [*self._events, self.terminal] if self.durable else [self.terminal]
+        assert self._terminal is not None
+        return [*self._events, self._terminal] if self.durable else [self._terminal]
 
     async def _closing_events(self) -> list[EventDict]:
         """The store's events of the run after the last one shown (ending with the closing event another process
@@ -578,3 +661,14 @@ class RunJournal:
                     return stored
                 break
         return []
+
+
+def _closing_error(events: Sequence[EventDict]) -> RunError:
+    """How a run the store had closed already ended: the closing event stored for it (``RUN_ERROR``
+    ``interrupted``, by the process that took it for dead)."""
+    terminal = events[-1] if events else {}
+    try:
+        code = RunErrorCode(terminal.get("code", RunErrorCode.INTERRUPTED))
+    except ValueError:
+        code = RunErrorCode.INTERRUPTED
+    return RunError(str(terminal.get("message", "the run was closed by another process")), code=code)

@@ -542,15 +542,8 @@ class Run:
         """Forget what the run opened in events nobody saw (its store refused them): the close-out then closes only
         the messages, tool calls, step and subagents whose opening event is among ``shown``."""
         opened = {(e["type"], e.get("messageId") or e.get("toolCallId") or e.get("subagentRunId")) for e in shown}
-        relay = self.relay
-        if relay is not None:
-            if ("TEXT_MESSAGE_START", relay.text_id) not in opened:
-                relay.text_id = None
-            if ("REASONING_MESSAGE_START", relay.reasoning_id) not in opened:
-                relay.reasoning_id = None
-            for stream in relay.calls.values():
-                if ("TOOL_CALL_START", stream.id) not in opened:
-                    stream.started = False
+        if self.relay is not None:
+            self.relay.forget_unseen(opened)
         steps = [e for e in shown if e["type"] in ("STEP_STARTED", "STEP_FINISHED")]
         if not steps or steps[-1]["type"] != "STEP_STARTED" or steps[-1]["stepName"] != self.step:
             self.step = None
