@@ -31,13 +31,14 @@ per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back)
 tools: offered, never dispatched, answered by the next run), :mod:`.approvals` (calls held for a person).
 """
 
-from yao_actors.conversation.actor import ConversationHandle, new_conversation
+from yao_actors.conversation.actor import new_conversation
 from yao_actors.conversation.manager import ConversationManager, ConversationStatistics, open_conversations
 from yao_actors.conversation.order import FollowStream, RunResult, RunStream
 from yao_actors.conversation.prompt import build_request
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory
 from yao_actors.conversation.request import MessagesInput, RunRequest, input_messages
-from yao_actors.conversation.run import RunResources
+from yao_actors.conversation.resources import RunResources
+from yao_actors.conversation.thread import ConversationHandle
 
 __all__ = [
     "ConversationHandle",

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 import trio
 
+from yao_actors.conversation.answer import Answer
 from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
 from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
+from yao_actors.conversation.close_out import CLOSE_PATIENCE
+from yao_actors.conversation.ending import CANCELLED, Ending, as_failed, conclude, emit_ending, finish_record
 from yao_actors.conversation.inputs import (
     Answered,
     Answering,
@@ -29,169 +31,28 @@ from yao_actors.conversation.inputs import (
     resolve_inputs,
     stored_pending,
 )
-from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal
+from yao_actors.conversation.journal import RunJournal
 from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
-from yao_actors.conversation.order import RunOrder, RunResult
+from yao_actors.conversation.order import RunOrder
 from yao_actors.conversation.principal_servers import is_authorization_resume
-from yao_actors.conversation.run import Answer, Run, RunResources
+from yao_actors.conversation.resources import RunResources
+from yao_actors.conversation.run import Run
+from yao_actors.conversation.thread import RUN_QUEUE, ConversationHandle, ThreadStatus
 from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
-from yao_actors.handles import NoPublicConstructor
-from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
-from yao_actors.models.base import Message, Usage
+from yao_actors.history_budget import MAX_THREAD_BYTES
+from yao_actors.models.base import Message
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
-from yao_actors.store import ConversationStore, RunFinish, RunStatus
+from yao_actors.store import ConversationStore
 from yao_actors.store.base import Taken
-from yao_actors.tasks import patiently, send_now_or_wait
-from yao_actors.tools.results import ToolCallResult
+from yao_actors.tasks import patiently
 
 logger = logging.getLogger(__name__)
 
 CLEANUP_GRACE = CLOSE_PATIENCE + 5.0
 """Seconds a caller waits at most for a cancelled run to close out (its store's last write included)."""
-
-
-class RunCancelled:
-    """How a run ended that was cancelled before it ended by itself (a value, not trio's exception)."""
-
-
-CANCELLED = RunCancelled()
-Ending = Answer | RunError | RunCancelled
-
-
-RUN_QUEUE = 8
-"""Runs that may wait for their turn on one thread before submitting waits too."""
-
-
-@attrs.define(eq=False)
-class ThreadStatus:
-    """What a conversation actor publishes: the thread's history (only the actor changes it) and its pending runs
-    (counted through :meth:`run_submitted` and :meth:`run_done`, by the handle that queues and the actor that runs).
-    Changed only through its methods; the handle only reads it.
-
-    The history is bounded (:class:`~yao_actors.history_budget.BoundedHistory`): it keeps the newest whole
-    turns that fit its limit.
-    """
-
-    _history: BoundedHistory = attrs.field(factory=BoundedHistory)
-    _pending: int = 0
-    _approvals: list[Pending] = attrs.field(factory=list)
-    """Calls held for a person's approval, or waiting for the user's answer to their server's question, by the
-    thread's last run, until a run answers them (the store keeps
-    them too, from before the run's terminal event until the run that answers them starts)."""
-    _stored_messages: int | None = None
-    """How many messages the store holds for the thread, as far as this actor knows (``None``: not known):
-    a run that finds another number when it takes the thread's lease reloads the history (another process
-    sharing the store ran the thread meanwhile)."""
-
-    @classmethod
-    def of(cls, max_bytes: int, history: Sequence[Message], approvals: Sequence[Pending]) -> ThreadStatus:
-        """A thread as its store holds it: ``history`` (kept within ``max_bytes``) and its calls held for a person."""
-        status = cls(BoundedHistory(max_bytes))
-        status.reload(history, approvals)
-        return status
-
-    @property
-    def messages(self) -> list[Message]:
-        """The thread's messages kept so far (the actor's own list: a reader copies it)."""
-        return self._history.messages
-
-    @property
-    def history_bytes(self) -> int:
-        return self._history.bytes
-
-    @property
-    def pending(self) -> int:
-        return self._pending
-
-    @property
-    def approvals(self) -> tuple[Pending, ...]:
-        """The calls held for a person, or waiting for the user's answer."""
-        return tuple(self._approvals)
-
-    @property
-    def stored_messages(self) -> int | None:
-        """How many messages the store holds for the thread, as far as the actor knows (``None``: not known)."""
-        return self._stored_messages
-
-    def run_submitted(self) -> None:
-        """A handle queued a run (it counts as pending from then on)."""
-        self._pending += 1
-
-    def run_done(self) -> None:
-        """A queued run is over, or was never queued after all (its submission failed)."""
-        self._pending -= 1
-
-    def reload(self, history: Sequence[Message], approvals: Sequence[Pending]) -> None:
-        """The store's copy of the thread stands: its ``history`` and its calls held for a person."""
-        self._history.replace(history)
-        self._stored_messages = len(history)
-        self._approvals[:] = approvals
-
-    def use_history(self, messages: Sequence[Message]) -> None:
-        """A client's conversation stands for the thread's history (the store keeps appending what runs add)."""
-        self._history.replace(messages)
-
-    def clear_approvals(self) -> None:
-        """A run answered the held calls (the store no longer keeps them)."""
-        self._approvals.clear()
-
-    def drop_approvals(self, call_ids: Collection[str]) -> tuple[Pending, ...]:
-        """Forget the held calls ``call_ids``; the ones left."""
-        self._approvals[:] = [p for p in self._approvals if p.call.id not in call_ids]
-        return tuple(self._approvals)
-
-    def hold(self, interrupts: Sequence[Pending]) -> None:
-        """A run ended with calls held for a person (or waiting for the user's answer)."""
-        self._approvals.extend(interrupts)
-
-    def run_closed(self, stored: Sequence[Message], sizes: Sequence[int], *, in_step: bool) -> None:
-        """A run closed out: the thread takes the messages its store has (``stored``, measured ``sizes``), so the
-        two never disagree; ``in_step``: every write of the run went through (else the count is no longer known)."""
-        self._history.extend(stored, sizes)
-        if self._stored_messages is not None:
-            self._stored_messages = self._stored_messages + len(stored) if in_step else None
-
-
-@attrs.define(eq=False)
-class ConversationHandle(metaclass=NoPublicConstructor):
-    """What the manager holds of a thread's actor: it submits runs and reads the history; made by the actor."""
-
-    thread_id: str
-    owner: str | None
-    """The principal that created the thread; only its runs may use it."""
-    _mailbox: trio.MemorySendChannel[RunOrder]
-    _status: ThreadStatus
-
-    @property
-    def history(self) -> tuple[Message, ...]:
-        """A copy of the thread's messages kept so far (input, assistant and tool messages of finished runs)."""
-        return tuple(self._status.messages)
-
-    @property
-    def history_bytes(self) -> int:
-        """The estimated size of the history kept (:mod:`yao_actors.history_budget`)."""
-        return self._status.history_bytes
-
-    @property
-    def pending(self) -> int:
-        """Runs submitted and not yet finished."""
-        return self._status.pending
-
-    async def submit(self, order: RunOrder) -> None:
-        """Queue a run behind the thread's earlier ones (waits while ``RUN_QUEUE`` runs already wait)."""
-        self._status.run_submitted()
-        try:
-            await send_now_or_wait(self._mailbox, order)
-        except BaseException:
-            self._status.run_done()
-            raise
-
-    def close(self) -> None:
-        """Take no more runs: the actor ends once the runs already submitted are done."""
-        self._mailbox.close()
 
 
 @attrs.define(eq=False)
@@ -348,7 +209,7 @@ class _ConversationActor:
         order.outlet.unlimit()
         await journal.close()  # the writer ends; what is left goes in the close-out's write
         unreported = run.settle()
-        result = _conclude(run, order, ending)
+        result = conclude(run, order, ending)
         if result.interrupts and journal.standing().writable:
             # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
             with contextlib.suppress(RunError):  # the journal keeps the failure: the run ends with it
@@ -358,22 +219,24 @@ class _ConversationActor:
             run.events.reopen(order.outlet.shown_seq)
             run.forget_unseen(order.outlet.log)
         if standing.failure is not None and result.outcome is not Outcome.ERROR:
-            result = _failed(result, standing.failure)
-        await _close_out(run, result, unreported)
+            result = as_failed(result, standing.failure.run_error())
+        await emit_ending(run, result, unreported)
         # With a store that takes it, the lease goes in the close-out's write (one store call fewer per run).
         folded = self.renewing is not None and self.leases.release_with_close
-        closed = await journal.close_out(_finish(result), release=self.leases.token(order.run_id) if folded else None)
+        closed = await journal.close_out(
+            finish_record(result), release=self.leases.token(order.run_id) if folded else None
+        )
         last: Sequence[EventDict] = closed.events
         if closed.unstored is not None:
             # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the
             # close-out's events are shown without being stored (the one case where a client sees more than
             # the stored log; the sweep closes the run as interrupted later, and a resume numbers on from it).
-            result = _failed(result, closed.unstored)
+            result = as_failed(result, closed.unstored)
             run.events.reopen(run.events.seq - 1)  # takes the terminal event back
-            await _close_out(run, result, ())
+            await emit_ending(run, result, ())
             last = journal.unstored_ending()
         elif closed.closed_elsewhere is not None:
-            result = _failed(result, closed.closed_elsewhere)
+            result = as_failed(result, closed.closed_elsewhere)
         # Counted before the terminal event is shown: whoever saw the run end sees it in the metrics.
         code = result.code.value if result.code is not None else None
         observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
@@ -417,20 +280,6 @@ def new_conversation(
     return ConversationHandle._create(thread_id, owner, send, status), actor.serve
 
 
-def _status(result: RunResult) -> RunStatus:
-    """The stored status of a run that ended with ``result``."""
-    return RunStatus.FAILED if result.outcome is Outcome.ERROR else RunStatus.FINISHED
-
-
-def _usage_record(usage: Usage) -> dict[str, int]:
-    """A run's usage as its stored record keeps it (OpenAI's names)."""
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
-
-
 async def _start(
     run: Run, order: RunOrder, history: tuple[Message, ...], status: ThreadStatus, journal: RunJournal
 ) -> Ending:
@@ -441,7 +290,9 @@ async def _start(
     ends the run with its error before anything runs; so does a store that cannot record the run's start.
     """
     request = order.request
-    if journal.started:  # with the lease (:meth:`_ConversationActor.folded_start`): nothing held, nothing resumed
+    if (
+        journal.standing().started
+    ):  # with the lease (:meth:`_ConversationActor.folded_start`): nothing held, nothing resumed
         window = window_history(history, order.assistant.history_max_messages)
         return await _answer(run, order, [*window, *journal.transcript])
     try:
@@ -560,82 +411,3 @@ async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> End
         failure = RunError(f"internal error: {type(error).__name__}: {error}", code=RunErrorCode.INTERNAL_ERROR)
     assert failure is not None
     return failure
-
-
-def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
-    """The run's result; an answer's message joins the transcript."""
-    result = RunResult(
-        run_id=order.run_id,
-        thread_id=order.thread_id,
-        text=run.last_text,
-        tool_results=tuple(run.results),
-        usage=run.usage,
-        outcome=Outcome.CANCELLED,
-    )
-    if isinstance(ending, RunError):
-        return attrs.evolve(result, outcome=Outcome.ERROR, error=str(ending), code=ending.code)
-    if isinstance(ending, Answer):
-        if ending.message is not None:
-            run.transcript.append(ending.message)
-        return attrs.evolve(
-            result,
-            text=ending.text,
-            outcome=ending.outcome,
-            data=ending.data,
-            note=ending.note,
-            pending_tool_calls=ending.pending,
-            interrupts=ending.interrupts,
-            authorizations=ending.authorizations,
-        )
-    return result
-
-
-async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> None:
-    """The last events of a run: what was left open, then exactly one terminal event."""
-    events = run.events
-    if events.seq == 0:
-        await events.run_started()
-    await run.emit_settled(unreported)
-    if result.outcome is Outcome.ERROR:
-        await events.run_error(result.error or "", code=result.code or RunErrorCode.RUN_ERROR, usage=run.usage)
-    else:
-        cancelled_run = result.outcome is Outcome.CANCELLED
-        await events.run_finished(
-            _finished_value(result),
-            cancelled=cancelled_run,
-            usage=run.usage,
-            pending_tool_call_ids=result.pending_tool_calls,
-            interrupts=[
-                *(pending.interrupt() for pending in result.interrupts),
-                *(dict(asked) for asked in result.authorizations),
-            ],
-        )
-
-
-def _failed(result: RunResult, error: RunError) -> RunResult:
-    """``result`` as a run that ended with ``error``."""
-    return attrs.evolve(
-        result, outcome=Outcome.ERROR, error=str(error), code=error.code, interrupts=(), authorizations=()
-    )
-
-
-def _finish(result: RunResult) -> RunFinish:
-    """How the store closes the record of a run that ended with ``result``."""
-    return RunFinish(_status(result), result.outcome.value, _usage_record(result.usage))
-
-
-def _finished_value(result: RunResult) -> dict[str, Any]:
-    """``RUN_FINISHED.result``: the answer, how the run ended, and its tool calls in brief."""
-    value: dict[str, Any] = {
-        "text": result.text,
-        "outcome": result.outcome.value,
-        "toolCalls": [
-            {"toolCallId": r.call_id, "name": r.name, "ok": r.ok, **({"kind": r.kind.value} if r.kind else {})}
-            for r in result.tool_results
-        ],
-    }
-    if result.note is not None:
-        value["note"] = result.note
-    if result.data is not None:
-        value["data"] = result.data
-    return value

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, new_conversation
+from yao_actors.conversation.actor import CLEANUP_GRACE, new_conversation
 from yao_actors.conversation.approvals import ApprovalPolicy
 from yao_actors.conversation.client_tools import check_client_tools
 from yao_actors.conversation.inputs import stored_pending
@@ -26,7 +26,8 @@ from yao_actors.conversation.outlet import RunOutlet
 from yao_actors.conversation.prompt import request_tools
 from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.request import MessagesInput, RunRequest, as_request
-from yao_actors.conversation.run import RunResources
+from yao_actors.conversation.resources import RunResources
+from yao_actors.conversation.thread import ConversationHandle
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.handles import NoPublicConstructor

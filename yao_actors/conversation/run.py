@@ -13,14 +13,14 @@ servers, models and catalog cache of its runtime, never the manager itself.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
 import trio
 
-from yao_actors.conversation.approvals import ApprovalPolicy, split_held
+from yao_actors.conversation.answer import Answer, MaxTurns, TurnRequest, standard_answer
+from yao_actors.conversation.approvals import split_held
 from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.fallback import (
     FALLBACK_ASSISTANT_ID,
@@ -31,10 +31,11 @@ from yao_actors.conversation.fallback import (
     tool_results_section,
 )
 from yao_actors.conversation.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
-from yao_actors.conversation.inputs import Pending, held_inputs
+from yao_actors.conversation.inputs import held_inputs
 from yao_actors.conversation.principal_servers import authorization_interrupt, bind_principal
 from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
 from yao_actors.conversation.relay import DeltaRelay
+from yao_actors.conversation.resources import RunResources
 from yao_actors.errors import (
     AuthorizationRequired,
     ConfigError,
@@ -44,7 +45,7 @@ from yao_actors.errors import (
     RunError,
     RunErrorCode,
 )
-from yao_actors.events import DEFAULT_MEDIA_BYTES, Outcome, RunEvents
+from yao_actors.events import Outcome, RunEvents
 from yao_actors.models.base import (
     Completion,
     Message,
@@ -52,7 +53,6 @@ from yao_actors.models.base import (
     ToolCall,
     Usage,
     images_per_turn,
-    with_params,
     with_tool_hints,
 )
 from yao_actors.observability import tracing
@@ -83,76 +83,7 @@ DEFAULT_INPUT_TIMEOUT = 600.0
 MAX_DELEGATION_DEPTH = 4
 """Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
 
-V = TypeVar("V")
 C = TypeVar("C", Completion, None)
-
-
-def _lookup(table: Mapping[str, V], key: str, what: str, code: RunErrorCode) -> V:
-    """``table[key]``, or a ``RunError`` with ``code`` naming what is known."""
-    value = table.get(key)
-    if value is None:
-        known = ", ".join(sorted(table)) or "none"
-        raise RunError(f"unknown {what} {key!r} (known: {known})", code=code)
-    return value
-
-
-@attrs.frozen
-class RunResources:
-    """What a run may use: the runtime's assistants, servers and models by id, its catalog cache, and the
-    global ``prompts`` put before every assistant's own."""
-
-    assistants: Mapping[str, AssistantSpec]
-    servers: Mapping[str, ToolServer]
-    models: Mapping[str, Model]
-    catalogs: CatalogCache = attrs.field(factory=CatalogCache)
-    prompts: tuple[str, ...] = ()
-    approvals: ApprovalPolicy = attrs.field(factory=ApprovalPolicy)
-    clock: Callable[[], float] = time.time
-    """Wall-clock time, for the expiry of approvals (tests pass their own)."""
-    media_bytes: int = DEFAULT_MEDIA_BYTES
-    """The image and audio data one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""
-
-    def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
-        """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
-        if isinstance(ref, AssistantSpec):
-            return ref
-        return _lookup(self.assistants, ref, "assistant", RunErrorCode.UNKNOWN_ASSISTANT)
-
-    def model(self, model_id: str, options: Mapping[str, Any] | None = None) -> Model:
-        """A model by id, with an assistant's request ``options`` applied; ``RunError`` code ``unknown_model``.
-
-        ``tools`` in ``options`` are not request fields here: the run offers them
-        itself, before the MCP tools (:func:`request_tools`).
-        """
-        return with_params(_lookup(self.models, model_id, "model", RunErrorCode.UNKNOWN_MODEL), options or {})
-
-
-@attrs.frozen
-class Answer:
-    """How ``Run.answer`` ended: the text, the outcome, and the message the history gets for it."""
-
-    text: str
-    outcome: Outcome
-    message: Message | None = None
-    data: Any = None
-    note: str | None = None
-    pending: tuple[str, ...] = ()
-    """Calls of client tools left for the client to answer (outcome ``client_tools``)."""
-    interrupts: tuple[Pending, ...] = ()
-    """Calls held for a person's approval, and servers' questions to the user (outcome ``interrupt``)."""
-    authorizations: tuple[Mapping[str, Any], ...] = ()
-    """``authorization_required`` interrupts: servers the run's principal must authorize (outcome ``interrupt``)."""
-
-
-@attrs.frozen
-class TurnRequest:
-    """What every model call of one assistant's answer shares: the model (with the assistant's options), the
-    request's messages (growing as calls are answered), the catalog, and the tools offered (static, then MCP)."""
-
-    model: Model
-    messages: list[Message]
-    catalog: Catalog
-    tools: Sequence[Mapping[str, Any]]
 
 
 @attrs.define(eq=False)
@@ -559,15 +490,6 @@ class Run:
             await self.events.subagent_error(self.subagents.pop(), message, code=RunErrorCode.RUN_ENDED)
 
 
-class MaxTurns(Exception):
-    """The tool loop used all its turns and the model still asked for tools."""
-
-
 def _cancelled_result(call: ToolCall, catalog: Catalog) -> ToolCallResult:
     message = "the run was cancelled before the call finished"
     return failed_result(call, catalog.resolve(call.name), message, ErrorKind.CANCELLED)
-
-
-def standard_answer(completion: Completion) -> Answer:
-    """The standard response: the completion's text; its message joins the history unless it was executed."""
-    return Answer(completion.text, Outcome.ANSWERED, None if completion.tool_calls else completion.to_message())
