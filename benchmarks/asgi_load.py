@@ -10,7 +10,7 @@ same clients (``ws_load.wave``: K websockets on loopback, one run each, read to 
   the Trio runtime and service a guest of uvicorn's loop; the same INFO logging of ``yao_actors``, and no
   ``keep_heap`` (the GC policy stays with ``serve``);
 - ``asgi_5ms``: the same with the GIL's switch interval left at Python's 5 ms (``switch_interval=None``), where
-  ``asgi`` has the guest run's 1 ms (``yao_actors.guest.GUEST_SWITCH_INTERVAL``).
+  ``asgi`` has the guest run's 1 ms (``yao_actors.aio.guest.GUEST_SWITCH_INTERVAL``).
 
 The waves interleave (the kinds' order turning each repetition) in one sitting; the table gives each kind's
 medians in that order, and the last lines the ratios ÷ serve of the service's CPU per run and of runs/s. A benchmark, not a test: it asserts
@@ -35,7 +35,7 @@ import uvicorn
 import ws_load
 
 import yao_actors.asgi
-from yao_actors.guest import GUEST_SWITCH_INTERVAL
+from yao_actors.aio.guest import GUEST_SWITCH_INTERVAL
 from yao_actors.observability.logs import configure_logging
 
 RESULTS = Path(__file__).parent / "results" / "asgi_load.json"

@@ -73,7 +73,8 @@ import figures
 import profile_layers
 import trio
 
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
+from yao_actors.cli.workers import reserve_port, reuse_port_listener
 from yao_actors.config import (
     AssistantSpec,
     Config,
@@ -93,7 +94,6 @@ from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
 from yao_actors.testing.redis_server import REDIS_SERVER, RedisServer
 from yao_actors.testing.servers import build_test_server
-from yao_actors.workers import reserve_port, reuse_port_listener
 
 RESULTS = Path(__file__).parent / "results" / "ws_load.json"
 SERVICE_LOG = Path(tempfile.gettempdir()) / "ws_load-service.log"

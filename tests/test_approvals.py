@@ -16,7 +16,7 @@ from tests.service.support import run_frame, running_service, send, until_termin
 from tests.support import check_stream
 from tests.test_config import base, problems_of
 from tests.test_runtime_runs import demo_config
-from yao_actors.chat import chat, open_service_connection
+from yao_actors.cli.chat import chat, open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, parse_config
 from yao_actors.conversation.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
 from yao_actors.errors import RunErrorCode, StoreUnavailable

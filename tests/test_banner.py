@@ -7,8 +7,14 @@ import sys
 
 import pytest
 
+from yao_actors.cli.serving import (
+    GENERIC_QUESTION,
+    SAMPLE_QUESTION,
+    models_said,
+    suggested_question,
+    unused_variables_said,
+)
 from yao_actors.config import AssistantSpec, Config, ModelSpec, ServerRef, ServerSpec, default_config, parse_config
-from yao_actors.serving import GENERIC_QUESTION, SAMPLE_QUESTION, models_said, suggested_question, unused_variables_said
 from yao_actors.specs import StdioTransport
 
 

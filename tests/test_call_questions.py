@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yao_actors.call_questions import default_input
+from yao_actors.cli.call_questions import default_input
 from yao_actors.tools.input_requests import InputAnswer, InputRequest
 from yao_actors.tools.schema_gate import fill_defaults
 

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from yao_actors.cli import main
-from yao_actors.client_files import Places, config_argument
+from yao_actors.cli.client_files import Places, config_argument
 from yao_actors.config import HttpTransport, SseTransport, StdioTransport, load_config, parse_config
 from yao_actors.errors import ConfigError
 from yao_actors.runtime import open_runtime

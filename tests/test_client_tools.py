@@ -11,7 +11,7 @@ from tests.service.agui_support import post_agui, run_input
 from tests.service.support import run_frame, running_service, send, until_terminal
 from tests.support import check_stream
 from tests.test_runtime_runs import demo_config
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.conversation.client_tools import NO_CLIENT_RESULT, open_calls
 from yao_actors.errors import RunError
 from yao_actors.events import Outcome

@@ -1,4 +1,4 @@
-"""The conversation actor and the run with FunctionModel and in-memory servers (reference spec §12 items 16–25, 27)."""
+"""The conversation actor and the run with FunctionModel and in-memory servers."""
 
 from __future__ import annotations
 

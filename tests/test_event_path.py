@@ -18,7 +18,7 @@ from tests.service.support import run_frame, running_service, send
 from tests.support import check_stream
 from tests.test_conversation import open_weather_manager, scripted, text_reply
 from yao_actors import history_budget
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, ServerRef
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import Outcome, WireEvent, encoded_event

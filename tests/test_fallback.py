@@ -1,4 +1,4 @@
-"""The fallback brief (reference spec §7.2, golden §12 item 25) and prompts."""
+"""The fallback brief (the seed's Markdown layout, with the seed's two faults fixed) and prompts."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from yao_actors.config import ModelSpec
+from yao_actors.config.providers import build_model
 from yao_actors.demo import clothing, weather
 from yao_actors.demo.model import DemoModel
 from yao_actors.models import (
@@ -29,7 +30,6 @@ from yao_actors.models import (
 )
 from yao_actors.models.base import with_params, with_tool_hints
 from yao_actors.models.offline import KEPT_CALLS
-from yao_actors.providers import build_model
 from yao_actors.tools.hints import ToolHints
 
 

@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yao_actors.config import ModelSpec
+from yao_actors.config.providers import build_model, default_model_spec
 from yao_actors.demo.model import DemoModel
 from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
 from yao_actors.models import (
@@ -36,7 +37,6 @@ from yao_actors.models import (
     Usage,
 )
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
-from yao_actors.providers import build_model, default_model_spec
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 
 MESSAGES = [{"role": "user", "content": "Hello"}]

@@ -1,4 +1,4 @@
-"""The seed's ParsedContent rules (reference spec §8.1, §12 item 26) and the tool message content."""
+"""The seed's ParsedContent rules and the tool message content."""
 
 from __future__ import annotations
 

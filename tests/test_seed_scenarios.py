@@ -1,8 +1,8 @@
-"""The acceptance scenarios of the seed, by number (reference/yao-tool-loop-spec.md §12).
+"""The acceptance scenarios of the seed (the tool loop of the Yao agent framework this project re-creates), by number.
 
-One test per scenario, named ``test_sNN_...``. Where DESIGN.md fixes a fault of the
-seed (spec §11) the test pins the fixed behaviour and its docstring says
-"deviation" and why; everything else is the seed's behaviour as the spec states it.
+One test per scenario, named ``test_sNN_...``. Where the project fixes a fault of the
+seed (docs/contributing.md, "The seed, kept and fixed") the test pins the fixed behaviour and its docstring says
+"deviation" and why; everything else is the seed's own behaviour.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ async def samples_catalog(samples: dict[str, tuple[Sample, ...]]) -> Catalog:
 
 
 async def test_s06_samples_three_per_tool_unnamed_and_json_input() -> None:
-    """Deviation: inputs render as JSON (``{"count":1}``), not Go's ``map[count:1]`` (spec §11.21)."""
+    """Deviation: inputs render as JSON (``{"count":1}``), not Go's ``map[count:1]``."""
     five = tuple(Sample(input={"count": i}, name="" if i == 1 else f"n{i}") for i in range(1, 6))
     message = (await samples_catalog({"ping": five})).samples_message
     assert message.startswith(SAMPLES_HEADER)
@@ -153,7 +153,7 @@ async def dispatch_one(arguments: str, server: ScriptedServer | None = None, nam
 
 
 def test_s08_empty_arguments() -> None:
-    """Deviation: ``""`` is the empty object, validated like any other (DESIGN §4.1), not ``None`` unchecked."""
+    """Deviation: ``""`` is the empty object, validated like any other, not ``None`` unchecked."""
     assert parse_arguments("").value == {}
 
 
@@ -172,7 +172,7 @@ async def test_s10_schema_violations_are_retryable_and_name_the_field() -> None:
 
 
 async def test_s11_an_unknown_server_does_not_fail_the_request() -> None:
-    """Deviation: ``unknown_tool`` is retryable and goes to the model; the run goes on (spec §11.6)."""
+    """Deviation: ``unknown_tool`` is retryable and goes to the model; the run goes on."""
     result = await dispatch_one("{}", name="zzz__t")
     assert (result.kind, result.retryable) == (ErrorKind.UNKNOWN_TOOL, True)
     run = await run_once(scripted(tools_reply(call("zzz__t", {})), text_reply("no such tool")))
@@ -206,7 +206,7 @@ async def test_s13_results_come_back_in_call_order() -> None:
 
 
 async def test_s14_malformed_arguments_in_a_batch_get_their_own_result() -> None:
-    """Deviation: the call is not dropped (spec §11.2); its result says the JSON was invalid."""
+    """Deviation: the call is not dropped; its result says the JSON was invalid."""
     a = scripted_server("a")
     results = await dispatch_many([ToolCall("1", "a__echo", "{}"), ToolCall("2", "a__echo", "{bad")], a)
     assert [r.ok for r in results] == [True, False]
@@ -215,7 +215,7 @@ async def test_s14_malformed_arguments_in_a_batch_get_their_own_result() -> None
 
 
 async def test_s15_the_sequential_retry_reruns_only_the_failed_call() -> None:
-    """Deviation: a call that succeeded is never run again (spec §11.3, DESIGN invariant 4)."""
+    """Deviation: a call that succeeded is never run again: a retry re-sends only failed calls."""
     a = scripted_server("a")
     results = await dispatch_many([ToolCall("1", "a__echo", "{}"), ToolCall("2", "a__flaky", "{}")], a)
     assert all(r.ok for r in results)
@@ -227,7 +227,7 @@ async def test_s15_the_sequential_retry_reruns_only_the_failed_call() -> None:
 
 
 async def test_s16_a_retry_with_corrected_calls() -> None:
-    """Deviation: the retry request ends with a real instruction, not the raw i18n key (spec §11.8)."""
+    """Deviation: the retry request ends with a real instruction, not the raw i18n key."""
     model = scripted(
         tools_reply(call("w__get", {"town": "x"}, "c1")),
         tools_reply(call("w__get", {"city": "B"}, "c2")),
@@ -249,7 +249,7 @@ async def test_s17_three_failing_executions_let_the_model_answer() -> None:
 
 
 async def test_s18_a_text_answer_to_a_retry_is_the_answer() -> None:
-    """Deviation: accepted (spec §11.9), not "LLM did not return tool calls in retry attempt 1"."""
+    """Deviation: accepted as the answer, not "LLM did not return tool calls in retry attempt 1"."""
     result = await run_once(scripted(tools_reply(call("w__get", {"town": "x"})), text_reply("plain")))
     assert (result.outcome, result.text) == (Outcome.ANSWERED, "plain")
 
@@ -269,7 +269,7 @@ async def test_s19_the_loop_converging_in_turn_one() -> None:
 
 
 async def test_s20_max_turn_two_then_the_fallback_with_every_result() -> None:
-    """Deviation: the brief carries the results of every turn, not only the first round (spec §11.10)."""
+    """Deviation: the brief carries the results of every turn, not only the first round."""
 
     def tools_again(messages: list[dict[str, Any]]) -> Completion:
         n = sum(1 for m in messages if m.get("role") == "tool")
@@ -294,7 +294,7 @@ async def test_s21_only_a_real_false_disables_the_loop(raw: Any, model_calls: in
 
 
 def test_s22_max_turn_values() -> None:
-    """Deviation: ``0.5`` (zero turns in the seed, spec §11.13) and ``Infinity`` are configuration errors."""
+    """Deviation: ``0.5`` (zero turns in the seed) and ``Infinity`` are configuration errors."""
     assert max_turns("3") == 5
     assert max_turns(0.5) == 0  # the seed's rule, kept as a helper; the reader refuses the value
     for value in (0.5, float("inf")):
@@ -308,7 +308,7 @@ def create_nothing(ctx: HookContext, messages: list[Message]) -> None:
 
 
 async def test_s23_a_hook_without_next_keeps_the_loop() -> None:
-    """Deviation: only a configured ``next`` takes branch A (spec §11.1)."""
+    """Deviation: only a configured ``next`` takes branch A (the seed took it for any hook script)."""
     model = scripted(tools_reply(call("w__get", {"city": "B"})), text_reply("looped"))
     result = await run_once(model, hooks=Hooks(create="tests.test_seed_scenarios:create_nothing"))
     assert (len(model.calls), result.text) == (2, "looped")

@@ -383,7 +383,8 @@ async def test_calls_after_the_actor_stopped_fail_fast() -> None:
 
 
 async def test_a_session_failing_as_a_whole_is_a_lost_server(autojump_clock: trio.abc.Clock) -> None:
-    """The HTTP trap of DESIGN §8: an error escapes the client's own task group, as an exception group."""
+    """The MCP SDK's streamable-HTTP trap: an error escapes the client's own task group, as an exception group, and
+    fails the whole session, so the actor takes it for a lost server."""
     fail = trio.Event()
     lives = 0
 

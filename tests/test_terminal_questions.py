@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from yao_actors.terminal_questions import (
+from yao_actors.cli.terminal_questions import (
     OMITTED,
     FormAnswered,
     NoAnswer,
@@ -16,7 +16,7 @@ from yao_actors.terminal_questions import (
     decide,
     field_value,
 )
-from yao_actors.untrusted_urls import url_refusal
+from yao_actors.untrusted.urls import url_refusal
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yao_actors import untrusted_json
-from yao_actors.untrusted_json import MAX_DEPTH, JSONTooDeep, dumps_utf8, loads, nesting_depth, scrub_text
+from yao_actors.untrusted import json as untrusted_json
+from yao_actors.untrusted.json import MAX_DEPTH, JSONTooDeep, dumps_utf8, loads, nesting_depth, scrub_text
 
 
 def _nested(depth: int, opener: str = "[", closer: str = "]") -> str:

@@ -1,4 +1,4 @@
-"""The one rule for URLs that reach a person (:mod:`yao_actors.untrusted_urls`): https, http only to this machine."""
+"""The one rule for URLs that reach a person (:mod:`yao_actors.untrusted.urls`): https, http only to this machine."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import mcp.types
 import pytest
 
 from yao_actors.tools.input_requests import InputRound, input_round, refusal
-from yao_actors.untrusted_urls import MAX_URL_LENGTH, is_loopback, url_refusal
+from yao_actors.untrusted.urls import MAX_URL_LENGTH, is_loopback, url_refusal
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from yao_actors.cli import main
-from yao_actors.workers import (
+from yao_actors.cli.workers import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
     Supervisor,
@@ -101,7 +101,7 @@ SERVES_A_WHILE_THEN_EXITS_1 = "import sys, time; print('ws://127.0.0.1:1/', flus
 async def _backoffs(supervisor: Supervisor, restarts: int, caplog: pytest.LogCaptureFixture) -> list[float]:
     """The delays ``supervisor`` (one crashing worker) waited before each of its first ``restarts`` restarts."""
     worker = supervisor.workers[0]
-    with caplog.at_level("WARNING", logger="yao_actors.workers"), trio.fail_after(60):
+    with caplog.at_level("WARNING", logger="yao_actors.cli.workers"), trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(supervisor.serve)
             while worker.restarts < restarts:  # noqa: ASYNC110

@@ -33,23 +33,23 @@ Every exception this package raises on purpose is drawn here::
 
     RuntimeError
     ├── StreamClosedError      an event was emitted after the run's terminal event (a bug in the caller)
-    └── GuestClosed            work handed to the asyncio bridge's Trio guest run after it ended (yao_actors.guest)
+    └── GuestClosed            work handed to the asyncio bridge's Trio guest run after it ended (yao_actors.aio.guest)
 
 Beside the tree, a few exceptions say what their own module's caller must handle, and never reach a user as
 they are (each is caught where its module is used, and said in the terms above)::
 
     ValueError
-    ├── JSONTooDeep            untrusted JSON nested deeper than the limit (yao_actors.untrusted_json)
-    ├── JSONNotFinite          untrusted JSON with NaN or Infinity (yao_actors.untrusted_json)
+    ├── JSONTooDeep            untrusted JSON nested deeper than the limit (yao_actors.untrusted.json)
+    ├── JSONNotFinite          untrusted JSON with NaN or Infinity (yao_actors.untrusted.json)
     ├── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
     ├── EnvFileError           a stdio server's ``envFile`` cannot be read (yao_actors.config.env_files)
-    └── NoClientFile           no file where a named client keeps its servers (yao_actors.client_files)
+    └── NoClientFile           no file where a named client keeps its servers (yao_actors.cli.client_files)
     Exception
     ├── ModuleServerError      a ``module`` server cannot be imported or built (yao_actors.config.module_servers)
     ├── InProcessServerExit    an in-process server's task ended (yao_actors.transports)
-    ├── WorkerFailed           a worker process of ``serve --workers`` failed (yao_actors.workers)
+    ├── WorkerFailed           a worker process of ``serve --workers`` failed (yao_actors.cli.workers)
     ├── BadRequest             an HTTP request the service cannot parse (yao_actors.service.http)
-    ├── ClientGone             an ASGI client left before its request was whole (yao_actors.asgi)
+    ├── ClientGone             an ASGI client left before its request was whole (yao_actors.aio.asgi)
     ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
     ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.run; becomes the fallback)
     └── CallsPending           a turn waits for client tools' results (yao_actors.conversation.client_tools)

@@ -35,6 +35,7 @@ from yao_actors.auth.keys import oauth_of, oauth_servers, principal_servers
 from yao_actors.auth.principals import AuthorizationDesk, open_desk, principal_routing
 from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
+from yao_actors.config.providers import build_model
 from yao_actors.conversation import (
     ConversationManager,
     FollowStream,
@@ -52,7 +53,6 @@ from yao_actors.conversation.request import as_request
 from yao_actors.errors import ConfigError, NotReady, StoreUnavailable
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
-from yao_actors.providers import build_model
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.store.spec import store_problem
@@ -353,7 +353,8 @@ async def _start_servers(
 async def check_tool_names(
     assistants: Iterable[AssistantSpec], servers: Mapping[str, ServerHandle], catalogs: CatalogCache
 ) -> None:
-    """Refuse, at start, an assistant whose servers' tools collide on a flat name (DESIGN §3.1).
+    """Refuse, at start, an assistant whose servers' tools collide on a flat name: two tools
+    claiming one name would misroute calls, so the configuration is refused instead, naming both.
 
     Builds each assistant's catalog from the servers that are up (which also
     warms the cache for the first runs); :class:`ConfigError` names both sources

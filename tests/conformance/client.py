@@ -31,9 +31,9 @@ from urllib.parse import urlsplit
 import httpx2
 import trio
 
-from yao_actors.auth.cli import open_service_vault
 from yao_actors.auth.login import login
-from yao_actors.commands import run_command
+from yao_actors.cli.auth import open_service_vault
+from yao_actors.cli.commands import run_command
 from yao_actors.config import load_config
 
 SERVER = "conformance"

@@ -17,7 +17,7 @@ from typing import IO, Any
 import trio
 
 from tests.service.support import run_frame, send, until_terminal
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing import read_line
 
 REPO = Path(__file__).resolve().parents[2]

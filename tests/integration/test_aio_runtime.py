@@ -18,9 +18,9 @@ import pytest
 from tests.integration.processes import REPO, descendants, running
 from tests.integration.test_service_readme_example import page_examples, run_example
 from yao_actors.aio import Runtime, open_runtime
+from yao_actors.aio.guest import GUEST_SWITCH_INTERVAL
 from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
 from yao_actors.errors import ConfigError, RunError, RunErrorCode
-from yao_actors.guest import GUEST_SWITCH_INTERVAL
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.testing import FunctionModel, stdio_test_server
 

@@ -26,7 +26,7 @@ from tests.integration.processes import REPO, clean_environment, descendants, en
 from tests.integration.test_agui_node import NODE_DIR, run_http_agent
 from tests.service.agui_support import open_agui, run_input
 from tests.service.support import handshake_status, http_request, receive, run_frame, send, until_terminal
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing import read_line
 
 SEED_QUESTION = "北京今天适合穿什么?"

@@ -41,7 +41,7 @@ from tests.integration.scale_support import (
 )
 from tests.service.support import TERMINAL, receive, run_frame, send
 from tests.support import needs_redis
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.specs import StoreSpec
 from yao_actors.store import RunStatus, open_store
 from yao_actors.testing.fake_openai import open_fake_openai

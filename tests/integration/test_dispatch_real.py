@@ -125,7 +125,8 @@ async def test_the_batch_deadline_cancels_on_the_server(autojump_clock: trio.tes
 
 
 def content_server() -> MCPServer:
-    """Tools answering with the content shapes of the seed's ParsedContent rules (reference spec §12 item 26)."""
+    """Tools answering with the content shapes of the seed's ParsedContent rules (text parsed as JSON where it is,
+    images as data, a single item unwrapped)."""
     server = MCPServer("content")
 
     def answer(*blocks: TextContent | ImageContent) -> CallToolResult:

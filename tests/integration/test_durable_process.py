@@ -20,7 +20,7 @@ import trio
 from tests.integration.processes import service_process, stop, write_config
 from tests.service.support import receive, run_frame, send, until_terminal
 from tests.support import check_stream, needs_redis
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.redis_server import RedisServer
 

@@ -19,7 +19,7 @@ from tests.integration.asking_support import asking_server, http_asking_server
 from tests.service.support import running_service
 from tests.support import check_stream
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, Outcome, ServerRef, ToolCall, open_runtime
-from yao_actors.chat import chat
+from yao_actors.cli.chat import chat
 from yao_actors.config import InMemoryTransport, ServerSpec
 from yao_actors.errors import RunErrorCode
 from yao_actors.runtime import Runtime

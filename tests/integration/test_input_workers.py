@@ -32,7 +32,7 @@ from tests.integration.test_input_interrupts import BOOKING
 from tests.integration.test_input_restart import the_question
 from tests.service.support import send, until_terminal
 from tests.support import check_stream, needs_redis
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import ServerSpec
 from yao_actors.specs import StoreSpec
 from yao_actors.store import open_store

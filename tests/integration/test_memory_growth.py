@@ -29,7 +29,7 @@ import trio.testing
 
 from tests.integration.processes import REPO
 from tests.service.support import run_frame, running_service, send, until_terminal
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime

@@ -24,7 +24,7 @@ from tests.service.agui_support import post_agui, run_input
 from tests.service.support import http_request, run_frame, running_service, send, until_terminal
 from tests.support import require_tool
 from yao_actors.auth.vault import principal_identity
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service

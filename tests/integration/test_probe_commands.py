@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import trio
 
-from yao_actors.call_questions import terminal_input
 from yao_actors.cli import main
+from yao_actors.cli.call_questions import terminal_input
+from yao_actors.cli.probe import open_probe
 from yao_actors.config import parse_config
-from yao_actors.probe import open_probe
 from yao_actors.testing.fake_openai import RecordedRequest, Reply, open_fake_openai
 
 PYTHON = sys.executable

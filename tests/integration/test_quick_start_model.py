@@ -12,7 +12,7 @@ import trio
 from tests.integration.processes import clean_environment, server_py
 from tests.integration.test_service_e2e import SEED_QUESTION
 from tests.service.support import run_frame, send, until_terminal
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing import Reply, open_fake_openai
 
 

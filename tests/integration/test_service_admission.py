@@ -19,7 +19,7 @@ import trio
 from tests.integration.processes import clean_environment, server_py
 from tests.service.agui_support import post_agui, run_input, stalled_agui
 from tests.service.support import http_request, receive, run_frame, send
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing import Reply, open_fake_openai
 from yao_actors.testing.fake_openai import RecordedRequest
 

@@ -14,7 +14,7 @@ import trio
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
 from tests.support import check_stream, needs_redis
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime

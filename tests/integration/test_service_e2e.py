@@ -13,7 +13,7 @@ import trio
 
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
 from tests.support import server_stats
-from yao_actors.chat import chat, open_service_connection
+from yao_actors.cli.chat import chat, open_service_connection
 from yao_actors.config import AssistantSpec, Config, ServerRef, ServiceSpec, default_config
 from yao_actors.events import parse_event
 from yao_actors.models.base import Completion, ToolCall

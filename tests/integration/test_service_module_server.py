@@ -22,7 +22,7 @@ from trio_websocket import WebSocketConnection
 from tests.integration.processes import REPO, descendants
 from tests.module_support import COMMON_TOOLS
 from tests.service.support import receive, run_frame, send, until_terminal
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 from yao_actors.testing.fake_openai import RecordedRequest
 from yao_actors.testing.processes import read_line

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from tests.service.support import run_frame, running_service, send, until_terminal
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config
 from yao_actors.errors import RunError
 from yao_actors.runtime import Runtime, open_runtime

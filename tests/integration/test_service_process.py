@@ -17,7 +17,7 @@ from trio_websocket import ConnectionClosed
 from tests.integration.processes import REPO, clean_environment, descendants, running, server_py
 from tests.integration.test_service_e2e import SEED_QUESTION
 from tests.service.support import receive, send
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 
 
 async def test_sigterm_stops_server_py_gracefully_and_leaves_no_child(tmp_path: Path) -> None:

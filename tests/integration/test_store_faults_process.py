@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import coredis
 import pytest
@@ -23,7 +23,7 @@ from tests.integration.processes import server_py
 from tests.integration.scale_support import worker_pids
 from tests.service.support import http_request, receive, run_frame, send, until_terminal
 from tests.support import needs_redis, require_tool
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.store import StoreSpec, open_store
 from yao_actors.testing.redis_server import RedisServer
 
@@ -45,9 +45,12 @@ def write_config(tmp_path: Path, store: dict[str, Any]) -> Path:
 
 
 @asynccontextmanager
-async def serving(config: Path, *options: str) -> AsyncIterator[tuple[trio.Process, str, int]]:
-    """``yao-actors serve --config`` on a free port: the process, its websocket URL and its port."""
-    async with server_py("--config", str(config), "--port", "0", *options) as (process, banner):
+async def serving(
+    config: Path, *options: str, log: IO[Any] | None = None
+) -> AsyncIterator[tuple[trio.Process, str, int]]:
+    """``yao-actors serve --config`` on a free port (its log to ``log``): the process, its websocket URL and its
+    port."""
+    async with server_py("--config", str(config), "--port", "0", *options, stderr=log) as (process, banner):
         match = re.search(r"ws://127\.0\.0\.1:(\d+)/", banner)
         assert match, banner
         yield process, match.group(), int(match.group(1))
@@ -203,18 +206,20 @@ async def test_a_lone_service_maps_no_shm_and_an_unwritable_wal_ends_runs_store_
     SIGBUS, exit -7); the ``-wal`` made immutable fails the runs ``store_unavailable``, and the process lives."""
     database = tmp_path / "conversations.sqlite3"
     config = write_config(tmp_path, {"type": "sqlite", "path": str(database)})
-    with trio.fail_after(GUARD):
-        async with serving(config) as (process, url, port):
+    log_path = tmp_path / "service.log"
+    with trio.fail_after(GUARD), log_path.open("w") as log:
+        async with serving(config, log=log) as (process, url, port):
             assert (await run_as(url, "alice", "t1", "r1"))["type"] == "RUN_FINISHED"
             assert not await trio.Path(f"{database}-shm").exists()
             with immutable(Path(f"{database}-wal")):
                 for run_id in ("r2", "r3"):
                     last = await run_as(url, "alice", "t1", run_id)
                     assert (last["type"], last["code"]) == ("RUN_ERROR", "store_unavailable"), last
-                    assert f"{database}-wal is immutable (chattr +i)" in last["message"]
+                    assert last["message"] == "the conversation store is unavailable", last  # no path: the log's
                     assert process.returncode is None
             assert (await run_as(url, "alice", "t1", "r4"))["type"] == "RUN_FINISHED"
             await still_serving(process, url, port)
+    assert f"{database}-wal is immutable (chattr +i)" in log_path.read_text(encoding="utf-8")
 
 
 async def test_workers_sharing_sqlite_refuse_calls_while_the_shm_is_immutable(tmp_path: Path, chattr: None) -> None:
@@ -222,8 +227,9 @@ async def test_workers_sharing_sqlite_refuse_calls_while_the_shm_is_immutable(tm
     instead of killing them with SIGBUS; once writable again, they run on (the same worker processes)."""
     database = tmp_path / "conversations.sqlite3"
     config = write_config(tmp_path, {"type": "sqlite", "path": str(database)})
-    with trio.fail_after(GUARD):
-        async with serving(config, "--workers", "2") as (parent, url, port):
+    log_path = tmp_path / "service.log"
+    with trio.fail_after(GUARD), log_path.open("w") as log:
+        async with serving(config, "--workers", "2", log=log) as (parent, url, port):
             assert (await run_as(url, "alice", "t0", "r0"))["type"] == "RUN_FINISHED"
             workers = worker_pids(parent.pid)
             assert len(workers) == 2
@@ -231,12 +237,13 @@ async def test_workers_sharing_sqlite_refuse_calls_while_the_shm_is_immutable(tm
                 for index in range(6):  # new connections: the kernel spreads them over both workers
                     last = await run_as(url, "alice", f"t{index}", f"shm-{index}")
                     assert (last["type"], last["code"]) == ("RUN_ERROR", "store_unavailable"), last
-                    assert f"{database}-shm is immutable (chattr +i)" in last["message"]
+                    assert last["message"] == "the conversation store is unavailable", last  # no path: the log's
             for index in range(6):
                 assert (await run_as(url, "bob", f"u{index}", f"after-{index}"))["type"] == "RUN_FINISHED"
             assert worker_pids(parent.pid) == workers
             assert parent.returncode is None
             assert (await http_request(port, "/healthz")).status == 200
+    assert f"{database}-shm is immutable (chattr +i)" in log_path.read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- SQLite's files deleted

@@ -8,7 +8,7 @@ from trio_websocket import ConnectionRejected
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import handshake_status, receive, running_service, send
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ConfigError
 from yao_actors.service import open_service

@@ -16,7 +16,7 @@ import trustme
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import receive, running_service, send
-from yao_actors.chat import chat, open_service_connection, websocket_address
+from yao_actors.cli.chat import chat, open_service_connection, websocket_address
 
 
 @pytest.mark.parametrize(

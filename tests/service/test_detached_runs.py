@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from tests.service.support import receive, run_frame, running_service, send, until_terminal, wait_until
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime

@@ -20,7 +20,7 @@ from wsproto.events import AcceptConnection, Request
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import TERMINAL, receive, running_service
 from tests.service.test_hostile import still_serves
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.errors import FrameError, RunErrorCode
 from yao_actors.service.protocol import PingFrame, RunFrame, encode, parse_frame
 

@@ -13,7 +13,7 @@ from wsproto.events import AcceptConnection, CloseConnection, Request
 
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import handshake_status, receive, run_frame, running_service, send, until_terminal
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.service import Service
 
 TOKEN = "a-long-enough-test-token"

@@ -21,7 +21,7 @@ from tests.service.support import (
     until_terminal,
     wait_until,
 )
-from yao_actors.chat import open_service_connection
+from yao_actors.cli.chat import open_service_connection
 from yao_actors.tools.server_handle import ServerState, ServerStatistics
 
 TOKEN = "s3cret-token-of-16+"

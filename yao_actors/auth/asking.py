@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 DISCOVERY_TIMEOUT: Final = 20.0
 #: The MCP protocol version the probe names (the authorization request then carries ``resource``, RFC 8707).
 PROBE_PROTOCOL: Final = "2025-11-25"
+#: The SDK's logger that reports a failed OAuth flow (with its traceback) at ERROR.
+SDK_OAUTH_LOGGER: Final = "mcp.client.auth.oauth2"
 
 
 class _Redirect(Exception):
@@ -69,7 +71,12 @@ def _said_by_us(record: logging.LogRecord) -> bool:
     return False
 
 
-logging.getLogger("mcp.client.auth.oauth2").addFilter(_said_by_us)
+def _quiet_the_sdk_report() -> None:
+    """Put :func:`_said_by_us` on the SDK's OAuth logger, once: where the first discovery begins, so every program
+    that asks (the service, an embedding ``open_runtime``) gets it, and importing this module touches no logger."""
+    sdk_logger = logging.getLogger(SDK_OAUTH_LOGGER)
+    if _said_by_us not in sdk_logger.filters:
+        sdk_logger.addFilter(_said_by_us)
 
 
 class AskingProvider(StoreOAuthProvider):
@@ -165,6 +172,7 @@ async def begin_authorization(
         return pending
     provider = AskingProvider(server_url, auth, storage, states, principal, redirect_uri=redirect_uri, asked=asked)
     transport = None if discovery is None else discovery.transport(server)
+    _quiet_the_sdk_report()
     token = _asking.set(server)
     deadline = trio.CancelScope(deadline=trio.current_time() + within)
     try:

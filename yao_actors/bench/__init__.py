@@ -3,8 +3,8 @@
 :class:`BenchPlan` says what runs (:mod:`.plan`); :func:`open_bench` starts the
 servers and :func:`run_bench` times the modes (:mod:`.runner`); :mod:`.report`
 turns the samples into rows, a table and a JSON document; :mod:`.plot` draws
-them (the ``[plot]`` extra); :mod:`.cli` is the subcommand, :mod:`.options` its options. The names below are
-imported when first used, so the command line's parser (which reads :mod:`.options`) imports none of them.
+them (the ``[plot]`` extra); the subcommand and its options are the command line's
+(:mod:`yao_actors.cli.bench`, :mod:`yao_actors.cli.bench_options`). The names below are imported when first used.
 """
 
 from __future__ import annotations

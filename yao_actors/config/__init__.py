@@ -1,6 +1,6 @@
 """Configuration: the records (:mod:`yao_actors.specs`) and reading them from JSON.
 
-One JSON file (DESIGN §5.1) with four sections::
+One JSON file with four sections::
 
     {
       "mcpServers": {"weather": {"command": "python", "args": ["-m", "yao_actors.demo.weather"]},

@@ -1,7 +1,7 @@
 """The configuration reader's assistants: their models, prompts, MCP servers, loop options and fallback.
 
 :class:`AssistantReader` reads the ``assistants`` section (and the global
-``prompts``) with the seed's rules (DESIGN §4.4): only a real ``false``
+``prompts``) with the seed's rules: only a real ``false``
 disables the tool loop, and ``max_turn`` of 0 or less means 5. What the seed
 silently coerced is refused here, each with its key path: a string for
 ``tool_loop`` or ``max_turn``, ``Infinity``, a fraction. Model ids are not

@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from yao_actors import untrusted_json
+from yao_actors.config.providers import default_model_spec
 from yao_actors.config.schema import schema_problems
 from yao_actors.config.sections import ConfigReader, other_clients_settings
 from yao_actors.config.values import related_paths
 from yao_actors.errors import ConfigError
-from yao_actors.providers import default_model_spec
 from yao_actors.specs import DEFAULT_PROMPT, AssistantSpec, Config, ServerRef, ServerSpec, StdioTransport
+from yao_actors.untrusted import json as untrusted_json
 
 logger = logging.getLogger(__name__)
 

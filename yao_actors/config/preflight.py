@@ -2,7 +2,7 @@
 that is not on ``PATH`` (or not executable), a model's ``api_key_env`` that is not set.
 
 ``yao-actors check`` prints these with the file's own problems; ``check --connect`` goes further and reaches every
-server and model (:mod:`yao_actors.probe`).
+server and model (:mod:`yao_actors.cli.probe`).
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from yao_actors import untrusted_json
 from yao_actors.config.values import ValueReader, join_path, type_name
 from yao_actors.specs import MAX_SAMPLES_PER_TOOL, Sample
+from yao_actors.untrusted import json as untrusted_json
 
 logger = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ from yao_actors.config.assistants import AssistantReader
 from yao_actors.config.env_files import EnvFileError, read_env_file
 from yao_actors.config.module_servers import read_module_transport
 from yao_actors.config.oauth import read_oauth
+from yao_actors.config.providers import default_model_spec
 from yao_actors.config.sample_files import read_samples
 from yao_actors.config.service import ServiceReader
 from yao_actors.config.values import join_path, type_name
-from yao_actors.providers import default_model_spec
 from yao_actors.specs import (
     BUILTIN_MODEL_IDS,
     DEFAULT_PROMPT,

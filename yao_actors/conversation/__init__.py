@@ -1,4 +1,4 @@
-"""The conversation actor and the run (DESIGN §2 and §4.4).
+"""The conversation actor and the run.
 
 One actor per thread owns the thread's message history and executes that
 thread's runs one at a time, in the order they were submitted; runs of other
@@ -24,7 +24,7 @@ runtime holds: it keeps the actors by thread id in a nursery of its own and offe
 
 The package follows a run's data flow: :mod:`.window` (the history a request carries),
 :mod:`.relay` (model stream → events, unique tool-call ids),
-:mod:`.run` (the steps of DESIGN §4.4), :mod:`.request` (the run as its caller asked for it, one frozen
+:mod:`.run` (the steps of a run, in order), :mod:`.request` (the run as its caller asked for it, one frozen
 value), :mod:`.order` (a live run by owner: request, control, outlet; the streams that read it), :mod:`.journal` (the run's writes to the conversation store), :mod:`.actor` (the
 per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back), :mod:`.manager`
 (threads loaded on demand from the store, ``RunStream``, resume, forget), :mod:`.client_tools` (the client's own

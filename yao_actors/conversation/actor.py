@@ -2,7 +2,8 @@
 
 A run is submitted as a :class:`~yao_actors.conversation.order.RunOrder`; the actor executes orders one at a
 time and closes each one out — exactly one terminal event, the result, the
-history in memory and in the store, the run's record — even when the run was cancelled (DESIGN invariant 6).
+history in memory and in the store, the run's record — even when the run was cancelled: no run hangs, and none
+ends twice.
 The thread lives in the conversation store between runs; the actor holds a bounded copy of its history
 while it is in memory.
 """
@@ -164,7 +165,7 @@ class _ConversationActor:
     async def execute_run(
         self, order: RunOrder, journal: RunJournal, observed: RunObservation, helpers: trio.Nursery
     ) -> None:
-        """Execute one run; it always ends with exactly one terminal event (DESIGN invariant 6).
+        """Execute one run; it always ends with exactly one terminal event, ``RUN_FINISHED`` or ``RUN_ERROR``.
 
         The store gets the run's input when it starts, each whole turn as the run goes (behind it), and
         the rest with its terminal event and closed record in the close-out's one write, before the

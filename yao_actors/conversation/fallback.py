@@ -3,9 +3,9 @@
 When the tool loop fails (max turns reached, or a model call failed after its
 own retries) the run delegates to the built-in assistant
 :data:`FALLBACK_ASSISTANT_ID`: no tools, the seed's synthesiser prompt
-(:data:`FALLBACK_PROMPT`, verbatim from reference spec §7.3), and one user
-message built by :func:`build_fallback_brief` in the seed's Markdown layout
-(§7.2). Two of the seed's faults are fixed here on purpose (DESIGN §4.4 step 6):
+(:data:`FALLBACK_PROMPT`, verbatim), and one user
+message built by :func:`build_fallback_brief` in the seed's Markdown layout.
+Two of the seed's faults are fixed here on purpose:
 the brief carries the assistant's own system prompts under
 ``## Assistant Context`` (Yao left it empty), and **all** tool results of the
 run (Yao sent only the first round), within the assistant's result budget.
@@ -76,7 +76,7 @@ _CLOSING = (
 
 
 def message_text(content: Any) -> str:
-    """The text of a message's content (reference spec §7.2 ``messageText``).
+    """The text of a message's content (the seed's ``messageText``).
 
     ``None`` is empty; a string is itself; a list of parts gives the ``text`` of
     its ``type: "text"`` parts joined by newlines; anything else its ``str``.

@@ -1,5 +1,5 @@
-"""What a run asks its model: the request's messages and tools (DESIGN §4.4 step 1, in the seed's order), the
-prompt that closes an argument-retry request, and what the ``next`` hook is given."""
+"""What a run asks its model: the request's messages and tools (in the seed's order: prompts, samples, history,
+input), the prompt that closes an argument-retry request, and what the ``next`` hook is given."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The run: the steps of DESIGN §4.4, in order, for one assistant over one conversation.
+"""The run: the steps of the tool loop, in order, for one assistant over one conversation.
 
 ``Run.answer`` goes: create hook → request → first model call → argument-retry
 block (≤ ``MAX_EXECUTIONS`` executions) → three-way branch (``next`` hook │
@@ -146,7 +146,7 @@ class Run:
         self.call_ids.add(call_id)
         return call_id
 
-    # ------------------------------------------------------------------ the loop (DESIGN §4.4)
+    # ------------------------------------------------------------------ the loop
 
     async def answer(self, assistant: AssistantSpec, conversation: list[Message], depth: int) -> Answer:
         """Steps 1–6 for ``assistant`` over ``conversation`` (history and input, no system prompts)."""

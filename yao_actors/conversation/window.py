@@ -1,8 +1,7 @@
 """The history window: how much of a thread's stored history one request carries.
 
-The seed sends "chat history (default 20) plus the cleaned input" (reference spec
-§0). A thread keeps its whole history (within the runtime's own memory bound);
-only the request is windowed, by :func:`window_history`, from the oldest end and
+The seed sends "chat history (default 20) plus the cleaned input". A thread keeps its whole history (within the
+runtime's own memory bound); only the request is windowed, by :func:`window_history`, from the oldest end and
 by whole turns: an assistant message that asked for tools stays with its tool
 messages, so the window never hands a model a tool message without its call, or
 a call without its results. The assistant's system prompts are not part of the

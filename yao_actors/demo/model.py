@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from yao_actors import untrusted_json
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.models.offline import (
     KEPT_CALLS,
@@ -21,6 +20,7 @@ from yao_actors.models.offline import (
     results_since_user,
     tool_names,
 )
+from yao_actors.untrusted import json as untrusted_json
 
 WEATHER_TOOL = "weather__get"
 CLOTHING_TOOL = "clothing__advise"

@@ -1,6 +1,6 @@
 """Models: the interface, the OpenAI-compatible client and the offline stand-ins.
 
-Building one from configuration is :mod:`yao_actors.providers`; the demo
+Building one from configuration is :mod:`yao_actors.config.providers`; the demo
 model lives with the demo servers in :mod:`yao_actors.demo.model`.
 """
 

@@ -29,10 +29,10 @@ from typing import Any, Final
 
 import attrs
 
-from yao_actors import untrusted_json
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.models.offline import KEPT_CALLS, FunctionModel, compact_args, last_user_text, results_since_user
 from yao_actors.tools.naming import flat_tool_name
+from yao_actors.untrusted import json as untrusted_json
 
 #: What the model says of its grammar when asked (``help``) or when a line cannot be read.
 GRAMMAR: Final = (

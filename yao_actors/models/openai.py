@@ -33,11 +33,11 @@ attempt — and only while no delta was delivered, so a half-relayed stream is n
 logged, and is an event on the call's span). Other failures raise at once: a 4xx raises
 :class:`~yao_actors.errors.ModelHTTPError` carrying the endpoint's own message; a content type other than
 ``text/event-stream`` or ``application/json`` (accepted even for a streamed request, from endpoints that ignore
-``stream``), a malformed chunk (not JSON, nested deeper than :data:`~yao_actors.untrusted_json.MAX_DEPTH`, or a
+``stream``), a malformed chunk (not JSON, nested deeper than :data:`~yao_actors.untrusted.json.MAX_DEPTH`, or a
 field of the wrong type), an error object in the stream, or a stream that ends before ``[DONE]`` or a finish
 reason raise :class:`~yao_actors.errors.ModelStreamError`.
 
-The request body is serialised by :func:`~yao_actors.untrusted_json.dumps_utf8`
+The request body is serialised by :func:`~yao_actors.untrusted.json.dumps_utf8`
 (lone surrogates in the history go as U+FFFD), and strings read from the
 stream have theirs replaced the same way.
 
@@ -64,9 +64,7 @@ import httpx2
 import trio
 from opentelemetry import trace
 
-from yao_actors import untrusted_json
 from yao_actors.errors import ModelError, ModelHTTPError, ModelStreamError, ModelTimeout
-from yao_actors.http_bodies import unwind
 from yao_actors.models.base import (
     Completion,
     Delta,
@@ -81,6 +79,8 @@ from yao_actors.models.base import (
 )
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
 from yao_actors.specs import ModelSpec
+from yao_actors.transports.http_bodies import unwind
+from yao_actors.untrusted import json as untrusted_json
 
 logger = logging.getLogger(__name__)
 
@@ -319,7 +319,7 @@ async def _unwinding(chunks: AsyncGenerator[bytes, None]) -> AsyncIterator[Async
     Closing it at a ``yield`` (a consumer that raised or was cancelled
     midway) would leave httpcore2's innermost generator suspended, for the
     garbage collector to finalise later with a ``ResourceWarning``
-    (:mod:`yao_actors.http_bodies`, which applies here too: the
+    (:mod:`yao_actors.transports.http_bodies`, which applies here too: the
     client may be the caller's, with any transport).
     """
     try:

@@ -91,7 +91,8 @@ def check_port(port: int) -> None:
 
 
 def check_listen(host: str, credentials: Sequence[Credential]) -> None:
-    """Refuse to serve beyond loopback without a token, or with a token that is easy to guess (DESIGN §5.2)."""
+    """Refuse to serve beyond loopback without a token, or with a token that is easy to guess: a websocket beyond
+    this machine is anyone's to open."""
     if is_loopback(host):
         return
     if not credentials:

@@ -11,7 +11,7 @@ A :class:`Connection` is served by one task (:meth:`Connection.serve`), with the
   conversation actors by ``threadId``). The relay, and how a run and a client are admitted, are those of
   ``POST /agui`` too (:mod:`yao_actors.service.relay`): the two front ends differ only in framing;
 - the writer, the only task that sends on the websocket, fed by a bounded channel: a slow reader on the
-  client side fills it and so slows its own runs, never memory (DESIGN §2, invariant 2). Frames that are
+  client side fills it and so slows its own runs, never memory (every channel is bounded). Frames that are
   ready together go out in one socket write, each still its own websocket message.
 
 Besides runs, a client may ask for a thread's ``history``, ``resume`` a run (its stored events after a
@@ -83,7 +83,7 @@ Event = Mapping[str, Any]
 
 class RunOpener(RunStarter, Protocol):
     """What the front end needs of a runtime: ``Runtime.open_run`` with a whole request, resume, and the stored
-    threads (DESIGN §5.3)."""
+    threads."""
 
     def open_resume(
         self, run_id: str, *, after_seq: int = 0, principal: str | None = None

@@ -7,7 +7,7 @@ Three ownership levels, as in trio's own servers:
 - :func:`serve_service` — for ``nursery.start``: serves until cancelled, or until someone calls
   :meth:`Service.shutdown` on the handle it reports.
 - :func:`open_front` — the service without a listener, for connections an ASGI server hands it
-  (:mod:`yao_actors.asgi`).
+  (:mod:`yao_actors.aio.asgi`).
 - :class:`Service` — the handle: where it listens, :meth:`Service.statistics`, :meth:`Service.shutdown`.
 
 Each TCP connection first passes :mod:`yao_actors.service.gate`: a plain HTTP request goes to the service's
@@ -343,7 +343,7 @@ async def open_service(
     Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
     a free port; read it from :attr:`Service.port`. ``/readyz`` reports ``servers`` (by default the
     runtime's own). ``listeners``, when given, are listened on instead (a worker's
-    ``SO_REUSEPORT`` socket, :mod:`yao_actors.workers`).
+    ``SO_REUSEPORT`` socket, :mod:`yao_actors.cli.workers`).
 
     Resource handling:
 

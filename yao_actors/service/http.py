@@ -9,7 +9,7 @@ deadline (``write_timeout``, the service's ``idle_timeout``): a client that take
 long is dropped (:class:`ClientStalled`), so a client that never reads cannot hold the task (and what it
 holds) that writes to it.
 
-What handlers use of an exchange is :class:`Exchange` (the ASGI application, :mod:`yao_actors.asgi`, has its own).
+What handlers use of an exchange is :class:`Exchange` (the ASGI application, :mod:`yao_actors.aio.asgi`, has its own).
 :class:`Routes` is the one routing point of the service's plain HTTP: paths (or path prefixes) to handlers,
 each with the methods it takes; anything else is 404, a known path with another method 405.
 """

@@ -1,6 +1,6 @@
 """The websocket protocol: the frames a client may send, their JSON schema, and the frames the service writes itself.
 
-Client → service, one JSON object per text frame (DESIGN §5.2)::
+Client → service, one JSON object per text frame::
 
     {"type": "run", "threadId"?, "runId"?, "assistant"?, "messages": [{"role": "user", "content": "..."}], ...}
     {"type": "cancel", "runId": "..."}

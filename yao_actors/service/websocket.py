@@ -92,7 +92,7 @@ class UpgradeRequest:
 
 class MessageSocket(Protocol):
     """What the service needs of an accepted-or-not websocket: a :class:`ServerWebSocket`, or an ASGI server's
-    (:mod:`yao_actors.asgi`). ``get_message``, ``send_messages`` and ``aclose`` as :class:`ServerWebSocket`'s."""
+    (:mod:`yao_actors.aio.asgi`). ``get_message``, ``send_messages`` and ``aclose`` as :class:`ServerWebSocket`'s."""
 
     @property
     def awaiting_pong(self) -> bool: ...

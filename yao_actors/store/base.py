@@ -1,6 +1,6 @@
 """The store interface and the records it speaks in.
 
-A :class:`ConversationStore` is where a thread lives between runs (DESIGN §9):
+A :class:`ConversationStore` is where a thread lives between runs:
 its model-facing history (the seed's message shapes), its runs, each run's
 event log, and its calls waiting for a person's approval. Every method is a
 Trio checkpoint; a backend that cannot be reached raises

@@ -1,9 +1,9 @@
 """A model's argument string made into a checked object, or a precise reason why not.
 
-Models send arguments as JSON text, sometimes malformed. The rules (DESIGN §4.1):
+Models send arguments as JSON text, sometimes malformed. The rules, the same on every path to a server:
 an empty string is ``{}``; strict ``json.loads`` first (nesting bounded,
 lone surrogates replaced, ``NaN`` / ``Infinity`` refused: a tool would get ``null``
-for them; :mod:`yao_actors.untrusted_json`), ``json_repair`` only when the text is
+for them; :mod:`yao_actors.untrusted.json`), ``json_repair`` only when the text is
 malformed (and the repair is recorded, since it may silently complete a value
 that was cut off); the value must be an object; it must satisfy the tool's
 ``inputSchema``, as the schema gate compiled it (:mod:`yao_actors.tools.schema_gate`:
@@ -21,8 +21,8 @@ from typing import Any
 import attrs
 import json_repair
 
-from yao_actors import untrusted_json
 from yao_actors.tools.schema_gate import schema_problems
+from yao_actors.untrusted import json as untrusted_json
 
 _JSON_TYPE_NAMES: dict[type, str] = {
     list: "array",

@@ -1,4 +1,4 @@
-"""The tools a model sees for one assistant (DESIGN §3.2), and the cache that keeps them.
+"""The tools a model sees for one assistant, and the cache that keeps them.
 
 A :class:`Catalog` is built from the assistant's server list (or a per-run
 override that replaces it, unless empty — seed rule) in order: each server's
@@ -70,7 +70,7 @@ class CatalogEntry:
     """What of the tool's schemas the gate does not enforce (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
 
     def to_openai(self) -> dict[str, Any]:
-        """The OpenAI tool schema of this entry (reference spec §3)."""
+        """The OpenAI tool schema of this entry (``type: "function"``; the name, description and parameters)."""
         return {
             "type": "function",
             "function": {

@@ -1,6 +1,6 @@
 """Execute one model turn's tool calls: every server at once, every call answered, in order.
 
-``execute_tool_calls`` follows DESIGN §4.1. Every call is checked the same way
+Every call is checked the same way
 before it reaches a server (name through the catalog's table, lenient argument
 parse, object check, schema); calls are grouped by server and **all groups run at
 once** in one nursery; inside a group calls run concurrently (the server's actor

@@ -29,7 +29,7 @@ import mcp.types
 import trio
 
 from yao_actors.tools.schema_gate import fill_defaults, question_problem
-from yao_actors.untrusted_urls import url_refusal
+from yao_actors.untrusted.urls import url_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def input_request(server: str, tool: str, params: mcp.types.ElicitRequestParams)
 
 def refusal(params: mcp.types.ElicitRequestParams) -> str | None:
     """Why the question ``params`` asks is not put to the user, or ``None``: a URL question whose URL must not
-    reach a person (:func:`~yao_actors.untrusted_urls.url_refusal`), or a form whose schema is not the flat one
+    reach a person (:func:`~yao_actors.untrusted.urls.url_refusal`), or a form whose schema is not the flat one
     MCP allows (:func:`~yao_actors.tools.schema_gate.question_problem`). The server is told why instead (and so
     the model hears it)."""
     if isinstance(params, mcp.types.ElicitRequestURLParams):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import re2  # type: ignore[import-untyped]
 
-from yao_actors import untrusted_json
+from yao_actors.untrusted import json as untrusted_json
 
 Search = Callable[[str], bool]
 """Whether a pattern is found in a string."""

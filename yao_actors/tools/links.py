@@ -17,8 +17,8 @@ import mcp
 import mcp.types
 import trio
 
-from yao_actors import untrusted_json
 from yao_actors.tools.budget import format_size
+from yao_actors.untrusted import json as untrusted_json
 
 MAX_READ_LINKS = 8
 """Links of one result read at most (``mcpServers.<id>.read_links``)."""

@@ -5,7 +5,7 @@ The model sees one flat name per tool, ``<server>__<tool>`` with the server id's
 by splitting on ``__`` (``ParseMCPToolName``), which misroutes server ids holding
 ``_`` and cannot reach tools whose names hold ``__``. Here decoding is kept for
 parity only; dispatch resolves a name through a :class:`ToolNameTable` built with
-the catalog (DESIGN §3.1), which also detects two tools claiming one name and
+the catalog, which also detects two tools claiming one name and
 keeps every name within OpenAI's ``^[a-zA-Z0-9_-]{1,64}$``.
 """
 

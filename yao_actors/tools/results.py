@@ -3,9 +3,9 @@
 ``ToolOutcome`` is what a server actor returns for one ``tools/call``;
 ``ToolCallResult`` is what dispatch returns for one of a model's tool calls (the
 outcome plus the call's identity). ``parse_content`` applies the seed's
-``ParsedContent`` rules (reference spec §8.1), ``call_outcome`` adds the rules of
+``ParsedContent`` rules (text parsed as JSON where it is, a single item unwrapped), ``call_outcome`` adds the rules of
 structured output (a tool with an ``outputSchema``), and ``tool_message_content`` renders
-a result the way the model receives it (DESIGN §4.2; images and audio as
+a result the way the model receives it (compact JSON in the tool's key order, or ``Error: ...``; images and audio as
 placeholders, :mod:`yao_actors.tools.media`).
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 import attrs
 import mcp.types
 
-from yao_actors import untrusted_json
 from yao_actors.errors import ErrorKind, is_retryable
 from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
 from yao_actors.tools.schema_gate import schema_problems
+from yao_actors.untrusted import json as untrusted_json
 
 
 @attrs.frozen

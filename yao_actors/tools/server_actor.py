@@ -1,4 +1,4 @@
-"""The MCP server actor: one long-lived, supervised task per configured server (DESIGN §2).
+"""The MCP server actor: one long-lived, supervised task per configured server.
 
 ``handle = await nursery.start(serve_mcp_server, spec)`` starts the actor and
 reports its :class:`~yao_actors.tools.server_handle.ServerHandle`. The actor — a

@@ -1,4 +1,4 @@
-"""Turn a ``ServerSpec`` into a connected ``mcp.Client``, handling the SDK traps once (DESIGN §8).
+"""Turn a ``ServerSpec`` into a connected ``mcp.Client``, handling the SDK's traps once, here.
 
 ``open_client(spec, link=...)`` is the one way a server actor connects. It yields
 an entered ``mcp.Client`` and reports, through the :class:`Link` it was given,

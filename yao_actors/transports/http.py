@@ -5,7 +5,7 @@ The MCP SDK lets a raised transport error escape and fail the whole session
 ``503`` instead, so one failed request fails one call. The session failing as a
 whole is still detected: a refused connection, or ``404`` for a session the
 server no longer knows (it restarted), loses the link. Bodies left midway are unwound when closed
-(:mod:`yao_actors.http_bodies`).
+(:mod:`yao_actors.transports.http_bodies`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
-from yao_actors.http_bodies import UnwindingTransport
 from yao_actors.specs import HttpTransport
+from yao_actors.transports.http_bodies import UnwindingTransport
 from yao_actors.transports.link import Link
 
 #: JSON-RPC error code of the answer :class:`ResilientTransport` makes up for a request the network failed
@@ -46,7 +46,7 @@ async def open_http_transport(transport: HttpTransport, link: Link) -> AsyncIter
 def resilient_transport(link: Link) -> ResilientTransport:
     """The transport of an MCP session's HTTP client: a network error fails one request
     (:class:`ResilientTransport`), and a response body closed before its end is unwound at once
-    (:mod:`yao_actors.http_bodies`), not left to the garbage collector."""
+    (:mod:`yao_actors.transports.http_bodies`), not left to the garbage collector."""
     return ResilientTransport(UnwindingTransport(httpx2.AsyncHTTPTransport()), link)
 
 

@@ -5,7 +5,7 @@
 warms up, then times batches of N calls in each mode, interleaved, R times, and prints a table (median, p95, × one
 call, speedup, efficiency, vs raw, failed calls). It really calls the tools: ``--dry-run`` prints the plan and how
 many calls each tool would get, and starts nothing. A progress line goes to stderr while it runs. Its options are
-:mod:`.options` (read without importing this module).
+:mod:`.bench_options` (read without importing this module).
 """
 
 from __future__ import annotations

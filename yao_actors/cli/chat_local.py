@@ -6,7 +6,7 @@ one running elsewhere — the quickest way to try servers, e.g. offline with the
 The configuration (the embedded demo without ``--config``) is served with its own limits on a free loopback port with
 a token of this process only, its threads in memory (gone at exit); ``--model`` makes every assistant use that model (a built-in
 one such as ``direct``, ``test`` or ``demo``, or one of the file's ``models``). Then the question is asked, or the
-conversation held, exactly as against a running service (:mod:`yao_actors.chat`, :mod:`yao_actors.chat_repl`),
+conversation held, exactly as against a running service (:mod:`yao_actors.cli.chat`, :mod:`yao_actors.cli.chat_repl`),
 and every server is stopped when it ends.
 """
 
@@ -20,11 +20,11 @@ from functools import partial
 
 import attrs
 
+from yao_actors.cli.serving import import_from_the_current_directory, report_config_error, run_or_report
 from yao_actors.config import Config, default_config, load_config
 from yao_actors.errors import ConfigError, NotReady
 from yao_actors.runtime import open_runtime
 from yao_actors.service.frontend import open_service
-from yao_actors.serving import import_from_the_current_directory, report_config_error, run_or_report
 from yao_actors.specs import StoreSpec
 
 #: Seconds the servers get to be ready before the first message (a server not ready by then is said, and its

@@ -1,10 +1,10 @@
 """The terminal client: ``yao-actors chat "question"`` — ask over the websocket and print the stream as it arrives;
 ``yao-actors history THREAD`` — print a stored thread. (``yao-actors chat`` alone is a conversation:
-:mod:`yao_actors.chat_repl`.)
+:mod:`yao_actors.cli.chat_repl`.)
 
 :func:`open_service_connection` is the connection (also what tests and the load benchmark use); a
 :class:`Conversation` runs messages on one thread and answers what its runs wait for (approvals, a server's forms
-and links, asked through :mod:`yao_actors.terminal_questions`); :func:`chat` sends one question and renders the
+and links, asked through :mod:`yao_actors.cli.terminal_questions`); :func:`chat` sends one question and renders the
 run with a :class:`Renderer` (readable, or raw JSON lines with ``--json``). The exit code is 0 when the run
 finished, 1 on ``RUN_ERROR``, 2 when the service could not be reached or refused us, 3 (:data:`WAITING`) when the
 run waits for answers and the input ended before they were given (the questions are printed).
@@ -12,7 +12,7 @@ run waits for answers and the input ended before they were given (the questions 
 :func:`show_history` asks for a thread's ``MESSAGES_SNAPSHOT`` and prints its messages and runs.
 A reader that stops early (``yao-actors chat ... | head``) ends the command quietly with 0.
 The terminal's questions are named here too (``ask_terminal``, ``ask_field``, ``fill_form`` of
-:mod:`yao_actors.terminal_questions`), for other commands that ask on the terminal.
+:mod:`yao_actors.cli.terminal_questions`), for other commands that ask on the terminal.
 
 URLs may be ``ws://`` or ``wss://`` (TLS, e.g. behind a reverse proxy), or the ``http(s)://`` URL of the page
 the service prints at start, which names the same place.
@@ -40,12 +40,12 @@ from trio_websocket import (
     wrap_client_stream,
 )
 
+from yao_actors.cli.terminal_questions import Ask, LineReader, NoAnswer, decide, waiting_line
+from yao_actors.cli.terminal_questions import ask_field as ask_field
+from yao_actors.cli.terminal_questions import ask_terminal as ask_terminal
+from yao_actors.cli.terminal_questions import fill_form as fill_form
 from yao_actors.errors import exception_leaves
 from yao_actors.service.auth import BEARER_PREFIX, SUBPROTOCOL
-from yao_actors.terminal_questions import Ask, LineReader, NoAnswer, decide, waiting_line
-from yao_actors.terminal_questions import ask_field as ask_field
-from yao_actors.terminal_questions import ask_terminal as ask_terminal
-from yao_actors.terminal_questions import fill_form as fill_form
 
 DEFAULT_URL: Final = "ws://127.0.0.1:8765/"
 #: Seconds to connect and finish the handshake.
@@ -266,7 +266,7 @@ WAITING: Final = 3
 class Conversation:
     """One thread spoken to over a connection: each :meth:`say` is a run on it, its events printed as they come
     (readably, or raw JSON lines when ``renderer`` is ``None``), and the approvals and questions it ends with
-    asked through ``ask`` and answered in a run that follows (see :mod:`yao_actors.terminal_questions`)."""
+    asked through ``ask`` and answered in a run that follows (see :mod:`yao_actors.cli.terminal_questions`)."""
 
     ws: WebSocketConnection
     thread_id: str
@@ -321,7 +321,7 @@ class Conversation:
 
 Hold = Callable[[Conversation, LineReader], Awaitable[int | None]]
 """A conversation held instead of one question, its lines read from the reader: its exit code (``None``: the
-output was closed). :func:`yao_actors.chat_repl.hold_conversation` is the command's."""
+output was closed). :func:`yao_actors.cli.chat_repl.hold_conversation` is the command's."""
 
 
 async def chat(
@@ -339,7 +339,7 @@ async def chat(
 ) -> int:
     """Ask ``question`` (on thread ``thread_id``, else a new one) and print the run as it streams; returns the
     exit code (see the module docstring). Instead of a question, a :data:`Hold` holds a conversation on the
-    thread, its lines read from ``reader`` (default: standard input; :mod:`yao_actors.chat_repl`). ``lasting``:
+    thread, its lines read from ``reader`` (default: standard input; :mod:`yao_actors.cli.chat_repl`). ``lasting``:
     the thread outlives the command, which says how to continue it.
 
     A run that ends waiting for approvals or a server's questions (``RUN_FINISHED`` outcome ``interrupt``) is

@@ -1,10 +1,10 @@
 """The runtime for asyncio programs: the Trio runtime running as a guest of the asyncio loop, on its thread.
 
 ``async with open_runtime(config) as runtime:`` (from any asyncio program: ``asyncio.run``, FastAPI, aiohttp)
-starts :func:`yao_actors.open_runtime` in a Trio guest run (:mod:`yao_actors.guest`) and gives a
+starts :func:`yao_actors.open_runtime` in a Trio guest run (:mod:`yao_actors.aio.guest`) and gives a
 :class:`Runtime` with the Trio runtime's methods as asyncio coroutines — ``run``, ``open_run`` (its events as an
 async iterator), ``history``, ``threads``, ``forget``, ``open_resume``, ``wait_ready`` — and the server handles'
-``call_tool`` and ``list_tools``. Each call crosses the bridge once (:meth:`yao_actors.guest.Guest.call`):
+``call_tool`` and ``list_tools``. Each call crosses the bridge once (:meth:`yao_actors.aio.guest.Guest.call`):
 cancelling the asyncio task that awaits it cancels it in Trio (a run ends ``cancelled``, its tool calls get
 ``cancelled`` results, the history stays valid) and returns once that close-out is done. Exceptions are the Trio
 API's own (``ConfigError``, ``NotReady``, ``RunError``, ...). Leaving the block stops every actor and child process,
@@ -22,9 +22,9 @@ import mcp.types
 import trio
 
 from yao_actors import runtime as trio_runtime
+from yao_actors.aio.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
 from yao_actors.conversation import MessagesInput, RunRequest, RunResult, ThreadHistory
 from yao_actors.conversation.request import as_request
-from yao_actors.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
 from yao_actors.models import Model
 from yao_actors.specs import Config
 from yao_actors.store import ThreadInfo
@@ -202,7 +202,7 @@ async def open_runtime(
 ) -> AsyncIterator[Runtime]:
     """:func:`yao_actors.open_runtime` for asyncio: the same arguments, the runtime in a Trio guest run.
 
-    ``switch_interval``: the GIL's switch interval while the block runs (:func:`yao_actors.guest.open_guest`)."""
+    ``switch_interval``: the GIL's switch interval while the block runs (:func:`yao_actors.aio.guest.open_guest`)."""
     opened = trio_runtime.open_runtime(config, models=models, connect=connect, ready_timeout=ready_timeout)
     async with open_guest(opened, switch_interval=switch_interval) as (guest, runtime):
         yield Runtime(guest, runtime)

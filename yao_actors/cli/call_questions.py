@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from yao_actors.terminal_questions import Ask, NoAnswer, ask_terminal, decide
+from yao_actors.cli.terminal_questions import Ask, NoAnswer, ask_terminal, decide
 from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest
 from yao_actors.tools.schema_gate import fill_defaults
 

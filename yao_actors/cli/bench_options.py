@@ -1,4 +1,4 @@
-"""The options of ``yao-actors bench`` (the command itself is :mod:`.cli`): only what building the parser needs, so the
+"""The options of ``yao-actors bench`` (the command itself is :mod:`.bench`): only what building the parser needs, so the
 other commands do not import the benchmark's runner.
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from yao_actors.bench.plan import DEFAULT_MODES, MODES
-from yao_actors.client_files import CONFIG_HELP, config_file
+from yao_actors.cli.client_files import CONFIG_HELP, config_file
 
 #: The defaults of ``--calls`` and ``--repeat``.
 DEFAULT_CALLS = 8
@@ -19,7 +19,7 @@ DEFAULT_REPEAT = 5
 
 def add_bench_parser(commands: Any, command: Callable[[argparse.Namespace], int]) -> None:
     """Add the ``bench`` subcommand to the ``yao-actors`` parser's subparsers; ``command`` runs it
-    (:func:`yao_actors.bench.cli.bench_command`)."""
+    (:func:`yao_actors.cli.bench.bench_command`)."""
     bench = commands.add_parser(
         "bench",
         help="time N calls of your tools: parallel against sequential dispatch (calls them for real)",

@@ -6,7 +6,7 @@ line echoed after the prompt so the transcript reads as the conversation. Approv
 asked inline from the same input (a form field by field: typing a value answers it; ``/decline`` or ``/cancel``
 answers the whole form so). Lines starting with ``/`` are commands (:data:`COMMANDS`). ``--thread ID`` continues a
 thread. The exit code: 0, or 1 when a run failed (``RUN_ERROR``), 2 when the service could not be reached, and
-:data:`~yao_actors.chat.WAITING` when the input ended while a run waited for answers (they are printed).
+:data:`~yao_actors.cli.chat.WAITING` when the input ended while a run waited for answers (they are printed).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Final, TextIO
 
 import attrs
 
-from yao_actors.chat import (
+from yao_actors.cli.chat import (
     WAITING,
     Conversation,
     print_history,
 )
-from yao_actors.terminal_questions import LineReader
+from yao_actors.cli.terminal_questions import LineReader
 
 #: The prompt before each message.
 PROMPT: Final = "› "

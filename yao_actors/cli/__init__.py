@@ -1,4 +1,4 @@
-"""The ``yao-actors`` command's entry point, :func:`main` (the commands are :mod:`yao_actors.commands`).
+"""The ``yao-actors`` command's entry point, :func:`main` (the commands are :mod:`yao_actors.cli.commands`).
 
 An interrupt (Ctrl-C, SIGINT) ends any command without a traceback, at any moment. Until :func:`main` runs, nothing
 but the standard library is imported (the package's ``__init__`` imports lazily), so the second or more the commands
@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     With ``argv`` ``None`` the process is the command: an interrupt after the command returned ends it at once.
     """
     try:
-        from yao_actors.commands import run_command  # imported once interrupts are handled
+        from yao_actors.cli.commands import run_command  # imported once interrupts are handled
 
         return run_command(argv)
     except BaseException as error:
@@ -55,7 +55,3 @@ def _exit_at_once_when_interrupted() -> None:
 
 def _exit_now(signum: int, frame: FrameType | None) -> None:
     os._exit(INTERRUPTED)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

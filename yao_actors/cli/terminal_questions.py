@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
-from yao_actors.untrusted_urls import url_refusal
+from yao_actors.untrusted.urls import url_refusal
 
 Ask = Callable[[str], Awaitable[str | None]]
 """How a question reaches a person: the question in, the reply out (``None``: nobody answers, the input ended).
@@ -96,7 +96,7 @@ async def ask_terminal(question: str) -> str | None:
 
 async def decide(interrupt: Mapping[str, Any], ask: Ask, out: TextIO) -> dict[str, Any]:
     """The ``resume`` entry answering one interrupt, from the person's replies: an approval, a server's form,
-    or a URL to visit (refused unless it is safe to open: see :func:`~yao_actors.untrusted_urls.url_refusal`). :class:`NoAnswer` when the
+    or a URL to visit (refused unless it is safe to open: see :func:`~yao_actors.untrusted.urls.url_refusal`). :class:`NoAnswer` when the
     input ended."""
     entry = {"interruptId": interrupt["id"], "status": "resolved"}
     reason = interrupt.get("reason")

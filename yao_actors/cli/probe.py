@@ -18,8 +18,8 @@ import attrs
 import trio
 
 from yao_actors.auth.keys import oauth_of, oauth_servers, per_principal, principal_servers
+from yao_actors.config.providers import build_model
 from yao_actors.errors import ConfigError, ModelError
-from yao_actors.providers import build_model
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.specs import Config, ModelSpec, RestartPolicy, StoreSpec
 from yao_actors.tools.catalog import Catalog

@@ -1,14 +1,14 @@
 """The command line of ``yao-actors`` (entered through :func:`yao_actors.cli.main`): its parser, and the commands
 of a client of the service.
 
-``serve`` runs the service (:mod:`yao_actors.serving`); ``chat ["question"] [--url URL] [--token TOKEN] [--json]
-[--assistant NAME] [--thread ID]`` asks it (without a question: a conversation, :mod:`yao_actors.chat_repl`; with
-``--config FILE`` / ``--model ID``: a service of its own, :mod:`yao_actors.chat_local`) and ``history ID [--url URL]
-[--token TOKEN] [--json]`` prints a thread it keeps (:mod:`yao_actors.chat`; the token defaults to
+``serve`` runs the service (:mod:`yao_actors.cli.serving`); ``chat ["question"] [--url URL] [--token TOKEN] [--json]
+[--assistant NAME] [--thread ID]`` asks it (without a question: a conversation, :mod:`yao_actors.cli.chat_repl`; with
+``--config FILE`` / ``--model ID``: a service of its own, :mod:`yao_actors.cli.chat_local`) and ``history ID [--url URL]
+[--token TOKEN] [--json]`` prints a thread it keeps (:mod:`yao_actors.cli.chat`; the token defaults to
 ``YAO_ACTORS_TOKEN``); ``check [--config FILE] [--connect]``,
 ``tools`` and ``call SERVER TOOL '{json}'`` look at a configuration's servers and models
-(:mod:`yao_actors.probe_commands`); ``bench --call SERVER__TOOL ...`` times calls of your own tools
-(:mod:`yao_actors.bench.cli`); ``config schema`` prints the configuration's JSON Schema; ``--version`` the version.
+(:mod:`yao_actors.cli.probe_commands`); ``bench --call SERVER__TOOL ...`` times calls of your own tools
+(:mod:`yao_actors.cli.bench`); ``config schema`` prints the configuration's JSON Schema; ``--version`` the version.
 
 Building the parser imports only what a client needs (the standard library, Trio, the chat client): each other
 command's module is imported when that command runs (:func:`later`), so ``chat`` starts without importing the
@@ -28,10 +28,10 @@ from typing import Any, Final, NoReturn
 import trio
 
 from yao_actors import __version__
-from yao_actors.auth.options import add_auth_parser
-from yao_actors.bench.options import add_bench_parser
-from yao_actors.chat import DEFAULT_URL, Hold, chat, show_history
-from yao_actors.client_files import CONFIG_HELP, config_file
+from yao_actors.cli.auth_options import add_auth_parser
+from yao_actors.cli.bench_options import add_bench_parser
+from yao_actors.cli.chat import DEFAULT_URL, Hold, chat, show_history
+from yao_actors.cli.client_files import CONFIG_HELP, config_file
 from yao_actors.observability.logs import LOG_FORMATS
 from yao_actors.service.auth import MAX_PORT, TOKEN_ENV
 from yao_actors.specs import default_sqlite_path
@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     _add_serve_parser(commands)
     _add_client_parsers(commands)
-    add_bench_parser(commands, later("yao_actors.bench.cli", "bench_command"))
+    add_bench_parser(commands, later("yao_actors.cli.bench", "bench_command"))
     _add_probe_parsers(commands)
     add_auth_parser(commands, later)
 
@@ -154,7 +154,7 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument(
         "--log-format", default="text", choices=LOG_FORMATS, help="text, or json: one object per line (default: text)"
     )
-    serve.set_defaults(command=later("yao_actors.serving", "serve_command"))
+    serve.set_defaults(command=later("yao_actors.cli.serving", "serve_command"))
 
 
 def _add_client_parsers(commands: Any) -> None:
@@ -198,7 +198,7 @@ def _add_connection_options(parser: argparse.ArgumentParser, *, url_default: str
 
 
 def _add_probe_parsers(commands: Any) -> None:
-    """``check``, ``tools`` and ``call`` (:mod:`yao_actors.probe_commands`)."""
+    """``check``, ``tools`` and ``call`` (:mod:`yao_actors.cli.probe_commands`)."""
     check = commands.add_parser(
         "check", help="validate a configuration file (--connect: and reach its servers and models); exit 0 or 2"
     )
@@ -207,13 +207,13 @@ def _add_probe_parsers(commands: Any) -> None:
     check.add_argument(
         "--strict", action="store_true", help="warnings (keys ignored, tools the max_tools cap hides) fail too"
     )
-    check.set_defaults(command=later("yao_actors.probe_commands", "check_command"))
+    check.set_defaults(command=later("yao_actors.cli.probe_commands", "check_command"))
 
     tools = commands.add_parser("tools", help="list the servers' tools and which assistants offer them (and why not)")
     _add_config_options(tools)
     tools.add_argument("--server", action="append", help="only this server's tools (may be repeated)")
     tools.add_argument("--json", action="store_true", help="print one JSON object")
-    tools.set_defaults(command=later("yao_actors.probe_commands", "tools_command"))
+    tools.set_defaults(command=later("yao_actors.cli.probe_commands", "tools_command"))
 
     call = commands.add_parser("call", help="call one tool of one server and print its result as JSON")
     call.add_argument("server")
@@ -225,7 +225,7 @@ def _add_probe_parsers(commands: Any) -> None:
         help="answer a form the tool asks by accepting its defaults, without asking (default: ask on the terminal)",
     )
     _add_config_options(call)
-    call.set_defaults(command=later("yao_actors.probe_commands", "call_command"), parser=call)
+    call.set_defaults(command=later("yao_actors.cli.probe_commands", "call_command"), parser=call)
 
 
 def _add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -255,7 +255,7 @@ def _chat_command(args: argparse.Namespace) -> int:
         if args.question is not None:
             question: str | Hold = args.question
         else:
-            from yao_actors.chat_repl import hold_conversation  # the conversation, for this form only
+            from yao_actors.cli.chat_repl import hold_conversation  # the conversation, for this form only
 
             question = hold_conversation
         # A service of its own keeps its threads in memory: nothing to continue later.
@@ -263,7 +263,7 @@ def _chat_command(args: argparse.Namespace) -> int:
 
     try:
         if local:
-            from yao_actors.chat_local import run_locally  # the runtime and the service, for this form only
+            from yao_actors.cli.chat_local import run_locally  # the runtime and the service, for this form only
 
             return run_locally(args, converse)
         return trio.run(converse, args.url or DEFAULT_URL, _token(args))

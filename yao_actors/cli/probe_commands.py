@@ -14,7 +14,7 @@ assistant, the name its model is offered a tool under or why it is not, and what
 
 ``call SERVER TOOL ['{json}'] [--accept-defaults]`` starts that one server and calls the tool with the arguments; the
 result is printed as JSON; exit 1 when the call failed. What the tool asks meanwhile is asked on the terminal as
-``chat`` asks it, or accepted with the form's defaults (:mod:`yao_actors.call_questions`).
+``chat`` asks it, or accepted with the form's defaults (:mod:`yao_actors.cli.call_questions`).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from typing import Any, TypeVar
 import trio
 
 from yao_actors.auth.keys import secret_key_problem
-from yao_actors.call_questions import call_input
+from yao_actors.cli.call_questions import call_input
+from yao_actors.cli.probe import Report, cap_warnings, open_probe, probe_model, server_reports, tool_offers
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
-from yao_actors.probe import Report, cap_warnings, open_probe, probe_model, server_reports, tool_offers
 from yao_actors.specs import ModelSpec, StoreSpec
 from yao_actors.store.spec import default_store_name, service_store
 from yao_actors.tools.input_requests import InputHandler

@@ -5,8 +5,8 @@ With no config, the embedded default (the bundled demo servers and the offline `
 hooks may live there. It prints one line saying where it listens and how to try it, logs to standard error, sends
 traces where the ``OTEL_*`` variables say (with the ``otel`` extra installed), and on SIGINT/SIGTERM shuts down
 gracefully (a second signal stops at once) and exits 0 with every MCP server process stopped. ``--workers N`` runs
-N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:mod:`yao_actors.workers`). The
-command line itself is :mod:`yao_actors.commands`, which imports this module only for ``serve``.
+N such processes on the port through ``SO_REUSEPORT``, supervised by this one (:mod:`yao_actors.cli.workers`). The
+command line itself is :mod:`yao_actors.cli.commands`, which imports this module only for ``serve``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import attrs
 import trio
 
 from yao_actors.auth.keys import secret_key_problem
-from yao_actors.chat import DEFAULT_URL
+from yao_actors.cli.chat import DEFAULT_URL
+from yao_actors.cli.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 from yao_actors.config import (
     Config,
     InMemoryTransport,
@@ -35,10 +36,10 @@ from yao_actors.config import (
     default_config,
     load_config,
 )
+from yao_actors.config.providers import unused_openai_variables
 from yao_actors.errors import ConfigError, ListenError, StoreUnavailable, YaoActorsError, exception_leaves
 from yao_actors.observability.logs import configure_logging
 from yao_actors.observability.otel_setup import configure_tracing
-from yao_actors.providers import unused_openai_variables
 from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.allocator import return_large_blocks
@@ -48,7 +49,6 @@ from yao_actors.service.heap import keep_heap
 from yao_actors.service.protocol import DEFAULT_ASSISTANT
 from yao_actors.specs import StoreSpec
 from yao_actors.store.spec import alone, check_shared, default_store_name, service_store
-from yao_actors.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 
 T = TypeVar("T")
 
