@@ -29,6 +29,10 @@ Two workloads, each over the test server as real stdio subprocesses:
   100 ms ``sleep`` call on every server (``--latency-ms``), all at once. The
   ``raw`` row runs each turn's calls from a plain nursery over one ``mcp.Client``
   per server.
+- ``batch``: 16 calls (``--batch-calls``) of 100 ms ``sleep`` in one model turn, spread round-robin over
+  4 servers (``--servers``): a model that asks for a batch at once. The ``raw`` row starts the same 16
+  calls at once from a plain nursery over one ``mcp.Client`` per server; the ratio says what the runtime
+  adds to a batch's wall time (its start and its end: the calls overlap).
 
 Each run is a new thread, so no run carries the history of the one before.
 Rows run interleaved, repetition by repetition (``--repeat``), after a warm-up
@@ -38,7 +42,7 @@ the median per turn, the loop's overhead per turn over ``raw``, the ratio to
 and the CPU time of this process per turn (what the loop itself burns; the
 servers' CPU is not in it), which a busy machine disturbs less than wall time.
 Figures go to ``benchmarks/results/loop.json``. This measures; it asserts
-nothing. With ``--profile FILE``, the ``echo`` workload's ``loop`` row runs
+nothing. With ``--profile FILE``, the first workload's ``loop`` row runs
 ``--repeat`` more times under cProfile after the timed rounds, and its time is
 printed per turn split by layer (``profile_layers.py``: the runtime's own
 code, Trio, the MCP SDK, JSON).
@@ -103,6 +107,12 @@ class Workload:
     turns: int
     tool: str
     arguments: dict[str, Any]
+    per_server: int = 1
+    """Calls on each server in one turn (``batch``: several; the others: one)."""
+
+    @property
+    def calls_per_turn(self) -> int:
+        return self.servers * self.per_server
 
 
 @attrs.define(eq=False)
@@ -143,7 +153,7 @@ def server_ids(count: int) -> list[str]:
 
 
 def scripted_model(workload: Workload) -> FunctionModel:
-    """An instant model: every turn one call per server, for ``turns`` turns, then a text answer."""
+    """An instant model: every turn ``per_server`` calls per server, for ``turns`` turns, then a text answer."""
     arguments = json.dumps(workload.arguments)
     ids = server_ids(workload.servers)
 
@@ -151,7 +161,11 @@ def scripted_model(workload: Workload) -> FunctionModel:
         turn = sum(1 for m in messages if m["role"] == "assistant")
         if turn >= workload.turns:
             return Completion(text="done")
-        calls = tuple(ToolCall(f"call_{turn}_{s}", f"{s}__{workload.tool}", arguments) for s in ids)
+        calls = tuple(
+            ToolCall(f"call_{turn}_{s}_{k}", f"{s}__{workload.tool}", arguments)
+            for k in range(workload.per_server)
+            for s in ids
+        )
         return Completion(tool_calls=calls, finish_reason="tool_calls")
 
     return FunctionModel(script, name="scripted", stream=False)
@@ -243,12 +257,13 @@ def jobs(setup: Setup) -> dict[str, Job]:
 
     async def turns(call: Callable[[int], Awaitable[None]]) -> None:
         for _ in range(workload.turns):
-            if workload.servers == 1:
+            if workload.calls_per_turn == 1:
                 await call(0)
                 continue
             async with trio.open_nursery() as nursery:
-                for index in range(workload.servers):
-                    nursery.start_soon(call, index)
+                for _ in range(workload.per_server):
+                    for index in range(workload.servers):
+                        nursery.start_soon(call, index)
 
     async def raw_call(index: int) -> None:
         result = await setup.raw_clients[index].call_tool(workload.tool, workload.arguments)
@@ -267,7 +282,7 @@ def jobs(setup: Setup) -> dict[str, Job]:
         await turns(handle_call)
 
     def check(result: RunResult | None) -> None:
-        calls = workload.turns * workload.servers
+        calls = workload.turns * workload.calls_per_turn
         if result is None or result.outcome is not Outcome.ANSWERED or len(result.tool_results) != calls:
             ended = "without a result" if result is None else f"{result.outcome}: {len(result.tool_results)} calls"
             raise RuntimeError(f"loop run ended {ended}, {calls} expected")
@@ -337,7 +352,7 @@ def summarise(workload: Workload, samples: Samples) -> list[dict[str, Any]]:
                 "row": row,
                 "servers": workload.servers,
                 "turns": workload.turns,
-                "calls_per_turn": workload.servers,
+                "calls_per_turn": workload.calls_per_turn,
                 "samples_ms": [round(v * 1000, 2) for v in values],
                 "median_ms": round(medians[row] * 1000, 2),
                 "per_turn_ms": round(per_turn * 1000, 3),
@@ -407,7 +422,7 @@ async def run_benchmark(workloads: list[Workload], repeat: int, profile: Path | 
         print(f"[{workload.name}] starting {workload.servers} stdio servers ...", file=sys.stderr, flush=True)
         async with open_setup(workload) as setup:
             rows.extend(summarise(workload, await measure(jobs(setup), repeat)))
-            if profile is not None and workload.name == "echo":
+            if profile is not None and workload is workloads[0]:
                 await profile_row(jobs(setup)["loop"], repeat, profile)
     return {
         "benchmark": "loop",
@@ -428,31 +443,39 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=20, help="turns of the echo workload")
     parser.add_argument("--servers", type=int, default=4, help="servers of the sleep workload")
     parser.add_argument("--sleep-turns", type=int, default=3, help="turns of the sleep workload")
+    parser.add_argument(
+        "--batch-calls",
+        type=int,
+        default=16,
+        help="calls in the batch workload's one turn (rounded up to a multiple of --servers)",
+    )
     parser.add_argument("--latency-ms", type=float, default=100.0, help="how long each sleep call takes")
     parser.add_argument("--repeat", type=int, default=11, help="interleaved repetitions per row")
-    parser.add_argument("--workloads", default="echo,sleep", help="comma-separated: echo,sleep")
+    parser.add_argument("--workloads", default="echo,sleep,batch", help="comma-separated: echo,sleep,batch")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON figures go")
     parser.add_argument(
-        "--profile", type=Path, help="also write a cProfile of the echo loop row to this file, split by layer"
+        "--profile", type=Path, help="also write a cProfile of the first workload's loop row to this file, by layer"
     )
     args = parser.parse_args(argv)
     known = {
         "echo": Workload("echo", 1, args.turns, "echo", {"text": "x"}),
         "sleep": Workload("sleep", args.servers, args.sleep_turns, "sleep", {"seconds": args.latency_ms / 1000}),
+        "batch": Workload(
+            "batch", args.servers, 1, "sleep", {"seconds": args.latency_ms / 1000}, -(-args.batch_calls // args.servers)
+        ),
     }
     names = [n for n in args.workloads.split(",") if n]
     unknown = set(names) - set(known)
     if unknown:
         parser.error(f"unknown workloads: {', '.join(sorted(unknown))}")
-    if args.profile is not None and "echo" not in names:
-        parser.error("--profile profiles the echo workload's loop row: add echo to --workloads")
     # Before any MCPServer configures the root logger at INFO.
     logging.basicConfig(level=logging.WARNING)
     report = trio.run(run_benchmark, [known[n] for n in names], args.repeat, args.profile)
     print_table(report["rows"], report["observability_off_us_per_turn"] / 1e6)
     if args.profile is not None:
-        print(f"\nthe echo loop row's profiled time by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
-        profile_layers.main([str(args.profile), "--runs", str(args.repeat * args.turns), "--unit", "turn"])
+        first = known[names[0]]
+        print(f"\nthe {first.name} loop row's time by layer, per turn (cProfile, {args.profile}; profile_layers.py):")
+        profile_layers.main([str(args.profile), "--runs", str(args.repeat * first.turns), "--unit", "turn"])
     figures.write(args.out, report)
 
 

@@ -32,6 +32,8 @@ def _package_exceptions() -> set[str]:
     """Every public exception class any module of the package defines (each module imported)."""
     found: set[str] = set()
     for module in pkgutil.walk_packages(yao_actors.__path__, "yao_actors."):
+        if module.name.endswith(".__main__"):  # a program: importing it runs it
+            continue
         for name, value in vars(importlib.import_module(module.name)).items():
             if (
                 isinstance(value, type)

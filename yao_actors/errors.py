@@ -43,7 +43,8 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── JSONNotFinite          untrusted JSON with NaN or Infinity (yao_actors.untrusted.json)
     ├── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
     ├── EnvFileError           a stdio server's ``envFile`` cannot be read (yao_actors.config.env_files)
-    └── NoClientFile           no file where a named client keeps its servers (yao_actors.cli.client_files)
+    ├── NoClientFile           no file where a named client keeps its servers (yao_actors.cli.client_files)
+    └── DirectError            a ``direct`` model's line names no tool or has unreadable arguments (yao_actors.models.direct)
     Exception
     ├── ModuleServerError      a ``module`` server cannot be imported or built (yao_actors.config.module_servers)
     ├── InProcessServerExit    an in-process server's task ended (yao_actors.transports)
@@ -52,6 +53,8 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── ClientGone             an ASGI client left before its request was whole (yao_actors.aio.asgi)
     ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
     ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.run; becomes the fallback)
+    ├── NoAnswer               standard input ended at a terminal question (yao_actors.cli.terminal_questions)
+    ├── FormAnswered           a form declined or cancelled at one of its fields (yao_actors.cli.terminal_questions)
     └── CallsPending           a turn waits for client tools' results (yao_actors.conversation.client_tools)
     trio.BrokenResourceError
     └── ClientStalled          a client took no bytes for the write deadline (yao_actors.service.http)

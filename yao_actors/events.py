@@ -88,11 +88,10 @@ class WireEvent(dict[str, Any]):
 
     def encoded(self) -> str:
         """The event as compact JSON (:func:`encode_json`), made on the first call."""
-        try:
-            return self._text
-        except AttributeError:
-            self._text = encode_json(self)
-            return self._text
+        text: str | None = getattr(self, "_text", None)  # a default, not a raised AttributeError, the first time
+        if text is None:
+            text = self._text = encode_json(self)
+        return text
 
 
 def encoded_event(event: Mapping[str, Any]) -> str:

@@ -49,6 +49,8 @@ class Askers:
     one_at_a_time: bool = False
     held: list[_Untied] = attrs.field(factory=list)
     _changed: trio.Event = attrs.field(factory=trio.Event)
+    _waiters: int = 0
+    """Tasks in :meth:`_wait` now: counted here, since asking the event (``statistics()``) builds a value."""
 
     def active(self) -> set[CallRequest]:
         """The calls that can ask now: running, and not waiting for an answer."""
@@ -102,7 +104,7 @@ class Askers:
                     return "no call in flight can have asked for input"
                 if self._stuck():
                     return f"cannot tell which of {len(live)} calls in flight asked for input"
-                await self._changed.wait()
+                await self._wait()
         finally:
             self.held.remove(question)
 
@@ -114,12 +116,20 @@ class Askers:
 
     async def _take_turn(self, request: CallRequest) -> None:
         while self.one_at_a_time and self.active() - {request}:
+            await self._wait()
+
+    async def _wait(self) -> None:
+        """Until the calls change."""
+        self._waiters += 1
+        try:
             await self._changed.wait()
+        finally:
+            self._waiters -= 1
 
     def _change(self) -> None:
         """Wake whoever waits for the calls to change (a new event only when someone waited: calls start and end
         often, and rarely does anyone wait)."""
-        if self._changed.statistics().tasks_waiting:
+        if self._waiters:
             self._changed.set()
             self._changed = trio.Event()
 

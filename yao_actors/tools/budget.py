@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from yao_actors.models.base import Message
 from yao_actors.specs import MIN_RESULT_BUDGET, ResultBudget
@@ -135,28 +134,43 @@ def _fit_group(messages: list[Message], start: int, end: int, budget: ResultBudg
 
 def model_view(messages: Sequence[Message], budget: ResultBudget) -> Sequence[Message]:
     """``messages`` as a model is sent them: the tool messages of each turn (a run of consecutive ``tool``
-    messages) within ``budget``. The same sequence when nothing needs cutting; never changes ``messages``."""
+    messages) within ``budget``. The same sequence when nothing needs cutting; never changes ``messages``.
+
+    Called before every model call on the whole history: it looks at each message once, measuring a turn's
+    results as it goes, and copies the history only when some must be cut.
+    """
     view: list[Message] | None = None
-    index = 0
-    count = len(messages)
-    while index < count:
-        if messages[index].get("role") != "tool":
-            index += 1
-            continue
-        end = index
-        while end < count and messages[end].get("role") == "tool":
-            end += 1
-        if _needs_fit(messages[index:end], budget):
-            view = list(messages) if view is None else view
-            _fit_group(view, index, end, budget)
-        index = end
+    start: int | None = None  # where the current run of tool messages began
+    largest = total = 0
+    for index, message in enumerate(messages):
+        if message.get("role") == "tool":
+            content = message.get("content")
+            length = len(content) if isinstance(content, str) else 0
+            if start is None:
+                start, largest, total = index, length, length
+            else:
+                largest, total = max(largest, length), total + length
+        elif start is not None:
+            view = _fitted(messages, view, start, index, largest, total, budget)
+            start = None
+    if start is not None:
+        view = _fitted(messages, view, start, len(messages), largest, total, budget)
     return messages if view is None else view
 
 
-def _needs_fit(group: Sequence[Message], budget: ResultBudget) -> bool:
-    lengths = [_length(message.get("content")) for message in group]
-    return max(lengths, default=0) > budget.per_result or sum(lengths) > budget.per_turn
-
-
-def _length(content: Any) -> int:
-    return len(content) if isinstance(content, str) else 0
+def _fitted(
+    messages: Sequence[Message],
+    view: list[Message] | None,
+    start: int,
+    end: int,
+    largest: int,
+    total: int,
+    budget: ResultBudget,
+) -> list[Message] | None:
+    """The view with the turn ``messages[start:end]`` fitted when its results (``largest``, ``total``
+    characters) exceed ``budget``; ``view`` (``None``: no copy yet) as it was when they do not."""
+    if largest <= budget.per_result and total <= budget.per_turn:
+        return view
+    view = list(messages) if view is None else view
+    _fit_group(view, start, end, budget)
+    return view
