@@ -8,8 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from yao_actors.conversation.journal import RunJournal
-from yao_actors.conversation.outlet import RunOutlet
+from yao_actors.conversation.durable.journal import RunJournal
+from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.store import MemoryStore
 from yao_actors.store.base import RunStart, Taken

@@ -11,9 +11,9 @@ import attrs
 import trio
 import trio.testing
 
-from yao_actors.conversation.journal import RunJournal
-from yao_actors.conversation.outlet import RunOutlet
-from yao_actors.conversation.pacing import BUSY_HOLD, IDLE_WAIT
+from yao_actors.conversation.durable.journal import RunJournal
+from yao_actors.conversation.durable.pacing import BUSY_HOLD, IDLE_WAIT
+from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.history_budget import message_bytes
 from yao_actors.store import MemoryStore
 

@@ -17,12 +17,13 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 import trio
 
-from yao_actors.conversation.answer import Answer
-from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
-from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
-from yao_actors.conversation.close_out import CLOSE_PATIENCE
+from yao_actors.conversation.durable.close_out import CLOSE_PATIENCE
+from yao_actors.conversation.durable.journal import RunJournal
+from yao_actors.conversation.durable.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.ending import CANCELLED, Ending, as_failed, conclude, emit_ending, finish_record
-from yao_actors.conversation.inputs import (
+from yao_actors.conversation.interrupts.approvals import PendingApproval, Resolution, resolve
+from yao_actors.conversation.interrupts.client_tools import answer_dangling_calls, check_tool_answers
+from yao_actors.conversation.interrupts.inputs import (
     Answered,
     Answering,
     Pending,
@@ -32,14 +33,13 @@ from yao_actors.conversation.inputs import (
     resolve_inputs,
     stored_pending,
 )
-from yao_actors.conversation.journal import RunJournal
-from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
+from yao_actors.conversation.interrupts.principal_servers import is_authorization_resume
+from yao_actors.conversation.loop.answer import Answer
+from yao_actors.conversation.loop.resources import RunResources
+from yao_actors.conversation.loop.run import Run
+from yao_actors.conversation.loop.window import window_history
 from yao_actors.conversation.order import RunOrder
-from yao_actors.conversation.principal_servers import is_authorization_resume
-from yao_actors.conversation.resources import RunResources
-from yao_actors.conversation.run import Run
 from yao_actors.conversation.thread import RUN_QUEUE, ConversationHandle, ThreadStatus
-from yao_actors.conversation.window import window_history
 from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.history_budget import MAX_THREAD_BYTES
@@ -84,7 +84,7 @@ class _ConversationActor:
             await self._execute(order, observed)
 
     async def _execute(self, order: RunOrder, observed: RunObservation) -> None:
-        """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
+        """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.durable.journal`)."""
         order.control.start()
         journal = RunJournal(
             self.store,
@@ -169,7 +169,7 @@ class _ConversationActor:
 
         The store gets the run's input when it starts, each whole turn as the run goes (behind it), and
         the rest with its terminal event and closed record in the close-out's one write, before the
-        terminal event is shown (:mod:`yao_actors.conversation.outlet`).
+        terminal event is shown (:mod:`yao_actors.conversation.streaming.outlet`).
         """
         # The journal follows the run's transcript and is its checkpoint; the journal refers to no part of the
         # run (no closure over it, no cycle), so a finished run is freed at once by reference counting.
@@ -273,7 +273,7 @@ def new_conversation(
     person) what ``store`` holds of it (the thread was opened there). The thread keeps at most
     ``max_history_bytes`` of history in memory; ``on_history_grown`` is called each time a run's messages
     joined it (the manager keeps all threads within their budget that way). ``leases`` are the store's thread
-    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
+    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.durable.leasing`).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
     status = ThreadStatus.of(max_history_bytes, history, approvals)

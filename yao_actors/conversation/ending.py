@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 
-from yao_actors.conversation.answer import Answer
+from yao_actors.conversation.loop.answer import Answer
+from yao_actors.conversation.loop.run import Run
 from yao_actors.conversation.order import RunOrder, RunResult
-from yao_actors.conversation.run import Run
 from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import Outcome
 from yao_actors.models.base import Usage

@@ -8,7 +8,7 @@ from collections.abc import Collection, Sequence
 import attrs
 import trio
 
-from yao_actors.conversation.inputs import Pending
+from yao_actors.conversation.interrupts.inputs import Pending
 from yao_actors.conversation.order import RunOrder
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import BoundedHistory

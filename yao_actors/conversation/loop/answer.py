@@ -1,5 +1,5 @@
 """One assistant's answer: what its model calls share (:class:`TurnRequest`) and how it ends (:class:`Answer`, what
-:meth:`~yao_actors.conversation.run.Run.answer` returns)."""
+:meth:`~yao_actors.conversation.loop.run.Run.answer` returns)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from yao_actors.conversation.inputs import Pending
+from yao_actors.conversation.interrupts.inputs import Pending
 from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, Model
 from yao_actors.tools.catalog import Catalog

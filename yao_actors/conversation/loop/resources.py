@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from yao_actors.conversation.approvals import ApprovalPolicy
+from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
 from yao_actors.errors import RunError, RunErrorCode
 from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.models.base import Model, with_params

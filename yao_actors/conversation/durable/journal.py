@@ -10,7 +10,7 @@ next turn or soon after (:mod:`.pacing`). Writes take turns without a trip throu
 on (:class:`~yao_actors.tasks.Turnstile`). The events are the run's :class:`~yao_actors.events.WireEvent` values: a
 store keeps the text they went on the wire as, encoded once.
 
-**Durable before visible** (:mod:`.outlet`). Every event the run emits goes through the journal
+**Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`). Every event the run emits goes through the journal
 (:meth:`RunJournal.emit`); with a durable store each write shows the events it appended. The terminal event is held
 apart: the close-out (:meth:`RunJournal.close_out`) writes it with whatever is left and the run's closed record in one
 store call, and it is shown last.
@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 import trio
 
-from yao_actors.conversation.close_out import (
+from yao_actors.conversation.durable.close_out import (
     CLOSE_PATIENCE,
     CloseOut,
     Standing,
@@ -42,10 +42,10 @@ from yao_actors.conversation.close_out import (
     lost_thread,
     read_closing_events,
 )
-from yao_actors.conversation.inputs import Pending
-from yao_actors.conversation.leasing import Starter
-from yao_actors.conversation.outlet import RunOutlet
-from yao_actors.conversation.pacing import WritePacing
+from yao_actors.conversation.durable.leasing import Starter
+from yao_actors.conversation.durable.pacing import WritePacing
+from yao_actors.conversation.interrupts.inputs import Pending
+from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.errors import (
     InvalidStoreInput,
     RunClosed,
@@ -190,7 +190,7 @@ class RunJournal:
         self, starter: Starter, token: str, ttl: float, assistant: str, given: Sequence[Message], expect: int
     ) -> Callable[[], Awaitable[Taken]]:
         """One try at the thread's lease that starts the run too, as :meth:`start` would (the store's
-        ``take_and_start``, for :func:`~yao_actors.conversation.leasing.take_lease`): ``expect`` is how many
+        ``take_and_start``, for :func:`~yao_actors.conversation.durable.leasing.take_lease`): ``expect`` is how many
         messages the thread's copy in memory says the store holds (the store starts nothing when it holds
         another number; the run then reloads the history and starts itself, ``Taken.started`` being false).
 

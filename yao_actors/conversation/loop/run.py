@@ -19,10 +19,12 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from yao_actors.conversation.answer import Answer, MaxTurns, TurnRequest, standard_answer
-from yao_actors.conversation.approvals import split_held
-from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
-from yao_actors.conversation.fallback import (
+from yao_actors.conversation.interrupts.approvals import split_held
+from yao_actors.conversation.interrupts.client_tools import CallsPending, split_calls, tool_name
+from yao_actors.conversation.interrupts.inputs import held_inputs
+from yao_actors.conversation.interrupts.principal_servers import authorization_interrupt, bind_principal
+from yao_actors.conversation.loop.answer import Answer, MaxTurns, TurnRequest, standard_answer
+from yao_actors.conversation.loop.fallback import (
     FALLBACK_ASSISTANT_ID,
     FALLBACK_DESCRIPTION,
     FALLBACK_PROMPT,
@@ -30,12 +32,10 @@ from yao_actors.conversation.fallback import (
     fallback_messages,
     tool_results_section,
 )
-from yao_actors.conversation.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
-from yao_actors.conversation.inputs import held_inputs
-from yao_actors.conversation.principal_servers import authorization_interrupt, bind_principal
-from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
-from yao_actors.conversation.relay import DeltaRelay
-from yao_actors.conversation.resources import RunResources
+from yao_actors.conversation.loop.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
+from yao_actors.conversation.loop.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
+from yao_actors.conversation.loop.resources import RunResources
+from yao_actors.conversation.streaming.relay import DeltaRelay
 from yao_actors.errors import (
     AuthorizationRequired,
     ConfigError,
@@ -123,9 +123,9 @@ class Run:
     #: Before a tool batch (False: the events so far may be written), after it (True: a whole turn): the journal's.
     checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
     client_tools: tuple[Mapping[str, Any], ...] = ()
-    """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`.client_tools`)."""
+    """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`~yao_actors.conversation.interrupts.client_tools`)."""
     principal: str | None = None
-    """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.principal_servers`)."""
+    """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.interrupts.principal_servers`)."""
     needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
 
