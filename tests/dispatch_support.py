@@ -29,7 +29,7 @@ from yao_actors.errors import ErrorKind
 from yao_actors.tools.catalog import Catalog, build_catalog
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
-from yao_actors.tools.server_handle import ProgressFn
+from yao_actors.tools.tool_server import ProgressFn
 from yao_actors.transports import Link, open_client
 
 ToolFn = Callable[[dict[str, Any], ProgressFn | None, int], Awaitable[ToolOutcome]]

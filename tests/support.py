@@ -13,8 +13,8 @@ from yao_actors.events import EventDict, parse_event
 from yao_actors.models.base import Model
 from yao_actors.specs import AssistantSpec
 from yao_actors.testing.redis_server import REDIS_SERVER
-from yao_actors.tools.dispatch import ToolServer
 from yao_actors.tools.server_handle import ServerHandle
+from yao_actors.tools.tool_server import ToolServer
 
 #: CI (``bash .ci/run`` sets ``CI=true``) installs every system tool the tests start: none of them may be skipped there.
 IN_CI = os.environ.get("CI") == "true"

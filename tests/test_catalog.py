@@ -12,7 +12,7 @@ from tests.dispatch_support import tool
 from yao_actors.config import AssistantSpec, InMemoryTransport, Sample, ServerRef, ServerSpec
 from yao_actors.errors import ConfigError
 from yao_actors.tools.catalog import SAMPLES_HEADER, Catalog, CatalogCache, build_catalog, select_servers
-from yao_actors.tools.server_handle import ServerState
+from yao_actors.tools.tool_server import ServerState
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"count": {"type": "integer"}}, "x-extra": True}
 

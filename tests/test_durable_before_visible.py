@@ -8,6 +8,7 @@ durable) and can fail on demand: out of reach for a while, a reply lost after th
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -22,12 +23,11 @@ from yao_actors.conversation.durable.close_out import CLOSE_PATIENCE
 from yao_actors.conversation.durable.journal import WRITE_PATIENCE
 from yao_actors.conversation.durable.replay import stored_run_stream
 from yao_actors.errors import RunErrorCode, StoreUnavailable
-from yao_actors.events import EventDict, Outcome
+from yao_actors.events import EventDict, Outcome, stored_events
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.store import MemoryStore, RunFinish, RunStatus
-from yao_actors.store.base import interrupted_event
-from yao_actors.store.leases import MemoryLeases
+from yao_actors.store import ConversationStore, EncodedEvent, MemoryLeases, MemoryStore, RunFinish, RunStatus
+from yao_actors.store.codec import encoded_interruption
 
 
 @attrs.define(eq=False)
@@ -59,17 +59,21 @@ class FaultyDurableStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    # Its leases are its own: a run's lease and close-out go through them, as the protocol's base ones do.
+    take_and_start = ConversationStore.take_and_start
+    append_last_turn = ConversationStore.append_last_turn
+
     async def append_turn(
-        self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[EventDict], **finish: Any
+        self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[EncodedEvent], **finish: Any
     ) -> Any:
         if self.on_write is not None:
-            await self.on_write(run_id, events)
+            await self.on_write(run_id, [json.loads(text) for _, text in events])
         if trio.current_time() < self.down_until:
             await trio.lowlevel.checkpoint()
             raise StoreUnavailable("the test's store is out of reach")
         sizes = await self.inner.append_turn(thread_id, run_id, messages, events, **finish)
         if events:
-            self.stored_seq[run_id] = events[-1]["seq"]
+            self.stored_seq[run_id] = events[-1].seq
         if self.lose_replies > 0:
             self.lose_replies -= 1
             raise StoreUnavailable("the test's store wrote, and the answer was lost")
@@ -218,7 +222,7 @@ async def test_a_run_closed_by_another_process_ends_as_the_store_says(autojump_c
             last = store.stored_seq.get(run_id, 0)
             store.stored_seq["swept"] = last
             assert await store.inner.finish_run(run_id, status=RunStatus.INTERRUPTED, outcome="interrupted")
-            await store.inner.append_events(run_id, [interrupted_event(run_id, last + 1, time.time())])
+            await store.inner.append_events(run_id, [encoded_interruption(run_id, last + 1, time.time())])
             store.stored_seq[run_id] = last + 1
 
     store.on_write = sweep
@@ -246,7 +250,7 @@ class RacingStore(MemoryStore):
         found = await super().read_events(run_id, after_seq)
         if self.reads == 1:
             last = [{"type": "STEP_STARTED", "stepName": "m", "seq": 2}, {"type": "RUN_FINISHED", "seq": 3}]
-            await self.append_turn("t", "r", [], last, finish=RunFinish(RunStatus.FINISHED, "answered"))
+            await self.append_turn("t", "r", [], stored_events(last), finish=RunFinish(RunStatus.FINISHED, "answered"))
         return found
 
 
@@ -256,7 +260,7 @@ async def test_a_resume_from_the_store_gets_every_event_of_a_run_that_ends_while
     store = RacingStore()
     await store.open_thread("t", None)
     await store.start_run("t", "r", "a", [])
-    await store.append_events("r", [{"type": "RUN_STARTED", "threadId": "t", "runId": "r", "seq": 1}])
+    await store.append_events("r", stored_events([{"type": "RUN_STARTED", "threadId": "t", "runId": "r", "seq": 1}]))
     stream = await stored_run_stream(store, "r", 1, None)
     assert stream is not None
     assert [(e["seq"], e["type"]) for e in [await stream.receive(), await stream.receive()]] == [

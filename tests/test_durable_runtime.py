@@ -14,7 +14,7 @@ import trio.testing
 from tests.support import check_stream
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
-from yao_actors.events import Outcome
+from yao_actors.events import Outcome, stored_events
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.specs import StoreSpec
@@ -136,7 +136,9 @@ async def test_a_run_left_running_by_a_dead_process_is_closed_interrupted_and_th
         async with open_store(spec) as dead:  # another process's store object, which never finishes its run
             await dead.open_thread("t", None)
             await dead.start_run("t", "r-dead", "a", [{"role": "user", "content": "lost?"}])
-            await dead.append_events("r-dead", [{"type": "RUN_STARTED", "threadId": "t", "runId": "r-dead", "seq": 1}])
+            await dead.append_events(
+                "r-dead", stored_events([{"type": "RUN_STARTED", "threadId": "t", "runId": "r-dead", "seq": 1}])
+            )
         model = FunctionModel(lambda messages, tools: f"{len(messages)} messages")
         async with open_runtime(config(spec), models={"m": model}) as runtime:
             stored = await runtime.history("t")

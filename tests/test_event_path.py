@@ -21,7 +21,7 @@ from yao_actors import history_budget
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, ServerRef
 from yao_actors.errors import RunErrorCode
-from yao_actors.events import Outcome, WireEvent, encoded_event
+from yao_actors.events import Outcome, WireEvent, encoded_event, stored_events
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.service.protocol import encode
@@ -99,7 +99,7 @@ async def test_the_memory_store_keeps_text_and_copies_on_read() -> None:
     await store.start_run("t", "r", "a", [{"role": "user", "content": "北京今天适合穿什么?"}])
     given = [WireEvent({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "seq": 1})]
     plain = {"type": "STEP_STARTED", "stepName": "s", "seq": 2}
-    await store.append_turn("t", "r", [], [*given, plain])
+    await store.append_turn("t", "r", [], stored_events([*given, plain]))
     assert store._logs["r"].texts[0] is given[0].encoded()  # the event's own text, not a copy of it
     plain["stepName"] = "changed"  # the store kept its own text, not the caller's dict
     first = await store.read_events("r")

@@ -11,8 +11,7 @@ import trio.testing
 from yao_actors.conversation.durable.journal import RunJournal
 from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
-from yao_actors.store import MemoryStore
-from yao_actors.store.base import RunStart, Taken
+from yao_actors.store import MemoryStore, RunStart, Taken
 
 QUESTION = {"role": "user", "content": "北京天气?"}
 

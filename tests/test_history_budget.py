@@ -17,7 +17,7 @@ from yao_actors.config import AssistantSpec, Config, ServiceSpec
 from yao_actors.conversation.durable.journal import RunJournal
 from yao_actors.conversation.loop.run import Run
 from yao_actors.errors import RunErrorCode
-from yao_actors.events import Outcome, RunEvents
+from yao_actors.events import Outcome, RunEvents, stored_events
 from yao_actors.history_budget import (
     VALUE_OVERHEAD,
     BoundedHistory,
@@ -255,7 +255,7 @@ async def _run_with_events(store: MemoryStore, thread_id: str, run_id: str, size
     """A run on ``thread_id`` whose log holds one event of about ``size`` bytes."""
     await store.open_thread(thread_id, None)
     await store.start_run(thread_id, run_id, "a", [user("go")])
-    await store.append_events(run_id, [{"type": "TEXT_MESSAGE_CONTENT", "delta": "x" * size, "seq": 1}])
+    await store.append_events(run_id, stored_events([{"type": "TEXT_MESSAGE_CONTENT", "delta": "x" * size, "seq": 1}]))
     if finish:
         await store.finish_run(run_id, status=RunStatus.FINISHED, outcome="answered")
 

@@ -12,6 +12,7 @@ import ast
 import pathlib
 import re
 
+import mcp
 import pytest
 
 import yao_actors
@@ -157,6 +158,7 @@ def test_no_module_reads_a_private_attribute_of_a_dependency_object() -> None:
         and isinstance(node.func, ast.Name)
         and node.func.id == "getattr"
         and len(node.args) > 1
+        and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "self")  # its own attribute
         and isinstance(node.args[1], ast.Constant)
         and str(node.args[1].value).startswith("_")
     ]
@@ -193,3 +195,70 @@ def test_the_architecture_pages_layout_names_every_module_of_the_package_once() 
         or (path.suffix in (".py", ".json") and path.name != "__init__.py")
     )
     assert sorted(listed) == tree
+
+
+#: The methods of the MCP SDK's client and session: assigning one on another object replaces the SDK's behaviour.
+_SDK_METHODS = frozenset(
+    name
+    for cls in (mcp.Client, mcp.ClientSession)
+    for name in dir(cls)
+    if not name.startswith("__") and callable(getattr(cls, name))
+)
+
+
+def _is_sdk(module: str) -> bool:
+    return module.split(".")[0] in ("mcp", "mcp_types")
+
+
+def _sdk_assignments(source: str) -> list[int]:
+    """The lines of ``source`` that assign an attribute of the SDK: on a name imported from ``mcp`` (a module or
+    class), or a method of the SDK's client or session on another object than ``self`` (a session's method,
+    replaced); ``setattr`` too."""
+    tree = ast.parse(source)
+    sdk_names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            sdk_names |= {(a.asname or a.name).split(".")[0] for a in node.names if _is_sdk(a.name)}
+        elif isinstance(node, ast.ImportFrom) and _is_sdk(node.module or ""):
+            sdk_names |= {a.asname or a.name for a in node.names}
+
+    def root(node: ast.expr) -> str | None:
+        while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    lines = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            targets = [ast.Attribute(node.args[0], "?")] if node.args else []
+        for target in targets:
+            if not isinstance(target, ast.Attribute):
+                continue
+            on_other = not (isinstance(target.value, ast.Name) and target.value.id == "self")
+            if root(target.value) in sdk_names or (on_other and target.attr in _SDK_METHODS):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_assigns_an_attribute_of_the_sdk() -> None:
+    """The SDK is changed only where it lets a subclass change it, never by replacing what it holds."""
+    offenders = [
+        f"{module}:{line}"
+        for module, path in _modules().items()
+        for line in _sdk_assignments(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_the_sdk_assignment_check_finds_one() -> None:
+    patched = "import mcp.client.session\nmcp.client.session.DISCOVER_TIMEOUT_SECONDS = 2\n"
+    replaced = "client.session.validate_tool_result = check\n"
+    own = "import mcp\nclass A:\n    def __init__(self):\n        self.discover = 2\n"
+    assert _sdk_assignments(patched) == [2]
+    assert _sdk_assignments(replaced) == [1]
+    assert _sdk_assignments(own) == []

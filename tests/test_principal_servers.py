@@ -21,7 +21,7 @@ from prometheus_client import REGISTRY
 from yao_actors.auth.principals import IDLE_CLOSE, AuthorizationDesk, PrincipalServers, open_desk
 from yao_actors.auth.vault import Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.cli.probe import open_probe, server_reports, tool_offers
-from yao_actors.conversation.interrupts.principal_servers import bind_principal, is_authorization_resume
+from yao_actors.conversation.interrupts.principal_servers import is_authorization_resume
 from yao_actors.errors import StoreUnavailable
 from yao_actors.models import FunctionModel
 from yao_actors.runtime import open_runtime
@@ -29,8 +29,9 @@ from yao_actors.service.oauth_routes import OAuthRoutes
 from yao_actors.specs import AssistantSpec, Config, HttpTransport, OAuthSpec, ServerRef, ServerSpec
 from yao_actors.store import MemoryStore
 from yao_actors.testing.servers import build_test_server
+from yao_actors.tools.directory import bind_servers
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import ServerState, ServerStatistics
+from yao_actors.tools.tool_server import ServerState, ServerStatistics
 
 SPEC = ServerSpec("hub", HttpTransport("http://127.0.0.1:9/mcp", auth=OAuthSpec(identity="principal")))
 CLIENT = OAuthClientInformationFull(client_id="c", redirect_uris=["http://127.0.0.1:1/oauth/callback"])
@@ -48,7 +49,7 @@ class FakeHandle:
     in_flight: int = 0
     """Calls the actor runs that no view made (one held open for the user's answer, say)."""
 
-    async def call_tool(self, name: str, arguments: Any, **options: Any) -> ToolOutcome:
+    async def call_tool(self, name: str, arguments: Any, options: Any = None) -> ToolOutcome:
         await self.release.wait()
         return ToolOutcome(result=self.identity)
 
@@ -177,9 +178,9 @@ async def test_past_the_bound_the_least_recently_used_idle_one_goes_and_all_busy
 async def test_no_token_without_a_redirect_address_is_a_down_view_saying_why(autojump_clock: Any) -> None:
     async with trio.open_nursery() as nursery:
         router = await router_in(nursery, await desk_with_tokens(), Actors())
-        bound = await bind_principal({"hub": router}, (ServerRef("hub"),), None)
+        bound = await bind_servers({"hub": router}, ("hub",), None)
         nursery.cancel_scope.cancel()
-    assert bound is not None
+    assert bound.changed
     assert bound.needed == {}
     assert "set server.public_url" in bound.problems["hub"]
     assert bound.servers["hub"].state is ServerState.DOWN

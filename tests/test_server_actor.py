@@ -24,6 +24,7 @@ from yao_actors.config import InMemoryTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.testing.servers import build_test_server
 from yao_actors.tools.server_actor import PROGRESS_BUFFER, ServerState, serve_mcp_server
+from yao_actors.tools.tool_server import CallOptions
 from yao_actors.transports import TRANSPORT_FAILURE, Link, ResilientTransport, open_client
 
 
@@ -73,9 +74,9 @@ async def test_a_callers_deadline_shares_the_calls_scope(
         start = trio.current_time()
         if raises:
             with pytest.raises(trio.TooSlowError):
-                await handle.call_tool("sleep", {"seconds": 60}, deadline=start + callers)
+                await handle.call_tool("sleep", {"seconds": 60}, CallOptions(deadline=start + callers))
         else:
-            outcome = await handle.call_tool("sleep", {"seconds": 60}, deadline=start + callers)
+            outcome = await handle.call_tool("sleep", {"seconds": 60}, CallOptions(deadline=start + callers))
             assert outcome.kind is ErrorKind.TIMEOUT
             assert f"timed out after {own:g}s" in (outcome.error or "")
         assert trio.current_time() - start == pytest.approx(min(own, callers))
@@ -127,7 +128,7 @@ async def test_slow_progress_consumer_never_blocks_the_call(autojump_clock: trio
         await trio.sleep(1)
 
     async with running(memory_spec(timeout=1000)) as handle:
-        outcome = await handle.call_tool("progress", {"steps": 200}, progress=slow)
+        outcome = await handle.call_tool("progress", {"steps": 200}, CallOptions(slow))
     assert outcome.result == {"steps": 200}
     # the server ran on while the caller slept; what the caller had no room for was dropped
     assert 1 <= received <= PROGRESS_BUFFER + 1
@@ -218,14 +219,10 @@ async def test_only_the_actor_task_enters_and_exits_the_client() -> None:
     callers: list[trio.lowlevel.Task] = []
 
     class Recording:
-        """The client, or its session (a 2026-07-28 call goes through ``client.session.call_tool``); attributes
-        set on it (the actor replaces the session's ``validate_tool_result``) are set on what it wraps."""
+        """The client, or its session (a 2026-07-28 call goes through ``client.session.call_tool``)."""
 
         def __init__(self, inner: Any) -> None:
-            object.__setattr__(self, "inner", inner)
-
-        def __setattr__(self, name: str, value: Any) -> None:
-            setattr(self.inner, name, value)
+            self.inner = inner
 
         async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
             callers.append(trio.lowlevel.current_task())

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from yao_actors.tools.catalog import Catalog, CatalogEntry
     from yao_actors.tools.input_requests import InputAnswer, InputRequest
     from yao_actors.tools.results import ToolCallResult, ToolOutcome
-    from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics
+    from yao_actors.tools.server_handle import ServerHandle
+    from yao_actors.tools.tool_server import ServerState, ServerStatistics
 
 #: Where each exported name lives: imported on first use (PEP 562), so ``import yao_actors`` costs nothing and the
 #: ``yao-actors`` command handles interrupts before the second its modules take to import.

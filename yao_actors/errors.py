@@ -70,9 +70,10 @@ never by searching the text of an exception.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TypeVar
 
 logger = logging.getLogger(__name__)
@@ -318,6 +319,16 @@ class StoreUnavailable(StoreError):
         logger.warning("the conversation store is unavailable: %s", self)
         said = "the conversation store is unavailable" + (f": {self.shown}" if self.shown else "")
         return RunError(said, code=RunErrorCode.STORE_UNAVAILABLE)
+
+
+@contextlib.contextmanager
+def store_trouble_ends_the_run() -> Iterator[None]:
+    """A block of store calls whose :class:`StoreUnavailable` reaches the caller as its :meth:`~StoreUnavailable.run_error`
+    (``RunError`` ``store_unavailable``): how every run and request that needs the store fails when it is out of reach."""
+    try:
+        yield
+    except StoreUnavailable as error:
+        raise error.run_error() from error
 
 
 class RunClosed(StoreError):

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import json
 import os
 import time
 import typing
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -44,35 +43,17 @@ from ag_ui.core import BaseEvent, Event
 
 from yao_actors.errors import RunErrorCode, StreamClosedError
 from yao_actors.models.base import Usage
+from yao_actors.store.records import EncodedEvent
 from yao_actors.tasks import Turnstile
 from yao_actors.tools.media import event_media
-from yao_actors.tools.results import ToolCallResult, compact_json, tool_message_content
+from yao_actors.tools.results import ToolCallResult, tool_message_content
+from yao_actors.untrusted.json import encode_json as encode_json  # how events go on the wire, re-exported
 
 DEFAULT_MEDIA_BYTES = 1 << 20
 """The base64 data of images and audio one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""
 
 EventDict = dict[str, Any]
 """An event as it goes on the wire: camelCase keys, JSON-ready values, ``runId`` and ``seq``."""
-
-_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
-
-
-def encode_json(value: Any) -> str:
-    """``value`` as compact JSON, non-ASCII text kept as is: how events and frames go on the wire and into a store.
-
-    The result is always valid UTF-8: a value holding a string that is not (a lone surrogate) is written with
-    ``\\u`` escapes instead, so neither a socket write nor a store can fail on it. Raises ``TypeError`` or
-    ``ValueError`` for a value that is not JSON.
-    """
-    text = compact_json(value)
-    # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
-    if text.isascii():
-        return text
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return _COMPACT_ASCII.encode(value)
-    return text
 
 
 class WireEvent(dict[str, Any]):
@@ -99,6 +80,11 @@ def encoded_event(event: Mapping[str, Any]) -> str:
     if type(event) is WireEvent:
         return event.encoded()
     return encode_json(event)
+
+
+def stored_events(events: Iterable[Mapping[str, Any]]) -> list[EncodedEvent]:
+    """Events as a store takes them: each one's ``seq`` and the text it went on the wire as (encoded once)."""
+    return [EncodedEvent(event["seq"], encoded_event(event)) for event in events]
 
 
 SendEvent = Callable[[EventDict], Awaitable[None]]

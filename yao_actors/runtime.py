@@ -50,12 +50,11 @@ from yao_actors.conversation import (
 from yao_actors.conversation.durable.leasing import LeasePolicy, serve_sweeps
 from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
 from yao_actors.conversation.request import as_request
-from yao_actors.errors import ConfigError, NotReady, StoreUnavailable
+from yao_actors.errors import ConfigError, NotReady, store_trouble_ends_the_run
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
 from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
-from yao_actors.store.spec import store_problem
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.input_requests import InputHandler
@@ -173,15 +172,13 @@ class Runtime(metaclass=NoPublicConstructor):
     def store_problem(self) -> str | None:
         """Why the conversation store cannot take calls now, as far as a look costing no wait can tell (``None``:
         nothing found); what the service's ``/readyz`` asks."""
-        return store_problem(self.store)
+        return self.store.problem()
 
     async def run_exists(self, run_id: str) -> bool:
         """Whether a run with id ``run_id`` is stored, whoever's (a new run cannot take its id); ``RunError``
         ``store_unavailable`` when the store cannot say. ``POST /agui`` asks before it answers 200."""
-        try:
+        with store_trouble_ends_the_run():
             return await self.store.get_run(run_id) is not None
-        except StoreUnavailable as error:
-            raise error.run_error() from error
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
         """A thread's stored messages and runs (empty for an unknown thread, or another principal's);

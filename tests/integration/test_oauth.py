@@ -41,7 +41,7 @@ from yao_actors.specs import (
 from yao_actors.store import open_store
 from yao_actors.testing.processes import read_line
 from yao_actors.tools.server_actor import serve_mcp_server
-from yao_actors.tools.server_handle import ServerState
+from yao_actors.tools.tool_server import ServerState
 from yao_actors.transports import open_client
 
 KEY = "a test key of enough length"

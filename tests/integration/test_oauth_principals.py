@@ -38,7 +38,7 @@ from yao_actors.specs import (
     ServerSpec,
     StoreSpec,
 )
-from yao_actors.tools.server_handle import ServerState
+from yao_actors.tools.tool_server import ServerState
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 KEY = "a test key of enough length"

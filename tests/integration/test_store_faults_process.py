@@ -24,6 +24,7 @@ from tests.integration.scale_support import worker_pids
 from tests.service.support import http_request, receive, run_frame, send, until_terminal
 from tests.support import needs_redis, require_tool
 from yao_actors.cli.chat import open_service_connection
+from yao_actors.events import stored_events
 from yao_actors.store import StoreSpec, open_store
 from yao_actors.testing.redis_server import RedisServer
 
@@ -162,7 +163,7 @@ async def test_a_resume_whose_store_goes_down_gets_a_store_unavailable_error(
             assert (await elsewhere.leases().take("t1", "elsewhere:live", 600)).taken  # as a run does, first
             await elsewhere.start_run("t1", "live", "default", [{"role": "user", "content": "hello"}])
             await elsewhere.append_events(
-                "live", [{"type": "RUN_STARTED", "threadId": "t1", "runId": "live", "seq": 1}]
+                "live", stored_events([{"type": "RUN_STARTED", "threadId": "t1", "runId": "live", "seq": 1}])
             )
         async with serving(config) as (process, url, port):
             async with open_service_connection(url, token=TOKENS["alice"]) as ws:

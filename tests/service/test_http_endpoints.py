@@ -22,7 +22,7 @@ from tests.service.support import (
     wait_until,
 )
 from yao_actors.cli.chat import open_service_connection
-from yao_actors.tools.server_handle import ServerState, ServerStatistics
+from yao_actors.tools.tool_server import ServerState, ServerStatistics
 
 TOKEN = "s3cret-token-of-16+"
 

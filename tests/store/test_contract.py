@@ -12,8 +12,18 @@ import trio.testing
 
 from tests.store.conftest import Clock
 from yao_actors.errors import InvalidStoreInput, RunClosed, RunIdTaken, SeqConflict, UnknownRun, UnknownThread
+from yao_actors.events import stored_events
 from yao_actors.history_budget import message_bytes
-from yao_actors.store import ANY_PRINCIPAL, ConversationStore, MemoryStore, RunFinish, RunStatus, StoreSpec, open_store
+from yao_actors.store import (
+    ANY_PRINCIPAL,
+    ConversationStore,
+    EncodedEvent,
+    MemoryStore,
+    RunFinish,
+    RunStatus,
+    StoreSpec,
+    open_store,
+)
 
 GUARD = 10.0
 """Seconds any one test may take with real I/O before it fails instead of hanging."""
@@ -130,8 +140,8 @@ async def test_events_are_appended_in_batches_and_read_after_a_seq(store: Conver
         await store.open_thread("t1", None)
         await store.start_run("t1", "r1", "default", [])
         assert await store.read_events("r1") == []
-        await store.append_events("r1", events(1, 2, 3))
-        await store.append_events("r1", events(4))
+        await store.append_events("r1", stored_events(events(1, 2, 3)))
+        await store.append_events("r1", stored_events(events(4)))
         await store.append_events("r1", [])
         assert await store.read_events("r1") == events(1, 2, 3, 4)
         assert await store.read_events("r1", 2) == events(3, 4)
@@ -155,7 +165,7 @@ async def test_a_follower_waiting_for_events_wakes_when_one_is_appended(store: C
     with trio.fail_after(GUARD):  # the 60 s wait must end with the append, long before the guard
         await store.open_thread("t1", None)
         await store.start_run("t1", "r1", "default", [])
-        await store.append_events("r1", events(1))
+        await store.append_events("r1", stored_events(events(1)))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(follow)
             while not waits:  # noqa: ASYNC110 (the follower is about to wait)
@@ -164,7 +174,7 @@ async def test_a_follower_waiting_for_events_wakes_when_one_is_appended(store: C
             assert woke == []
             # The store's other calls are not held up by the blocked reader.
             assert (await store.get_run("r1")) is not None
-            await store.append_events("r1", events(2))
+            await store.append_events("r1", stored_events(events(2)))
     assert woke == [events(2)]
     if type(store).__name__ == "RedisStore":
         assert waits == 1  # one blocking read, woken by the append (not a poll loop)
@@ -174,15 +184,15 @@ async def test_a_refused_event_batch_writes_nothing(store: ConversationStore) ->
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
         await store.start_run("t1", "r1", "default", [])
-        await store.append_events("r1", events(1, 2))
+        await store.append_events("r1", stored_events(events(1, 2)))
         with pytest.raises(SeqConflict, match="not above the stored last seq 2"):
-            await store.append_events("r1", events(2, 3))
+            await store.append_events("r1", stored_events(events(2, 3)))
         with pytest.raises(SeqConflict, match="does not rise"):
-            await store.append_events("r1", events(3, 5, 4))
+            await store.append_events("r1", stored_events(events(3, 5, 4)))
         with pytest.raises(InvalidStoreInput, match="positive integer"):
-            await store.append_events("r1", [{"type": "CUSTOM"}])
+            await store.append_events("r1", [EncodedEvent(None, '{"type":"CUSTOM"}')])  # type: ignore[arg-type]
         with pytest.raises(UnknownRun, match="not stored"):
-            await store.append_events("unknown", events(1))
+            await store.append_events("unknown", stored_events(events(1)))
         assert await store.read_events("r1") == events(1, 2)
 
 
@@ -191,8 +201,8 @@ async def test_a_turn_and_its_events_are_written_together(store: ConversationSto
         question = {"role": "user", "content": "北京今天适合穿什么?"}
         await store.open_thread("t1", "alice")
         await store.start_run("t1", "r1", "default", [question])
-        sizes = await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
-        await store.append_turn("t1", "r1", [], events(3))
+        sizes = await store.append_turn("t1", "r1", TURN[:3], stored_events(events(1, 2)))
+        await store.append_turn("t1", "r1", [], stored_events(events(3)))
         await store.append_turn("t1", "r1", TURN[3:], [])
         await store.append_turn("t1", "r1", [], [])
         assert await store.load_history("t1") == [question, *TURN]
@@ -202,13 +212,13 @@ async def test_a_turn_and_its_events_are_written_together(store: ConversationSto
             assert sizes is not None
         assert await store.read_events("r1") == events(1, 2, 3)
         assert await store.read_events("r1", 2) == events(3)
-        await store.append_events("r1", events(4))  # the two ways of appending events share one log
+        await store.append_events("r1", stored_events(events(4)))  # the two ways of appending events share one log
         assert await store.read_events("r1", 3) == events(4)
         # Line breaks in text (Redis passes a turn's messages and events one a line) and a long turn.
         lines = {"role": "assistant", "content": "第一行\n第二行\r\n\n"}
         many = [{"role": "tool", "tool_call_id": f"c{i}", "content": f"{i}\n"} for i in range(1500)]
         delta = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a\nb\n", "runId": "r1", "seq": 5}
-        await store.append_turn("t1", "r1", [lines, *many], [delta, *events(*range(6, 1506))])
+        await store.append_turn("t1", "r1", [lines, *many], stored_events([delta, *events(*range(6, 1506))]))
         assert (await store.load_history("t1"))[5:] == [lines, *many]
         assert await store.read_events("r1", 4) == [delta, *events(*range(6, 1506))]
 
@@ -219,16 +229,16 @@ async def test_the_last_turn_closes_the_run_in_the_same_write_and_a_closed_run_t
     with trio.fail_after(GUARD):
         await store.open_thread("t1", "alice")
         await store.start_run("t1", "r1", "default", [{"role": "user", "content": "北京?"}])
-        await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
+        await store.append_turn("t1", "r1", TURN[:3], stored_events(events(1, 2)))
         finish = RunFinish(RunStatus.FINISHED, "answered", {"total_tokens": 7})
-        await store.append_turn("t1", "r1", TURN[3:], events(3), finish=finish)
+        await store.append_turn("t1", "r1", TURN[3:], stored_events(events(3)), finish=finish)
         run = await store.get_run("r1")
         assert run is not None
         assert (run.status, run.outcome, dict(run.usage)) == (RunStatus.FINISHED, "answered", {"total_tokens": 7})
         assert run.finished_at is not None
         assert await store.read_events("r1") == events(1, 2, 3)
         with pytest.raises(RunClosed, match="closed already"):
-            await store.append_turn("t1", "r1", [{"role": "assistant", "content": "late"}], events(4))
+            await store.append_turn("t1", "r1", [{"role": "assistant", "content": "late"}], stored_events(events(4)))
         with pytest.raises(RunClosed):
             await store.append_turn("t1", "r1", [], [], finish=finish)
         assert len(await store.load_history("t1")) == 5
@@ -237,7 +247,7 @@ async def test_the_last_turn_closes_the_run_in_the_same_write_and_a_closed_run_t
         await store.start_run("t1", "r2", "default", [])
         assert await store.finish_run("r2", status=RunStatus.INTERRUPTED, outcome="interrupted")
         with pytest.raises(RunClosed, match="interrupted"):
-            await store.append_turn("t1", "r2", [], events(1, run_id="r2"))
+            await store.append_turn("t1", "r2", [], stored_events(events(1, run_id="r2")))
         # Only a close: no messages, no events.
         await store.start_run("t1", "r3", "default", [])
         await store.append_turn("t1", "r3", [], [], finish=RunFinish(RunStatus.FAILED, "error"))
@@ -252,19 +262,19 @@ async def test_a_refused_turn_writes_neither_its_messages_nor_its_events(store: 
         await store.start_run("t1", "r1", "default", [])
         await store.open_thread("t2", None)
         await store.start_run("t2", "r2", "default", [])
-        await store.append_turn("t1", "r1", TURN[:3], events(1, 2))
+        await store.append_turn("t1", "r1", TURN[:3], stored_events(events(1, 2)))
         with pytest.raises(SeqConflict, match="not above the stored last seq 2"):
-            await store.append_turn("t1", "r1", TURN[3:], events(2, 3))
+            await store.append_turn("t1", "r1", TURN[3:], stored_events(events(2, 3)))
         with pytest.raises(SeqConflict, match="does not rise"):
-            await store.append_turn("t1", "r1", TURN[3:], events(3, 5, 4))
+            await store.append_turn("t1", "r1", TURN[3:], stored_events(events(3, 5, 4)))
         with pytest.raises(InvalidStoreInput, match="string 'role'"):
-            await store.append_turn("t1", "r1", [TURN[3], {"content": "no role"}], events(3))
+            await store.append_turn("t1", "r1", [TURN[3], {"content": "no role"}], stored_events(events(3)))
         with pytest.raises(UnknownThread, match="not opened"):
-            await store.append_turn("unopened", "r1", TURN[3:], events(3))
+            await store.append_turn("unopened", "r1", TURN[3:], stored_events(events(3)))
         with pytest.raises(UnknownRun, match="not stored"):
-            await store.append_turn("t1", "unknown", TURN[3:], events(3))
+            await store.append_turn("t1", "unknown", TURN[3:], stored_events(events(3)))
         with pytest.raises(UnknownRun, match="not stored on thread 't1'"):
-            await store.append_turn("t1", "r2", TURN[3:], events(3, run_id="r2"))
+            await store.append_turn("t1", "r2", TURN[3:], stored_events(events(3, run_id="r2")))
         assert await store.load_history("t1") == TURN[:3]
         assert await store.read_events("r1") == events(1, 2)
         assert await store.load_history("t2") == []
@@ -277,7 +287,7 @@ async def test_forget_deletes_the_thread_its_runs_and_their_events(store: Conver
         for thread_id in ("t1", "t2"):
             await store.open_thread(thread_id, "alice")
             await store.start_run(thread_id, f"{thread_id}-run", "default", [{"role": "user", "content": "hi"}])
-            await store.append_events(f"{thread_id}-run", events(1, run_id=f"{thread_id}-run"))
+            await store.append_events(f"{thread_id}-run", stored_events(events(1, run_id=f"{thread_id}-run")))
         assert await store.forget_thread("t1")
         assert not await store.forget_thread("t1")
         assert await store.get_thread("t1") is None
@@ -301,9 +311,9 @@ async def test_a_finished_runs_events_stay_for_event_ttl_after_its_last_event(
         async with open_store(spec, clock=clock) as store:
             await store.open_thread("t1", None)
             await store.start_run("t1", "r1", "default", [])
-            await store.append_events("r1", events(1))
+            await store.append_events("r1", stored_events(events(1)))
             clock.advance(store.event_ttl - 1)
-            await store.append_events("r1", events(2))
+            await store.append_events("r1", stored_events(events(2)))
             clock.advance(store.event_ttl - 1)
             assert [e["seq"] for e in await store.read_events("r1")] == [1, 2]
             clock.advance(2)
@@ -386,7 +396,9 @@ async def test_ids_holding_key_separators_name_only_themselves(store: Conversati
         for index, (thread_id, run_id) in enumerate(pairs):
             await store.open_thread(thread_id, f"p{index}")
             await store.start_run(thread_id, run_id, "default", [{"role": "user", "content": thread_id}])
-            await store.append_turn(thread_id, run_id, [{"role": "assistant", "content": run_id}], events(1, 2))
+            await store.append_turn(
+                thread_id, run_id, [{"role": "assistant", "content": run_id}], stored_events(events(1, 2))
+            )
             assert await store.finish_run(run_id, status=RunStatus.FINISHED, outcome="answered")
         for index, (thread_id, run_id) in enumerate(pairs):
             assert (await store.get_thread(thread_id)).principal == f"p{index}"  # type: ignore[union-attr]

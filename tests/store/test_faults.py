@@ -12,11 +12,11 @@ import trio
 from tests.store.conftest import Clock
 from tests.support import needs_redis
 from yao_actors.errors import StoreUnavailable
+from yao_actors.events import stored_events
 from yao_actors.store import RunStatus, StoreSpec, open_sqlite_store, open_store
 from yao_actors.store.leases import sweep_dead_runs
 from yao_actors.store.redis import RedisStore
-from yao_actors.store.spec import store_problem
-from yao_actors.store.sqlite import MIGRATIONS
+from yao_actors.store.sqlite.schema import MIGRATIONS
 from yao_actors.testing.redis_server import RedisServer
 
 GUARD = 20.0
@@ -68,7 +68,7 @@ async def test_redis_event_logs_expire(redis_server: RedisServer) -> None:
         async with open_store(spec) as store:
             await store.open_thread("t1", None)
             await store.start_run("t1", "r1", "default", [])
-            await store.append_events("r1", [{"type": "CUSTOM", "name": "x", "value": 1, "seq": 1}])
+            await store.append_events("r1", stored_events([{"type": "CUSTOM", "name": "x", "value": 1, "seq": 1}]))
             assert len(await store.read_events("r1")) == 1
             # Redis expires the log on its own clock: there is nothing to wait on but the log itself.
             while await store.read_events("r1"):  # noqa: ASYNC110
@@ -282,9 +282,9 @@ async def test_an_sqlite_file_moved_or_deleted_under_the_store_refuses_calls(
     with trio.fail_after(GUARD):
         async with open_sqlite_store(path, exclusive=exclusive) as store:
             await store.open_thread("t1", None)
-            assert store_problem(store) is None
+            assert store.problem() is None
             (tmp_path / f"conversations.sqlite3{suffix}").rename(moved)
-            problem = store_problem(store)
+            problem = store.problem()
             assert problem == (
                 f"{path}{suffix} was deleted while the store had it open: what the store writes now would be lost "
                 "at the next start, so it takes no more writes (put the file back, or restart the service)"
@@ -295,9 +295,9 @@ async def test_an_sqlite_file_moved_or_deleted_under_the_store_refuses_calls(
                 await store.load_history("t1")
             (tmp_path / "other").write_bytes(b"")
             (tmp_path / "other").rename(tmp_path / f"conversations.sqlite3{suffix}")
-            assert "replaced by another file" in (store_problem(store) or "")
+            assert "replaced by another file" in (store.problem() or "")
             moved.rename(tmp_path / f"conversations.sqlite3{suffix}")  # the store's own file back
-            assert store_problem(store) is None
+            assert store.problem() is None
             await store.append_messages("t1", QUESTION)
         async with open_sqlite_store(path) as reopened:
             assert await reopened.load_history("t1") == QUESTION
@@ -305,4 +305,4 @@ async def test_an_sqlite_file_moved_or_deleted_under_the_store_refuses_calls(
 
 async def test_only_an_sqlite_store_reports_a_problem_without_a_call() -> None:
     async with open_store(StoreSpec("memory")) as store:
-        assert store_problem(store) is None
+        assert store.problem() is None

@@ -1,7 +1,7 @@
 """The store calls a run's steps share, the contract over every backend (memory, SQLite in tmp_path, a real
 redis-server): a run takes its thread's lease and starts in one step (``take_and_start``), its close-out
-releases the lease in the same write (``append_turn(release=...)``), each all or nothing; and which stores the
-runtime hands them to (an embedder's store of before gets the separate calls)."""
+releases the lease with its write (``append_last_turn``), each all or nothing; each backend's own and the
+protocol's base implementations (what a store of one's own inherits: two calls each) keep the same contract."""
 
 from __future__ import annotations
 
@@ -15,11 +15,10 @@ import trio
 
 from tests.store.conftest import Clock
 from tests.store.test_leases import SHORT, let_expire
-from yao_actors.errors import InvalidStoreInput, RunClosed, RunIdTaken, SeqConflict, UnknownRun, UnknownThread
+from yao_actors.errors import RunClosed, RunIdTaken, SeqConflict, UnknownRun, UnknownThread
+from yao_actors.events import stored_events
 from yao_actors.specs import StoreSpec
-from yao_actors.store import ConversationStore, MemoryStore, RunFinish, RunStatus, open_store
-from yao_actors.store.base import RunStart, releases_with_finish, starts_with_lease
-from yao_actors.store.leases import MemoryLeases
+from yao_actors.store import ConversationStore, RunFinish, RunStart, RunStatus, Taken, open_store
 
 GUARD = 20.0
 """Seconds any one test may take with real I/O before it fails instead of hanging."""
@@ -38,22 +37,39 @@ async def started(store: ConversationStore, token: str = "p:r1") -> None:
     await store.open_thread("t1", None)
     assert (await store.leases().take("t1", token, 30)).taken
     await store.start_run("t1", "r1", "a", [QUESTION])
-    await store.append_turn("t1", "r1", [], [event(1, "RUN_STARTED")])
+    await store.append_turn("t1", "r1", [], stored_events([event(1, "RUN_STARTED")]))
 
 
-async def test_every_store_folds_the_lease_calls(store: ConversationStore) -> None:
-    assert releases_with_finish(store)
-    assert starts_with_lease(store)
+@attrs.frozen
+class BasePaths:
+    """A store's fast paths as the protocol's base implementations make them (what a store of one's own that
+    overrides neither inherits): the lease, then the start; the close-out, then the release."""
+
+    store: ConversationStore
+
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+        return await ConversationStore.take_and_start(self.store, thread_id, token, ttl, start)
+
+    async def append_last_turn(self, *args: Any, **kwargs: Any) -> Sequence[int] | None:
+        return await ConversationStore.append_last_turn(self.store, *args, **kwargs)
+
+
+@pytest.fixture(params=["own", "base"])
+def fast(request: pytest.FixtureRequest, store: ConversationStore) -> ConversationStore | BasePaths:
+    """The store's own fast paths, or the base ones on it."""
+    return store if request.param == "own" else BasePaths(store)
 
 
 def start(run_id: str = "r1", expect: int | None = 0) -> RunStart:
     return RunStart(run_id, "a", [QUESTION], expect)
 
 
-async def test_take_and_start_takes_the_lease_and_starts_the_run_in_one_step(store: ConversationStore) -> None:
+async def test_take_and_start_takes_the_lease_and_starts_the_run_in_one_step(
+    store: ConversationStore, fast: ConversationStore | BasePaths
+) -> None:
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
-        taken = await store.take_and_start("t1", "p:r1", 30, start())  # type: ignore[attr-defined]
+        taken = await fast.take_and_start("t1", "p:r1", 30, start())
         assert (taken.taken, taken.started, taken.closed) == (True, True, ())
         run = await store.get_run("r1")
         assert run is not None
@@ -62,15 +78,17 @@ async def test_take_and_start_takes_the_lease_and_starts_the_run_in_one_step(sto
         assert await store.load_history("t1") == [QUESTION]
         assert not (await store.leases().take("t1", "q:r2", 30)).taken  # held
         assert await store.leases().renew("t1", "p:r1", 30)
-        await store.append_turn("t1", "r1", [ANSWER], [event(1, "RUN_FINISHED")], finish=FINISHED)
+        await store.append_turn("t1", "r1", [ANSWER], stored_events([event(1, "RUN_FINISHED")]), finish=FINISHED)
         assert await store.load_history("t1") == [QUESTION, ANSWER]
 
 
-async def test_take_and_start_leased_elsewhere_starts_nothing(store: ConversationStore) -> None:
+async def test_take_and_start_leased_elsewhere_starts_nothing(
+    store: ConversationStore, fast: ConversationStore | BasePaths
+) -> None:
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
         assert (await store.leases().take("t1", "other", 30)).taken
-        taken = await store.take_and_start("t1", "p:r1", 30, start())  # type: ignore[attr-defined]
+        taken = await fast.take_and_start("t1", "p:r1", 30, start())
         assert (taken.taken, taken.started) == (False, False)
         assert await store.get_run("r1") is None
         assert await store.list_runs("t1") == []
@@ -78,18 +96,20 @@ async def test_take_and_start_leased_elsewhere_starts_nothing(store: Conversatio
         assert await store.leases().renew("t1", "other", 30)  # still the other's
 
 
-async def test_take_and_start_of_an_unopened_thread_or_a_stored_run_writes_nothing(store: ConversationStore) -> None:
+async def test_take_and_start_of_an_unopened_thread_or_a_stored_run_writes_nothing(
+    store: ConversationStore, fast: ConversationStore | BasePaths
+) -> None:
     leases = store.leases()
     with trio.fail_after(GUARD):
         with pytest.raises(UnknownThread):
-            await store.take_and_start("nowhere", "p:r1", 30, start())  # type: ignore[attr-defined]
+            await fast.take_and_start("nowhere", "p:r1", 30, start())
         assert (await leases.take("nowhere", "q", 30)).taken  # no lease was left behind
         assert await store.get_run("r1") is None
         await store.open_thread("t1", None)
         await store.start_run("t1", "r0", "a", [QUESTION])
         await store.finish_run("r0", status=RunStatus.FINISHED, outcome="answered")
         with pytest.raises(RunIdTaken):
-            await store.take_and_start("t1", "p:r0", 30, start("r0", 1))  # type: ignore[attr-defined]
+            await fast.take_and_start("t1", "p:r0", 30, start("r0", 1))
         assert (await leases.take("t1", "q", 30)).taken  # no lease was left behind
         assert await store.load_history("t1") == [QUESTION]  # nor the input
 
@@ -106,12 +126,12 @@ async def test_take_and_start_closes_the_run_a_dead_process_left_then_starts(
     with trio.fail_after(GUARD):
         async with open_store(spec, clock=clock) as dead, open_store(spec, clock=clock) as alive:
             await dead.open_thread("t1", None)
-            assert (await dead.take_and_start("t1", "dead:r0", SHORT, start("r0", 0))).started  # type: ignore[attr-defined]
-            await dead.append_turn("t1", "r0", [], [event(1, "RUN_STARTED")])
-            taken = await alive.take_and_start("t1", "alive:r1", 30, start("r1", 1))  # type: ignore[attr-defined]
+            assert (await dead.take_and_start("t1", "dead:r0", SHORT, start("r0", 0))).started
+            await dead.append_turn("t1", "r0", [], stored_events([event(1, "RUN_STARTED")]))
+            taken = await alive.take_and_start("t1", "alive:r1", 30, start("r1", 1))
             assert (taken.taken, taken.started) == (False, False)  # r0 is alive still
             await let_expire(clock)  # the dead process renews nothing
-            taken = await alive.take_and_start("t1", "alive:r1", 30, start("r1", 1))  # type: ignore[attr-defined]
+            taken = await alive.take_and_start("t1", "alive:r1", 30, start("r1", 1))
             assert (taken.taken, taken.started, taken.closed, taken.stored_messages) == (True, True, ("r0",), 1)
             dead_run, run = await alive.get_run("r0"), await alive.get_run("r1")
             assert dead_run is not None
@@ -131,20 +151,24 @@ async def test_take_and_start_behind_the_store_takes_only_the_lease(store: Conve
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
         await store.append_messages("t1", [QUESTION, ANSWER])  # another process added to it
-        taken = await store.take_and_start("t1", "p:r1", 30, start("r1", 0))  # type: ignore[attr-defined]
+        taken = await store.take_and_start("t1", "p:r1", 30, start("r1", 0))
         assert (taken.taken, taken.started, taken.stored_messages) == (True, False, 2)
         assert await store.get_run("r1") is None
         assert await store.load_history("t1") == [QUESTION, ANSWER]
         assert await store.leases().renew("t1", "p:r1", 30)  # the lease is held
-        taken = await store.take_and_start("t1", "p:r1", 30, start("r1", None))  # type: ignore[attr-defined]
+        taken = await store.take_and_start("t1", "p:r1", 30, start("r1", None))
         assert (taken.taken, taken.started) == (True, True)
         assert await store.load_history("t1") == [QUESTION, ANSWER, QUESTION]
 
 
-async def test_the_close_out_releases_the_lease_in_its_write(store: ConversationStore) -> None:
+async def test_the_close_out_releases_the_lease_in_its_write(
+    store: ConversationStore, fast: ConversationStore | BasePaths
+) -> None:
     with trio.fail_after(GUARD):
         await started(store)
-        await store.append_turn("t1", "r1", [ANSWER], [event(2, "RUN_FINISHED")], finish=FINISHED, release="p:r1")
+        await fast.append_last_turn(
+            "t1", "r1", [ANSWER], stored_events([event(2, "RUN_FINISHED")]), FINISHED, release="p:r1"
+        )
         run = await store.get_run("r1")
         assert run is not None
         assert (run.status, run.outcome) == (RunStatus.FINISHED, "answered")
@@ -154,25 +178,35 @@ async def test_the_close_out_releases_the_lease_in_its_write(store: Conversation
         assert (await store.leases().take("t1", "q:r2", 30)).taken  # free for the next run, at once
 
 
-async def test_the_close_out_releases_only_a_lease_its_token_holds(store: ConversationStore) -> None:
+async def test_the_close_out_releases_only_a_lease_its_token_holds(
+    store: ConversationStore, fast: ConversationStore | BasePaths
+) -> None:
     with trio.fail_after(GUARD):
         await started(store, token="other")
-        await store.append_turn("t1", "r1", [ANSWER], [event(2, "RUN_FINISHED")], finish=FINISHED, release="p:r1")
+        await fast.append_last_turn(
+            "t1", "r1", [ANSWER], stored_events([event(2, "RUN_FINISHED")]), FINISHED, release="p:r1"
+        )
         assert (await store.get_run("r1")).status is RunStatus.FINISHED  # type: ignore[union-attr]
         assert await store.leases().renew("t1", "other", 30)  # still the other's
         assert not (await store.leases().take("t1", "p:r2", 30)).taken
 
 
-async def test_a_close_out_the_store_refuses_keeps_the_lease(store: ConversationStore) -> None:
+async def test_a_close_out_the_store_refuses_keeps_the_lease(
+    store: ConversationStore, fast: ConversationStore | BasePaths
+) -> None:
     """Failure in the middle: a close the store refuses writes nothing, the lease release included."""
     leases = store.leases()
     with trio.fail_after(GUARD):
         await started(store)
         with pytest.raises(SeqConflict):  # a terminal event numbered below the log's last
-            await store.append_turn("t1", "r1", [ANSWER], [event(1, "RUN_FINISHED")], finish=FINISHED, release="p:r1")
+            await fast.append_last_turn(
+                "t1", "r1", [ANSWER], stored_events([event(1, "RUN_FINISHED")]), FINISHED, release="p:r1"
+            )
         await store.open_thread("t2", None)
         with pytest.raises(UnknownRun):  # the run is not on this thread
-            await store.append_turn("t2", "r1", [], [event(2, "RUN_FINISHED")], finish=FINISHED, release="p:r1")
+            await fast.append_last_turn(
+                "t2", "r1", [], stored_events([event(2, "RUN_FINISHED")]), FINISHED, release="p:r1"
+            )
         assert (await store.get_run("r1")).status is RunStatus.RUNNING  # type: ignore[union-attr]
         assert await store.load_history("t1") == [QUESTION]
         assert await leases.renew("t1", "p:r1", 30)  # still held
@@ -180,70 +214,7 @@ async def test_a_close_out_the_store_refuses_keeps_the_lease(store: Conversation
         # Closed elsewhere (another process took it for dead): refused, and the lease is not touched either.
         assert await store.finish_run("r1", status=RunStatus.INTERRUPTED, outcome="interrupted")
         with pytest.raises(RunClosed):
-            await store.append_turn("t1", "r1", [ANSWER], [event(3, "RUN_FINISHED")], finish=FINISHED, release="p:r1")
+            await fast.append_last_turn(
+                "t1", "r1", [ANSWER], stored_events([event(3, "RUN_FINISHED")]), FINISHED, release="p:r1"
+            )
         assert await leases.renew("t1", "p:r1", 30)
-
-
-async def test_release_without_finish_is_refused(store: ConversationStore) -> None:
-    with trio.fail_after(GUARD):
-        await started(store)
-        with pytest.raises(InvalidStoreInput, match="release"):
-            await store.append_turn("t1", "r1", [ANSWER], [event(2)], release="p:r1")
-        assert await store.load_history("t1") == [QUESTION]
-        assert await store.leases().renew("t1", "p:r1", 30)
-
-
-@attrs.define(eq=False)
-class Wrapper:
-    """An embedder's store that hands everything on to a store it holds (its class says nothing)."""
-
-    inner: MemoryStore
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-@attrs.define(eq=False)
-class OwnLeases(MemoryStore):
-    """A subclass with leases of its own, apart from those its store's ``append_turn`` would release."""
-
-    _mine: MemoryLeases = attrs.field(init=False)
-
-    @_mine.default
-    def _own(self) -> MemoryLeases:
-        return MemoryLeases(MemoryStore())
-
-    def leases(self) -> MemoryLeases:
-        return self._mine
-
-
-@attrs.define(eq=False)
-class OldSignature(MemoryStore):
-    """A subclass written before ``release``: its ``append_turn`` does not take it."""
-
-    async def append_turn(  # type: ignore[override]
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Any],
-        events: Sequence[Any],
-        *,
-        finish: RunFinish | None = None,
-    ) -> list[int]:
-        return await super().append_turn(thread_id, run_id, messages, events, finish=finish)
-
-
-@attrs.define(eq=False)
-class PassesOn(MemoryStore):
-    """A subclass that hands every keyword on to its store's ``append_turn``: it takes ``release`` too."""
-
-    async def append_turn(self, *args: Any, **kwargs: Any) -> list[int]:
-        return await super().append_turn(*args, **kwargs)
-
-
-def test_only_a_store_whose_own_append_turn_releases_its_own_leases_gets_release() -> None:
-    assert releases_with_finish(MemoryStore())
-    assert releases_with_finish(PassesOn())
-    assert not releases_with_finish(Wrapper(MemoryStore()))  # type: ignore[arg-type]
-    assert not releases_with_finish(OwnLeases())
-    assert not releases_with_finish(OldSignature())

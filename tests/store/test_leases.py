@@ -15,12 +15,12 @@ from tests.store.conftest import Clock
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.conversation.durable.leasing import LeasePolicy
 from yao_actors.errors import RunErrorCode
-from yao_actors.events import Outcome, parse_event
+from yao_actors.events import Outcome, parse_event, stored_events
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.specs import StoreSpec
-from yao_actors.store import ConversationStore, MemoryStore, RunStatus, open_store
-from yao_actors.store.leases import MemoryLeases, sweep_dead_runs
+from yao_actors.store import ConversationStore, MemoryLeases, MemoryStore, RunStatus, open_store
+from yao_actors.store.leases import sweep_dead_runs
 from yao_actors.testing.servers import build_test_server
 
 GUARD = 20.0
@@ -74,7 +74,9 @@ async def test_taking_the_lease_of_a_dead_run_closes_it_interrupted(
             await dead.finish_run("done", status=RunStatus.FINISHED, outcome="answered")
             assert (await dead.leases().take("t1", "dead:r1", SHORT)).taken
             await dead.start_run("t1", "r1", "a", [{"role": "user", "content": "北京天气?"}])
-            await dead.append_events("r1", [{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "seq": 1}])
+            await dead.append_events(
+                "r1", stored_events([{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "seq": 1}])
+            )
             leases = alive.leases()
             assert not (await leases.take("t1", "alive:r2", 30)).taken  # still leased: r1 is alive
             assert (await alive.get_run("r1")).status is RunStatus.RUNNING  # type: ignore[union-attr]

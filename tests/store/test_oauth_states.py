@@ -12,8 +12,7 @@ import trio
 from tests.store.conftest import Clock
 from yao_actors.auth.cipher import TokenCipher
 from yao_actors.auth.states import PENDING, REUSE_MARGIN, STATE_TTL, STATES, AuthorizationStates
-from yao_actors.store import ConversationStore
-from yao_actors.store.tokens import TokenRecords
+from yao_actors.store import ConversationStore, TokenRecords
 
 KEY = "correct horse battery staple"
 RECORD = {"principal": "alice", "server": "hub", "code_verifier": "VERIFIER-PLAINTEXT-0123456789"}

@@ -16,7 +16,7 @@ from yao_actors.auth.cipher import TokenCipher
 from yao_actors.auth.vault import SERVICE_IDENTITY, Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.errors import ConfigError, TokenKeyError
 from yao_actors.store import ConversationStore, StoreSpec, open_store
-from yao_actors.store.sqlite import MIGRATIONS
+from yao_actors.store.sqlite.schema import MIGRATIONS
 
 KEY = "correct horse battery staple"
 ACCESS = "at-PLAINTEXT-access-token-0123456789"

@@ -18,10 +18,10 @@ from yao_actors import Outcome, open_runtime
 from yao_actors.config import InMemoryTransport
 from yao_actors.errors import ErrorKind, InvalidStoreInput, RunErrorCode
 from yao_actors.specs import StoreSpec
-from yao_actors.store import ConversationStore, open_store
+from yao_actors.store import ConversationStore, ParkedCalls, open_store
 from yao_actors.testing.asking import build_asking_server
 from yao_actors.tools.input_requests import InputRequest, InputRound
-from yao_actors.tools.parked_relay import ParkedCalls, outcome_of, outcome_record
+from yao_actors.tools.parked_relay import outcome_of, outcome_record
 from yao_actors.tools.results import ToolOutcome
 
 ANSWER = {"action": "accept", "content": {"name": "Ada", "note": "naïve ✓"}}
@@ -29,8 +29,9 @@ OUTCOME = {"result": {"greeting": "Hello, Ada!"}, "error": None, "kind": None}
 
 
 def parked(store: ConversationStore) -> ParkedCalls:
-    calls: ParkedCalls = store.parked_calls()  # type: ignore[attr-defined]
-    assert calls is store.parked_calls()  # type: ignore[attr-defined]
+    calls = store.parked_calls()
+    assert calls is not None
+    assert calls is store.parked_calls()
     return calls
 
 

@@ -11,7 +11,7 @@ import trio
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from yao_actors.store.redis_keys import ESCAPE_LUA, RedisKeys, escape, unescape
+from yao_actors.store.redis.keys import ESCAPE_LUA, RedisKeys, escape, unescape
 from yao_actors.testing.redis_server import RedisServer
 
 PREFIX = "yao:"

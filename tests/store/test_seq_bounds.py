@@ -12,12 +12,13 @@ import trio
 
 from yao_actors.config import AssistantSpec, Config
 from yao_actors.errors import FrameError, InvalidStoreInput, RunErrorCode
+from yao_actors.events import stored_events
 from yao_actors.models import FunctionModel
 from yao_actors.runtime import open_runtime
 from yao_actors.service.protocol import ResumeFrame, parse_frame
 from yao_actors.specs import StoreSpec
 from yao_actors.store import ConversationStore
-from yao_actors.store.base import MAX_SEQ
+from yao_actors.store.codec import MAX_SEQ
 
 GUARD = 20.0
 HUGE = [MAX_SEQ, MAX_SEQ + 1, 2**64, 2**64 + 1, 10**40]
@@ -42,7 +43,7 @@ async def test_a_store_reads_after_any_integer_and_refuses_anything_else(store: 
     with trio.fail_after(GUARD):
         await store.open_thread("t1", None)
         await store.start_run("t1", "r1", "default", [])
-        await store.append_events("r1", events(1, 2))
+        await store.append_events("r1", stored_events(events(1, 2)))
         for after in HUGE:
             assert await store.read_events("r1", after) == []
             await store.wait_events("r1", after, 0.01)
@@ -61,8 +62,8 @@ async def test_a_store_refuses_an_event_past_the_largest_seq_and_writes_nothing(
             with pytest.raises(
                 InvalidStoreInput, match=rf"'seq' must be a positive integer up to {MAX_SEQ}, got {seq}"
             ):
-                await store.append_events("r1", events(1, seq))
-        await store.append_events("r1", events(MAX_SEQ))
+                await store.append_events("r1", stored_events(events(1, seq)))
+        await store.append_events("r1", stored_events(events(MAX_SEQ)))
         assert [e["seq"] for e in await store.read_events("r1")] == [MAX_SEQ]
 
 

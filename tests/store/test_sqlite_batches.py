@@ -16,8 +16,9 @@ import trio
 
 from yao_actors.errors import RunIdTaken, StoreUnavailable
 from yao_actors.store import open_sqlite_store
-from yao_actors.store.sqlite import SqliteStore, _run_together
-from yao_actors.store.worker import WorkerThread, open_worker_thread
+from yao_actors.store.sqlite import SqliteStore
+from yao_actors.store.sqlite.transactions import run_together
+from yao_actors.store.sqlite.worker import WorkerThread, open_worker_thread
 
 GUARD = 30
 
@@ -91,7 +92,7 @@ async def test_a_failure_of_sqlite_in_a_batch_runs_each_alone_with_its_own_error
 
 @attrs.define
 class FilesInDoubt:
-    """Files whose next check raises ``error`` (then they are fine): what ``_run_together`` is given."""
+    """Files whose next check raises ``error`` (then they are fine): what ``run_together`` is given."""
 
     error: Exception | None
 
@@ -116,7 +117,7 @@ def test_files_in_doubt_before_a_batch_run_each_alone(tmp_path: Path, error: Exc
     commits: list[str] = []
     connection.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     works = [lambda name=name: connection.execute("INSERT INTO t VALUES (?)", (name,)).rowcount for name in "abc"]
-    results = _run_together(connection, FilesInDoubt(error), works)  # type: ignore[arg-type]
+    results = run_together(connection, FilesInDoubt(error), works)  # type: ignore[arg-type]
     assert [result.unwrap() for result in results] == [1, 1, 1]
     assert connection.execute("SELECT name FROM t ORDER BY name").fetchall() == [("a",), ("b",), ("c",)]
     assert len(commits) == 3  # one for each: the batch's transaction never began
@@ -127,7 +128,7 @@ def test_an_error_of_the_batch_itself_is_no_failure_to_retry_and_leaves_no_trans
     connection = _table(tmp_path / "c.sqlite3")
     works = [lambda: connection.execute("INSERT INTO t VALUES ('a')").rowcount] * 2
     with pytest.raises(RuntimeError, match="a bug"):
-        _run_together(connection, FilesInDoubt(RuntimeError("a bug")), works)  # type: ignore[arg-type]
+        run_together(connection, FilesInDoubt(RuntimeError("a bug")), works)  # type: ignore[arg-type]
     assert not connection.in_transaction
     assert connection.execute("SELECT count(*) FROM t").fetchone() == (0,)
 

@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from yao_actors.store.sqlite import connect
+from yao_actors.store.sqlite.schema import connect
 
 ROUNDS = 12
 

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import mcp.types
 import trio
 
@@ -26,17 +27,19 @@ from yao_actors.aio.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
 from yao_actors.conversation import MessagesInput, RunRequest, RunResult, ThreadHistory
 from yao_actors.conversation.request import as_request
 from yao_actors.models import Model
-from yao_actors.specs import Config
+from yao_actors.specs import Config, ServerSpec
 from yao_actors.store import ThreadInfo
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import ProgressFn, ServerHandle, ServerState, ServerStatistics
+from yao_actors.tools.server_handle import ServerHandle
+from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ProgressFn, ServerState, ServerStatistics
 from yao_actors.transports import Connector, open_client
 
 EventDict = dict[str, Any]
 
 
 class AioServerHandle:
-    """An MCP server's handle for asyncio code: ``call_tool`` and ``list_tools`` run in the guest."""
+    """An MCP server's handle for asyncio code: what :class:`~yao_actors.tools.server_handle.ServerHandle` reads
+    at once, and its ``list_tools`` and ``call_tool`` as asyncio coroutines run in the guest."""
 
     def __init__(self, guest: Guest, handle: ServerHandle) -> None:
         self._guest = guest
@@ -47,8 +50,16 @@ class AioServerHandle:
         return self._handle.id
 
     @property
+    def spec(self) -> ServerSpec:
+        return self._handle.spec
+
+    @property
     def state(self) -> ServerState:
         return self._handle.state
+
+    @property
+    def tools_version(self) -> int:
+        return self._handle.tools_version
 
     def statistics(self) -> ServerStatistics:
         return self._handle.statistics()
@@ -57,25 +68,27 @@ class AioServerHandle:
         return await self._guest.call(self._handle.list_tools)
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, *, progress: ProgressFn | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        options: CallOptions = NO_OPTIONS,
+        *,
+        progress: ProgressFn | None = None,
     ) -> ToolOutcome:
-        """Call tool ``name`` (see :meth:`yao_actors.tools.server_handle.ServerHandle.call_tool`); ``progress`` may
-        be a plain or an ``async`` (asyncio) function. A failure is an outcome; cancelling the awaiting task cancels
-        the call at the server (``notifications/cancelled``)."""
-        if progress is not None and inspect.iscoroutinefunction(progress):
-            host_progress = progress
+        """Call tool ``name`` (see :meth:`yao_actors.tools.server_handle.ServerHandle.call_tool`); ``progress``
+        (or ``options.progress``) may be a plain or an ``async`` (asyncio) function. A failure is an outcome;
+        cancelling the awaiting task cancels the call at the server (``notifications/cancelled``)."""
+        given = progress or options.progress
+        if given is not None and inspect.iscoroutinefunction(given):
+            host_progress = given
 
             async def relay(done: float, total: float | None, message: str | None) -> None:
                 await self._guest.host(host_progress, done, total, message)
 
-            progress = relay
-        return await self._guest.call(_call_tool, self._handle, name, arguments, progress)
-
-
-async def _call_tool(
-    handle: ServerHandle, name: str, arguments: dict[str, Any] | None, progress: ProgressFn | None
-) -> ToolOutcome:
-    return await handle.call_tool(name, arguments, progress=progress)
+            given = relay
+        if given is not options.progress:
+            options = attrs.evolve(options, progress=given)
+        return await self._guest.call(self._handle.call_tool, name, arguments, options)
 
 
 class AioEventStream:

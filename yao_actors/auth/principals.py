@@ -52,13 +52,14 @@ from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
 from yao_actors.auth.keys import oauth_of, per_principal
 from yao_actors.auth.states import AuthorizationStates
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
-from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
+from yao_actors.errors import AuthorizationError, AuthorizationRequired, ErrorKind, NeedsLogin, StoreUnavailable
 from yao_actors.observability.metrics import SERVER_UP, labelled
 from yao_actors.specs import OAuthSpec, ServerSpec
-from yao_actors.store.base import ConversationStore
+from yao_actors.store.protocol import ConversationStore
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import ServerHandle, ServerState, ServerStatistics, unavailable_outcome
+from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
+from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link
 
 logger = logging.getLogger(__name__)
@@ -181,13 +182,16 @@ class PrincipalServers:
         await trio.lowlevel.checkpoint()
         return ()  # each principal's own, through its view
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None, **options: Any) -> ToolOutcome:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
+    ) -> ToolOutcome:
         """A call with no principal bound (not a run's): refused, no principal's tokens serve it."""
         await trio.lowlevel.checkpoint()
         reason = "its connections are per principal, and this call names none"
         return unavailable_outcome(self.spec, reason, started=trio.current_time())
 
     async def wait_state_change(self) -> ServerState:
+        """Never returns: the router is ready to connect principals as long as it runs."""
         await trio.sleep_forever()
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -224,6 +228,10 @@ class PrincipalServers:
             await trio.lowlevel.checkpoint()
             return True
         return self.relay is not None and await self.relay.reachable(ticket)
+
+    async def bind(self, principal: str | None) -> Binding:
+        """The server as ``principal``'s runs use it: their view of it (:meth:`bind_principal`)."""
+        return (await self.bind_principal(principal)).binding()
 
     async def bind_principal(self, principal: str | None) -> PrincipalView:
         """``principal``'s view of the server: its connection, or why there is none (``needed``: it must
@@ -406,26 +414,42 @@ class PrincipalView:
         return self.bound.handle.statistics()
 
     async def wait_state_change(self) -> ServerState:
-        if self.bound is None:
+        if self.bound is None:  # no connection: its state stays as it is
             await trio.sleep_forever()
         assert self.bound is not None
         return await self.bound.handle.wait_state_change()
 
-    def holds_parked(self, ticket: str) -> bool:
-        return self.bound is not None and self.bound.handle.holds_parked(ticket)
+    async def wait_for_state(self, *states: ServerState) -> ServerState:
+        while self.state not in states:
+            await self.wait_state_change()
+        await trio.lowlevel.checkpoint()
+        return self.state
 
     async def reaches_parked(self, ticket: str) -> bool:
         return await self.router.reaches_parked(ticket)
 
-    async def resume_parked(self, ticket: str, answer: Any) -> ToolOutcome | None:
-        if self.bound is None:
-            await trio.lowlevel.checkpoint()
-            return None
-        return await self.bound.handle.resume_parked(ticket, answer)
+    def binding(self) -> Binding:
+        """This view as its principal's runs use it, and why they cannot yet (module docstring)."""
+        return Binding(self, self.needed, self.problem if self.needed is None else None)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None, **options: Any) -> ToolOutcome:
-        """The call, on this principal's connection (opened again if it was closed meanwhile)."""
+    async def bind(self, principal: str | None) -> Binding:
+        """Itself for its own principal; another principal's view for another."""
+        if (principal or "") == self.principal:
+            await trio.lowlevel.checkpoint()
+            return self.binding()
+        return await self.router.bind(principal)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
+    ) -> ToolOutcome:
+        """The call, on this principal's connection (opened again if it was closed meanwhile); a call held open
+        for the user's answers is answered on the connection that holds it."""
         started = trio.current_time()
+        if options.answers is not None and options.answers.ticket is not None:
+            if self.bound is None:
+                await trio.lowlevel.checkpoint()
+                return ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
+            return await self.bound.handle.call_tool(name, arguments, options)
         if self.bound is None:
             await trio.lowlevel.checkpoint()
             return unavailable_outcome(self.spec, self.problem or "no connection", started=started)
@@ -439,7 +463,7 @@ class PrincipalView:
         bound = self.bound
         bound.busy += 1
         try:
-            return await bound.handle.call_tool(name, arguments, **options)
+            return await bound.handle.call_tool(name, arguments, options)
         finally:
             bound.busy -= 1
             bound.last_used = trio.current_time()

@@ -4,7 +4,7 @@ When a principal is sent to authorize a server (:mod:`yao_actors.auth.asking`), 
 finish the flow — the principal, the server, the PKCE verifier, the client registration, the token endpoint —
 is kept under the ``state`` the authorization URL carries. :meth:`AuthorizationStates.take` gives it back at
 most once, and only within :data:`STATE_TTL` seconds of :meth:`AuthorizationStates.put`: a wrong, replayed or
-late ``state`` finds nothing. The records live in the store's token records (:mod:`yao_actors.store.tokens`)
+late ``state`` finds nothing. The records live in the store's token records (:class:`~yao_actors.store.protocol.TokenRecords`)
 under the reserved server name :data:`STATES`, sealed like the tokens, so every worker sharing the store (SQLite,
 Redis) finishes a flow another began. A take reads the record, then deletes it: only the caller whose delete
 removed it gets it (two callbacks racing with one ``state`` cannot both win).
@@ -14,7 +14,7 @@ nor make each new one cost more than the last. So each (server, principal) has o
 pointer under :data:`PENDING` names its state and URL, :meth:`AuthorizationStates.pending` gives that URL back to
 the principal's next runs while at least :data:`REUSE_MARGIN` seconds of it are left (the interrupt's id is the
 same; now its URL is too), and a new one replaces it (the superseded state is dropped). Expired records go by
-the store's expiry index (:meth:`~yao_actors.store.tokens.TokenRecords.expire`), never by opening them: a new
+the store's expiry index (:meth:`~yao_actors.store.protocol.TokenRecords.expire`), never by opening them: a new
 state opens at most one sealed record (the principal's pointer), however many others are pending.
 """
 
@@ -30,7 +30,7 @@ import attrs
 
 from yao_actors.auth.cipher import TokenCipher
 from yao_actors.errors import TokenKeyError
-from yao_actors.store.tokens import TokenRecords
+from yao_actors.store.protocol import TokenRecords
 
 #: Seconds a pending authorization waits for its callback.
 STATE_TTL: Final = 600.0

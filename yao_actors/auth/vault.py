@@ -20,8 +20,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from yao_actors.auth.cipher import TokenCipher
 from yao_actors.errors import ConfigError, TokenKeyError
-from yao_actors.store.base import ConversationStore
-from yao_actors.store.tokens import TokenRecords
+from yao_actors.store.protocol import ConversationStore, TokenRecords
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +84,7 @@ class Grant:
 
 @attrs.frozen
 class TokenVault:
-    """Sealed grants by (server, identity) in a store's :class:`~yao_actors.store.tokens.TokenRecords`."""
+    """Sealed grants by (server, identity) in a store's :class:`~yao_actors.store.protocol.TokenRecords`."""
 
     records: TokenRecords
     cipher: TokenCipher

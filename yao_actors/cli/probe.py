@@ -26,7 +26,7 @@ from yao_actors.tools.catalog import Catalog
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.schema_gate import tool_schema_notes
-from yao_actors.tools.server_handle import ServerState
+from yao_actors.tools.tool_server import ServerState
 
 #: What a model is asked when it is probed.
 PROBE_PROMPT = "Reply with the single word: ok"

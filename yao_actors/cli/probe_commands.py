@@ -40,7 +40,7 @@ from yao_actors.errors import ConfigError
 from yao_actors.specs import ModelSpec, StoreSpec
 from yao_actors.store.spec import default_store_name, service_store
 from yao_actors.tools.input_requests import InputHandler
-from yao_actors.tools.server_handle import ServerState
+from yao_actors.tools.tool_server import ServerState
 
 T = TypeVar("T")
 

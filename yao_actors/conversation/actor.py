@@ -25,9 +25,9 @@ from yao_actors.conversation.interrupts.approvals import PendingApproval, Resolu
 from yao_actors.conversation.interrupts.client_tools import answer_dangling_calls, check_tool_answers
 from yao_actors.conversation.interrupts.inputs import (
     Answered,
-    Answering,
     Pending,
     PendingInput,
+    call_answers,
     gone_calls,
     held_inputs,
     resolve_inputs,
@@ -40,14 +40,21 @@ from yao_actors.conversation.loop.run import Run
 from yao_actors.conversation.loop.window import window_history
 from yao_actors.conversation.order import RunOrder
 from yao_actors.conversation.thread import RUN_QUEUE, ConversationHandle, ThreadStatus
-from yao_actors.errors import ModelError, RunError, RunErrorCode, StoreUnavailable, exception_leaves
+from yao_actors.errors import (
+    ModelError,
+    RunError,
+    RunErrorCode,
+    StoreUnavailable,
+    exception_leaves,
+    store_trouble_ends_the_run,
+)
 from yao_actors.events import EventDict, Outcome, RunEvents
 from yao_actors.history_budget import MAX_THREAD_BYTES
 from yao_actors.models.base import Message
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore
-from yao_actors.store.base import Taken
+from yao_actors.store.records import Taken
 from yao_actors.tasks import patiently
 
 logger = logging.getLogger(__name__)
@@ -222,8 +229,8 @@ class _ConversationActor:
         if standing.failure is not None and result.outcome is not Outcome.ERROR:
             result = as_failed(result, standing.failure.run_error())
         await emit_ending(run, result, unreported)
-        # With a store that takes it, the lease goes in the close-out's write (one store call fewer per run).
-        folded = self.renewing is not None and self.leases.release_with_close
+        # The lease goes with the close-out (in its write, with the backends: one store call fewer per run).
+        folded = self.renewing is not None
         closed = await journal.close_out(
             finish_record(result), release=self.leases.token(order.run_id) if folded else None
         )
@@ -338,18 +345,12 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     the run ends ``interrupt_expired``.
     """
 
-    async def reaches(server: str, ticket: str) -> bool:
-        handle = run.resources.servers.get(server)
-        reach = getattr(handle, "reaches_parked", None)
-        if callable(reach):
-            return bool(await reach(ticket))
-        holder = getattr(handle, "holds_parked", None)
-        return bool(holder(ticket)) if callable(holder) else False
+    async def reaches(server_id: str, ticket: str) -> bool:
+        server = run.resources.servers.get(server_id)
+        return server is not None and await server.reaches_parked(ticket)
 
-    try:
+    with store_trouble_ends_the_run():
         gone = await gone_calls(answered, reaches)
-    except StoreUnavailable as error:
-        raise error.run_error() from error
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}
@@ -376,9 +377,8 @@ async def _run_answered(
     catalog = await run.catalog(assistant, ())
     for answers in calls.values():
         first = answers[0][0]
-        handle = run.resources.servers.get(first.server)  # gone from the config: the call fails as unknown
-        servers = {first.server: Answering(handle, answers)} if handle is not None else {}
-        results, _ = await run.dispatch([first.call], catalog, servers, assistant.timeouts.turn)
+        given = {first.call.id: call_answers(answers)}
+        results, _ = await run.dispatch([first.call], catalog, assistant.timeouts.turn, answers=given)
         run.record(results, messages)
         asked_again.extend(held_inputs(results, [first.call], run.resources.clock(), run.input_timeout))
     return messages
@@ -389,8 +389,7 @@ async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resoluti
     messages: list[Message] = []
     if resolution.approved:
         catalog = await run.catalog(assistant, ())
-        servers = run.resources.servers
-        results, _ = await run.dispatch(resolution.approved, catalog, servers, assistant.timeouts.turn)
+        results, _ = await run.dispatch(resolution.approved, catalog, assistant.timeouts.turn)
         run.record(results, messages)
     messages.extend(resolution.refused)
     run.transcript.extend(resolution.refused)

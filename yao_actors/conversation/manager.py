@@ -28,7 +28,7 @@ from yao_actors.conversation.order import FollowStream, RunControl, RunOrder, Ru
 from yao_actors.conversation.request import MessagesInput, RunRequest, as_request
 from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.conversation.thread import ConversationHandle
-from yao_actors.errors import ConfigError, RunError, RunErrorCode, StoreUnavailable
+from yao_actors.errors import ConfigError, RunError, RunErrorCode, store_trouble_ends_the_run
 from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
@@ -37,7 +37,7 @@ from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
 from yao_actors.tasks import open_owned_nursery, patiently
 from yao_actors.tools.catalog import CatalogCache
-from yao_actors.tools.dispatch import ToolServer
+from yao_actors.tools.tool_server import ToolServer
 
 EVENT_BUFFER = 16
 """Events a run may get ahead of its consumer before it waits."""
@@ -134,13 +134,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
         and its calls waiting for approval."""
         self._loading.add(thread_id)
         try:
-            info = await patiently(lambda: self._store.open_thread(thread_id, owner))
-            # A thread this call created has nothing stored yet; another principal's is not loaded.
-            stored = info.principal == owner and not info.created
-            history = await patiently(lambda: self._store.load_history(thread_id)) if stored else []
-            approvals = await patiently(lambda: self._store.load_approvals(thread_id)) if stored else []
-        except StoreUnavailable as error:
-            raise error.run_error() from error
+            with store_trouble_ends_the_run():
+                info = await patiently(lambda: self._store.open_thread(thread_id, owner))
+                # A thread this call created has nothing stored yet; another principal's is not loaded.
+                stored = info.principal == owner and not info.created
+                history = await patiently(lambda: self._store.load_history(thread_id)) if stored else []
+                approvals = await patiently(lambda: self._store.load_approvals(thread_id)) if stored else []
         finally:
             self._loading.discard(thread_id)
         if len(self._threads) >= self._max_threads:
@@ -210,10 +209,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
 
     async def _owned_info(self, thread_id: str, principal: str | None) -> ThreadInfo | None:
         """The stored thread when ``principal`` owns it, else ``None`` (another's thread is as unknown)."""
-        try:
+        with store_trouble_ends_the_run():
             info = await self._store.get_thread(thread_id)
-        except StoreUnavailable as error:
-            raise error.run_error() from error
         return info if info is not None and info.principal == principal else None
 
     async def load_thread(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
@@ -221,19 +218,15 @@ class ConversationManager(metaclass=NoPublicConstructor):
         principal's). ``RunError`` ``store_unavailable`` when the store is out of reach."""
         if await self._owned_info(thread_id, principal) is None:
             return ThreadHistory(thread_id, (), ())
-        try:
+        with store_trouble_ends_the_run():
             messages = await self._store.load_history(thread_id)
             runs = await self._store.list_runs(thread_id)
-        except StoreUnavailable as error:
-            raise error.run_error() from error
         return ThreadHistory(thread_id, tuple(messages), tuple(runs))
 
     async def list_threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
         """The threads ``principal`` owns, newest first."""
-        try:
+        with store_trouble_ends_the_run():
             return await self._store.list_threads(principal, limit=limit)
-        except StoreUnavailable as error:
-            raise error.run_error() from error
 
     async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
         """Delete a thread of ``principal`` and its runs, in memory and in the store; ``False`` when it is
@@ -247,10 +240,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
             for control in runs:
                 await control.wait_done()
         self.close_thread(thread_id)
-        try:
+        with store_trouble_ends_the_run():
             return await self._store.forget_thread(thread_id)
-        except StoreUnavailable as error:
-            raise error.run_error() from error
 
     @asynccontextmanager
     async def open_resume(
@@ -271,10 +262,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
             finally:
                 order.control.follow(-1)
             return
-        try:
+        with store_trouble_ends_the_run():
             stored = await stored_run_stream(self._store, run_id, after_seq, principal)
-        except StoreUnavailable as error:
-            raise error.run_error() from error
         if stored is None:
             raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
         yield stored
@@ -457,7 +446,7 @@ async def open_conversations(
             leases or LeasePolicy.of(store),
         )
         # A memory store asks before its budget forgets a thread (a durable store never forgets one).
-        keepers = store.keepers if isinstance(store, MemoryStore) else []
+        keepers = store.thread_keepers()
         keeper = ThreadKeeper(manager._keeps, manager.close_thread)
         keepers.append(keeper)
         try:

@@ -64,7 +64,7 @@ from yao_actors.service.protocol import (
 )
 from yao_actors.service.relay import ResumedStream, RunRelay, RunStarter, admit_run
 from yao_actors.service.websocket import MessageSocket
-from yao_actors.store.base import iso
+from yao_actors.store.records import iso
 from yao_actors.tasks import receive_now_or_wait, send_now_or_wait
 from yao_actors.tools.catalog import Catalog
 

@@ -31,7 +31,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from yao_actors.observability.metrics import exposition
 from yao_actors.service.auth import Credential, Handshake, principal_of
 from yao_actors.service.http import Exchange, Routes
-from yao_actors.tools.server_handle import ServerState, ServerStatistics
+from yao_actors.tools.tool_server import ServerState, ServerStatistics
 
 
 class Observable(Protocol):

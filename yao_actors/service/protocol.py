@@ -51,7 +51,7 @@ import jsonschema  # type: ignore[import-untyped]
 from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
 from yao_actors.events import encode_json
-from yao_actors.store.base import MAX_SEQ
+from yao_actors.store.codec import MAX_SEQ
 from yao_actors.tools.schema_check import compile_check
 
 #: The deepest nesting of arrays and objects a frame may have (a run frame needs 4).

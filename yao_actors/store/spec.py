@@ -28,9 +28,9 @@ from yao_actors.errors import ConfigError
 from yao_actors.specs import DEFAULT_EVENT_TTL, DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, StoreType
 from yao_actors.specs import StoreSpec as StoreSpec  # re-exported
 from yao_actors.specs import default_sqlite_path as default_sqlite_path  # re-exported
-from yao_actors.store.base import ConversationStore
 from yao_actors.store.memory import MemoryStore
-from yao_actors.store.sqlite import SqliteStore, open_sqlite_store
+from yao_actors.store.protocol import ConversationStore
+from yao_actors.store.sqlite import open_sqlite_store
 
 _KEYS: Mapping[str, tuple[str, ...]] = {
     "memory": ("type", "event_ttl", "lease_ttl", "lease_wait", "secret_key"),
@@ -93,12 +93,6 @@ def parse_store_spec(data: Any, key_path: str = "store") -> StoreSpec:
         exclusive=data.get("exclusive"),
         secret_key=data.get("secret_key"),
     )
-
-
-def store_problem(store: ConversationStore) -> str | None:
-    """Why ``store`` cannot take calls now, as far as a look costing no wait can tell (``None``: nothing found):
-    an SQLite store whose files were deleted, replaced or made unwritable. What readiness (``/readyz``) asks."""
-    return store.problem() if isinstance(store, SqliteStore) else None
 
 
 def alone(spec: StoreSpec) -> StoreSpec:

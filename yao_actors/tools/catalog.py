@@ -18,40 +18,22 @@ import functools
 import re
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 import mcp.types
 
-from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, ServerRef, ServerSpec
+from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, ServerRef
 from yao_actors.tools.hints import NO_HINTS, ToolHints, offered_description
 from yao_actors.tools.naming import ToolNameTable, ToolRef
 from yao_actors.tools.results import compact_json
 from yao_actors.tools.schema_gate import tool_schema_notes
-from yao_actors.tools.server_handle import ServerState
+from yao_actors.tools.tool_server import ServerState, ToolSource
 
 SAMPLES_HEADER = (
     "\n\n## MCP Tool Usage Examples\n\nThe following examples demonstrate how to use MCP tools correctly:\n\n"
 )
 _ILLEGAL = re.compile(r"[^a-zA-Z0-9_-]")
-
-
-class ToolSource(Protocol):
-    """What a catalog needs from a server handle."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def spec(self) -> ServerSpec: ...
-
-    @property
-    def state(self) -> ServerState: ...
-
-    @property
-    def tools_version(self) -> int: ...
-
-    async def list_tools(self) -> tuple[mcp.types.Tool, ...]: ...
 
 
 @attrs.frozen

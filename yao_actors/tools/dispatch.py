@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -39,24 +39,9 @@ from yao_actors.models.base import ToolCall
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.arguments import check_arguments
-from yao_actors.tools.catalog import Catalog, CatalogEntry, ToolSource
+from yao_actors.tools.catalog import Catalog, CatalogEntry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
-from yao_actors.tools.server_handle import ProgressFn, ServerState
-
-
-class ToolServer(ToolSource, Protocol):
-    """What dispatch needs from a server handle (``yao_actors.tools.server_actor``)."""
-
-    async def wait_state_change(self) -> ServerState: ...
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None,
-        *,
-        progress: ProgressFn | None = None,
-        deadline: float = math.inf,
-    ) -> ToolOutcome: ...
+from yao_actors.tools.tool_server import CallAnswers, CallOptions, ServerState, ToolServer
 
 
 @attrs.frozen
@@ -110,6 +95,8 @@ class _Planned:
     server: ToolServer = attrs.field(eq=False)
     arguments: dict[str, Any] = attrs.field(factory=dict)
     repaired: bool = False
+    answers: CallAnswers | None = None
+    """The user's answers to the questions an earlier call of it asked (it is made again, or resumed, with them)."""
 
 
 @attrs.define(eq=False)
@@ -156,12 +143,11 @@ class _Batch:
             # Without a listener, ask for no progress: the server then sends none.
             wanted = progress if self.on_event is not None else None
             try:
-                outcome = await planned.server.call_tool(
-                    entry.tool, planned.arguments, progress=wanted, deadline=deadline
-                )
+                options = CallOptions(wanted, deadline, planned.answers)
+                outcome = await planned.server.call_tool(entry.tool, planned.arguments, options)
                 reconnected = outcome.connection_lost and entry.hints.safe_to_repeat
                 if reconnected:
-                    outcome = await _on_new_connection(planned, outcome, wanted, deadline)
+                    outcome = await _on_new_connection(planned, outcome, options)
             except trio.TooSlowError:
                 result = _timed_out(self, planned)
                 tracing.fail(span, ErrorKind.TIMEOUT.value, result.error or "")
@@ -202,6 +188,7 @@ async def execute_tool_calls(
     mode: Literal["parallel", "sequential"] = "parallel",
     batch_timeout: float | None = None,
     on_event: OnEvent | None = None,
+    answers: Mapping[str, CallAnswers] | None = None,
 ) -> list[ToolCallResult]:
     """Run ``calls`` against ``servers`` and return one result per call, in ``calls`` order.
 
@@ -210,12 +197,15 @@ async def execute_tool_calls(
     calls still running then are cancelled (their servers get
     ``notifications/cancelled``) and get ``timeout`` results. A batch of one
     call hands its deadline to the call's handle instead (one cancel scope, not
-    two); the batch's deadline then bounds the call, not the listener's events.
+    two); the batch's deadline then bounds the call, not the listener's events. ``answers`` (by call id) give
+    calls the user's answers to the questions earlier calls of them asked.
     """
     batch = _Batch(on_event, [None] * len(calls))
     groups: dict[str, list[_Planned]] = {}
     for index, call in enumerate(calls):
         planned = await _check(batch, index, call, catalog, servers)
+        if planned is not None and answers:
+            planned = attrs.evolve(planned, answers=answers.get(call.id))
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)
@@ -333,18 +323,16 @@ async def _run_one_by_one(batch: _Batch, planned: list[_Planned]) -> None:
         await batch.finish(item.index, await batch.run(item))
 
 
-async def _on_new_connection(
-    planned: _Planned, lost: ToolOutcome, progress: ProgressFn | None, deadline: float
-) -> ToolOutcome:
+async def _on_new_connection(planned: _Planned, lost: ToolOutcome, options: CallOptions) -> ToolOutcome:
     """Run a read-only or idempotent call again, once, when its server is ready on a new connection, within the
     call's own deadline (from its first start) and the batch's; ``lost`` when the server is not back by then."""
     server = planned.server
     own = trio.current_time() - lost.duration + server.spec.timeout
-    deadline = min(deadline, own)
+    deadline = min(options.deadline, own)
     with trio.move_on_at(deadline):
         while server.state is not ServerState.READY:
             await server.wait_state_change()
-        again = await server.call_tool(planned.entry.tool, planned.arguments, progress=progress, deadline=deadline)
+        again = await server.call_tool(planned.entry.tool, planned.arguments, attrs.evolve(options, deadline=deadline))
         return attrs.evolve(again, duration=lost.duration + again.duration)
     if deadline < own:
         raise trio.TooSlowError  # the batch's deadline

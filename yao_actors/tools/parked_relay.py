@@ -4,7 +4,7 @@ A handshake-era server asks the user while its call is open (``elicitation/creat
 runs the call holds it open (:class:`~yao_actors.tools.input_requests.ParkedQuestion`) while the question goes
 out as an interrupt. The resume that answers it may reach another process sharing the store (another worker
 behind a load balancer). A :class:`ParkedRelay` joins the two through the store's held calls
-(:class:`ParkedCalls`, which the stores offer as ``store.parked_calls()``: :mod:`yao_actors.store.parked`):
+(:class:`~yao_actors.store.protocol.ParkedCalls`, which the stores offer as ``store.parked_calls()``):
 
 - **the holder** (the actor holding the call) records the call as held by it before the interrupt goes out
   (:meth:`ParkedRelay.hold`), then (:meth:`ParkedRelay.serve`) renews the holding every third of its ``ttl``
@@ -28,12 +28,13 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 import trio
 
 from yao_actors.errors import ErrorKind, StoreUnavailable
+from yao_actors.store.protocol import ConversationStore, ParkedCalls
 from yao_actors.tasks import patiently
 from yao_actors.tools.input_requests import InputAnswer, InputRequest, InputRound
 from yao_actors.tools.results import ToolOutcome
@@ -42,46 +43,6 @@ logger = logging.getLogger(__name__)
 
 Resume = Callable[[InputAnswer], Awaitable[ToolOutcome | None]]
 """Gives the held call its answer in this process; its outcome, or ``None`` when it is no longer held."""
-
-
-class ParkedCalls(Protocol):
-    """Calls held open by one process and answered from another (see :mod:`yao_actors.store.parked`). Each method is one
-    atomic step in the store; the ``take_*`` ones wait up to ``timeout`` seconds (``0``: just look)."""
-
-    async def hold(self, ticket: str, holder: str, ttl: float) -> None:
-        """Record that ``holder`` holds the call ``ticket`` open, for ``ttl`` seconds unless renewed."""
-        ...
-
-    async def renew(self, ticket: str, holder: str, ttl: float) -> bool:
-        """Extend the holding by ``ttl`` seconds; ``False`` when ``holder`` no longer holds it (expired, released,
-        finished)."""
-        ...
-
-    async def holder(self, ticket: str) -> str | None:
-        """Who holds the call now; ``None`` when nobody does (never held, expired, released or finished)."""
-        ...
-
-    async def deliver(self, ticket: str, answer: Mapping[str, Any]) -> bool:
-        """Give the held call its answer, once: ``False`` (nothing written) when nobody holds it or it has one."""
-        ...
-
-    async def take_answer(self, ticket: str, holder: str, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
-        """The answer given to the call ``holder`` holds, once (a second take finds none); ``None`` when none came
-        within ``timeout`` seconds."""
-        ...
-
-    async def finish(self, ticket: str, holder: str, outcome: Mapping[str, Any]) -> bool:
-        """End the holding with the call's outcome, for :meth:`take_outcome`; ``False`` when ``holder`` no longer
-        holds it."""
-        ...
-
-    async def take_outcome(self, ticket: str, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
-        """The outcome the holder finished the call with, once; ``None`` when none came within ``timeout``."""
-        ...
-
-    async def release(self, ticket: str, holder: str) -> None:
-        """End the holding without an outcome (an answer not taken goes with it), if ``holder`` holds it."""
-        ...
 
 
 @attrs.frozen
@@ -236,11 +197,11 @@ def outcome_of(record: Mapping[str, Any]) -> ToolOutcome | None:
     return ToolOutcome(**values)
 
 
-def relay_of(store: object, ttl: float) -> ParkedRelay | None:
+def relay_of(store: ConversationStore, ttl: float) -> ParkedRelay | None:
     """The relay of a store that offers held calls (``store.parked_calls()``); ``None`` for one that does not (a
-    store of an embedder's own: a held call is then answered only in the process holding it)."""
-    offered = getattr(store, "parked_calls", None)
-    return ParkedRelay(offered(), ttl) if callable(offered) else None
+    store of one's own without them: a held call is then answered only in the process holding it)."""
+    calls = store.parked_calls()
+    return None if calls is None else ParkedRelay(calls, ttl)
 
 
-__all__ = ["ParkedCalls", "ParkedRelay", "outcome_of", "outcome_record", "relay_of"]
+__all__ = ["ParkedRelay", "outcome_of", "outcome_record", "relay_of"]

@@ -11,7 +11,6 @@ placeholders, :mod:`yao_actors.tools.media`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
 from yao_actors.tools.schema_gate import schema_problems
 from yao_actors.untrusted import json as untrusted_json
+from yao_actors.untrusted.json import compact_json as compact_json  # where events and tools find it
 
 
 @attrs.frozen
@@ -184,14 +184,6 @@ def _unwrapped(structured: Any, output_schema: Mapping[str, Any]) -> Any:
     if wrapped and isinstance(structured, dict) and list(structured) == ["result"]:
         return structured["result"]
     return structured
-
-
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def compact_json(value: Any) -> str:
-    """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping."""
-    return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
 
 
 def tool_message_content(result: ToolCallResult, sent: int = 0) -> str:

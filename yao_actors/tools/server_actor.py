@@ -85,11 +85,10 @@ from yao_actors.tools.server_handle import (
     CallRequest,
     ProgressItem,
     ServerHandle,
-    ServerState,
-    ServerStatistics,
     ServerStatus,
     unavailable_outcome,
 )
+from yao_actors.tools.tool_server import ServerState, ServerStatistics
 from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
 from yao_actors.transports.malformed import MALFORMED
 
@@ -508,9 +507,6 @@ class _ServerActor:
             prior_discover=prior,
         ) as client:
             connection.client = client
-            # The outcome checks structured output against the outputSchema itself (call_outcome): a mismatch
-            # is the tool's error, where the SDK raised a RuntimeError that would read as the server failing.
-            client.session.validate_tool_result = _outcome_checks_structured_output  # type: ignore[method-assign]
             self.status.connected(link.pid)
             self._negotiated(client)
             await self.fetch_catalog(client)
@@ -692,7 +688,3 @@ async def serve_mcp_server(
 
 
 __all__ = ["PROGRESS_BUFFER", "ServerHandle", "ServerState", "ServerStatistics", "serve_mcp_server"]
-
-
-async def _outcome_checks_structured_output(name: str, result: mcp.types.CallToolResult) -> None:
-    """Instead of the SDK's ``validate_tool_result``: :func:`~yao_actors.tools.results.call_outcome` checks."""

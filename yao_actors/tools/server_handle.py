@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import enum
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -33,51 +32,20 @@ from yao_actors.specs import ServerSpec
 from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.tool_server import (
+    LOST,
+    NO_OPTIONS,
+    Binding,
+    CallAnswers,
+    CallOptions,
+    ProgressFn,
+    ServerState,
+    ServerStatistics,
+)
 from yao_actors.transports import Link
-
-ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
-"""Receives a running call's progress: ``(progress, total, message)``; a plain or an ``async`` function."""
 
 #: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
 PROGRESS_BUFFER = 16
-
-
-class ServerState(enum.StrEnum):
-    """Where a server actor is in its life."""
-
-    STARTING = "starting"  #: connecting (first start or a restart)
-    READY = "ready"  #: connected, serving calls
-    RESTARTING = "restarting"  #: lost, waiting out its backoff before reconnecting
-    DOWN = "down"  #: gave up after ``restart.max_restarts`` consecutive failures (only when that is set)
-    NEEDS_AUTH = "needs_auth"  #: behind OAuth with no usable tokens: waits for a login, checking now and then
-    STOPPED = "stopped"  #: the actor has ended
-
-
-@attrs.frozen
-class ServerStatistics:
-    """A snapshot of a server actor.
-
-    ``calls`` counts ``call_tool`` requests and ``errors`` those whose outcome
-    was not a success; ``last_error`` says why the server last failed, with the
-    last lines of a stdio server's stderr (which may hold secrets: for whoever
-    runs the service), and ``last_error_kind`` only what kind of failure it was
-    (:func:`loss_kind`), for readers that must not see the details. ``next_attempt_in`` is the seconds until a
-    ``restarting`` server's next connection attempt (``None`` when none is waited for).
-    """
-
-    state: ServerState
-    restarts: int
-    in_flight: int
-    queued: int
-    calls: int
-    errors: int
-    last_error: str | None
-    tools_version: int
-    pid: int | None
-    last_error_kind: str | None = None
-    protocol: str | None = None
-    """The MCP protocol version of the current (or last) connection: ``"2026-07-28"``, ``"2025-11-25"``, ..."""
-    next_attempt_in: float | None = None
 
 
 def loss_kind(link: Link | None) -> str | None:
@@ -318,40 +286,59 @@ class ServerHandle(metaclass=NoPublicConstructor):
     async def call_tool(
         self,
         name: str,
-        arguments: dict[str, Any] | None,
+        arguments: dict[str, Any] | None = None,
+        options: CallOptions = NO_OPTIONS,
         *,
         progress: ProgressFn | None = None,
-        deadline: float = math.inf,
-        input_responses: Mapping[str, Any] | None = None,
-        request_state: str | None = None,
     ) -> ToolOutcome:
         """Call tool ``name`` under the spec's deadline; a failure is an outcome, never an exception.
 
-        ``input_responses`` and ``request_state`` make the call again with the user's answers to the questions
-        an earlier call of it asked (protocol 2026-07-28); a call that asks ends ``input_required``.
+        ``progress`` is ``options.progress`` in short, for a caller that wants no other option.
 
-        ``progress`` (a plain or an ``async`` function of ``(progress, total,
-        message)``) receives the call's progress notifications (some may be
-        dropped if it is slower than the server). ``deadline`` is the caller's
-        own (an absolute ``trio.current_time()``, e.g. a turn's): the call runs
-        in one cancel scope under the earlier of it and ``spec.timeout``, and
-        when the caller's is the one that expires it raises
-        ``trio.TooSlowError``, as ``trio.fail_at(deadline)`` around the call
-        would. Otherwise it raises only ``trio.Cancelled``. Either way the
-        server then receives ``notifications/cancelled`` for the request.
+        ``options.progress`` (a plain or an ``async`` function of ``(progress, total, message)``) receives the
+        call's progress notifications (some may be dropped if it is slower than the server).
+        ``options.deadline`` is the caller's own (an absolute ``trio.current_time()``, e.g. a turn's): the call
+        runs in one cancel scope under the earlier of it and ``spec.timeout``, and when the caller's is the one
+        that expires it raises ``trio.TooSlowError``, as ``trio.fail_at(deadline)`` around the call would.
+        Otherwise it raises only ``trio.Cancelled``. Either way the server then receives
+        ``notifications/cancelled`` for the request.
+
+        ``options.answers`` give the call the user's answers to the questions an earlier call of it asked: it is
+        made again with them (protocol 2026-07-28), or the handshake-era call held open for them gets them
+        (:meth:`resume_parked`). A call that asks ends ``input_required``.
         """
+        if progress is not None:
+            options = attrs.evolve(options, progress=progress)
+        answers = options.answers
+        if answers is not None and answers.ticket is not None:
+            return await self._resume(answers)
+        if answers is not None:
+            arguments = dict(answers.arguments)
         request = CallRequest(
             name,
             dict(arguments or {}),
             trio.current_time(),
-            progress is not None,
+            options.progress is not None,
             tracing.capture(),
-            input_responses=input_responses,
-            request_state=request_state,
+            input_responses=None if answers is None else answers.responses,
+            request_state=None if answers is None else answers.request_state,
         )
-        outcome = await self._call(request, progress, deadline)
+        outcome = await self._call(request, options.progress, options.deadline)
         self._status.count_call(outcome.ok)
         return outcome
+
+    async def _resume(self, answers: CallAnswers) -> ToolOutcome:
+        """The outcome of the held call ``answers`` names, once it has the user's answer; :data:`LOST` when no
+        live actor holds it any more."""
+        assert answers.ticket is not None  # a held call's answers name it
+        assert answers.answer is not None  # and carry the user's answer
+        outcome = await self.resume_parked(answers.ticket, answers.answer)
+        return outcome if outcome is not None else ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
+
+    async def bind(self, principal: str | None) -> Binding:
+        """The same server for every principal (its connection is the service's): no checkpoint, a run binds
+        each of its servers."""
+        return Binding(self)
 
     def statistics(self) -> ServerStatistics:
         status = self._status

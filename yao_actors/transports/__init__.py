@@ -15,7 +15,8 @@ when the connection is lost as a whole and why:
 The protocol is the spec's ``protocol``: ``"legacy"`` (the initialize handshake),
 a stateless version pinned (``"2026-07-28"``), or ``"auto"``: ``server/discover``
 bounded by :data:`DISCOVER_TIMEOUT` (not the SDK's fixed 10 s, so no start stalls),
-then the handshake. A discover result the actor kept from an earlier connection
+then the handshake (:mod:`.session`: the SDK's client and session, subclassed where a server actor needs
+them to differ). A discover result the actor kept from an earlier connection
 (``prior_discover``) is adopted without asking again. The response cache is off:
 the actor keeps the catalog itself.
 """
@@ -29,7 +30,6 @@ from typing import Any, Protocol
 
 import attrs
 import mcp
-import mcp.client.session
 import mcp.types
 from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -40,6 +40,7 @@ from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, op
 from yao_actors.transports.link import Link
 from yao_actors.transports.sdk_errors import install as install_sdk_filter
 from yao_actors.transports.sdk_errors import sdk_errors_in_one_line
+from yao_actors.transports.session import DISCOVER_TIMEOUT, GatedClient
 from yao_actors.transports.sse import open_sse_transport
 from yao_actors.transports.stdio import DEFAULT_LINE_LIMITS, LineLimits, open_stdio_transport, stop_process
 
@@ -53,9 +54,6 @@ def _client_info() -> mcp.types.Implementation:
 
 
 CLIENT_INFO = _client_info()
-
-#: Seconds ``protocol: "auto"`` waits for the answer to ``server/discover`` before it tries the handshake.
-DISCOVER_TIMEOUT = 2.0
 
 
 class Connector(Protocol):
@@ -92,12 +90,10 @@ async def open_client(
     (:mod:`.sdk_errors`).
     """
     install_sdk_filter()
-    # The SDK reads its probe's deadline from this module constant each time it probes.
-    mcp.client.session.DISCOVER_TIMEOUT_SECONDS = DISCOVER_TIMEOUT
     mode, prior = connect_mode(spec.protocol, prior_discover)
     with sdk_errors_in_one_line(spec.id):
         async with _open_transport(spec, link, line_limits) as target:
-            client = mcp.Client(
+            client = GatedClient(
                 target,
                 mode=mode,
                 prior_discover=prior,

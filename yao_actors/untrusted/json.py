@@ -125,3 +125,30 @@ def dumps_utf8(value: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return scrub_text(text).encode("utf-8")
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping."""
+    return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
+
+
+def encode_json(value: Any) -> str:
+    """``value`` as compact JSON, non-ASCII text kept as is: how events and frames go on the wire and into a store.
+
+    The result is always valid UTF-8: a value holding a string that is not (a lone surrogate) is written with
+    ``\\u`` escapes instead, so neither a socket write nor a store can fail on it. Raises ``TypeError`` or
+    ``ValueError`` for a value that is not JSON.
+    """
+    text = _COMPACT.encode(value)
+    # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _COMPACT_ASCII.encode(value)
+    return text

@@ -57,12 +57,13 @@ from yao_actors.errors import (
     StoreUnavailable,
     UnknownRun,
     UnknownThread,
+    store_trouble_ends_the_run,
 )
-from yao_actors.events import TERMINAL_TYPES, EventDict
+from yao_actors.events import TERMINAL_TYPES, EventDict, stored_events
 from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunFinish
-from yao_actors.store.base import RunStart, Taken
+from yao_actors.store.records import RunStart, Taken
 from yao_actors.tasks import PATIENCE, Turnstile, patiently
 
 logger = logging.getLogger(__name__)
@@ -235,10 +236,8 @@ class RunJournal:
     async def check_new(self) -> None:
         """Raise ``RunError`` ``bad_request`` when the run's id is already stored (``store_unavailable`` when the
         store is out of reach): what :meth:`start` would refuse, asked before anything irreversible runs."""
-        try:
+        with store_trouble_ends_the_run():
             stored = await patiently(lambda: self.store.get_run(self.run_id))
-        except StoreUnavailable as error:
-            raise error.run_error() from error
         if stored is not None:
             raise RunError(f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST)
 
@@ -370,14 +369,15 @@ class RunJournal:
         that refusal is taken as success when the store's log holds this very batch.
         """
         tries = 0
+        encoded = stored_events(events)
 
         async def append() -> Sequence[int] | None:
             nonlocal tries
             tries += 1
-            if release is None:  # a store of an embedder's may not take ``release`` at all
-                return await self.store.append_turn(self.thread_id, self.run_id, turns, events, finish=finish)
-            return await self.store.append_turn(
-                self.thread_id, self.run_id, turns, events, finish=finish, release=release
+            if release is None or finish is None:
+                return await self.store.append_turn(self.thread_id, self.run_id, turns, encoded, finish=finish)
+            return await self.store.append_last_turn(
+                self.thread_id, self.run_id, turns, encoded, finish, release=release
             )
 
         try:
@@ -432,8 +432,8 @@ class RunJournal:
     async def close_out(self, finish: RunFinish, *, release: str | None = None) -> CloseOut:
         """The close-out's write: the rest of the history, the events not written yet, the terminal event and the
         run's closed record (``finish``), in one store call; what came of it, as a value the actor reads. With
-        ``release`` (the run's lease token, for a store that takes it: ``append_turn(release=...)``) the thread's
-        lease is given up in that same write (:attr:`CloseOut.released`; else the caller releases it itself).
+        ``release`` (the run's lease token: ``append_last_turn``) the thread's lease is given up in that same write
+        (:attr:`CloseOut.released`; else the caller releases it itself).
 
         When the store stayed out of reach (:data:`CLOSE_PATIENCE`) nothing was stored (:attr:`CloseOut.unstored`):
         the caller replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the

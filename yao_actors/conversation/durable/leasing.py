@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
+from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable, store_trouble_ends_the_run
 from yao_actors.store import ConversationStore
-from yao_actors.store.base import RunStart, Taken, ThreadLeases, releases_with_finish, starts_with_lease
 from yao_actors.store.leases import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, sweep_dead_runs
+from yao_actors.store.protocol import ThreadLeases
+from yao_actors.store.records import RunStart, Taken
 from yao_actors.tasks import patiently
 
 logger = logging.getLogger(__name__)
@@ -43,11 +44,8 @@ class LeasePolicy:
     """Whether other processes may share the store (``store.durable``); runs on a store of this process alone
     take no lease (one process runs a thread's runs one at a time anyway)."""
     starter: Starter | None = None
-    """The store's ``take_and_start`` when it has one (:func:`~yao_actors.store.base.starts_with_lease`): a run
-    takes its lease and starts in one store call; else it takes the lease, then starts."""
-    release_with_close: bool = False
-    """Whether the store releases a run's lease in the run's close-out write (``append_turn(release=...)``,
-    :func:`~yao_actors.store.base.releases_with_finish`): one store call fewer per run; else a separate release."""
+    """The store's ``take_and_start`` (:meth:`~yao_actors.store.ConversationStore.take_and_start`) for a shared
+    store: a run takes its lease and starts in one store call; ``None`` where runs take no lease."""
 
     @classmethod
     def of(
@@ -55,9 +53,7 @@ class LeasePolicy:
     ) -> LeasePolicy:
         """The policy of runs on ``store``."""
         shared = store.durable
-        starter = getattr(store, "take_and_start", None) if shared and starts_with_lease(store) else None
-        release_with_close = shared and releases_with_finish(store)
-        return cls(store.leases(), store.owner, ttl, wait, shared, starter, release_with_close)
+        return cls(store.leases(), store.owner, ttl, wait, shared, store.take_and_start if shared else None)
 
     def token(self, run_id: str) -> str:
         return f"{self.owner}:{run_id}"
@@ -75,7 +71,7 @@ async def take_lease(
     """
     if attempt is None:
         attempt = functools.partial(patiently, functools.partial(policy.leases.take, thread_id, token, policy.ttl))
-    try:
+    with store_trouble_ends_the_run():
         with trio.move_on_after(policy.wait):
             while True:
                 taken = await attempt()
@@ -84,8 +80,6 @@ async def take_lease(
                         logger.warning("thread %s: closed run(s) whose process died: %s", thread_id, taken.closed)
                     return taken
                 await trio.sleep(min(POLL_INTERVAL, policy.ttl / 3))
-    except StoreUnavailable as error:
-        raise error.run_error() from error
     raise RunError(
         f"thread {thread_id!r} is busy: a run elsewhere still holds it after {policy.wait:g} s (store.lease_wait)",
         code=RunErrorCode.THREAD_BUSY,

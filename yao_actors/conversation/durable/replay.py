@@ -20,7 +20,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from yao_actors.errors import RunErrorCode, StoreUnavailable
+from yao_actors.errors import RunErrorCode, store_trouble_ends_the_run
 from yao_actors.events import TERMINAL_TYPES, EventDict
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunRecord, RunStatus
@@ -120,10 +120,8 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
         """The next event; ``RunError`` ``store_unavailable`` when the store stays out of reach (the front end
         tells its client, who resumes again later: the run is not over)."""
         while not self._pending and not self._finished:
-            try:
+            with store_trouble_ends_the_run():
                 await patiently(self._fetch)
-            except StoreUnavailable as error:
-                raise error.run_error() from error
         if self._pending:
             event = self._pending.pop(0)
             await trio.lowlevel.checkpoint()

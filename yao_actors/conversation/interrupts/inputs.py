@@ -32,8 +32,9 @@ from yao_actors.conversation.interrupts.approvals import PendingApproval, stored
 from yao_actors.errors import ErrorKind, RunError, RunErrorCode
 from yao_actors.models.base import ToolCall
 from yao_actors.tools.input_requests import InputAction, InputAnswer, InputRequest, InputRound, elicit_result
-from yao_actors.tools.results import ToolCallResult, ToolOutcome
+from yao_actors.tools.results import ToolCallResult
 from yao_actors.tools.schema_gate import answer_problem
+from yao_actors.tools.tool_server import CallAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +42,6 @@ logger = logging.getLogger(__name__)
 FORM_REASON: Final = "input_required"
 URL_REASON: Final = "url_required"
 #: What the model is told when the open call could not be given the user's answer.
-LOST: Final = "Error: the tool could not complete: the call waiting for the user's answer is gone"
 _ACTIONS: Final = ("accept", "decline", "cancel")
 
 
@@ -216,30 +216,15 @@ def resolve_inputs(
     return Answered(answers), rest
 
 
-@attrs.define(eq=False)
-class Answering:
-    """A server, as dispatch sees it, that gives one call its user's answers instead of asking afresh.
-
-    A 2026-07-28 call is made again with ``input_responses`` and its ``request_state``; a handshake-era one
-    gets its answer in the server actor that holds it open, here or in another process sharing the store (when
-    no live actor does any more: :data:`LOST`).
-    """
-
-    handle: Any
-    answers: Sequence[tuple[PendingInput, InputAnswer]]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.handle, name)
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None, **options: Any) -> ToolOutcome:
-        first = self.answers[0][0]
-        if first.ticket is not None:
-            outcome: ToolOutcome | None = await self.handle.resume_parked(first.ticket, self.answers[0][1])
-            return outcome if outcome is not None else ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
-        responses = {pending.key: elicit_result(answer, pending.question.schema) for pending, answer in self.answers}
-        return await self.handle.call_tool(  # type: ignore[no-any-return]
-            name, dict(first.arguments), input_responses=responses, request_state=first.request_state, **options
-        )
+def call_answers(answers: Sequence[tuple[PendingInput, InputAnswer]]) -> CallAnswers:
+    """How one call gets its user's answers: a 2026-07-28 call is made again with ``input_responses`` and its
+    ``request_state``; a handshake-era one gets its answer in the server actor that holds it open, here or in
+    another process sharing the store."""
+    first, answer = answers[0]
+    if first.ticket is not None:
+        return CallAnswers(first.arguments, ticket=first.ticket, answer=answer)
+    responses = {pending.key: elicit_result(given, pending.question.schema) for pending, given in answers}
+    return CallAnswers(first.arguments, responses, first.request_state)
 
 
 Pending = PendingApproval | PendingInput

@@ -15,7 +15,7 @@ from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.models.base import Model, with_params
 from yao_actors.specs import AssistantSpec
 from yao_actors.tools.catalog import CatalogCache
-from yao_actors.tools.dispatch import ToolServer
+from yao_actors.tools.tool_server import ToolServer
 
 V = TypeVar("V")
 

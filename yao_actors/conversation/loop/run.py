@@ -22,8 +22,9 @@ import trio
 from yao_actors.conversation.interrupts.approvals import split_held
 from yao_actors.conversation.interrupts.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.interrupts.inputs import held_inputs
-from yao_actors.conversation.interrupts.principal_servers import authorization_interrupt, bind_principal
+from yao_actors.conversation.interrupts.principal_servers import authorization_interrupt
 from yao_actors.conversation.loop.answer import Answer, MaxTurns, TurnRequest, standard_answer
+from yao_actors.conversation.loop.batch import PendingBatch
 from yao_actors.conversation.loop.fallback import (
     FALLBACK_ASSISTANT_ID,
     FALLBACK_DESCRIPTION,
@@ -60,17 +61,17 @@ from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.specs import AssistantSpec, ServerRef
 from yao_actors.tools.budget import model_view
 from yao_actors.tools.catalog import Catalog, CatalogCache, select_servers
+from yao_actors.tools.directory import bind_servers
 from yao_actors.tools.dispatch import (
     CallFinished,
     CallProgress,
     DispatchEvent,
     SequentialRetry,
-    ToolServer,
     execute_tool_calls,
-    failed_result,
 )
 from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
+from yao_actors.tools.tool_server import CallAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -84,18 +85,6 @@ MAX_DELEGATION_DEPTH = 4
 """Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
 
 C = TypeVar("C", Completion, None)
-
-
-@attrs.define(eq=False)
-class PendingBatch:
-    """A batch of tool calls in flight: the results it has so far, which of them were reported as events, and the
-    tool message content those events carried (encoded once for both), by position."""
-
-    calls: tuple[ToolCall, ...]
-    catalog: Catalog
-    done: dict[int, ToolCallResult] = attrs.field(factory=dict)
-    reported: set[int] = attrs.field(factory=set)
-    contents: dict[int, str] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -296,17 +285,18 @@ class Run:
         return subagent_id
 
     def protocol_of(self, server_id: str) -> str | None:
-        """The MCP protocol version the server's last connection spoke (``None``: never connected, or no actor)."""
-        statistics = getattr(self.resources.servers.get(server_id), "statistics", None)
-        return statistics().protocol if callable(statistics) else None
+        """The MCP protocol version the server's last connection spoke (``None``: never connected, or no server)."""
+        server = self.resources.servers.get(server_id)
+        return None if server is None else server.statistics().protocol
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
-        bound = await bind_principal(self.resources.servers, select_servers(assistant, override), self.principal)
-        if bound is not None:
+        refs = select_servers(assistant, override)
+        bound = await bind_servers(self.resources.servers, (ref.server_id for ref in refs), self.principal)
+        if bound.changed:
             self.resources = attrs.evolve(self.resources, servers=bound.servers, catalogs=CatalogCache())
-            self.needs_authorization.update(bound.needed)
-            for server_id, problem in bound.problems.items():
-                await self.events.server_status(server_id, "down", problem)
+        self.needs_authorization.update(bound.needed)
+        for server_id, problem in bound.problems.items():
+            await self.events.server_status(server_id, "down", problem)
         try:
             catalog = await self.resources.catalogs.get(assistant, self.resources.servers, override=override)
         except ConfigError as error:
@@ -383,7 +373,7 @@ class Run:
         self.checkpoint(False)
         ours, theirs = split_calls(completion.tool_calls, self.client_names)
         ours, held = split_held(self.resources.approvals, assistant, ours, catalog, self.resources.clock())
-        results, batch = await self.dispatch(ours, catalog, self.resources.servers, assistant.timeouts.turn)
+        results, batch = await self.dispatch(ours, catalog, assistant.timeouts.turn)
         self.record(results, messages, batch.contents, images_per_turn(request.model))
         self.checkpoint(True)
         asked = held_inputs(results, ours, self.resources.clock(), self.input_timeout)
@@ -392,35 +382,44 @@ class Run:
         return results
 
     async def dispatch(
-        self, calls: Sequence[ToolCall], catalog: Catalog, servers: Mapping[str, ToolServer], batch_timeout: float
+        self,
+        calls: Sequence[ToolCall],
+        catalog: Catalog,
+        batch_timeout: float,
+        answers: Mapping[str, CallAnswers] | None = None,
     ) -> tuple[list[ToolCallResult], PendingBatch]:
-        """Execute a batch of calls within ``batch_timeout`` seconds (dispatch's own deadline), telling each result
-        as an event; the results and the batch (what its events carried). While it runs the batch is
-        :attr:`batch`: a run cancelled meanwhile settles it."""
+        """Execute a batch of calls on the run's servers within ``batch_timeout`` seconds (dispatch's own
+        deadline), telling each result as an event; the results and the batch (what its events carried).
+        ``answers`` (by call id) give calls the user's answers to what earlier calls of them asked. While it runs
+        the batch is :attr:`batch`: a run cancelled meanwhile settles it."""
         batch = self.batch = PendingBatch(tuple(calls), catalog)
-        results = await execute_tool_calls(
-            calls, catalog, servers, batch_timeout=batch_timeout, on_event=self.on_dispatch
+        await execute_tool_calls(
+            calls,
+            catalog,
+            self.resources.servers,
+            batch_timeout=batch_timeout,
+            on_event=self.on_dispatch,
+            answers=answers,
         )
         self.batch = None
-        return results, batch
+        return batch.finished(), batch
 
     def input_timeout(self, server_id: str) -> float:
         """How long a server's question may wait for the user's answer (its ``input_timeout``)."""
-        spec = getattr(self.resources.servers.get(server_id), "spec", None)
-        return float(getattr(spec, "input_timeout", DEFAULT_INPUT_TIMEOUT))
+        server = self.resources.servers.get(server_id)
+        return DEFAULT_INPUT_TIMEOUT if server is None else server.spec.input_timeout
 
     async def on_dispatch(self, event: DispatchEvent) -> None:
         """Tell a dispatch event as AG-UI events (``CallStarted``: nothing, the model's message announced it)."""
         if isinstance(event, CallFinished):
-            if event.result.kind is ErrorKind.INPUT_REQUIRED:
-                return  # not a result: the call waits for the user's answer, the run ends with an interrupt
             batch = self.batch
             if batch is not None:
-                batch.done[event.index] = event.result
+                batch.results[event.index] = event.result
+            if event.result.kind is ErrorKind.INPUT_REQUIRED:
+                return  # not a result: the call waits for the user's answer, the run ends with an interrupt
             media_bytes = self.resources.media_bytes
             sent = await self.events.tool_call_result(self.new_message_id(), event.result, media_bytes=media_bytes)
             if batch is not None:
-                batch.reported.add(event.index)
                 batch.contents[event.index] = sent["content"]
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 server_id = event.result.server
@@ -436,7 +435,7 @@ class Run:
         self,
         results: Sequence[ToolCallResult],
         messages: list[Message] | None = None,
-        known: Mapping[int, str] = {},
+        known: Sequence[str | None] = (),
         images: int = 0,
     ) -> None:
         """Keep a batch's results and answer each of its calls with a tool message (content ``known`` by position:
@@ -447,7 +446,7 @@ class Run:
             if result.kind is ErrorKind.INPUT_REQUIRED:
                 continue  # the call stays open: its result comes once the user has answered
             self.results.append(result)
-            content = known.get(index)
+            content = known[index] if known else None
             if content is None:
                 content = tool_message_content(result)
             tool_message = {"role": "tool", "tool_call_id": result.call_id, "content": content}
@@ -465,9 +464,9 @@ class Run:
         if self.batch is None:
             return []
         batch, self.batch = self.batch, None
-        results = [batch.done.get(i) or _cancelled_result(call, batch.catalog) for i, call in enumerate(batch.calls)]
+        results = batch.settled()
         self.record(results, None, batch.contents)
-        return [result for index, result in enumerate(results) if index not in batch.reported]
+        return [result for result, told in zip(results, batch.contents, strict=True) if told is None]
 
     def forget_unseen(self, shown: Sequence[Mapping[str, Any]]) -> None:
         """Forget what the run opened in events nobody saw (its store refused them): the close-out then closes only
@@ -488,8 +487,3 @@ class Run:
         while self.subagents:
             message = "the run ended before the subagent finished"
             await self.events.subagent_error(self.subagents.pop(), message, code=RunErrorCode.RUN_ENDED)
-
-
-def _cancelled_result(call: ToolCall, catalog: Catalog) -> ToolCallResult:
-    message = "the run was cancelled before the call finished"
-    return failed_result(call, catalog.resolve(call.name), message, ErrorKind.CANCELLED)

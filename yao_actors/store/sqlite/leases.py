@@ -2,7 +2,7 @@
 
 Processes on one machine sharing the file see one another's leases; the expiry is the store's clock (POSIX
 time), so they must share a clock, which one machine does. The table is the store's schema version 3
-(:data:`yao_actors.store.sqlite.MIGRATIONS`).
+(:data:`yao_actors.store.sqlite.schema.MIGRATIONS`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from yao_actors.store.base import INTERRUPTED_CODE, RunStatus, Taken, encode_event, interrupted_event
+from yao_actors.store.codec import encoded_interruption
+from yao_actors.store.records import INTERRUPTED_CODE, RunStatus, Taken
 
 T = TypeVar("T")
 
@@ -33,7 +34,7 @@ class SqliteAccess(Protocol):
 
 @attrs.define(eq=False)
 class SqliteLeases:
-    """The :class:`~yao_actors.store.base.ThreadLeases` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
+    """The :class:`~yao_actors.store.protocol.ThreadLeases` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
 
     store: SqliteAccess
 
@@ -102,8 +103,9 @@ def take_in(db: sqlite3.Connection, thread_id: str, token: str, expires: float, 
         (thread_id,),
     ).fetchall()
     for run_id, last_seq in running:
-        event = interrupted_event(run_id, (last_seq or 0) + 1, now)
-        db.execute("INSERT INTO events VALUES (?, ?, ?)", (run_id, event["seq"], encode_event(event)))
+        db.execute(
+            "INSERT INTO events VALUES (?, ?, ?)", (run_id, *encoded_interruption(run_id, (last_seq or 0) + 1, now))
+        )
         db.execute(
             "UPDATE runs SET status = ?, outcome = ?, finished_at = ?, events_expire_at = ? WHERE run_id = ?",
             (RunStatus.INTERRUPTED.value, INTERRUPTED_CODE, now, now + event_ttl, run_id),

@@ -2,7 +2,7 @@
 
 Every write is one Lua script: one round trip, applied atomically by the
 server. Keys live under ``prefix``; ``{id}`` and ``{p}`` are the ids escaped
-(:mod:`yao_actors.store.redis_keys`: ``%`` → ``%25``, ``:`` → ``%3A``, so no id
+(:mod:`yao_actors.store.redis.keys`: ``%`` → ``%25``, ``:`` → ``%3A``, so no id
 names another key; an id with neither character is its own escape, so the keys
 of such ids are those stores written before escaping have, and stay readable)::
 
@@ -10,7 +10,7 @@ of such ids are those stores written before escaping have, and stay readable)::
                                            the pending approvals' JSON array)
     {prefix}thread:{id}:messages   list    the history, one JSON message an element
     {prefix}thread:{id}:runs       list    run ids (as given, not escaped) in start order
-    {prefix}thread:{id}:lease      string  the token of the run holding the thread (yao_actors.store.redis_leases)
+    {prefix}thread:{id}:lease      string  the token of the run holding the thread (yao_actors.store.redis.leases)
     {prefix}run:{id}               hash    threadId, assistant, status, outcome, usage, startedAt, finishedAt, owner
     {prefix}run:{id}:events        stream  entry id ``0-{seq}``, field ``e`` the event's JSON; expires ``event_ttl``
                                            after its last append (so XRANGE/XREAD from ``0-{N}`` give seq > N)
@@ -18,7 +18,7 @@ of such ids are those stores written before escaping have, and stay readable)::
     {prefix}threads:owner:{p}      zset    the thread ids of one principal (``={p}``, or ``~`` for none)
     {prefix}runs:running           set     the ids (as given) of runs still running (what recovery looks at)
     {prefix}parked:{ticket}        hash    holder, answered: a handshake-era call held open by a process
-                                           (yao_actors.store.redis_parked), expiring unless renewed; its lists
+                                           (yao_actors.store.redis.parked), expiring unless renewed; its lists
                                            ``:answer`` and ``:outcome`` carry the answer there and the outcome back
 
 Whatever goes wrong in Redis (out of reach, a timeout, an error answer of any
@@ -31,20 +31,31 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
+from typing import Any
 
 import attrs
 import coredis
 import coredis.exceptions
 
-from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread, exception_leaves
-from yao_actors.store.base import (
+from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread, exception_leaves
+from yao_actors.store.codec import (
+    check_rises,
+    decode_approvals,
+    decode_json,
+    encode_approvals,
+    encode_message,
+    encode_usage,
+    event_seqs,
+    new_owner_token,
+    seq_floor,
+)
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL, ConversationStore, ThreadLeases, TokenRecords
+from yao_actors.store.records import (
     ANY_PRINCIPAL,
-    DEFAULT_EVENT_TTL,
     AnyPrincipal,
+    EncodedEvent,
     EventDict,
     Message,
     RunFinish,
@@ -53,60 +64,17 @@ from yao_actors.store.base import (
     RunStatus,
     Taken,
     ThreadInfo,
-    ThreadLeases,
-    check_release,
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_event,
-    encode_message,
-    encode_usage,
-    event_seqs,
-    new_owner_token,
-    seq_floor,
     utc,
 )
-from yao_actors.store.redis_keys import RedisKeys
-from yao_actors.store.redis_leases import RedisLeases
-from yao_actors.store.redis_parked import RedisParkedCalls
-from yao_actors.store.redis_scripts import SCRIPTS
-from yao_actors.store.tokens import RedisTokens, TokenRecords
+from yao_actors.store.redis.keys import RedisKeys
+from yao_actors.store.redis.leases import RedisLeases
+from yao_actors.store.redis.parked import RedisParkedCalls
+from yao_actors.store.redis.reach import reachable
+from yao_actors.store.redis.scripts import SCRIPTS
+from yao_actors.store.redis.tokens import RedisTokens
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
-
-_UNREACHABLE = (coredis.exceptions.ConnectionError, coredis.exceptions.AuthenticationError, OSError)
-
-
-@contextmanager
-def _reachable(url: str) -> Iterator[None]:
-    """Turn whatever goes wrong in Redis into :class:`StoreUnavailable`: the ways a server can be out of reach
-    (connection refused or lost, timeouts, authentication, a reply that is not the protocol), and any error
-    answer (``WRONGTYPE``, ``OOM``, ``READONLY``, a script error, ...), which no caller can do anything else with."""
-    where = shown_url(url)  # the message reaches the log: never the password; clients hear only what is shown
-    try:
-        yield
-    except _UNREACHABLE as error:
-        raise StoreUnavailable(
-            f"Redis store at {where} is unreachable: {error}", shown="Redis is unreachable"
-        ) from error
-    except coredis.exceptions.RedisError as error:
-        kind = type(error).__name__
-        raise StoreUnavailable(
-            f"Redis store at {where} answered with an error ({kind}): {error}",
-            shown=f"Redis answered with an error ({kind})",
-        ) from error
-
-
-def shown_url(url: str) -> str:
-    """``url`` as messages may show it: its password (``redis://user:secret@host``) replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = f"{parts.username}:" if parts.username else ":"
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}***@{host}"))
 
 
 @asynccontextmanager
@@ -126,7 +94,7 @@ async def open_redis_store(
     client = coredis.Redis.from_url(url, decode_responses=True, connect_timeout=CONNECT_TIMEOUT)
     try:
         async with client:
-            with _reachable(url):
+            with reachable(url):
                 await client.ping()
             yield RedisStore(client, url, prefix=prefix, event_ttl=event_ttl, clock=clock)
     except BaseExceptionGroup as group:
@@ -135,13 +103,9 @@ async def open_redis_store(
 
 
 @attrs.define(eq=False)
-class RedisStore:
+class RedisStore(ConversationStore):
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
-    releases_with_finish: ClassVar[bool] = True
-    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
-    starts_with_lease: ClassVar[bool] = True
-    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     client: coredis.Redis[str]
     """The store's connection (its lease backend shares it)."""
     url: str
@@ -163,7 +127,6 @@ class RedisStore:
         return RedisParkedCalls(self)
 
     def parked_calls(self) -> RedisParkedCalls:
-        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
         return self._parked
 
     @property
@@ -191,7 +154,7 @@ class RedisStore:
         self, script: coredis.commands.Script[str], keys: Sequence[str], args: Sequence[str | int | float]
     ) -> Any:
         """Run a script by its digest (``EVALSHA``), loading it first when the server does not have it."""
-        with _reachable(self.url):
+        with reachable(self.url):
             try:
                 return await self.client.evalsha(script.sha, keys=keys, args=args)
             except coredis.exceptions.NoScriptError:  # a new or restarted server
@@ -200,7 +163,7 @@ class RedisStore:
 
     def reachable(self) -> AbstractContextManager[None]:
         """A block in which the ways the server can be out of reach raise :class:`StoreUnavailable`."""
-        return _reachable(self.url)
+        return reachable(self.url)
 
     @property
     def keys(self) -> RedisKeys:
@@ -226,7 +189,7 @@ class RedisStore:
         return attrs.evolve(info, created=created == 1)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
-        with _reachable(self.url):
+        with reachable(self.url):
             fields = await self.client.hgetall(self._keys.thread(thread_id))
         return _thread(thread_id, fields) if fields else None
 
@@ -234,7 +197,7 @@ class RedisStore:
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
     ) -> list[ThreadInfo]:
         index = self._keys.threads if principal is ANY_PRINCIPAL else self._keys.owner_index(principal)
-        with _reachable(self.url):
+        with reachable(self.url):
             ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
             found = await self._hgetall_each([self._keys.thread(i) for i in ids])
         return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
@@ -248,7 +211,7 @@ class RedisStore:
         return [dict(await request) for request in requests]
 
     async def load_history(self, thread_id: str) -> list[Message]:
-        with _reachable(self.url):
+        with reachable(self.url):
             items = await self.client.lrange(self._keys.messages(thread_id), 0, -1)
         return [decode_json(item) for item in items]
 
@@ -294,7 +257,7 @@ class RedisStore:
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(started), self.owner)
 
     async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
-        """The lease and the run's start in one script (:func:`~yao_actors.store.base.starts_with_lease`)."""
+        """The lease and the run's start in one script."""
         encoded = [encode_message(m) for m in start.messages]
         return await self._leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
 
@@ -306,25 +269,25 @@ class RedisStore:
         return bool(await self._script("finish_run", keys, args))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        with _reachable(self.url):
+        with reachable(self.url):
             fields = await self.client.hgetall(self._keys.run(run_id))
         return _run(run_id, fields) if fields else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
-        with _reachable(self.url):
+        with reachable(self.url):
             ids = await self.client.lrange(self._keys.thread_runs(thread_id), 0, -1)
             found = await self._hgetall_each([self._keys.run(i) for i in ids])
         return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
         seqs = event_seqs(events)
         if not seqs:
             return
         args: list[str | int] = [self.ttl_ms]
-        for seq, event in zip(seqs, events, strict=True):
-            args += [seq, encode_event(event)]
+        for seq, text in events:
+            args += [seq, text]
         done, last = await self._script("append_events", [self._keys.run(run_id), self._keys.events(run_id)], args)
         if done == -1:
             raise UnknownRun(f"run {run_id!r} is not stored")
@@ -336,12 +299,34 @@ class RedisStore:
         thread_id: str,
         run_id: str,
         messages: Sequence[Message],
-        events: Sequence[EventDict],
+        events: Sequence[EncodedEvent],
         *,
         finish: RunFinish | None = None,
-        release: str | None = None,
     ) -> None:
-        check_release(finish, release)
+        await self._append_turn(thread_id, run_id, messages, events, finish, None)
+
+    async def append_last_turn(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EncodedEvent],
+        finish: RunFinish,
+        *,
+        release: str,
+    ) -> None:
+        """The close-out and the lease's release in one script."""
+        await self._append_turn(thread_id, run_id, messages, events, finish, release)
+
+    async def _append_turn(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EncodedEvent],
+        finish: RunFinish | None,
+        release: str | None,
+    ) -> None:
         encoded = [encode_message(m) for m in messages]
         seqs = event_seqs(events)
         if not encoded and not seqs and finish is None:
@@ -352,7 +337,7 @@ class RedisStore:
             thread_id,
             "\n".join(encoded),
             "\n".join(map(str, seqs)),
-            "\n".join(map(encode_event, events)),
+            "\n".join(text for _, text in events),
         ]
         if finish is not None:
             args += [finish.status.value, finish.outcome, encode_usage(finish.usage), run_id]
@@ -377,13 +362,13 @@ class RedisStore:
             check_rises(run_id, seqs, int(last))
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        with _reachable(self.url):
+        with reachable(self.url):
             entries = await self.client.xrange(self._keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
-        with _reachable(self.url):
+        with reachable(self.url):
             await self.client.xread(
                 {self._keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
             )
@@ -396,7 +381,7 @@ class RedisStore:
             raise UnknownThread(f"thread {thread_id!r} was not opened")
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
-        with _reachable(self.url):
+        with reachable(self.url):
             text = await self.client.hget(self._keys.thread(thread_id), "approvals")
         return decode_approvals(text)
 

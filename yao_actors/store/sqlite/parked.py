@@ -1,10 +1,10 @@
 """Held calls in a SQLite store: a ``parked_calls`` row per ticket, written in one transaction, polled for.
 
-:class:`~yao_actors.tools.parked_relay.ParkedCalls` for processes on one machine sharing the file. A row holds the
+:class:`~yao_actors.store.protocol.ParkedCalls` for processes on one machine sharing the file. A row holds the
 holder, when the holding expires (the store's clock), the answer once delivered (and whether the holder took it),
-and the outcome once finished; the ``take_*`` calls look every :data:`~yao_actors.store.base.POLL_INTERVAL`
+and the outcome once finished; the ``take_*`` calls look every :data:`~yao_actors.store.protocol.POLL_INTERVAL`
 seconds. Rows whose time is up are deleted by the next :meth:`SqliteParkedCalls.hold`. The table came with one of
-the store's schema versions (:data:`yao_actors.store.sqlite.MIGRATIONS`).
+the store's schema versions (:data:`yao_actors.store.sqlite.schema.MIGRATIONS`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import trio
 
-from yao_actors.store.base import POLL_INTERVAL
-from yao_actors.store.parked import OUTCOME_KEEP, decode_object, encode_object
+from yao_actors.store.codec import decode_json, encode_object
+from yao_actors.store.protocol import OUTCOME_KEEP, POLL_INTERVAL
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ class SqliteAccess(Protocol):
 
 @attrs.define(eq=False)
 class SqliteParkedCalls:
-    """The :class:`~yao_actors.tools.parked_relay.ParkedCalls` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
+    """The :class:`~yao_actors.store.protocol.ParkedCalls` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
 
     store: SqliteAccess
 
@@ -123,7 +123,7 @@ class SqliteParkedCalls:
             if await self.store.query(f"SELECT 1 FROM parked_calls WHERE ticket = ? AND {ready}", (ticket,)):
                 found = await self.store.transaction(work)
                 if found is not None:
-                    return decode_object(found)
+                    return decode_json(found)
             left = deadline - trio.current_time()
             if left <= 0:
                 return None

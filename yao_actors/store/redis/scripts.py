@@ -1,11 +1,11 @@
 """The Lua scripts of the Redis store (:mod:`yao_actors.store.redis`): each write is one of them, one round trip,
-applied atomically by the server. Their keys come from :class:`~yao_actors.store.redis_keys.RedisKeys`; the few
-keys a script builds itself from ids it reads use the same escape (:data:`~yao_actors.store.redis_keys.ESCAPE_LUA`).
+applied atomically by the server. Their keys come from :class:`~yao_actors.store.redis.keys.RedisKeys`; the few
+keys a script builds itself from ids it reads use the same escape (:data:`~yao_actors.store.redis.keys.ESCAPE_LUA`).
 """
 
 from __future__ import annotations
 
-from yao_actors.store.redis_keys import ESCAPE_LUA
+from yao_actors.store.redis.keys import ESCAPE_LUA
 
 # The key of a principal's thread index, built in a script from the principal a thread's hash names
 # (RedisKeys.owner_index).

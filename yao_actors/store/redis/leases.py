@@ -1,7 +1,7 @@
 """Thread leases in a Redis store: ``SET NX PX`` with a token; renewal and release are Lua scripts that check it.
 
 The lease of thread ``id`` is the string key ``{prefix}thread:{id}:lease`` (the id escaped, as in every key of the
-store: :mod:`yao_actors.store.redis_keys`) holding its holder's token, with
+store: :mod:`yao_actors.store.redis.keys`) holding its holder's token, with
 the lease's time to live as the key's (Redis' own clock, so machines need not agree on the time). Taking it
 is one script: ``SET NX PX`` (or an extension when the token already holds it), then the thread's last run
 (and the run a sweep names) closed as interrupted when still running, then the length of the history.
@@ -17,10 +17,9 @@ import attrs
 import coredis
 
 from yao_actors.errors import RunIdTaken, UnknownThread
-from yao_actors.store.base import INTERRUPTED_CODE, RunStart, Taken
-from yao_actors.store.leases import INTERRUPTED_MESSAGE
-from yao_actors.store.redis_keys import ESCAPE_LUA, RedisKeys
-from yao_actors.store.redis_scripts import LAST_SEQ_LUA
+from yao_actors.store.records import INTERRUPTED_CODE, INTERRUPTED_MESSAGE, RunStart, Taken
+from yao_actors.store.redis.keys import ESCAPE_LUA, RedisKeys
+from yao_actors.store.redis.scripts import LAST_SEQ_LUA
 
 
 class RedisAccess(Protocol):
@@ -116,7 +115,7 @@ for i = 15, #ARGV, 1000 do redis.call('RPUSH', KEYS[4], unpack(ARGV, i, math.min
 return {2, closed, count}
 """
 )
-"""The lease taken and the run started in one script (:func:`~yao_actors.store.base.starts_with_lease`)."""
+"""The lease taken and the run started in one script (:meth:`~yao_actors.store.ConversationStore.take_and_start`)."""
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -140,7 +139,7 @@ return 0
 
 @attrs.define(eq=False)
 class RedisLeases:
-    """The :class:`~yao_actors.store.base.ThreadLeases` of a :class:`~yao_actors.store.redis.RedisStore`."""
+    """The :class:`~yao_actors.store.protocol.ThreadLeases` of a :class:`~yao_actors.store.redis.RedisStore`."""
 
     store: RedisAccess
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
@@ -192,7 +191,7 @@ class RedisLeases:
     async def take_and_start(
         self, thread_id: str, token: str, ttl: float, start: RunStart, owner: str, encoded: Sequence[str]
     ) -> Taken:
-        """The store's ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`), one script;
+        """The store's ``take_and_start`` (:meth:`~yao_actors.store.ConversationStore.take_and_start`), one script;
         ``encoded``: the run's input messages as stored."""
         store = self.store
         keys = [

@@ -62,7 +62,7 @@ class RedisKeys:
         return f"{self.prefix}thread:{escape(thread_id)}:runs"
 
     def lease(self, thread_id: str) -> str:
-        """The thread's lease (:mod:`yao_actors.store.redis_leases`)."""
+        """The thread's lease (:mod:`yao_actors.store.redis.leases`)."""
         return f"{self.prefix}thread:{escape(thread_id)}:lease"
 
     def run(self, run_id: str) -> str:
@@ -74,7 +74,7 @@ class RedisKeys:
         return f"{self.prefix}run:{escape(run_id)}:events"
 
     def parked(self, ticket: str) -> str:
-        """A held call's hash (:mod:`yao_actors.store.redis_parked`); ``:answer`` and ``:outcome`` are its lists."""
+        """A held call's hash (:mod:`yao_actors.store.redis.parked`); ``:answer`` and ``:outcome`` are its lists."""
         return f"{self.prefix}parked:{escape(ticket)}"
 
     @property
@@ -94,7 +94,7 @@ class RedisKeys:
     @property
     def oauth_tokens(self) -> str:
         """The hash of sealed OAuth tokens, a field ``escape(server):escape(identity)`` each
-        (:mod:`yao_actors.store.tokens`)."""
+        (:mod:`yao_actors.store.protocol`)."""
         return f"{self.prefix}oauth:tokens"
 
     def oauth_expiry(self, server: str) -> str:

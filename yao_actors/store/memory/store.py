@@ -19,18 +19,32 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import attrs
 import trio
 
 from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
-from yao_actors.store.base import (
+from yao_actors.store.codec import (
+    check_rises,
+    decode_approvals,
+    decode_json,
+    encode_approvals,
+    encode_message,
+    event_seqs,
+    new_owner_token,
+    purge_interval,
+    seq_floor,
+)
+from yao_actors.store.memory.leases import MemoryLeases
+from yao_actors.store.memory.parked import MemoryParkedCalls
+from yao_actors.store.memory.tokens import MemoryTokens
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL, POLL_INTERVAL, ConversationStore, ThreadLeases, TokenRecords
+from yao_actors.store.records import (
     ANY_PRINCIPAL,
-    DEFAULT_EVENT_TTL,
-    POLL_INTERVAL,
     AnyPrincipal,
+    EncodedEvent,
     EventDict,
     Message,
     RunFinish,
@@ -39,23 +53,9 @@ from yao_actors.store.base import (
     RunStatus,
     Taken,
     ThreadInfo,
-    ThreadLeases,
-    check_release,
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_event,
-    encode_message,
-    event_seqs,
-    new_owner_token,
-    purge_interval,
-    seq_floor,
+    ThreadKeeper,
     utc,
 )
-from yao_actors.store.leases import MemoryLeases
-from yao_actors.store.parked import MemoryParkedCalls
-from yao_actors.store.tokens import MemoryTokens, TokenRecords
 
 
 @attrs.define
@@ -70,32 +70,17 @@ class _EventLog:
     size: int = 0
 
 
-@attrs.frozen
-class ThreadKeeper:
-    """One that keeps a memory store's threads in memory too (a conversation manager), asked before the store's
-    budget forgets one of them (:attr:`MemoryStore.keepers`)."""
-
-    keeps: Callable[[str], bool]
-    """``True`` while the thread must stay: runs wait on it, or it is being loaded."""
-    drop: Callable[[str], None]
-    """The store forgets the thread: drop your copy of it."""
-
-
 @attrs.define(eq=False)
-class MemoryStore:
+class MemoryStore(ConversationStore):
     """A :class:`~yao_actors.store.ConversationStore` in dicts.
 
     Events are kept as their JSON text (the text they went on the wire as: a run's events are encoded once,
-    :func:`~yao_actors.store.base.encode_event`) and decoded when read back, so a caller never shares a
+    :class:`~yao_actors.store.records.EncodedEvent`) and decoded when read back, so a caller never shares a
     stored one and a write costs no copy. Messages are kept as given (the runtime never changes a message
     once recorded, and its in-memory history holds the same objects, so a thread
     costs its memory once) and copied out. ``clock`` gives POSIX time (tests move it).
     """
 
-    releases_with_finish: ClassVar[bool] = True
-    """Its ``append_turn`` takes ``release`` (:func:`~yao_actors.store.base.releases_with_finish`)."""
-    starts_with_lease: ClassVar[bool] = True
-    """It has ``take_and_start`` (:func:`~yao_actors.store.base.starts_with_lease`)."""
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
@@ -140,8 +125,10 @@ class MemoryStore:
         return self._tokens
 
     def parked_calls(self) -> MemoryParkedCalls:
-        """The store's held calls (:mod:`yao_actors.store.parked`): the same object at every call."""
         return self._parked
+
+    def thread_keepers(self) -> list[ThreadKeeper]:
+        return self.keepers
 
     # -- threads
 
@@ -249,8 +236,8 @@ class MemoryStore:
         return self._start(thread_id, run_id, assistant, given)
 
     async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
-        """The lease and the run's start in one step (:func:`~yao_actors.store.base.starts_with_lease`). Its
-        runs live and die with this process: no dead runs to close, and nobody else adds to its threads."""
+        """The lease and the run's start in one step. Its runs live and die with this process: no dead runs to
+        close, and nobody else adds to its threads."""
         await trio.lowlevel.checkpoint()
         given = _checked(start.messages)
         if thread_id not in self._threads:
@@ -303,7 +290,7 @@ class MemoryStore:
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EventDict]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
         await trio.lowlevel.checkpoint()
         if run_id not in self._runs:
             event_seqs(events)  # a malformed batch is refused as such first, as by the other backends
@@ -315,13 +302,37 @@ class MemoryStore:
         thread_id: str,
         run_id: str,
         messages: Sequence[Message],
-        events: Sequence[EventDict],
+        events: Sequence[EncodedEvent],
         *,
         finish: RunFinish | None = None,
-        release: str | None = None,
     ) -> list[int]:
         await trio.lowlevel.checkpoint()
-        check_release(finish, release)
+        return self._append_turn(thread_id, run_id, messages, events, finish)
+
+    async def append_last_turn(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EncodedEvent],
+        finish: RunFinish,
+        *,
+        release: str,
+    ) -> list[int]:
+        """The close-out and the lease's release in one step."""
+        await trio.lowlevel.checkpoint()
+        sizes = self._append_turn(thread_id, run_id, messages, events, finish)
+        self._leases.drop(thread_id, release)
+        return sizes
+
+    def _append_turn(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[Message],
+        events: Sequence[EncodedEvent],
+        finish: RunFinish | None,
+    ) -> list[int]:
         given = _checked(messages)
         if thread_id not in self._threads:
             raise UnknownThread(f"thread {thread_id!r} was not opened")
@@ -336,16 +347,14 @@ class MemoryStore:
             self._add_events(run_id, batch)
         if finish is not None:
             self._finish(run, finish.status, finish.outcome, finish.usage)
-        if release is not None:
-            self._leases.drop(thread_id, release)
         return sizes
 
-    def _checked_events(self, run_id: str, events: Sequence[EventDict]) -> tuple[list[int], list[str]]:
+    def _checked_events(self, run_id: str, events: Sequence[EncodedEvent]) -> tuple[list[int], list[str]]:
         """A batch's numbers and texts for a stored run's log, checked to rise above it (``SeqConflict`` otherwise)."""
         seqs = event_seqs(events)
         log = self._live_log(run_id)
         check_rises(run_id, seqs, log.seqs[-1] if log and log.seqs else 0)
-        return seqs, [encode_event(e) for e in events]
+        return seqs, [text for _, text in events]
 
     def _add_events(self, run_id: str, batch: tuple[list[int], list[str]]) -> None:
         """Append a checked batch to the run's log, refresh its expiry, and keep the logs within their budgets."""
@@ -430,7 +439,7 @@ class MemoryStore:
 
 
 def _checked(messages: Sequence[Message]) -> list[Message]:
-    """The messages, each checked as a store takes it (:func:`~yao_actors.store.base.encode_message` refuses
+    """The messages, each checked as a store takes it (:func:`~yao_actors.store.codec.encode_message` refuses
     anything that is not a mapping with a string ``role``) without keeping the encoding."""
     for message in messages:
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):

@@ -1,58 +1,16 @@
-"""Held calls in a store: a handshake-era call one process holds open, answered from another through the store.
-
-A handshake-era MCP server asks the user while its call is open (``elicitation/create``), so the call cannot be
-made again elsewhere: the process that runs it keeps it open until the answer comes. With several processes
-sharing a store, the answer may come to any of them. The store carries it (issue 31)::
-
-    holder (the process holding the call)            requester (the process the resume reached)
-    hold(ticket, holder, ttl)   before the interrupt goes out
-    renew(...) every ttl/3      while it holds the call  holder(ticket) → is a live process holding it?
-    take_answer(...)            waits for the answer ◀── deliver(ticket, answer)   at most once
-    finish(ticket, outcome)     the call's outcome   ──▶ take_outcome(ticket)      once
-    release(...)                gave up (timed out, answered in process, connection lost)
-
-An entry lives ``ttl`` seconds unless renewed: a holder that died (``kill -9``) stops renewing, and once the ttl
-has passed :meth:`~yao_actors.tools.parked_relay.ParkedCalls.holder` says nobody holds the call, and :meth:`~yao_actors.tools.parked_relay.ParkedCalls.deliver` refuses an
-answer. An outcome not taken is kept :data:`OUTCOME_KEEP` seconds. Answers and outcomes are JSON objects.
-
-::
-
-    ParkedCalls              the protocol (:mod:`yao_actors.tools.parked_relay`, which uses it); a store offers
-                             it as ``store.parked_calls()``
-    ├── MemoryParkedCalls    dicts and Trio events: one process (also for a store of an embedder's that has none)
-    ├── SqliteParkedCalls    a ``parked_calls`` row per ticket, polled (yao_actors.store.sqlite_parked)
-    └── RedisParkedCalls     a hash with a PX expiry and two lists popped with BLPOP (yao_actors.store.redis_parked)
-"""
+"""Held calls in this process's memory: dicts and Trio events (the memory store's; expiry on Trio's clock, as
+:class:`~yao_actors.store.memory.leases.MemoryLeases`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 import attrs
 import trio
 
-from yao_actors.errors import InvalidStoreInput
-from yao_actors.events import encode_json
-
-OUTCOME_KEEP: Final = 600.0
-"""Seconds an answer or an outcome nobody took is kept (its taker gave up or died)."""
-
-
-def encode_object(value: Mapping[str, Any], what: str) -> str:
-    """An answer or an outcome as compact JSON; ``InvalidStoreInput`` for anything but a JSON object."""
-    if not isinstance(value, Mapping):
-        raise InvalidStoreInput(f"a held call's {what} must be a JSON object, got {value!r:.200}")
-    try:
-        return encode_json(dict(value))
-    except (TypeError, ValueError) as error:
-        raise InvalidStoreInput(f"a held call's {what} is not JSON: {error}") from None
-
-
-def decode_object(text: str | bytes) -> dict[str, Any]:
-    value: dict[str, Any] = json.loads(text)
-    return value
+from yao_actors.store.codec import decode_json, encode_object
+from yao_actors.store.protocol import OUTCOME_KEEP
 
 
 @attrs.define(eq=False)
@@ -71,7 +29,7 @@ class _Entry:
 
 @attrs.define(eq=False)
 class MemoryParkedCalls:
-    """:class:`~yao_actors.tools.parked_relay.ParkedCalls` in this process's memory (expiry on Trio's clock, as :class:`MemoryLeases`)."""
+    """:class:`~yao_actors.store.protocol.ParkedCalls` in this process's memory."""
 
     _entries: dict[str, _Entry] = attrs.field(factory=dict, init=False)
 
@@ -120,7 +78,7 @@ class MemoryParkedCalls:
                 entry = self._live(ticket, holder)
                 if entry is not None and entry.answer is not None:
                     answer, entry.answer = entry.answer, None
-                    return decode_object(answer)
+                    return decode_json(answer)
                 if entry is None:
                     break
                 await entry.changed.wait()
@@ -143,7 +101,7 @@ class MemoryParkedCalls:
             while (entry := self._entries.get(ticket)) is not None:
                 if entry.outcome is not None:
                     del self._entries[ticket]
-                    return decode_object(entry.outcome)
+                    return decode_json(entry.outcome)
                 await entry.changed.wait()
         await trio.lowlevel.checkpoint()
         return None

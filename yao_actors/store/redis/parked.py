@@ -1,6 +1,6 @@
 """Held calls in a Redis store: a hash with an expiry per held call, and two lists that BLPOP waits on.
 
-:class:`~yao_actors.tools.parked_relay.ParkedCalls` for processes and machines sharing Redis. The call ``ticket`` is the
+:class:`~yao_actors.store.protocol.ParkedCalls` for processes and machines sharing Redis. The call ``ticket`` is the
 hash ``{prefix}parked:{ticket}`` (``holder``; ``answered`` once an answer came) whose time to live is the
 holding's (Redis' own clock), renewed by its holder; ``…:answer`` is the list the answer is pushed to (the holder
 waits on it with ``BLPOP``), ``…:outcome`` the one the outcome is pushed to (the requester waits on it). Each
@@ -15,8 +15,9 @@ from typing import Any
 import attrs
 import coredis
 
-from yao_actors.store.parked import OUTCOME_KEEP, decode_object, encode_object
-from yao_actors.store.redis_leases import RedisAccess
+from yao_actors.store.codec import decode_json, encode_object
+from yao_actors.store.protocol import OUTCOME_KEEP
+from yao_actors.store.redis.leases import RedisAccess
 
 _HOLD = """
 -- KEYS: hash, answer, outcome; ARGV: holder, ttl ms
@@ -57,7 +58,7 @@ return 0
 
 @attrs.define(eq=False)
 class RedisParkedCalls:
-    """The :class:`~yao_actors.tools.parked_relay.ParkedCalls` of a :class:`~yao_actors.store.redis.RedisStore`."""
+    """The :class:`~yao_actors.store.protocol.ParkedCalls` of a :class:`~yao_actors.store.redis.RedisStore`."""
 
     store: RedisAccess
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
@@ -114,9 +115,9 @@ class RedisParkedCalls:
         with self.store.reachable():
             if timeout <= 0:
                 found = await self.store.client.lpop(key)
-                return None if found is None else decode_object(str(found))
+                return None if found is None else decode_json(str(found))
             popped = await self.store.client.blpop([key], timeout=max(timeout, 0.01))
-        return None if popped is None else decode_object(str(popped[1]))
+        return None if popped is None else decode_json(str(popped[1]))
 
 
 def _ms(seconds: float) -> int:

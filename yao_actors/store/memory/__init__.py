@@ -1,0 +1,6 @@
+"""The memory store: the library's default, gone with the process (its leases, held calls and tokens beside it)."""
+
+from yao_actors.store.memory.leases import MemoryLeases
+from yao_actors.store.memory.store import MemoryStore
+
+__all__ = ["MemoryLeases", "MemoryStore"]

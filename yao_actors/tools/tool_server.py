@@ -1,0 +1,168 @@
+"""What the conversation actor calls: one protocol for every tool server, and the options of one call.
+
+Every server-like object a run holds implements :class:`ToolServer` whole: a server actor's handle
+(:class:`~yao_actors.tools.server_handle.ServerHandle`), the router of a server connected per principal and a
+principal's view of it (:mod:`yao_actors.auth.principals`). A caller never asks which one it holds: what differs
+between them is in the methods, not in which methods there are.
+
+What one call needs besides its tool and arguments travels as one value, :class:`CallOptions`: where its
+progress goes, the caller's deadline, and the user's answers to the questions an earlier call of it asked
+(:class:`CallAnswers`). Whose tokens serve a call is not an option: a run's servers are bound to its principal
+(:meth:`ToolServer.bind`) before it calls them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+import mcp.types
+
+from yao_actors.errors import AuthorizationRequired
+from yao_actors.specs import ServerSpec
+from yao_actors.tools.input_requests import InputAnswer
+from yao_actors.tools.results import ToolOutcome
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
+"""Receives a running call's progress: ``(progress, total, message)``; a plain or an ``async`` function."""
+
+
+class ServerState(enum.StrEnum):
+    """Where a server actor is in its life."""
+
+    STARTING = "starting"  #: connecting (first start or a restart)
+    READY = "ready"  #: connected, serving calls
+    RESTARTING = "restarting"  #: lost, waiting out its backoff before reconnecting
+    DOWN = "down"  #: gave up after ``restart.max_restarts`` consecutive failures (only when that is set)
+    NEEDS_AUTH = "needs_auth"  #: behind OAuth with no usable tokens: waits for a login, checking now and then
+    STOPPED = "stopped"  #: the actor has ended
+
+
+@attrs.frozen
+class ServerStatistics:
+    """A snapshot of a server actor.
+
+    ``calls`` counts ``call_tool`` requests and ``errors`` those whose outcome
+    was not a success; ``last_error`` says why the server last failed, with the
+    last lines of a stdio server's stderr (which may hold secrets: for whoever
+    runs the service), and ``last_error_kind`` only what kind of failure it was
+    (:func:`~yao_actors.tools.server_handle.loss_kind`), for readers that must not see the details.
+    ``next_attempt_in`` is the seconds until a ``restarting`` server's next connection attempt (``None`` when
+    none is waited for).
+    """
+
+    state: ServerState
+    restarts: int
+    in_flight: int
+    queued: int
+    calls: int
+    errors: int
+    last_error: str | None
+    tools_version: int
+    pid: int | None
+    last_error_kind: str | None = None
+    protocol: str | None = None
+    """The MCP protocol version of the current (or last) connection: ``"2026-07-28"``, ``"2025-11-25"``, ..."""
+    next_attempt_in: float | None = None
+
+
+@attrs.frozen
+class CallAnswers:
+    """The user's answers to the questions an earlier call of a tool asked, and how they reach the server.
+
+    A 2026-07-28 call is made again with the ``arguments`` it was first made with, ``responses`` (by the
+    server's key) and its ``request_state``; a handshake-era call held open in a server actor (``ticket``) is
+    given ``answer`` there.
+    """
+
+    arguments: Mapping[str, Any]
+    responses: Mapping[str, Any] = attrs.field(factory=dict)
+    request_state: str | None = None
+    ticket: str | None = None
+    answer: InputAnswer | None = None
+
+
+#: What a call held open for the user's answer ends with when no live server actor holds it any more.
+LOST = "Error: the tool could not complete: the call waiting for the user's answer is gone"
+
+
+@attrs.frozen
+class CallOptions:
+    """The options of one ``call_tool``.
+
+    ``progress`` receives the call's progress notifications (some may be dropped if it is slower than the
+    server); ``deadline`` is the caller's own (an absolute ``trio.current_time()``, e.g. a turn's), kept in one
+    cancel scope with the server's ``timeout``: when the caller's is the one that expires the call raises
+    ``trio.TooSlowError``; ``answers`` make the call again (or resume it) with the user's answers.
+    """
+
+    progress: ProgressFn | None = None
+    deadline: float = math.inf
+    answers: CallAnswers | None = None
+
+
+#: A call with no options.
+NO_OPTIONS = CallOptions()
+
+
+@attrs.frozen
+class Binding:
+    """A server as one principal's run sees it, and why that principal cannot use it yet (``needed``: they must
+    authorize it first; ``problem``: it could not connect)."""
+
+    server: ToolServer
+    needed: AuthorizationRequired | None = None
+    problem: str | None = None
+
+
+class ToolSource(Protocol):
+    """What a catalog reads of a server: its tools, and whether they may be offered now."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def spec(self) -> ServerSpec: ...
+
+    @property
+    def state(self) -> ServerState: ...
+
+    @property
+    def tools_version(self) -> int: ...
+
+    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        """The server's catalog as last fetched (empty before the first)."""
+        ...
+
+
+class ToolServer(ToolSource, Protocol):
+    """What a run (and the runtime) may ask of a tool server; every method is there on every server."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
+    ) -> ToolOutcome:
+        """Call tool ``name``; a failure is an outcome, never an exception (but ``trio.TooSlowError`` when the
+        caller's ``options.deadline`` expires first)."""
+        ...
+
+    def statistics(self) -> ServerStatistics: ...
+
+    async def wait_state_change(self) -> ServerState:
+        """Wait for the next change of ``state``; return the state then."""
+        ...
+
+    async def wait_for_state(self, *states: ServerState) -> ServerState:
+        """Return as soon as ``state`` is one of ``states`` (at once if it already is)."""
+        ...
+
+    async def reaches_parked(self, ticket: str) -> bool:
+        """Whether a handshake-era call held open under ``ticket`` is held by a live server actor (here, or in a
+        process sharing the store); ``StoreUnavailable`` when the store cannot say."""
+        ...
+
+    async def bind(self, principal: str | None) -> Binding:
+        """This server as ``principal``'s runs use it: itself when it serves everyone alike."""
+        ...

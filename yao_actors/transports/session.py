@@ -1,0 +1,70 @@
+"""The SDK's client and session as the runtime uses them: subclasses, never patched.
+
+Two of the SDK's behaviours do not suit a server actor, and each is changed where the SDK lets a subclass
+change it, so nothing of the SDK (its classes, its modules, one of its sessions) is ever assigned to:
+
+- **Structured output** is checked by the tool's outcome (:func:`~yao_actors.tools.results.call_outcome`,
+  through the schema gate): a mismatch is the tool's error, saying where. The SDK's own check
+  (``validate_tool_result``) raises a ``RuntimeError`` that would read as the server failing, and resolves no
+  schema the way the gate does; :class:`GatedSession` leaves it out.
+- **The ``server/discover`` probe** of ``protocol: "auto"`` waits :data:`DISCOVER_TIMEOUT` seconds (the SDK's
+  fixed 10 s would stall a start): past it, the probe counts as unanswered, and the handshake follows, as the
+  SDK does for its own timeout.
+
+:class:`GatedClient` is ``mcp.Client`` whose session is a :class:`GatedSession`.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any, Final
+
+import mcp
+import mcp.types
+import trio
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+#: Seconds ``protocol: "auto"`` waits for the answer to ``server/discover`` before it tries the handshake.
+DISCOVER_TIMEOUT: Final = 2.0
+
+
+class GatedSession(ClientSession):
+    """The SDK's session, with structured output left to the outcome and a bounded discover probe."""
+
+    async def validate_tool_result(self, name: str, result: mcp.types.CallToolResult) -> None:
+        """Accept every result here: the outcome checks structured output against the tool's ``outputSchema``."""
+
+    async def send_discover(self, version: str) -> dict[str, Any]:
+        """The SDK's probe, unanswered after :data:`DISCOVER_TIMEOUT` seconds (an ``MCPError``, as its own
+        timeout is; the probe is not cancelled at the server, as the SDK's is not)."""
+        with trio.move_on_after(DISCOVER_TIMEOUT):
+            return await super().send_discover(version)
+        message = f"server/discover got no answer within {DISCOVER_TIMEOUT:g} s"
+        raise MCPError(mcp.types.REQUEST_TIMEOUT, message)
+
+
+class GatedClient(mcp.Client):
+    """``mcp.Client`` on a :class:`GatedSession`, which it builds as the SDK builds its own session.
+
+    The SDK takes no session class as an option: its one seam is the client's ``_build_session``, overridden
+    here. The runtime uses no response cache (the actor keeps the catalog) and no client extensions, the two
+    things the SDK's own builder adds to the session; a client asked for either is refused.
+    """
+
+    async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
+        if self.cache is not None or self.extensions:
+            raise ValueError("GatedClient takes neither a response cache nor extensions: pass cache=None")
+        dispatcher = await self._connect(exit_stack, self.mode, self.raise_exceptions)
+        return GatedSession(
+            dispatcher=dispatcher,
+            read_timeout_seconds=self.read_timeout_seconds,
+            sampling_callback=self.sampling_callback,
+            sampling_capabilities=self.sampling_capabilities,
+            list_roots_callback=self.list_roots_callback,
+            logging_callback=self.logging_callback,
+            log_level=self.log_level,
+            message_handler=self.message_handler,
+            client_info=self.client_info,
+            elicitation_callback=self.elicitation_callback,
+        )
