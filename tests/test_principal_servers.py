@@ -22,7 +22,7 @@ from yao_actors.auth.desk import AuthorizationDesk, open_desk
 from yao_actors.auth.principals import IDLE_CLOSE, PrincipalServers
 from yao_actors.auth.vault import Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.cli.probe import open_probe, server_reports, tool_offers
-from yao_actors.conversation.principal_servers import is_authorization_resume
+from yao_actors.conversation.interrupts.principal_servers import is_authorization_resume
 from yao_actors.errors import StoreUnavailable
 from yao_actors.models import FunctionModel
 from yao_actors.runtime import open_runtime
