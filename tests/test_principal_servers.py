@@ -316,7 +316,7 @@ async def test_check_and_tools_say_a_principal_servers_tools_are_each_principals
     """``check --connect`` and ``tools`` (``server_reports``) and the start-up log say plainly why such a server
     lists no tools, rather than showing it ready with none."""
     config = Config(servers={"hub": SPEC})
-    with trio.fail_after(30), caplog.at_level(logging.INFO, logger="yao_actors.auth.principals"):
+    with trio.fail_after(30), caplog.at_level(logging.INFO, logger="yao_actors.auth.principal_routing"):
         async with open_probe(config, deadline_s=5) as runtime:
             reports = await server_reports(runtime)
             offers = await tool_offers(runtime)

@@ -48,10 +48,9 @@ import trio
 from yao_actors.auth.asking import begin_authorization
 from yao_actors.auth.desk import AuthorizationDesk
 from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
-from yao_actors.auth.keys import oauth_of, per_principal
+from yao_actors.auth.keys import oauth_of
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, ErrorKind, NeedsLogin, StoreUnavailable
-from yao_actors.observability.metrics import SERVER_UP, labelled
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
@@ -430,64 +429,3 @@ def _asks_again(server: str) -> NeedsLogin:
         f"server {server!r} needs the user's authorization again (it was revoked or has expired): the user's next "
         "run asks for it"
     )
-
-
-async def serve_principal_servers(
-    spec: ServerSpec,
-    *,
-    desk: AuthorizationDesk | None,
-    connect: Connector,
-    serve_actor: ServeActor,
-    relay: ParkedRelay | None = None,
-    task_status: trio.TaskStatus[PrincipalServers] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery (``desk``: where
-    principals authorize a server with OAuth, ``None`` for one without)."""
-    auth = oauth_of(spec)
-    assert (auth is None) is (desk is None)  # principal_routing: the runtime has a desk when such a server has OAuth
-    logger.info(
-        "server %r: %sidentity 'principal': connected per principal, on demand; its tools depend on each "
-        "principal's %s (their names are checked against the other servers' at each run, not at start)",
-        spec.id,
-        "auth." if auth else "",
-        "login" if auth else "connection",
-    )
-    up = labelled(SERVER_UP, spec.id)  # the router's: ready to connect principals, whichever are connected now
-    try:
-        async with trio.open_nursery() as nursery:
-            clock = time.time if desk is None else desk.states.clock
-            router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=clock, relay=relay)
-            nursery.start_soon(router.close_idle)
-            up.set(1)
-            task_status.started(router)
-            await trio.sleep_forever()
-    finally:
-        up.set(0)
-
-
-def principal_routing(
-    serve: ServeActor,
-    serve_actor: ServeActor,
-    connect: Connector,
-    desk: AuthorizationDesk | None,
-    relay: ParkedRelay | None = None,
-) -> ServeActor:
-    """``serve`` (the runtime's way to start a server actor), with each ``identity: "principal"`` server served by
-    a router instead, whose principals' actors ``serve_actor`` starts on ``connect``, wrapped with their own tokens
-    for a server with OAuth (``desk``: where they authorize, when there is such a server; ``relay``: the store's
-    held calls, as the actors have it)."""
-
-    async def start(spec: ServerSpec, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        if not per_principal(spec):
-            await serve(spec, task_status=task_status)
-            return
-        await serve_principal_servers(
-            spec,
-            desk=desk if oauth_of(spec) else None,
-            connect=connect,
-            serve_actor=serve_actor,
-            relay=relay,
-            task_status=task_status,
-        )
-
-    return start
