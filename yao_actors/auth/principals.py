@@ -3,8 +3,8 @@ principal, on demand.
 
 Such a server has no actor of its own: the runtime holds a :class:`PrincipalServers` router in its place. A run
 binds it to the run's principal (:meth:`PrincipalServers.bind_principal`) before building its catalog, and gets a
-:class:`PrincipalView`: the server actor of *that* principal, connected with that principal's tokens only (the
-vault's record ``(server, "principal:<name>")``), started in the router's nursery the first time and kept for the
+:class:`~yao_actors.auth.principal_view.PrincipalView`: the server actor of *that* principal, connected with that
+principal's tokens only (the vault's record ``(server, "principal:<name>")``), started in the router's nursery the first time and kept for the
 next runs. The tools the run is offered are that connection's; its calls go there. One principal's tokens never
 serve another's call: no connection holds two principals' tokens, and a view serves only its principal.
 
@@ -49,13 +49,14 @@ from yao_actors.auth.asking import begin_authorization
 from yao_actors.auth.desk import AuthorizationDesk
 from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
 from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.principal_view import PrincipalConnection, PrincipalView
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
-from yao_actors.errors import AuthorizationError, AuthorizationRequired, ErrorKind, NeedsLogin, StoreUnavailable
+from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
-from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
+from yao_actors.tools.tool_server import NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link
 
 logger = logging.getLogger(__name__)
@@ -64,22 +65,6 @@ logger = logging.getLogger(__name__)
 MAX_PRINCIPALS: Final = 64
 #: Seconds a principal's connection stays open with no call using it.
 IDLE_CLOSE: Final = 300.0
-
-
-@attrs.define(eq=False)
-class _Connection:
-    """One principal's server actor: its handle, the scope that closes it, and its use."""
-
-    handle: ServerHandle
-    scope: trio.CancelScope
-    last_used: float
-    busy: int = 0
-
-    @property
-    def idle(self) -> bool:
-        """No call uses it: none made through a view, and none its actor still runs (a call held open for the
-        user's answer, or one a resume answered, is not made through :attr:`busy`)."""
-        return self.busy == 0 and self.handle.statistics().in_flight == 0
 
 
 ServeActor = Callable[..., Awaitable[None]]
@@ -102,7 +87,7 @@ class PrincipalServers:
     clock: Callable[[], float] = time.time
     relay: ParkedRelay | None = None
     """The store's held calls: how a call one of this server's connections holds in another process is reached."""
-    connections: dict[str, _Connection] = attrs.field(factory=dict)
+    connections: dict[str, PrincipalConnection] = attrs.field(factory=dict)
     opening: dict[str, trio.Lock] = attrs.field(factory=dict)
     starting: int = 0
     """Connections being opened (their first connection attempt not over yet)."""
@@ -194,7 +179,7 @@ class PrincipalServers:
         logger.warning("server %r: a principal's tokens cannot be read or kept: %s", self.id, error)
         return f"server {self.id!r}: the conversation store is out of reach (the service's log says why)"
 
-    async def connection(self, name: str) -> _Connection:
+    async def connection(self, name: str) -> PrincipalConnection:
         """The open connection of principal ``name``, opened when it has none (module docstring); one at a time
         per principal, so two runs starting together share one connection."""
         lock = self.opening.setdefault(name, trio.Lock())
@@ -205,7 +190,7 @@ class PrincipalServers:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self.opening.pop(name, None)
 
-    async def _connection(self, name: str) -> _Connection:
+    async def _connection(self, name: str) -> PrincipalConnection:
         if self.auth is None:  # nothing to authorize: the principal's connection, opened if it has none
             opened = self.connections.get(name) or await self.open(name)
             opened.last_used = trio.current_time()
@@ -266,7 +251,7 @@ class PrincipalServers:
             discovery=self.desk.discovery,
         )
 
-    async def open(self, name: str) -> _Connection:
+    async def open(self, name: str) -> PrincipalConnection:
         """Start principal ``name``'s actor (after its first connection attempt), within :attr:`max_principals`."""
         # The ones still connecting count too: several principals opening at once stay within the bound.
         if len(self.connections) + self.starting >= self.max_principals:
@@ -283,7 +268,7 @@ class PrincipalServers:
             handle: ServerHandle = await self.nursery.start(self._serve, name, scope)
         finally:
             self.starting -= 1
-        connection = self.connections[name] = _Connection(handle, scope, trio.current_time())
+        connection = self.connections[name] = PrincipalConnection(handle, scope, trio.current_time())
         return connection
 
     async def _serve(self, name: str, scope: trio.CancelScope, task_status: trio.TaskStatus[ServerHandle]) -> None:
@@ -312,102 +297,6 @@ class PrincipalServers:
             for name, connection in list(self.connections.items()):
                 if connection.idle and now - connection.last_used >= self.idle_close:
                     self.close(name)
-
-
-@attrs.define(eq=False)
-class PrincipalView:
-    """One principal's side of a :class:`PrincipalServers`: that principal's connection, or why there is none."""
-
-    router: PrincipalServers
-    principal: str
-    bound: _Connection | None
-    problem: str | None = None
-    needed: AuthorizationRequired | None = None
-    """Set when the principal must authorize the server first (the view is ``needs_auth``)."""
-
-    @property
-    def id(self) -> str:
-        return self.router.id
-
-    @property
-    def spec(self) -> ServerSpec:
-        return self.router.spec
-
-    @property
-    def state(self) -> ServerState:
-        if self.bound is not None:
-            return self.bound.handle.state
-        return ServerState.DOWN if self.needed is None else ServerState.NEEDS_AUTH
-
-    @property
-    def tools_version(self) -> int:
-        return 0 if self.bound is None else self.bound.handle.tools_version
-
-    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
-        if self.bound is None:
-            await trio.lowlevel.checkpoint()
-            return ()
-        return await self.bound.handle.list_tools()
-
-    def statistics(self) -> ServerStatistics:
-        if self.bound is None:
-            return attrs.evolve(self.router.statistics(), state=ServerState.DOWN, last_error=self.problem)
-        return self.bound.handle.statistics()
-
-    async def wait_state_change(self) -> ServerState:
-        if self.bound is None:  # no connection: its state stays as it is
-            await trio.sleep_forever()
-        assert self.bound is not None
-        return await self.bound.handle.wait_state_change()
-
-    async def wait_for_state(self, *states: ServerState) -> ServerState:
-        while self.state not in states:
-            await self.wait_state_change()
-        await trio.lowlevel.checkpoint()
-        return self.state
-
-    async def reaches_parked(self, ticket: str) -> bool:
-        return await self.router.reaches_parked(ticket)
-
-    def binding(self) -> Binding:
-        """This view as its principal's runs use it, and why they cannot yet (module docstring)."""
-        return Binding(self, self.needed, self.problem if self.needed is None else None)
-
-    async def bind(self, principal: str | None) -> Binding:
-        """Itself for its own principal; another principal's view for another."""
-        if (principal or "") == self.principal:
-            await trio.lowlevel.checkpoint()
-            return self.binding()
-        return await self.router.bind(principal)
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
-    ) -> ToolOutcome:
-        """The call, on this principal's connection (opened again if it was closed meanwhile); a call held open
-        for the user's answers is answered on the connection that holds it."""
-        started = trio.current_time()
-        if options.answers is not None and options.answers.ticket is not None:
-            if self.bound is None:
-                await trio.lowlevel.checkpoint()
-                return ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
-            return await self.bound.handle.call_tool(name, arguments, options)
-        if self.bound is None:
-            await trio.lowlevel.checkpoint()
-            return unavailable_outcome(self.spec, self.problem or "no connection", started=started)
-        if self.router.connections.get(self.principal) is not self.bound:
-            try:
-                self.bound = await self.router.connection(self.principal)
-            except AuthorizationError as error:
-                return unavailable_outcome(self.spec, str(error), started=started)
-            except StoreUnavailable as error:  # its tokens cannot be read now: an outcome, never an exception
-                return unavailable_outcome(self.spec, self.router.store_out_of_reach(error), started=started)
-        bound = self.bound
-        bound.busy += 1
-        try:
-            return await bound.handle.call_tool(name, arguments, options)
-        finally:
-            bound.busy -= 1
-            bound.last_used = trio.current_time()
 
 
 def principal_connector(
