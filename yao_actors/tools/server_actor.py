@@ -54,7 +54,6 @@ import attrs
 import mcp
 import mcp.types
 import trio
-from mcp.shared.exceptions import MCPError
 
 from yao_actors.errors import AuthorizationError, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
@@ -63,8 +62,8 @@ from yao_actors.specs import ServerSpec
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.schema_gate import tool_schema_notes
 from yao_actors.tools.server_calls import Connection, execute_call
+from yao_actors.tools.server_catalog import ServerCatalog
 from yao_actors.tools.server_handle import PROGRESS_BUFFER, CallRequest, ServerHandle, unavailable_outcome
 from yao_actors.tools.server_questions import CALLING, ServerQuestions
 from yao_actors.tools.server_status import ServerStatus
@@ -72,9 +71,6 @@ from yao_actors.tools.tool_server import ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link, is_modern, open_client
 
 logger = logging.getLogger(__name__)
-
-#: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
-MAX_CATALOG_PAGES = 1000
 
 
 @attrs.define(eq=False)
@@ -96,8 +92,12 @@ class _ServerActor:
     #: Whether this actor's state is the server's ``yao_mcp_server_up`` (not a principal's connection's: the
     #: router of an ``identity: "principal"`` server owns that label).
     publish_up: bool = True
-    #: What is not enforced of each tool's schemas, by tool name, as last logged.
-    schema_notes: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    catalog: ServerCatalog = attrs.field(init=False)
+    """Its catalog, read and refreshed (:mod:`~yao_actors.tools.server_catalog`)."""
+
+    @catalog.default
+    def _catalog(self) -> ServerCatalog:
+        return ServerCatalog(self.spec.id, self.status)
 
     @property
     def id(self) -> str:
@@ -173,47 +173,6 @@ class _ServerActor:
                 # The connection ended under the call: it is answered once the reason is known.
                 connection.unanswered.append(request)
 
-    # ----------------------------------------------------------------- the catalog
-
-    async def fetch_catalog(self, client: mcp.Client) -> None:
-        tools: list[mcp.types.Tool] = []
-        cursor: str | None = None
-        for _ in range(MAX_CATALOG_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        self.status.set_catalog(tuple(tools))
-        self.say_schema_notes(tools)
-
-    def say_schema_notes(self, tools: Sequence[mcp.types.Tool]) -> None:
-        """Compile the tools' schemas now (through the gate, so a call finds them ready) and log, once per tool,
-        what of them is not enforced (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
-        notes = {tool.name: found for tool in tools if (found := tool_schema_notes(tool))}
-        for name, found in notes.items():
-            if self.schema_notes.get(name) != found:
-                logger.warning(
-                    "server %r: tool %r: %s", self.id, name, "; ".join(found), extra={"server": self.id, "tool": name}
-                )
-        self.schema_notes = notes
-
-    async def refresh_catalog(self, connection: Connection) -> None:
-        """Fetch the catalog again whenever the server announces ``tools/list_changed``."""
-        assert connection.client is not None
-        while True:
-            await connection.catalog_changed.wait()
-            connection.catalog_changed = trio.Event()
-            try:
-                await self.fetch_catalog(connection.client)
-            except MCPError as exc:
-                logger.warning(
-                    "server %r: refreshing the catalog failed: %s",
-                    self.id,
-                    exc.error.message,
-                    extra={"server": self.id},
-                )
-
     # ----------------------------------------------------------------- one connection, and supervision
 
     async def serve_one_connection(self, report_started: Callable[[], None]) -> bool:
@@ -271,12 +230,12 @@ class _ServerActor:
             connection.client = client
             self.status.connected(link.pid)
             self._negotiated(client)
-            await self.fetch_catalog(client)
+            await self.catalog.fetch(client)
             scope.deadline = math.inf
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.refresh_catalog, connection)
+                nursery.start_soon(self.catalog.refresh, connection)
                 if is_modern(client.protocol_version):
-                    nursery.start_soon(self.listen_for_changes, connection)
+                    nursery.start_soon(self.catalog.listen, connection)
                 for _ in range(self.spec.max_concurrency):
                     nursery.start_soon(self.work, connection)
                 # The workers now take the requests; the fail-fast task stops answering them.
@@ -301,22 +260,6 @@ class _ServerActor:
         labelled(SERVER_PROTOCOL, self.id, version).set(1)
         self.discover = client.session.discover_result
         logger.info("server %r: speaking MCP %s", self.id, version, extra={"server": self.id, "protocol": version})
-
-    async def listen_for_changes(self, connection: Connection) -> None:
-        """On a stateless connection, ``tools/list_changed`` comes through a ``subscriptions/listen`` stream."""
-        assert connection.client is not None
-        try:
-            async with connection.client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    connection.catalog_changed.set()
-        except Exception as exc:  # a server without subscriptions still serves calls; its catalog stays as fetched
-            logger.info(
-                "server %r: no subscription to catalog changes: %s: %s",
-                self.id,
-                type(exc).__name__,
-                exc,
-                extra={"server": self.id},
-            )
 
     def _lost(self, link: Link) -> None:
         """The connection of ``link`` is gone: fail calls fast, and remember why."""
