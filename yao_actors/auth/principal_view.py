@@ -9,7 +9,7 @@ closed meanwhile.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import mcp.types
@@ -20,9 +20,6 @@ from yao_actors.specs import ServerSpec
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
 from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
-
-if TYPE_CHECKING:
-    from yao_actors.auth.principals import PrincipalServers
 
 
 @attrs.define(eq=False)
@@ -41,11 +38,34 @@ class PrincipalConnection:
         return self.busy == 0 and self.handle.statistics().in_flight == 0
 
 
+class Router(Protocol):
+    """What a view needs of its router (:class:`~yao_actors.auth.principals.PrincipalServers`)."""
+
+    connections: dict[str, PrincipalConnection]
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def spec(self) -> ServerSpec: ...
+
+    def statistics(self) -> ServerStatistics: ...
+
+    async def reaches_parked(self, ticket: str) -> bool: ...
+
+    async def bind(self, principal: str | None) -> Binding: ...
+
+    async def connection(self, name: str) -> PrincipalConnection: ...
+
+    def store_out_of_reach(self, error: StoreUnavailable) -> str: ...
+
+
 @attrs.define(eq=False)
 class PrincipalView:
-    """One principal's side of a :class:`PrincipalServers`: that principal's connection, or why there is none."""
+    """One principal's side of a :class:`~yao_actors.auth.principals.PrincipalServers`: that principal's
+    connection, or why there is none."""
 
-    router: PrincipalServers
+    router: Router
     principal: str
     bound: PrincipalConnection | None
     problem: str | None = None
