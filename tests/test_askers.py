@@ -16,6 +16,14 @@ def call(name: str) -> CallRequest:
     return CallRequest(name, {}, 0.0, False)
 
 
+async def in_flight(*names: str) -> tuple[Askers, list[CallRequest]]:
+    """Askers with a call of each name entered, in that order."""
+    askers, requests = Askers(), [call(name) for name in names]
+    for request in requests:
+        await askers.enter(request)
+    return askers, requests
+
+
 async def asked(askers: Askers, into: list[Any]) -> None:
     into.append(await askers.asker())
 
@@ -29,9 +37,7 @@ async def test_a_call_waiting_for_its_answer_cannot_be_the_asker() -> None:
 
 
 async def test_a_question_waits_until_the_other_calls_were_answered() -> None:
-    askers, x, y, z = Askers(), call("x"), call("y"), call("z")
-    for request in (x, y, z):
-        await askers.enter(request)
+    askers, (x, y, z) = await in_flight("x", "y", "z")
     found: list[Any] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(asked, askers, found)
@@ -46,9 +52,7 @@ async def test_a_question_waits_until_the_other_calls_were_answered() -> None:
 
 
 async def test_a_candidate_abandoned_meanwhile_makes_the_question_refused() -> None:
-    askers, x, y = Askers(), call("x"), call("y")
-    await askers.enter(x)
-    await askers.enter(y)
+    askers, (_, y) = await in_flight("x", "y")
     found: list[Any] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(asked, askers, found)
@@ -58,9 +62,7 @@ async def test_a_candidate_abandoned_meanwhile_makes_the_question_refused() -> N
 
 
 async def test_when_every_candidate_has_a_question_the_newest_is_refused_and_the_rest_told_apart() -> None:
-    askers, x, y = Askers(), call("x"), call("y")
-    await askers.enter(x)
-    await askers.enter(y)
+    askers, (x, y) = await in_flight("x", "y")
     first: list[Any] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(asked, askers, first)
