@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yao_actors.conversation.approvals import ApprovalPolicy, split_held
+from yao_actors.conversation.interrupts.approvals import ApprovalPolicy, split_held
 from yao_actors.models.base import ToolCall
 from yao_actors.specs import AssistantSpec
 from yao_actors.tools.catalog import Catalog, CatalogEntry

@@ -18,7 +18,7 @@ from tests.test_config import base, problems_of
 from tests.test_runtime_runs import demo_config
 from yao_actors.cli.chat import chat, open_service_connection
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, parse_config
-from yao_actors.conversation.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
+from yao_actors.conversation.interrupts.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
 from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import Outcome, parse_event
 from yao_actors.models import Completion, FunctionModel, ToolCall

@@ -12,7 +12,7 @@ from tests.service.support import run_frame, running_service, send, until_termin
 from tests.support import check_stream
 from tests.test_runtime_runs import demo_config
 from yao_actors.cli.chat import open_service_connection
-from yao_actors.conversation.client_tools import NO_CLIENT_RESULT, open_calls
+from yao_actors.conversation.interrupts.client_tools import NO_CLIENT_RESULT, open_calls
 from yao_actors.errors import RunError
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall

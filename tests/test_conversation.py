@@ -19,9 +19,9 @@ from tests.dispatch_support import Crash, ScriptedServer, scripted_server, servi
 from tests.support import check_stream, open_manager
 from yao_actors.config import AssistantSpec, Hooks, RunTimeouts, ServerRef, max_turns, tool_loop_enabled
 from yao_actors.conversation import ConversationManager, ConversationStatistics, RunResult
-from yao_actors.conversation.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_PROMPT
-from yao_actors.conversation.hooks import HookContext
-from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT
+from yao_actors.conversation.loop.fallback import FALLBACK_ASSISTANT_ID, FALLBACK_PROMPT
+from yao_actors.conversation.loop.hooks import HookContext
+from yao_actors.conversation.loop.prompt import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind, ModelHTTPError, RunError
 from yao_actors.events import EventDict, Outcome
 from yao_actors.models.base import Completion, Message, Model, ToolCall, Usage

@@ -19,8 +19,9 @@ import trio.testing
 
 from tests.support import check_stream
 from tests.test_durable_runtime import config
-from yao_actors.conversation.journal import CLOSE_PATIENCE, WRITE_PATIENCE
-from yao_actors.conversation.replay import stored_run_stream
+from yao_actors.conversation.durable.close_out import CLOSE_PATIENCE
+from yao_actors.conversation.durable.journal import WRITE_PATIENCE
+from yao_actors.conversation.durable.replay import stored_run_stream
 from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict, Outcome, stored_events
 from yao_actors.models import Completion, FunctionModel, ToolCall

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from yao_actors.conversation.fallback import (
+from yao_actors.conversation.loop.fallback import (
     FALLBACK_ASSISTANT_ID,
     FALLBACK_PROMPT,
     build_fallback_brief,
     fallback_messages,
     message_text,
 )
-from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT
+from yao_actors.conversation.loop.prompt import TOOL_RETRY_PROMPT
 from yao_actors.errors import ErrorKind
 from yao_actors.tools.results import ToolCallResult
 

@@ -8,8 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from yao_actors.conversation.journal import RunJournal
-from yao_actors.conversation.outlet import RunOutlet
+from yao_actors.conversation.durable.journal import RunJournal
+from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
 from yao_actors.store import MemoryStore, RunStart, Taken
 
@@ -31,8 +31,8 @@ async def test_a_lost_answer_of_a_folded_start_counts_as_started(autojump_clock:
     journal = RunJournal(store, "t", "r", RunOutlet(), durable=False)
     taken = await journal.starting(losing, "p:r", 30, "a", [QUESTION], 0)()
     assert (taken.taken, taken.started) == (True, True)
-    assert journal.started
-    assert journal.stored == [QUESTION]
+    assert journal.standing().started
+    assert journal.stored == (QUESTION,)
     assert journal.transcript == [QUESTION]
     assert len(calls) == 1  # the second try was refused for its id: the stored run is this one's
     assert await store.load_history("t") == [QUESTION]
@@ -46,7 +46,7 @@ async def test_a_folded_start_of_a_stored_run_id_is_refused_and_writes_nothing()
     with pytest.raises(RunError) as refused:
         await journal.starting(store.take_and_start, "p:r", 30, "a", [QUESTION], 1)()
     assert refused.value.code is RunErrorCode.BAD_REQUEST
-    assert not journal.started
+    assert not journal.standing().started
     assert await store.load_history("t") == [QUESTION]
     assert (await store.leases().take("t", "q", 30)).taken  # no lease was left behind
 
@@ -57,5 +57,5 @@ async def test_a_folded_start_on_a_thread_gone_from_the_store_fails_store_unavai
     with pytest.raises(RunError) as failed:
         await journal.starting(store.take_and_start, "p:r", 30, "a", [QUESTION], 0)()
     assert failed.value.code is RunErrorCode.STORE_UNAVAILABLE
-    assert journal.failure is not None
-    assert not journal.started
+    assert journal.standing().failure is not None
+    assert not journal.standing().started

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from tests.test_conversation import call, open_weather_manager, scripted, text_reply, tools_reply
 from yao_actors.config import AssistantSpec, Config, ServiceSpec
-from yao_actors.conversation.journal import RunJournal
-from yao_actors.conversation.run import Run
+from yao_actors.conversation.durable.journal import RunJournal
+from yao_actors.conversation.loop.run import Run
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import Outcome, RunEvents, stored_events
 from yao_actors.history_budget import (

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from yao_actors.config import Hooks, ServerRef
-from yao_actors.conversation.hooks import (
+from yao_actors.conversation.loop.hooks import (
     CreateResult,
     Delegation,
     HookContext,

@@ -11,8 +11,9 @@ import attrs
 import trio
 import trio.testing
 
-from yao_actors.conversation.journal import BUSY_HOLD, IDLE_WAIT, RunJournal
-from yao_actors.conversation.outlet import RunOutlet
+from yao_actors.conversation.durable.journal import RunJournal
+from yao_actors.conversation.durable.pacing import BUSY_HOLD, IDLE_WAIT
+from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.history_budget import message_bytes
 from yao_actors.store import MemoryStore
 
@@ -155,7 +156,7 @@ async def test_the_close_out_writes_what_is_queued_without_waiting(autojump_cloc
         await journal.flush()
         assert [what for what, _ in store.log] == ["written"]  # one write, both turns, at once
         assert store.log[0][1] == start
-        assert journal.stored == [QUESTION, CALL, RESULT]
+        assert journal.stored == (QUESTION, CALL, RESULT)
         await trio.sleep(1)  # idle: the writer wakes and finds nothing more to write
         nursery.cancel_scope.cancel()
     assert len(store.log) == 1
@@ -183,5 +184,5 @@ async def test_the_journal_keeps_the_sizes_its_store_measured_or_measures_itself
         await journal.start("a", [QUESTION])
         journal.turn([CALL, RESULT])
         await journal.flush()
-        assert journal.stored == [QUESTION, CALL, RESULT]
-        assert journal.sizes == [message_bytes(QUESTION), *expected]  # the store's measures when it gave them
+        assert journal.stored == (QUESTION, CALL, RESULT)
+        assert journal.sizes == (message_bytes(QUESTION), *expected)  # the store's measures when it gave them

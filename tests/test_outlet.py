@@ -15,7 +15,7 @@ from tests.test_conversation import call, open_weather_manager, scripted, slow_b
 from yao_actors.config import RunTimeouts
 from yao_actors.conversation.manager import EVENT_BUFFER
 from yao_actors.conversation.order import RunStream
-from yao_actors.conversation.outlet import OutletReader, RunOutlet, forward_events
+from yao_actors.conversation.streaming.outlet import OutletReader, RunOutlet, forward_events
 from yao_actors.errors import ErrorKind
 from yao_actors.events import EventDict, Outcome
 

@@ -21,7 +21,7 @@ from prometheus_client import REGISTRY
 from yao_actors.auth.principals import IDLE_CLOSE, AuthorizationDesk, PrincipalServers, open_desk
 from yao_actors.auth.vault import Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.cli.probe import open_probe, server_reports, tool_offers
-from yao_actors.conversation.principal_servers import is_authorization_resume
+from yao_actors.conversation.interrupts.principal_servers import is_authorization_resume
 from yao_actors.errors import StoreUnavailable
 from yao_actors.models import FunctionModel
 from yao_actors.runtime import open_runtime

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yao_actors.config import parse_config
-from yao_actors.conversation.fallback import build_fallback_brief
+from yao_actors.conversation.loop.fallback import build_fallback_brief
 from yao_actors.errors import ConfigError
 from yao_actors.specs import MIN_RESULT_BUDGET, ResultBudget
 from yao_actors.tools.budget import cut_text, fit_results, format_size, model_view, turn_limits

@@ -25,7 +25,7 @@ from tests.test_conversation import (
 )
 from yao_actors.config import AssistantSpec, Hooks, ModelSpec
 from yao_actors.conversation import open_conversations
-from yao_actors.conversation.hooks import HookContext
+from yao_actors.conversation.loop.hooks import HookContext
 from yao_actors.errors import ModelHTTPError
 from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, ToolCall

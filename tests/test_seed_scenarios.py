@@ -26,9 +26,9 @@ from tests.test_conversation import (
 )
 from yao_actors.config import AssistantSpec, Hooks, Sample, ServerRef, max_turns, parse_config, tool_loop_enabled
 from yao_actors.conversation import build_request
-from yao_actors.conversation.fallback import FALLBACK_ASSISTANT_ID, build_fallback_brief
-from yao_actors.conversation.hooks import HookContext, ResolvedHooks, run_create
-from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, request_tools
+from yao_actors.conversation.loop.fallback import FALLBACK_ASSISTANT_ID, build_fallback_brief
+from yao_actors.conversation.loop.hooks import HookContext, ResolvedHooks, run_create
+from yao_actors.conversation.loop.prompt import TOOL_RETRY_PROMPT, request_tools
 from yao_actors.errors import ConfigError, ErrorKind, ModelHTTPError
 from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, ToolCall

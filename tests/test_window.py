@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from yao_actors.conversation.window import window_history
+from yao_actors.conversation.loop.window import window_history
 
 
 def user(text: str) -> dict[str, Any]:

@@ -47,8 +47,8 @@ from yao_actors.conversation import (
     ThreadHistory,
     open_conversations,
 )
-from yao_actors.conversation.approvals import ApprovalPolicy
-from yao_actors.conversation.leasing import LeasePolicy, serve_sweeps
+from yao_actors.conversation.durable.leasing import LeasePolicy, serve_sweeps
+from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
 from yao_actors.conversation.request import as_request
 from yao_actors.errors import ConfigError, NotReady, store_trouble_ends_the_run
 from yao_actors.handles import NoPublicConstructor
@@ -141,7 +141,7 @@ class Runtime(metaclass=NoPublicConstructor):
         ``pendingToolCallIds``; the client sends its result as a ``tool`` message in the next run's
         ``messages``. ``resume`` entries (AG-UI ``{"interruptId", "status", "payload"}``) answer the thread's
         calls held for approval. With a durable store an event reaches the stream once it is stored
-        (:mod:`yao_actors.conversation.outlet`).
+        (:mod:`yao_actors.conversation.streaming.outlet`).
 
         Resource handling: the run lives in the runtime's nursery, not yours. Leaving the block cancels it
         (unless you called ``stream.detach()``: it then goes on for ``detach_grace`` seconds, waiting for

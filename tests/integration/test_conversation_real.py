@@ -22,7 +22,7 @@ from yao_actors.config import (
     StdioTransport,
 )
 from yao_actors.conversation import ConversationManager
-from yao_actors.conversation.fallback import FALLBACK_PROMPT
+from yao_actors.conversation.loop.fallback import FALLBACK_PROMPT
 from yao_actors.errors import ErrorKind
 from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Model, ToolCall, Usage

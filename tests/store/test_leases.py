@@ -13,7 +13,7 @@ import trio.testing
 
 from tests.store.conftest import Clock
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
-from yao_actors.conversation.leasing import LeasePolicy
+from yao_actors.conversation.durable.leasing import LeasePolicy
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import Outcome, parse_event, stored_events
 from yao_actors.models import Completion, FunctionModel, ToolCall

@@ -11,7 +11,7 @@ serve another's call: no connection holds two principals' tokens, and a view ser
 - **No usable token** (never authorized, or a refresh was refused: that connection is closed): the binding raises
   :class:`~yao_actors.errors.AuthorizationRequired` with a fresh authorization URL
   (:func:`~yao_actors.auth.asking.begin_authorization`); the run ends with an ``authorization_required``
-  interrupt (:mod:`yao_actors.conversation.principal_servers`).
+  interrupt (:mod:`yao_actors.conversation.interrupts.principal_servers`).
 - **The authorization server cannot be reached** (or the service has no URL for the redirect): the view is
   ``down`` and says why; the server's tools are not offered and its calls are ``server_unavailable``.
 - **Refresh**: a connection whose access token is due for its refresh when a run binds it (and no call is using

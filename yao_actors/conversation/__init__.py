@@ -22,22 +22,22 @@ answered by a ``role: tool`` message).
 runtime holds: it keeps the actors by thread id in a nursery of its own and offers :meth:`~ConversationManager.open_run`
 (events as a bounded receive channel) and :meth:`~ConversationManager.run`.
 
-The package follows a run's data flow: :mod:`.window` (the history a request carries),
-:mod:`.relay` (model stream → events, unique tool-call ids),
-:mod:`.run` (the steps of a run, in order), :mod:`.request` (the run as its caller asked for it, one frozen
-value), :mod:`.order` (a live run by owner: request, control, outlet; the streams that read it), :mod:`.journal` (the run's writes to the conversation store), :mod:`.actor` (the
-per-thread actor: close-out), :mod:`.replay` (stored threads and runs read back), :mod:`.manager`
-(threads loaded on demand from the store, ``RunStream``, resume, forget), :mod:`.client_tools` (the client's own
-tools: offered, never dispatched, answered by the next run), :mod:`.approvals` (calls held for a person).
+Its rooms, by idea: the actor and what it is handed here (:mod:`.request`, the run as its caller asked for it;
+:mod:`.order`, a live run by owner and the streams that read it; :mod:`.manager`, threads loaded on demand,
+resume, forget; :mod:`.actor` and :mod:`.thread`, the per-thread actor and what it publishes; :mod:`.ending`,
+how a run ends), :mod:`.loop` (the run's steps), :mod:`.durable` (the store: journal, leases, replay),
+:mod:`.interrupts` (approvals, the user's answers, client tools, authorization) and :mod:`.streaming` (model
+stream → events → readers).
 """
 
-from yao_actors.conversation.actor import ConversationHandle, new_conversation
+from yao_actors.conversation.actor import new_conversation
+from yao_actors.conversation.durable.replay import StoredRunStream, ThreadHistory
+from yao_actors.conversation.loop.prompt import build_request
+from yao_actors.conversation.loop.resources import RunResources
 from yao_actors.conversation.manager import ConversationManager, ConversationStatistics, open_conversations
 from yao_actors.conversation.order import FollowStream, RunResult, RunStream
-from yao_actors.conversation.prompt import build_request
-from yao_actors.conversation.replay import StoredRunStream, ThreadHistory
 from yao_actors.conversation.request import MessagesInput, RunRequest, input_messages
-from yao_actors.conversation.run import RunResources
+from yao_actors.conversation.thread import ConversationHandle
 
 __all__ = [
     "ConversationHandle",

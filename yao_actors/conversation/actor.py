@@ -13,14 +13,17 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 import attrs
 import trio
 
-from yao_actors.conversation.approvals import PendingApproval, Resolution, resolve
-from yao_actors.conversation.client_tools import answer_dangling_calls, check_tool_answers
-from yao_actors.conversation.inputs import (
+from yao_actors.conversation.durable.close_out import CLOSE_PATIENCE
+from yao_actors.conversation.durable.journal import RunJournal
+from yao_actors.conversation.durable.leasing import LeasePolicy, keep_lease, release_lease, take_lease
+from yao_actors.conversation.ending import CANCELLED, Ending, as_failed, conclude, emit_ending, finish_record
+from yao_actors.conversation.interrupts.approvals import PendingApproval, Resolution, resolve
+from yao_actors.conversation.interrupts.client_tools import answer_dangling_calls, check_tool_answers
+from yao_actors.conversation.interrupts.inputs import (
     Answered,
     Pending,
     PendingInput,
@@ -30,12 +33,13 @@ from yao_actors.conversation.inputs import (
     resolve_inputs,
     stored_pending,
 )
-from yao_actors.conversation.journal import CLOSE_PATIENCE, RunJournal
-from yao_actors.conversation.leasing import LeasePolicy, keep_lease, release_lease, take_lease
-from yao_actors.conversation.order import RunOrder, RunResult
-from yao_actors.conversation.principal_servers import is_authorization_resume
-from yao_actors.conversation.run import Answer, Run, RunResources
-from yao_actors.conversation.window import window_history
+from yao_actors.conversation.interrupts.principal_servers import is_authorization_resume
+from yao_actors.conversation.loop.answer import Answer
+from yao_actors.conversation.loop.resources import RunResources
+from yao_actors.conversation.loop.run import Run
+from yao_actors.conversation.loop.window import window_history
+from yao_actors.conversation.order import RunOrder
+from yao_actors.conversation.thread import RUN_QUEUE, ConversationHandle, ThreadStatus
 from yao_actors.errors import (
     ModelError,
     RunError,
@@ -45,100 +49,18 @@ from yao_actors.errors import (
     store_trouble_ends_the_run,
 )
 from yao_actors.events import EventDict, Outcome, RunEvents
-from yao_actors.handles import NoPublicConstructor
-from yao_actors.history_budget import MAX_THREAD_BYTES, BoundedHistory
-from yao_actors.models.base import Message, Usage
+from yao_actors.history_budget import MAX_THREAD_BYTES
+from yao_actors.models.base import Message
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
-from yao_actors.store import ConversationStore, RunFinish, RunStatus
+from yao_actors.store import ConversationStore
 from yao_actors.store.records import Taken
-from yao_actors.tasks import patiently, send_now_or_wait
-from yao_actors.tools.results import ToolCallResult
+from yao_actors.tasks import patiently
 
 logger = logging.getLogger(__name__)
 
 CLEANUP_GRACE = CLOSE_PATIENCE + 5.0
 """Seconds a caller waits at most for a cancelled run to close out (its store's last write included)."""
-
-
-class RunCancelled:
-    """How a run ended that was cancelled before it ended by itself (a value, not trio's exception)."""
-
-
-CANCELLED = RunCancelled()
-Ending = Answer | RunError | RunCancelled
-
-
-RUN_QUEUE = 8
-"""Runs that may wait for their turn on one thread before submitting waits too."""
-
-
-@attrs.define(eq=False)
-class ThreadStatus:
-    """What a conversation actor publishes: the thread's history (only the actor appends) and its pending runs
-    (counted through :meth:`run_submitted` and :meth:`run_done`, by the handle that queues and the actor that runs).
-
-    The history is bounded (:class:`~yao_actors.history_budget.BoundedHistory`): it keeps the newest whole
-    turns that fit its limit.
-    """
-
-    history: BoundedHistory = attrs.field(factory=BoundedHistory)
-    pending: int = 0
-    approvals: list[Pending] = attrs.field(factory=list)
-    """Calls held for a person's approval, or waiting for the user's answer to their server's question, by the
-    thread's last run, until a run answers them (the store keeps
-    them too, from before the run's terminal event until the run that answers them starts)."""
-    stored_messages: int | None = None
-    """How many messages the store holds for the thread, as far as this actor knows (``None``: not known):
-    a run that finds another number when it takes the thread's lease reloads the history (another process
-    sharing the store ran the thread meanwhile)."""
-
-    def run_submitted(self) -> None:
-        """A handle queued a run (it counts as pending from then on)."""
-        self.pending += 1
-
-    def run_done(self) -> None:
-        """A queued run is over, or was never queued after all (its submission failed)."""
-        self.pending -= 1
-
-
-@attrs.define(eq=False)
-class ConversationHandle(metaclass=NoPublicConstructor):
-    """What the manager holds of a thread's actor: it submits runs and reads the history; made by the actor."""
-
-    thread_id: str
-    owner: str | None
-    """The principal that created the thread; only its runs may use it."""
-    _mailbox: trio.MemorySendChannel[RunOrder]
-    _status: ThreadStatus
-
-    @property
-    def history(self) -> tuple[Message, ...]:
-        """A copy of the thread's messages kept so far (input, assistant and tool messages of finished runs)."""
-        return tuple(self._status.history.messages)
-
-    @property
-    def history_bytes(self) -> int:
-        """The estimated size of the history kept (:mod:`yao_actors.history_budget`)."""
-        return self._status.history.bytes
-
-    @property
-    def pending(self) -> int:
-        """Runs submitted and not yet finished."""
-        return self._status.pending
-
-    async def submit(self, order: RunOrder) -> None:
-        """Queue a run behind the thread's earlier ones (waits while ``RUN_QUEUE`` runs already wait)."""
-        self._status.run_submitted()
-        try:
-            await send_now_or_wait(self._mailbox, order)
-        except BaseException:
-            self._status.run_done()
-            raise
-
-    def close(self) -> None:
-        """Take no more runs: the actor ends once the runs already submitted are done."""
-        self._mailbox.close()
 
 
 @attrs.define(eq=False)
@@ -169,7 +91,7 @@ class _ConversationActor:
             await self._execute(order, observed)
 
     async def _execute(self, order: RunOrder, observed: RunObservation) -> None:
-        """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.journal`)."""
+        """Execute one run with its journal's writer beside it (:mod:`yao_actors.conversation.durable.journal`)."""
         order.control.start()
         journal = RunJournal(
             self.store,
@@ -209,14 +131,12 @@ class _ConversationActor:
                     approvals = await patiently(lambda: self.store.load_approvals(order.thread_id))
                 except StoreUnavailable as error:
                     return error.run_error()
-                self.status.history.replace(stored)
-                self.status.stored_messages = len(stored)
-                self.status.approvals[:] = stored_pending(order.thread_id, approvals)
+                self.status.reload(stored, stored_pending(order.thread_id, approvals))
         if order.request.history is not None:
             # The client's conversation stands for this run (and the thread's copy in memory); the store
             # keeps appending what the runs add, as for any thread.
-            self.status.history.replace(order.request.history)
-        return tuple(self.status.history.messages)
+            self.status.use_history(order.request.history)
+        return tuple(self.status.messages)
 
     def folded_start(self, order: RunOrder, journal: RunJournal) -> Callable[[], Awaitable[Taken]] | None:
         """The lease's try that starts the run too (one store call: :meth:`RunJournal.starting`), when the store
@@ -229,7 +149,7 @@ class _ConversationActor:
         if expect is None:
             return None
         request = order.request
-        history = self.status.history.messages if request.history is None else request.history
+        history = self.status.messages if request.history is None else request.history
         try:
             check_tool_answers(history, request.messages)
         except RunError:
@@ -256,7 +176,7 @@ class _ConversationActor:
 
         The store gets the run's input when it starts, each whole turn as the run goes (behind it), and
         the rest with its terminal event and closed record in the close-out's one write, before the
-        terminal event is shown (:mod:`yao_actors.conversation.outlet`).
+        terminal event is shown (:mod:`yao_actors.conversation.streaming.outlet`).
         """
         # The journal follows the run's transcript and is its checkpoint; the journal refers to no part of the
         # run (no closure over it, no cycle), so a finished run is freed at once by reference counting.
@@ -297,43 +217,43 @@ class _ConversationActor:
         order.outlet.unlimit()
         await journal.close()  # the writer ends; what is left goes in the close-out's write
         unreported = run.settle()
-        result = _conclude(run, order, ending)
-        if result.interrupts and journal.started and not journal.failed:
+        result = conclude(run, order, ending)
+        if result.interrupts and journal.standing().writable:
             # Stored before anyone sees the interrupt, so the resume finds them even after a restart.
-            with contextlib.suppress(RunError):  # kept in journal.failure: the run ends with it
+            with contextlib.suppress(RunError):  # the journal keeps the failure: the run ends with it
                 await journal.keep_approvals(result.interrupts)
-        if journal.started and journal.failed:
-            if journal.durable:  # the events it could not store were dropped: number on from those shown
-                run.events.reopen(order.outlet.shown_seq)
-                run.forget_unseen(order.outlet.log)
-            if journal.failure is not None and result.outcome is not Outcome.ERROR:
-                result = _failed(result, journal.failure.run_error())
-        await _close_out(run, result, unreported)
+        standing = journal.standing()
+        if standing.dropped:  # the events it could not store were dropped: number on from those shown
+            run.events.reopen(order.outlet.shown_seq)
+            run.forget_unseen(order.outlet.log)
+        if standing.failure is not None and result.outcome is not Outcome.ERROR:
+            result = as_failed(result, standing.failure.run_error())
+        await emit_ending(run, result, unreported)
         # The lease goes with the close-out (in its write, with the backends: one store call fewer per run).
         folded = self.renewing is not None
-        last = await journal.close_out(_finish(result), release=self.leases.token(order.run_id) if folded else None)
-        if last is None:
+        closed = await journal.close_out(
+            finish_record(result), release=self.leases.token(order.run_id) if folded else None
+        )
+        last: Sequence[EventDict] = closed.events
+        if closed.unstored is not None:
             # The store never took the close: nobody saw its terminal event, one saying so replaces it, and the
             # close-out's events are shown without being stored (the one case where a client sees more than
             # the stored log; the sweep closes the run as interrupted later, and a resume numbers on from it).
-            result = _failed(result, (journal.failure or StoreUnavailable("no answer")).run_error())
-            assert journal.terminal is not None
-            run.events.reopen(journal.terminal["seq"] - 1)
-            await _close_out(run, result, ())
+            result = as_failed(result, closed.unstored)
+            run.events.reopen(run.events.seq - 1)  # takes the terminal event back
+            await emit_ending(run, result, ())
             last = journal.unstored_ending()
-        elif journal.closed_elsewhere is not None:
-            result = _closed_elsewhere(result, last)
+        elif closed.closed_elsewhere is not None:
+            result = as_failed(result, closed.closed_elsewhere)
         # Counted before the terminal event is shown: whoever saw the run end sees it in the metrics.
         code = result.code.value if result.code is not None else None
         observed.ended(result.outcome.value, result.usage, code=code, error=result.error)
         if result.outcome is Outcome.INTERRUPT:
-            self.status.approvals.extend(result.interrupts)
+            self.status.hold(result.interrupts)
         # The run is over in the store: another process may take the thread now.
-        await self.release(order, released=journal.released)
+        await self.release(order, released=closed.released)
         # The thread keeps what its store has, so the two never disagree.
-        self.status.history.extend(journal.stored, journal.sizes)
-        if self.status.stored_messages is not None:
-            self.status.stored_messages = None if journal.failed else self.status.stored_messages + len(journal.stored)
+        self.status.run_closed(closed.stored, closed.sizes, in_step=closed.in_step)
         # While this run still counts as pending, so its own thread is never the one forgotten.
         self.on_history_grown()
         # Last, in one step (no reader runs in between): the terminal event becomes visible and the result is
@@ -360,29 +280,12 @@ def new_conversation(
     person) what ``store`` holds of it (the thread was opened there). The thread keeps at most
     ``max_history_bytes`` of history in memory; ``on_history_grown`` is called each time a run's messages
     joined it (the manager keeps all threads within their budget that way). ``leases`` are the store's thread
-    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.leasing`).
+    leases: with a shared store each run holds its thread's lease (:mod:`yao_actors.conversation.durable.leasing`).
     """
     send, receive = trio.open_memory_channel[RunOrder](RUN_QUEUE)
-    status = ThreadStatus(BoundedHistory(max_history_bytes))
-    status.history.extend(history)
-    status.stored_messages = len(history)
-    status.approvals.extend(approvals)
+    status = ThreadStatus.of(max_history_bytes, history, approvals)
     actor = _ConversationActor(resources, store, receive, status, on_history_grown, leases or LeasePolicy.of(store))
     return ConversationHandle._create(thread_id, owner, send, status), actor.serve
-
-
-def _status(result: RunResult) -> RunStatus:
-    """The stored status of a run that ended with ``result``."""
-    return RunStatus.FAILED if result.outcome is Outcome.ERROR else RunStatus.FINISHED
-
-
-def _usage_record(usage: Usage) -> dict[str, int]:
-    """A run's usage as its stored record keeps it (OpenAI's names)."""
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
 
 
 async def _start(
@@ -395,7 +298,9 @@ async def _start(
     ends the run with its error before anything runs; so does a store that cannot record the run's start.
     """
     request = order.request
-    if journal.started:  # with the lease (:meth:`_ConversationActor.folded_start`): nothing held, nothing resumed
+    if (
+        journal.standing().started
+    ):  # with the lease (:meth:`_ConversationActor.folded_start`): nothing held, nothing resumed
         window = window_history(history, order.assistant.history_max_messages)
         return await _answer(run, order, [*window, *journal.transcript])
     try:
@@ -414,7 +319,7 @@ async def _start(
             await journal.keep_approvals([])
     except RunError as refused:
         return refused
-    status.approvals.clear()
+    status.clear_approvals()
     resumed = await _run_approved(run, order.assistant, resolution)
     asked_again: list[Pending] = []
     resumed += await _run_answered(run, order.assistant, answered, asked_again)
@@ -449,8 +354,7 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}
-    status.approvals[:] = [p for p in status.approvals if p.call.id not in gone_ids]
-    await journal.keep_approvals(status.approvals)
+    await journal.keep_approvals(status.drop_approvals(gone_ids))
     names = ", ".join(sorted({p.call.name for p in gone}))
     raise RunError(
         f"the call of {names} waiting for this answer is gone (its process ended, or its input_timeout passed); "
@@ -507,93 +411,3 @@ async def _answer(run: Run, order: RunOrder, conversation: list[Message]) -> End
         failure = RunError(f"internal error: {type(error).__name__}: {error}", code=RunErrorCode.INTERNAL_ERROR)
     assert failure is not None
     return failure
-
-
-def _conclude(run: Run, order: RunOrder, ending: Ending) -> RunResult:
-    """The run's result; an answer's message joins the transcript."""
-    result = RunResult(
-        run_id=order.run_id,
-        thread_id=order.thread_id,
-        text=run.last_text,
-        tool_results=tuple(run.results),
-        usage=run.usage,
-        outcome=Outcome.CANCELLED,
-    )
-    if isinstance(ending, RunError):
-        return attrs.evolve(result, outcome=Outcome.ERROR, error=str(ending), code=ending.code)
-    if isinstance(ending, Answer):
-        if ending.message is not None:
-            run.transcript.append(ending.message)
-        return attrs.evolve(
-            result,
-            text=ending.text,
-            outcome=ending.outcome,
-            data=ending.data,
-            note=ending.note,
-            pending_tool_calls=ending.pending,
-            interrupts=ending.interrupts,
-            authorizations=ending.authorizations,
-        )
-    return result
-
-
-async def _close_out(run: Run, result: RunResult, unreported: Sequence[ToolCallResult]) -> None:
-    """The last events of a run: what was left open, then exactly one terminal event."""
-    events = run.events
-    if events.seq == 0:
-        await events.run_started()
-    await run.emit_settled(unreported)
-    if result.outcome is Outcome.ERROR:
-        await events.run_error(result.error or "", code=result.code or RunErrorCode.RUN_ERROR, usage=run.usage)
-    else:
-        cancelled_run = result.outcome is Outcome.CANCELLED
-        await events.run_finished(
-            _finished_value(result),
-            cancelled=cancelled_run,
-            usage=run.usage,
-            pending_tool_call_ids=result.pending_tool_calls,
-            interrupts=[
-                *(pending.interrupt() for pending in result.interrupts),
-                *(dict(asked) for asked in result.authorizations),
-            ],
-        )
-
-
-def _failed(result: RunResult, error: RunError) -> RunResult:
-    """``result`` as a run that ended with ``error``."""
-    return attrs.evolve(
-        result, outcome=Outcome.ERROR, error=str(error), code=error.code, interrupts=(), authorizations=()
-    )
-
-
-def _closed_elsewhere(result: RunResult, last: Sequence[EventDict]) -> RunResult:
-    """The result of a run the store had closed already: the closing event stored for it (``RUN_ERROR``
-    ``interrupted``, by the process that took it for dead) is how it ended."""
-    terminal = last[-1] if last else {}
-    try:
-        code = RunErrorCode(terminal.get("code", RunErrorCode.INTERRUPTED))
-    except ValueError:
-        code = RunErrorCode.INTERRUPTED
-    return _failed(result, RunError(str(terminal.get("message", "the run was closed by another process")), code=code))
-
-
-def _finish(result: RunResult) -> RunFinish:
-    """How the store closes the record of a run that ended with ``result``."""
-    return RunFinish(_status(result), result.outcome.value, _usage_record(result.usage))
-
-
-def _finished_value(result: RunResult) -> dict[str, Any]:
-    """``RUN_FINISHED.result``: the answer, how the run ended, and its tool calls in brief."""
-    value: dict[str, Any] = {
-        "text": result.text,
-        "outcome": result.outcome.value,
-        "toolCalls": [
-            {"toolCallId": r.call_id, "name": r.name, "ok": r.ok, **({"kind": r.kind.value} if r.kind else {})}
-            for r in result.tool_results
-        ],
-    }
-    if result.note is not None:
-        value["note"] = result.note
-    if result.data is not None:
-        value["data"] = result.data
-    return value

@@ -16,17 +16,18 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.conversation.actor import CLEANUP_GRACE, ConversationHandle, new_conversation
-from yao_actors.conversation.approvals import ApprovalPolicy
-from yao_actors.conversation.client_tools import check_client_tools
-from yao_actors.conversation.inputs import stored_pending
-from yao_actors.conversation.leasing import LeasePolicy
+from yao_actors.conversation.actor import CLEANUP_GRACE, new_conversation
+from yao_actors.conversation.durable.leasing import LeasePolicy
+from yao_actors.conversation.durable.replay import StoredRunStream, ThreadHistory, stored_run_stream
+from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
+from yao_actors.conversation.interrupts.client_tools import check_client_tools
+from yao_actors.conversation.interrupts.inputs import stored_pending
+from yao_actors.conversation.loop.prompt import request_tools
+from yao_actors.conversation.loop.resources import RunResources
 from yao_actors.conversation.order import FollowStream, RunControl, RunOrder, RunResult, RunStream
-from yao_actors.conversation.outlet import RunOutlet
-from yao_actors.conversation.prompt import request_tools
-from yao_actors.conversation.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.request import MessagesInput, RunRequest, as_request
-from yao_actors.conversation.run import RunResources
+from yao_actors.conversation.streaming.outlet import RunOutlet
+from yao_actors.conversation.thread import ConversationHandle
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, store_trouble_ends_the_run
 from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.handles import NoPublicConstructor
@@ -285,12 +286,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
         ``principal`` that created it; another principal's run on it raises ``RunError`` (``unknown_thread``).
         ``history``, when given, replaces the thread's history before the run (an AG-UI HTTP client sends the
         whole conversation on every run: the history, then ``messages``). ``client_tools`` are the client's own
-        tools (function tools; :mod:`~yao_actors.conversation.client_tools`): one named like a tool of the
+        tools (function tools; :mod:`~yao_actors.conversation.interrupts.client_tools`): one named like a tool of the
         assistant raises ``RunError`` (``bad_request``) before the run starts. ``resume`` entries answer the
-        thread's calls held for approval (:mod:`~yao_actors.conversation.approvals`).
+        thread's calls held for approval (:mod:`~yao_actors.conversation.interrupts.approvals`).
 
         The stream yields the run's events as they become visible (once stored, with a durable store:
-        :mod:`~yao_actors.conversation.outlet`); the run waits when it is ``EVENT_BUFFER`` events ahead of
+        :mod:`~yao_actors.conversation.streaming.outlet`); the run waits when it is ``EVENT_BUFFER`` events ahead of
         its reader, never in its close-out. ``stream.receive_nowait()`` takes an event already visible
         without a trip through the scheduler (a front end forwarding a burst of events takes them at once).
 

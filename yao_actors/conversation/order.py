@@ -3,7 +3,7 @@
 The caller (:meth:`ConversationManager.open_run`) makes a :class:`RunOrder` of three parts and submits it to the
 thread's actor: the immutable :class:`~yao_actors.conversation.request.RunRequest` (the caller's), the
 :class:`RunControl` (the manager's: scope, started, done, result, detached, followers, changed only through its
-methods) and the :class:`~yao_actors.conversation.outlet.RunOutlet` its events become visible in. The actor
+methods) and the :class:`~yao_actors.conversation.streaming.outlet.RunOutlet` its events become visible in. The actor
 executes it and delivers its events to the outlet, which the caller's :class:`RunStream` reads, a ``resume``
 follows while the run goes on in this process (:class:`FollowStream`), and :meth:`ConversationManager.run`
 returns.
@@ -24,9 +24,9 @@ import attrs
 import trio
 from opentelemetry.context import Context
 
-from yao_actors.conversation.inputs import Pending
-from yao_actors.conversation.outlet import OutletReader, RunOutlet
+from yao_actors.conversation.interrupts.inputs import Pending
 from yao_actors.conversation.request import RunRequest
+from yao_actors.conversation.streaming.outlet import OutletReader, RunOutlet
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import EventDict, Outcome
 from yao_actors.models.base import Usage
@@ -163,7 +163,7 @@ class RunControl:
 class RunOrder:
     """A run submitted to a thread's actor, in three parts by owner: the caller's immutable :attr:`request` (with
     its assistant resolved), the manager's :attr:`control`, and the :attr:`outlet` its events become visible in
-    (:mod:`.outlet`: once stored, with a durable store), which the caller's :class:`RunStream`, followers
+    (:mod:`.streaming.outlet`: once stored, with a durable store), which the caller's :class:`RunStream`, followers
     (:class:`FollowStream`) and :meth:`ConversationManager.run` read.
     """
 
@@ -230,7 +230,7 @@ class FollowStream(_OrderStream):
 class RunStream(_OrderStream):
     """The events of one run for its caller, as a receive channel; also the run's ids, result and cancel.
 
-    The run waits for this reader when it gets too far ahead (:mod:`.outlet`), unless it detached.
+    The run waits for this reader when it gets too far ahead (:mod:`.streaming.outlet`), unless it detached.
     """
 
     def __init__(self, order: RunOrder) -> None:

@@ -20,8 +20,8 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import trio
 
-from yao_actors.conversation.outlet import EventSource, forward_events
 from yao_actors.conversation.request import RunRequest
+from yao_actors.conversation.streaming.outlet import EventSource, forward_events
 from yao_actors.errors import ErrorFrameCode, RunError, RunErrorCode
 from yao_actors.events import TERMINAL_TYPES, EventDict, RunEvents
 from yao_actors.service.auth import Credential, Handshake, origin_allowed, principal_of

@@ -4,7 +4,7 @@
 They are hints from the server, not guarantees: this runtime uses them where trusting them wrongly costs
 little or where the user asked for it. A read-only or idempotent tool's call that failed because the
 connection was lost is retried once (:mod:`yao_actors.tools.dispatch`); ``assistants.<id>.approval:
-"destructive"`` holds every call that may destroy something (:mod:`yao_actors.conversation.approvals`); the
+"destructive"`` holds every call that may destroy something (:mod:`yao_actors.conversation.interrupts.approvals`); the
 title is shown to people and offered to the model in the tool's description.
 """
 

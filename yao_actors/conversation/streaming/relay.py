@@ -7,7 +7,7 @@ empty id, or reuse one), the same id in the events, the history and the results.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import attrs
 
@@ -110,3 +110,14 @@ class DeltaRelay:
             if stream.started and not stream.ended and stream.id:
                 await self.events.tool_call_end(stream.id)
                 stream.ended = True
+
+    def forget_unseen(self, opened: Collection[tuple[str, str | None]]) -> None:
+        """Forget the messages and tool calls whose opening event nobody saw (``opened``: the ``(type, id)`` of
+        the events shown): :meth:`close` then ends only those that were seen."""
+        if ("TEXT_MESSAGE_START", self.text_id) not in opened:
+            self.text_id = None
+        if ("REASONING_MESSAGE_START", self.reasoning_id) not in opened:
+            self.reasoning_id = None
+        for stream in self.calls.values():
+            if ("TOOL_CALL_START", stream.id) not in opened:
+                stream.started = False

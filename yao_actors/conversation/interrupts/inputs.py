@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import attrs
 
-from yao_actors.conversation.approvals import PendingApproval, stored_approvals
+from yao_actors.conversation.interrupts.approvals import PendingApproval, stored_approvals
 from yao_actors.errors import ErrorKind, RunError, RunErrorCode
 from yao_actors.models.base import ToolCall
 from yao_actors.tools.input_requests import InputAction, InputAnswer, InputRequest, InputRound, elicit_result

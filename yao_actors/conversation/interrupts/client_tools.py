@@ -27,7 +27,7 @@ NO_CLIENT_RESULT: Final = "Error: the client did not return a result for this ca
 class CallsPending(Exception):
     """The run ends here: calls of client tools wait for the client, calls held for approval for a person.
 
-    ``call_ids`` are the client tools' calls; ``held`` the :class:`~yao_actors.conversation.approvals.PendingApproval`
+    ``call_ids`` are the client tools' calls; ``held`` the :class:`~yao_actors.conversation.interrupts.approvals.PendingApproval`
     records of the calls held.
     """
 

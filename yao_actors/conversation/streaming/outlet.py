@@ -1,6 +1,6 @@
 """The outlet of a run: where its events become visible, and the streams that read them.
 
-**Durable before visible.** A run emits its events into its journal (:mod:`.journal`); with a store that outlives
+**Durable before visible.** A run emits its events into its journal (:mod:`~yao_actors.conversation.durable.journal`); with a store that outlives
 the process (SQLite, Redis) an event becomes visible only once the journal has written it to the run's stored log,
 and the batch the journal appends is the batch it then shows. So whatever any client saw of a run is in the store,
 and a ``resume`` from ``seq`` 0 — on any worker, after any crash — returns exactly that, then the closing event

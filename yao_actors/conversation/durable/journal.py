@@ -1,81 +1,51 @@
 """The journal of a run: what it writes to the conversation store, behind the run, one write at a time.
 
-A run hands its journal each finished turn of history (an assistant message
-with ``tool_calls`` together with all its tool messages, or the answer) and
-every event it emits. A writer task (:meth:`RunJournal.serve`) writes them in
-order while the run goes on, and the close-out waits for the rest
-(:meth:`RunJournal.flush`). A turn and the events queued with it go in one
-store call (``ConversationStore.append_turn``: one SQLite transaction, one
-Redis round trip). Each store call is atomic, so a crash never leaves half a
-turn; each runs shielded, so a cancellation never leaves one in doubt (written
-or not?). The writer makes one write per wake; the events emitted meanwhile go
-with the next turn or within :data:`EVENTS_DELAY`. Writes take turns without a
-trip through the scheduler when none is going on
-(:class:`~yao_actors.tasks.Turnstile`). The events are the run's
-:class:`~yao_actors.events.WireEvent` values: a store keeps the text they went
-on the wire as, encoded once.
+A run hands its journal each finished turn of history (an assistant message with ``tool_calls`` together with all
+its tool messages, or the answer) and every event it emits. A writer task (:meth:`RunJournal.serve`) writes them in
+order while the run goes on, and the close-out waits for the rest (:meth:`RunJournal.flush`). A turn and the events
+queued with it go in one store call (``ConversationStore.append_turn``: one SQLite transaction, one Redis round
+trip). Each store call is atomic, so a crash never leaves half a turn; each runs shielded, so a cancellation never
+leaves one in doubt (written or not?). The writer makes one write per wake; the events emitted meanwhile go with the
+next turn or soon after (:mod:`.pacing`). Writes take turns without a trip through the scheduler when none is going
+on (:class:`~yao_actors.tasks.Turnstile`). The events are the run's :class:`~yao_actors.events.WireEvent` values: a
+store keeps the text they went on the wire as, encoded once.
 
-**When the writer writes: once the process is idle.** A turn is queued as the
-run goes on to its next model call and tool request. Written at once, the
-store's work (for the memory store: encoding the events, measuring the
-messages, ~0.1 ms) would run before that request reaches its server, and a run
-whose tool answers in a millisecond would wait for it. So a woken writer first
-waits until no task of the process can run
-(``trio.testing.wait_all_tasks_blocked``, trio's public way of waiting for
-that: the scheduler wakes it when nothing is runnable and no I/O is ready,
-without spinning) — the run waits on its tool, whose request has gone out —
-and writes in time the process would otherwise spend waiting. It waits at most
-:data:`IDLE_WAIT` seconds: a busy service is never idle, and its turns still
-reach the store within that bound (a process sharing the store, or a resume,
-sees them that much later at most; a write that waited takes along what was
-queued meanwhile). A wait that timed out tells the process is busy: for the next
-:data:`BUSY_HOLD` seconds the writers of every run write at once instead of
-waiting (a timed-out wait costs a ``Cancelled``, ~50 µs; on a busy service each
-write paid one), then try waiting again. Nothing else changes: one write at a time, turns in order,
-each store call atomic and shielded, and the close-out writes everything left
-at once, without waiting, before the run counts as over. (A test's own
-``wait_all_tasks_blocked()`` wakes in the same moment as a waiting writer, in
-no set order: a test that reads the store waits for the run, not for that.)
+**Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`). Every event the run emits goes through the journal
+(:meth:`RunJournal.emit`); with a durable store each write shows the events it appended. The terminal event is held
+apart: the close-out (:meth:`RunJournal.close_out`) writes it with whatever is left and the run's closed record in one
+store call, and it is shown last.
 
-**Durable before visible** (:mod:`.outlet`). Every event the run emits goes
-through the journal (:meth:`RunJournal.emit`). With a durable store every event is queued for
-the writer, and each write shows the events it appended: what a client sees of
-a run is what its stored log holds, whatever crashes when. (With the memory store
-an event is shown as it is emitted; the events then go with the next turn or
-within :data:`EVENTS_DELAY`.) The run's terminal event is held apart: the
-close-out (:meth:`RunJournal.close_out`) writes it with whatever is left and the
-run's closed record in one store call, and it is shown last.
-
-A write that fails because the store is out of reach is tried again for
-:data:`WRITE_PATIENCE` seconds (the close-out's for :data:`CLOSE_PATIENCE`), so a
-store that restarts does not end the runs going on. If it stays out of reach, or
-the thread is gone from it, the journal keeps the failure in
-:attr:`RunJournal.failure`, writes no more history, drops the events it could not
-store (nobody saw them) and cancels the run (``on_failure``), which ends with
-``RUN_ERROR`` ``store_unavailable``: stored too when the store is back for the
-close-out, else shown without being stored (the one event a client may see that
-its stored log lacks; the store's sweep closes that run as interrupted). When the
-store has the run closed already (:class:`~yao_actors.errors.RunClosed`: another
-process took it for dead after its lease expired), the run is cancelled the same
-way and its client gets the store's own closing event (:attr:`RunJournal.closed_elsewhere`),
-so the client and the stored log agree. :attr:`RunJournal.stored` is the history
-that reached the store; the thread's in-memory copy takes only that, so memory and
-store never disagree.
+A write that fails because the store is out of reach is tried again for :data:`WRITE_PATIENCE` seconds (the
+close-out's for :data:`~.close_out.CLOSE_PATIENCE`), so a store that restarts does not end the runs going on. If it stays out of
+reach, or the thread is gone from it, the journal keeps the failure (:meth:`RunJournal.standing`), writes no more
+history, drops the events it could not store (nobody saw them) and cancels the run (``on_failure``), which ends with
+``RUN_ERROR`` ``store_unavailable``: stored too when the store is back for the close-out, else shown without being
+stored (the one event a client may see that its stored log lacks; the store's sweep closes that run as interrupted).
+When the store has the run closed already (:class:`~yao_actors.errors.RunClosed`), the run is cancelled the same
+way (:mod:`.close_out`). :attr:`CloseOut.stored` is the history
+that reached the store; the thread's in-memory copy takes only that, so memory and store never disagree.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 import trio
-import trio.testing
 
-from yao_actors.conversation.inputs import Pending
-from yao_actors.conversation.leasing import Starter
-from yao_actors.conversation.outlet import RunOutlet
+from yao_actors.conversation.durable.close_out import (
+    CLOSE_PATIENCE,
+    CloseOut,
+    Standing,
+    closing_error,
+    lost_thread,
+    read_closing_events,
+)
+from yao_actors.conversation.durable.leasing import Starter
+from yao_actors.conversation.durable.pacing import WritePacing
+from yao_actors.conversation.interrupts.inputs import Pending
+from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.errors import (
     InvalidStoreInput,
     RunClosed,
@@ -94,35 +64,12 @@ from yao_actors.history_budget import message_bytes
 from yao_actors.models.base import Message
 from yao_actors.store import ConversationStore, RunFinish
 from yao_actors.store.records import RunStart, Taken
-from yao_actors.tasks import PATIENCE, RETRY_DELAYS, Turnstile, patiently
+from yao_actors.tasks import PATIENCE, Turnstile, patiently
 
 logger = logging.getLogger(__name__)
 
-EVENTS_DELAY = 0.05
-"""Seconds the events before a tool batch may wait to be written with the batch's turn (see ``kick_soon``;
-the memory store's runs only: a durable store's events are written as soon as the process is idle)."""
-
-IDLE_WAIT = 0.01
-"""Seconds a write waits at most for the process to be idle (see the module docstring)."""
-
-BUSY_HOLD = 0.1
-"""Seconds the writes skip the wait for idle once such a wait timed out (see the module docstring)."""
-
 WRITE_PATIENCE = PATIENCE
 """Seconds a write of a run going on is tried again while the store is out of reach, before the run fails."""
-
-CLOSE_PATIENCE = 10.0
-"""Seconds the close-out's write (the terminal event and the run's record) is tried again while the store is out
-of reach, before the terminal event is shown without being stored."""
-
-_busy_until: trio.lowlevel.RunVar[float] = trio.lowlevel.RunVar("yao_actors.journal.busy_until", default=-math.inf)
-"""Until when this process counts as busy (``trio.current_time()``): its writes do not wait for idle."""
-
-
-def lost_thread(thread_id: str, error: UnknownThread | UnknownRun) -> StoreUnavailable:
-    """The failure of a write to a thread (or run) the store no longer has: someone forgot it."""
-    said = f"thread {thread_id!r} is no longer in the store ({error.args[0] if error.args else error})"
-    return StoreUnavailable(said, shown=said)
 
 
 @attrs.define(eq=False)
@@ -140,40 +87,57 @@ class RunJournal:
     outlet: RunOutlet
     durable: bool = True
     on_failure: Callable[[], object] = lambda: None
-    stored: list[Message] = attrs.field(factory=list)
-    """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
-    sizes: list[int] = attrs.field(factory=list)
-    """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`stored`, measured as it was written
-    (by the store when it returns them, as the memory store does): the thread's history takes them."""
-    failure: StoreUnavailable | None = None
-    closed_elsewhere: RunClosed | None = None
-    """The store had the run closed already when the journal wrote to it (another process took it for dead)."""
-    started: bool = False
     transcript: list[Message] = attrs.field(factory=list)
     """The run's transcript (the run appends to it); :meth:`checkpoint` queues what is new of it."""
-    written: int = 0
+    _stored: list[Message] = attrs.field(factory=list)
+    """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
+    _sizes: list[int] = attrs.field(factory=list)
+    """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`_stored`, measured as it was written
+    (by the store when it returns them, as the memory store does): the thread's history takes them."""
+    _failure: StoreUnavailable | None = None
+    _closed_elsewhere: RunClosed | None = None
+    """The store had the run closed already when the journal wrote to it (another process took it for dead)."""
+    _started: bool = False
+    _written: int = 0
     """How much of :attr:`transcript` the journal has been given."""
-    terminal: EventDict | None = None
+    _terminal: EventDict | None = None
     """The run's terminal event, once emitted: written and shown by the close-out, never by the writer."""
-    released: bool = False
-    """The close-out's write released the run's lease too (:meth:`close_out`'s ``release``)."""
+    _released: bool = False
+    """The close-out's write went through (with ``release``, it gave the thread's lease up too)."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
-    _kicked: bool = False
-    """Something is queued to be written at once (set by :meth:`kick`, cleared when the writer wakes)."""
-    _wake: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
-    _writing: Turnstile = attrs.field(factory=Turnstile)
-    """One write at a time (the writer's, the close-out's), in order; free, it costs no trip through the scheduler."""
-    _due: float = math.inf
-    _waiting: trio.CancelScope | None = None
+    _pacing: WritePacing = attrs.field(factory=WritePacing)
+    """When the writer writes (:mod:`.pacing`)."""
     _serving: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     """The writer's scope: :meth:`close` cancels it when the writer is not parked."""
+    _writing: Turnstile = attrs.field(factory=Turnstile)
+    """One write at a time (the writer's, the close-out's), in order; free, it costs no trip through the scheduler."""
     _closed: bool = False
 
     @property
     def failed(self) -> bool:
         """Whether nothing more of the run is written (the store failed, or has the run closed already)."""
-        return self.failure is not None or self.closed_elsewhere is not None
+        return self._failure is not None or self._closed_elsewhere is not None
+
+    @property
+    def stored(self) -> tuple[Message, ...]:
+        """The run's messages the store has so far."""
+        return tuple(self._stored)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The measured size of each of :attr:`stored`."""
+        return tuple(self._sizes)
+
+    def standing(self) -> Standing:
+        """How the run's writes stand now: what the close-out goes by before its own write."""
+        failed = self.failed
+        return Standing(
+            started=self._started,
+            writable=self._started and not failed,
+            dropped=self._started and failed and self.durable,
+            failure=self._failure,
+        )
 
     async def start(self, assistant: str, given: Sequence[Message]) -> None:
         """Record the run as running, with its input joining the thread's history, in one write.
@@ -196,7 +160,7 @@ class RunJournal:
             with trio.CancelScope(shield=True):
                 await patiently(start_run)
         except StoreUnavailable as error:
-            self.failure = error
+            self._failure = error
             raise error.run_error() from error
         except RunIdTaken:
             if tries == 1 or not await self._started_by_us():
@@ -204,30 +168,30 @@ class RunJournal:
                     f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
                 ) from None
         except (UnknownThread, UnknownRun) as error:
-            self.failure = lost_thread(self.thread_id, error)
-            raise self.failure.run_error() from error
-        self._started(messages, given)
+            self._failure = lost_thread(self.thread_id, error)
+            raise self._failure.run_error() from error
+        self._record_start(messages, given)
         self.kick_started()
 
-    def _started(self, messages: Sequence[Message], given: Sequence[Message]) -> None:
+    def _record_start(self, messages: Sequence[Message], given: Sequence[Message]) -> None:
         """The store recorded the run as running with ``messages`` (the transcript so far and ``given``)."""
-        self.started = True
-        self._stored(messages)
+        self._started = True
+        self._took(messages)
         self.transcript.extend(given)
-        self.written = len(self.transcript)
+        self._written = len(self.transcript)
 
     def kick_started(self) -> None:
         """Once the run is started in the store, and about to go on: have what it emitted before (its
         ``RUN_STARTED``) written. (Kicked earlier, while the run still waits on something, the writer would find
         the process idle and write that event alone: a store write more.)"""
         if self._events:
-            self.kick()
+            self._pacing.kick()
 
     def starting(
         self, starter: Starter, token: str, ttl: float, assistant: str, given: Sequence[Message], expect: int
     ) -> Callable[[], Awaitable[Taken]]:
         """One try at the thread's lease that starts the run too, as :meth:`start` would (the store's
-        ``take_and_start``, for :func:`~yao_actors.conversation.leasing.take_lease`): ``expect`` is how many
+        ``take_and_start``, for :func:`~yao_actors.conversation.durable.leasing.take_lease`): ``expect`` is how many
         messages the thread's copy in memory says the store holds (the store starts nothing when it holds
         another number; the run then reloads the history and starts itself, ``Taken.started`` being false).
 
@@ -251,7 +215,7 @@ class RunJournal:
                 with trio.CancelScope(shield=True):  # as :meth:`start`'s: a start is never left in doubt
                     taken = await patiently(once)
             except StoreUnavailable as error:
-                self.failure = error
+                self._failure = error
                 raise
             except RunIdTaken:
                 lost = tries > 1  # an earlier try's answer was lost: it may have started the run
@@ -261,10 +225,10 @@ class RunJournal:
                     ) from None
                 taken = Taken(True, started=True)  # the lost try took the lease and started the run, atomically
             except (UnknownThread, UnknownRun) as error:
-                self.failure = lost_thread(self.thread_id, error)
-                raise self.failure.run_error() from error
+                self._failure = lost_thread(self.thread_id, error)
+                raise self._failure.run_error() from error
             if taken.started:
-                self._started(messages, given)
+                self._record_start(messages, given)
             return taken
 
         return attempt
@@ -295,24 +259,24 @@ class RunJournal:
         outlet = self.outlet
         await outlet.admit()
         if event["type"] in TERMINAL_TYPES:
-            self.terminal = event
+            self._terminal = event
             return
         if not self.durable:
             outlet.show((event,))
-        if self.failed and self.started and not self._closed:  # the close-out's events are still written
+        if self.failed and self._started and not self._closed:  # the close-out's events are still written
             return
         self._events.append(event)
         if self.durable:
-            self.kick()
-        elif self._due == math.inf:
-            self.kick_soon()
+            self._pacing.kick()
+        else:
+            self._pacing.kick_soon()
 
     def turn(self, messages: Sequence[Message]) -> None:
         """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
-        if self.failure is not None:
-            raise self.failure.run_error()
+        if self._failure is not None:
+            raise self._failure.run_error()
         self._turns.extend(messages)
-        self.kick()
+        self._pacing.kick()
 
     def checkpoint(self, whole_turn: bool) -> None:
         """The run's checkpoint (``Run.checkpoint``): after a tool batch (``whole_turn``), queue the transcript's
@@ -325,28 +289,12 @@ class RunJournal:
         if whole_turn:
             self.turn(self._new_transcript())
         else:
-            self.kick_soon()
+            self._pacing.kick_soon()
 
     def _new_transcript(self) -> list[Message]:
         """The transcript's messages the journal has not been given yet; given now."""
-        new, self.written = self.transcript[self.written :], len(self.transcript)
+        new, self._written = self.transcript[self._written :], len(self.transcript)
         return new
-
-    def kick(self) -> None:
-        """Wake the writer: what is queued is written as soon as the write before it is done."""
-        self._kicked = True
-        if self._wake:
-            self._wake.unpark_all()
-
-    def kick_soon(self) -> None:
-        """Have the events so far written within :data:`EVENTS_DELAY` seconds, unless a turn comes first and
-        takes them along (a fast tool batch then costs one write, a slow one still has its events stored)."""
-        due = trio.current_time() + EVENTS_DELAY
-        if due < self._due:
-            self._due = due
-            waiting = self._waiting
-            if waiting is not None and due < waiting.deadline:  # waiting for idle: that deadline is sooner
-                waiting.deadline = due
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The writer task: write what is queued each time it is woken (or due), until :meth:`close`.
@@ -358,50 +306,17 @@ class RunJournal:
         task_status.started()
         with self._serving:
             while not self._closed:
-                await self._wait_for_work()
+                await self._pacing.wait_for_work()
                 if self._closed:
                     return
                 await self.flush(everything=False)
 
-    async def _wait_for_work(self) -> None:
-        """Until kicked or due, then until the process is idle (unless it is busy).
-
-        One scope for both waits (a scope costs more than the rest of a wake), its deadline lowered (never
-        raised) to :data:`IDLE_WAIT` from the kick. Due, the writer writes at once: the events have waited
-        their :data:`EVENTS_DELAY`.
-        """
-        idle_by = math.inf
-        with trio.CancelScope(deadline=self._due) as waiting:
-            self._waiting = waiting
-            if not self._kicked:
-                # Nothing queued for a write at once: park until the run queues a turn (``kick``) or its events
-                # come due (this scope's deadline, which ``kick_soon`` lowers). A kick made while the writer was
-                # writing is not lost: ``_kicked`` stays set, and the writer does not park at all.
-                await self._wake.park()
-                if self._closed:
-                    return
-            now = trio.current_time()
-            if now >= _busy_until.get():
-                idle_by = now + IDLE_WAIT
-                if idle_by < waiting.deadline:
-                    waiting.deadline = idle_by
-                # Once every task waits, the run's request has gone out to its tool or model: the store's
-                # work then costs the run nothing (see the module docstring).
-                await trio.testing.wait_all_tasks_blocked()
-        self._waiting = None
-        self._kicked = False
-        self._due = math.inf
-        if waiting.cancelled_caught and waiting.deadline == idle_by:
-            _busy_until.set(trio.current_time() + BUSY_HOLD)  # never idle within IDLE_WAIT: busy
-
     async def close(self) -> None:
         """End the writer before the close-out, and wait for a write it is making: a parked writer is woken and
         returns; one waiting for idle or writing is cancelled (a write is shielded: it completes, or fails,
-        first). Once this returns, :attr:`failure` and :attr:`closed_elsewhere` say how the writes went."""
+        first). Once this returns, :meth:`standing` says how the writes went."""
         self._closed = True
-        if self._wake:
-            self._wake.unpark_all()
-        else:
+        if not self._pacing.stop():
             self._serving.cancel()
         await self._writing.enter()
         self._writing.leave()
@@ -411,7 +326,7 @@ class RunJournal:
         until nothing is left (what the run queued meanwhile). A failure is kept in :attr:`failure`."""
         await self._writing.enter()
         try:
-            while self.started and not self.failed and (self._turns or self._events):
+            while self._started and not self.failed and (self._turns or self._events):
                 await self._write()
                 if not everything:
                     break
@@ -436,7 +351,7 @@ class RunJournal:
             logger.error("run %s: events not stored: %s", self.run_id, error)
             self._fail(StoreUnavailable(f"the store refused the run's events: {error}"))
             return
-        self._stored(turns, sizes)
+        self._took(turns, sizes)
         if self.durable:
             self.outlet.show(events)
 
@@ -484,23 +399,23 @@ class RunJournal:
         """Nothing more of the run is written: keep why, drop the events not stored, cancel the run."""
         if isinstance(error, RunClosed):
             logger.error("run %s: %s", self.run_id, error)
-            self.closed_elsewhere = error
+            self._closed_elsewhere = error
         else:
             if isinstance(error, UnknownThread | UnknownRun):
                 error = lost_thread(self.thread_id, error)
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
-            self.failure = error
+            self._failure = error
         self._turns.clear()
         if self.durable:
             self._events.clear()
         self.on_failure()
 
-    def _stored(self, messages: Sequence[Message], sizes: Sequence[int] | None = None) -> None:
+    def _took(self, messages: Sequence[Message], sizes: Sequence[int] | None = None) -> None:
         """Messages the store took: kept with their sizes (the store's measures when it gave them)."""
-        self.stored.extend(messages)
+        self._stored.extend(messages)
         if sizes is None or len(sizes) != len(messages):
             sizes = list(map(message_bytes, messages))
-        self.sizes.extend(sizes)
+        self._sizes.extend(sizes)
 
     async def keep_approvals(self, approvals: Sequence[Pending]) -> None:
         """Write the thread's pending approvals to the store (``[]``: none wait any more), shielded, so a resume
@@ -511,70 +426,71 @@ class RunJournal:
                 await self.store.save_approvals(self.thread_id, [pending.to_record() for pending in approvals])
         except StoreUnavailable as error:
             logger.warning("run %s: could not store the thread's pending approvals: %s", self.run_id, error)
-            self.failure = error
+            self._failure = error
             raise error.run_error() from error
 
-    async def close_out(self, finish: RunFinish, *, release: str | None = None) -> list[EventDict] | None:
+    async def close_out(self, finish: RunFinish, *, release: str | None = None) -> CloseOut:
         """The close-out's write: the rest of the history, the events not written yet, the terminal event and the
-        run's closed record (``finish``), in one store call; returns the events to show last. With ``release``
-        (the run's lease token: ``append_last_turn``) the thread's lease is
-        given up in that same write; :attr:`released` says whether it was (else the caller releases it itself).
+        run's closed record (``finish``), in one store call; what came of it, as a value the actor reads. With
+        ``release`` (the run's lease token: ``append_last_turn``) the thread's lease is given up in that same write
+        (:attr:`CloseOut.released`; else the caller releases it itself).
 
-        ``None`` when the store stayed out of reach (:data:`CLOSE_PATIENCE`): nothing was stored; the caller
-        replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the store has the run
-        closed already (:attr:`closed_elsewhere`), the events to show are the store's own after the last one shown: its
-        closing event. A run never recorded as started is not written; its events are shown as they are.
+        When the store stayed out of reach (:data:`CLOSE_PATIENCE`) nothing was stored (:attr:`CloseOut.unstored`):
+        the caller replaces the terminal event (``store_unavailable``) and shows :meth:`unstored_ending`. When the
+        store has the run closed already (:attr:`CloseOut.closed_elsewhere`), the events to show are the store's
+        own after the last one shown: its closing event. A run never recorded as started is not written; its
+        events are shown as they are.
         """
-        assert self.terminal is not None, "the terminal event is emitted before the close-out"
-        events = [*self._events, self.terminal] if self.durable else [self.terminal]
-        if not self.started:
+        events = await self._close_write(finish, release)
+        closing = None
+        if self._closed_elsewhere is not None and events is not None:
+            closing = closing_error(events)
+        return CloseOut(
+            events=tuple(events or ()),
+            unstored=None if events is not None else (self._failure or StoreUnavailable("no answer")).run_error(),
+            closed_elsewhere=closing,
+            stored=tuple(self._stored),
+            sizes=tuple(self._sizes),
+            in_step=not self.failed,
+            released=events is not None and release is not None and self._released,
+        )
+
+    async def _close_write(self, finish: RunFinish, release: str | None) -> list[EventDict] | None:
+        """:meth:`close_out`'s write; the events to show last, ``None`` when the store never took it."""
+        assert self._terminal is not None, "the terminal event is emitted before the close-out"
+        events = [*self._events, self._terminal] if self.durable else [self._terminal]
+        if not self._started:
             return events
         await self._writing.enter()
         try:
-            if self.closed_elsewhere is None:
-                turns = [] if self.failure is not None else [*self._turns, *self._new_transcript()]
+            if self._closed_elsewhere is None:
+                turns = [] if self._failure is not None else [*self._turns, *self._new_transcript()]
                 try:
                     with trio.CancelScope(shield=True):
                         sizes = await self._append(
-                            turns, [*self._events, self.terminal], finish, CLOSE_PATIENCE, release
+                            turns, [*self._events, self._terminal], finish, CLOSE_PATIENCE, release
                         )
                 except RunClosed as error:
                     logger.error("run %s: %s", self.run_id, error)
-                    self.closed_elsewhere = error
+                    self._closed_elsewhere = error
                 except StoreError as error:
                     if not isinstance(error, StoreUnavailable):
                         error = StoreUnavailable(f"the store refused the run's close: {error}")
                     logger.warning("run %s: the run's close was not stored: %s", self.run_id, error)
-                    self.failure = error
+                    self._failure = error
                     return None
                 else:
-                    self.released = release is not None
-                    if self.failure is None:
-                        self._stored(turns, sizes)
+                    self._released = True
+                    if self._failure is None:
+                        self._took(turns, sizes)
                     self._turns.clear()
                     self._events.clear()
                     return events
-            return await self._closing_events()
+            return await read_closing_events(self.store, self.run_id, self.outlet.shown_seq)
         finally:
             self._writing.leave()
 
     def unstored_ending(self) -> list[EventDict]:
         """The close-out's events not shown yet, its terminal event last, for a close the store never took."""
-        assert self.terminal is not None
-        return [*self._events, self.terminal] if self.durable else [self.terminal]
-
-    async def _closing_events(self) -> list[EventDict]:
-        """The store's events of the run after the last one shown (ending with the closing event another process
-        stored), read once the store answers, within :data:`CLOSE_PATIENCE`."""
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_PATIENCE):
-            delays = iter(RETRY_DELAYS)
-            while True:
-                try:
-                    stored = await self.store.read_events(self.run_id, self.outlet.shown_seq)
-                except StoreUnavailable:
-                    await trio.sleep(next(delays, RETRY_DELAYS[-1]))
-                    continue
-                if stored and stored[-1]["type"] in TERMINAL_TYPES:
-                    return stored
-                break
-        return []
+        assert self._terminal is not None
+        return [*self._events, self._terminal] if self.durable else [self._terminal]

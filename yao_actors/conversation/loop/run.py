@@ -13,16 +13,19 @@ servers, models and catalog cache of its runtime, never the manager itself.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
 import trio
 
-from yao_actors.conversation.approvals import ApprovalPolicy, split_held
-from yao_actors.conversation.client_tools import CallsPending, split_calls, tool_name
-from yao_actors.conversation.fallback import (
+from yao_actors.conversation.interrupts.approvals import split_held
+from yao_actors.conversation.interrupts.client_tools import CallsPending, split_calls, tool_name
+from yao_actors.conversation.interrupts.inputs import held_inputs
+from yao_actors.conversation.interrupts.principal_servers import authorization_interrupt
+from yao_actors.conversation.loop.answer import Answer, MaxTurns, TurnRequest, standard_answer
+from yao_actors.conversation.loop.batch import PendingBatch
+from yao_actors.conversation.loop.fallback import (
     FALLBACK_ASSISTANT_ID,
     FALLBACK_DESCRIPTION,
     FALLBACK_PROMPT,
@@ -30,11 +33,10 @@ from yao_actors.conversation.fallback import (
     fallback_messages,
     tool_results_section,
 )
-from yao_actors.conversation.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
-from yao_actors.conversation.inputs import Pending, held_inputs
-from yao_actors.conversation.principal_servers import authorization_interrupt
-from yao_actors.conversation.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
-from yao_actors.conversation.relay import DeltaRelay
+from yao_actors.conversation.loop.hooks import HookContext, NextResult, resolve_hooks, run_create, run_next
+from yao_actors.conversation.loop.prompt import TOOL_RETRY_PROMPT, build_request, next_payload, request_tools
+from yao_actors.conversation.loop.resources import RunResources
+from yao_actors.conversation.streaming.relay import DeltaRelay
 from yao_actors.errors import (
     AuthorizationRequired,
     ConfigError,
@@ -44,7 +46,7 @@ from yao_actors.errors import (
     RunError,
     RunErrorCode,
 )
-from yao_actors.events import DEFAULT_MEDIA_BYTES, Outcome, RunEvents
+from yao_actors.events import Outcome, RunEvents
 from yao_actors.models.base import (
     Completion,
     Message,
@@ -52,7 +54,6 @@ from yao_actors.models.base import (
     ToolCall,
     Usage,
     images_per_turn,
-    with_params,
     with_tool_hints,
 )
 from yao_actors.observability import tracing
@@ -67,11 +68,10 @@ from yao_actors.tools.dispatch import (
     DispatchEvent,
     SequentialRetry,
     execute_tool_calls,
-    failed_result,
 )
 from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
-from yao_actors.tools.tool_server import CallAnswers, ToolServer
+from yao_actors.tools.tool_server import CallAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -84,98 +84,7 @@ DEFAULT_INPUT_TIMEOUT = 600.0
 MAX_DELEGATION_DEPTH = 4
 """Assistants deep a chain of delegations may go (hooks delegating to hooks)."""
 
-V = TypeVar("V")
 C = TypeVar("C", Completion, None)
-
-
-def _lookup(table: Mapping[str, V], key: str, what: str, code: RunErrorCode) -> V:
-    """``table[key]``, or a ``RunError`` with ``code`` naming what is known."""
-    value = table.get(key)
-    if value is None:
-        known = ", ".join(sorted(table)) or "none"
-        raise RunError(f"unknown {what} {key!r} (known: {known})", code=code)
-    return value
-
-
-@attrs.frozen
-class RunResources:
-    """What a run may use: the runtime's assistants, servers and models by id, its catalog cache, and the
-    global ``prompts`` put before every assistant's own."""
-
-    assistants: Mapping[str, AssistantSpec]
-    servers: Mapping[str, ToolServer]
-    models: Mapping[str, Model]
-    catalogs: CatalogCache = attrs.field(factory=CatalogCache)
-    prompts: tuple[str, ...] = ()
-    approvals: ApprovalPolicy = attrs.field(factory=ApprovalPolicy)
-    clock: Callable[[], float] = time.time
-    """Wall-clock time, for the expiry of approvals (tests pass their own)."""
-    media_bytes: int = DEFAULT_MEDIA_BYTES
-    """The image and audio data one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""
-
-    def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
-        """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
-        if isinstance(ref, AssistantSpec):
-            return ref
-        return _lookup(self.assistants, ref, "assistant", RunErrorCode.UNKNOWN_ASSISTANT)
-
-    def model(self, model_id: str, options: Mapping[str, Any] | None = None) -> Model:
-        """A model by id, with an assistant's request ``options`` applied; ``RunError`` code ``unknown_model``.
-
-        ``tools`` in ``options`` are not request fields here: the run offers them
-        itself, before the MCP tools (:func:`request_tools`).
-        """
-        return with_params(_lookup(self.models, model_id, "model", RunErrorCode.UNKNOWN_MODEL), options or {})
-
-
-@attrs.frozen
-class Answer:
-    """How ``Run.answer`` ended: the text, the outcome, and the message the history gets for it."""
-
-    text: str
-    outcome: Outcome
-    message: Message | None = None
-    data: Any = None
-    note: str | None = None
-    pending: tuple[str, ...] = ()
-    """Calls of client tools left for the client to answer (outcome ``client_tools``)."""
-    interrupts: tuple[Pending, ...] = ()
-    """Calls held for a person's approval, and servers' questions to the user (outcome ``interrupt``)."""
-    authorizations: tuple[Mapping[str, Any], ...] = ()
-    """``authorization_required`` interrupts: servers the run's principal must authorize (outcome ``interrupt``)."""
-
-
-@attrs.frozen
-class TurnRequest:
-    """What every model call of one assistant's answer shares: the model (with the assistant's options), the
-    request's messages (growing as calls are answered), the catalog, and the tools offered (static, then MCP)."""
-
-    model: Model
-    messages: list[Message]
-    catalog: Catalog
-    tools: Sequence[Mapping[str, Any]]
-
-
-@attrs.define(eq=False)
-class PendingBatch:
-    """A batch of tool calls in flight, by position: each call's result once dispatch has told it
-    (``CallFinished``, the one way a result comes back), and the tool message content its ``TOOL_CALL_RESULT``
-    carried (encoded once for both; ``None`` while it is not told)."""
-
-    calls: tuple[ToolCall, ...]
-    catalog: Catalog
-    results: list[ToolCallResult | None] = attrs.field(init=False)
-    contents: list[str | None] = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self.results = [None] * len(self.calls)
-        self.contents = [None] * len(self.calls)
-
-    def finished(self) -> list[ToolCallResult]:
-        """Every call's result, in order (once dispatch is over: it tells one per call)."""
-        results = [result for result in self.results if result is not None]
-        assert len(results) == len(self.calls)  # dispatch answers every call
-        return results
 
 
 @attrs.define(eq=False)
@@ -203,9 +112,9 @@ class Run:
     #: Before a tool batch (False: the events so far may be written), after it (True: a whole turn): the journal's.
     checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
     client_tools: tuple[Mapping[str, Any], ...] = ()
-    """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`.client_tools`)."""
+    """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`~yao_actors.conversation.interrupts.client_tools`)."""
     principal: str | None = None
-    """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.principal_servers`)."""
+    """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.interrupts.principal_servers`)."""
     needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
 
@@ -555,9 +464,7 @@ class Run:
         if self.batch is None:
             return []
         batch, self.batch = self.batch, None
-        results = [
-            _settled(result, call, batch.catalog) for result, call in zip(batch.results, batch.calls, strict=True)
-        ]
+        results = batch.settled()
         self.record(results, None, batch.contents)
         return [result for result, told in zip(results, batch.contents, strict=True) if told is None]
 
@@ -565,15 +472,8 @@ class Run:
         """Forget what the run opened in events nobody saw (its store refused them): the close-out then closes only
         the messages, tool calls, step and subagents whose opening event is among ``shown``."""
         opened = {(e["type"], e.get("messageId") or e.get("toolCallId") or e.get("subagentRunId")) for e in shown}
-        relay = self.relay
-        if relay is not None:
-            if ("TEXT_MESSAGE_START", relay.text_id) not in opened:
-                relay.text_id = None
-            if ("REASONING_MESSAGE_START", relay.reasoning_id) not in opened:
-                relay.reasoning_id = None
-            for stream in relay.calls.values():
-                if ("TOOL_CALL_START", stream.id) not in opened:
-                    stream.started = False
+        if self.relay is not None:
+            self.relay.forget_unseen(opened)
         steps = [e for e in shown if e["type"] in ("STEP_STARTED", "STEP_FINISHED")]
         if not steps or steps[-1]["type"] != "STEP_STARTED" or steps[-1]["stepName"] != self.step:
             self.step = None
@@ -587,25 +487,3 @@ class Run:
         while self.subagents:
             message = "the run ended before the subagent finished"
             await self.events.subagent_error(self.subagents.pop(), message, code=RunErrorCode.RUN_ENDED)
-
-
-class MaxTurns(Exception):
-    """The tool loop used all its turns and the model still asked for tools."""
-
-
-def _settled(result: ToolCallResult | None, call: ToolCall, catalog: Catalog) -> ToolCallResult:
-    """A call's result as a cancelled run keeps it: the one it had, else (none yet, or only a question for the
-    user, which no one will answer now) ``cancelled``."""
-    if result is None or result.kind is ErrorKind.INPUT_REQUIRED:
-        return _cancelled_result(call, catalog)
-    return result
-
-
-def _cancelled_result(call: ToolCall, catalog: Catalog) -> ToolCallResult:
-    message = "the run was cancelled before the call finished"
-    return failed_result(call, catalog.resolve(call.name), message, ErrorKind.CANCELLED)
-
-
-def standard_answer(completion: Completion) -> Answer:
-    """The standard response: the completion's text; its message joins the history unless it was executed."""
-    return Answer(completion.text, Outcome.ANSWERED, None if completion.tool_calls else completion.to_message())
