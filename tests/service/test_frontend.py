@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
-from trio_websocket import ConnectionClosed, wrap_client_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 
@@ -23,7 +25,7 @@ from tests.service.support import (
 )
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import ServiceSpec
-from yao_actors.service import ServiceStatistics, serve_service
+from yao_actors.service import Service, ServiceStatistics, serve_service
 
 
 async def test_a_run_streams_its_events_in_order_and_ends_once() -> None:
@@ -305,19 +307,29 @@ async def test_the_page_is_served_over_plain_http_on_the_same_port() -> None:
     assert pong == {"type": "pong"}
 
 
+@asynccontextmanager
+async def shutting_down(
+    runtime: FakeRuntime, *, grace: float, hold: str
+) -> AsyncIterator[tuple[Service, WebSocketConnection]]:
+    """A service on ``runtime`` whose run ``r1`` (held on ``hold``) has started, then told to shut down with
+    ``grace`` seconds for its runs: the block runs while it shuts down, and the shutdown ends with it."""
+    async with running_service(runtime, shutdown_grace=grace) as service, open_service_connection(service.url) as ws:
+        await send(ws, run_frame(f"hold:{hold}", run_id="r1"))
+        assert (await receive(ws))["type"] == "RUN_STARTED"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(service.shutdown)
+            yield service, ws
+
+
 async def test_graceful_shutdown_lets_short_runs_finish() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=5) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:x", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(service.shutdown)
-                await wait_until(lambda: service.statistics().closing)
-                runtime.release("x")
-                events = await until_terminal(ws, "r1")
-                with pytest.raises(ConnectionClosed) as closed:
-                    await ws.get_message()
+        async with shutting_down(runtime, grace=5, hold="x") as (service, ws):
+            await wait_until(lambda: service.statistics().closing)
+            runtime.release("x")
+            events = await until_terminal(ws, "r1")
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.get_message()
     assert events[-1]["type"] == "RUN_FINISHED"
     assert events[-1]["outcome"] == {"type": "success"}
     assert closed.value.reason.code == 1001
@@ -326,14 +338,10 @@ async def test_graceful_shutdown_lets_short_runs_finish() -> None:
 async def test_graceful_shutdown_cancels_long_runs_with_a_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=0.2) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:never", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(service.shutdown)
-                events = await until_terminal(ws, "r1")
-                with pytest.raises(ConnectionClosed) as closed:
-                    await ws.get_message()
+        async with shutting_down(runtime, grace=0.2, hold="never") as (_, ws):
+            events = await until_terminal(ws, "r1")
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.get_message()
     assert [e["type"] for e in events] == ["RUN_FINISHED"]
     assert events[0]["outcome"] == {"type": "cancelled"}
     assert runtime.cancelled == ["r1"]
@@ -343,18 +351,14 @@ async def test_graceful_shutdown_cancels_long_runs_with_a_terminal_event() -> No
 async def test_no_new_runs_or_websocket_connections_while_shutting_down() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=5) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:x", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(service.shutdown)
-                await wait_until(lambda: service.statistics().closing)
-                await send(ws, run_frame("hi", run_id="r2"))
-                refused = await receive(ws)
-                # The listener stays open through the grace (health checks see 503); upgrades are refused.
-                assert await handshake_status(service.port) == 503
-                runtime.release("x")
-                await until_terminal(ws, "r1")
+        async with shutting_down(runtime, grace=5, hold="x") as (service, ws):
+            await wait_until(lambda: service.statistics().closing)
+            await send(ws, run_frame("hi", run_id="r2"))
+            refused = await receive(ws)
+            # The listener stays open through the grace (health checks see 503); upgrades are refused.
+            assert await handshake_status(service.port) == 503
+            runtime.release("x")
+            await until_terminal(ws, "r1")
     assert (refused["code"], refused["runId"]) == ("shutting_down", "r2")
 
 
