@@ -65,9 +65,7 @@ async def test_two_threads_on_one_connection_interleave() -> None:
 async def test_cancel_stops_a_run_with_one_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:never", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
+        async with holding(runtime, "never") as (_, ws):
             await send(ws, {"type": "cancel", "runId": "r1"})
             events = await until_terminal(ws, "r1")
             await send(ws, {"type": "ping"})
@@ -154,9 +152,7 @@ async def test_a_frame_far_beyond_the_limit_closes_the_connection() -> None:
 async def test_a_duplicate_run_id_gets_a_non_terminal_error_and_the_run_keeps_one_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:x", run_id="same"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
+        async with holding(runtime, "x", run_id="same") as (_, ws):
             await send(ws, run_frame("again", run_id="same"))
             error = await receive(ws)
             runtime.release("x")
@@ -308,17 +304,26 @@ async def test_the_page_is_served_over_plain_http_on_the_same_port() -> None:
 
 
 @asynccontextmanager
+async def holding(
+    runtime: FakeRuntime, hold: str, run_id: str = "r1", **service: object
+) -> AsyncIterator[tuple[Service, WebSocketConnection]]:
+    """A service on ``runtime`` (``service``: its settings) and a connection whose run ``run_id``, held on ``hold``
+    until the runtime releases it, has started."""
+    async with running_service(runtime, **service) as served, open_service_connection(served.url) as ws:
+        await send(ws, run_frame(f"hold:{hold}", run_id=run_id))
+        assert (await receive(ws))["type"] == "RUN_STARTED"
+        yield served, ws
+
+
+@asynccontextmanager
 async def shutting_down(
     runtime: FakeRuntime, *, grace: float, hold: str
 ) -> AsyncIterator[tuple[Service, WebSocketConnection]]:
     """A service on ``runtime`` whose run ``r1`` (held on ``hold``) has started, then told to shut down with
     ``grace`` seconds for its runs: the block runs while it shuts down, and the shutdown ends with it."""
-    async with running_service(runtime, shutdown_grace=grace) as service, open_service_connection(service.url) as ws:
-        await send(ws, run_frame(f"hold:{hold}", run_id="r1"))
-        assert (await receive(ws))["type"] == "RUN_STARTED"
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(service.shutdown)
-            yield service, ws
+    async with holding(runtime, hold, shutdown_grace=grace) as (service, ws), trio.open_nursery() as nursery:
+        nursery.start_soon(service.shutdown)
+        yield service, ws
 
 
 async def test_graceful_shutdown_lets_short_runs_finish() -> None:
