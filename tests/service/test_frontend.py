@@ -186,12 +186,9 @@ async def test_too_many_runs_in_the_whole_service() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
         async with (
-            running_service(runtime, max_runs=1) as service,
-            open_service_connection(service.url) as first,
+            holding(runtime, "x", max_runs=1) as (service, first),
             open_service_connection(service.url) as second,
         ):
-            await send(first, run_frame("hold:x", run_id="r1"))
-            assert (await receive(first))["type"] == "RUN_STARTED"
             await send(second, run_frame("hi", run_id="r2"))
             refused = await receive(second)
             runtime.release("x")
