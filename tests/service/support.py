@@ -12,7 +12,10 @@ import h11
 import trio
 from trio_websocket import WebSocketConnection
 
-from yao_actors.config import ServiceSpec
+from yao_actors.cli.chat import open_service_connection
+from yao_actors.config import Config, ServiceSpec
+from yao_actors.models.base import Model
+from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service, open_service
 from yao_actors.service.frontend import ServedRuntime
 from yao_actors.service.http_endpoints import Observable
@@ -148,3 +151,15 @@ async def http_request(
     assert isinstance(response, h11.Response)
     decoded = {name.decode(): value.decode() for name, value in response.headers}
     return HttpReply(response.status_code, decoded, body)
+
+
+@asynccontextmanager
+async def connected(config: Config, model: Model) -> AsyncIterator[tuple[Runtime, WebSocketConnection]]:
+    """The runtime of ``config`` with ``model`` as its model ``m``, served by :func:`running_service`, and a
+    websocket connection to the service."""
+    async with (
+        open_runtime(config, models={"m": model}) as runtime,
+        running_service(runtime) as service,
+        open_service_connection(service.url) as ws,
+    ):
+        yield runtime, ws
