@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
+import mcp
 import pytest
 
 from yao_actors.conversation import ConversationManager, open_conversations
 from yao_actors.events import EventDict, parse_event
 from yao_actors.models.base import Model
-from yao_actors.specs import AssistantSpec
+from yao_actors.specs import AssistantSpec, ServerSpec
 from yao_actors.testing.redis_server import REDIS_SERVER
 from yao_actors.tools.server_handle import ServerHandle
 from yao_actors.tools.tool_server import ToolServer
+from yao_actors.transports import Connector, Link, open_client
 
 #: CI (``bash .ci/run`` sets ``CI=true``) installs every system tool the tests start: none of them may be skipped there.
 IN_CI = os.environ.get("CI") == "true"
@@ -82,3 +85,16 @@ async def server_stats(handle: ServerHandle) -> dict[str, object]:
     outcome = await handle.call_tool("stats", {})
     assert isinstance(outcome.result, dict), outcome
     return outcome.result
+
+
+def noting_connector(note: Callable[[ServerSpec, Mapping[str, Any]], object]) -> Connector:
+    """The real connector, telling ``note`` of each connection (the server's spec and the connect options) first:
+    for tests that check which servers were connected, and with what."""
+
+    @asynccontextmanager
+    async def connect(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
+        note(spec, kwargs)
+        async with open_client(spec, link=link, **kwargs) as client:
+            yield client
+
+    return connect

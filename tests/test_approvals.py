@@ -12,11 +12,11 @@ import pytest
 import trio
 
 from tests.service.agui_support import post_agui, run_input
-from tests.service.support import run_frame, running_service, send, until_terminal
+from tests.service.support import connected, run_frame, running_service, send, until_terminal
 from tests.support import check_stream
 from tests.test_config import base, problems_of
 from tests.test_runtime_runs import demo_config
-from yao_actors.cli.chat import chat, open_service_connection
+from yao_actors.cli.chat import chat
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, parse_config
 from yao_actors.conversation.interrupts.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
 from yao_actors.errors import RunErrorCode, StoreUnavailable
@@ -240,11 +240,7 @@ async def test_a_tool_message_cannot_stand_in_for_an_approval() -> None:
 async def test_the_approval_flow_over_the_websocket() -> None:
     seen: list[list[dict[str, Any]]] = []
     with trio.fail_after(30):
-        async with (
-            open_runtime(_config(), models={"m": _seed_model(seen)}) as runtime,
-            running_service(runtime) as service,
-            open_service_connection(service.url) as ws,
-        ):
+        async with connected(_config(), _seed_model(seen)) as (_, ws):
             await send(ws, run_frame(QUESTION, run_id="r1", thread_id="t"))
             first = await until_terminal(ws, "r1")
             (interrupt,) = first[-1]["outcome"]["interrupts"]
@@ -284,11 +280,7 @@ async def test_edited_arguments_with_nan_or_infinity_are_refused_as_invalid_argu
         assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("test"),))},
     )
     with trio.fail_after(30):
-        async with (
-            open_runtime(config, models={"m": FunctionModel(_adding_model)}) as runtime,
-            running_service(runtime) as service,
-            open_service_connection(service.url) as ws,
-        ):
+        async with connected(config, FunctionModel(_adding_model)) as (_, ws):
             await send(ws, run_frame("add", run_id="r1", thread_id="t"))
             (interrupt,) = (await until_terminal(ws, "r1"))[-1]["outcome"]["interrupts"]
             payload = f'{{"approved": true, "arguments": {arguments}}}'

@@ -3,6 +3,8 @@ certain. Fast checks with bare requests; tests/integration/test_input_routing.py
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
@@ -16,8 +18,26 @@ def call(name: str) -> CallRequest:
     return CallRequest(name, {}, 0.0, False)
 
 
-async def asked(askers: Askers, into: list[Any]) -> None:
-    into.append(await askers.asker())
+async def in_flight(*names: str) -> tuple[Askers, list[CallRequest]]:
+    """Askers with a call of each name entered, in that order."""
+    askers, requests = Askers(), [call(name) for name in names]
+    for request in requests:
+        await askers.enter(request)
+    return askers, requests
+
+
+@asynccontextmanager
+async def asking(askers: Askers) -> AsyncIterator[list[Any]]:
+    """A question, waiting for its asker while the block runs; the list holds what ``asker`` said once it did."""
+    found: list[Any] = []
+
+    async def ask() -> None:
+        found.append(await askers.asker())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.testing.wait_all_tasks_blocked()
+        yield found
 
 
 async def test_a_call_waiting_for_its_answer_cannot_be_the_asker() -> None:
@@ -29,13 +49,8 @@ async def test_a_call_waiting_for_its_answer_cannot_be_the_asker() -> None:
 
 
 async def test_a_question_waits_until_the_other_calls_were_answered() -> None:
-    askers, x, y, z = Askers(), call("x"), call("y"), call("z")
-    for request in (x, y, z):
-        await askers.enter(request)
-    found: list[Any] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(asked, askers, found)
-        await trio.testing.wait_all_tasks_blocked()
+    askers, (x, y, z) = await in_flight("x", "y", "z")
+    async with asking(askers) as found:
         askers.leave(y, answered=True)
         late = call("late")  # started after the question: not a candidate
         await askers.enter(late)
@@ -46,25 +61,15 @@ async def test_a_question_waits_until_the_other_calls_were_answered() -> None:
 
 
 async def test_a_candidate_abandoned_meanwhile_makes_the_question_refused() -> None:
-    askers, x, y = Askers(), call("x"), call("y")
-    await askers.enter(x)
-    await askers.enter(y)
-    found: list[Any] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(asked, askers, found)
-        await trio.testing.wait_all_tasks_blocked()
+    askers, (_, y) = await in_flight("x", "y")
+    async with asking(askers) as found:
         askers.leave(y, answered=False)  # its deadline: it may have been the asker
     assert found == ["the call that asked for input may be one that has ended"]
 
 
 async def test_when_every_candidate_has_a_question_the_newest_is_refused_and_the_rest_told_apart() -> None:
-    askers, x, y = Askers(), call("x"), call("y")
-    await askers.enter(x)
-    await askers.enter(y)
-    first: list[Any] = []
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(asked, askers, first)
-        await trio.testing.wait_all_tasks_blocked()
+    askers, (x, y) = await in_flight("x", "y")
+    async with asking(askers) as first:
         assert await askers.asker() == "cannot tell which of 2 calls in flight asked for input"
         # The refused question's call ends (its tool failed with the refusal): the first question is the other's.
         askers.leave(y, answered=True)

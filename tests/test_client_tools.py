@@ -8,10 +8,9 @@ import pytest
 import trio
 
 from tests.service.agui_support import post_agui, run_input
-from tests.service.support import run_frame, running_service, send, until_terminal
+from tests.service.support import connected, run_frame, running_service, send, until_terminal
 from tests.support import check_stream
 from tests.test_runtime_runs import demo_config
-from yao_actors.cli.chat import open_service_connection
 from yao_actors.conversation.interrupts.client_tools import NO_CLIENT_RESULT, open_calls
 from yao_actors.errors import RunError
 from yao_actors.events import Outcome
@@ -118,11 +117,7 @@ async def test_a_client_tool_round_trip_over_the_websocket() -> None:
     card = {"name": "show_card", "description": "Show a card in the page", "parameters": {"type": "object"}}
     seen: list[list[dict[str, Any]]] = []
     with trio.fail_after(30):
-        async with (
-            open_runtime(demo_config("m"), models={"m": _model(seen, [])}) as runtime,
-            running_service(runtime) as service,
-            open_service_connection(service.url) as ws,
-        ):
+        async with connected(demo_config("m"), _model(seen, [])) as (_, ws):
             await send(ws, run_frame("北京天气", run_id="r1", thread_id="t", tools=[card]))
             first = await until_terminal(ws, "r1")
             answer = {"role": "tool", "toolCallId": "c_card", "content": "shown"}

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 import yao_actors
+from tests.support import noting_connector
 from yao_actors import (
     AssistantSpec,
     Completion,
@@ -190,11 +191,7 @@ def test_server_state_is_exported() -> None:
 async def test_a_disabled_server_is_not_started_and_its_tools_are_not_offered() -> None:
     started: list[str] = []
 
-    @asynccontextmanager
-    async def recording(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
-        started.append(spec.id)
-        async with open_client(spec, link=link, **kwargs) as client:
-            yield client
+    recording = noting_connector(lambda spec, options: started.append(spec.id))
 
     model = calls_then_answers(ToolCall("c1", "off__echo", {"text": "x"}))
     cfg = config(server("on"), server("off", disabled=True))

@@ -14,16 +14,14 @@ from typing import Any
 import pytest
 import trio
 
-from tests.service.support import run_frame, running_service, send
+from tests.service.support import connected, run_frame, send
 from tests.support import check_stream
 from tests.test_conversation import open_weather_manager, scripted, text_reply
 from yao_actors import history_budget
-from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import AssistantSpec, Config, ServerRef
 from yao_actors.errors import RunErrorCode
 from yao_actors.events import Outcome, WireEvent, encoded_event, stored_events
 from yao_actors.models.base import Completion, ToolCall
-from yao_actors.runtime import open_runtime
 from yao_actors.service.protocol import encode
 from yao_actors.store import MemoryStore, RunStatus
 from yao_actors.testing import FunctionModel, stdio_test_server
@@ -54,11 +52,7 @@ async def test_the_wire_and_the_store_get_the_same_text_of_each_event() -> None:
         assistants={"default": AssistantSpec(id="default", model="m", servers=(ServerRef("s1"),))},
     )
     with trio.fail_after(60):
-        async with (
-            open_runtime(config, models={"m": FunctionModel(_echo_then_answer)}) as runtime,
-            running_service(runtime) as service,
-            open_service_connection(service.url) as ws,
-        ):
+        async with connected(config, FunctionModel(_echo_then_answer)) as (runtime, ws):
             await send(ws, run_frame("北京今天适合穿什么?", run_id="r1", thread_id="t1"))
             wire: list[str] = []
             while not wire or json.loads(wire[-1])["type"] not in ("RUN_FINISHED", "RUN_ERROR"):

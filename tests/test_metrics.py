@@ -6,7 +6,7 @@ import trio
 import trio.testing
 from prometheus_client import REGISTRY
 
-from tests.test_tracing import config, scripted
+from tests.test_tracing import batch_then_answer, config, scripted
 from yao_actors.errors import ModelTimeout
 from yao_actors.models import Completion, FunctionModel, ToolCall, Usage
 from yao_actors.runtime import open_runtime
@@ -17,16 +17,8 @@ def value(name: str, **labels: str) -> float:
 
 
 async def test_a_run_counts_its_tool_calls_model_calls_and_tokens() -> None:
-    model = scripted(
-        Completion(
-            tool_calls=(
-                ToolCall("c1", "test__echo", '{"text": "x"}'),
-                ToolCall("c2", "invented__tool", "{}"),
-            ),
-            usage=Usage(100, 7, 107),
-        ),
-        Completion(text="done", usage=Usage(120, 9, 129)),
-    )
+    calls = (ToolCall("c1", "test__echo", '{"text": "x"}'), ToolCall("c2", "invented__tool", "{}"))
+    model = batch_then_answer(calls, "done", usage=(Usage(100, 7, 107), Usage(120, 9, 129)))
     before = {
         "runs": value("yao_runs_total", assistant="helper", outcome="answered"),
         "echo": value("yao_tool_calls_total", server="test", tool="echo", kind="ok"),

@@ -11,6 +11,7 @@ import mcp
 import pytest
 import trio
 
+from tests.support import noting_connector
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.conversation import ConversationManager
 from yao_actors.errors import ConfigError
@@ -109,11 +110,7 @@ async def test_handles_and_the_runtime_are_made_by_their_actors_only() -> None:
 async def test_a_connector_is_injected_not_patched(autojump_clock: trio.abc.Clock) -> None:
     specs: list[str] = []
 
-    @asynccontextmanager
-    async def recording(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
-        specs.append(spec.id)
-        async with open_client(spec, link=link, **kwargs) as client:
-            yield client
+    recording = noting_connector(lambda spec, options: specs.append(spec.id))
 
     async with open_runtime(memory_config("a", "b"), connect=recording) as runtime:
         assert (await runtime.servers["b"].call_tool("echo", {"text": "x"})).ok

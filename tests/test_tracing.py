@@ -39,20 +39,23 @@ def scripted(*turns: Completion) -> FunctionModel:
     return FunctionModel(lambda messages, tools: next(answers), name="scripted")
 
 
+def batch_then_answer(
+    calls: tuple[ToolCall, ...], text: str, usage: tuple[Usage | None, Usage | None] = (None, None)
+) -> FunctionModel:
+    """A :func:`scripted` model making ``calls`` in one turn, then answering ``text``; ``usage``: what each of the
+    two turns reports."""
+    return scripted(Completion(tool_calls=calls, usage=usage[0]), Completion(text=text, usage=usage[1]))
+
+
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
 async def test_span_tree_crosses_the_conversation_and_server_mailboxes(
     spans: InMemorySpanExporter, protocol: str
 ) -> None:
-    model = scripted(
-        Completion(
-            tool_calls=(
-                ToolCall("c1", "test__echo", '{"text": "北京"}'),
-                ToolCall("c2", "test__fail", '{"message": "no such city"}'),
-            ),
-            usage=Usage(10, 3, 13),
-        ),
-        Completion(text="北京今天晴。", usage=Usage(20, 5, 25)),
+    calls = (
+        ToolCall("c1", "test__echo", '{"text": "北京"}'),
+        ToolCall("c2", "test__fail", '{"message": "no such city"}'),
     )
+    model = batch_then_answer(calls, "北京今天晴。", usage=(Usage(10, 3, 13), Usage(20, 5, 25)))
     tracer = trace.get_tracer("test")
     with trio.fail_after(30):
         async with open_runtime(config(protocol=protocol), models={"scripted": model}) as runtime:
@@ -129,15 +132,7 @@ async def test_span_tree_crosses_the_conversation_and_server_mailboxes(
 async def test_unknown_tool_and_invalid_arguments_get_error_spans_without_reaching_a_server(
     spans: InMemorySpanExporter,
 ) -> None:
-    model = scripted(
-        Completion(
-            tool_calls=(
-                ToolCall("c1", "test__nope", "{}"),
-                ToolCall("c2", "test__add", '{"a": "one"}'),
-            )
-        ),
-        Completion(text="done"),
-    )
+    model = batch_then_answer((ToolCall("c1", "test__nope", "{}"), ToolCall("c2", "test__add", '{"a": "one"}')), "done")
     with trio.fail_after(30):
         async with open_runtime(config(), models={"scripted": model}) as runtime:
             await runtime.run("helper", "add one and nothing")

@@ -3,7 +3,7 @@
 (:mod:`tests.conformance.client`): every client scenario it lists must pass.
 
 The suite runs each scenario (``client --scenario``; :data:`AT_ONCE` of them at a time, the one that times the
-client's reconnection alone first): it starts the scenario's servers, runs the client with their URL, and keeps the
+client's reconnection alone first, and again when it was only late: see :data:`TIMED_TRIES`): it starts the scenario's servers, runs the client with their URL, and keeps the
 scenario's checks (``<scenario>-<time>/checks.json``) and the client's output. A
 scenario fails here on any ``FAILURE`` check, on a client that did not finish (it says its exit code last), and
 on a client that exited with an error where the scenario does not expect one; ``WARNING`` checks are listed.
@@ -37,6 +37,9 @@ CLIENT_TIMEOUT_MS = 60_000
 AT_ONCE = 4
 #: Scenarios that time the client (how long it waits before reconnecting): run alone, on an unshared machine.
 TIMED = frozenset({"sse-retry"})
+#: Runs a timed scenario gets when the one thing wrong is a reconnection later than twice the server's ``retry``:
+#: a machine busy with other work can be that late; a client too early, or anything else wrong, fails at once.
+TIMED_TRIES = 3
 
 pytestmark = pytest.mark.skipif(
     not SUITE.is_file() and os.environ.get("CI") != "true",
@@ -74,6 +77,16 @@ def problems_of(scenario: str, results: Path) -> tuple[list[str], list[str]]:
     return failed, warned
 
 
+def only_late(scenario: str, results: Path) -> bool:
+    """Whether the one failure of ``scenario``'s latest run is the client reconnecting very late (not too early)."""
+    checks = json.loads(sorted(results.glob(f"{scenario}-*/checks.json"))[-1].read_text(encoding="utf-8"))
+    failed = [c for c in checks if c["status"] == "FAILURE"]
+    return bool(failed) and all(
+        c["id"] == "client-sse-retry-timing" and c.get("details", {}).get("veryLate") is True
+        and not c["details"].get("tooEarly") for c in failed
+    )  # fmt: skip
+
+
 async def run_scenario(scenario: str, results: Path, limiter: trio.CapacityLimiter) -> None:
     client = f"{sys.executable} {HERE / 'client.py'}"
     async with limiter:
@@ -86,7 +99,10 @@ async def test_every_client_scenario_of_the_official_suite_passes(tmp_path: Path
     with trio.fail_after(600):  # a hang guard only: the scenarios take well under a minute
         scenarios = client_scenarios(await node("list", cwd=tmp_path))
         for scenario in TIMED & set(scenarios):
-            await run_scenario(scenario, results, trio.CapacityLimiter(1))
+            for _ in range(TIMED_TRIES):
+                await run_scenario(scenario, results, trio.CapacityLimiter(1))
+                if not only_late(scenario, results):
+                    break
         limiter = trio.CapacityLimiter(AT_ONCE)
         async with trio.open_nursery() as nursery:
             for scenario in scenarios:

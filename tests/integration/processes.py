@@ -19,6 +19,7 @@ import trio
 from tests.service.support import run_frame, send, until_terminal
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing import read_line
+from yao_actors.transports import stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,6 +90,21 @@ async def server_py(
         for pid in seen:
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@asynccontextmanager
+async def listening_process(command: list[str]) -> AsyncIterator[tuple[str, trio.Process]]:
+    """Run ``command`` (a server that prints ``LISTENING <url>`` once bound) in its own session; yield the URL and
+    the process once it listens, and stop it on exit, even when the test is cancelled."""
+    process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert process.stdout is not None
+        word, url = (await read_line(process.stdout)).split()
+        assert word == "LISTENING"
+        yield url, process
+    finally:
+        with trio.CancelScope(shield=True):
+            await stop_process(process)
 
 
 async def end_process(process: trio.Process, sig: signal.Signals | None) -> None:

@@ -21,12 +21,10 @@ import os
 import random
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-import pytest
 import trio
 from trio_websocket import ConnectionClosed, HandshakeError
 
@@ -235,16 +233,6 @@ async def _chaos(
             assert before.finished_at <= after.started_at, (before, after)
     # The chaos happened: clients dropped and resumed, and runs were cut by the kills.
     assert sum(run.drops for t in runs.values() for run in t) > 0
-
-
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @needs_redis

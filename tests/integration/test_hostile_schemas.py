@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.server
 import json
 import logging
-import subprocess
 import sys
 import threading
 import time
@@ -22,16 +21,15 @@ import attrs
 import pytest
 import trio
 
+from tests.integration.processes import listening_process
 from tests.service.support import http_request, running_service
 from tests.support import check_stream
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, Outcome, ServerRef, ToolCall, open_runtime
 from yao_actors.config import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
 from yao_actors.errors import RunErrorCode
 from yao_actors.runtime import Runtime
-from yao_actors.testing import read_line
 from yao_actors.testing.hostile_schemas import build_hostile_server
 from yao_actors.tools.input_requests import InputAnswer, InputRequest
-from yao_actors.transports import stop_process
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator '(httpx2|httpcore2)\.:ResourceWarning")
 
@@ -107,17 +105,8 @@ async def hostile_server(transport: str, tmp_path: Path) -> AsyncIterator[Hostil
         if transport == "stdio":
             yield Hostile(StdioTransport(sys.executable, args), refs, silent)
             return
-        process = await trio.lowlevel.open_process(
-            [sys.executable, *args, "--http"], stdout=subprocess.PIPE, start_new_session=True
-        )
-        try:
-            assert process.stdout is not None
-            word, url = (await read_line(process.stdout)).split()
-            assert word == "LISTENING"
+        async with listening_process([sys.executable, *args, "--http"]) as (url, _):
             yield Hostile(HttpTransport(url), refs, silent)
-        finally:
-            with trio.CancelScope(shield=True):
-                await stop_process(process)
 
 
 @asynccontextmanager

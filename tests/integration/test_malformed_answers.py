@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,12 +15,11 @@ from typing import Any
 import pytest
 import trio
 
+from tests.integration.processes import listening_process
 from tests.support import check_stream
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, Outcome, ServerRef, ToolCall, open_runtime
 from yao_actors.config import HttpTransport, ServerSpec, StdioTransport
 from yao_actors.errors import ErrorKind
-from yao_actors.testing import read_line
-from yao_actors.transports import stop_process
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator '(httpx2|httpcore2)\.:ResourceWarning")
 
@@ -35,15 +33,8 @@ async def hostile_server(transport: str) -> AsyncIterator[StdioTransport | HttpT
         yield StdioTransport(SERVER[0], tuple(SERVER[1:]))
         return
     flags = ["--http", "--sse"] if transport == "http-sse" else ["--http"]
-    process = await trio.lowlevel.open_process([*SERVER, *flags], stdout=subprocess.PIPE, start_new_session=True)
-    try:
-        assert process.stdout is not None
-        word, url = (await read_line(process.stdout)).split()
-        assert word == "LISTENING"
+    async with listening_process([*SERVER, *flags]) as (url, _):
         yield HttpTransport(url)
-    finally:
-        with trio.CancelScope(shield=True):
-            await stop_process(process)
 
 
 def batch_model() -> FunctionModel:

@@ -119,6 +119,14 @@ async def authorize(server: OAuthTestServer, interrupt: dict[str, Any], user: st
     return await approve_in_browser(interrupt["url"], user=user)
 
 
+async def alice_logs_in(server: OAuthTestServer, service: Service) -> dict[str, Any]:
+    """Alice's first run (``a1`` in thread ``ta``) is asked to authorize, she approves as ``alice-person``, and the
+    run resumed as ``a2``: its terminal event."""
+    asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
+    await authorize(server, asked, "alice-person")
+    return await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+
+
 async def test_two_principals_authorize_through_the_service_and_never_share_tokens(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -302,9 +310,7 @@ async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
-                asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
-                await authorize(server, asked, "alice-person")
-                first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+                first = await alice_logs_in(server, service)
                 await server.hook("revoke")
                 await server.hook("expire")
                 refused = await ask(service, ALICE, run_frame("who now?", run_id="a3", thread_id="ta"))
@@ -329,9 +335,7 @@ async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_agai
         other = attrs.evolve(config, store=attrs.evolve(config.store, secret_key="another key, not the first one"))
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
-                asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
-                await authorize(server, asked, "alice-person")
-                first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+                first = await alice_logs_in(server, service)
             async with serving(other) as (_runtime, service):
                 again = the_interrupt(await ask(service, ALICE, run_frame("who now?", run_id="a3", thread_id="ta")))
                 still = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a4", thread_id="ta")))
@@ -354,9 +358,7 @@ async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refre
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
-                asked = the_interrupt(await ask(service, ALICE, run_frame("who?", run_id="a1", thread_id="ta")))
-                await authorize(server, asked, "alice-person")
-                first = await ask(service, ALICE, resume_frame("a2", "ta", "authorization-hub"))
+                first = await alice_logs_in(server, service)
                 await trio.sleep(2.5)  # the access token is due for its refresh now: refreshed as the run starts
                 refreshed = await ask(service, ALICE, run_frame("still me?", run_id="a3", thread_id="ta"))
                 await server.hook("revoke")

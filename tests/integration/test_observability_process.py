@@ -21,7 +21,7 @@ import trio
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.service.support import http_request, run_frame, send, until_terminal
+from tests.service.support import http_request, read_message, run_frame, send, until_terminal
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing import read_line
 
@@ -36,19 +36,8 @@ async def fake_collector() -> AsyncIterator[tuple[int, list[ExportTraceServiceRe
 
     async def handle(stream: trio.SocketStream) -> None:
         connection = h11.Connection(h11.SERVER)
-        body = b""
-        target = b""
-        while True:
-            event = connection.next_event()
-            if event is h11.NEED_DATA:
-                connection.receive_data(await stream.receive_some(65536))
-            elif isinstance(event, h11.Request):
-                target = event.target
-            elif isinstance(event, h11.Data):
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-        if target == b"/v1/traces":
+        head, body = await read_message(connection, stream)
+        if isinstance(head, h11.Request) and head.target == b"/v1/traces":
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)
             received.append(request)

@@ -6,19 +6,17 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import mcp
 import pytest
 import trio
 
 from tests.integration.actor_checks import running
+from tests.support import noting_connector
 from yao_actors import AssistantSpec, Completion, Config, FunctionModel, ServerRef, ToolCall, open_runtime
 from yao_actors.config import RestartPolicy, ServerSpec, StdioTransport
 from yao_actors.tools.server_actor import ServerState
-from yao_actors.transports import DISCOVER_TIMEOUT, Link, open_client
+from yao_actors.transports import DISCOVER_TIMEOUT
 
 FAST_RESTART = RestartPolicy(max_restarts=3, backoff_initial=0.05, backoff_max=0.5)
 
@@ -80,11 +78,7 @@ async def test_the_server_status_event_names_the_protocol() -> None:
 async def test_a_discover_result_is_kept_across_reconnects() -> None:
     priors: list[mcp.types.DiscoverResult | None] = []
 
-    @asynccontextmanager
-    async def recording(spec: ServerSpec, *, link: Link, **kwargs: Any) -> AsyncIterator[mcp.Client]:
-        priors.append(kwargs.get("prior_discover"))
-        async with open_client(spec, link=link, **kwargs) as client:
-            yield client
+    recording = noting_connector(lambda spec, options: priors.append(options.get("prior_discover")))
 
     transport = StdioTransport(sys.executable, ("-m", "yao_actors.testing.servers", "--name", "modern"))
     spec = ServerSpec("modern", transport, restart=FAST_RESTART, protocol="auto")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,11 +13,10 @@ import trio
 
 from tests.integration import actor_checks
 from tests.integration.actor_checks import PROTOCOLS, fail_in_flight, running
+from tests.integration.processes import listening_process
 from yao_actors.config import HttpTransport, RestartPolicy, ServerSpec
 from yao_actors.errors import ErrorKind
-from yao_actors.testing import read_line
 from yao_actors.tools.server_actor import ServerState
-from yao_actors.transports import stop_process
 
 # The SDK leaves httpx2's SSE text generators to the garbage collector; Trio finalizes them
 # and warns. Harmless, and not ours to fix.
@@ -29,15 +27,8 @@ pytestmark = pytest.mark.filterwarnings(r"ignore:Async generator '(httpx2|httpco
 async def http_test_server(port: int = 0) -> AsyncIterator[tuple[str, trio.Process]]:
     """Run the test server over streamable HTTP in its own process; yield its URL once it listens."""
     command = [sys.executable, "-m", "yao_actors.testing.servers", "--http", "--port", str(port)]
-    process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, start_new_session=True)
-    try:
-        assert process.stdout is not None
-        word, url = (await read_line(process.stdout)).split()
-        assert word == "LISTENING"
+    async with listening_process(command) as (url, process):
         yield url, process
-    finally:
-        with trio.CancelScope(shield=True):
-            await stop_process(process)
 
 
 def http_spec(url: str, **changes: Any) -> ServerSpec:

@@ -40,6 +40,13 @@ class Gate:
         return Completion(tool_calls=(ToolCall("c1", "test__echo", '{"text": "北京"}'),))
 
 
+def open_gate() -> Gate:
+    """A :class:`Gate` already open: its model answers as soon as ``echo`` has."""
+    gate = Gate()
+    gate.opened.set()
+    return gate
+
+
 @asynccontextmanager
 async def durable_service(store: StoreSpec, model: Any, **service: Any) -> AsyncIterator[tuple[Runtime, Service]]:
     config = Config(
@@ -56,8 +63,7 @@ async def durable_service(store: StoreSpec, model: Any, **service: Any) -> Async
 
 
 async def test_history_threads_and_forget_over_the_wire(tmp_path: Path) -> None:
-    gate = Gate()
-    gate.opened.set()
+    gate = open_gate()
     with trio.fail_after(GUARD):
         async with (
             durable_service(StoreSpec.sqlite(tmp_path / "c.sqlite3"), gate) as (_, service),
@@ -138,8 +144,7 @@ async def test_resume_while_the_run_goes_on_follows_it_live(tmp_path: Path) -> N
 
 
 async def test_another_principals_thread_is_unknown_to_every_frame(tmp_path: Path) -> None:
-    gate = Gate()
-    gate.opened.set()
+    gate = open_gate()
     tokens = {"alice": "a" * 20, "bob": "b" * 20}
     with trio.fail_after(GUARD):
         async with durable_service(StoreSpec.sqlite(tmp_path / "c.sqlite3"), gate, tokens=tokens) as (_, service):
@@ -166,27 +171,22 @@ async def test_another_principals_thread_is_unknown_to_every_frame(tmp_path: Pat
 
 
 @needs_redis
-async def test_redis_stopped_between_runs_gives_store_unavailable_and_the_service_recovers(tmp_path: Path) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
-    gate = Gate()
-    gate.opened.set()
-    try:
-        with trio.fail_after(GUARD):
-            spec = StoreSpec("redis", url=redis.url, prefix="svc:")
-            async with durable_service(spec, gate) as (_, service), open_service_connection(service.url) as ws:
-                await send(ws, run_frame("一", run_id="r1", thread_id="t1"))
-                first = await until_terminal(ws, "r1")
-                redis.stop()
-                await send(ws, run_frame("二", run_id="r2", thread_id="t1"))
-                down = await until_terminal(ws, "r2")
-                redis.start()
-                await send(ws, run_frame("三", run_id="r3", thread_id="t1"))
-                back = await until_terminal(ws, "r3")
-                await send(ws, {"type": "history", "threadId": "t1"})
-                snapshot = await receive(ws)
-    finally:
-        redis.stop()
+async def test_redis_stopped_between_runs_gives_store_unavailable_and_the_service_recovers(redis: RedisServer) -> None:
+    with trio.fail_after(GUARD):
+        async with (
+            durable_service(StoreSpec("redis", url=redis.url, prefix="svc:"), open_gate()) as (_, service),
+            open_service_connection(service.url) as ws,
+        ):
+            await send(ws, run_frame("一", run_id="r1", thread_id="t1"))
+            first = await until_terminal(ws, "r1")
+            redis.stop()
+            await send(ws, run_frame("二", run_id="r2", thread_id="t1"))
+            down = await until_terminal(ws, "r2")
+            redis.start()
+            await send(ws, run_frame("三", run_id="r3", thread_id="t1"))
+            back = await until_terminal(ws, "r3")
+            await send(ws, {"type": "history", "threadId": "t1"})
+            snapshot = await receive(ws)
     assert first[-1]["type"] == back[-1]["type"] == "RUN_FINISHED"
     assert (down[-1]["type"], down[-1]["code"]) == ("RUN_ERROR", "store_unavailable")
     assert "unreachable" in down[-1]["message"]
@@ -195,22 +195,14 @@ async def test_redis_stopped_between_runs_gives_store_unavailable_and_the_servic
 
 
 @needs_redis
-async def test_post_agui_answers_503_store_unavailable_while_redis_is_stopped(tmp_path: Path) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
-    gate = Gate()
-    gate.opened.set()
-    try:
-        with trio.fail_after(GUARD):
-            spec = StoreSpec("redis", url=redis.url, prefix="svc:")
-            async with durable_service(spec, gate) as (_, service):
-                first = await post_agui(service.port, run_input("一", thread_id="t1", run_id="r1"))
-                redis.stop()
-                down = await post_agui(service.port, run_input("二", thread_id="t1", run_id="r2"))
-                redis.start()
-                back = await post_agui(service.port, run_input("三", thread_id="t1", run_id="r3"))
-    finally:
-        redis.stop()
+async def test_post_agui_answers_503_store_unavailable_while_redis_is_stopped(redis: RedisServer) -> None:
+    with trio.fail_after(GUARD):
+        async with durable_service(StoreSpec("redis", url=redis.url, prefix="svc:"), open_gate()) as (_, service):
+            first = await post_agui(service.port, run_input("一", thread_id="t1", run_id="r1"))
+            redis.stop()
+            down = await post_agui(service.port, run_input("二", thread_id="t1", run_id="r2"))
+            redis.start()
+            back = await post_agui(service.port, run_input("三", thread_id="t1", run_id="r3"))
     assert (first.status, first.events[-1]["type"]) == (200, "RUN_FINISHED")
     assert (down.status, down.headers["content-type"]) == (503, "application/json")
     assert down.json()["error"]["code"] == "store_unavailable"
@@ -225,8 +217,7 @@ async def test_an_sqlite_store_out_of_reach_is_said_to_clients_without_its_path(
     say only that the conversation store is unavailable; the file's path goes to the log."""
     database = tmp_path / "private" / "c.sqlite3"
     database.parent.mkdir()
-    gate = Gate()
-    gate.opened.set()
+    gate = open_gate()
     with trio.fail_after(GUARD):
         async with durable_service(StoreSpec.sqlite(database), gate) as (_, service):
             async with open_service_connection(service.url) as ws:

@@ -76,16 +76,6 @@ async def still_serving(process: trio.Process, url: str, port: int) -> None:
     assert process.returncode is None
 
 
-@pytest.fixture
-def redis(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 #: Runs in order, each (principal, thread, run): ids that would have named another's keys, both ways round.
 SEQUENCES = [
     ("alice", "x:messages", "r1"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import trio
@@ -73,17 +72,12 @@ async def run_through_an_outage(
 
 
 @needs_redis
-async def test_a_run_waiting_on_its_tool_through_an_outage_longer_than_its_lease_answers(tmp_path: Path) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
-    try:
-        with trio.fail_after(60):
-            async with two_runtimes(redis, sleeps(1, OUTAGE + 2 * LEASE_TTL)) as runtime:
-                seen = await run_through_an_outage(runtime, redis, after=0.5)
-                stored = await runtime.store.read_events("r1")
-                record = await runtime.store.get_run("r1")
-    finally:
-        redis.stop()
+async def test_a_run_waiting_on_its_tool_through_an_outage_longer_than_its_lease_answers(redis: RedisServer) -> None:
+    with trio.fail_after(60):
+        async with two_runtimes(redis, sleeps(1, OUTAGE + 2 * LEASE_TTL)) as runtime:
+            seen = await run_through_an_outage(runtime, redis, after=0.5)
+            stored = await runtime.store.read_events("r1")
+            record = await runtime.store.get_run("r1")
     check_stream(seen)
     assert seen[-1]["type"] == "RUN_FINISHED", seen[-1]
     assert seen[-1]["result"]["outcome"] == "answered"
@@ -93,33 +87,25 @@ async def test_a_run_waiting_on_its_tool_through_an_outage_longer_than_its_lease
 
 
 @needs_redis
-async def test_a_run_writing_through_an_outage_shorter_than_its_patience_answers(tmp_path: Path) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
-    try:
-        with trio.fail_after(60):
-            async with two_runtimes(redis, sleeps(8, 0.5)) as runtime:
-                seen = await run_through_an_outage(runtime, redis, after=1.2)
-                stored = await runtime.store.read_events("r1")
-    finally:
-        redis.stop()
+async def test_a_run_writing_through_an_outage_shorter_than_its_patience_answers(redis: RedisServer) -> None:
+    with trio.fail_after(60):
+        async with two_runtimes(redis, sleeps(8, 0.5)) as runtime:
+            seen = await run_through_an_outage(runtime, redis, after=1.2)
+            stored = await runtime.store.read_events("r1")
     check_stream(seen)
     assert seen[-1]["type"] == "RUN_FINISHED", seen[-1]
     assert stored == seen
 
 
 @needs_redis
-async def test_a_run_that_needs_the_store_through_a_longer_outage_ends_as_its_stored_log_says(tmp_path: Path) -> None:
-    redis = RedisServer(tmp_path)
-    redis.start()
-    try:
-        with trio.fail_after(60):
-            async with two_runtimes(redis, sleeps(12, 0.5)) as runtime:
-                seen = await run_through_an_outage(runtime, redis, after=1.2, outage=PATIENCE + 1)
-                stored = await runtime.store.read_events("r1")
-                record = await runtime.store.get_run("r1")
-    finally:
-        redis.stop()
+async def test_a_run_that_needs_the_store_through_a_longer_outage_ends_as_its_stored_log_says(
+    redis: RedisServer,
+) -> None:
+    with trio.fail_after(60):
+        async with two_runtimes(redis, sleeps(12, 0.5)) as runtime:
+            seen = await run_through_an_outage(runtime, redis, after=1.2, outage=PATIENCE + 1)
+            stored = await runtime.store.read_events("r1")
+            record = await runtime.store.get_run("r1")
     check_stream(seen)
     assert seen[-1]["type"] == "RUN_ERROR", seen[-1]
     # Its writes failed (store_unavailable), unless the other runtime took it for dead first (interrupted):

@@ -12,7 +12,10 @@ import h11
 import trio
 from trio_websocket import WebSocketConnection
 
-from yao_actors.config import ServiceSpec
+from yao_actors.cli.chat import open_service_connection
+from yao_actors.config import Config, ServiceSpec
+from yao_actors.models.base import Model
+from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service, open_service
 from yao_actors.service.frontend import ServedRuntime
 from yao_actors.service.http_endpoints import Observable
@@ -115,6 +118,25 @@ class HttpReply:
         return json.loads(self.body)
 
 
+async def read_message(
+    connection: h11.Connection, stream: trio.abc.ReceiveStream
+) -> tuple[h11.Request | h11.Response | None, bytes]:
+    """Read one whole HTTP/1.1 message from ``stream`` through ``connection`` (a client's or a server's): its head
+    (``None`` when there was none) and its body."""
+    head: h11.Request | h11.Response | None = None
+    body = b""
+    while True:
+        event = connection.next_event()
+        if event is h11.NEED_DATA:
+            connection.receive_data(await stream.receive_some(65536))
+        elif isinstance(event, h11.Request | h11.Response):
+            head = event
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            return head, body
+
+
 async def http_request(
     port: int, path: str, *, method: str = "GET", headers: dict[str, str] | None = None
 ) -> HttpReply:
@@ -125,18 +147,19 @@ async def http_request(
     async with stream:
         await stream.send_all(client.send(h11.Request(method=method, target=path, headers=sent)) or b"")
         await stream.send_all(client.send(h11.EndOfMessage()) or b"")
-        response: h11.Response | None = None
-        body = b""
-        while True:
-            event = client.next_event()
-            if event is h11.NEED_DATA:
-                client.receive_data(await stream.receive_some(65536))
-            elif isinstance(event, h11.Response):
-                response = event
-            elif isinstance(event, h11.Data):
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-    assert response is not None
+        response, body = await read_message(client, stream)
+    assert isinstance(response, h11.Response)
     decoded = {name.decode(): value.decode() for name, value in response.headers}
     return HttpReply(response.status_code, decoded, body)
+
+
+@asynccontextmanager
+async def connected(config: Config, model: Model) -> AsyncIterator[tuple[Runtime, WebSocketConnection]]:
+    """The runtime of ``config`` with ``model`` as its model ``m``, served by :func:`running_service`, and a
+    websocket connection to the service."""
+    async with (
+        open_runtime(config, models={"m": model}) as runtime,
+        running_service(runtime) as service,
+        open_service_connection(service.url) as ws,
+    ):
+        yield runtime, ws

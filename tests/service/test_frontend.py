@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
-from trio_websocket import ConnectionClosed, wrap_client_stream
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 
@@ -23,7 +25,7 @@ from tests.service.support import (
 )
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import ServiceSpec
-from yao_actors.service import ServiceStatistics, serve_service
+from yao_actors.service import Service, ServiceStatistics, serve_service
 
 
 async def test_a_run_streams_its_events_in_order_and_ends_once() -> None:
@@ -63,9 +65,7 @@ async def test_two_threads_on_one_connection_interleave() -> None:
 async def test_cancel_stops_a_run_with_one_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:never", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
+        async with holding(runtime, "never") as (_, ws):
             await send(ws, {"type": "cancel", "runId": "r1"})
             events = await until_terminal(ws, "r1")
             await send(ws, {"type": "ping"})
@@ -152,9 +152,7 @@ async def test_a_frame_far_beyond_the_limit_closes_the_connection() -> None:
 async def test_a_duplicate_run_id_gets_a_non_terminal_error_and_the_run_keeps_one_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:x", run_id="same"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
+        async with holding(runtime, "x", run_id="same") as (_, ws):
             await send(ws, run_frame("again", run_id="same"))
             error = await receive(ws)
             runtime.release("x")
@@ -188,12 +186,9 @@ async def test_too_many_runs_in_the_whole_service() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
         async with (
-            running_service(runtime, max_runs=1) as service,
-            open_service_connection(service.url) as first,
+            holding(runtime, "x", max_runs=1) as (service, first),
             open_service_connection(service.url) as second,
         ):
-            await send(first, run_frame("hold:x", run_id="r1"))
-            assert (await receive(first))["type"] == "RUN_STARTED"
             await send(second, run_frame("hi", run_id="r2"))
             refused = await receive(second)
             runtime.release("x")
@@ -305,19 +300,38 @@ async def test_the_page_is_served_over_plain_http_on_the_same_port() -> None:
     assert pong == {"type": "pong"}
 
 
+@asynccontextmanager
+async def holding(
+    runtime: FakeRuntime, hold: str, run_id: str = "r1", **service: object
+) -> AsyncIterator[tuple[Service, WebSocketConnection]]:
+    """A service on ``runtime`` (``service``: its settings) and a connection whose run ``run_id``, held on ``hold``
+    until the runtime releases it, has started."""
+    async with running_service(runtime, **service) as served, open_service_connection(served.url) as ws:
+        await send(ws, run_frame(f"hold:{hold}", run_id=run_id))
+        assert (await receive(ws))["type"] == "RUN_STARTED"
+        yield served, ws
+
+
+@asynccontextmanager
+async def shutting_down(
+    runtime: FakeRuntime, *, grace: float, hold: str
+) -> AsyncIterator[tuple[Service, WebSocketConnection]]:
+    """A service on ``runtime`` whose run ``r1`` (held on ``hold``) has started, then told to shut down with
+    ``grace`` seconds for its runs: the block runs while it shuts down, and the shutdown ends with it."""
+    async with holding(runtime, hold, shutdown_grace=grace) as (service, ws), trio.open_nursery() as nursery:
+        nursery.start_soon(service.shutdown)
+        yield service, ws
+
+
 async def test_graceful_shutdown_lets_short_runs_finish() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=5) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:x", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(service.shutdown)
-                await wait_until(lambda: service.statistics().closing)
-                runtime.release("x")
-                events = await until_terminal(ws, "r1")
-                with pytest.raises(ConnectionClosed) as closed:
-                    await ws.get_message()
+        async with shutting_down(runtime, grace=5, hold="x") as (service, ws):
+            await wait_until(lambda: service.statistics().closing)
+            runtime.release("x")
+            events = await until_terminal(ws, "r1")
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.get_message()
     assert events[-1]["type"] == "RUN_FINISHED"
     assert events[-1]["outcome"] == {"type": "success"}
     assert closed.value.reason.code == 1001
@@ -326,14 +340,10 @@ async def test_graceful_shutdown_lets_short_runs_finish() -> None:
 async def test_graceful_shutdown_cancels_long_runs_with_a_terminal_event() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=0.2) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:never", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(service.shutdown)
-                events = await until_terminal(ws, "r1")
-                with pytest.raises(ConnectionClosed) as closed:
-                    await ws.get_message()
+        async with shutting_down(runtime, grace=0.2, hold="never") as (_, ws):
+            events = await until_terminal(ws, "r1")
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.get_message()
     assert [e["type"] for e in events] == ["RUN_FINISHED"]
     assert events[0]["outcome"] == {"type": "cancelled"}
     assert runtime.cancelled == ["r1"]
@@ -343,18 +353,14 @@ async def test_graceful_shutdown_cancels_long_runs_with_a_terminal_event() -> No
 async def test_no_new_runs_or_websocket_connections_while_shutting_down() -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
-        async with running_service(runtime, shutdown_grace=5) as service, open_service_connection(service.url) as ws:
-            await send(ws, run_frame("hold:x", run_id="r1"))
-            assert (await receive(ws))["type"] == "RUN_STARTED"
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(service.shutdown)
-                await wait_until(lambda: service.statistics().closing)
-                await send(ws, run_frame("hi", run_id="r2"))
-                refused = await receive(ws)
-                # The listener stays open through the grace (health checks see 503); upgrades are refused.
-                assert await handshake_status(service.port) == 503
-                runtime.release("x")
-                await until_terminal(ws, "r1")
+        async with shutting_down(runtime, grace=5, hold="x") as (service, ws):
+            await wait_until(lambda: service.statistics().closing)
+            await send(ws, run_frame("hi", run_id="r2"))
+            refused = await receive(ws)
+            # The listener stays open through the grace (health checks see 503); upgrades are refused.
+            assert await handshake_status(service.port) == 503
+            runtime.release("x")
+            await until_terminal(ws, "r1")
     assert (refused["code"], refused["runId"]) == ("shutting_down", "r2")
 
 

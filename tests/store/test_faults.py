@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import coredis
@@ -20,6 +22,19 @@ from yao_actors.store.sqlite.schema import MIGRATIONS
 from yao_actors.testing.redis_server import RedisServer
 
 GUARD = 20.0
+
+
+@asynccontextmanager
+async def redis_store_and_client(server: RedisServer, prefix: str) -> AsyncIterator[tuple[RedisStore, coredis.Redis]]:
+    """A Redis store on ``server`` under ``prefix``, and a plain client to the same server to break its keys with."""
+    async with (
+        open_store(StoreSpec("redis", url=server.url, prefix=prefix)) as store,
+        coredis.Redis.from_url(server.url, decode_responses=True) as raw,
+    ):
+        assert isinstance(store, RedisStore)
+        yield store, raw
+
+
 QUESTION = [{"role": "user", "content": "weather?"}]
 TURN = [
     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w"}}]},
@@ -212,10 +227,8 @@ async def test_every_sqlite_error_leaves_the_store_as_store_unavailable(tmp_path
 
 @needs_redis
 async def test_a_redis_error_answer_leaves_the_store_as_store_unavailable(redis_server: RedisServer) -> None:
-    spec = StoreSpec("redis", url=redis_server.url, prefix="wrongtype:")
     with trio.fail_after(GUARD):
-        async with open_store(spec) as store, coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw:
-            assert isinstance(store, RedisStore)
+        async with redis_store_and_client(redis_server, "wrongtype:") as (store, raw):
             await store.open_thread("t1", "alice")
             await raw.set(store.keys.messages("t1"), "not a list")
             with pytest.raises(StoreUnavailable, match=r"answered with an error \(WrongTypeError\)"):
@@ -238,10 +251,8 @@ async def test_a_redis_error_answer_leaves_the_store_as_store_unavailable(redis_
 
 @needs_redis
 async def test_a_sweep_goes_past_a_thread_the_store_fails_on(redis_server: RedisServer) -> None:
-    spec = StoreSpec("redis", url=redis_server.url, prefix="sweep-past:")
     with trio.fail_after(GUARD):
-        async with open_store(spec) as store, coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw:
-            assert isinstance(store, RedisStore)
+        async with redis_store_and_client(redis_server, "sweep-past:") as (store, raw):
             for thread_id, run_id in (("t-poisoned", "a-poisoned"), ("t-ok", "b-ok")):
                 await store.open_thread(thread_id, None)
                 await store.start_run(thread_id, run_id, "default", QUESTION)  # no lease: its process is gone

@@ -30,6 +30,16 @@ SHORT = 0.05
 """A lease ttl that has passed after :func:`let_expire` (real time for Redis, the test clock for SQLite)."""
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    """A store that two opens share, as two worker processes would: one SQLite file, or one redis-server under a
+    prefix of this test's own."""
+    if request.param == "sqlite":
+        return StoreSpec.sqlite(tmp_path / "shared.sqlite3")
+    server = request.getfixturevalue("redis_server")
+    return StoreSpec("redis", url=server.url, prefix=f"lease-{tmp_path.name}:")
+
+
 async def let_expire(clock: Clock) -> None:
     clock.advance(1)  # SQLite's expiry is the store's clock
     await trio.sleep(0.15)  # Redis' is its own; the memory backend's is Trio's
@@ -62,13 +72,9 @@ async def test_an_expired_lease_can_be_taken_by_another(store: ConversationStore
         assert not await leases.renew("t1", "a", 30)
 
 
-@pytest.mark.parametrize("durable", ["sqlite", "redis"])
-async def test_taking_the_lease_of_a_dead_run_closes_it_interrupted(
-    durable: str, request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
-) -> None:
-    spec = _durable(durable, request, tmp_path)
+async def test_taking_the_lease_of_a_dead_run_closes_it_interrupted(durable: StoreSpec, clock: Clock) -> None:
     with trio.fail_after(GUARD):
-        async with open_store(spec, clock=clock) as dead, open_store(spec, clock=clock) as alive:
+        async with open_store(durable, clock=clock) as dead, open_store(durable, clock=clock) as alive:
             await dead.open_thread("t1", "alice")
             await dead.start_run("t1", "done", "a", [{"role": "user", "content": "first"}])
             await dead.finish_run("done", status=RunStatus.FINISHED, outcome="answered")
@@ -98,13 +104,9 @@ async def test_taking_the_lease_of_a_dead_run_closes_it_interrupted(
             assert not await dead.finish_run("r1", status=RunStatus.FINISHED, outcome="answered")  # too late
 
 
-@pytest.mark.parametrize("durable", ["sqlite", "redis"])
-async def test_a_sweep_closes_only_the_runs_whose_lease_expired(
-    durable: str, request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
-) -> None:
-    spec = _durable(durable, request, tmp_path)
+async def test_a_sweep_closes_only_the_runs_whose_lease_expired(durable: StoreSpec, clock: Clock) -> None:
     with trio.fail_after(GUARD):
-        async with open_store(spec, clock=clock) as store:
+        async with open_store(durable, clock=clock) as store:
             leases = store.leases()
             for thread in ("t-dead", "t-alive", "t-none"):
                 await store.open_thread(thread, None)
@@ -127,13 +129,11 @@ async def test_a_sweep_closes_only_the_runs_whose_lease_expired(
             assert (await leases.take("t-dead", "z", 30)).taken  # the sweep gave the lease back
 
 
-@pytest.mark.parametrize("durable", ["sqlite", "redis"])
 async def test_a_periodic_sweep_closes_a_run_only_once_two_looks_found_its_lease_free(
-    durable: str, request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+    durable: StoreSpec, clock: Clock
 ) -> None:
-    spec = _durable(durable, request, tmp_path)
     with trio.fail_after(GUARD):
-        async with open_store(spec, clock=clock) as store, open_store(spec, clock=clock) as sweeping:
+        async with open_store(durable, clock=clock) as store, open_store(durable, clock=clock) as sweeping:
             leases, theirs = store.leases(), sweeping.leases()
             await store.open_thread("t1", None)
             assert (await leases.take("t1", f"{store.owner}:r1", SHORT)).taken
@@ -154,11 +154,9 @@ async def test_a_periodic_sweep_closes_a_run_only_once_two_looks_found_its_lease
             assert (await store.get_run("r1")).status is RunStatus.INTERRUPTED  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
 async def test_an_expired_lease_nobody_took_is_taken_back_but_never_from_another_or_for_a_closed_run(
-    kind: str, request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+    spec: StoreSpec, clock: Clock
 ) -> None:
-    spec = StoreSpec() if kind == "memory" else _durable(kind, request, tmp_path)
     with trio.fail_after(GUARD):
         async with open_store(spec, clock=clock) as store:
             leases = store.leases()
@@ -167,7 +165,7 @@ async def test_an_expired_lease_nobody_took_is_taken_back_but_never_from_another
             await store.start_run("t1", "r1", "a", [])
             assert await leases.reclaim("t1", "me:r1", SHORT, "r1")  # held by itself: kept
             await let_expire(clock)
-            assert not await leases.renew("t1", "me:r1", 30) or kind != "redis"  # Redis forgets an expired key
+            assert not await leases.renew("t1", "me:r1", 30) or spec.type != "redis"  # Redis forgets an expired key
             assert await leases.reclaim("t1", "me:r1", SHORT, "r1")  # free, the run still running: taken back
             await let_expire(clock)
             assert (await leases.take("t1", "other:r2", 30, also_close="r1")).taken  # another took it
@@ -176,13 +174,6 @@ async def test_an_expired_lease_nobody_took_is_taken_back_but_never_from_another
             await store.finish_run("r1", status=RunStatus.INTERRUPTED, outcome="interrupted")  # (taken for dead)
             assert not await leases.reclaim("t1", "me:r1", 30, "r1")  # free now, but r1 was closed
             assert (await leases.take("t1", "third:r3", 30)).taken  # and nothing was taken by the refusal
-
-
-def _durable(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
-    if kind == "sqlite":
-        return StoreSpec.sqlite(tmp_path / "shared.sqlite3")
-    server = request.getfixturevalue("redis_server")
-    return StoreSpec("redis", url=server.url, prefix=f"lease-{tmp_path.name}:")
 
 
 # ---------------------------------------------------------------- runs holding leases (two runtimes, one store)
