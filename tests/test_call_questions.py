@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from yao_actors.cli.call_questions import default_input
 from yao_actors.tools.input_requests import InputAnswer, InputRequest
-from yao_actors.tools.schema_gate import fill_defaults
+from yao_actors.tools.question_schemas import fill_defaults
 
 SCHEMA = {
     "type": "object",

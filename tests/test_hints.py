@@ -11,7 +11,7 @@ import mcp.types
 import trio
 
 from tests.support import check_stream
-from yao_actors.cli.chat import Renderer
+from yao_actors.cli.chat_render import Renderer
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, ToolCall

@@ -18,7 +18,8 @@ import trio
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from prometheus_client import REGISTRY
 
-from yao_actors.auth.principals import IDLE_CLOSE, AuthorizationDesk, PrincipalServers, open_desk
+from yao_actors.auth.desk import AuthorizationDesk, open_desk
+from yao_actors.auth.principals import IDLE_CLOSE, PrincipalServers
 from yao_actors.auth.vault import Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.cli.probe import open_probe, server_reports, tool_offers
 from yao_actors.conversation.interrupts.principal_servers import is_authorization_resume
@@ -315,7 +316,7 @@ async def test_check_and_tools_say_a_principal_servers_tools_are_each_principals
     """``check --connect`` and ``tools`` (``server_reports``) and the start-up log say plainly why such a server
     lists no tools, rather than showing it ready with none."""
     config = Config(servers={"hub": SPEC})
-    with trio.fail_after(30), caplog.at_level(logging.INFO, logger="yao_actors.auth.principals"):
+    with trio.fail_after(30), caplog.at_level(logging.INFO, logger="yao_actors.auth.principal_routing"):
         async with open_probe(config, deadline_s=5) as runtime:
             reports = await server_reports(runtime)
             offers = await tool_offers(runtime)

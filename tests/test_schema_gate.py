@@ -16,13 +16,12 @@ import trio
 
 from yao_actors.tools import schema_gate
 from yao_actors.tools.input_requests import InputAnswer, elicit_result, input_round
+from yao_actors.tools.question_schemas import fill_defaults, question_problem
 from yao_actors.tools.results import call_outcome
 from yao_actors.tools.schema_gate import (
     answer_problem,
     compiled_validator,
-    fill_defaults,
     gate,
-    question_problem,
     schema_problems,
     tool_schema_notes,
 )

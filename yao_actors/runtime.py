@@ -30,9 +30,10 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.auth.desk import AuthorizationDesk, open_desk
 from yao_actors.auth.flow import authorizing
 from yao_actors.auth.keys import oauth_of, oauth_servers, principal_servers
-from yao_actors.auth.principals import AuthorizationDesk, open_desk, principal_routing
+from yao_actors.auth.principal_routing import principal_routing
 from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
 from yao_actors.config.providers import build_model

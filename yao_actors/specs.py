@@ -8,8 +8,8 @@ They mirror the JSON file's four sections: ``mcpServers`` → :class:`ServerSpec
 
 Build them in code for an embedded runtime, or read them from a file with
 :func:`yao_actors.config.load_config`. This module depends on nothing of the
-package but the history budget's defaults, so every other module (models
-included) can import it.
+package but the history budget's defaults and the transport records
+(:mod:`yao_actors.transport_specs`, re-exported here), so every other module (models included) can import it.
 """
 
 from __future__ import annotations
@@ -23,116 +23,16 @@ import attrs
 
 from yao_actors.errors import ConfigError
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
+from yao_actors.transport_specs import HttpTransport as HttpTransport
+from yao_actors.transport_specs import IdentityProviderSpec as IdentityProviderSpec
+from yao_actors.transport_specs import InMemoryTransport as InMemoryTransport
+from yao_actors.transport_specs import OAuthSpec as OAuthSpec
+from yao_actors.transport_specs import SseTransport as SseTransport
+from yao_actors.transport_specs import StdioTransport as StdioTransport
+from yao_actors.transport_specs import Transport as Transport
+from yao_actors.transport_specs import as_strings
 
 # --------------------------------------------------------------------------- MCP servers
-
-
-def _strings(value: str | Iterable[str]) -> tuple[str, ...]:
-    """A string is one item, not one item per character (``prompt="Be brief"``, ``args="--verbose"``)."""
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
-@attrs.frozen
-class StdioTransport:
-    """Run the server as a subprocess and speak MCP over its stdin/stdout.
-
-    ``env`` is laid over the MCP SDK's minimal default environment (``HOME``,
-    ``PATH``, ``USER``, ... — not the parent's whole environment, which may hold
-    secrets); ``inherit_env=True`` lays it over the parent's environment instead.
-    """
-
-    command: str
-    args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    env: Mapping[str, str] = attrs.field(factory=dict)
-    cwd: str | None = None
-    inherit_env: bool = False
-
-
-OAuthIdentity = Literal["service", "principal"]
-#: How the tokens are got: a login (``"oauth"``, the authorization code flow), the client's own credentials
-#: (``"client_credentials"``), or an identity provider's ID token exchanged for them (``"cross_app_access"``).
-OAuthGrant = Literal["oauth", "client_credentials", "cross_app_access"]
-#: How a client with a secret authenticates at the token endpoint.
-SecretMethod = Literal["client_secret_basic", "client_secret_post"]
-
-
-@attrs.frozen
-class IdentityProviderSpec:
-    """The enterprise identity provider of ``auth.type: "cross_app_access"`` (SEP-990): its token endpoint exchanges
-    ``id_token`` (the service's ID token there, RFC 8693) for an identity assertion grant for the MCP server."""
-
-    token_endpoint: str
-    client_id: str
-    id_token: str = attrs.field(repr=False)
-    client_secret: str | None = attrs.field(default=None, repr=False)
-
-
-@attrs.frozen
-class OAuthSpec:
-    """An HTTP or SSE server behind the MCP authorization flow (OAuth 2.1), ``mcpServers.<id>.auth``.
-
-    ``type`` ``"oauth"`` (PKCE): ``scopes`` are asked for; without ``client_id`` the client registers itself (a
-    Client ID Metadata Document at ``client_metadata_url`` where the authorization server takes one, else dynamic
-    registration). ``identity`` ``"service"``: one login for the whole service (``yao-actors auth login``);
-    ``"principal"``: each principal its own. ``type`` ``"client_credentials"``: no person; the client's
-    ``client_secret``, or a JWT signed with its ``private_key`` (``private_key_jwt``), at the token endpoint of
-    ``issuer``. ``type`` ``"cross_app_access"``: no person; the ``identity_provider``'s ID token exchanged for an
-    identity assertion that ``issuer``'s token endpoint takes (SEP-990).
-    """
-
-    scopes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    client_id: str | None = None
-    client_secret: str | None = attrs.field(default=None, repr=False)
-    client_metadata_url: str | None = None
-    identity: OAuthIdentity = "service"
-    type: OAuthGrant = "oauth"
-    token_endpoint_auth_method: SecretMethod | None = None
-    private_key: str | None = attrs.field(default=None, repr=False)
-    signing_algorithm: str = "RS256"
-    issuer: str | None = None
-    identity_provider: IdentityProviderSpec | None = None
-
-    @property
-    def needs_login(self) -> bool:
-        """Whether a person logs in (the authorization code flow), rather than the client getting tokens itself."""
-        return self.type == "oauth"
-
-
-@attrs.frozen
-class HttpTransport:
-    """Speak streamable HTTP to a server at ``url``; ``auth`` when it is behind OAuth."""
-
-    url: str
-    headers: Mapping[str, str] = attrs.field(factory=dict)
-    auth: OAuthSpec | None = None
-    #: The ``httpx2.Auth`` its requests go through: the OAuth flow's, put here by the connection (never in a file).
-    http_auth: Any = attrs.field(default=None, eq=False, repr=False)
-
-
-@attrs.frozen
-class SseTransport:
-    """Speak the older HTTP+SSE MCP transport to a server at ``url`` (the MCP SDK's SSE client)."""
-
-    url: str
-    headers: Mapping[str, str] = attrs.field(factory=dict)
-    auth: OAuthSpec | None = None
-    #: The ``httpx2.Auth`` its requests go through: the OAuth flow's, put here by the connection (never in a file).
-    http_auth: Any = attrs.field(default=None, eq=False, repr=False)
-
-
-@attrs.frozen
-class InMemoryTransport:
-    """Connect in-process to an ``mcp.server.mcpserver.MCPServer`` (or low-level ``Server``).
-
-    ``reference`` is the ``"package.module:attribute"`` the server came from
-    when a config file named it (``mcpServers.<id>.module``).
-    """
-
-    server: Any = attrs.field(eq=False)
-    reference: str | None = None
-
-
-Transport = StdioTransport | HttpTransport | SseTransport | InMemoryTransport
 
 
 @attrs.frozen
@@ -257,7 +157,7 @@ class ServerRef:
     """An entry of an assistant's ``mcp.servers``: a server and an optional tool filter."""
 
     server_id: str
-    tools: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    tools: tuple[str, ...] = attrs.field(default=(), converter=as_strings)
 
 
 def _refs(refs: Iterable[ServerRef]) -> tuple[ServerRef, ...]:
@@ -322,7 +222,7 @@ class AssistantSpec:
 
     id: str
     model: str
-    prompt: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    prompt: tuple[str, ...] = attrs.field(default=(), converter=as_strings)
     servers: tuple[ServerRef, ...] = attrs.field(default=(), converter=_refs)
     tool_loop: bool = True
     max_turn: int = 5
@@ -333,7 +233,7 @@ class AssistantSpec:
     history_max_messages: int | None = 20
     options: Mapping[str, Any] = attrs.field(factory=dict)
     fallback: bool | str = True
-    approval: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    approval: tuple[str, ...] = attrs.field(default=(), converter=as_strings)
     """Flat tool names (``server__tool``, or ``server__*``) whose calls need a person's approval, and
     :data:`DESTRUCTIVE` for every tool that may destroy something."""
     approval_timeout: float = 3600.0
@@ -453,7 +353,7 @@ class Config:
     models: Mapping[str, ModelSpec] = attrs.field(factory=dict)
     assistants: Mapping[str, AssistantSpec] = attrs.field(factory=dict)
     service: ServiceSpec = ServiceSpec()
-    prompts: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    prompts: tuple[str, ...] = attrs.field(default=(), converter=as_strings)
     store: StoreSpec | None = None
     notes: tuple[str, ...] = attrs.field(default=(), eq=False)
     """What reading the file noted without refusing it (another client's keys, ignored or not used), each with

@@ -161,7 +161,7 @@ def results(events: list[dict[str, Any]]) -> dict[str, str]:
 async def test_hostile_tool_schemas_fetch_nothing_read_nothing_and_freeze_nothing(
     transport: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="yao_actors.tools.server_actor")
+    caplog.set_level(logging.WARNING, logger="yao_actors.tools.server_catalog")
     calls = [
         ["remote_ref", {"value": "x"}],
         ["file_ref", {"value": "x"}],

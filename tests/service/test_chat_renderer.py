@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from yao_actors.cli.chat import Renderer
+from yao_actors.cli.chat_render import Renderer
 
 CLEAR = "\r\x1b[K"
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from yao_actors.errors import FrameError
 from yao_actors.service import protocol
-from yao_actors.service.protocol import FRAME_SCHEMAS, MAX_DEPTH, hostile_value, parse_frame
+from yao_actors.service.frame_safety import MAX_DEPTH, hostile_value, plainly_safe
+from yao_actors.service.protocol import FRAME_SCHEMAS, parse_frame
 from yao_actors.tools.schema_check import compile_check
 
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, categories=["Cs"])
@@ -128,5 +129,5 @@ def test_text_the_parser_skips_the_walk_for_has_nothing_the_walk_would_refuse(va
         text.encode()
     except UnicodeEncodeError:
         text = json.dumps(value)  # the client's escapes
-    if protocol._plainly_safe(text):
+    if plainly_safe(text):
         assert hostile_value(json.loads(text)) is None

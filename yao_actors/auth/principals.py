@@ -3,8 +3,8 @@ principal, on demand.
 
 Such a server has no actor of its own: the runtime holds a :class:`PrincipalServers` router in its place. A run
 binds it to the run's principal (:meth:`PrincipalServers.bind_principal`) before building its catalog, and gets a
-:class:`PrincipalView`: the server actor of *that* principal, connected with that principal's tokens only (the
-vault's record ``(server, "principal:<name>")``), started in the router's nursery the first time and kept for the
+:class:`~yao_actors.auth.principal_view.PrincipalView`: the server actor of *that* principal, connected with that
+principal's tokens only (the vault's record ``(server, "principal:<name>")``), started in the router's nursery the first time and kept for the
 next runs. The tools the run is offered are that connection's; its calls go there. One principal's tokens never
 serve another's call: no connection holds two principals' tokens, and a view serves only its principal.
 
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final
 
@@ -46,20 +46,17 @@ import mcp.types
 import trio
 
 from yao_actors.auth.asking import begin_authorization
-from yao_actors.auth.callback import Authorized, complete_authorization
-from yao_actors.auth.discovery import DiscoveryCache
+from yao_actors.auth.desk import AuthorizationDesk
 from yao_actors.auth.flow import REFRESH_MARGIN, open_authorized
-from yao_actors.auth.keys import oauth_of, per_principal
-from yao_actors.auth.states import AuthorizationStates
+from yao_actors.auth.keys import oauth_of
+from yao_actors.auth.principal_view import PrincipalConnection, PrincipalView
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
-from yao_actors.errors import AuthorizationError, AuthorizationRequired, ErrorKind, NeedsLogin, StoreUnavailable
-from yao_actors.observability.metrics import SERVER_UP, labelled
+from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
 from yao_actors.specs import OAuthSpec, ServerSpec
-from yao_actors.store.protocol import ConversationStore
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
-from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
+from yao_actors.tools.tool_server import NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link
 
 logger = logging.getLogger(__name__)
@@ -68,77 +65,6 @@ logger = logging.getLogger(__name__)
 MAX_PRINCIPALS: Final = 64
 #: Seconds a principal's connection stays open with no call using it.
 IDLE_CLOSE: Final = 300.0
-#: Where the service takes the authorization server's redirect, and serves its Client ID Metadata Document.
-CALLBACK_PATH: Final = "/oauth/callback"
-METADATA_PATH: Final = "/oauth/client-metadata.json"
-
-
-@attrs.define(eq=False)
-class AuthorizationDesk:
-    """What the routers and the service's callback share: the vault, the pending states, where the redirect goes.
-
-    ``public_url`` is ``server.public_url``; without it the service names its own address (:attr:`base_url`,
-    set when it listens). With neither (an embedded runtime), no principal can be sent to authorize.
-    """
-
-    vault: TokenVault
-    states: AuthorizationStates
-    public_url: str | None = None
-    base_url: str | None = None
-    discovery: DiscoveryCache = attrs.field(factory=DiscoveryCache)
-    """Each server's discovery documents, shared by its principals' authorizations."""
-
-    @property
-    def redirect_uri(self) -> str | None:
-        base = self.public_url or self.base_url
-        return None if base is None else base.rstrip("/") + CALLBACK_PATH
-
-    @property
-    def client_metadata_url(self) -> str | None:
-        """The service's client id where an authorization server takes a metadata document (https only)."""
-        if self.public_url is None or not self.public_url.startswith("https://"):
-            return None
-        return self.public_url.rstrip("/") + METADATA_PATH
-
-    def client_metadata(self) -> dict[str, Any] | None:
-        """The Client ID Metadata Document served at :data:`METADATA_PATH` (``None`` without a public URL)."""
-        if self.public_url is None:
-            return None
-        base = self.public_url.rstrip("/")
-        return {
-            "client_id": base + METADATA_PATH,
-            "client_name": "yao-actors",
-            "client_uri": base + "/",
-            "redirect_uris": [base + CALLBACK_PATH],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-        }
-
-    async def complete(self, query: Mapping[str, str]) -> Authorized:
-        """Finish the authorization a redirect answers (:func:`~yao_actors.auth.callback.complete_authorization`)."""
-        return await complete_authorization(query, self.states, self.vault, clock=self.states.clock)
-
-
-def open_desk(store: ConversationStore, vault: TokenVault, public_url: str | None) -> AuthorizationDesk:
-    """The desk of a runtime whose store is ``store`` (its pending states beside the vault's tokens)."""
-    return AuthorizationDesk(vault, AuthorizationStates(store.oauth_tokens(), vault.cipher), public_url)
-
-
-@attrs.define(eq=False)
-class _Connection:
-    """One principal's server actor: its handle, the scope that closes it, and its use."""
-
-    handle: ServerHandle
-    scope: trio.CancelScope
-    last_used: float
-    busy: int = 0
-
-    @property
-    def idle(self) -> bool:
-        """No call uses it: none made through a view, and none its actor still runs (a call held open for the
-        user's answer, or one a resume answered, is not made through :attr:`busy`)."""
-        return self.busy == 0 and self.handle.statistics().in_flight == 0
 
 
 ServeActor = Callable[..., Awaitable[None]]
@@ -161,7 +87,7 @@ class PrincipalServers:
     clock: Callable[[], float] = time.time
     relay: ParkedRelay | None = None
     """The store's held calls: how a call one of this server's connections holds in another process is reached."""
-    connections: dict[str, _Connection] = attrs.field(factory=dict)
+    connections: dict[str, PrincipalConnection] = attrs.field(factory=dict)
     opening: dict[str, trio.Lock] = attrs.field(factory=dict)
     starting: int = 0
     """Connections being opened (their first connection attempt not over yet)."""
@@ -253,7 +179,7 @@ class PrincipalServers:
         logger.warning("server %r: a principal's tokens cannot be read or kept: %s", self.id, error)
         return f"server {self.id!r}: the conversation store is out of reach (the service's log says why)"
 
-    async def connection(self, name: str) -> _Connection:
+    async def connection(self, name: str) -> PrincipalConnection:
         """The open connection of principal ``name``, opened when it has none (module docstring); one at a time
         per principal, so two runs starting together share one connection."""
         lock = self.opening.setdefault(name, trio.Lock())
@@ -264,7 +190,7 @@ class PrincipalServers:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self.opening.pop(name, None)
 
-    async def _connection(self, name: str) -> _Connection:
+    async def _connection(self, name: str) -> PrincipalConnection:
         if self.auth is None:  # nothing to authorize: the principal's connection, opened if it has none
             opened = self.connections.get(name) or await self.open(name)
             opened.last_used = trio.current_time()
@@ -325,7 +251,7 @@ class PrincipalServers:
             discovery=self.desk.discovery,
         )
 
-    async def open(self, name: str) -> _Connection:
+    async def open(self, name: str) -> PrincipalConnection:
         """Start principal ``name``'s actor (after its first connection attempt), within :attr:`max_principals`."""
         # The ones still connecting count too: several principals opening at once stay within the bound.
         if len(self.connections) + self.starting >= self.max_principals:
@@ -342,7 +268,7 @@ class PrincipalServers:
             handle: ServerHandle = await self.nursery.start(self._serve, name, scope)
         finally:
             self.starting -= 1
-        connection = self.connections[name] = _Connection(handle, scope, trio.current_time())
+        connection = self.connections[name] = PrincipalConnection(handle, scope, trio.current_time())
         return connection
 
     async def _serve(self, name: str, scope: trio.CancelScope, task_status: trio.TaskStatus[ServerHandle]) -> None:
@@ -373,102 +299,6 @@ class PrincipalServers:
                     self.close(name)
 
 
-@attrs.define(eq=False)
-class PrincipalView:
-    """One principal's side of a :class:`PrincipalServers`: that principal's connection, or why there is none."""
-
-    router: PrincipalServers
-    principal: str
-    bound: _Connection | None
-    problem: str | None = None
-    needed: AuthorizationRequired | None = None
-    """Set when the principal must authorize the server first (the view is ``needs_auth``)."""
-
-    @property
-    def id(self) -> str:
-        return self.router.id
-
-    @property
-    def spec(self) -> ServerSpec:
-        return self.router.spec
-
-    @property
-    def state(self) -> ServerState:
-        if self.bound is not None:
-            return self.bound.handle.state
-        return ServerState.DOWN if self.needed is None else ServerState.NEEDS_AUTH
-
-    @property
-    def tools_version(self) -> int:
-        return 0 if self.bound is None else self.bound.handle.tools_version
-
-    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
-        if self.bound is None:
-            await trio.lowlevel.checkpoint()
-            return ()
-        return await self.bound.handle.list_tools()
-
-    def statistics(self) -> ServerStatistics:
-        if self.bound is None:
-            return attrs.evolve(self.router.statistics(), state=ServerState.DOWN, last_error=self.problem)
-        return self.bound.handle.statistics()
-
-    async def wait_state_change(self) -> ServerState:
-        if self.bound is None:  # no connection: its state stays as it is
-            await trio.sleep_forever()
-        assert self.bound is not None
-        return await self.bound.handle.wait_state_change()
-
-    async def wait_for_state(self, *states: ServerState) -> ServerState:
-        while self.state not in states:
-            await self.wait_state_change()
-        await trio.lowlevel.checkpoint()
-        return self.state
-
-    async def reaches_parked(self, ticket: str) -> bool:
-        return await self.router.reaches_parked(ticket)
-
-    def binding(self) -> Binding:
-        """This view as its principal's runs use it, and why they cannot yet (module docstring)."""
-        return Binding(self, self.needed, self.problem if self.needed is None else None)
-
-    async def bind(self, principal: str | None) -> Binding:
-        """Itself for its own principal; another principal's view for another."""
-        if (principal or "") == self.principal:
-            await trio.lowlevel.checkpoint()
-            return self.binding()
-        return await self.router.bind(principal)
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
-    ) -> ToolOutcome:
-        """The call, on this principal's connection (opened again if it was closed meanwhile); a call held open
-        for the user's answers is answered on the connection that holds it."""
-        started = trio.current_time()
-        if options.answers is not None and options.answers.ticket is not None:
-            if self.bound is None:
-                await trio.lowlevel.checkpoint()
-                return ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
-            return await self.bound.handle.call_tool(name, arguments, options)
-        if self.bound is None:
-            await trio.lowlevel.checkpoint()
-            return unavailable_outcome(self.spec, self.problem or "no connection", started=started)
-        if self.router.connections.get(self.principal) is not self.bound:
-            try:
-                self.bound = await self.router.connection(self.principal)
-            except AuthorizationError as error:
-                return unavailable_outcome(self.spec, str(error), started=started)
-            except StoreUnavailable as error:  # its tokens cannot be read now: an outcome, never an exception
-                return unavailable_outcome(self.spec, self.router.store_out_of_reach(error), started=started)
-        bound = self.bound
-        bound.busy += 1
-        try:
-            return await bound.handle.call_tool(name, arguments, options)
-        finally:
-            bound.busy -= 1
-            bound.last_used = trio.current_time()
-
-
 def principal_connector(
     connect: Connector, vault: TokenVault, identity: str, clock: Callable[[], float] = time.time
 ) -> Connector:
@@ -488,64 +318,3 @@ def _asks_again(server: str) -> NeedsLogin:
         f"server {server!r} needs the user's authorization again (it was revoked or has expired): the user's next "
         "run asks for it"
     )
-
-
-async def serve_principal_servers(
-    spec: ServerSpec,
-    *,
-    desk: AuthorizationDesk | None,
-    connect: Connector,
-    serve_actor: ServeActor,
-    relay: ParkedRelay | None = None,
-    task_status: trio.TaskStatus[PrincipalServers] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Run the router of ``spec`` until cancelled; its principals' actors live in its nursery (``desk``: where
-    principals authorize a server with OAuth, ``None`` for one without)."""
-    auth = oauth_of(spec)
-    assert (auth is None) is (desk is None)  # principal_routing: the runtime has a desk when such a server has OAuth
-    logger.info(
-        "server %r: %sidentity 'principal': connected per principal, on demand; its tools depend on each "
-        "principal's %s (their names are checked against the other servers' at each run, not at start)",
-        spec.id,
-        "auth." if auth else "",
-        "login" if auth else "connection",
-    )
-    up = labelled(SERVER_UP, spec.id)  # the router's: ready to connect principals, whichever are connected now
-    try:
-        async with trio.open_nursery() as nursery:
-            clock = time.time if desk is None else desk.states.clock
-            router = PrincipalServers(spec, auth, desk, connect, serve_actor, nursery, clock=clock, relay=relay)
-            nursery.start_soon(router.close_idle)
-            up.set(1)
-            task_status.started(router)
-            await trio.sleep_forever()
-    finally:
-        up.set(0)
-
-
-def principal_routing(
-    serve: ServeActor,
-    serve_actor: ServeActor,
-    connect: Connector,
-    desk: AuthorizationDesk | None,
-    relay: ParkedRelay | None = None,
-) -> ServeActor:
-    """``serve`` (the runtime's way to start a server actor), with each ``identity: "principal"`` server served by
-    a router instead, whose principals' actors ``serve_actor`` starts on ``connect``, wrapped with their own tokens
-    for a server with OAuth (``desk``: where they authorize, when there is such a server; ``relay``: the store's
-    held calls, as the actors have it)."""
-
-    async def start(spec: ServerSpec, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        if not per_principal(spec):
-            await serve(spec, task_status=task_status)
-            return
-        await serve_principal_servers(
-            spec,
-            desk=desk if oauth_of(spec) else None,
-            connect=connect,
-            serve_actor=serve_actor,
-            relay=relay,
-            task_status=task_status,
-        )
-
-    return start

@@ -6,7 +6,7 @@ open. :func:`terminal_input` asks the person at the terminal the questions ``cha
 by field; without a terminal it declines and says so. :func:`default_input` accepts every form at once with what
 its schema gives as defaults (SEP-1034), and declines a URL (nobody would open it). Either way an accepted form's
 omitted fields that have a ``default`` are filled in before the answer is sent
-(:func:`~yao_actors.tools.schema_gate.fill_defaults`, as for every answer sent to a server).
+(:func:`~yao_actors.tools.question_schemas.fill_defaults`, as for every answer sent to a server).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 
 from yao_actors.cli.terminal_questions import Ask, NoAnswer, ask_terminal, decide
 from yao_actors.tools.input_requests import InputAnswer, InputHandler, InputRequest
-from yao_actors.tools.schema_gate import fill_defaults
+from yao_actors.tools.question_schemas import fill_defaults
 
 
 def call_input(*, accept_defaults: bool) -> InputHandler:

@@ -5,7 +5,7 @@
 :func:`open_service_connection` is the connection (also what tests and the load benchmark use); a
 :class:`Conversation` runs messages on one thread and answers what its runs wait for (approvals, a server's forms
 and links, asked through :mod:`yao_actors.cli.terminal_questions`); :func:`chat` sends one question and renders the
-run with a :class:`Renderer` (readable, or raw JSON lines with ``--json``). The exit code is 0 when the run
+run with a :class:`~yao_actors.cli.chat_render.Renderer` (readable, or raw JSON lines with ``--json``). The exit code is 0 when the run
 finished, 1 on ``RUN_ERROR``, 2 when the service could not be reached or refused us, 3 (:data:`WAITING`) when the
 run waits for answers and the input ended before they were given (the questions are printed).
 ``--thread ID`` continues a thread; the thread of every run is named on stderr, to continue it later.
@@ -40,6 +40,7 @@ from trio_websocket import (
     wrap_client_stream,
 )
 
+from yao_actors.cli.chat_render import Renderer, shorten
 from yao_actors.cli.terminal_questions import Ask, LineReader, NoAnswer, decide, waiting_line
 from yao_actors.cli.terminal_questions import ask_field as ask_field
 from yao_actors.cli.terminal_questions import ask_terminal as ask_terminal
@@ -119,141 +120,6 @@ async def open_service_connection(
                 nursery.cancel_scope.cancel()
     except* (HandshakeError, trio.TooSlowError) as group:
         raise exception_leaves(group)[0] from None
-
-
-# --------------------------------------------------------------------------- rendering
-
-_CLEAR_LINE: Final = "\r\x1b[K"
-
-
-@attrs.define
-class _Call:
-    name: str
-    arguments: str = ""
-
-
-@attrs.define
-class Renderer:
-    """Prints a run's events readably as they arrive.
-
-    Text is written as it streams. A tool call gets a status line when the model has finished it, which on a
-    terminal (``live``) is rewritten in place with its progress and then its result; elsewhere each state is
-    its own line. Retries, server status, the fallback and the final usage get a line each.
-    """
-
-    out: TextIO
-    live: bool = False
-    _calls: dict[str, _Call] = attrs.field(factory=dict, init=False)
-    _mid_line: bool = attrs.field(default=False, init=False)
-    _status_of: str | None = attrs.field(default=None, init=False)
-
-    def render(self, event: dict[str, Any]) -> None:
-        """Print one event (events without a readable form are skipped)."""
-        kind = event.get("type")
-        if kind == "TEXT_MESSAGE_CONTENT":
-            self._text(str(event.get("delta", "")))
-        elif kind == "TEXT_MESSAGE_END" and self._mid_line:
-            self._line("")
-        elif kind == "TOOL_CALL_START":
-            self._calls[event["toolCallId"]] = _Call(name=str(event.get("toolCallName", "?")))
-        elif kind == "TOOL_CALL_ARGS" and event.get("toolCallId") in self._calls:
-            self._calls[event["toolCallId"]].arguments += str(event.get("delta", ""))
-        elif kind == "TOOL_CALL_END" and event.get("toolCallId") in self._calls:
-            self._status(event["toolCallId"], "… running")
-        elif kind == "TOOL_CALL_RESULT":
-            self._result(event)
-        elif kind == "CUSTOM":
-            self._custom(str(event.get("name")), event.get("value") or {})
-        elif kind == "SUBAGENT_STARTED":
-            self._line(f"⇢ fallback: {event.get('name', 'assistant')} takes over")
-        elif kind == "SUBAGENT_ERROR":
-            self._line(f"✗ fallback failed: {event.get('message', '')}")
-        elif kind == "RUN_FINISHED":
-            self._finished(event)
-        elif kind == "RUN_ERROR":
-            self._line(f"✗ error [{event.get('code', 'run_error')}]: {event.get('message', '')}")
-
-    def _text(self, delta: str) -> None:
-        self._end_status()
-        self.out.write(delta)
-        self.out.flush()
-        self._mid_line = not delta.endswith("\n") if delta else self._mid_line
-
-    def _line(self, text: str) -> None:
-        """Print a line of its own, after any text or status line in progress."""
-        self._end_status()
-        if self._mid_line and text:
-            self.out.write("\n")
-        self.out.write(text + "\n")
-        self.out.flush()
-        self._mid_line = False
-
-    def _status(self, call_id: str, state: str, *, mark: str = "⚙") -> None:
-        """Show a call's state: in place when it is the last line of a terminal, else as a new line."""
-        call = self._calls[call_id]
-        text = f"{mark} {call.name} {call.arguments or '{}'} {state}"
-        if not self.live:
-            self._line(text)
-            return
-        if self._status_of == call_id:
-            self.out.write(_CLEAR_LINE + text)
-        else:
-            self._end_status()
-            self.out.write(("\n" if self._mid_line else "") + text)
-            self._mid_line = False
-        self.out.flush()
-        self._status_of = call_id
-
-    def _end_status(self) -> None:
-        if self._status_of is not None:
-            self.out.write("\n")
-            self._status_of = None
-
-    def _result(self, event: dict[str, Any]) -> None:
-        """Settle a call's line with its result (✓) or error (✗) and its duration."""
-        call_id = str(event.get("toolCallId", ""))
-        metadata = event.get("metadata") or {}
-        self._calls.setdefault(call_id, _Call(name=str(metadata.get("tool", call_id))))
-        about = [str(metadata["title"])] if metadata.get("title") else []  # the tool's title, for people
-        if "durationMs" in metadata:
-            about.append(f"{metadata['durationMs']:.0f} ms")
-        duration = f" ({', '.join(about)})" if about else ""
-        mark = "✗" if "kind" in metadata else "✓"
-        self._status(call_id, f"→ {_shorten(str(event.get('content', '')))}{duration}", mark=mark)
-        self._end_status()
-
-    def _custom(self, name: str, value: Any) -> None:
-        if name == "tool_progress" and value.get("toolCallId") in self._calls:
-            total = value.get("total")
-            amount = f"{value.get('progress')}/{total}" if total else f"{value.get('progress')}"
-            message = f" {value['message']}" if value.get("message") else ""
-            self._status(value["toolCallId"], f"… {amount}{message}")
-        elif name == "tool_retry":
-            count = len(value.get("toolCallIds", []))
-            self._line(f"↻ asking the model to fix {count} failed call(s) (attempt {value.get('attempt')})")
-        elif name == "sequential_retry":
-            self._line(f"↻ running {len(value.get('toolCallIds', []))} failed call(s) again, one by one")
-        elif name == "server_status":
-            detail = f" ({value['detail']})" if value.get("detail") else ""
-            self._line(f"⚠ server {value.get('server')}: {value.get('state')}{detail}")
-
-    def _finished(self, event: dict[str, Any]) -> None:
-        result = event.get("result")
-        outcome = result.get("outcome") if isinstance(result, dict) else None
-        outcome = outcome or (event.get("outcome") or {}).get("type", "finished")
-        usage = (event.get("usage") or [{}])[0]
-        tokens = (
-            f" · tokens: {usage.get('inputTokens', 0)} in, {usage.get('outputTokens', 0)} out,"
-            f" {usage.get('totalTokens', 0)} total"
-            if usage
-            else ""
-        )
-        self._line(f"— {outcome}{tokens}")
-
-
-def _shorten(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --------------------------------------------------------------------------- the command
@@ -461,7 +327,7 @@ def history_lines(snapshot: dict[str, Any]) -> list[str]:
     for message in snapshot.get("messages", []):
         role = message.get("role")
         if role == "tool":
-            lines.append(f"  → {_shorten(str(message.get('content', '')))}")
+            lines.append(f"  → {shorten(str(message.get('content', '')))}")
             continue
         for call in message.get("toolCalls", []):
             function = call.get("function", {})

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Final, cast
 
 from yao_actors.config.values import ValueReader, join_path
-from yao_actors.specs import IdentityProviderSpec, OAuthIdentity, OAuthSpec
+from yao_actors.transport_specs import IdentityProviderSpec, OAuthIdentity, OAuthSpec
 
 #: The keys of ``mcpServers.<id>.auth``.
 AUTH_KEYS: Final = (

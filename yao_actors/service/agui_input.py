@@ -30,7 +30,8 @@ from ag_ui.core import (
 )
 
 from yao_actors.conversation.request import RunRequest
-from yao_actors.service.protocol import DEFAULT_ASSISTANT, MAX_DEPTH, function_tool, hostile_value
+from yao_actors.service.frame_safety import MAX_DEPTH, hostile_value
+from yao_actors.service.protocol import DEFAULT_ASSISTANT, function_tool
 
 Message = dict[str, Any]
 

@@ -31,7 +31,7 @@ import attrs
 import trio
 from trio_websocket import ConnectionClosed
 
-from yao_actors.auth.principals import AuthorizationDesk
+from yao_actors.auth.desk import AuthorizationDesk
 from yao_actors.config import ServiceSpec
 from yao_actors.errors import ListenError
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS

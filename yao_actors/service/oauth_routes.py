@@ -10,7 +10,7 @@
   set (404 otherwise); its URL is the service's client id where an authorization server takes one.
 
 Both are open (a browser brings no bearer token); only the config's servers with ``identity: "principal"`` make
-the runtime hold a desk (:class:`~yao_actors.auth.principals.AuthorizationDesk`), and without one the routes are
+the runtime hold a desk (:class:`~yao_actors.auth.desk.AuthorizationDesk`), and without one the routes are
 not there.
 """
 
@@ -23,7 +23,7 @@ import urllib.parse
 import attrs
 
 from yao_actors.auth.callback import CallbackRefused
-from yao_actors.auth.principals import CALLBACK_PATH, METADATA_PATH, AuthorizationDesk
+from yao_actors.auth.desk import CALLBACK_PATH, METADATA_PATH, AuthorizationDesk
 from yao_actors.errors import AuthorizationError, StoreUnavailable
 from yao_actors.service.http import Exchange, Routes
 

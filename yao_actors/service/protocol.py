@@ -24,8 +24,8 @@ frame, not a run, and so are non-terminal ``{"type": "error", "code", "runId", "
 (:func:`error_frame`): ``duplicate_run_id`` (a run with that id is in flight; it keeps its own one terminal
 event) and ``unknown_run`` (a ``cancel`` for no run in flight).
 
-Hostile input is refused before it can reach anything else: a frame nested deeper than :data:`MAX_DEPTH`
-(which would otherwise exhaust the parser's recursion), and any string or key that cannot be encoded as UTF-8
+Hostile input is refused before it can reach anything else (:mod:`~yao_actors.service.frame_safety`): a frame nested
+deeper than :data:`~yao_actors.service.frame_safety.MAX_DEPTH` (which would otherwise exhaust the parser's recursion), and any string or key that cannot be encoded as UTF-8
 (a lone surrogate such as ``"\\ud800"`` is valid JSON but not text) are ``bad_request`` naming the field. A
 run's input is user messages only unless the operator lists other roles (``server.allow_client_roles``):
 otherwise a client could slip its own ``system`` prompt next to the operator's.
@@ -35,7 +35,7 @@ Every frame is checked against :data:`FRAME_SCHEMAS`: first with each schema com
 generic walk; a frame it does not pass goes to the precompiled ``jsonschema`` validators, whose failure raises
 :class:`FrameError` whose ``code`` is the ``RUN_ERROR`` code and whose message names the field. The hostile-input
 walk is skipped for frame text that cannot hold what it looks for (no ``\\uD8..`` escape, fewer brackets than
-:data:`MAX_DEPTH`). The exact ``{"type": "ping"}`` is valid by construction and answered without either.
+:data:`~yao_actors.service.frame_safety.MAX_DEPTH`). The exact ``{"type": "ping"}`` is valid by construction and answered without either.
 """
 
 from __future__ import annotations
@@ -51,11 +51,10 @@ import jsonschema  # type: ignore[import-untyped]
 from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
 from yao_actors.events import encode_json
+from yao_actors.service.frame_safety import MAX_DEPTH, hostile_value, is_text, json_path, plainly_safe
 from yao_actors.store.codec import MAX_SEQ
 from yao_actors.tools.schema_check import compile_check
 
-#: The deepest nesting of arrays and objects a frame may have (a run frame needs 4).
-MAX_DEPTH: Final = 64
 #: The roles a client may send when the operator allows no others.
 USER_ROLES: Final = frozenset({"user"})
 
@@ -257,8 +256,8 @@ def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collectio
         return PingFrame()  # the whole frame is known good: no walk, no schema
     if not isinstance(data, dict):
         raise FrameError(RunErrorCode.BAD_REQUEST, "frame must be a JSON object")
-    run_id = data.get("runId") if isinstance(data.get("runId"), str) and _is_text(data["runId"]) else None
-    hostile = None if plain and _plainly_safe(message) else hostile_value(data)
+    run_id = data.get("runId") if isinstance(data.get("runId"), str) and is_text(data["runId"]) else None
+    hostile = None if plain and plainly_safe(message) else hostile_value(data)
     if hostile is not None:
         raise FrameError(RunErrorCode.BAD_REQUEST, hostile, run_id=run_id)
     kind: Any = data.get("type")
@@ -271,53 +270,11 @@ def parse_frame(message: str | bytes, *, max_bytes: int, client_roles: Collectio
         problem = jsonschema.exceptions.best_match(validator.iter_errors(data))
         if problem is not None:
             raise FrameError(
-                RunErrorCode.BAD_REQUEST, f"{_json_path(problem.absolute_path)}: {problem.message}", run_id=run_id
+                RunErrorCode.BAD_REQUEST, f"{json_path(problem.absolute_path)}: {problem.message}", run_id=run_id
             )
     if kind == "run":
         _check_roles(data["messages"], {*client_roles, "tool"}, run_id)
     return _build(data)
-
-
-def hostile_value(data: Any) -> str | None:
-    """What makes a decoded frame unsafe to handle (too deep, or a string that is not UTF-8), or ``None``.
-
-    Walks the tree without recursion, so a deep frame cannot exhaust the stack here either.
-    """
-    pending: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
-    while pending:
-        value, path = pending.pop()
-        if isinstance(value, str) and not _is_text(value):
-            return f"{_json_path(path)}: not valid text (it cannot be encoded as UTF-8, e.g. a lone surrogate)"
-        if not isinstance(value, dict | list):
-            continue
-        if len(path) >= MAX_DEPTH:
-            return f"{_json_path(path[:3])}…: nested deeper than {MAX_DEPTH} levels"
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in items:
-            if isinstance(key, str) and not _is_text(key):
-                return f"{_json_path(path)}: a key is not valid text (it cannot be encoded as UTF-8)"
-            pending.append((item, (*path, key)))
-    return None
-
-
-def _plainly_safe(text: str) -> bool:
-    """Whether JSON ``text`` (itself valid UTF-8) cannot decode to anything :func:`hostile_value` refuses.
-
-    A string that is not UTF-8 can only come from a ``\\uD800``-style escape, and a value nested past
-    :data:`MAX_DEPTH` needs more than ``MAX_DEPTH`` opening brackets: text with neither needs no walk.
-    """
-    if text.count("{") + text.count("[") > MAX_DEPTH:
-        return False
-    return "\\u" not in text or "\\ud" not in text.lower()
-
-
-def _is_text(value: str) -> bool:
-    """Whether ``value`` can be encoded as UTF-8 (JSON's ``\\ud800`` escapes decode to strings that cannot)."""
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _check_roles(messages: list[dict[str, Any]], allowed: Collection[str], run_id: str | None) -> None:
@@ -370,14 +327,6 @@ def function_tool(name: str, description: str, parameters: Any) -> dict[str, Any
     """An AG-UI ``Tool`` as the model's function tool (no parameters: an object with none)."""
     schema = parameters if isinstance(parameters, dict) and parameters else {"type": "object", "properties": {}}
     return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
-
-
-def _json_path(path: Any) -> str:
-    """``["messages", 0, "role"]`` → ``messages[0].role`` (``frame`` for the whole object)."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return text.lstrip(".") or "frame"
 
 
 def encode(frame: Mapping[str, Any]) -> str:

@@ -18,17 +18,14 @@ Tools:
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from typing import Annotated, Any, Literal
 
-import anyio
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from pydantic import BaseModel, Field
 
-from yao_actors.testing.servers import serve_http
+from yao_actors.testing.servers import run_server, serving_options
 
 
 class Name(BaseModel):
@@ -84,17 +81,8 @@ def build_asking_server(name: str = "asking") -> MCPServer:
 
 def main(argv: list[str] | None = None) -> None:
     """Command line: serve the asking server over stdio, or over streamable HTTP with ``--http``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args(argv)
-    server = build_asking_server()
-    print(f"asking server started (pid {os.getpid()})", file=sys.stderr, flush=True)
-    if args.http:
-        anyio.run(serve_http, server, args.host, args.port)
-    else:
-        server.run()
+    parser = serving_options(argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None))
+    run_server(build_asking_server(), parser.parse_args(argv), "asking server started")
 
 
 if __name__ == "__main__":

@@ -28,17 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from typing import Any
 
-import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 
 from yao_actors.config.module_servers import keeping_root_logging
-from yao_actors.testing.servers import serve_http
+from yao_actors.testing.servers import run_server, serving_options
 
 #: The pattern that takes a backtracking engine exponential time on ``"a" * n + "!"``.
 SLOW_PATTERN = "^(a+)+$"
@@ -126,20 +123,12 @@ def _add_questions(server: MCPServer, refs: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Command line: serve the hostile server over stdio, or over streamable HTTP with ``--http``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = serving_options(argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None))
     parser.add_argument("--refs", required=True, help="base URL of the $refs (a server that records fetches)")
     parser.add_argument("--silent", required=True, help="base URL of a server that never answers")
     parser.add_argument("--file", required=True, help="a local file a $ref names")
-    parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
-    server = build_hostile_server(refs=args.refs, silent=args.silent, file=args.file)
-    print(f"hostile server started (pid {os.getpid()})", file=sys.stderr, flush=True)
-    if args.http:
-        anyio.run(serve_http, server, args.host, args.port)
-    else:
-        server.run()
+    run_server(build_hostile_server(refs=args.refs, silent=args.silent, file=args.file), args, "hostile server started")
 
 
 if __name__ == "__main__":

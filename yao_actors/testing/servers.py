@@ -161,23 +161,37 @@ async def serve_http(server: MCPServer, host: str, port: int, sse: bool = False)
     await uvicorn_server.serve(sockets=[sock])
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command line: serve a test server over stdio, or over streamable HTTP with ``--http``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--name", default="test")
-    parser.add_argument("--tools", type=int, default=0, help="add trivial tools t0..t{N-1}")
+def serving_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` with the options every test server takes: ``--http`` (streamable HTTP, not stdio), ``--host``,
+    ``--port`` (0: a free one)."""
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    parser.add_argument("--sse", action="store_true", help="serve HTTP+SSE (the older transport) instead of stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args(argv)
-    server = build_test_server(args.name, extra_tools=args.tools)
-    # One stderr line up front, so supervision reports have a tail to show even after a kill -9.
-    print(f"test server {args.name} started (pid {os.getpid()})", file=sys.stderr, flush=True)
-    if args.http or args.sse:
-        anyio.run(serve_http, server, args.host, args.port, args.sse)
+    return parser
+
+
+def run_server(server: MCPServer, args: argparse.Namespace, started: str, *, sse: bool = False) -> None:
+    """Say ``started`` on stderr, then serve ``server`` as :func:`serving_options` asked (or HTTP+SSE with ``sse``).
+
+    The stderr line comes up front, so supervision reports have a tail to show even after a kill -9.
+    """
+    print(f"{started} (pid {os.getpid()})", file=sys.stderr, flush=True)
+    if args.http or sse:
+        anyio.run(serve_http, server, args.host, args.port, sse)
     else:
         server.run()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: serve a test server over stdio, or over streamable HTTP with ``--http``."""
+    parser = serving_options(argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None))
+    parser.add_argument("--name", default="test")
+    parser.add_argument("--tools", type=int, default=0, help="add trivial tools t0..t{N-1}")
+    parser.add_argument("--sse", action="store_true", help="serve HTTP+SSE (the older transport) instead of stdio")
+    args = parser.parse_args(argv)
+    run_server(
+        build_test_server(args.name, extra_tools=args.tools), args, f"test server {args.name} started", sse=args.sse
+    )
 
 
 if __name__ == "__main__":

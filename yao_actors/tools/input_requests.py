@@ -28,7 +28,7 @@ import attrs
 import mcp.types
 import trio
 
-from yao_actors.tools.schema_gate import fill_defaults, question_problem
+from yao_actors.tools.question_schemas import fill_defaults, question_problem
 from yao_actors.untrusted.urls import url_refusal
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def input_request(server: str, tool: str, params: mcp.types.ElicitRequestParams)
 def refusal(params: mcp.types.ElicitRequestParams) -> str | None:
     """Why the question ``params`` asks is not put to the user, or ``None``: a URL question whose URL must not
     reach a person (:func:`~yao_actors.untrusted.urls.url_refusal`), or a form whose schema is not the flat one
-    MCP allows (:func:`~yao_actors.tools.schema_gate.question_problem`). The server is told why instead (and so
+    MCP allows (:func:`~yao_actors.tools.question_schemas.question_problem`). The server is told why instead (and so
     the model hears it)."""
     if isinstance(params, mcp.types.ElicitRequestURLParams):
         reason = url_refusal(params.url)
@@ -147,7 +147,7 @@ def refusal(params: mcp.types.ElicitRequestParams) -> str | None:
 def elicit_result(answer: InputAnswer, schema: Mapping[str, Any] | None) -> mcp.types.ElicitResult:
     """The ``ElicitResult`` that tells the server ``answer`` to a question of ``schema``: every answer sent to a
     server passes here (a resume, an input handler, the CLI), so the fields an accepted answer leaves out that
-    have a ``default`` in the schema are filled with it here (:func:`~yao_actors.tools.schema_gate.fill_defaults`)."""
+    have a ``default`` in the schema are filled with it here (:func:`~yao_actors.tools.question_schemas.fill_defaults`)."""
     if answer.action != "accept":
         return mcp.types.ElicitResult(action=answer.action)
     return mcp.types.ElicitResult(action="accept", content=fill_defaults(answer.content or {}, schema))

@@ -45,83 +45,32 @@ network failed, and anything else that went wrong on our side.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import math
-import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import mcp
 import mcp.types
-import pydantic
 import trio
-from mcp.client.session import ClientRequestContext, ElicitationFnT
-from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
 
-from yao_actors.errors import AuthorizationError, ErrorKind, exception_leaves, server_unavailable_message
+from yao_actors.errors import AuthorizationError, exception_leaves, server_unavailable_message
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
-from yao_actors.tools.askers import Askers
-from yao_actors.tools.input_requests import (
-    InputAnswer,
-    InputHandler,
-    InputRound,
-    ParkedQuestion,
-    elicit_result,
-    input_request,
-    input_round,
-    refusal,
-)
-from yao_actors.tools.links import read_links
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.parked_relay import ParkedRelay
-from yao_actors.tools.results import ToolOutcome, call_outcome
-from yao_actors.tools.schema_gate import tool_schema_notes
-from yao_actors.tools.server_handle import (
-    PROGRESS_BUFFER,
-    CallRequest,
-    ProgressItem,
-    ServerHandle,
-    ServerStatus,
-    unavailable_outcome,
-)
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_calls import Connection, execute_call
+from yao_actors.tools.server_catalog import ServerCatalog
+from yao_actors.tools.server_handle import PROGRESS_BUFFER, CallRequest, ServerHandle, unavailable_outcome
+from yao_actors.tools.server_questions import CALLING, ServerQuestions
+from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.tool_server import ServerState, ServerStatistics
-from yao_actors.transports import TRANSPORT_FAILURE, Connector, Link, is_modern, open_client
-from yao_actors.transports.malformed import MALFORMED
+from yao_actors.transports import Connector, Link, is_modern, open_client
 
 logger = logging.getLogger(__name__)
-
-#: How long a call that saw its connection close waits for the reason (exit code, stderr).
-LOSS_REPORT_WAIT = 1.0
-#: The call a worker task is making: an ``elicitation/create`` that arrives in that task's context belongs to it.
-_CALLING: contextvars.ContextVar[CallRequest | None] = contextvars.ContextVar("yao_actors_calling", default=None)
-#: The error text of an ``input_required`` outcome (the run ends with an interrupt; the model never sees it).
-ASKS_THE_USER = "the server asks the user for input"
-#: Seconds (at most a tenth of what is left) before a call's deadline at which reading its links stops.
-LINK_READ_MARGIN = 0.5
-#: Most ``tools/list`` pages read for one catalog (a server that pages forever cannot hang the actor).
-MAX_CATALOG_PAGES = 1000
-
-
-@attrs.define(eq=False)
-class _Connection:
-    """One connection of the actor: its client once connected, its health report, what it left unanswered.
-
-    The supervisor makes it before connecting, so that whatever way the
-    connection ends — refused, timed out, lost while serving — it can still
-    answer the requests the connection took and never finished.
-    """
-
-    link: Link = attrs.field(factory=Link)
-    client: mcp.Client | None = None
-    catalog_changed: trio.Event = attrs.field(factory=trio.Event)
-    answered: bool = False
-    unanswered: list[CallRequest] = attrs.field(factory=list)
-    askers: Askers = attrs.field(factory=Askers)
-    """Its calls in flight, and which of them can have asked a question (:mod:`~yao_actors.tools.askers`)."""
 
 
 @attrs.define(eq=False)
@@ -133,10 +82,9 @@ class _ServerActor:
     inbox: trio.MemoryReceiveChannel[CallRequest]
     nursery: trio.Nursery
     status: ServerStatus
+    questions: ServerQuestions
+    """How it answers what its server asks the user (:mod:`~yao_actors.tools.server_questions`)."""
     fail_fast_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    input_handler: InputHandler | None = None
-    relay: ParkedRelay | None = None
-    """How a call held here is answered from another process sharing the store."""
     discover: mcp.types.DiscoverResult | None = None
     """The server's ``server/discover`` answer, kept across reconnects (a reconnect does not probe again)."""
     #: Why the last connection could not be authorized (OAuth), or ``None``.
@@ -144,11 +92,12 @@ class _ServerActor:
     #: Whether this actor's state is the server's ``yao_mcp_server_up`` (not a principal's connection's: the
     #: router of an ``identity: "principal"`` server owns that label).
     publish_up: bool = True
-    #: Whether the server has asked a question its transport did not tie to a call: then its connections run
-    #: calls one at a time (:mod:`~yao_actors.tools.askers`), this one and the next.
-    untied_questions: bool = False
-    #: What is not enforced of each tool's schemas, by tool name, as last logged.
-    schema_notes: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    catalog: ServerCatalog = attrs.field(init=False)
+    """Its catalog, read and refreshed (:mod:`~yao_actors.tools.server_catalog`)."""
+
+    @catalog.default
+    def _catalog(self) -> ServerCatalog:
+        return ServerCatalog(self.spec.id, self.status)
 
     @property
     def id(self) -> str:
@@ -198,22 +147,24 @@ class _ServerActor:
 
     # ----------------------------------------------------------------- serving calls
 
-    async def work(self, connection: _Connection) -> None:
+    async def work(self, connection: Connection) -> None:
         """One of ``max_concurrency`` workers of a connection: take requests from the inbox, one at a time."""
         async for request in self.inbox:
             await self._run_call(connection, request)
             del request  # waiting for the next one must not keep this one's outcome (a result of megabytes) alive
 
-    async def _run_call(self, connection: _Connection, request: CallRequest) -> None:
+    async def _run_call(self, connection: Connection, request: CallRequest) -> None:
         outcome: ToolOutcome | None = None
         self.status.call_started()
-        calling = _CALLING.set(request)
+        calling = CALLING.set(request)
         try:
             with request.scope, tracing.attached(request.trace_context):
                 await connection.askers.enter(request)
-                outcome = await self._execute(connection, request)
+                outcome = await execute_call(
+                    self.spec, self.status, connection, request, keep_rounds=self.questions.handler is None
+                )
         finally:
-            _CALLING.reset(calling)
+            CALLING.reset(calling)
             connection.askers.leave(request, answered=outcome is not None)
             self.status.call_ended()
             if outcome is not None:
@@ -222,241 +173,11 @@ class _ServerActor:
                 # The connection ended under the call: it is answered once the reason is known.
                 connection.unanswered.append(request)
 
-    async def _execute(self, connection: _Connection, request: CallRequest) -> ToolOutcome:
-        client = connection.client
-        assert client is not None
-        progress = _progress_forwarder(request) if request.wants_progress else None
-        try:
-            if self.input_handler is None and is_modern(client.protocol_version):
-                # Input rounds are ours to keep (as interrupts), not the SDK's to answer in process.
-                answer = await client.session.call_tool(
-                    request.name,
-                    request.arguments,
-                    progress_callback=progress,
-                    input_responses=request.input_responses,  # type: ignore[arg-type]
-                    request_state=request.request_state,
-                    allow_input_required=True,
-                    allow_claimed=False,
-                )
-                if isinstance(answer, mcp.types.InputRequiredResult):
-                    connection.answered = True
-                    return self._input_required(request, answer)
-                result = answer
-            else:
-                result = await client.call_tool(
-                    request.name,
-                    request.arguments,
-                    progress_callback=progress,
-                    input_responses=request.input_responses,  # type: ignore[arg-type]
-                    request_state=request.request_state,
-                )
-        except MCPError as exc:
-            return await self._protocol_error(connection, request, exc)
-        except pydantic.ValidationError as exc:  # JSON-RPC, but not the result the SDK expects
-            reason = _first_error(exc)
-            logger.warning(
-                "server %r: tools/call %r: %s: %s", self.id, request.name, MALFORMED, reason, extra={"server": self.id}
-            )
-            return _malformed(request, reason)
-        except Exception as exc:
-            logger.warning(
-                "server %r: tools/call %r failed", self.id, request.name, exc_info=True, extra={"server": self.id}
-            )
-            return unavailable_outcome(self.spec, f"{type(exc).__name__}: {exc}", started=request.started)
-        connection.answered = True
-        assert isinstance(result, mcp.types.CallToolResult)
-        outcome = call_outcome(result, self.status.output_schemas.get(request.name), 0.0)
-        if self.spec.read_links and outcome.ok and outcome.rich:
-            # The reads end a little before the call's deadline, so the call still answers with what it has.
-            margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
-            linked = await read_links(client, outcome.result, request.scope.deadline - margin)
-            outcome = attrs.evolve(outcome, result=linked)
-        return attrs.evolve(outcome, duration=trio.current_time() - request.started)
-
-    async def _protocol_error(self, connection: _Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:
-        """Classify a JSON-RPC error: the connection closed, the network failed the request, or the server answered.
-
-        An error the server answered (whatever its code) is the tool's failure, not the server's: the server
-        is up and serving, so its state stays as it is.
-        """
-        if exc.code == mcp.types.CONNECTION_CLOSED:
-            # The connection ended under the call: wait for the transport's report of why.
-            with trio.move_on_after(LOSS_REPORT_WAIT):
-                await connection.link.lost.wait()
-            connection.link.mark_lost("the connection to the server closed")
-            await trio.sleep_forever()  # the connection is being cancelled; _run_call reports the loss
-        if exc.code == TRANSPORT_FAILURE:
-            reason = f"the request failed: {exc.error.message}"
-            return unavailable_outcome(self.spec, reason, started=request.started, lost=True)
-        connection.answered = True
-        if exc.code == mcp.types.PARSE_ERROR:
-            # The answer could not be read (the transport said so, and said why in its log line); or the server
-            # says it could not read the request: either way nothing of the call came back.
-            return _malformed(request, exc.error.data if isinstance(exc.error.data, str) else None)
-        return ToolOutcome(
-            error=f"{exc.error.message} (JSON-RPC error {exc.code})",
-            kind=ErrorKind.TOOL_ERROR,
-            duration=trio.current_time() - request.started,
-        )
-
-    # ----------------------------------------------------------------- the server asks the user
-
-    def _input_required(self, request: CallRequest, result: mcp.types.InputRequiredResult) -> ToolOutcome:
-        """A 2026-07-28 call that asks the user: its round, to keep with the thread until the answers come."""
-        duration = trio.current_time() - request.started
-        round_ = input_round(self.id, request.name, request.arguments, result)
-        if isinstance(round_, str):
-            return ToolOutcome(error=round_, kind=ErrorKind.TOOL_ERROR, duration=duration)
-        return ToolOutcome(result=round_, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration)
-
-    def elicitation_callback(self, connection: _Connection) -> ElicitationFnT:
-        """How the connection answers ``elicitation/create``: through the input handler, or by parking the call.
-
-        The SDK's own input-round driver (protocol 2026-07-28) calls it too, in the call's task. A handshake-era
-        request is tied to its call by the task that sent the call where the transport keeps it (streamable
-        HTTP); else :class:`~yao_actors.tools.askers.Askers` tells which call asked, or refuses the question
-        (and from then on the actor's connections run their calls one at a time). A URL the user must not be
-        sent to is refused before anyone is asked.
-        """
-        handler = self.input_handler
-        askers = connection.askers
-        askers.one_at_a_time = self.untied_questions
-
-        async def on_elicit(
-            context: ClientRequestContext, params: mcp.types.ElicitRequestParams
-        ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
-            if (refused := refusal(params)) is not None:
-                logger.warning("server %r: %s", self.id, refused, extra={"server": self.id})
-                return mcp.types.ErrorData(code=mcp.types.INVALID_PARAMS, message=refused)
-            request: CallRequest | str | None = _CALLING.get()
-            if request is None:
-                self.untied_questions = askers.one_at_a_time = True
-                request = await askers.asker()
-            if isinstance(request, str):
-                logger.warning("server %r: %s", self.id, request, extra={"server": self.id})
-                return mcp.types.ErrorData(code=mcp.types.INVALID_REQUEST, message=request)
-            askers.ask_user(request)
-            try:
-                if handler is None:
-                    return await self._park(request, str(context.request_id), params)
-                return await self._ask(handler, request, params)
-            finally:
-                await askers.resume(request)
-
-        return on_elicit
-
-    async def _park(
-        self, request: CallRequest, key: str, params: mcp.types.ElicitRequestParams
-    ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
-        """Hold a handshake-era call open while its question goes out as an interrupt, ``input_timeout`` at most.
-
-        The caller gets an ``input_required`` outcome now (a second question of the same call goes to whoever
-        answered the first); the answer comes through :meth:`ServerHandle.resume_parked`, in this process or (with
-        a relay: the call is recorded in the store as held here first) in another sharing the store. Unanswered in
-        time, the server is told ``cancel``. From the answer on, the call has ``spec.timeout`` again.
-        """
-        if request.scope.cancel_called:  # its caller has gone (timed out, cancelled): nobody would see it
-            return elicit_result(InputAnswer("cancel"), None)
-        question = ParkedQuestion(secrets.token_urlsafe(12))
-        form = input_request(self.id, request.name, params)
-        asked = InputRound(((key, form),), request.arguments, ticket=question.ticket)
-        held_in_store = self.relay is not None and await self.relay.hold(question.ticket)
-        duration = trio.current_time() - request.started
-        self.status.park(question)  # no checkpoint from here to the wait's ``finally``
-        if held_in_store:
-            self._serve_from_store(question)
-        request.answer(ToolOutcome(result=asked, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED, duration=duration))
-        request.parked = question
-        answer = InputAnswer("cancel")
-        try:
-            with trio.move_on_after(self.spec.input_timeout):
-                answer = await question.wait_answer()
-        finally:
-            self.status.unpark(question.ticket)
-        request.scope.deadline = trio.current_time() + self.spec.timeout
-        return elicit_result(answer, form.schema)
-
-    def _serve_from_store(self, question: ParkedQuestion) -> None:
-        """Serve answers to the call held for ``question`` that come through the store (from another process the
-        resume reached), for as long as it is held here (:meth:`ParkedRelay.serve`)."""
-        relay, status, ticket = self.relay, self.status, question.ticket
-        assert relay is not None
-
-        async def resume(answer: InputAnswer) -> ToolOutcome | None:
-            return await status.answer_parked(ticket, answer)
-
-        self.nursery.start_soon(relay.serve, ticket, question.wait_closed, resume)
-
-    async def _ask(
-        self, handler: InputHandler, request: CallRequest, params: mcp.types.ElicitRequestParams
-    ) -> mcp.types.ElicitResult | mcp.types.ErrorData:
-        """Ask ``handler``, at most ``spec.input_timeout`` seconds (then the answer is ``cancel``)."""
-        asked = input_request(self.id, request.name, params)
-        answer = InputAnswer("cancel")
-        with request.deadline_paused(), trio.move_on_after(self.spec.input_timeout) as waiting:
-            try:
-                answer = await handler(asked)
-            except Exception as exc:
-                logger.exception("server %r: the input handler failed", self.id, extra={"server": self.id})
-                return mcp.types.ErrorData(
-                    code=mcp.types.INTERNAL_ERROR, message=f"the input handler failed: {type(exc).__name__}"
-                )
-        if waiting.cancelled_caught:
-            logger.info(
-                "server %r: no answer to %r within %gs: cancelled",
-                self.id,
-                asked.message,
-                self.spec.input_timeout,
-                extra={"server": self.id},
-            )
-        return elicit_result(answer, asked.schema)
-
-    # ----------------------------------------------------------------- the catalog
-
-    async def fetch_catalog(self, client: mcp.Client) -> None:
-        tools: list[mcp.types.Tool] = []
-        cursor: str | None = None
-        for _ in range(MAX_CATALOG_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        self.status.set_catalog(tuple(tools))
-        self.say_schema_notes(tools)
-
-    def say_schema_notes(self, tools: Sequence[mcp.types.Tool]) -> None:
-        """Compile the tools' schemas now (through the gate, so a call finds them ready) and log, once per tool,
-        what of them is not enforced (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
-        notes = {tool.name: found for tool in tools if (found := tool_schema_notes(tool))}
-        for name, found in notes.items():
-            if self.schema_notes.get(name) != found:
-                logger.warning(
-                    "server %r: tool %r: %s", self.id, name, "; ".join(found), extra={"server": self.id, "tool": name}
-                )
-        self.schema_notes = notes
-
-    async def refresh_catalog(self, connection: _Connection) -> None:
-        """Fetch the catalog again whenever the server announces ``tools/list_changed``."""
-        assert connection.client is not None
-        while True:
-            await connection.catalog_changed.wait()
-            connection.catalog_changed = trio.Event()
-            try:
-                await self.fetch_catalog(connection.client)
-            except MCPError as exc:
-                logger.warning(
-                    "server %r: refreshing the catalog failed: %s",
-                    self.id,
-                    exc.error.message,
-                    extra={"server": self.id},
-                )
-
     # ----------------------------------------------------------------- one connection, and supervision
 
     async def serve_one_connection(self, report_started: Callable[[], None]) -> bool:
         """Connect, serve until the connection is lost, fail what it left unanswered; whether it was healthy."""
-        connection = _Connection()
+        connection = Connection()
         link = connection.link
         waiting_for_login = self.status.state is ServerState.NEEDS_AUTH
         if not waiting_for_login:
@@ -489,7 +210,7 @@ class _ServerActor:
         return connection.answered or trio.current_time() - born >= self.spec.restart.backoff_max
 
     async def _connect_and_serve(
-        self, connection: _Connection, scope: trio.CancelScope, report_started: Callable[[], None]
+        self, connection: Connection, scope: trio.CancelScope, report_started: Callable[[], None]
     ) -> None:
         """Connect and fetch the catalog within ``scope``'s deadline, then serve calls until the link is lost."""
 
@@ -503,18 +224,18 @@ class _ServerActor:
             self.spec,
             link=link,
             message_handler=on_message,
-            elicitation_callback=self.elicitation_callback(connection),
+            elicitation_callback=self.questions.elicitation_callback(connection.askers),
             prior_discover=prior,
         ) as client:
             connection.client = client
             self.status.connected(link.pid)
             self._negotiated(client)
-            await self.fetch_catalog(client)
+            await self.catalog.fetch(client)
             scope.deadline = math.inf
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.refresh_catalog, connection)
+                nursery.start_soon(self.catalog.refresh, connection)
                 if is_modern(client.protocol_version):
-                    nursery.start_soon(self.listen_for_changes, connection)
+                    nursery.start_soon(self.catalog.listen, connection)
                 for _ in range(self.spec.max_concurrency):
                     nursery.start_soon(self.work, connection)
                 # The workers now take the requests; the fail-fast task stops answering them.
@@ -539,22 +260,6 @@ class _ServerActor:
         labelled(SERVER_PROTOCOL, self.id, version).set(1)
         self.discover = client.session.discover_result
         logger.info("server %r: speaking MCP %s", self.id, version, extra={"server": self.id, "protocol": version})
-
-    async def listen_for_changes(self, connection: _Connection) -> None:
-        """On a stateless connection, ``tools/list_changed`` comes through a ``subscriptions/listen`` stream."""
-        assert connection.client is not None
-        try:
-            async with connection.client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    connection.catalog_changed.set()
-        except Exception as exc:  # a server without subscriptions still serves calls; its catalog stays as fetched
-            logger.info(
-                "server %r: no subscription to catalog changes: %s: %s",
-                self.id,
-                type(exc).__name__,
-                exc,
-                extra={"server": self.id},
-            )
 
     def _lost(self, link: Link) -> None:
         """The connection of ``link`` is gone: fail calls fast, and remember why."""
@@ -610,30 +315,8 @@ class _ServerActor:
             labelled(SERVER_RESTARTS, self.id).inc()
 
 
-def _malformed(request: CallRequest, reason: str | None) -> ToolOutcome:
-    """The outcome of a call whose answer could not be read (``reason``: what was wrong, when known)."""
-    error = MALFORMED if reason is None else f"{MALFORMED}: {reason}"
-    return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR, duration=trio.current_time() - request.started)
-
-
-def _first_error(exc: pydantic.ValidationError) -> str:
-    """The first thing pydantic found wrong, in one line: where, and what."""
-    first = exc.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
-
-
 def _describe(leaves: Sequence[BaseException]) -> str:
     return "; ".join(f"{type(exc).__name__}: {exc}" for exc in leaves)
-
-
-def _progress_forwarder(request: CallRequest) -> ProgressFnT:
-    """A progress callback that never blocks the session: it drops items a slow caller has no room for."""
-
-    async def forward(progress: float, total: float | None, message: str | None) -> None:
-        request.report(ProgressItem(progress, total, message))
-
-    return forward
 
 
 async def serve_mcp_server(
@@ -664,9 +347,8 @@ async def serve_mcp_server(
     handle = ServerHandle._create(spec, send, status, relay)
     with receive:
         async with trio.open_nursery() as nursery:
-            actor = _ServerActor(
-                spec, connect, receive, nursery, status, input_handler=input_handler, relay=relay, publish_up=publish_up
-            )
+            questions = ServerQuestions(spec, status, nursery, input_handler, relay)
+            actor = _ServerActor(spec, connect, receive, nursery, status, questions, publish_up=publish_up)
             if publish_up:
                 labelled(SERVER_UP, spec.id).set(0)
             labelled(SERVER_RESTARTS, spec.id).inc(0)  # shown at 0 from the start

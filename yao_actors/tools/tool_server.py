@@ -49,7 +49,7 @@ class ServerStatistics:
     was not a success; ``last_error`` says why the server last failed, with the
     last lines of a stdio server's stderr (which may hold secrets: for whoever
     runs the service), and ``last_error_kind`` only what kind of failure it was
-    (:func:`~yao_actors.tools.server_handle.loss_kind`), for readers that must not see the details.
+    (:func:`~yao_actors.tools.server_status.loss_kind`), for readers that must not see the details.
     ``next_attempt_in`` is the seconds until a ``restarting`` server's next connection attempt (``None`` when
     none is waited for).
     """

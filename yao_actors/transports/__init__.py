@@ -36,13 +36,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from yao_actors.errors import exception_leaves
 from yao_actors.specs import HttpTransport, InMemoryTransport, ServerSpec, SseTransport, StdioTransport
+from yao_actors.transports.child_process import stop_process
 from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, open_http_transport
 from yao_actors.transports.link import Link
 from yao_actors.transports.sdk_errors import install as install_sdk_filter
 from yao_actors.transports.sdk_errors import sdk_errors_in_one_line
 from yao_actors.transports.session import DISCOVER_TIMEOUT, GatedClient
 from yao_actors.transports.sse import open_sse_transport
-from yao_actors.transports.stdio import DEFAULT_LINE_LIMITS, LineLimits, open_stdio_transport, stop_process
+from yao_actors.transports.stdio import DEFAULT_LINE_LIMITS, LineLimits, open_stdio_transport
 
 
 def _client_info() -> mcp.types.Implementation:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import signal
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -31,17 +30,11 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from yao_actors.specs import StdioTransport
+from yao_actors.transports.child_process import report_exit, stop_process, watch_exit
 from yao_actors.transports.link import Link
 from yao_actors.transports.malformed import unparsed
 
 logger = logging.getLogger(__name__)
-
-#: Seconds a stdio server gets to exit after its stdin closes (SDK servers take seconds: do not wait for them).
-STDIN_GRACE = 0.2
-#: Seconds a stdio server gets to exit after SIGTERM, before SIGKILL.
-TERM_GRACE = 1.0
-#: Seconds the exit report waits for the last stderr lines of a dead server.
-STDERR_FLUSH_WAIT = 0.5
 
 
 @attrs.frozen
@@ -87,7 +80,7 @@ async def open_stdio_transport(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(writer.write_backlog)
             nursery.start_soon(_collect_stderr, process, link, stderr_done, limits.stderr)
-            nursery.start_soon(_watch_exit, process, link, stderr_done)
+            nursery.start_soon(watch_exit, process, link, stderr_done)
             try:
                 yield reader, writer
             finally:
@@ -100,7 +93,7 @@ async def open_stdio_transport(
                     if closed_by_child and process.returncode is not None and not link.lost.is_set():
                         # The session failed because the child closed its stdout (it exited) before its exit
                         # was reported: the exit, with its code and last stderr lines, is why the link is lost.
-                        await _report_exit(process.returncode, link, stderr_done)
+                        await report_exit(process.returncode, link, stderr_done)
                 nursery.cancel_scope.cancel()
     finally:
         writer.close()
@@ -375,40 +368,3 @@ async def _collect_stderr(process: trio.Process, link: Link, done: trio.Event, l
 def _stderr_text(line: bytes | bytearray, cut: bool, limit: int) -> str:
     text = line.decode(errors="replace").rstrip()
     return f"{text} [line cut at {limit} bytes]" if cut else text
-
-
-async def _watch_exit(process: trio.Process, link: Link, stderr_done: trio.Event) -> None:
-    """Report the child's death, with its exit code and its last stderr lines."""
-    await _report_exit(await process.wait(), link, stderr_done)
-
-
-async def _report_exit(code: int, link: Link, stderr_done: trio.Event) -> None:
-    """Mark ``link`` lost by the child's exit with ``code``, once its last stderr lines are read."""
-    with trio.move_on_after(STDERR_FLUSH_WAIT):
-        await stderr_done.wait()
-    link.mark_lost("the server process exited", exit_code=code)
-
-
-def _signal_group(process: trio.Process, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
-
-
-async def stop_process(process: trio.Process) -> None:
-    """Stop a stdio server for sure: close stdin, then SIGTERM, then SIGKILL its process group.
-
-    Every wait is bounded (``STDIN_GRACE``, ``TERM_GRACE``); call it shielded.
-    Idempotent. Whatever is left of the child's process group afterwards is
-    killed too.
-    """
-    if process.stdin is not None:
-        with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            await process.stdin.aclose()
-    for sig, grace in ((None, STDIN_GRACE), (signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, TERM_GRACE)):
-        if process.returncode is not None:
-            break
-        if sig is not None:
-            _signal_group(process, sig)
-        with trio.move_on_after(grace):
-            await process.wait()
-    _signal_group(process, signal.SIGKILL)
