@@ -1,0 +1,70 @@
+"""A tool call a server answered with a task: the handle a run keeps, and stores, until the task ends.
+
+A server may answer ``tools/call`` with a task instead of a result: the call goes on in the server, and the
+client asks for it by the task's id until it ends. Two wire designs exist, not compatible with each other
+(:class:`TaskDesign`): the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``: ``resultType: "task"``,
+``tasks/get`` carries the result, ``tasks/update`` answers input, ``Mcp-Name`` on HTTP) and the 2025-11-25 tasks
+(``CreateTaskResult``, ``tasks/get`` for the status, ``tasks/result`` for the result and the server's questions).
+
+A :class:`TaskHandle` is everything needed to go on polling a task from another process: it is stored with the
+thread when the task is created, before the run goes on, and removed when the task's result has reached the
+model. It holds no secret (whose connection made the task is a principal's id, never a token).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+
+class TaskDesign(enum.StrEnum):
+    """Which wire design a task speaks."""
+
+    EXTENSION = "2026-07-28"  #: the ``io.modelcontextprotocol/tasks`` extension
+    HANDSHAKE_ERA = "2025-11-25"  #: the 2025-11-25 ``tasks/*`` requests
+
+
+@attrs.frozen
+class TaskHandle:
+    """One open task of one tool call of a run.
+
+    ``server`` is the server's id in the config, ``task_id`` the server's id of the task, ``call_id`` the
+    model's tool call it answers (with the ``tool`` and ``arguments`` the call was made with), ``run_id`` and
+    ``thread_id`` where its result goes. ``poll_interval`` is the seconds the server asked between polls (``None``:
+    the client's default), ``principal`` whose connection made the task (``None``: the service's own),
+    ``session_id`` the MCP session a server bound the task to (streamable HTTP; ``None`` when not bound),
+    ``created_at`` a wall-clock time (``time.time()``) and ``deadline`` the wall-clock time past which the run stops
+    waiting (the assistant's ``task_timeout`` from ``created_at``).
+    """
+
+    server: str
+    task_id: str
+    design: TaskDesign
+    call_id: str
+    tool: str
+    arguments: Mapping[str, Any]
+    run_id: str
+    thread_id: str
+    created_at: float
+    deadline: float
+    poll_interval: float | None = None
+    principal: str | None = None
+    session_id: str | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        """The handle as a JSON-ready mapping (what a store keeps)."""
+        record = attrs.asdict(self, recurse=False)
+        record["design"] = self.design.value
+        record["arguments"] = dict(self.arguments)
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> TaskHandle:
+        """The handle a store kept (:meth:`to_record`)."""
+        fields = {field.name for field in attrs.fields(cls)}
+        values = {key: value for key, value in record.items() if key in fields}
+        values["design"] = TaskDesign(values["design"])
+        return cls(**values)
