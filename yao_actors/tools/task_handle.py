@@ -14,7 +14,7 @@ model. It holds no secret (whose connection made the task is a principal's id, n
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -68,3 +68,16 @@ class TaskHandle:
         values = {key: value for key, value in record.items() if key in fields}
         values["design"] = TaskDesign(values["design"])
         return cls(**values)
+
+
+@attrs.frozen
+class TaskWatch:
+    """What a call needs to know to keep a task it is answered with: which call of which run it is, how long the
+    run waits for the task (``timeout``, seconds), and ``stored``, awaited with the task's handle once the server
+    has created it and before the call goes on waiting (the run stores the handle there)."""
+
+    call_id: str
+    run_id: str
+    thread_id: str
+    timeout: float
+    stored: Callable[[TaskHandle], Awaitable[None]]
