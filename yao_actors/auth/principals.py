@@ -56,6 +56,7 @@ from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
+from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link
 
@@ -115,6 +116,11 @@ class PrincipalServers:
         await trio.lowlevel.checkpoint()
         reason = "its connections are per principal, and this call names none"
         return unavailable_outcome(self.spec, reason, started=trio.current_time())
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        """Go on polling a stored task on the connection of the principal that made it (``handle.principal``)."""
+        view = await self.bind_principal(handle.principal)
+        return await view.poll_task(handle, options)
 
     async def wait_state_change(self) -> ServerState:
         """Never returns: the router is ready to connect principals as long as it runs."""

@@ -33,6 +33,7 @@ from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
+from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import (
     LOST,
     NO_OPTIONS,
@@ -44,6 +45,9 @@ from yao_actors.tools.tool_server import (
     ServerStatistics,
 )
 from yao_actors.transports import Link
+
+#: What polling a stored task answers until the tasks wire lands in the server actor.
+TASKS_NOT_YET = "Error: the tool could not complete: this build cannot poll a stored task yet"
 
 #: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
 PROGRESS_BUFFER = 16
@@ -216,6 +220,11 @@ class ServerHandle(metaclass=NoPublicConstructor):
         outcome = await self._call(request, options.progress, options.deadline)
         self._status.count_call(outcome.ok)
         return outcome
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        """Go on polling the stored task ``handle`` to its end (:meth:`ToolServer.poll_task`)."""
+        await trio.lowlevel.checkpoint()
+        return ToolOutcome(error=TASKS_NOT_YET, kind=ErrorKind.TOOL_ERROR)
 
     async def _resume(self, answers: CallAnswers) -> ToolOutcome:
         """The outcome of the held call ``answers`` names, once it has the user's answer; :data:`LOST` when no
