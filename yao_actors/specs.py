@@ -102,6 +102,10 @@ class ServerSpec:
     """Whose connection serves a call: one for the whole service, or (``"principal"``) a connection of each run's
     principal (a stdio server: a process each), opened on demand, bounded and closed when idle. A server with
     ``auth`` says it in ``auth.identity`` (then each principal also has its own tokens)."""
+    tasks: Literal["auto", "never"] = "auto"
+    """Whether calls ask to run as MCP tasks: ``"auto"`` where the server and the tool offer it (the 2026-07-28
+    tasks extension is declared on each request), ``"never"`` (a 2025-11-25 tool that requires a task still gets
+    one)."""
 
 
 def protocol_choices() -> tuple[str, ...]:

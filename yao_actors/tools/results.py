@@ -21,6 +21,7 @@ from yao_actors.errors import ErrorKind, is_retryable
 from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
 from yao_actors.tools.schema_gate import schema_problems
+from yao_actors.tools.task_state import TaskState
 from yao_actors.untrusted import json as untrusted_json
 from yao_actors.untrusted.json import compact_json as compact_json  # where events and tools find it
 
@@ -49,6 +50,9 @@ class ToolOutcome:
     rich: bool = False
     """The content had blocks other than text (images, audio, links, resources): only then does
     :func:`tool_message_content` look for them in ``result``."""
+    task: TaskState | None = None
+    """The server answered with a task, or about one (:mod:`~yao_actors.tools.task_state`): the task as it is
+    now. A call's final outcome has none."""
 
     @property
     def ok(self) -> bool:

@@ -33,7 +33,9 @@ from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
+from yao_actors.tools.task_flow import follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskHandle
+from yao_actors.tools.task_state import TaskOp
 from yao_actors.tools.tool_server import (
     LOST,
     NO_OPTIONS,
@@ -45,9 +47,6 @@ from yao_actors.tools.tool_server import (
     ServerStatistics,
 )
 from yao_actors.transports import Link
-
-#: What polling a stored task answers until the tasks wire lands in the server actor.
-TASKS_NOT_YET = "Error: the tool could not complete: this build cannot poll a stored task yet"
 
 #: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
 PROGRESS_BUFFER = 16
@@ -78,6 +77,8 @@ class CallRequest:
     trace_context: Context | None = None
     input_responses: Mapping[str, Any] | None = None
     request_state: str | None = None
+    task_op: TaskOp | None = None
+    """Not a ``tools/call``: a request about a task of tool ``name`` (:mod:`~yao_actors.tools.task_state`)."""
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     parked: ParkedQuestion | None = attrs.field(default=None, init=False)
@@ -218,13 +219,31 @@ class ServerHandle(metaclass=NoPublicConstructor):
             request_state=None if answers is None else answers.request_state,
         )
         outcome = await self._call(request, options.progress, options.deadline)
+        if outcome.task is not None:  # the server goes on with the call as a task: follow it to its end
+            outcome = await follow_task(
+                self._task_op, self._ready, self.id, outcome.task, name, request.arguments, options
+            )
         self._status.count_call(outcome.ok)
         return outcome
 
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
-        """Go on polling the stored task ``handle`` to its end (:meth:`ToolServer.poll_task`)."""
-        await trio.lowlevel.checkpoint()
-        return ToolOutcome(error=TASKS_NOT_YET, kind=ErrorKind.TOOL_ERROR)
+        """Go on polling the stored task ``handle`` to its end (:meth:`ToolServer.poll_task`): once the server
+        is ready, through this actor's connection (:mod:`~yao_actors.tools.task_flow`)."""
+        with trio.CancelScope(deadline=options.deadline) as waiting:
+            await self._ready()
+        if waiting.cancelled_caught:
+            raise trio.TooSlowError
+        outcome = await poll_handle(self._task_op, self._ready, handle, options)
+        self._status.count_call(outcome.ok)
+        return outcome
+
+    async def _ready(self) -> None:
+        await self.wait_for_state(ServerState.READY)
+
+    async def _task_op(self, op: TaskOp) -> ToolOutcome:
+        """Send one request about a task through the actor, under the server's ``timeout``."""
+        request = CallRequest(op.tool, {}, trio.current_time(), False, tracing.capture(), task_op=op)
+        return await self._call(request, None, math.inf)
 
     async def _resume(self, answers: CallAnswers) -> ToolOutcome:
         """The outcome of the held call ``answers`` names, once it has the user's answer; :data:`LOST` when no
