@@ -140,3 +140,26 @@ async def test_an_sqlite_file_of_schema_version_6_gets_its_tasks_table(tmp_path:
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(7,)]
     assert db.execute("SELECT thread_id, task_id, run_id FROM tasks").fetchall() == [("t1", "task-1", "r1")]
     db.close()
+
+
+async def test_a_lease_taken_leaves_a_run_with_an_open_task_running(store: ConversationStore) -> None:
+    tasks = tasks_of(store)
+    leases = store.leases()
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r1", "a", [])
+        await tasks.save(handle())
+        taken = await leases.take("t1", "sweeper", 30, also_close="r1")
+        assert taken.taken
+        assert taken.closed == ()
+        run = await store.get_run("r1")
+        assert run is not None and run.status.value == "running"  # another process takes it up
+        await leases.release("t1", "sweeper")
+        assert await tasks.remove("t1", "task-1")
+        taken = await leases.take("t1", "sweeper", 30, also_close="r1")
+        if not store.durable:
+            assert taken.closed == ()  # a store of one process: its runs live and die with it, none is closed
+            return
+        assert taken.closed == ("r1",)  # without its task, a run left running is closed as before
+        run = await store.get_run("r1")
+        assert run is not None and run.status.value == "interrupted"
