@@ -153,7 +153,8 @@ async def test_a_lease_taken_leaves_a_run_with_an_open_task_running(store: Conve
         assert taken.taken
         assert taken.closed == ()
         run = await store.get_run("r1")
-        assert run is not None and run.status.value == "running"  # another process takes it up
+        assert run is not None
+        assert run.status.value == "running"
         await leases.release("t1", "sweeper")
         assert await tasks.remove("t1", "task-1")
         taken = await leases.take("t1", "sweeper", 30, also_close="r1")
@@ -162,4 +163,5 @@ async def test_a_lease_taken_leaves_a_run_with_an_open_task_running(store: Conve
             return
         assert taken.closed == ("r1",)  # without its task, a run left running is closed as before
         run = await store.get_run("r1")
-        assert run is not None and run.status.value == "interrupted"
+        assert run is not None
+        assert run.status.value == "interrupted"
