@@ -13,13 +13,17 @@ from typing import Any
 import trio
 
 from tests.integration.processes import service_process, stop, write_config
+from tests.integration.scale_support import open_haproxy
+from tests.integration.test_input_workers import HAPROXY_CONFIG, port_of
 from tests.service.support import receive, run_frame, send, until_terminal
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.processes import open_http_task_server
+from yao_actors.testing.redis_server import RedisServer
 from yao_actors.testing.task_servers import read_task_record
 
 GUARD = 90
+PREFIX = "tasks:"
 
 
 def researcher(gate: Path) -> Any:
@@ -90,3 +94,39 @@ async def test_kill_9_of_the_service_mid_task_and_a_restart_go_on_with_the_task_
     assert run["outcome"] == "answered"
     tool_requests = [r for r in fake.requests if r.body["messages"][-1]["role"] == "tool"]
     assert len(tool_requests) == 1  # the result reached the model once
+
+
+async def test_kill_9_of_one_worker_mid_task_and_the_other_behind_haproxy_finishes_it(tmp_path: Path) -> None:
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        with trio.fail_after(GUARD):
+            store = {"type": "redis", "url": redis.url, "prefix": PREFIX, "lease_ttl": 1.0}
+            async with open_http_task_server(record) as tasks, open_fake_openai(researcher(gate)) as fake:
+                config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+                async with (
+                    service_process(config) as (worker_a, a),
+                    service_process(config) as (_, b),
+                    open_haproxy(tmp_path, HAPROXY_CONFIG, a=port_of(a), b=port_of(b)) as front,
+                ):
+                    async with open_service_connection(f"{front}?worker=a") as ws:
+                        await send(ws, run_frame("研究一下北京的天气", run_id="r1", thread_id="t1"))
+                        before = await until_task_stored(ws, "r1")
+                        worker_a.kill()
+                        await worker_a.wait()
+                    gate.touch()
+                    async with open_service_connection(f"{front}?worker=b") as ws:
+                        await send(ws, {"type": "resume", "runId": "r1", "afterSeq": before[-1]["seq"]})
+                        resumed = await until_terminal(ws, "r1")
+                    async with open_service_connection(f"{front}?worker=b") as ws:
+                        await send(ws, {"type": "history", "threadId": "t1"})
+                        snapshot = await receive(ws)
+    finally:
+        redis.stop()
+    check_one_result(resumed)
+    assert resumed[0]["seq"] == before[-1]["seq"] + 1  # the events after those seen, none twice
+    assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]
+    assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert [r["outcome"] for r in snapshot["runs"]] == ["answered"]
+    assert len([r for r in fake.requests if r.body["messages"][-1]["role"] == "tool"]) == 1
