@@ -26,6 +26,7 @@ from yao_actors.tools.results import ToolOutcome, call_outcome
 from yao_actors.tools.server_calls import Connection, first_error, malformed, protocol_error, with_links
 from yao_actors.tools.server_handle import CallRequest, unavailable_outcome
 from yao_actors.tools.server_status import ServerStatus
+from yao_actors.tools.task_flow import cancelled_outcome
 from yao_actors.tools.task_handle import TaskDesign
 from yao_actors.tools.task_start import handshake_state
 from yao_actors.tools.task_state import TaskOp, TaskState, poll_interval
@@ -33,8 +34,6 @@ from yao_actors.tools.task_wire import CancelTask, DetailedTask, GetTask, TaskId
 
 logger = logging.getLogger(__name__)
 
-#: The error of a task the server says was cancelled (by itself, or at the client's asking).
-CANCELLED: Final = "the task {task!r} of tool {tool!r} was cancelled by the server{why}"
 #: The error of a 2026-07-28 task that failed with a JSON-RPC error.
 FAILED: Final = "the task {task!r} of tool {tool!r} failed: {message} (JSON-RPC error {code})"
 
@@ -72,9 +71,11 @@ async def _send(
         if op.kind == "update":
             params = UpdateTaskParams(task_id=op.task_id, input_responses=dict(op.responses or {}))
             await session.send_request(UpdateTask(params=params), mcp_types.Result)
-        else:
+            return _acknowledged(request, op)
+        if op.kind == "cancel":
             await session.send_request(CancelTask(params=TaskIdParams(task_id=op.task_id)), mcp_types.Result)
-        return _acknowledged(request, op)
+            return _acknowledged(request, op)
+        raise ValueError(f"a 2026-07-28 task has no {op.kind!r} request")
     if op.kind == "get":
         get = mcp_types.GetTaskRequest(params=mcp_types.GetTaskRequestParams(task_id=op.task_id))
         task = await session.send_request(get, mcp_types.GetTaskResult)
@@ -121,13 +122,6 @@ async def _detailed_outcome(
         task.input_requests if task.status == "input_required" else None,
     )
     return ToolOutcome(task=state, duration=duration)
-
-
-def cancelled_outcome(task_id: str, tool: str, message: str | None, duration: float = 0.0) -> ToolOutcome:
-    """The outcome of a task the server reports cancelled."""
-    why = f": {message}" if message else ""
-    text = CANCELLED.format(task=task_id, tool=tool, why=why)
-    return ToolOutcome(error=text, kind=ErrorKind.TOOL_ERROR, duration=duration)
 
 
 async def _final(

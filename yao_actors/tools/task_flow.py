@@ -41,6 +41,9 @@ UNFINISHED: Final = (
     "the server was asked to cancel it"
 )
 
+#: The error of a task the server says was cancelled (by itself, or at the client's asking).
+CANCELLED: Final = "the task {task!r} of tool {tool!r} was cancelled by the server{why}"
+
 Ops = Callable[[TaskOp], Awaitable[ToolOutcome]]
 """Sends one request about a task through the server actor; its outcome."""
 Waiter = Callable[[], Awaitable[object]]
@@ -113,21 +116,26 @@ class _Follower:
     async def run(self, seen: TaskState | None) -> ToolOutcome:
         interval = self.handle.poll_interval or DEFAULT_POLL_INTERVAL
         state = seen
-        while True:
+        while state is None or not (state.ended or state.status == "input_required"):
             if state is not None:
                 await self.report(state)
                 interval = state.poll_interval or interval
-                if state.ended or (state.status == "input_required" and self.handshake_era):
-                    break
-                if state.status == "input_required":
-                    return _input_required(self.handle, state)  # not ended: the server is asked to cancel it
             await trio.sleep(interval)
             outcome = await self.poll()
             if outcome.task is None:  # the task's result or error, or a poll that failed for good
                 return self.finish(outcome)
             state = outcome.task
-        # A 2025-11-25 task's result (and the questions it asks meanwhile) comes from tasks/result.
-        return self.finish(await self.ops(self.op("result")))
+        await self.report(state)
+        if state.status == "cancelled":
+            return self.finish(cancelled_outcome(self.handle.task_id, self.handle.tool, state.message))
+        if self.handshake_era:
+            # A 2025-11-25 task's result (and the questions it asks meanwhile) comes from tasks/result.
+            return self.finish(await self.ops(self.op("result")))
+        if state.status == "input_required":
+            return _input_required(self.handle, state)  # not ended: the server is asked to cancel it
+        # Ended, as seen in an answer that does not carry the result (the task's creation): tasks/get has it.
+        outcome = await self.poll()
+        return self.finish(outcome if outcome.task is None else _no_result(self.handle, outcome.task))
 
     @property
     def handshake_era(self) -> bool:
@@ -166,3 +174,16 @@ def _input_required(handle: TaskHandle, state: TaskState) -> ToolOutcome:
     """A 2026-07-28 task waits for the user's input: not answered here yet."""
     error = f"the task {handle.task_id!r} of tool {handle.tool!r} asks for input, which this call cannot give"
     return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR)
+
+
+def _no_result(handle: TaskHandle, state: TaskState) -> ToolOutcome:
+    """A 2026-07-28 task ``tasks/get`` says ended, with neither result nor error."""
+    error = f"the task {handle.task_id!r} of tool {handle.tool!r} ended {state.status!r} without a result"
+    return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR)
+
+
+def cancelled_outcome(task_id: str, tool: str, message: str | None, duration: float = 0.0) -> ToolOutcome:
+    """The outcome of a task the server reports cancelled."""
+    why = f": {message}" if message else ""
+    text = CANCELLED.format(task=task_id, tool=tool, why=why)
+    return ToolOutcome(error=text, kind=ErrorKind.TOOL_ERROR, duration=duration)
