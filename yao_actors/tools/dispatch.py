@@ -41,6 +41,7 @@ from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
+from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.tool_server import CallAnswers, CallOptions, ServerState, ToolServer
 
 
@@ -97,6 +98,8 @@ class _Planned:
     repaired: bool = False
     answers: CallAnswers | None = None
     """The user's answers to the questions an earlier call of it asked (it is made again, or resumed, with them)."""
+    tasks: TaskWatch | None = None
+    """Where the call keeps a task its server answers it with (its run stores the handle)."""
 
 
 @attrs.define(eq=False)
@@ -143,7 +146,7 @@ class _Batch:
             # Without a listener, ask for no progress: the server then sends none.
             wanted = progress if self.on_event is not None else None
             try:
-                options = CallOptions(wanted, deadline, planned.answers)
+                options = CallOptions(wanted, deadline, planned.answers, planned.tasks)
                 outcome = await planned.server.call_tool(entry.tool, planned.arguments, options)
                 reconnected = outcome.connection_lost and entry.hints.safe_to_repeat
                 if reconnected:
@@ -189,6 +192,7 @@ async def execute_tool_calls(
     batch_timeout: float | None = None,
     on_event: OnEvent | None = None,
     answers: Mapping[str, CallAnswers] | None = None,
+    tasks: Callable[[ToolCall], TaskWatch] | None = None,
 ) -> list[ToolCallResult]:
     """Run ``calls`` against ``servers`` and return one result per call, in ``calls`` order.
 
@@ -198,7 +202,8 @@ async def execute_tool_calls(
     ``notifications/cancelled``) and get ``timeout`` results. A batch of one
     call hands its deadline to the call's handle instead (one cancel scope, not
     two); the batch's deadline then bounds the call, not the listener's events. ``answers`` (by call id) give
-    calls the user's answers to the questions earlier calls of them asked.
+    calls the user's answers to the questions earlier calls of them asked; ``tasks`` gives each call the
+    :class:`~yao_actors.tools.task_handle.TaskWatch` a task it is answered with is kept through.
     """
     batch = _Batch(on_event, [None] * len(calls))
     groups: dict[str, list[_Planned]] = {}
@@ -206,6 +211,8 @@ async def execute_tool_calls(
         planned = await _check(batch, index, call, catalog, servers)
         if planned is not None and answers:
             planned = attrs.evolve(planned, answers=answers.get(call.id))
+        if planned is not None and tasks is not None:
+            planned = attrs.evolve(planned, tasks=tasks(call))
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)

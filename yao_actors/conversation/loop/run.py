@@ -71,6 +71,7 @@ from yao_actors.tools.dispatch import (
 )
 from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
+from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.tool_server import CallAnswers
 
 logger = logging.getLogger(__name__)
@@ -117,6 +118,8 @@ class Run:
     """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.interrupts.principal_servers`)."""
     needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
+    task_watch: Callable[[ToolCall], TaskWatch] | None = None
+    """Where a call answered with a task keeps it (the run's store: :mod:`~yao_actors.conversation.durable.task_keeping`)."""
 
     @property
     def client_names(self) -> frozenset[str]:
@@ -400,6 +403,7 @@ class Run:
             batch_timeout=batch_timeout,
             on_event=self.on_dispatch,
             answers=answers,
+            tasks=self.task_watch,
         )
         self.batch = None
         return batch.finished(), batch

@@ -39,6 +39,7 @@ from yao_actors.store.codec import (
 )
 from yao_actors.store.memory.leases import MemoryLeases
 from yao_actors.store.memory.parked import MemoryParkedCalls
+from yao_actors.store.memory.tasks import MemoryTasks
 from yao_actors.store.memory.tokens import MemoryTokens
 from yao_actors.store.protocol import DEFAULT_EVENT_TTL, POLL_INTERVAL, ConversationStore, ThreadLeases, TokenRecords
 from yao_actors.store.records import (
@@ -91,6 +92,7 @@ class MemoryStore(ConversationStore):
     _leases: MemoryLeases = attrs.field(init=False)
     _tokens: MemoryTokens = attrs.field(factory=MemoryTokens, init=False)
     _parked: MemoryParkedCalls = attrs.field(factory=MemoryParkedCalls, init=False)
+    _tasks: MemoryTasks = attrs.field(init=False)
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -114,6 +116,10 @@ class MemoryStore(ConversationStore):
     def _make_leases(self) -> MemoryLeases:
         return MemoryLeases(self)
 
+    @_tasks.default
+    def _make_tasks(self) -> MemoryTasks:
+        return MemoryTasks(lambda thread_id: thread_id in self._threads)
+
     @property
     def durable(self) -> bool:
         return False  # its threads live and die with this process
@@ -126,6 +132,9 @@ class MemoryStore(ConversationStore):
 
     def parked_calls(self) -> MemoryParkedCalls:
         return self._parked
+
+    def tasks(self) -> MemoryTasks:
+        return self._tasks
 
     def thread_keepers(self) -> list[ThreadKeeper]:
         return self.keepers
@@ -219,6 +228,7 @@ class MemoryStore(ConversationStore):
         self._sizes.pop(thread_id, None)
         self._total_bytes -= self._bytes.pop(thread_id, 0)
         self._approvals.pop(thread_id, None)
+        self._tasks.forget_thread(thread_id)
         for run_id in self._thread_runs.pop(thread_id):
             del self._runs[run_id]
             self._drop_log(run_id)

@@ -71,6 +71,7 @@ from yao_actors.store.redis.leases import RedisLeases
 from yao_actors.store.redis.parked import RedisParkedCalls
 from yao_actors.store.redis.reach import reachable
 from yao_actors.store.redis.scripts import SCRIPTS
+from yao_actors.store.redis.tasks import RedisTasks
 from yao_actors.store.redis.tokens import RedisTokens
 
 CONNECT_TIMEOUT = 5.0
@@ -117,6 +118,7 @@ class RedisStore(ConversationStore):
     _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
     _leases: RedisLeases = attrs.field(init=False)
     _parked: RedisParkedCalls = attrs.field(init=False)
+    _tasks: RedisTasks = attrs.field(init=False)
 
     @_leases.default
     def _make_leases(self) -> RedisLeases:
@@ -128,6 +130,13 @@ class RedisStore(ConversationStore):
 
     def parked_calls(self) -> RedisParkedCalls:
         return self._parked
+
+    @_tasks.default
+    def _make_tasks(self) -> RedisTasks:
+        return RedisTasks(self)
+
+    def tasks(self) -> RedisTasks:
+        return self._tasks
 
     @property
     def durable(self) -> bool:

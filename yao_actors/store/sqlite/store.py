@@ -68,6 +68,7 @@ from yao_actors.store.sqlite.rows import (
     thread_of,
 )
 from yao_actors.store.sqlite.schema import connect
+from yao_actors.store.sqlite.tasks import SqliteTasks
 from yao_actors.store.sqlite.tokens import SqliteTokens
 from yao_actors.store.sqlite.transactions import run_together
 from yao_actors.store.sqlite.worker import Batch, WorkerThread, open_worker_thread
@@ -173,6 +174,9 @@ class SqliteStore(ConversationStore):
 
     def parked_calls(self) -> SqliteParkedCalls:
         return self._parked
+
+    def tasks(self) -> SqliteTasks:
+        return SqliteTasks(self)
 
     def problem(self) -> str | None:
         """Its files deleted, replaced or unwritable: a few system calls, no wait for the store's thread."""
