@@ -67,13 +67,15 @@ async def test_past_task_timeout_the_task_is_cancelled_and_the_model_told(autoju
 async def test_cancelling_the_run_cancels_its_task_at_the_server() -> None:
     cfg, extension = config()
     with trio.fail_after(GUARD):
-        async with open_runtime(cfg, models={"m": calling("forever", "{}")}) as runtime:
-            async with runtime.open_run("a", "wait for ever") as stream:
-                async for event in stream:
-                    if event.get("name") == "tool_progress":  # the task is created, stored and polled
-                        stream.cancel()
-                    if event["type"] in ("RUN_FINISHED", "RUN_ERROR"):
-                        break
+        async with (
+            open_runtime(cfg, models={"m": calling("forever", "{}")}) as runtime,
+            runtime.open_run("a", "wait for ever") as stream,
+        ):
+            async for event in stream:
+                if event.get("name") == "tool_progress":  # the task is created, stored and polled
+                    stream.cancel()
+                if event["type"] in ("RUN_FINISHED", "RUN_ERROR"):
+                    break
     assert extension.record.ran["forever"] == 1
     assert extension.record.cancelled["forever"] == 1
 
