@@ -242,6 +242,9 @@ class AssistantSpec:
     :data:`DESTRUCTIVE` for every tool that may destroy something."""
     approval_timeout: float = 3600.0
     """Seconds a held call waits for its approval (the interrupt's ``expiresAt``)."""
+    task_timeout: float = 3600.0
+    """Seconds a run waits for a call a server answered with an MCP task (then the server is asked to cancel it,
+    and the model is told the task did not finish); the server's ``timeout`` bounds only the request creating it."""
     result_budget: ResultBudget = DEFAULT_RESULT_BUDGET
     """How much of the tool results the model sees (and the fallback brief carries)."""
 
