@@ -20,6 +20,7 @@ from yao_actors.tools.dispatch import (
     DispatchEvent,
     SequentialRetry,
     collect_tool_calls,
+    execute_tool_calls,
 )
 
 CITY: dict[str, Any] = {
@@ -50,6 +51,25 @@ async def test_no_calls_give_no_results() -> None:
     a = scripted_server("a")
     async with serving(a) as servers:
         assert await collect_tool_calls([], await catalog_of(servers), servers) == []
+
+
+@pytest.mark.parametrize("echoes", [1, 3])
+async def test_each_result_comes_back_once_as_its_event(echoes: int) -> None:
+    """One way back: a ``CallFinished`` per call (by position, duplicate ids apart, a refused call too), nothing
+    returned; one call alone takes the batch's short path, several the nursery's."""
+    a = scripted_server("a")
+    batch = [call("same", "a__echo", f'{{"n": {n}}}') for n in range(echoes)]
+    if echoes > 1:
+        batch.append(call("bad", "a__nope"))
+    recorder = Recorder()
+    async with serving(a) as servers:
+        told = await execute_tool_calls(batch, await catalog_of(servers), servers, on_event=recorder)  # type: ignore[func-returns-value]
+    assert told is None
+    finished = sorted(recorder.of(CallFinished), key=lambda e: e.index)
+    assert [e.index for e in finished] == list(range(len(batch)))
+    assert [e.result.call_id for e in finished] == [c.id for c in batch]
+    assert [e.result.result for e in finished[:echoes]] == [{"n": n} for n in range(echoes)]
+    assert [e.result.kind for e in finished[echoes:]] == ([ErrorKind.UNKNOWN_TOOL] if echoes > 1 else [])
 
 
 async def test_a_single_call_runs_and_carries_its_identity() -> None:
