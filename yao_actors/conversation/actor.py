@@ -345,12 +345,8 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     the run ends ``interrupt_expired``.
     """
 
-    async def reaches(server_id: str, ticket: str) -> bool:
-        server = run.resources.servers.get(server_id)
-        return server is not None and await server.reaches_parked(ticket)
-
     with store_trouble_ends_the_run():
-        gone = await gone_calls(answered, reaches)
+        gone = await gone_calls(answered, run.resources.reaches_parked)
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}

@@ -71,7 +71,7 @@ from yao_actors.tools.dispatch import (
 )
 from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
-from yao_actors.tools.tool_server import CallAnswers
+from yao_actors.tools.tool_server import Binding, CallAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +117,8 @@ class Run:
     """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.interrupts.principal_servers`)."""
     needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
+    bindings: dict[str, Binding] = attrs.field(factory=dict)
+    """Its views of the servers connected per principal, by id (bound once a run, at its first catalog of them)."""
 
     @property
     def client_names(self) -> frozenset[str]:
@@ -291,7 +293,9 @@ class Run:
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
         refs = select_servers(assistant, override)
-        bound = await bind_servers(self.resources.servers, (ref.server_id for ref in refs), self.principal)
+        ids = (ref.server_id for ref in refs)
+        bound = await bind_servers(self.resources.servers, self.resources.routers, ids, self.principal, self.bindings)
+        self.bindings.update(bound.bindings)
         if bound.changed:
             self.resources = attrs.evolve(self.resources, servers=bound.servers, catalogs=CatalogCache())
         self.needs_authorization.update(bound.needed)
