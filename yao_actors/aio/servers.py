@@ -31,7 +31,7 @@ class _Read(Generic[T]):
 
     def __init__(self, member: Callable[[ToolServer], T]) -> None:
         self._name = ""
-        self.__doc__ = getattr(member, "__doc__", None)
+        self.__doc__ = member.__doc__
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
