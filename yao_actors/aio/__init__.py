@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import trio
@@ -124,25 +125,13 @@ class Runtime:
         return await self._guest.call(self.trio_runtime.run_exists, run_id)
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
-        return await self._guest.call(_history, self.trio_runtime, thread_id, principal)
+        return await self._guest.call(partial(self.trio_runtime.history, thread_id, principal=principal))
 
     async def threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
-        return await self._guest.call(_threads, self.trio_runtime, principal, limit)
+        return await self._guest.call(partial(self.trio_runtime.threads, principal=principal, limit=limit))
 
     async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
-        return await self._guest.call(_forget, self.trio_runtime, thread_id, principal)
-
-
-async def _history(runtime: trio_runtime.Runtime, thread_id: str, principal: str | None) -> ThreadHistory:
-    return await runtime.history(thread_id, principal=principal)
-
-
-async def _threads(runtime: trio_runtime.Runtime, principal: str | None, limit: int) -> list[ThreadInfo]:
-    return await runtime.threads(principal=principal, limit=limit)
-
-
-async def _forget(runtime: trio_runtime.Runtime, thread_id: str, principal: str | None) -> bool:
-    return await runtime.forget(thread_id, principal=principal)
+        return await self._guest.call(partial(self.trio_runtime.forget, thread_id, principal=principal))
 
 
 @asynccontextmanager
