@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from yao_actors.conversation.loop.batch import Told
 from yao_actors.errors import ErrorKind, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.store import ConversationStore
@@ -152,19 +153,17 @@ async def take_up_turn(
         return cannot_continue(run_id, "its history holds the answers of its tool calls already")
     messages: list[Message] = [turn.message]
     run.transcript.append(turn.message)
-    results: list[ToolCallResult] = []
-    contents: list[str | None] = []
+    told: list[Told] = []
     for call in turn.calls:
         if call.id in turn.answered:  # it had its result before the process died: the model gets that one
-            results.append(ToolCallResult(call.id, call.name, "", "", call.arguments, result=turn.answered[call.id]))
-            contents.append(turn.answered[call.id])
+            had = ToolCallResult(call.id, call.name, "", "", call.arguments, result=turn.answered[call.id])
+            told.append(Told(had, turn.answered[call.id]))
             continue
         handle = handles.get(call.id)
         result = not_finished(call) if handle is None else await poll_result(run, call, handle)
         sent = await run.events.tool_call_result(run.new_message_id(), result, media_bytes=run.resources.media_bytes)
-        results.append(result)
-        contents.append(sent["content"])
-    run.record(results, messages, contents)
+        told.append(Told(result, sent["content"]))
+    run.record(told, messages)
     run.checkpoint(True)
     return messages
 
