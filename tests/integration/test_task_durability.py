@@ -17,6 +17,8 @@ from tests.integration.scale_support import open_haproxy
 from tests.integration.test_input_workers import HAPROXY_CONFIG, port_of
 from tests.service.support import receive, run_frame, send, until_terminal
 from yao_actors.cli.chat import open_service_connection
+from yao_actors.specs import StoreSpec
+from yao_actors.store import open_store
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.processes import open_http_task_server
 from yao_actors.testing.redis_server import RedisServer
@@ -85,7 +87,10 @@ async def test_kill_9_of_the_service_mid_task_and_a_restart_go_on_with_the_task_
                     await send(ws, {"type": "history", "threadId": "t1"})
                     snapshot = await receive(ws)
                 assert await stop(process) == 0
+            async with open_store(StoreSpec.sqlite(store["path"])) as kept:
+                left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
     check_one_result(resumed)
+    assert left == []  # the run is over: its task's handle went with its close-out
     assert [e["type"] for e in before if e["type"] == "TOOL_CALL_RESULT"] == []
     ran = read_task_record(record)
     assert [line["event"] for line in ran] == ["ran", "completed"]  # the task ran once, across the kill -9
@@ -122,9 +127,12 @@ async def test_kill_9_of_one_worker_mid_task_and_the_other_behind_haproxy_finish
                     async with open_service_connection(f"{front}?worker=b") as ws:
                         await send(ws, {"type": "history", "threadId": "t1"})
                         snapshot = await receive(ws)
+            async with open_store(StoreSpec("redis", url=redis.url, prefix=PREFIX)) as kept:
+                left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
     finally:
         redis.stop()
     check_one_result(resumed)
+    assert left == []
     assert resumed[0]["seq"] == before[-1]["seq"] + 1  # the events after those seen, none twice
     assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]
     assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant", "tool", "assistant"]

@@ -21,7 +21,7 @@ from yao_actors.conversation.durable.close_out import CLOSE_PATIENCE
 from yao_actors.conversation.durable.journal import RunJournal
 from yao_actors.conversation.durable.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.durable.task_keeping import TaskKeeper, task_timeout
-from yao_actors.conversation.durable.task_resume import cannot_continue, take_up_turn
+from yao_actors.conversation.durable.task_resume import cannot_continue, open_tasks, take_up_turn
 from yao_actors.conversation.ending import CANCELLED, Ending, as_failed, conclude, emit_ending, finish_record
 from yao_actors.conversation.interrupts.approvals import PendingApproval, Resolution, resolve
 from yao_actors.conversation.interrupts.client_tools import answer_dangling_calls, check_tool_answers
@@ -198,7 +198,7 @@ class _ConversationActor:
         try:
             with order.control.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
                 if order.request.continues:
-                    ending = await self.continue_run(run, order, journal, helpers)
+                    ending = await self.continue_run(run, order, journal, helpers, keeper)
                 else:
                     await run.events.run_started()
                     history = await self.take_thread(order, journal, helpers)
@@ -217,10 +217,12 @@ class _ConversationActor:
                 await self.close_out(run, order, journal, observed, ending or CANCELLED)
                 await keeper.forget()  # the run is over in the store: its tasks need no keeping
 
-    async def continue_run(self, run: Run, order: RunOrder, journal: RunJournal, helpers: trio.Nursery) -> Ending:
+    async def continue_run(
+        self, run: Run, order: RunOrder, journal: RunJournal, helpers: trio.Nursery, keeper: TaskKeeper
+    ) -> Ending:
         """Take up a run a dead process left waiting on a stored task (:mod:`.durable.task_resume`): under the
         thread's lease, its events numbered on from its log (which its followers here see first), its turn
-        finished from the stored handles, then answered as any run's."""
+        finished from the stored handles, then answered as any run's; its close-out removes those handles."""
         history = await self.take_thread(order, journal, helpers)
         if isinstance(history, RunError):
             return history
@@ -228,6 +230,7 @@ class _ConversationActor:
             with store_trouble_ends_the_run():
                 stored = await self.store.get_run(order.run_id)
                 events = await self.store.read_events(order.run_id)
+                keeper.kept.extend(await open_tasks(self.store, order.run_id))
         except RunError as error:
             return error
         if stored is None or stored.status is not RunStatus.RUNNING:
