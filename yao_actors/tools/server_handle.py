@@ -272,6 +272,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
             pid=status.pid,
             last_error_kind=loss_kind(status.last_loss),
             protocol=status.protocol,
+            tasks=None if status.task_design is None else status.task_design.value,
             next_attempt_in=None
             if status.next_attempt is None
             else max(0.0, status.next_attempt - trio.current_time()),

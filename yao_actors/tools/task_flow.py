@@ -26,6 +26,7 @@ import attrs
 import trio
 
 from yao_actors.errors import ErrorKind
+from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_state import DEFAULT_POLL_INTERVAL, TaskOp, TaskState
@@ -71,6 +72,7 @@ async def follow_task(
         poll_interval=start.poll_interval,
         session_id=start.session_id,
     )
+    labelled(TASKS, server, "created").inc()
     if watch is not None:
         await watch.stored(handle)
     return await poll_handle(ops, ready, handle, options, start)
@@ -83,19 +85,36 @@ async def poll_handle(
     started = trio.current_time()
     own = started + max(0.0, handle.deadline - time.time())
     follower = _Follower(ops, ready, handle, options.progress)
-    with trio.CancelScope(deadline=min(own, options.deadline)) as scope:
-        try:
-            outcome = await follower.run(seen)
-        finally:
-            if not follower.ended:
-                await follower.cancel()
-    if not scope.cancelled_caught:
-        return attrs.evolve(outcome, task=None, duration=trio.current_time() - started)
-    if options.deadline < own:  # the caller's own deadline came first
-        raise trio.TooSlowError
-    timeout = handle.deadline - handle.created_at
-    error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)
-    return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT, duration=trio.current_time() - started)
+    waiting = labelled(OPEN_TASKS, handle.server)
+    waiting.inc()
+    ended = "abandoned"  # until the wait ends otherwise: the run was cancelled, or the caller's deadline passed
+    try:
+        with trio.CancelScope(deadline=min(own, options.deadline)) as scope:
+            try:
+                outcome = await follower.run(seen)
+            finally:
+                if not follower.ended:
+                    await follower.cancel()
+        if not scope.cancelled_caught:
+            ended = _ended(outcome)
+            return attrs.evolve(outcome, task=None, duration=trio.current_time() - started)
+        if options.deadline < own:  # the caller's own deadline came first
+            raise trio.TooSlowError
+        ended = "timeout"
+        timeout = handle.deadline - handle.created_at
+        error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)
+        return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT, duration=trio.current_time() - started)
+    finally:
+        waiting.dec()
+        labelled(TASKS, handle.server, ended).inc()
+
+
+def _ended(outcome: ToolOutcome) -> str:
+    """How a wait that got its answer ended, for the metrics: the task's result (a tool's own ``isError`` result
+    too), the user's input asked for, or an error (the task failed, was cancelled by the server, or was lost)."""
+    if outcome.kind is ErrorKind.INPUT_REQUIRED:
+        return "input_required"
+    return "completed" if outcome.ok or outcome.result is not None else "failed"
 
 
 @attrs.define(eq=False)
