@@ -29,9 +29,10 @@ from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec, StdioTransport
 from yao_actors.testing.processes import TASK_SERVER_COMMAND, open_http_task_server
 from yao_actors.testing.task_servers import read_task_record
+from yao_actors.tools.input_requests import InputAnswer, InputRound, elicit_result
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
-from yao_actors.tools.tool_server import CallOptions
+from yao_actors.tools.tool_server import CallAnswers, CallOptions
 
 STAGES = ["Gathering sources...", "Analyzing content...", "Synthesizing findings...", "Generating report..."]
 
@@ -289,3 +290,46 @@ def test_cli_call_shows_the_tasks_status_lines_and_waits_for_its_result(
     lines = [line.removeprefix(f"yao-actors: {tool}: ") for line in captured.err.splitlines() if tool in line]
     assert lines[: len(said)] == said
     assert printed in captured.out
+
+
+@pytest.mark.filterwarnings(SDK_SSE_LEAK)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_everything_asks_during_its_task_and_the_answer_reaches_it(transport: str) -> None:
+    watched = Watched()
+    async with EVERYTHING[transport]() as spec, running(spec) as server:
+        asked = await server.call_tool(
+            "simulate-research-query", {"topic": "python", "ambiguous": True}, watched.options()
+        )
+        assert asked.kind is ErrorKind.INPUT_REQUIRED
+        round_ = asked.result
+        assert isinstance(round_, InputRound)
+        assert round_.ticket is not None  # tasks/result is held open for the answer
+        [(_key, question)] = round_.questions
+        assert "could have multiple interpretations" in question.message
+        answer = InputAnswer("accept", {"interpretation": "snake"})
+        answers = CallAnswers(round_.arguments, ticket=round_.ticket, answer=answer)
+        done = await server.call_tool("simulate-research-query", dict(round_.arguments), CallOptions(answers=answers))
+    assert done.ok, done.error
+    assert "# Research Report: python (snake)" in done.result
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_extension_task_asks_and_tasks_update_answers_it(transport: str, tmp_path: Path) -> None:
+    record, watched = tmp_path / "record.jsonl", Watched()
+    async with TASK_SERVERS[transport](record) as spec, running(spec) as server:
+        asked = await server.call_tool("ask", {"question": "Which branch?"}, watched.options())
+        assert asked.kind is ErrorKind.INPUT_REQUIRED
+        round_ = asked.result
+        assert isinstance(round_, InputRound)
+        [(key, question)] = round_.questions
+        assert (key, question.message) == ("answer", "Which branch?")
+        responses = {key: elicit_result(InputAnswer("accept", {"answer": "main"}), question.schema)}
+        answers = CallAnswers(round_.arguments, responses, round_.request_state)
+        again = Watched()
+        done = await server.call_tool("ask", dict(round_.arguments), attrs.evolve(again.options(), answers=answers))
+    assert done.ok, done.error
+    assert done.result == "you said: main"
+    [handle] = watched.stored
+    [resumed] = again.stored  # the same task, stored again for the run that answered it
+    assert resumed.task_id == handle.task_id
+    assert events(record, handle.task_id) == ["ran", "completed"]  # not cancelled while it waited, ran once
