@@ -23,15 +23,13 @@ import mcp.types
 import pydantic
 
 from yao_actors.errors import ErrorKind
-from yao_actors.tools.input_requests import input_round
+from yao_actors.tools.input_requests import ASKS_THE_USER, input_round
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_state import TaskState, poll_interval
 
 #: What starts the ``request_state`` of a task's input round.
 ROUND_PREFIX: Final = "yao-actors-task:"
-#: The error text of an outcome that asks the user (as a call's own questions say it).
-ASKS: Final = "the server asks the user for input"
 
 
 def round_state(handle: TaskHandle) -> str:
@@ -72,7 +70,7 @@ def input_outcome(handle: TaskHandle, state: TaskState) -> ToolOutcome:
     round_ = input_round(handle.server, handle.tool, handle.arguments, asked)
     if isinstance(round_, str):
         return ToolOutcome(error=round_, kind=ErrorKind.TOOL_ERROR)
-    return ToolOutcome(result=round_, error=ASKS, kind=ErrorKind.INPUT_REQUIRED)
+    return ToolOutcome(result=round_, error=ASKS_THE_USER, kind=ErrorKind.INPUT_REQUIRED)
 
 
 def wire_responses(responses: Mapping[str, Any]) -> dict[str, Any]:
