@@ -69,7 +69,9 @@ async def test_over_stdio_cancel_reaches_a_task_that_never_finishes(tmp_path: Pa
         stats = await client.start("task_stats", {})
     assert done["status"] == "cancelled"
     assert events(record, created["taskId"]) == ["ran", "cancelled"]
-    assert stats["structuredContent"] == {"ran": {"forever": 1}, "cancelled": {"forever": 1}}
+    assert stats["structuredContent"]["ran"] == {"forever": 1}
+    assert stats["structuredContent"]["cancelled"] == {"forever": 1}
+    assert stats["structuredContent"]["polls"] >= 1
 
 
 async def test_a_client_without_the_extension_gets_plain_results_or_the_missing_capability_error() -> None:

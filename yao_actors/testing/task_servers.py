@@ -22,7 +22,8 @@ Tools (each call a client allows becomes a task):
 - ``ask(question)``: a task that goes ``input_required`` with one elicitation (``{"answer": string}``) under
   the key ``answer``, then completes with ``"you said: <answer>"`` (or ``"declined"``).
 - ``forever()``: a task that never ends on its own; cancelling it is all that stops it.
-- ``task_stats()`` (never a task): how many times each tool's task body ran, and how many were cancelled.
+- ``task_stats()`` (never a task): how many times each tool's task body ran, how many were cancelled, and how
+  many ``tasks/get`` requests the server answered (``polls``).
 
 Every body that starts, ends, or is cancelled appends a JSON line (``{"event": "ran" | "completed" |
 "failed" | "cancelled", "tool", "task"}``) to the record file (``--record PATH`` or the environment
@@ -180,6 +181,8 @@ class TasksExtension(Extension):
         self.record = record
         self.poll_ms = poll_ms
         self.tasks: dict[str, ServerTask] = {}
+        self.polls = 0
+        """The ``tasks/get`` requests answered (a benchmark counts its polls by them)."""
         self.task_group: anyio.abc.TaskGroup | None = None
 
     def methods(self) -> Sequence[MethodBinding]:
@@ -236,6 +239,7 @@ class TasksExtension(Extension):
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> HandlerResult:
         task = self._task(ctx, params)
+        self.polls += 1
         view = task.view(self.poll_ms)
         task.seen()
         return view
@@ -395,7 +399,8 @@ def _add_tools(server: MCPServer, extension: TasksExtension) -> None:
 
     @server.tool(description="How many times each tool's task body ran, and how many were cancelled.")
     async def task_stats() -> dict[str, Any]:
-        return {"ran": dict(extension.record.ran), "cancelled": dict(extension.record.cancelled)}
+        record = extension.record
+        return {"ran": dict(record.ran), "cancelled": dict(record.cancelled), "polls": extension.polls}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -194,6 +194,9 @@ class _Follower:
             if outcome.kind is not ErrorKind.SERVER_UNAVAILABLE:
                 return outcome
             await self.ready()
+            # Not at once: a server that is up but whose queue is full (many tasks polled together) answers
+            # ``server_unavailable`` too, and polling again at once would spin.
+            await trio.sleep(self.handle.poll_interval or DEFAULT_POLL_INTERVAL)
 
     async def report(self, state: TaskState) -> None:
         """Pass a new status message on as the call's progress."""

@@ -89,6 +89,5 @@ class TaskKeeper:
 
 
 def task_timeout(order: RunOrder) -> float:
-    """How long a run waits for a task (the assistant's ``task_timeout``, where it says)."""
-    timeout = getattr(order.assistant, "task_timeout", None)
-    return DEFAULT_TASK_TIMEOUT if timeout is None else float(timeout)
+    """How long a run waits for a task: its assistant's ``task_timeout``."""
+    return order.assistant.task_timeout
