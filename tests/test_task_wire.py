@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import mcp.types
 import pytest
 import trio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -21,6 +22,7 @@ from yao_actors.errors import ErrorKind
 from yao_actors.specs import InMemoryTransport, ServerSpec
 from yao_actors.tools.input_requests import InputRound
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
+from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import ROUND_PREFIX, input_outcome, round_state, task_of_round
 from yao_actors.tools.task_state import TaskState
@@ -168,3 +170,21 @@ def test_a_tasks_questions_become_an_input_round_or_a_clear_error() -> None:
     assert garbage.kind is ErrorKind.TOOL_ERROR
     assert garbage.error is not None
     assert "asks for input that cannot be read" in garbage.error
+
+
+def test_which_2025_11_25_tools_ask_for_a_task() -> None:
+    def tool(name: str, support: str | None) -> mcp.types.Tool:
+        execution = None if support is None else {"taskSupport": support}
+        return mcp.types.Tool.model_validate({"name": name, "inputSchema": {"type": "object"}, "execution": execution})
+
+    catalog = (tool("must", "required"), tool("may", "optional"), tool("never", "forbidden"), tool("plain", None))
+    auto, never = ServerStatus(), ServerStatus(ask_optional=False)
+    for status in (auto, never):
+        status.offer_tasks(TaskDesign.HANDSHAKE_ERA)
+        status.set_catalog(catalog)
+    assert auto.task_tools == {"must", "may"}
+    assert never.task_tools == {"must"}  # a tool that requires a task always gets one
+    auto.offer_tasks(None)  # the next connection's server offers none
+    assert auto.task_tools == frozenset()
+    auto.offer_tasks(TaskDesign.EXTENSION)  # 2026-07-28: the server decides per call
+    assert auto.task_tools == frozenset()
