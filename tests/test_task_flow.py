@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from yao_actors.errors import ErrorKind
+from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_flow import follow_task
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
@@ -165,3 +166,24 @@ async def test_a_failed_poll_is_the_calls_error_and_nothing_is_cancelled(autojum
     outcome = await follow(server, TaskState("t1", EXT, "working"), CallOptions(deadline=math.inf))
     assert outcome.error == unknown.error
     assert server.asked == ["get"]
+
+
+def count(state: str, server: str = "srv") -> float:
+    return labelled(TASKS, server, state)._value.get()
+
+
+async def test_metrics_count_tasks_by_state_and_the_open_ones(autojump_clock: trio.abc.Clock) -> None:
+    before = {state: count(state) for state in ("created", "completed", "timeout", "failed")}
+    server = Server([ToolOutcome(result="done")])
+    await follow(server, TaskState("t1", EXT, "working"), CallOptions())
+    await follow(Server([]), TaskState("t2", EXT, "working"), CallOptions(tasks=watch(Server([]), [], timeout=5)))
+    failed = ToolOutcome(error="no such task", kind=ErrorKind.TOOL_ERROR)
+    await follow(Server([failed]), TaskState("t3", EXT, "working"), CallOptions())
+    after = {state: count(state) for state in before}
+    assert {state: after[state] - before[state] for state in before} == {
+        "created": 3,
+        "completed": 1,
+        "timeout": 1,
+        "failed": 1,
+    }
+    assert labelled(OPEN_TASKS, "srv")._value.get() == 0

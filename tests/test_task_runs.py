@@ -12,6 +12,7 @@ import trio
 
 from tests.support import check_stream
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.testing.task_servers import TasksExtension, build_task_server
@@ -82,3 +83,25 @@ async def test_cancelling_the_run_cancels_its_task_at_the_server() -> None:
 
 def test_assistant_task_timeout_defaults_to_an_hour() -> None:
     assert attrs.fields(AssistantSpec).task_timeout.default == 3600.0
+
+
+async def test_a_task_that_asks_ends_the_run_with_an_interrupt_and_the_resume_answers_through_the_task() -> None:
+    cfg, extension = config()
+    with trio.fail_after(GUARD):
+        async with open_runtime(cfg, models={"m": calling("ask", '{"question": "Which branch?"}')}) as runtime:
+            asked = await runtime.run("a", "ask me", thread_id="t")
+            check_stream(asked.events)
+            assert asked.outcome is Outcome.INTERRUPT
+            (interrupt,) = asked.events[-1]["outcome"]["interrupts"]
+            payload = {"action": "accept", "content": {"answer": "main"}}
+            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
+            answered = await runtime.run("a", [], thread_id="t", resume=resume)
+    assert interrupt["reason"] == "input_required"
+    assert interrupt["message"] == "Which branch?"
+    assert interrupt["toolCallId"] == "call-1"
+    check_stream(answered.events)
+    results = [e for e in answered.events if e["type"] == "TOOL_CALL_RESULT"]
+    assert [e["content"] for e in results] == ['"you said: main"']
+    assert answered.text == 'the tool said: "you said: main"'
+    assert extension.record.ran["ask"] == 1  # the same task, answered: not run again
+    assert extension.record.cancelled["ask"] == 0

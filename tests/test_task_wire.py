@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
+import mcp.types
 import pytest
 import trio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -18,7 +20,12 @@ from mcp_types import CallToolRequestParams
 
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import InMemoryTransport, ServerSpec
+from yao_actors.tools.input_requests import InputRound
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
+from yao_actors.tools.server_status import ServerStatus
+from yao_actors.tools.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.task_input import ROUND_PREFIX, input_outcome, round_state, task_of_round
+from yao_actors.tools.task_state import TaskState
 from yao_actors.tools.task_wire import TASKS_EXTENSION, is_task_answer, task_support
 from yao_actors.tools.tool_server import CallOptions
 
@@ -116,3 +123,68 @@ def test_a_task_answer_is_recognised_in_either_design() -> None:
     assert not is_task_answer({"content": []})
     assert not is_task_answer({"task": "not a task"})
     assert not is_task_answer("text")
+
+
+def a_handle(**changes: Any) -> TaskHandle:
+    handle = TaskHandle(
+        server="srv", task_id="t-9", design=TaskDesign.EXTENSION, call_id="c", tool="ask", arguments={"q": 1},
+        run_id="r", thread_id="th", created_at=0.0, deadline=60.0, poll_interval=0.25,
+    )  # fmt: skip
+    return attrs.evolve(handle, **changes)
+
+
+def test_a_task_input_rounds_state_names_the_task_and_nothing_else_does() -> None:
+    named = task_of_round(round_state(a_handle()))
+    assert named == TaskState("t-9", TaskDesign.EXTENSION, "working", poll_interval=0.25)
+    for state in (
+        None,
+        "a server's own state",
+        ROUND_PREFIX + "not json",
+        ROUND_PREFIX + '["t-9"]',
+        ROUND_PREFIX + '{"task": "", "design": "2026-07-28"}',
+        ROUND_PREFIX + '{"task": "t-9", "design": "2025-11-25"}',  # that design's questions come another way
+    ):
+        assert task_of_round(state) is None, state
+    odd_poll = task_of_round(ROUND_PREFIX + '{"task": "t-9", "design": "2026-07-28", "poll": true}')
+    assert odd_poll is not None
+    assert odd_poll.poll_interval is None
+
+
+def test_a_tasks_questions_become_an_input_round_or_a_clear_error() -> None:
+    form = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    ask = {"answer": {"method": "elicitation/create", "params": {"message": "Which?", "requestedSchema": form}}}
+    state = TaskState("t-9", TaskDesign.EXTENSION, "input_required", input_requests=ask)
+    outcome = input_outcome(a_handle(), state)
+    assert outcome.kind is ErrorKind.INPUT_REQUIRED
+    assert isinstance(outcome.result, InputRound)
+    assert outcome.result.request_state == round_state(a_handle())
+    assert [(key, q.message, q.tool) for key, q in outcome.result.questions] == [("answer", "Which?", "ask")]
+    nested = {"type": "object", "properties": {"where": {"type": "object", "properties": {}}}}
+    deep = {"x": {"method": "elicitation/create", "params": {"message": "Where?", "requestedSchema": nested}}}
+    refused = input_outcome(a_handle(), attrs.evolve(state, input_requests=deep))
+    assert refused.kind is ErrorKind.TOOL_ERROR
+    sampling = {"s": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}}
+    other = input_outcome(a_handle(), attrs.evolve(state, input_requests=sampling))
+    assert other.kind is ErrorKind.TOOL_ERROR
+    garbage = input_outcome(a_handle(), attrs.evolve(state, input_requests={"x": 5}))
+    assert garbage.kind is ErrorKind.TOOL_ERROR
+    assert garbage.error is not None
+    assert "asks for input that cannot be read" in garbage.error
+
+
+def test_which_2025_11_25_tools_ask_for_a_task() -> None:
+    def tool(name: str, support: str | None) -> mcp.types.Tool:
+        execution = None if support is None else {"taskSupport": support}
+        return mcp.types.Tool.model_validate({"name": name, "inputSchema": {"type": "object"}, "execution": execution})
+
+    catalog = (tool("must", "required"), tool("may", "optional"), tool("never", "forbidden"), tool("plain", None))
+    auto, never = ServerStatus(), ServerStatus(ask_optional=False)
+    for status in (auto, never):
+        status.offer_tasks(TaskDesign.HANDSHAKE_ERA)
+        status.set_catalog(catalog)
+    assert auto.task_tools == {"must", "may"}
+    assert never.task_tools == {"must"}  # a tool that requires a task always gets one
+    auto.offer_tasks(None)  # the next connection's server offers none
+    assert auto.task_tools == frozenset()
+    auto.offer_tasks(TaskDesign.EXTENSION)  # 2026-07-28: the server decides per call
+    assert auto.task_tools == frozenset()

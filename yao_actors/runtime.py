@@ -330,16 +330,13 @@ async def _open_checked_runtime(
             runtime = Runtime._create(config, servers, models, conversations, catalogs, routers)
             if ready_timeout is not None:
                 await runtime.wait_ready(ready_timeout)
-            async with trio.open_nursery() as resumes:
+            async with open_owned_nursery() as resumes:  # the body's own error comes out unwrapped
                 records = store.tasks()
                 if leases.shared and records is not None:  # runs a dead process left waiting on tasks go on here
                     interval = leases.ttl / 2
                     adopt = conversations.adopt
                     await resumes.start(serve_task_resumes, leases.leases, records, leases.owner, interval, adopt)
-                try:
-                    yield runtime
-                finally:
-                    resumes.cancel_scope.cancel()
+                yield runtime
 
 
 def _open_config_store(config: Config) -> AbstractAsyncContextManager[ConversationStore]:

@@ -13,6 +13,7 @@ failures, ``task_timeout`` and a cancelled run reach the server as ``tasks/cance
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -23,13 +24,15 @@ import pytest
 import trio
 
 from tests.integration.everything_support import everything_stdio, open_everything_http
+from yao_actors.cli import main
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec, StdioTransport
 from yao_actors.testing.processes import TASK_SERVER_COMMAND, open_http_task_server
 from yao_actors.testing.task_servers import read_task_record
+from yao_actors.tools.input_requests import InputAnswer, InputRound, elicit_result
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
-from yao_actors.tools.tool_server import CallOptions
+from yao_actors.tools.tool_server import CallAnswers, CallOptions
 
 STAGES = ["Gathering sources...", "Analyzing content...", "Synthesizing findings...", "Generating report..."]
 
@@ -89,6 +92,7 @@ async def test_everything_research_runs_as_a_2025_11_25_task(transport: str) -> 
     watched = Watched()
     async with EVERYTHING[transport]() as spec, running(spec) as server:
         assert server.statistics().protocol == "2025-11-25"
+        assert server.statistics().tasks == "2025-11-25"  # the server offers tasks
         outcome = await server.call_tool("simulate-research-query", {"topic": "tides"}, watched.options())
     assert outcome.ok, outcome.error
     assert outcome.task is None
@@ -158,6 +162,7 @@ async def test_extension_task_finishes_with_its_result_and_status_messages(trans
     record, watched = tmp_path / "record.jsonl", Watched()
     async with TASK_SERVERS[transport](record) as spec, running(spec) as server:
         assert server.statistics().protocol == "2026-07-28"
+        assert server.statistics().tasks == "2026-07-28"  # the server declares the extension
         outcome = await server.call_tool("slow_echo", {"text": "hello"}, watched.options())
     assert outcome.ok
     assert outcome.result == "hello"
@@ -214,6 +219,7 @@ async def test_task_timeout_and_a_cancelled_run_reach_the_server_as_tasks_cancel
 async def test_with_tasks_never_no_task_is_asked_for(tmp_path: Path) -> None:
     record, watched = tmp_path / "record.jsonl", Watched()
     async with running(task_server_stdio(record, tasks="never")) as server:
+        assert server.statistics().tasks == "2026-07-28"  # offered, and not asked for
         outcome = await server.call_tool("slow_echo", {"text": "inline"}, watched.options())
         required = await server.call_tool("forever", {}, watched.options())
     assert outcome.ok
@@ -235,3 +241,95 @@ async def test_a_2025_11_25_task_nobody_asked_for_is_a_clear_tool_error() -> Non
     )
     assert fine.ok
     assert fine.result == {"said": "still here"}
+
+
+def cli_config(tmp_path: Path) -> str:
+    from tests.integration.everything_support import ENTRY
+
+    servers = {
+        "everything": {"command": "node", "args": [ENTRY, "stdio"]},
+        "tasks": {"command": TASK_SERVER_COMMAND[0], "args": list(TASK_SERVER_COMMAND[1:])},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return str(path)
+
+
+def test_cli_tools_marks_tools_that_run_as_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = cli_config(tmp_path)
+    assert main(["tools", "--config", path, "--server", "everything", "--json"]) == 0
+    listed = {tool["tool"]: tool["taskSupport"] for tool in json.loads(capsys.readouterr().out)["tools"]}
+    assert listed["simulate-research-query"] == "required"
+    assert listed["echo"] == "forbidden"
+    assert main(["tools", "--config", path, "--server", "everything"]) == 0
+    text = capsys.readouterr().out
+    [research] = [block for block in text.split("\n\n") if block.startswith("everything.simulate-research-query")]
+    assert "\n  runs as an MCP task: required" in research
+    [echo] = [block for block in text.split("\n\n") if block.startswith("everything.echo")]
+    assert "MCP task" not in echo
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "arguments", "said", "printed"),
+    [
+        ("tasks", "slow_echo", '{"text": "hi"}', ["step 1 of 3", "step 2 of 3", "step 3 of 3"], '"hi"'),
+        ("everything", "simulate-research-query", '{"topic": "tides"}', STAGES[:1], "# Research Report: tides"),
+    ],
+)
+def test_cli_call_shows_the_tasks_status_lines_and_waits_for_its_result(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    server: str,
+    tool: str,
+    arguments: str,
+    said: list[str],
+    printed: str,
+) -> None:
+    assert main(["call", "--config", cli_config(tmp_path), server, tool, arguments]) == 0
+    captured = capsys.readouterr()
+    lines = [line.removeprefix(f"yao-actors: {tool}: ") for line in captured.err.splitlines() if tool in line]
+    assert lines[: len(said)] == said
+    assert printed in captured.out
+
+
+@pytest.mark.filterwarnings(SDK_SSE_LEAK)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_everything_asks_during_its_task_and_the_answer_reaches_it(transport: str) -> None:
+    watched = Watched()
+    async with EVERYTHING[transport]() as spec, running(spec) as server:
+        asked = await server.call_tool(
+            "simulate-research-query", {"topic": "python", "ambiguous": True}, watched.options()
+        )
+        assert asked.kind is ErrorKind.INPUT_REQUIRED
+        round_ = asked.result
+        assert isinstance(round_, InputRound)
+        assert round_.ticket is not None  # tasks/result is held open for the answer
+        [(_key, question)] = round_.questions
+        assert "could have multiple interpretations" in question.message
+        answer = InputAnswer("accept", {"interpretation": "snake"})
+        answers = CallAnswers(round_.arguments, ticket=round_.ticket, answer=answer)
+        done = await server.call_tool("simulate-research-query", dict(round_.arguments), CallOptions(answers=answers))
+    assert done.ok, done.error
+    assert "# Research Report: python (snake)" in done.result
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_extension_task_asks_and_tasks_update_answers_it(transport: str, tmp_path: Path) -> None:
+    record, watched = tmp_path / "record.jsonl", Watched()
+    async with TASK_SERVERS[transport](record) as spec, running(spec) as server:
+        asked = await server.call_tool("ask", {"question": "Which branch?"}, watched.options())
+        assert asked.kind is ErrorKind.INPUT_REQUIRED
+        round_ = asked.result
+        assert isinstance(round_, InputRound)
+        [(key, question)] = round_.questions
+        assert (key, question.message) == ("answer", "Which branch?")
+        responses = {key: elicit_result(InputAnswer("accept", {"answer": "main"}), question.schema)}
+        answers = CallAnswers(round_.arguments, responses, round_.request_state)
+        again = Watched()
+        done = await server.call_tool("ask", dict(round_.arguments), attrs.evolve(again.options(), answers=answers))
+    assert done.ok, done.error
+    assert done.result == "you said: main"
+    [handle] = watched.stored
+    [resumed] = again.stored  # the same task, stored again for the run that answered it
+    assert resumed.task_id == handle.task_id
+    assert events(record, handle.task_id) == ["ran", "completed"]  # not cancelled while it waited, ran once

@@ -26,6 +26,7 @@ from yao_actors.tools.catalog import Catalog
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.schema_gate import tool_schema_notes
+from yao_actors.tools.task_wire import task_support
 from yao_actors.tools.tool_server import ServerState
 
 #: What a model is asked when it is probed.
@@ -141,6 +142,9 @@ class ToolOffer:
     not_offered: Mapping[str, str]
     schema_notes: tuple[str, ...] = ()
     """What of the tool's schemas is not enforced (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
+    tasks: str = "forbidden"
+    """The tool's ``execution.taskSupport``: whether a call of it may (``"optional"``) or must (``"required"``)
+    run as an MCP task (2025-11-25; a 2026-07-28 server decides per call and says nothing here)."""
 
 
 async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
@@ -175,6 +179,7 @@ async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
                     offered,
                     refused,
                     tool_schema_notes(tool),
+                    task_support(tool),
                 )
             )
     return offers

@@ -35,7 +35,8 @@ from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
 from yao_actors.tools.task_flow import follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskHandle
-from yao_actors.tools.task_state import TaskOp
+from yao_actors.tools.task_input import task_of_round, wire_responses
+from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (
     LOST,
     NO_OPTIONS,
@@ -206,6 +207,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
         answers = options.answers
         if answers is not None and answers.ticket is not None:
             return await self._resume(answers)
+        if answers is not None and (task := task_of_round(answers.request_state)) is not None:
+            return await self._answer_task(task, name, answers, options)
         if answers is not None:
             arguments = dict(answers.arguments)
         request = CallRequest(
@@ -233,6 +236,20 @@ class ServerHandle(metaclass=NoPublicConstructor):
         if waiting.cancelled_caught:
             raise trio.TooSlowError
         outcome = await poll_handle(self._task_op, self._ready, handle, options)
+        self._status.count_call(outcome.ok)
+        return outcome
+
+    async def _answer_task(self, task: TaskState, name: str, answers: CallAnswers, options: CallOptions) -> ToolOutcome:
+        """Give a 2026-07-28 task the user's answers (``tasks/update``), then go on following it
+        (:mod:`~yao_actors.tools.task_input`)."""
+        update = TaskOp("update", task.design, task.task_id, name, wire_responses(answers.responses))
+        acknowledged = await self._task_op(update)
+        if acknowledged.task is None:  # refused: the server does not know the task (any more)
+            self._status.count_call(False)
+            return acknowledged
+        arguments = dict(answers.arguments)
+        answered = frozenset(answers.responses)
+        outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
         self._status.count_call(outcome.ok)
         return outcome
 
@@ -266,6 +283,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
             pid=status.pid,
             last_error_kind=loss_kind(status.last_loss),
             protocol=status.protocol,
+            tasks=None if status.task_design is None else status.task_design.value,
             next_attempt_in=None
             if status.next_attempt is None
             else max(0.0, status.next_attempt - trio.current_time()),

@@ -26,8 +26,10 @@ import attrs
 import trio
 
 from yao_actors.errors import ErrorKind
+from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.task_input import input_outcome
 from yao_actors.tools.task_state import DEFAULT_POLL_INTERVAL, TaskOp, TaskState
 from yao_actors.tools.tool_server import CallOptions, ProgressFn
 
@@ -51,9 +53,17 @@ Waiter = Callable[[], Awaitable[object]]
 
 
 async def follow_task(
-    ops: Ops, ready: Waiter, server: str, start: TaskState, tool: str, arguments: dict[str, Any], options: CallOptions
+    ops: Ops,
+    ready: Waiter,
+    server: str,
+    start: TaskState,
+    tool: str,
+    arguments: dict[str, Any],
+    options: CallOptions,
+    answered: frozenset[str] = frozenset(),
 ) -> ToolOutcome:
-    """Follow the task a call of ``tool`` was answered with (``start``) to its end; store it first."""
+    """Follow the task a call of ``tool`` was answered with (``start``) to its end; store it first. ``answered``:
+    the keys of the task's input requests the user has answered (a call that resumes the task with answers)."""
     watch = options.tasks
     now = time.time()
     timeout = watch.timeout if watch is not None else DEFAULT_TASK_TIMEOUT
@@ -71,31 +81,55 @@ async def follow_task(
         poll_interval=start.poll_interval,
         session_id=start.session_id,
     )
+    if not answered:
+        labelled(TASKS, server, "created").inc()
     if watch is not None:
         await watch.stored(handle)
-    return await poll_handle(ops, ready, handle, options, start)
+    return await poll_handle(ops, ready, handle, options, start, answered)
 
 
 async def poll_handle(
-    ops: Ops, ready: Waiter, handle: TaskHandle, options: CallOptions, seen: TaskState | None = None
+    ops: Ops,
+    ready: Waiter,
+    handle: TaskHandle,
+    options: CallOptions,
+    seen: TaskState | None = None,
+    answered: frozenset[str] = frozenset(),
 ) -> ToolOutcome:
     """Poll the task of ``handle`` until it ends or its deadline passes; ``seen``: its state as last known."""
     started = trio.current_time()
     own = started + max(0.0, handle.deadline - time.time())
-    follower = _Follower(ops, ready, handle, options.progress)
-    with trio.CancelScope(deadline=min(own, options.deadline)) as scope:
-        try:
-            outcome = await follower.run(seen)
-        finally:
-            if not follower.ended:
-                await follower.cancel()
-    if not scope.cancelled_caught:
-        return attrs.evolve(outcome, task=None, duration=trio.current_time() - started)
-    if options.deadline < own:  # the caller's own deadline came first
-        raise trio.TooSlowError
-    timeout = handle.deadline - handle.created_at
-    error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)
-    return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT, duration=trio.current_time() - started)
+    follower = _Follower(ops, ready, handle, options.progress, answered=answered)
+    waiting = labelled(OPEN_TASKS, handle.server)
+    waiting.inc()
+    ended = "abandoned"  # until the wait ends otherwise: the run was cancelled, or the caller's deadline passed
+    try:
+        with trio.CancelScope(deadline=min(own, options.deadline)) as scope:
+            try:
+                outcome = await follower.run(seen)
+            finally:
+                if not follower.ended:
+                    await follower.cancel()
+        if not scope.cancelled_caught:
+            ended = _ended(outcome)
+            return attrs.evolve(outcome, task=None, duration=trio.current_time() - started)
+        if options.deadline < own:  # the caller's own deadline came first
+            raise trio.TooSlowError
+        ended = "timeout"
+        timeout = handle.deadline - handle.created_at
+        error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)
+        return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT, duration=trio.current_time() - started)
+    finally:
+        waiting.dec()
+        labelled(TASKS, handle.server, ended).inc()
+
+
+def _ended(outcome: ToolOutcome) -> str:
+    """How a wait that got its answer ended, for the metrics: the task's result (a tool's own ``isError`` result
+    too), the user's input asked for, or an error (the task failed, was cancelled by the server, or was lost)."""
+    if outcome.kind is ErrorKind.INPUT_REQUIRED:
+        return "input_required"
+    return "completed" if outcome.ok or outcome.result is not None else "failed"
 
 
 @attrs.define(eq=False)
@@ -109,6 +143,9 @@ class _Follower:
     ended: bool = False
     said: str | None = None
     reports: int = 0
+    answered: frozenset[str] = frozenset()
+    """Keys of the task's input requests already answered: asked again (the server's acknowledgement of the
+    answers is eventually consistent), they are not put to the user twice."""
 
     def op(self, kind: Any) -> TaskOp:
         return TaskOp(kind, self.handle.design, self.handle.task_id, self.handle.tool)
@@ -116,7 +153,7 @@ class _Follower:
     async def run(self, seen: TaskState | None) -> ToolOutcome:
         interval = self.handle.poll_interval or DEFAULT_POLL_INTERVAL
         state = seen
-        while state is None or not (state.ended or state.status == "input_required"):
+        while state is None or not (state.ended or self.asks(state)):
             if state is not None:
                 await self.report(state)
                 interval = state.poll_interval or interval
@@ -132,10 +169,19 @@ class _Follower:
             # A 2025-11-25 task's result (and the questions it asks meanwhile) comes from tasks/result.
             return self.finish(await self.ops(self.op("result")))
         if state.status == "input_required":
-            return _input_required(self.handle, state)  # not ended: the server is asked to cancel it
+            outcome = input_outcome(self.handle, state)
+            # The task waits for the user's answers (unless its questions cannot be put: then it is cancelled).
+            self.ended = outcome.kind is ErrorKind.INPUT_REQUIRED
+            return outcome
         # Ended, as seen in an answer that does not carry the result (the task's creation): tasks/get has it.
         outcome = await self.poll()
         return self.finish(outcome if outcome.task is None else _no_result(self.handle, outcome.task))
+
+    def asks(self, state: TaskState) -> bool:
+        """Whether the task now waits for input not answered yet (2025-11-25: tasks/result carries the asking)."""
+        if state.status != "input_required":
+            return False
+        return self.handshake_era or not set(state.input_requests or {}) <= self.answered
 
     @property
     def handshake_era(self) -> bool:
@@ -171,12 +217,6 @@ class _Follower:
         self.ended = True
         with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
             await self.ops(self.op("cancel"))
-
-
-def _input_required(handle: TaskHandle, state: TaskState) -> ToolOutcome:
-    """A 2026-07-28 task waits for the user's input: not answered here yet."""
-    error = f"the task {handle.task_id!r} of tool {handle.tool!r} asks for input, which this call cannot give"
-    return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR)
 
 
 def _no_result(handle: TaskHandle, state: TaskState) -> ToolOutcome:

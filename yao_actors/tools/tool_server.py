@@ -69,6 +69,9 @@ class ServerStatistics:
     protocol: str | None = None
     """The MCP protocol version of the current (or last) connection: ``"2026-07-28"``, ``"2025-11-25"``, ..."""
     next_attempt_in: float | None = None
+    tasks: str | None = None
+    """The MCP tasks design the server offers on its current connection (``"2026-07-28"``: the tasks extension,
+    ``"2025-11-25"``), ``None`` when it offers none."""
 
 
 @attrs.frozen

@@ -289,10 +289,14 @@ class Run:
         self.subagents.append(subagent_id)
         return subagent_id
 
-    def protocol_of(self, server_id: str) -> str | None:
-        """The MCP protocol version the server's last connection spoke (``None``: never connected, or no server)."""
+    def connection_of(self, server_id: str) -> dict[str, str | None]:
+        """The MCP protocol version the server's last connection spoke and the tasks design it offers (``None``:
+        never connected, no server, no tasks)."""
         server = self.resources.servers.get(server_id)
-        return None if server is None else server.statistics().protocol
+        if server is None:
+            return {"protocol": None, "tasks": None}
+        statistics = server.statistics()
+        return {"protocol": statistics.protocol, "tasks": statistics.tasks}
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
         refs = select_servers(assistant, override)
@@ -311,8 +315,9 @@ class Run:
         for warning in catalog.warnings:
             logger.warning("assistant %s: %s", assistant.id, warning)
         for server_id, state in catalog.unavailable.items():
-            protocol = self.protocol_of(server_id)
-            await self.events.server_status(server_id, state, "its tools are not offered", protocol=protocol)
+            await self.events.server_status(
+                server_id, state, "its tools are not offered", **self.connection_of(server_id)
+            )
         for server_id, reason in catalog.not_offered().items():
             await self.events.server_status(server_id, "tools_capped", reason)
         for server_id, notes in catalog.schema_notes.items():
@@ -434,8 +439,8 @@ class Run:
             batch.told[event.index] = Told(event.result, sent["content"])
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 server_id = event.result.server
-                protocol = self.protocol_of(server_id)
-                await self.events.server_status(server_id, "unavailable", event.result.error, protocol=protocol)
+                connection = self.connection_of(server_id)
+                await self.events.server_status(server_id, "unavailable", event.result.error, **connection)
         elif isinstance(event, CallProgress):
             await self.events.tool_progress(event.call.id, event.progress, event.total, event.message)
         elif isinstance(event, SequentialRetry):
