@@ -138,3 +138,56 @@ async def test_kill_9_of_one_worker_mid_task_and_the_other_behind_haproxy_finish
     assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert [r["outcome"] for r in snapshot["runs"]] == ["answered"]
     assert len([r for r in fake.requests if r.body["messages"][-1]["role"] == "tool"]) == 1
+
+
+def asker(gate: Path) -> Any:
+    """A model that asks for ``ask`` (a task that asks the user once ``gate`` exists), then answers with its result."""
+
+    def model(request: RecordedRequest) -> Reply:
+        last = request.body["messages"][-1]
+        if last["role"] == "tool":
+            return Reply(text=f"报告: {last['content']}")
+        arguments = {"question": "Which branch?", "gate": str(gate)}
+        return Reply(tool_calls=(FakeToolCall("tasks__ask", json.dumps(arguments), "c1"),))
+
+    return model
+
+
+async def test_a_task_taken_up_after_a_restart_that_asks_the_user_ends_the_run_with_the_question(
+    tmp_path: Path,
+) -> None:
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
+    with trio.fail_after(GUARD):
+        async with open_http_task_server(record) as tasks, open_fake_openai(asker(gate)) as fake:
+            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+            async with service_process(config) as (process, url), open_service_connection(url) as ws:
+                await send(ws, run_frame("问我一个问题", run_id="r1", thread_id="t1"))
+                await until_task_stored(ws, "r1")
+                process.kill()
+                await process.wait()
+            gate.touch()  # the task asks the user now, while no service is running
+            async with service_process(config) as (process, url):
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
+                    asked = await until_terminal(ws, "r1")
+                (interrupt,) = asked[-1]["outcome"]["interrupts"]
+                payload = {"action": "accept", "content": {"answer": "main"}}
+                resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "run", "runId": "r2", "threadId": "t1", "messages": [], "resume": resume})
+                    answered = await until_terminal(ws, "r2")
+                assert await stop(process) == 0
+    assert asked[-1]["type"] == "RUN_FINISHED"
+    assert interrupt["message"] == "Which branch?"
+    assert [e for e in asked if e["type"] == "TOOL_CALL_RESULT"] == []
+    check_one_result_text(answered, "you said: main")
+    assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]  # one task, answered
+
+
+def check_one_result_text(events: list[dict[str, Any]], text: str) -> None:
+    results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert len(results) == 1, events
+    assert text in results[0]["content"]
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert text in events[-1]["result"]["text"]

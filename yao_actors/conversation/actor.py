@@ -239,7 +239,7 @@ class _ConversationActor:
         order.outlet.show(events)
         run.events.reopen(events[-1]["seq"] if events else 0)
         turn = await take_up_turn(run, order.run_id, history, events, self.store)
-        if isinstance(turn, RunError):
+        if not isinstance(turn, list):
             return turn
         window = window_history(history, order.assistant.history_max_messages)
         return await _answer(run, order, [*window, *turn])

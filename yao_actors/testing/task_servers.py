@@ -19,8 +19,9 @@ Tools (each call a client allows becomes a task):
   (``"step i of n"``, the next one after a client's ``tasks/get`` has seen this one), waits until the file
   ``gate`` exists (when given) and ``seconds`` have passed, then completes with ``text``.
 - ``task_fail(message)``: a task that fails with the JSON-RPC error ``-32603`` ``message``.
-- ``ask(question)``: a task that goes ``input_required`` with one elicitation (``{"answer": string}``) under
-  the key ``answer``, then completes with ``"you said: <answer>"`` (or ``"declined"``).
+- ``ask(question, gate=None)``: a task that (once the file ``gate`` exists, when given) goes ``input_required``
+  with one elicitation (``{"answer": string}``) under the key ``answer``, then completes with
+  ``"you said: <answer>"`` (or ``"declined"``).
 - ``forever()``: a task that never ends on its own; cancelling it is all that stops it.
 - ``task_stats()`` (never a task): how many times each tool's task body ran, how many were cancelled, and how
   many ``tasks/get`` requests the server answered (``polls``).
@@ -323,6 +324,9 @@ async def _task_fail(task: ServerTask, arguments: Mapping[str, Any]) -> dict[str
 
 async def _ask(task: ServerTask, arguments: Mapping[str, Any]) -> dict[str, Any]:
     question = str(arguments.get("question", "What is your answer?"))
+    if arguments.get("gate") is not None:
+        task.move("working", "thinking before asking")
+        await _wait_for_gate(arguments.get("gate"))
     task.input_requests["answer"] = {
         "method": "elicitation/create",
         "params": {
@@ -390,7 +394,7 @@ def _add_tools(server: MCPServer, extension: TasksExtension) -> None:
         raise MCPError(INTERNAL_ERROR, message)
 
     @server.tool(description="Ask the user `question` during a task (needs the tasks extension).")
-    async def ask(question: str) -> CallToolResult:
+    async def ask(question: str, gate: str | None = None) -> CallToolResult:
         raise _missing_capability("ask")
 
     @server.tool(description="A task that never ends on its own (needs the tasks extension).")

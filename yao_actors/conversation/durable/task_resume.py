@@ -30,8 +30,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from yao_actors.conversation.interrupts.inputs import held_inputs
+from yao_actors.conversation.loop.answer import Answer
 from yao_actors.conversation.loop.batch import Told
 from yao_actors.errors import ErrorKind, RunError, RunErrorCode, StoreUnavailable
+from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.store import ConversationStore
 from yao_actors.store.protocol import TaskRecords, ThreadLeases
@@ -139,10 +142,11 @@ async def open_tasks(store: ConversationStore, run_id: str) -> list[TaskHandle]:
 
 async def take_up_turn(
     run: Run, run_id: str, history: Sequence[Message], events: Sequence[Mapping[str, Any]], store: ConversationStore
-) -> list[Message] | RunError:
+) -> list[Message] | RunError | Answer:
     """Finish the turn the run stopped in (its ``events`` so far): its open tasks polled to their end, each call's
     ``TOOL_CALL_RESULT`` emitted and its tool message in the run's transcript, the whole turn queued for the store;
-    the turn's messages for the model. A run that cannot be taken up gets the ``RunError`` it ends with."""
+    the turn's messages for the model. A run that cannot be taken up gets the ``RunError`` it ends with; one whose
+    task now asks the user, the ``Answer`` ending it with that interrupt."""
     handles = {handle.call_id: handle for handle in await open_tasks(store, run_id)}
     turn = pending_turn(events)
     if not handles:
@@ -161,10 +165,16 @@ async def take_up_turn(
             continue
         handle = handles.get(call.id)
         result = not_finished(call) if handle is None else await poll_result(run, call, handle)
+        if result.kind is ErrorKind.INPUT_REQUIRED:  # the task waits for the user: no result yet
+            told.append(Told(result))
+            continue
         sent = await run.events.tool_call_result(run.new_message_id(), result, media_bytes=run.resources.media_bytes)
         told.append(Told(result, sent["content"]))
     run.record(told, messages)
     run.checkpoint(True)
+    asked = held_inputs([each.result for each in told], turn.calls, run.resources.clock(), run.input_timeout)
+    if asked:  # the run ends with the task's questions, as a run that was not taken up does (Run.execute)
+        return Answer(run.last_text, Outcome.INTERRUPT, interrupts=tuple(asked))
     return messages
 
 
