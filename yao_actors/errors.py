@@ -315,7 +315,10 @@ class StoreUnavailable(StoreError):
 
     def run_error(self) -> RunError:
         """The ``RunError`` ``store_unavailable`` a client hears: "the conversation store is unavailable", and
-        :attr:`shown`; the message itself, which may name the store's place, is logged here instead."""
+        :attr:`shown`; the message itself, which may name the store's place, is logged here instead.
+
+        How a store out of reach ends a run or a request, and the only one: a block of store calls turns it into
+        this through :func:`store_trouble_ends_the_run`; a run's journal keeps the one its run ends with."""
         logger.warning("the conversation store is unavailable: %s", self)
         said = "the conversation store is unavailable" + (f": {self.shown}" if self.shown else "")
         return RunError(said, code=RunErrorCode.STORE_UNAVAILABLE)
