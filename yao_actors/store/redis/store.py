@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -66,11 +66,20 @@ from yao_actors.store.records import (
     ThreadInfo,
     utc,
 )
+from yao_actors.store.redis.access import RedisAccess
 from yao_actors.store.redis.keys import RedisKeys
 from yao_actors.store.redis.leases import RedisLeases
 from yao_actors.store.redis.parked import RedisParkedCalls
 from yao_actors.store.redis.reach import reachable
-from yao_actors.store.redis.scripts import SCRIPTS
+from yao_actors.store.redis.scripts import (
+    APPEND_EVENTS,
+    APPEND_TURN,
+    FINISH_RUN,
+    FORGET_THREAD,
+    OPEN_THREAD,
+    SAVE_APPROVALS,
+    START_RUN,
+)
 from yao_actors.store.redis.tokens import RedisTokens
 
 CONNECT_TIMEOUT = 5.0
@@ -107,27 +116,33 @@ class RedisStore(ConversationStore):
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
     client: coredis.Redis[str]
-    """The store's connection (its lease backend shares it)."""
+    """The store's connection (its leases, held calls and token records share it: :attr:`access`)."""
     url: str
     prefix: str = "yao:"
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
-    _keys: RedisKeys = attrs.field(init=False)
-    _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
+    access: RedisAccess = attrs.field(init=False)
+    """The way in that the store and each of its parts go through."""
     _leases: RedisLeases = attrs.field(init=False)
     _parked: RedisParkedCalls = attrs.field(init=False)
+    _tokens: RedisTokens = attrs.field(init=False)
+
+    @access.default
+    def _access(self) -> RedisAccess:
+        return RedisAccess(self.client, self.url, RedisKeys(self.prefix), self.clock, self.event_ttl)
 
     @_leases.default
     def _make_leases(self) -> RedisLeases:
-        return RedisLeases(self)
+        return RedisLeases(self.access)
 
     @_parked.default
     def _make_parked(self) -> RedisParkedCalls:
-        return RedisParkedCalls(self)
+        return RedisParkedCalls(self.access)
 
-    def parked_calls(self) -> RedisParkedCalls:
-        return self._parked
+    @_tokens.default
+    def _make_tokens(self) -> RedisTokens:
+        return RedisTokens(self.access)
 
     @property
     def durable(self) -> bool:
@@ -137,43 +152,15 @@ class RedisStore(ConversationStore):
         return self._leases
 
     def oauth_tokens(self) -> TokenRecords:
-        return RedisTokens(self)
+        return self._tokens
 
-    @_keys.default
-    def _keys_under_prefix(self) -> RedisKeys:
-        return RedisKeys(self.prefix)
-
-    @_scripts.default
-    def _register(self) -> dict[str, coredis.commands.Script[str]]:
-        return {name: self.client.register_script(source) for name, source in SCRIPTS.items()}
-
-    async def _script(self, name: str, keys: Sequence[str], args: Sequence[str | int | float]) -> Any:
-        return await self.run_script(self._scripts[name], keys, args)
-
-    async def run_script(
-        self, script: coredis.commands.Script[str], keys: Sequence[str], args: Sequence[str | int | float]
-    ) -> Any:
-        """Run a script by its digest (``EVALSHA``), loading it first when the server does not have it."""
-        with reachable(self.url):
-            try:
-                return await self.client.evalsha(script.sha, keys=keys, args=args)
-            except coredis.exceptions.NoScriptError:  # a new or restarted server
-                await self.client.script_load(script.script)
-                return await self.client.evalsha(script.sha, keys=keys, args=args)
-
-    def reachable(self) -> AbstractContextManager[None]:
-        """A block in which the ways the server can be out of reach raise :class:`StoreUnavailable`."""
-        return reachable(self.url)
+    def parked_calls(self) -> RedisParkedCalls:
+        return self._parked
 
     @property
     def keys(self) -> RedisKeys:
         """The store's keys (every id in them escaped)."""
-        return self._keys
-
-    @property
-    def ttl_ms(self) -> int:
-        """How long a finished run's events are kept, in milliseconds."""
-        return max(1, int(self.event_ttl * 1000))
+        return self.access.keys
 
     # -- threads
 
@@ -181,25 +168,25 @@ class RedisStore(ConversationStore):
         args: list[str | float] = [thread_id, repr(self.clock())]
         if principal is not None:
             args.append(principal)
-        keys = self._keys
-        created, *flat = await self._script(
-            "open_thread", [keys.thread(thread_id), keys.threads, keys.owner_index(principal)], args
+        keys = self.keys
+        created, *flat = await self.access.run(
+            OPEN_THREAD, [keys.thread(thread_id), keys.threads, keys.owner_index(principal)], args
         )
         info = _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         return attrs.evolve(info, created=created == 1)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
-        with reachable(self.url):
-            fields = await self.client.hgetall(self._keys.thread(thread_id))
+        with self.access.reachable():
+            fields = await self.client.hgetall(self.keys.thread(thread_id))
         return _thread(thread_id, fields) if fields else None
 
     async def list_threads(
         self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
     ) -> list[ThreadInfo]:
-        index = self._keys.threads if principal is ANY_PRINCIPAL else self._keys.owner_index(principal)
-        with reachable(self.url):
+        index = self.keys.threads if principal is ANY_PRINCIPAL else self.keys.owner_index(principal)
+        with self.access.reachable():
             ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
-            found = await self._hgetall_each([self._keys.thread(i) for i in ids])
+            found = await self._hgetall_each([self.keys.thread(i) for i in ids])
         return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     async def _hgetall_each(self, keys: Sequence[str]) -> list[dict[str, str]]:
@@ -211,8 +198,8 @@ class RedisStore(ConversationStore):
         return [dict(await request) for request in requests]
 
     async def load_history(self, thread_id: str) -> list[Message]:
-        with reachable(self.url):
-            items = await self.client.lrange(self._keys.messages(thread_id), 0, -1)
+        with self.access.reachable():
+            items = await self.client.lrange(self.keys.messages(thread_id), 0, -1)
         return [decode_json(item) for item in items]
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
@@ -223,14 +210,14 @@ class RedisStore(ConversationStore):
     ) -> None:
         run_id, assistant = run or ("", "")
         keys = [
-            self._keys.thread(thread_id),
-            self._keys.messages(thread_id),
-            self._keys.thread_runs(thread_id),
-            self._keys.run(run_id) if run else "",
-            self._keys.running,
+            self.keys.thread(thread_id),
+            self.keys.messages(thread_id),
+            self.keys.thread_runs(thread_id),
+            self.keys.run(run_id) if run else "",
+            self.keys.running,
         ]
         args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
-        answer = await self._script("start_run", keys, args)
+        answer = await self.access.run(START_RUN, keys, args)
         if answer == 0:
             raise UnknownThread(f"thread {thread_id!r} was not opened")
         if answer == -1:
@@ -238,13 +225,13 @@ class RedisStore(ConversationStore):
 
     async def forget_thread(self, thread_id: str) -> bool:
         keys = [
-            self._keys.thread(thread_id),
-            self._keys.messages(thread_id),
-            self._keys.thread_runs(thread_id),
-            self._keys.threads,
-            self._keys.running,
+            self.keys.thread(thread_id),
+            self.keys.messages(thread_id),
+            self.keys.thread_runs(thread_id),
+            self.keys.threads,
+            self.keys.running,
         ]
-        return bool(await self._script("forget_thread", keys, [self.prefix, thread_id]))
+        return bool(await self.access.run(FORGET_THREAD, keys, [self.prefix, thread_id]))
 
     # -- runs
 
@@ -264,19 +251,19 @@ class RedisStore(ConversationStore):
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
-        keys = [self._keys.run(run_id), self._keys.running]
+        keys = [self.keys.run(run_id), self.keys.running]
         args = [status.value, outcome, encode_usage(usage), repr(self.clock()), run_id]
-        return bool(await self._script("finish_run", keys, args))
+        return bool(await self.access.run(FINISH_RUN, keys, args))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        with reachable(self.url):
-            fields = await self.client.hgetall(self._keys.run(run_id))
+        with self.access.reachable():
+            fields = await self.client.hgetall(self.keys.run(run_id))
         return _run(run_id, fields) if fields else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
-        with reachable(self.url):
-            ids = await self.client.lrange(self._keys.thread_runs(thread_id), 0, -1)
-            found = await self._hgetall_each([self._keys.run(i) for i in ids])
+        with self.access.reachable():
+            ids = await self.client.lrange(self.keys.thread_runs(thread_id), 0, -1)
+            found = await self._hgetall_each([self.keys.run(i) for i in ids])
         return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     # -- event logs
@@ -285,10 +272,10 @@ class RedisStore(ConversationStore):
         seqs = event_seqs(events)
         if not seqs:
             return
-        args: list[str | int] = [self.ttl_ms]
+        args: list[str | int] = [self.access.ttl_ms]
         for seq, text in events:
             args += [seq, text]
-        done, last = await self._script("append_events", [self._keys.run(run_id), self._keys.events(run_id)], args)
+        done, last = await self.access.run(APPEND_EVENTS, [self.keys.run(run_id), self.keys.events(run_id)], args)
         if done == -1:
             raise UnknownRun(f"run {run_id!r} is not stored")
         if done == 0:
@@ -333,7 +320,7 @@ class RedisStore(ConversationStore):
             return
         args = [
             repr(self.clock()),
-            str(self.ttl_ms),
+            str(self.access.ttl_ms),
             thread_id,
             "\n".join(encoded),
             "\n".join(map(str, seqs)),
@@ -342,16 +329,16 @@ class RedisStore(ConversationStore):
         if finish is not None:
             args += [finish.status.value, finish.outcome, encode_usage(finish.usage), run_id]
         keys = [
-            self._keys.thread(thread_id),
-            self._keys.messages(thread_id),
-            self._keys.run(run_id),
-            self._keys.events(run_id),
-            self._keys.running,
+            self.keys.thread(thread_id),
+            self.keys.messages(thread_id),
+            self.keys.run(run_id),
+            self.keys.events(run_id),
+            self.keys.running,
         ]
         if release is not None:
             args.append(release)
-            keys.append(self._keys.lease(thread_id))
-        done, last = await self._script("append_turn", keys, args)
+            keys.append(self.keys.lease(thread_id))
+        done, last = await self.access.run(APPEND_TURN, keys, args)
         if done == -3:
             raise RunClosed(f"run {run_id!r} is closed already ({last})")
         if done == -2:
@@ -362,27 +349,27 @@ class RedisStore(ConversationStore):
             check_rises(run_id, seqs, int(last))
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        with reachable(self.url):
-            entries = await self.client.xrange(self._keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
+        with self.access.reachable():
+            entries = await self.client.xrange(self.keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
-        with reachable(self.url):
+        with self.access.reachable():
             await self.client.xread(
-                {self._keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
+                {self.keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
             )
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         encoded = encode_approvals(approvals) if approvals else ""
-        if not await self._script("save_approvals", [self._keys.thread(thread_id)], [encoded]):
+        if not await self.access.run(SAVE_APPROVALS, [self.keys.thread(thread_id)], [encoded]):
             raise UnknownThread(f"thread {thread_id!r} was not opened")
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
-        with reachable(self.url):
-            text = await self.client.hget(self._keys.thread(thread_id), "approvals")
+        with self.access.reachable():
+            text = await self.client.hget(self.keys.thread(thread_id), "approvals")
         return decode_approvals(text)
 
 
