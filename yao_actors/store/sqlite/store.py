@@ -14,19 +14,17 @@ to date when it is opened.
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import trio
 
-from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread
+from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread
 from yao_actors.store.codec import (
     check_rises,
     decode_approvals,
@@ -54,6 +52,7 @@ from yao_actors.store.records import (
     ThreadInfo,
     utc,
 )
+from yao_actors.store.sqlite.access import SqliteAccess, unavailable
 from yao_actors.store.sqlite.files import WatchedFiles, watch_files
 from yao_actors.store.sqlite.leases import SqliteLeases, take_in
 from yao_actors.store.sqlite.parked import SqliteParkedCalls
@@ -69,22 +68,7 @@ from yao_actors.store.sqlite.rows import (
 )
 from yao_actors.store.sqlite.schema import connect
 from yao_actors.store.sqlite.tokens import SqliteTokens
-from yao_actors.store.sqlite.transactions import run_together
-from yao_actors.store.sqlite.worker import Batch, WorkerThread, open_worker_thread
-
-T = TypeVar("T")
-
-logger = logging.getLogger(__name__)
-
-
-def _unavailable(path: str, error: BaseException | str) -> StoreUnavailable:
-    return StoreUnavailable(f"SQLite store {path}: {error}")
-
-
-def _is_unavailability(error: sqlite3.Error) -> bool:
-    """Locked, read-only, I/O or not-a-database errors: the file's state, not a bug (an integrity or programming
-    error is one, or a file changed under the store; it ends the run ``store_unavailable`` all the same)."""
-    return type(error) in (sqlite3.OperationalError, sqlite3.DatabaseError)
+from yao_actors.store.sqlite.worker import WorkerThread, open_worker_thread
 
 
 @asynccontextmanager
@@ -122,7 +106,7 @@ async def open_sqlite_store(
         try:
             connection, files = await worker.run(opening)
         except (OSError, sqlite3.Error) as error:
-            raise _unavailable(source, error) from error
+            raise unavailable(source, error) from error
         try:
             yield SqliteStore(source, connection, worker, files, event_ttl=event_ttl, clock=clock)
         finally:
@@ -143,23 +127,28 @@ class SqliteStore(ConversationStore):
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
     owner: str = attrs.field(factory=new_owner_token)
+    access: SqliteAccess = attrs.field(init=False)
+    """The way in that the store and each of its parts go through: every statement runs by it."""
     _next_purge: float = attrs.field(default=0.0, init=False)
     _leases: SqliteLeases = attrs.field(init=False)
     _parked: SqliteParkedCalls = attrs.field(init=False)
-    _together: Batch = attrs.field(init=False)
-    """How the store's thread runs the transactions that waited for it: in one (:func:`run_together`)."""
+    _tokens: SqliteTokens = attrs.field(init=False)
 
-    @_together.default
-    def _batch(self) -> Batch:
-        return partial(run_together, self._connection, self.files)
+    @access.default
+    def _access(self) -> SqliteAccess:
+        return SqliteAccess(self.path, self._connection, self._worker, self.files, self.clock, self.event_ttl)
 
     @_leases.default
     def _make_leases(self) -> SqliteLeases:
-        return SqliteLeases(self)
+        return SqliteLeases(self.access)
 
     @_parked.default
     def _make_parked(self) -> SqliteParkedCalls:
-        return SqliteParkedCalls(self)
+        return SqliteParkedCalls(self.access)
+
+    @_tokens.default
+    def _make_tokens(self) -> SqliteTokens:
+        return SqliteTokens(self.access)
 
     @property
     def durable(self) -> bool:
@@ -169,7 +158,7 @@ class SqliteStore(ConversationStore):
         return self._leases
 
     def oauth_tokens(self) -> TokenRecords:
-        return SqliteTokens(self, self.clock)
+        return self._tokens
 
     def parked_calls(self) -> SqliteParkedCalls:
         return self._parked
@@ -177,41 +166,6 @@ class SqliteStore(ConversationStore):
     def problem(self) -> str | None:
         """Its files deleted, replaced or unwritable: a few system calls, no wait for the store's thread."""
         return self.files.problem()
-
-    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in): all
-        of it is committed, or none of it. Transactions that wait for the thread while it is busy are committed
-        together, each under its own savepoint (:func:`run_together`)."""
-        connection = self._connection
-        return await self._call(lambda: work(connection), batch=self._together)
-
-    async def query(self, query: str, parameters: Sequence[Any]) -> list[Any]:
-        """The rows of one read-only statement, in the store's thread."""
-        return await self._call(lambda: self._connection.execute(query, parameters).fetchall())
-
-    async def _call(self, work: Callable[[], T], *, batch: Batch | None = None) -> T:
-        """Run blocking work on the connection in the store's thread: one call at a time, in the order
-        they were made (the thread's queue keeps both; no lock is needed on this side).
-
-        The thread is not abandoned on cancellation: a transaction that started
-        finishes (or rolls back) before the cancellation is delivered. The store's files are checked first
-        (:meth:`WatchedFiles.check`): a call they cannot take is refused before SQLite touches them.
-        """
-        files = self.files
-
-        def checked() -> T:
-            files.check()
-            return work()
-
-        try:
-            return await self._worker.run(work, batch=batch) if batch else await self._worker.run(checked)
-        except sqlite3.Error as error:
-            # Every one of them: a store error never escapes a run or the process. Those the file's state
-            # does not explain are logged with their traceback, to be looked into.
-            if not _is_unavailability(error):
-                logger.error("SQLite store %s: unexpected %s", self.path, type(error).__name__, exc_info=error)
-            explained = files.explain()
-            raise _unavailable(self.path, f"{error} ({explained})" if explained else error) from error
 
     # -- threads
 
@@ -224,10 +178,10 @@ class SqliteStore(ConversationStore):
                 return ThreadInfo(thread_id, principal, utc(now), utc(now), created=True)
             return thread_of(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
 
-        return await self.transaction(work)
+        return await self.access.transaction(work)
 
     async def get_thread(self, thread_id: str) -> ThreadInfo | None:
-        rows = await self.query("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+        rows = await self.access.query("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
         return thread_of(rows[0]) if rows else None
 
     async def list_threads(
@@ -238,19 +192,21 @@ class SqliteStore(ConversationStore):
         else:
             query = "SELECT * FROM threads WHERE principal IS ? ORDER BY created_at DESC, rowid DESC LIMIT ?"
             parameters = (principal, limit)  # type: ignore[assignment]
-        return [thread_of(row) for row in await self.query(query, parameters)]
+        return [thread_of(row) for row in await self.access.query(query, parameters)]
 
     async def load_history(self, thread_id: str) -> list[Message]:
-        rows = await self.query("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
+        rows = await self.access.query("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
         return [decode_json(row[0]) for row in rows]
 
     async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
         encoded = [encode_message(m) for m in messages]
         now = self.clock()
-        await self.transaction(lambda db: append_messages(db, thread_id, encoded, now))
+        await self.access.transaction(lambda db: append_messages(db, thread_id, encoded, now))
 
     async def forget_thread(self, thread_id: str) -> bool:
-        cursor = await self.transaction(lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)))
+        cursor = await self.access.transaction(
+            lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+        )
         return cursor.rowcount == 1
 
     # -- runs
@@ -266,7 +222,7 @@ class SqliteStore(ConversationStore):
                 raise RunIdTaken(f"run {run_id!r} is already stored")
             start_in(db, thread_id, run_id, assistant, self.owner, encoded, now)
 
-        await self.transaction(work)
+        await self.access.transaction(work)
         return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
 
     async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
@@ -285,13 +241,13 @@ class SqliteStore(ConversationStore):
             start_in(db, thread_id, start.run_id, start.assistant, self.owner, encoded, now)
             return attrs.evolve(taken, started=True)
 
-        return await self.transaction(work)
+        return await self.access.transaction(work)
 
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
         parameters = (status.value, outcome, encode_usage(usage), self.clock(), run_id)
-        cursor = await self.transaction(
+        cursor = await self.access.transaction(
             lambda db: db.execute(
                 "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ?"
                 " WHERE run_id = ? AND status = 'running'",
@@ -301,12 +257,12 @@ class SqliteStore(ConversationStore):
         return cursor.rowcount == 1
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        rows = await self.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        rows = await self.access.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         return run_of(rows[0]) if rows else None
 
     async def list_runs(self, thread_id: str) -> list[RunRecord]:
         query = f"SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid"
-        return [run_of(row) for row in await self.query(query, (thread_id,))]
+        return [run_of(row) for row in await self.access.query(query, (thread_id,))]
 
     # -- event logs
 
@@ -385,12 +341,12 @@ class SqliteStore(ConversationStore):
             if purge:
                 purge_expired_events(db, now)
 
-        await self.transaction(work)
+        await self.access.transaction(work)
         if purge:
             self._next_purge = now + purge_interval(self.event_ttl)
 
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        rows = await self.query(
+        rows = await self.access.query(
             "SELECT event FROM events JOIN runs USING (run_id)"
             " WHERE run_id = ? AND seq > ? AND events_expire_at > ? ORDER BY seq",
             (run_id, seq_floor(after_seq), self.clock()),
@@ -413,8 +369,8 @@ class SqliteStore(ConversationStore):
             else:
                 db.execute("DELETE FROM approvals WHERE thread_id = ?", (thread_id,))
 
-        await self.transaction(work)
+        await self.access.transaction(work)
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
-        rows = await self.query("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
+        rows = await self.access.query("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
         return decode_approvals(rows[0][0]) if rows else []
