@@ -24,7 +24,6 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
 from yao_actors.store.codec import (
     check_rises,
@@ -56,6 +55,7 @@ from yao_actors.store.records import (
     ThreadKeeper,
     utc,
 )
+from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
 
 
 @attrs.define
@@ -173,7 +173,7 @@ class MemoryStore(ConversationStore):
     def _append(self, thread_id: str, given: Sequence[Message]) -> list[int]:
         """Append checked messages to a thread's history (within its budget); returns their sizes."""
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         messages = self._messages[thread_id]
         sizes = self._sizes.setdefault(thread_id, [])
         measured = list(map(message_bytes, given))
@@ -232,7 +232,7 @@ class MemoryStore(ConversationStore):
         await trio.lowlevel.checkpoint()
         given = _checked(input_messages)
         if run_id in self._runs:
-            raise RunIdTaken(f"run {run_id!r} is already stored")
+            raise run_id_taken(run_id)
         return self._start(thread_id, run_id, assistant, given)
 
     async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
@@ -241,9 +241,9 @@ class MemoryStore(ConversationStore):
         await trio.lowlevel.checkpoint()
         given = _checked(start.messages)
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if start.run_id in self._runs:
-            raise RunIdTaken(f"run {start.run_id!r} is already stored")
+            raise run_id_taken(start.run_id)
         if not self._leases.hold(thread_id, token, ttl):
             return Taken(False)
         stored = len(self._messages.get(thread_id, ()))
@@ -294,7 +294,7 @@ class MemoryStore(ConversationStore):
         await trio.lowlevel.checkpoint()
         if run_id not in self._runs:
             event_seqs(events)  # a malformed batch is refused as such first, as by the other backends
-            raise UnknownRun(f"run {run_id!r} is not stored")
+            raise unknown_run(run_id)
         self._add_events(run_id, self._checked_events(run_id, events))
 
     async def append_turn(
@@ -335,12 +335,12 @@ class MemoryStore(ConversationStore):
     ) -> list[int]:
         given = _checked(messages)
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         run = self._runs.get(run_id)
         if run is None or run.thread_id != thread_id:
-            raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
+            raise unknown_run(run_id, thread_id)
         if run.status is not RunStatus.RUNNING:
-            raise RunClosed(f"run {run_id!r} is closed already ({run.status.value})")
+            raise run_closed(run_id, run.status.value)
         batch = self._checked_events(run_id, events)  # everything is checked before anything is written
         sizes = self._append(thread_id, given) if given else []
         if events:
@@ -427,7 +427,7 @@ class MemoryStore(ConversationStore):
         await trio.lowlevel.checkpoint()
         encoded = encode_approvals(approvals)  # kept as JSON text: a caller never shares a stored one
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if approvals:
             self._approvals[thread_id] = encoded
         else:

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 import attrs
 
-from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.store.records import INTERRUPTED_CODE, INTERRUPTED_MESSAGE, RunStart, Taken
 from yao_actors.store.redis.access import RedisAccess, lua, ms
 from yao_actors.store.redis.keys import ESCAPE_LUA
 from yao_actors.store.redis.scripts import LAST_SEQ_LUA
+from yao_actors.store.refusals import run_id_taken, thread_not_opened
 
 _CLOSE_LUA = (
     LAST_SEQ_LUA
@@ -157,9 +157,9 @@ class RedisLeases:
         args += [start.run_id, thread_id, start.assistant, owner, expect, *encoded]
         done, closed, count = await self.access.run(_TAKE_AND_START, store_keys, args)
         if done == -2:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if done == -1:
-            raise RunIdTaken(f"run {start.run_id!r} is already stored")
+            raise run_id_taken(start.run_id)
         if done == 0:
             return Taken(False)
         return Taken(True, tuple(str(run_id) for run_id in closed), int(count), started=done == 2)

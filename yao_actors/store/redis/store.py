@@ -39,7 +39,7 @@ import attrs
 import coredis
 import coredis.exceptions
 
-from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread, exception_leaves
+from yao_actors.errors import exception_leaves
 from yao_actors.store.codec import (
     check_rises,
     decode_approvals,
@@ -81,6 +81,7 @@ from yao_actors.store.redis.scripts import (
     START_RUN,
 )
 from yao_actors.store.redis.tokens import RedisTokens
+from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
@@ -219,9 +220,9 @@ class RedisStore(ConversationStore):
         args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
         answer = await self.access.run(START_RUN, keys, args)
         if answer == 0:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if answer == -1:
-            raise RunIdTaken(f"run {run_id!r} is already stored")
+            raise run_id_taken(run_id)
 
     async def forget_thread(self, thread_id: str) -> bool:
         keys = [
@@ -277,7 +278,7 @@ class RedisStore(ConversationStore):
             args += [seq, text]
         done, last = await self.access.run(APPEND_EVENTS, [self.keys.run(run_id), self.keys.events(run_id)], args)
         if done == -1:
-            raise UnknownRun(f"run {run_id!r} is not stored")
+            raise unknown_run(run_id)
         if done == 0:
             check_rises(run_id, seqs, int(last))
 
@@ -340,11 +341,11 @@ class RedisStore(ConversationStore):
             keys.append(self.keys.lease(thread_id))
         done, last = await self.access.run(APPEND_TURN, keys, args)
         if done == -3:
-            raise RunClosed(f"run {run_id!r} is closed already ({last})")
+            raise run_closed(run_id, last)
         if done == -2:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if done == -1:
-            raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
+            raise unknown_run(run_id, thread_id)
         if done == 0:
             check_rises(run_id, seqs, int(last))
 
@@ -365,7 +366,7 @@ class RedisStore(ConversationStore):
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         encoded = encode_approvals(approvals) if approvals else ""
         if not await self.access.run(SAVE_APPROVALS, [self.keys.thread(thread_id)], [encoded]):
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         with self.access.reachable():

@@ -24,7 +24,6 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread
 from yao_actors.store.codec import (
     check_rises,
     decode_approvals,
@@ -52,6 +51,7 @@ from yao_actors.store.records import (
     ThreadInfo,
     utc,
 )
+from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
 from yao_actors.store.sqlite.access import SqliteAccess, unavailable
 from yao_actors.store.sqlite.files import WatchedFiles, watch_files
 from yao_actors.store.sqlite.leases import SqliteLeases, take_in
@@ -219,7 +219,7 @@ class SqliteStore(ConversationStore):
 
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
-                raise RunIdTaken(f"run {run_id!r} is already stored")
+                raise run_id_taken(run_id)
             start_in(db, thread_id, run_id, assistant, self.owner, encoded, now)
 
         await self.access.transaction(work)
@@ -232,9 +232,9 @@ class SqliteStore(ConversationStore):
 
         def work(db: sqlite3.Connection) -> Taken:
             if not thread_exists(db, thread_id):
-                raise UnknownThread(f"thread {thread_id!r} was not opened")
+                raise thread_not_opened(thread_id)
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (start.run_id,)).fetchone():
-                raise RunIdTaken(f"run {start.run_id!r} is already stored")
+                raise run_id_taken(start.run_id)
             taken = take_in(db, thread_id, token, now + ttl, now, self.event_ttl)
             if not taken.taken or start.expect_messages not in (None, taken.stored_messages):
                 return taken
@@ -317,14 +317,14 @@ class SqliteStore(ConversationStore):
                 (run_id, run_id),
             ).fetchone()
             if thread_id is None and found is None:
-                raise UnknownRun(f"run {run_id!r} is not stored")
+                raise unknown_run(run_id)
             if thread_id is not None:
                 if found is None or found[0] != thread_id:
                     if not thread_exists(db, thread_id):
-                        raise UnknownThread(f"thread {thread_id!r} was not opened")
-                    raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
+                        raise thread_not_opened(thread_id)
+                    raise unknown_run(run_id, thread_id)
                 if found[2] != RunStatus.RUNNING.value:
-                    raise RunClosed(f"run {run_id!r} is closed already ({found[2]})")
+                    raise run_closed(run_id, found[2])
             check_rises(run_id, seqs, found[1] or 0)
             if encoded:
                 append_messages(db, found[0], encoded, now)
@@ -363,7 +363,7 @@ class SqliteStore(ConversationStore):
 
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is None:
-                raise UnknownThread(f"thread {thread_id!r} was not opened")
+                raise thread_not_opened(thread_id)
             if approvals:
                 db.execute("INSERT OR REPLACE INTO approvals VALUES (?, ?)", (thread_id, encoded))
             else:
