@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
+import trio
 
 from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
@@ -180,10 +181,11 @@ class ConversationStore(Protocol):
     process left running are closed through thread leases (:mod:`yao_actors.store.leases`).
 
     Everything a store can do is here, and the runtime calls it without asking what kind of store it holds. The
-    methods after :meth:`load_approvals` have base implementations, which a store of one's own inherits by
-    subclassing this class: :meth:`take_and_start` and :meth:`append_last_turn` do their work in two calls,
-    :meth:`parked_calls` offers none, :meth:`problem` finds none, :meth:`thread_keepers` keeps no list. A
-    backend overrides them where it does better (one write instead of two).
+    methods after :meth:`load_approvals`, and :meth:`wait_events`, have base implementations, which a store of
+    one's own inherits by subclassing this class: :meth:`wait_events` polls, :meth:`take_and_start` and
+    :meth:`append_last_turn` do their work in two calls, :meth:`parked_calls` offers none, :meth:`problem` finds
+    none, :meth:`thread_keepers` keeps no list. A backend overrides them where it does better (one write instead
+    of two, a blocking read).
     """
 
     event_ttl: float
@@ -308,11 +310,11 @@ class ConversationStore(Protocol):
         """Return once the run's log may hold events past ``after_seq``, or after at most ``timeout`` seconds.
 
         How a process follows a run going on in another one: Redis blocks on the run's stream
-        (``XREAD BLOCK``) and returns as soon as an event is appended; SQLite and memory wait one
+        (``XREAD BLOCK``) and returns as soon as an event is appended; the base (SQLite's and memory's) waits one
         poll interval (:data:`POLL_INTERVAL`, or ``timeout`` if shorter). Nothing is read: call
         :meth:`read_events` after.
         """
-        ...
+        await trio.sleep(min(timeout, POLL_INTERVAL))
 
     # -- pending approvals
 

@@ -25,6 +25,7 @@ import attrs
 import trio
 
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
+from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.codec import (
     check_rises,
     decode_approvals,
@@ -39,14 +40,13 @@ from yao_actors.store.codec import (
 from yao_actors.store.memory.leases import MemoryLeases
 from yao_actors.store.memory.parked import MemoryParkedCalls
 from yao_actors.store.memory.tokens import MemoryTokens
-from yao_actors.store.protocol import DEFAULT_EVENT_TTL, POLL_INTERVAL, ConversationStore, ThreadLeases, TokenRecords
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL
 from yao_actors.store.records import (
     ANY_PRINCIPAL,
     AnyPrincipal,
     EncodedEvent,
     EventDict,
     Message,
-    RunFinish,
     RunRecord,
     RunStart,
     RunStatus,
@@ -71,7 +71,7 @@ class _EventLog:
 
 
 @attrs.define(eq=False)
-class MemoryStore(ConversationStore):
+class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
     """A :class:`~yao_actors.store.ConversationStore` in dicts.
 
     Events are kept as their JSON text (the text they went on the wire as: a run's events are encoded once,
@@ -88,9 +88,7 @@ class MemoryStore(ConversationStore):
     max_threads_bytes: int = MAX_THREADS_BYTES
     keepers: list[ThreadKeeper] = attrs.field(factory=list)
     """Asked before the budget forgets a thread: any one keeping it keeps it; otherwise each drops its copy."""
-    _leases: MemoryLeases = attrs.field(init=False)
-    _tokens: MemoryTokens = attrs.field(factory=MemoryTokens, init=False)
-    _parked: MemoryParkedCalls = attrs.field(factory=MemoryParkedCalls, init=False)
+    parts: StoreParts[MemoryLeases, MemoryParkedCalls] = attrs.field(init=False)
     _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -110,22 +108,13 @@ class MemoryStore(ConversationStore):
     _next_purge: float = attrs.field(default=0.0, init=False)
     _approvals: dict[str, str] = attrs.field(factory=dict, init=False)
 
-    @_leases.default
-    def _make_leases(self) -> MemoryLeases:
-        return MemoryLeases(self)
+    @parts.default
+    def _parts(self) -> StoreParts[MemoryLeases, MemoryParkedCalls]:
+        return StoreParts(MemoryLeases(self), MemoryTokens(), MemoryParkedCalls())
 
     @property
     def durable(self) -> bool:
         return False  # its threads live and die with this process
-
-    def leases(self) -> ThreadLeases:
-        return self._leases
-
-    def oauth_tokens(self) -> TokenRecords:
-        return self._tokens
-
-    def parked_calls(self) -> MemoryParkedCalls:
-        return self._parked
 
     def thread_keepers(self) -> list[ThreadKeeper]:
         return self.keepers
@@ -244,7 +233,7 @@ class MemoryStore(ConversationStore):
             raise thread_not_opened(thread_id)
         if start.run_id in self._runs:
             raise run_id_taken(start.run_id)
-        if not self._leases.hold(thread_id, token, ttl):
+        if not self.parts.leases.hold(thread_id, token, ttl):
             return Taken(False)
         stored = len(self._messages.get(thread_id, ()))
         if start.expect_messages is not None and start.expect_messages != stored:
@@ -297,43 +286,17 @@ class MemoryStore(ConversationStore):
             raise unknown_run(run_id)
         self._add_events(run_id, self._checked_events(run_id, events))
 
-    async def append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        *,
-        finish: RunFinish | None = None,
-    ) -> list[int]:
+    async def write_turn(self, turn: Turn) -> list[int]:
+        """The turn (the run's close and the lease's release with it) in one step."""
         await trio.lowlevel.checkpoint()
-        return self._append_turn(thread_id, run_id, messages, events, finish)
-
-    async def append_last_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
-        *,
-        release: str,
-    ) -> list[int]:
-        """The close-out and the lease's release in one step."""
-        await trio.lowlevel.checkpoint()
-        sizes = self._append_turn(thread_id, run_id, messages, events, finish)
-        self._leases.drop(thread_id, release)
+        sizes = self._append_turn(turn)
+        if turn.release is not None:
+            self.parts.leases.drop(turn.thread_id, turn.release)
         return sizes
 
-    def _append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish | None,
-    ) -> list[int]:
-        given = _checked(messages)
+    def _append_turn(self, turn: Turn) -> list[int]:
+        thread_id, run_id, events, finish = turn.thread_id, turn.run_id, turn.events, turn.finish
+        given = _checked(turn.messages)
         if thread_id not in self._threads:
             raise thread_not_opened(thread_id)
         run = self._runs.get(run_id)
@@ -400,9 +363,6 @@ class MemoryStore(ConversationStore):
         if log is None:
             return []
         return [decode_json(text) for text in log.texts[bisect.bisect_right(log.seqs, seq_floor(after_seq)) :]]
-
-    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
-        await trio.sleep(min(timeout, POLL_INTERVAL))
 
     def _live_log(self, run_id: str) -> _EventLog | None:
         """The run's log, dropping it when it has expired."""

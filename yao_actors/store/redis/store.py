@@ -40,6 +40,7 @@ import coredis
 import coredis.exceptions
 
 from yao_actors.errors import exception_leaves
+from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.codec import (
     check_rises,
     decode_approvals,
@@ -51,14 +52,13 @@ from yao_actors.store.codec import (
     new_owner_token,
     seq_floor,
 )
-from yao_actors.store.protocol import DEFAULT_EVENT_TTL, ConversationStore, ThreadLeases, TokenRecords
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL
 from yao_actors.store.records import (
     ANY_PRINCIPAL,
     AnyPrincipal,
     EncodedEvent,
     EventDict,
     Message,
-    RunFinish,
     RunRecord,
     RunStart,
     RunStatus,
@@ -113,7 +113,7 @@ async def open_redis_store(
 
 
 @attrs.define(eq=False)
-class RedisStore(ConversationStore):
+class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
     client: coredis.Redis[str]
@@ -125,38 +125,20 @@ class RedisStore(ConversationStore):
     owner: str = attrs.field(factory=new_owner_token)
     access: RedisAccess = attrs.field(init=False)
     """The way in that the store and each of its parts go through."""
-    _leases: RedisLeases = attrs.field(init=False)
-    _parked: RedisParkedCalls = attrs.field(init=False)
-    _tokens: RedisTokens = attrs.field(init=False)
+    parts: StoreParts[RedisLeases, RedisParkedCalls] = attrs.field(init=False)
 
     @access.default
     def _access(self) -> RedisAccess:
         return RedisAccess(self.client, self.url, RedisKeys(self.prefix), self.clock, self.event_ttl)
 
-    @_leases.default
-    def _make_leases(self) -> RedisLeases:
-        return RedisLeases(self.access)
-
-    @_parked.default
-    def _make_parked(self) -> RedisParkedCalls:
-        return RedisParkedCalls(self.access)
-
-    @_tokens.default
-    def _make_tokens(self) -> RedisTokens:
-        return RedisTokens(self.access)
+    @parts.default
+    def _parts(self) -> StoreParts[RedisLeases, RedisParkedCalls]:
+        access = self.access
+        return StoreParts(RedisLeases(access), RedisTokens(access), RedisParkedCalls(access))
 
     @property
     def durable(self) -> bool:
         return True
-
-    def leases(self) -> ThreadLeases:
-        return self._leases
-
-    def oauth_tokens(self) -> TokenRecords:
-        return self._tokens
-
-    def parked_calls(self) -> RedisParkedCalls:
-        return self._parked
 
     @property
     def keys(self) -> RedisKeys:
@@ -247,7 +229,7 @@ class RedisStore(ConversationStore):
     async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
         """The lease and the run's start in one script."""
         encoded = [encode_message(m) for m in start.messages]
-        return await self._leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
+        return await self.parts.leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
 
     async def finish_run(
         self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
@@ -282,40 +264,10 @@ class RedisStore(ConversationStore):
         if done == 0:
             check_rises(run_id, seqs, int(last))
 
-    async def append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        *,
-        finish: RunFinish | None = None,
-    ) -> None:
-        await self._append_turn(thread_id, run_id, messages, events, finish, None)
-
-    async def append_last_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
-        *,
-        release: str,
-    ) -> None:
-        """The close-out and the lease's release in one script."""
-        await self._append_turn(thread_id, run_id, messages, events, finish, release)
-
-    async def _append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish | None,
-        release: str | None,
-    ) -> None:
-        encoded = [encode_message(m) for m in messages]
+    async def write_turn(self, turn: Turn) -> None:
+        """The turn (the run's close and the lease's release with it) in one script."""
+        thread_id, run_id, events, finish = turn.thread_id, turn.run_id, turn.events, turn.finish
+        encoded = [encode_message(m) for m in turn.messages]
         seqs = event_seqs(events)
         if not encoded and not seqs and finish is None:
             return
@@ -336,8 +288,8 @@ class RedisStore(ConversationStore):
             self.keys.events(run_id),
             self.keys.running,
         ]
-        if release is not None:
-            args.append(release)
+        if turn.release is not None:
+            args.append(turn.release)
             keys.append(self.keys.lease(thread_id))
         done, last = await self.access.run(APPEND_TURN, keys, args)
         if done == -3:

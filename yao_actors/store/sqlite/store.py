@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.codec import (
     check_rises,
     decode_approvals,
@@ -36,14 +37,13 @@ from yao_actors.store.codec import (
     purge_interval,
     seq_floor,
 )
-from yao_actors.store.protocol import DEFAULT_EVENT_TTL, POLL_INTERVAL, ConversationStore, ThreadLeases, TokenRecords
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL
 from yao_actors.store.records import (
     ANY_PRINCIPAL,
     AnyPrincipal,
     EncodedEvent,
     EventDict,
     Message,
-    RunFinish,
     RunRecord,
     RunStart,
     RunStatus,
@@ -116,7 +116,7 @@ async def open_sqlite_store(
 
 
 @attrs.define(eq=False)
-class SqliteStore(ConversationStore):
+class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
     """A :class:`~yao_actors.store.ConversationStore` in one SQLite file (open with :func:`open_sqlite_store`)."""
 
     path: str
@@ -130,38 +130,20 @@ class SqliteStore(ConversationStore):
     access: SqliteAccess = attrs.field(init=False)
     """The way in that the store and each of its parts go through: every statement runs by it."""
     _next_purge: float = attrs.field(default=0.0, init=False)
-    _leases: SqliteLeases = attrs.field(init=False)
-    _parked: SqliteParkedCalls = attrs.field(init=False)
-    _tokens: SqliteTokens = attrs.field(init=False)
+    parts: StoreParts[SqliteLeases, SqliteParkedCalls] = attrs.field(init=False)
 
     @access.default
     def _access(self) -> SqliteAccess:
         return SqliteAccess(self.path, self._connection, self._worker, self.files, self.clock, self.event_ttl)
 
-    @_leases.default
-    def _make_leases(self) -> SqliteLeases:
-        return SqliteLeases(self.access)
-
-    @_parked.default
-    def _make_parked(self) -> SqliteParkedCalls:
-        return SqliteParkedCalls(self.access)
-
-    @_tokens.default
-    def _make_tokens(self) -> SqliteTokens:
-        return SqliteTokens(self.access)
+    @parts.default
+    def _parts(self) -> StoreParts[SqliteLeases, SqliteParkedCalls]:
+        access = self.access
+        return StoreParts(SqliteLeases(access), SqliteTokens(access), SqliteParkedCalls(access))
 
     @property
     def durable(self) -> bool:
         return True
-
-    def leases(self) -> ThreadLeases:
-        return self._leases
-
-    def oauth_tokens(self) -> TokenRecords:
-        return self._tokens
-
-    def parked_calls(self) -> SqliteParkedCalls:
-        return self._parked
 
     def problem(self) -> str | None:
         """Its files deleted, replaced or unwritable: a few system calls, no wait for the store's thread."""
@@ -267,45 +249,20 @@ class SqliteStore(ConversationStore):
     # -- event logs
 
     async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
-        await self._append_turn(None, run_id, [], events)
+        await self._write(run_id, events, None)
 
-    async def append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        *,
-        finish: RunFinish | None = None,
-    ) -> None:
-        if messages or events or finish is not None:
-            await self._append_turn(thread_id, run_id, messages, events, finish)
+    async def write_turn(self, turn: Turn) -> None:
+        """The turn (the run's close and the lease's release with it) in one transaction."""
+        if turn.messages or turn.events or turn.finish is not None:
+            await self._write(turn.run_id, turn.events, turn)
 
-    async def append_last_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
-        *,
-        release: str,
-    ) -> None:
-        """The close-out and the lease's release in one transaction."""
-        await self._append_turn(thread_id, run_id, messages, events, finish, release)
-
-    async def _append_turn(
-        self,
-        thread_id: str | None,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish | None = None,
-        release: str | None = None,
-    ) -> None:
-        """Messages and events (and the run's close) in one transaction; ``thread_id`` ``None``: only events, of a
-        run on any thread, whether or not it is still running (what closes a dead run's log)."""
-        encoded = [encode_message(m) for m in messages]
+    async def _write(self, run_id: str, events: Sequence[EncodedEvent], turn: Turn | None) -> None:
+        """A run's events, and a turn's messages (and the run's close, and the lease's release) when given, in one
+        transaction; without ``turn``: only events, of a run on any thread, whether or not it is still running
+        (what closes a dead run's log)."""
+        thread_id = turn.thread_id if turn else None
+        finish, release = (turn.finish, turn.release) if turn else (None, None)
+        encoded = [encode_message(m) for m in turn.messages] if turn else []
         seqs = event_seqs(events)
         rows = [(run_id, seq, text) for seq, text in events]
         now = self.clock()
@@ -352,9 +309,6 @@ class SqliteStore(ConversationStore):
             (run_id, seq_floor(after_seq), self.clock()),
         )
         return [decode_json(row[0]) for row in rows]
-
-    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
-        await trio.sleep(min(timeout, POLL_INTERVAL))
 
     # -- pending approvals
 
