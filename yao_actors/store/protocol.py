@@ -26,20 +26,7 @@ import trio
 
 from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
-from yao_actors.store.records import (
-    ANY_PRINCIPAL,
-    AnyPrincipal,
-    EncodedEvent,
-    EventDict,
-    Message,
-    RunFinish,
-    RunRecord,
-    RunStart,
-    RunStatus,
-    Taken,
-    ThreadInfo,
-    ThreadKeeper,
-)
+from yao_actors.store import records
 
 POLL_INTERVAL: Final = 0.5
 """Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""
@@ -143,7 +130,7 @@ class ParkedCalls(Protocol):
 class ThreadLeases(Protocol):
     """The leases of one store (see the module docstring). Every method is one atomic step in the store."""
 
-    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
+    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> records.Taken:
         """Take the thread's lease for ``token`` (or extend it, when ``token`` holds it) for ``ttl`` seconds.
 
         When taken, every run of the thread still ``running`` (and ``also_close``, a run of that thread) is
@@ -210,7 +197,7 @@ class ConversationStore(Protocol):
 
     # -- threads
 
-    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+    async def open_thread(self, thread_id: str, principal: str | None) -> records.ThreadInfo:
         """Create the thread owned by ``principal`` (``ThreadInfo.created``), or load it as stored.
 
         An existing thread keeps its owner: the caller compares
@@ -218,21 +205,21 @@ class ConversationStore(Protocol):
         """
         ...
 
-    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+    async def get_thread(self, thread_id: str) -> records.ThreadInfo | None:
         """The thread, or ``None`` when it is not stored."""
         ...
 
     async def list_threads(
-        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
-    ) -> list[ThreadInfo]:
+        self, principal: str | records.AnyPrincipal | None = records.ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[records.ThreadInfo]:
         """Threads, newest first: every thread, or those owned by ``principal``."""
         ...
 
-    async def load_history(self, thread_id: str) -> list[Message]:
+    async def load_history(self, thread_id: str) -> list[records.Message]:
         """The thread's messages in order (``[]`` for an unknown thread)."""
         ...
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def append_messages(self, thread_id: str, messages: Sequence[records.Message]) -> None:
         """Append one turn (or a whole run's new messages) to an opened thread, all or nothing.
 
         Give an assistant message with ``tool_calls`` and all its tool messages
@@ -247,28 +234,28 @@ class ConversationStore(Protocol):
     # -- runs
 
     async def start_run(
-        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
-    ) -> RunRecord:
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[records.Message]
+    ) -> records.RunRecord:
         """Record a run as running on an opened thread, appending its input to the history in the same write."""
         ...
 
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+        self, run_id: str, *, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
         """Close a running run; ``False`` (and nothing written) when it is unknown or no longer running."""
         ...
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
+    async def get_run(self, run_id: str) -> records.RunRecord | None:
         """The run, or ``None`` when it is not stored."""
         ...
 
-    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+    async def list_runs(self, thread_id: str) -> list[records.RunRecord]:
         """The thread's runs in the order they started."""
         ...
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> None:
         """Append a batch of a run's events (each with an integer ``seq`` above every stored one), kept as the
         text given (:class:`~yao_actors.store.records.EncodedEvent`).
 
@@ -281,10 +268,10 @@ class ConversationStore(Protocol):
         self,
         thread_id: str,
         run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
+        messages: Sequence[records.Message],
+        events: Sequence[records.EncodedEvent],
         *,
-        finish: RunFinish | None = None,
+        finish: records.RunFinish | None = None,
     ) -> Sequence[int] | None:
         """Append a turn of a running run's history and a batch of its events in one write, all or nothing;
         with ``finish``, close the run's record in the same write (:meth:`finish_run`).
@@ -301,7 +288,7 @@ class ConversationStore(Protocol):
         """
         ...
 
-    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
         """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired); any integer
         ``after_seq`` is taken (:func:`~yao_actors.store.codec.seq_floor`), anything else is ``InvalidStoreInput``."""
         ...
@@ -332,7 +319,7 @@ class ConversationStore(Protocol):
 
     # -- with base implementations
 
-    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: records.RunStart) -> records.Taken:
         """Take the thread's lease for ``token`` and start the run ``start`` names, as one step:
 
         - the thread not opened: :class:`~yao_actors.errors.UnknownThread`; the run's id stored already:
@@ -362,9 +349,9 @@ class ConversationStore(Protocol):
         self,
         thread_id: str,
         run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
+        messages: Sequence[records.Message],
+        events: Sequence[records.EncodedEvent],
+        finish: records.RunFinish,
         *,
         release: str,
     ) -> Sequence[int] | None:
@@ -386,7 +373,7 @@ class ConversationStore(Protocol):
         store's files deleted, replaced or unwritable), or ``None`` (the base: nothing to look at)."""
         return None
 
-    def thread_keepers(self) -> list[ThreadKeeper]:
+    def thread_keepers(self) -> list[records.ThreadKeeper]:
         """Those asked before the store forgets a thread (:class:`~yao_actors.store.records.ThreadKeeper`), a
         list a conversation manager adds itself to. Only a store that forgets threads asks them (the memory
         store's budget); the base gives a new empty list, which nobody asks."""

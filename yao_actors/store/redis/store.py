@@ -40,32 +40,9 @@ import coredis
 import coredis.exceptions
 
 from yao_actors.errors import exception_leaves
+from yao_actors.store import codec, records
 from yao_actors.store.backend import BackendStore, StoreParts, Turn
-from yao_actors.store.codec import (
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_message,
-    encode_usage,
-    event_seqs,
-    new_owner_token,
-    seq_floor,
-)
 from yao_actors.store.protocol import DEFAULT_EVENT_TTL
-from yao_actors.store.records import (
-    ANY_PRINCIPAL,
-    AnyPrincipal,
-    EncodedEvent,
-    EventDict,
-    Message,
-    RunRecord,
-    RunStart,
-    RunStatus,
-    Taken,
-    ThreadInfo,
-    utc,
-)
 from yao_actors.store.redis.access import RedisAccess
 from yao_actors.store.redis.keys import RedisKeys
 from yao_actors.store.redis.leases import RedisLeases
@@ -122,7 +99,7 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
     prefix: str = "yao:"
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
-    owner: str = attrs.field(factory=new_owner_token)
+    owner: str = attrs.field(factory=codec.new_owner_token)
     access: RedisAccess = attrs.field(init=False)
     """The way in that the store and each of its parts go through."""
     parts: StoreParts[RedisLeases, RedisParkedCalls] = attrs.field(init=False)
@@ -147,7 +124,7 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
 
     # -- threads
 
-    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+    async def open_thread(self, thread_id: str, principal: str | None) -> records.ThreadInfo:
         args: list[str | float] = [thread_id, repr(self.clock())]
         if principal is not None:
             args.append(principal)
@@ -158,15 +135,15 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
         info = _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         return attrs.evolve(info, created=created == 1)
 
-    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+    async def get_thread(self, thread_id: str) -> records.ThreadInfo | None:
         with self.access.reachable():
             fields = await self.client.hgetall(self.keys.thread(thread_id))
         return _thread(thread_id, fields) if fields else None
 
     async def list_threads(
-        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
-    ) -> list[ThreadInfo]:
-        index = self.keys.threads if principal is ANY_PRINCIPAL else self.keys.owner_index(principal)
+        self, principal: str | records.AnyPrincipal | None = records.ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[records.ThreadInfo]:
+        index = self.keys.threads if principal is records.ANY_PRINCIPAL else self.keys.owner_index(principal)
         with self.access.reachable():
             ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
             found = await self._hgetall_each([self.keys.thread(i) for i in ids])
@@ -180,13 +157,13 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
             requests = [pipe.hgetall(key) for key in keys]
         return [dict(await request) for request in requests]
 
-    async def load_history(self, thread_id: str) -> list[Message]:
+    async def load_history(self, thread_id: str) -> list[records.Message]:
         with self.access.reachable():
             items = await self.client.lrange(self.keys.messages(thread_id), 0, -1)
-        return [decode_json(item) for item in items]
+        return [codec.decode_json(item) for item in items]
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
-        await self._start_or_append(thread_id, [encode_message(m) for m in messages], self.clock(), None)
+    async def append_messages(self, thread_id: str, messages: Sequence[records.Message]) -> None:
+        await self._start_or_append(thread_id, [codec.encode_message(m) for m in messages], self.clock(), None)
 
     async def _start_or_append(
         self, thread_id: str, encoded: list[str], now: float, run: tuple[str, str] | None
@@ -219,31 +196,33 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
     # -- runs
 
     async def start_run(
-        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
-    ) -> RunRecord:
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[records.Message]
+    ) -> records.RunRecord:
         started = self.clock()
-        encoded = [encode_message(m) for m in input_messages]
+        encoded = [codec.encode_message(m) for m in input_messages]
         await self._start_or_append(thread_id, encoded, started, (run_id, assistant))
-        return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(started), self.owner)
+        return records.RunRecord(
+            run_id, thread_id, assistant, records.RunStatus.RUNNING, records.utc(started), self.owner
+        )
 
-    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: records.RunStart) -> records.Taken:
         """The lease and the run's start in one script."""
-        encoded = [encode_message(m) for m in start.messages]
+        encoded = [codec.encode_message(m) for m in start.messages]
         return await self.parts.leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
 
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+        self, run_id: str, *, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
         keys = [self.keys.run(run_id), self.keys.running]
-        args = [status.value, outcome, encode_usage(usage), repr(self.clock()), run_id]
+        args = [status.value, outcome, codec.encode_usage(usage), repr(self.clock()), run_id]
         return bool(await self.access.run(FINISH_RUN, keys, args))
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
+    async def get_run(self, run_id: str) -> records.RunRecord | None:
         with self.access.reachable():
             fields = await self.client.hgetall(self.keys.run(run_id))
         return _run(run_id, fields) if fields else None
 
-    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+    async def list_runs(self, thread_id: str) -> list[records.RunRecord]:
         with self.access.reachable():
             ids = await self.client.lrange(self.keys.thread_runs(thread_id), 0, -1)
             found = await self._hgetall_each([self.keys.run(i) for i in ids])
@@ -251,8 +230,8 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
-        seqs = event_seqs(events)
+    async def append_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> None:
+        seqs = codec.event_seqs(events)
         if not seqs:
             return
         args: list[str | int] = [self.access.ttl_ms]
@@ -262,13 +241,13 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
         if done == -1:
             raise unknown_run(run_id)
         if done == 0:
-            check_rises(run_id, seqs, int(last))
+            codec.check_rises(run_id, seqs, int(last))
 
     async def write_turn(self, turn: Turn) -> None:
         """The turn (the run's close and the lease's release with it) in one script."""
         thread_id, run_id, events, finish = turn.thread_id, turn.run_id, turn.events, turn.finish
-        encoded = [encode_message(m) for m in turn.messages]
-        seqs = event_seqs(events)
+        encoded = [codec.encode_message(m) for m in turn.messages]
+        seqs = codec.event_seqs(events)
         if not encoded and not seqs and finish is None:
             return
         args = [
@@ -280,7 +259,7 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
             "\n".join(text for _, text in events),
         ]
         if finish is not None:
-            args += [finish.status.value, finish.outcome, encode_usage(finish.usage), run_id]
+            args += [finish.status.value, finish.outcome, codec.encode_usage(finish.usage), run_id]
         keys = [
             self.keys.thread(thread_id),
             self.keys.messages(thread_id),
@@ -299,56 +278,61 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
         if done == -1:
             raise unknown_run(run_id, thread_id)
         if done == 0:
-            check_rises(run_id, seqs, int(last))
+            codec.check_rises(run_id, seqs, int(last))
 
-    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
         with self.access.reachable():
-            entries = await self.client.xrange(self.keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
+            entries = await self.client.xrange(self.keys.events(run_id), f"(0-{codec.seq_floor(after_seq)}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
         with self.access.reachable():
             await self.client.xread(
-                {self.keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
+                {self.keys.events(run_id): f"0-{codec.seq_floor(after_seq)}"},
+                count=1,
+                block=max(1, int(timeout * 1000)),
             )
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
-        encoded = encode_approvals(approvals) if approvals else ""
+        encoded = codec.encode_approvals(approvals) if approvals else ""
         if not await self.access.run(SAVE_APPROVALS, [self.keys.thread(thread_id)], [encoded]):
             raise thread_not_opened(thread_id)
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         with self.access.reachable():
             text = await self.client.hget(self.keys.thread(thread_id), "approvals")
-        return decode_approvals(text)
+        return codec.decode_approvals(text)
 
 
-def _event(identifier: str, text: str) -> EventDict:
+def _event(identifier: str, text: str) -> records.EventDict:
     """A stored event with its ``seq`` from the stream entry's id (``0-{seq}``)."""
-    event = decode_json(text)
+    event = codec.decode_json(text)
     event["seq"] = int(identifier.partition("-")[2])
     return event
 
 
-def _thread(thread_id: str, fields: Mapping[str, str]) -> ThreadInfo:
-    return ThreadInfo(
-        thread_id, fields.get("principal"), utc(float(fields["createdAt"])), utc(float(fields["updatedAt"]))
+def _thread(thread_id: str, fields: Mapping[str, str]) -> records.ThreadInfo:
+    return records.ThreadInfo(
+        thread_id,
+        fields.get("principal"),
+        records.utc(float(fields["createdAt"])),
+        records.utc(float(fields["updatedAt"])),
     )
 
 
-def _run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
+def _run(run_id: str, fields: Mapping[str, str]) -> records.RunRecord:
     finished = fields.get("finishedAt")
-    return RunRecord(
+    return records.RunRecord(
         run_id,
         fields["threadId"],
         fields["assistant"],
-        RunStatus(fields["status"]),
-        utc(float(fields["startedAt"])),
+        records.RunStatus(fields["status"]),
+        records.utc(float(fields["startedAt"])),
         fields["owner"],
         outcome=fields.get("outcome"),
         usage=json.loads(fields.get("usage", "{}")),
-        finished_at=None if finished is None else utc(float(finished)),
+        finished_at=None if finished is None else records.utc(float(finished)),
     )

@@ -24,33 +24,9 @@ from typing import Any
 import attrs
 import trio
 
+from yao_actors.store import codec, records
 from yao_actors.store.backend import BackendStore, StoreParts, Turn
-from yao_actors.store.codec import (
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_message,
-    encode_usage,
-    event_seqs,
-    new_owner_token,
-    purge_interval,
-    seq_floor,
-)
 from yao_actors.store.protocol import DEFAULT_EVENT_TTL
-from yao_actors.store.records import (
-    ANY_PRINCIPAL,
-    AnyPrincipal,
-    EncodedEvent,
-    EventDict,
-    Message,
-    RunRecord,
-    RunStart,
-    RunStatus,
-    Taken,
-    ThreadInfo,
-    utc,
-)
 from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
 from yao_actors.store.sqlite.access import SqliteAccess, unavailable
 from yao_actors.store.sqlite.files import WatchedFiles, watch_files
@@ -126,7 +102,7 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
     """The store's files, checked before each call."""
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
-    owner: str = attrs.field(factory=new_owner_token)
+    owner: str = attrs.field(factory=codec.new_owner_token)
     access: SqliteAccess = attrs.field(init=False)
     """The way in that the store and each of its parts go through: every statement runs by it."""
     _next_purge: float = attrs.field(default=0.0, init=False)
@@ -151,37 +127,37 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
 
     # -- threads
 
-    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+    async def open_thread(self, thread_id: str, principal: str | None) -> records.ThreadInfo:
         now = self.clock()
 
-        def work(db: sqlite3.Connection) -> ThreadInfo:
+        def work(db: sqlite3.Connection) -> records.ThreadInfo:
             inserted = db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?, ?)", (thread_id, principal, now, now))
             if inserted.rowcount == 1:
-                return ThreadInfo(thread_id, principal, utc(now), utc(now), created=True)
+                return records.ThreadInfo(thread_id, principal, records.utc(now), records.utc(now), created=True)
             return thread_of(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
 
         return await self.access.transaction(work)
 
-    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+    async def get_thread(self, thread_id: str) -> records.ThreadInfo | None:
         rows = await self.access.query("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
         return thread_of(rows[0]) if rows else None
 
     async def list_threads(
-        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
-    ) -> list[ThreadInfo]:
-        if principal is ANY_PRINCIPAL:
+        self, principal: str | records.AnyPrincipal | None = records.ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[records.ThreadInfo]:
+        if principal is records.ANY_PRINCIPAL:
             query, parameters = "SELECT * FROM threads ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
         else:
             query = "SELECT * FROM threads WHERE principal IS ? ORDER BY created_at DESC, rowid DESC LIMIT ?"
             parameters = (principal, limit)  # type: ignore[assignment]
         return [thread_of(row) for row in await self.access.query(query, parameters)]
 
-    async def load_history(self, thread_id: str) -> list[Message]:
+    async def load_history(self, thread_id: str) -> list[records.Message]:
         rows = await self.access.query("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
-        return [decode_json(row[0]) for row in rows]
+        return [codec.decode_json(row[0]) for row in rows]
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
-        encoded = [encode_message(m) for m in messages]
+    async def append_messages(self, thread_id: str, messages: Sequence[records.Message]) -> None:
+        encoded = [codec.encode_message(m) for m in messages]
         now = self.clock()
         await self.access.transaction(lambda db: append_messages(db, thread_id, encoded, now))
 
@@ -194,9 +170,9 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
     # -- runs
 
     async def start_run(
-        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
-    ) -> RunRecord:
-        encoded = [encode_message(m) for m in input_messages]
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[records.Message]
+    ) -> records.RunRecord:
+        encoded = [codec.encode_message(m) for m in input_messages]
         now = self.clock()
 
         def work(db: sqlite3.Connection) -> None:
@@ -205,14 +181,14 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
             start_in(db, thread_id, run_id, assistant, self.owner, encoded, now)
 
         await self.access.transaction(work)
-        return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
+        return records.RunRecord(run_id, thread_id, assistant, records.RunStatus.RUNNING, records.utc(now), self.owner)
 
-    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: records.RunStart) -> records.Taken:
         """The lease and the run's start in one transaction."""
-        encoded = [encode_message(m) for m in start.messages]
+        encoded = [codec.encode_message(m) for m in start.messages]
         now = self.clock()
 
-        def work(db: sqlite3.Connection) -> Taken:
+        def work(db: sqlite3.Connection) -> records.Taken:
             if not thread_exists(db, thread_id):
                 raise thread_not_opened(thread_id)
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (start.run_id,)).fetchone():
@@ -226,9 +202,9 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
         return await self.access.transaction(work)
 
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+        self, run_id: str, *, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
-        parameters = (status.value, outcome, encode_usage(usage), self.clock(), run_id)
+        parameters = (status.value, outcome, codec.encode_usage(usage), self.clock(), run_id)
         cursor = await self.access.transaction(
             lambda db: db.execute(
                 "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ?"
@@ -238,17 +214,17 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
         )
         return cursor.rowcount == 1
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
+    async def get_run(self, run_id: str) -> records.RunRecord | None:
         rows = await self.access.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         return run_of(rows[0]) if rows else None
 
-    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+    async def list_runs(self, thread_id: str) -> list[records.RunRecord]:
         query = f"SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid"
         return [run_of(row) for row in await self.access.query(query, (thread_id,))]
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> None:
         await self._write(run_id, events, None)
 
     async def write_turn(self, turn: Turn) -> None:
@@ -256,14 +232,14 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
         if turn.messages or turn.events or turn.finish is not None:
             await self._write(turn.run_id, turn.events, turn)
 
-    async def _write(self, run_id: str, events: Sequence[EncodedEvent], turn: Turn | None) -> None:
+    async def _write(self, run_id: str, events: Sequence[records.EncodedEvent], turn: Turn | None) -> None:
         """A run's events, and a turn's messages (and the run's close, and the lease's release) when given, in one
         transaction; without ``turn``: only events, of a run on any thread, whether or not it is still running
         (what closes a dead run's log)."""
         thread_id = turn.thread_id if turn else None
         finish, release = (turn.finish, turn.release) if turn else (None, None)
-        encoded = [encode_message(m) for m in turn.messages] if turn else []
-        seqs = event_seqs(events)
+        encoded = [codec.encode_message(m) for m in turn.messages] if turn else []
+        seqs = codec.event_seqs(events)
         rows = [(run_id, seq, text) for seq, text in events]
         now = self.clock()
         purge = now >= self._next_purge
@@ -280,9 +256,9 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
                     if not thread_exists(db, thread_id):
                         raise thread_not_opened(thread_id)
                     raise unknown_run(run_id, thread_id)
-                if found[2] != RunStatus.RUNNING.value:
+                if found[2] != records.RunStatus.RUNNING.value:
                     raise run_closed(run_id, found[2])
-            check_rises(run_id, seqs, found[1] or 0)
+            codec.check_rises(run_id, seqs, found[1] or 0)
             if encoded:
                 append_messages(db, found[0], encoded, now)
             if rows or thread_id is None:  # append_events refreshes the log's expiry even for an empty batch
@@ -291,7 +267,7 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
             if finish is not None:
                 db.execute(
                     "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ? WHERE run_id = ?",
-                    (finish.status.value, finish.outcome, encode_usage(finish.usage), now, run_id),
+                    (finish.status.value, finish.outcome, codec.encode_usage(finish.usage), now, run_id),
                 )
             if release is not None:
                 db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (found[0], release))
@@ -300,20 +276,20 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
 
         await self.access.transaction(work)
         if purge:
-            self._next_purge = now + purge_interval(self.event_ttl)
+            self._next_purge = now + codec.purge_interval(self.event_ttl)
 
-    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
         rows = await self.access.query(
             "SELECT event FROM events JOIN runs USING (run_id)"
             " WHERE run_id = ? AND seq > ? AND events_expire_at > ? ORDER BY seq",
-            (run_id, seq_floor(after_seq), self.clock()),
+            (run_id, codec.seq_floor(after_seq), self.clock()),
         )
-        return [decode_json(row[0]) for row in rows]
+        return [codec.decode_json(row[0]) for row in rows]
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
-        encoded = encode_approvals(approvals)
+        encoded = codec.encode_approvals(approvals)
 
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is None:
@@ -327,4 +303,4 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         rows = await self.access.query("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
-        return decode_approvals(rows[0][0]) if rows else []
+        return codec.decode_approvals(rows[0][0]) if rows else []
