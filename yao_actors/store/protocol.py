@@ -24,9 +24,9 @@ from typing import Any, Final, Protocol
 import attrs
 import trio
 
+import yao_actors.store.records as records
 from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
-from yao_actors.store import records
 
 POLL_INTERVAL: Final = 0.5
 """Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""

@@ -24,8 +24,9 @@ from typing import Any
 import attrs
 import trio
 
+import yao_actors.store.codec as codec
+import yao_actors.store.records as records
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
-from yao_actors.store import codec, records
 from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.memory.leases import MemoryLeases
 from yao_actors.store.memory.parked import MemoryParkedCalls

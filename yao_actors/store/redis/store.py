@@ -39,8 +39,9 @@ import attrs
 import coredis
 import coredis.exceptions
 
+import yao_actors.store.codec as codec
+import yao_actors.store.records as records
 from yao_actors.errors import exception_leaves
-from yao_actors.store import codec, records
 from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.protocol import DEFAULT_EVENT_TTL
 from yao_actors.store.redis.access import RedisAccess

@@ -24,7 +24,8 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.store import codec, records
+import yao_actors.store.codec as codec
+import yao_actors.store.records as records
 from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.protocol import DEFAULT_EVENT_TTL
 from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
