@@ -9,7 +9,7 @@ stays the whole contract.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import attrs
 
@@ -31,11 +31,11 @@ class StoreParts(Generic[L, P]):
     parked: P
 
 
-@attrs.frozen
-class Turn:
+class Turn(NamedTuple):
     """One write of a running run (:meth:`BackendStore.write_turn`): a turn of its history and a batch of its
     events, as :meth:`~ConversationStore.append_turn` takes them; with ``finish``, the run's close in the same
-    write; with ``release`` too (a lease token), the thread's lease that token holds given up in it."""
+    write; with ``release`` too (a lease token), the thread's lease that token holds given up in it. (A tuple: one
+    is made per write, on every run's path.)"""
 
     thread_id: str
     run_id: str
