@@ -85,7 +85,7 @@ def test_an_asyncio_program_gets_the_seeds_answer_from_the_demo_stdio_servers() 
 
 def test_every_member_of_the_tool_server_protocol_is_forwarded_not_inherited_from_it() -> None:
     members = [name for protocol in (ToolSource, ToolServer) for name in vars(protocol) if not name.startswith("_")]
-    assert {"call_tool", "bind", "wait_state_change", "reaches_parked"} <= set(members)
+    assert {"call_tool", "wait_state_change", "reaches_parked"} <= set(members)
     assert [name for name in members if name not in vars(AioServerHandle)] == []
 
 
@@ -97,23 +97,19 @@ def test_an_asyncio_program_uses_a_server_through_the_whole_tool_server_protocol
             tools = [tool.name for tool in await server.list_tools()]
             ready = await server.wait_for_state(ServerState.READY, ServerState.DOWN)
             parked = await server.reaches_parked("no-such-ticket")
-            binding = await server.bind("alice")
             change = asyncio.create_task(server.wait_state_change())
             await asyncio.sleep(0)
             change.cancel()  # no change comes: cancelling the awaiting task cancels the wait in Trio
             with pytest.raises(asyncio.CancelledError):
                 await change
-            return server, read, tools, ready, parked, binding
+            return read, tools, ready, parked
 
-    server, read, tools, ready, parked, binding = run_program(main)
+    read, tools, ready, parked = run_program(main)
     assert read[:4] == ("s1", "s1", ServerState.READY, ServerState.READY)
     assert read[4] >= 1
     assert {"sleep", "stats"} <= set(tools)
     assert ready is ServerState.READY
     assert parked is False
-    assert isinstance(binding.server, AioServerHandle)
-    assert binding.server.trio_server is server.trio_server  # a server that serves everyone alike binds as itself
-    assert binding.needed is None
 
 
 def test_open_run_streams_the_runs_events_and_forget_deletes_the_thread() -> None:

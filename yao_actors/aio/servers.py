@@ -4,9 +4,8 @@
 forward is an abstract member mypy refuses to instantiate; each member is forwarded by one of three generic
 helpers, typed by the protocol's own definition: a property is read at once (:class:`_Read`), a plain method is
 called at once (:func:`_at_once`), a coroutine method runs in the guest run and is awaited here (:func:`_across`),
-where cancelling the awaiting asyncio task cancels it in Trio. Only two members do more than forward:
-``call_tool`` (a progress function may be an asyncio one) and ``bind`` (the bound server is one for asyncio code
-too).
+where cancelling the awaiting asyncio task cancels it in Trio. Only ``call_tool`` does more than forward (a
+progress function may be an asyncio one).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import attrs
 
 from yao_actors.aio.guest import Guest
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.tool_server import NO_OPTIONS, Binding, CallOptions, ProgressFn, ToolServer
+from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ProgressFn, ToolServer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -116,8 +115,3 @@ class AioServerHandle(ToolServer):
         if given is not options.progress:
             options = attrs.evolve(options, progress=given)
         return await self.guest.call(self.trio_server.call_tool, name, arguments, options)
-
-    async def bind(self, principal: str | None) -> Binding:
-        """This server as ``principal``'s runs use it; the bound server is one for asyncio code too."""
-        binding = await self.guest.call(self.trio_server.bind, principal)
-        return attrs.evolve(binding, server=AioServerHandle(self.guest, binding.server))

@@ -43,12 +43,11 @@ from yao_actors.store.protocol import ConversationStore
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
 from yao_actors.tools.directory import bind_servers
-from yao_actors.tools.dispatch import execute_tool_calls
+from yao_actors.tools.dispatch import collect_tool_calls
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.tool_server import (
     NO_OPTIONS,
-    Binding,
     CallOptions,
     ServerState,
     ServerStatistics,
@@ -142,7 +141,7 @@ async def answer_app_request(
     """The MCP result of an app's request, or :class:`AppRequestRefused` (see the module docstring); ``shown``
     remembers which threads showed which apps (a fresh one: none). Each is counted in ``yao_app_requests_total``
     (a server not configured counts under ``server=""``, a method outside the list under ``method="other"``)."""
-    server = request.server_id if request.server_id is not None and request.server_id in resources.servers else ""
+    server = request.server_id if request.server_id is not None and request.server_id in resources.sources else ""
     method = request.method if request.method in APP_METHODS else "other"
     try:
         answer = await _answer(resources, store, request, principal, shown or ShownApps())
@@ -164,7 +163,7 @@ async def _answer(
         raise AppRequestRefused(f"MCP method not allowed for an app: {request.method!r} (allowed: {allowed})")
     spec = _server(resources, request)
     assistant = resources.assistant(await shown.assistant(store, request.thread_id, principal, spec.id))
-    bound = await bind_servers(resources.servers, (spec.id,), principal)
+    bound = await bind_servers(resources.servers, resources.routers, (spec.id,), principal)
     if spec.id in bound.needed or spec.id in bound.problems:
         why = "must be authorized first" if spec.id in bound.needed else bound.problems[spec.id]
         raise AppRequestRefused(f"server {spec.id!r} {why}")
@@ -187,7 +186,7 @@ async def _answer(
 
 def _server(resources: RunResources, request: AppRequest) -> ServerSpec:
     """The server the request names, when it is configured with ``apps`` on."""
-    specs = {server_id: server.spec for server_id, server in resources.servers.items()}
+    specs = {server_id: server.spec for server_id, server in resources.sources.items()}
     spec = specs.get(request.server_id or "")
     if spec is None and request.server_id is None:
         spec = next((s for s in specs.values() if server_hash(s) == request.server_hash), None)
@@ -247,7 +246,7 @@ async def _call(
         raise AppRequestRefused(f"tools/call: {name!r} needs a person's approval, which an app's call cannot ask")
     keeping = _Keeping(servers[spec.id])
     call = ToolCall(f"app-{spec.id}-{name}", entry.name, json.dumps(arguments))
-    [result] = await execute_tool_calls(
+    [result] = await collect_tool_calls(
         [call], catalog, {**servers, spec.id: keeping}, batch_timeout=assistant.timeouts.turn
     )
     if keeping.kept is not None:
@@ -315,6 +314,3 @@ class _Keeping:
 
     async def reaches_parked(self, ticket: str) -> bool:
         return await self.server.reaches_parked(ticket)
-
-    async def bind(self, principal: str | None) -> Binding:
-        return await self.server.bind(principal)
