@@ -15,7 +15,7 @@ from yao_actors.config import AssistantSpec, Config, HttpTransport, InMemoryTran
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.testing import FunctionModel
-from yao_actors.tools.apps import NO_INTERFACE, ToolInterface, server_hash, tool_interface
+from yao_actors.tools.apps import NO_INTERFACE, ToolInterface, mcp_result, server_hash, tool_interface
 from yao_actors.tools.catalog import build_catalog
 
 
@@ -148,3 +148,27 @@ async def test_an_activity_over_the_size_an_event_carries_is_left_out_saying_so(
     assert (status["server"], status["state"]) == ("apps", "app_result_too_large")
     assert status["detail"].startswith(f"the result for the app of {APP_URI} is ")
     assert status["detail"].endswith(" bytes, over the 100 an event carries")
+
+
+def test_a_result_for_an_app_keeps_what_the_server_sent_and_only_that() -> None:
+    sent = {
+        "contents": [
+            {
+                "uri": APP_URI,
+                "mimeType": "text/html;profile=mcp-app",
+                "text": "<p>\ud800</p>",
+                "_meta": {"ui": {"csp": {"connectDomains": ["https://api.example"]}, "prefersBorder": True}},
+            }
+        ]
+    }
+    kept = mcp_result(mcp.types.ReadResourceResult.model_validate(sent))
+    assert kept == {
+        "contents": [
+            {
+                "uri": APP_URI,
+                "mimeType": "text/html;profile=mcp-app",
+                "text": "<p>\ufffd</p>",  # a lone surrogate cannot go out as text
+                "_meta": {"ui": {"csp": {"connectDomains": ["https://api.example"]}, "prefersBorder": True}},
+            }
+        ]
+    }
