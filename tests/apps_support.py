@@ -1,13 +1,14 @@
 """An MCP server in process with an app (MCP Apps), for the fast tests: a tool with an interface (``show``), one only
 its app may call (``app_only``), one only the model may call (``model_only``), a plain one (``plain``), the app's
 ``ui://`` resource and a resource that is not an app's, ``capabilities`` (what the client declared) and ``pid`` (the
-process serving the call). ``python -m tests.apps_support`` serves it over stdio."""
+process serving the call), ``slow`` (its app's, sleeps). ``python -m tests.apps_support`` serves it over stdio."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
+import trio
 from mcp.server.mcpserver import Context, MCPServer
 
 APP_URI = "ui://show/app.html"
@@ -44,6 +45,11 @@ def build_app_server(*, big: int = 0) -> MCPServer:
         params = ctx.request_context.session.client_params
         extensions = params.capabilities.extensions if params else None
         return {"extensions": extensions or {}}
+
+    @server.tool(description="Sleeps, for its app.", meta={"ui": {"visibility": ["app"]}})
+    async def slow(seconds: float) -> str:
+        await trio.sleep(seconds)
+        return "slept"
 
     @server.tool(description="The id of the process serving the call.")
     async def pid() -> int:

@@ -13,9 +13,11 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import REGISTRY
 
 from tests.apps_support import APP_HTML, APP_URI, MIME, build_app_server
+from tests.otel_support import one, parent_of, spans
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import TERMINAL, receive, running_service, send
 from yao_actors.cli.chat import chat, open_service_connection, page_url
@@ -26,6 +28,8 @@ from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
 from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
+
+__all__ = ["spans"]  # the fixture, used by name
 
 ALICE, BOB = "alice-token-of-16+!", "bob-token-of-16+!!!"
 AS_ALICE, AS_BOB = {"authorization": f"Bearer {ALICE}"}, {"authorization": f"Bearer {BOB}"}
@@ -259,3 +263,25 @@ async def test_app_requests_are_counted_by_server_method_and_outcome() -> None:
             await answer(service, proxied("ping", {}, server="a made-up name"))
     after = [counted("apps", "ping", "ok"), counted("apps", "other", "refused"), counted("", "ping", "refused")]
     assert [b - a for a, b in zip(before, after, strict=True)] == [1, 1, 1]
+
+
+async def test_an_apps_call_keeps_its_servers_deadline() -> None:
+    with trio.fail_after(20):
+        async with shown_app(timeout=0.2) as (_runtime, service):
+            result = await answer(service, proxied("tools/call", {"name": "slow", "arguments": {"seconds": 30}}))
+    assert result == {"error": "tools/call 'slow': timeout: tool 'slow' on server 'apps' timed out after 0.2s"}
+
+
+async def test_an_apps_call_is_traced_as_an_app_request_around_its_execute_tool(
+    spans: InMemorySpanExporter,
+) -> None:
+    request = AppRequest("t1", "tools/call", {"name": "app_only", "arguments": {"step": 1}}, "apps")
+    with trio.fail_after(20):
+        async with shown_app() as (runtime, _service):
+            await runtime.app_request(request, principal="alice")
+    finished = spans.get_finished_spans()
+    outer = one(finished, "app_request tools/call")
+    inner = one(finished, "execute_tool apps__app_only")
+    assert parent_of(inner, finished) is outer
+    assert outer.attributes is not None
+    assert outer.attributes["yao.app.method"] == "tools/call"
