@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,34 +81,57 @@ async def test_basic_get_time_has_the_middlewares_activity_but_the_time() -> Non
     assert mine["content"] == [{"type": "text", "text": mine["structuredContent"]["time"]}]
 
 
-async def test_the_official_client_reads_the_app_and_calls_its_tool_through_the_proxy(tmp_path: Path) -> None:
-    servers = {"budget": {"command": node(), "args": [app_server_main("budget"), "--stdio"]}}
-    script = [Reply(tool_calls=(FakeToolCall("budget__get-budget-data", "{}", "c1"),)), Reply(text="here it is")]
+#: By app server: its tool with an interface, the tool's resource, and a key of its structured result.
+APPS = {
+    "basic": ("get-time", "ui://get-time/mcp-app.html", "time"),
+    "budget": ("get-budget-data", BUDGET_URI, "config"),
+}
+
+
+@asynccontextmanager
+async def app_server_config(name: str, transport: str) -> AsyncIterator[dict[str, Any]]:
+    """The ``mcpServers`` entry of app server ``name`` (as ``app``) over ``transport`` (stdio, or streamable HTTP:
+    the server then runs for the block)."""
+    if transport == "stdio":
+        yield {"app": {"command": node(), "args": [app_server_main(name), "--stdio"]}}
+    else:
+        async with http_app_server(name) as url:
+            yield {"app": {"url": url}}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("name", ["basic", "budget"])
+async def test_the_official_client_reads_the_app_and_calls_its_tool_through_the_proxy(
+    tmp_path: Path, name: str, transport: str
+) -> None:
+    tool, uri, key = APPS[name]
+    script = [Reply(tool_calls=(FakeToolCall(f"app__{tool}", "{}", "c1"),)), Reply(text="here it is")]
     requests = [
-        {"serverId": "budget", "method": "resources/read", "params": {"uri": BUDGET_URI}},
-        {"serverId": "budget", "method": "tools/call", "params": {"name": "get-budget-data", "arguments": {}}},
-        {"serverId": "budget", "method": "tools/list", "params": {}},
+        {"serverId": "app", "method": "resources/read", "params": {"uri": uri}},
+        {"serverId": "app", "method": "tools/call", "params": {"name": tool, "arguments": {}}},
+        {"serverId": "app", "method": "tools/list", "params": {}},
         {"serverId": "nowhere", "method": "ping", "params": {}},
     ]
     with trio.fail_after(120):
-        async with open_fake_openai(script) as fake:
+        async with open_fake_openai(script) as fake, app_server_config(name, transport) as servers:
             config = write_config(tmp_path, fake.base_url, servers)
             async with server_py("--config", str(config), "--port", "0") as (_process, banner):
                 match = re.search(r"http://127\.0\.0\.1:\d+", banner)
                 assert match, banner
-                spec = {"url": f"{match.group()}/agui", "threadId": "t1", "question": "budget?", "requests": requests}
+                spec = {"url": f"{match.group()}/agui", "threadId": "t1", "question": "go", "requests": requests}
                 seen = await node_json("apps_proxy.mjs", spec)
         asked = len(fake.requests)
     for event in seen["events"]:
         parse_event(event)
     activity = the_activity(seen["events"])
-    assert activity["content"]["serverId"] == "budget"
+    assert (activity["content"]["serverId"], activity["content"]["resourceUri"]) == ("app", uri)
     read, called, listed, unknown = seen["answers"]
     [page] = read["contents"]
-    assert page["uri"] == BUDGET_URI
+    assert page["uri"] == uri
     assert page["mimeType"] == "text/html;profile=mcp-app"
     assert page["text"].lstrip().lower().startswith("<!doctype html>")
-    assert called["structuredContent"]["config"] == activity["content"]["result"]["structuredContent"]["config"]
+    assert set(called["structuredContent"]) == set(activity["content"]["result"]["structuredContent"])
+    assert key in called["structuredContent"]
     assert listed == {"error": "MCP method not allowed for an app: 'tools/list' (allowed: tools/call, resources/read, "
                       "notifications/message, ping)"}  # fmt: skip
     assert unknown == {"error": "Unknown server: nowhere (no server with apps)"}
