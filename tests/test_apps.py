@@ -7,6 +7,7 @@ import hashlib
 from typing import Any
 
 import mcp.types
+import pytest
 import trio
 
 from tests.apps_support import APP_URI, build_app_server
@@ -72,10 +73,11 @@ async def test_the_model_is_never_offered_a_tool_only_its_app_may_call() -> None
         assert offered == (expected if apps else dict.fromkeys(expected))
 
 
-async def test_the_client_declares_the_ui_extension_only_with_apps_on() -> None:
+@pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
+async def test_the_client_declares_the_ui_extension_only_with_apps_on(protocol: str) -> None:
     for apps, declared in ((True, {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}),
                            (False, {})):  # fmt: skip
-        async with open_runtime(Config(servers={"apps": app_spec(apps=apps)})) as runtime:
+        async with open_runtime(Config(servers={"apps": app_spec(apps=apps, protocol=protocol)})) as runtime:
             outcome = await runtime.servers["apps"].call_tool("capabilities", {})
         assert outcome.result == {"extensions": declared}
 

@@ -191,7 +191,8 @@ def _server(resources: RunResources, request: AppRequest) -> ServerSpec:
     if spec is None and request.server_id is None:
         spec = next((s for s in specs.values() if server_hash(s) == request.server_hash), None)
     if spec is None or not spec.apps:
-        raise AppRequestRefused(f"Unknown server: {request.server_id or request.server_hash} (no server with apps)")
+        named = request.server_id or request.server_hash or ""
+        raise AppRequestRefused(f"Unknown server: {named} (no server with apps)")
     return spec
 
 
