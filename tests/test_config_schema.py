@@ -52,7 +52,7 @@ EVERY_KEY: dict[str, Any] = {
             "samples": {"get": [{"name": "n", "input": {}, "output": {}, "description": "d", "metadata": {}}]},
             "expose_stderr": True, "disabled": False, "autoApprove": [], "alwaysAllow": [], "description": "d",
             "envFile": "/dev/null", "disabledTools": [], "watchPaths": [], "dev": {}, "trust": True,
-            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True, "read_links": True,
+            "includeTools": [], "excludeTools": [], "tools": ["*"], "approval": ["get"], "gallery": True, "read_links": True, "apps": False,
             "version": "1.0.0", "protocol": "2026-07-28", "input_timeout": 60, "identity": "principal",
         },
         "remote": {"url": "http://127.0.0.1:1/sse", "headers": {"A": "b"}, "transportType": "sse",

@@ -102,6 +102,10 @@ class ServerSpec:
     """Whose connection serves a call: one for the whole service, or (``"principal"``) a connection of each run's
     principal (a stdio server: a process each), opened on demand, bounded and closed when idle. A server with
     ``auth`` says it in ``auth.identity`` (then each principal also has its own tokens)."""
+    apps: bool = True
+    """Show the interfaces (MCP Apps) of its tools: the client declares the UI extension to the server, a call of a
+    tool with an interface emits an ``ACTIVITY_SNAPSHOT``, and the app's own requests are served. Off, its tools
+    are plain tools (those only an app may call are still never offered to the model)."""
 
 
 def protocol_choices() -> tuple[str, ...]:

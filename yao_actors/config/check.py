@@ -176,6 +176,7 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
         "restart": {"max_restarts": restart.max_restarts, "backoff": backoff},
         "expose_stderr": spec.expose_stderr,
         "read_links": spec.read_links,
+        "apps": spec.apps,
         "disabled": spec.disabled,
         "approval": spec.approval if isinstance(spec.approval, bool) else sorted(spec.approval),
         "protocol": spec.protocol,
