@@ -7,11 +7,11 @@ relays the bridge's postMessage JSON-RPC between the page and the app. Two origi
 sandboxed iframe of the page's own origin could be given its way back in by one wrong attribute; a page and a
 frame of different origins share nothing but the messages they choose to post.
 
-The apps origin is ``server.apps_origin`` when set. Without it, a page reached on a loopback address gets the
-other loopback name of the same port: the page at ``http://127.0.0.1:8765/`` (or ``[::1]``) hosts apps on
-``http://localhost:8765``, the page at ``http://localhost:8765/`` on ``http://127.0.0.1:8765`` — the same
-process, two origins. A page reached by any other name shows no apps until ``apps_origin`` names a second
-name for the service (``https://apps.agent.example``, routed to the same service).
+The apps origin is ``server.apps_origin`` when set. Without it, a page reached on loopback gets the other
+loopback name of the same port: the page at ``http://127.0.0.1:8765/`` hosts apps on ``http://localhost:8765``,
+the page at ``http://localhost:8765/`` on ``http://127.0.0.1:8765`` — the same process, two origins. A page
+reached by any other name (``[::1]`` too: a CSP cannot name an IPv6 address) shows no apps until
+``apps_origin`` names a second name for the service (``https://apps.agent.example``, routed to the same service).
 
 Routes: the page's host script (``/page_apps.js``) and the vendored bridge (``/vendor/...``) are served on the
 page's origin only; the sandbox proxy (``/apps/sandbox.html`` and its script) only on the apps origin, with a
@@ -32,7 +32,6 @@ from typing import Any, Final
 
 from yao_actors.service.http import Exchange, Routes
 from yao_actors.specs import ServiceSpec
-from yao_actors.untrusted.urls import is_loopback
 
 #: Where the sandbox proxy document is served (on the apps origin only).
 SANDBOX_PATH: Final = "/apps/sandbox.html"
@@ -50,6 +49,8 @@ MAX_DOMAINS: Final = 32
 _SOURCE: Final = re.compile(r"^(https?|wss?)://(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*(:(\d{1,5}|\*))?$", re.IGNORECASE)
 _CSP_KEYS: Final = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
 _JS: Final = "text/javascript; charset=utf-8"
+#: Without ``apps_origin``: the page on one loopback name hosts its apps on the other.
+_OTHER_NAME: Final = {"127.0.0.1": "http://localhost", "localhost": "http://127.0.0.1"}
 
 
 class CspRefused(ValueError):
@@ -76,11 +77,7 @@ def apps_origin(spec: ServiceSpec, host_header: str | None) -> str | None:
     if not host_header:
         return None
     name, port = _split_host(host_header)
-    if name == "localhost":
-        return f"http://127.0.0.1{port}"
-    if is_loopback(name.strip("[]")):
-        return f"http://localhost{port}"
-    return None
+    return _OTHER_NAME[name] + port if name in _OTHER_NAME else None
 
 
 def apps_only(spec: ServiceSpec, host_header: str | None) -> bool:
@@ -105,11 +102,7 @@ def page_origins(spec: ServiceSpec, host_header: str | None) -> tuple[str, ...] 
         if spec.public_url:
             pages.append(_origin_of(spec.public_url))
         return tuple(dict.fromkeys(pages))
-    if name == "localhost":
-        return (f"http://127.0.0.1{port}", f"http://[::1]{port}")
-    if is_loopback(name.strip("[]")):
-        return (f"http://localhost{port}",)
-    return None
+    return (_OTHER_NAME[name] + port,) if name in _OTHER_NAME else None
 
 
 def _sources(declared: dict[str, Any], key: str) -> list[str]:

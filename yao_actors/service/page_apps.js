@@ -27,7 +27,7 @@ export async function showApp(box, content, host) {
     return line;
   };
   if (!host.appsOrigin) {
-    status("this tool has an interface; it is shown when the page is reached on a loopback address, or when the service sets server.apps_origin");
+    status("this tool has an interface: it is shown when the page is opened at http://127.0.0.1:PORT/ or http://localhost:PORT/, or when the service sets server.apps_origin");
     return;
   }
   let resource;
