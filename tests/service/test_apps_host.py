@@ -16,6 +16,7 @@ import trio
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import http_request, running_service
 from yao_actors.config import parse_config
+from yao_actors.config.check import config_problems
 from yao_actors.errors import ConfigError
 from yao_actors.service.apps_host import CspRefused, apps_origin, page_origins, sandbox_csp
 from yao_actors.specs import ServiceSpec
@@ -90,6 +91,20 @@ def test_server_apps_origin_is_read_as_an_origin_and_refused_otherwise() -> None
     for wrong in ("apps.agent.example", "https://apps.example/path", "javascript:x", "https://u:p@apps.example"):
         with pytest.raises(ConfigError, match=r"server\.apps_origin"):
             parse_config({"mcpServers": {}, "server": {"apps_origin": wrong}})
+
+
+def test_an_apps_origin_needs_the_pages_origin_beside_it_and_another_one() -> None:
+    def problems(server: dict[str, object]) -> list[str]:
+        return [p for p in config_problems(parse_config({"mcpServers": {}, "server": server})) if "apps_origin" in p]
+
+    assert problems({"apps_origin": "https://apps.example"}) == [
+        "server.apps_origin: also set server.public_url (the page's address), or allowed_origins: only the page "
+        "may embed an app's sandbox"
+    ]
+    assert (
+        "the page's own origin" in problems({"apps_origin": "https://a.example", "public_url": "https://a.example/"})[0]
+    )
+    assert problems({"apps_origin": "https://apps.example", "public_url": "https://agent.example"}) == []
 
 
 async def test_the_page_learns_its_apps_origin_and_the_sandbox_is_served_only_there() -> None:
