@@ -81,7 +81,10 @@ def _open(context: Any, page_url: str) -> tuple[Page, list[dict[str, Any]], list
 
 def _app(page: Page) -> FrameLocator:
     """The app's own frame: inside the sandbox proxy's frame (on the apps origin) inside the page."""
-    page.wait_for_selector('.app[data-app="initialized"]', timeout=30_000)
+    try:
+        page.wait_for_selector('.app[data-app="initialized"]', timeout=30_000)
+    except Exception as error:
+        raise AssertionError(f"no app initialized; the page shows: {page.inner_text('#log')!r}") from error
     return page.frame_locator("iframe.app-frame").frame_locator("iframe")
 
 
