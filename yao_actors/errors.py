@@ -52,6 +52,7 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── BadRequest             an HTTP request the service cannot parse (yao_actors.service.http)
     ├── ClientGone             an ASGI client left before its request was whole (yao_actors.aio.asgi)
     ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
+    ├── AppRequestRefused      an app's proxied MCP request not answered (yao_actors.conversation.app_requests)
     ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.loop.answer; becomes the fallback)
     ├── NoAnswer               standard input ended at a terminal question (yao_actors.cli.terminal_questions)
     ├── FormAnswered           a form declined or cancelled at one of its fields (yao_actors.cli.terminal_questions)

@@ -17,6 +17,7 @@ import attrs
 import trio
 
 from yao_actors.conversation.actor import CLEANUP_GRACE, new_conversation
+from yao_actors.conversation.app_requests import AppRequest, answer_app_request
 from yao_actors.conversation.durable.leasing import LeasePolicy
 from yao_actors.conversation.durable.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
@@ -222,6 +223,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
             messages = await self._store.load_history(thread_id)
             runs = await self._store.list_runs(thread_id)
         return ThreadHistory(thread_id, tuple(messages), tuple(runs))
+
+    async def app_request(self, request: AppRequest, *, principal: str | None = None) -> dict[str, Any]:
+        """Answer an app's proxied MCP request (:mod:`~yao_actors.conversation.app_requests`); its refusal is
+        ``AppRequestRefused``, the store out of reach ``RunError`` ``store_unavailable``."""
+        with store_trouble_ends_the_run():
+            return await answer_app_request(self._resources, self._store, request, principal)
 
     async def list_threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
         """The threads ``principal`` owns, newest first."""

@@ -24,7 +24,7 @@ import attrs
 import mcp.types
 
 from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, ServerRef
-from yao_actors.tools.apps import NO_INTERFACE, ToolInterface, tool_interface
+from yao_actors.tools.apps import MODEL, NO_INTERFACE, ToolInterface, tool_interface
 from yao_actors.tools.hints import NO_HINTS, ToolHints, offered_description
 from yao_actors.tools.naming import ToolNameTable, ToolRef
 from yao_actors.tools.results import compact_json
@@ -172,9 +172,10 @@ def select_servers(assistant: AssistantSpec, override: Sequence[ServerRef] = ())
 
 
 async def build_catalog(
-    refs: Sequence[ServerRef], servers: Mapping[str, ToolSource], *, max_tools: int = 20
+    refs: Sequence[ServerRef], servers: Mapping[str, ToolSource], *, max_tools: int = 20, audience: str = MODEL
 ) -> Catalog:
-    """Build the catalog of ``refs`` in order from the running ``servers``.
+    """Build the catalog of ``refs`` in order from the running ``servers``: the tools ``audience`` may call (the
+    model's, or with ``"app"`` those their servers' apps may call: ``_meta.ui.visibility``).
 
     Tools past ``max_tools`` are skipped with one warning naming them; once the
     cap is reached the servers after it are not even listed (seed rule), so a
@@ -199,7 +200,7 @@ async def build_catalog(
         for tool in tools:
             key = ToolRef(ref.server_id, tool.name)
             interface = tool_interface(tool)
-            if (wanted and tool.name not in wanted) or key in included or not interface.for_model:
+            if (wanted and tool.name not in wanted) or key in included or audience not in interface.visibility:
                 continue  # a tool only its app may call is never offered to the model
             if len(included) >= max_tools:
                 skipped.setdefault(ref.server_id, []).append(tool.name)

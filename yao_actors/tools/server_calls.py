@@ -170,12 +170,15 @@ def progress_forwarder(request: CallRequest) -> ProgressFnT:
 
 async def app_request(spec: ServerSpec, connection: Connection, request: CallRequest) -> ToolOutcome:
     """An app's ``resources/read`` (of the URI ``request.name``) or ``ping`` on the connection: the MCP result as
-    the server sent it, in ``app_result`` (and ``result``); a failure is an outcome, as a call's is."""
+    the server sent it, in ``app_result`` (and ``result``); a failure is an outcome, as a call's is. A stateless
+    (2026-07-28) connection has no ``ping``: a live connection answers it with an empty result."""
     client = connection.client
     assert client is not None
     try:
         if request.method == "resources/read":
             result: mcp.types.Result = await client.read_resource(request.name)
+        elif request.method == "ping" and is_modern(client.protocol_version):
+            result = mcp.types.EmptyResult()  # 2026-07-28 has no ping: the connection serving is the answer
         elif request.method == "ping":
             result = await client.send_ping()
         else:

@@ -1,0 +1,185 @@
+"""An app's proxied MCP requests (MCP Apps) on ``POST /agui`` and in a websocket ``run`` frame: answered as
+``@ag-ui/mcp-apps-middleware`` answers them, through the path a model's call takes, and refused outside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from tests.apps_support import APP_HTML, APP_URI, MIME, build_app_server
+from tests.service.agui_support import post_agui, run_input
+from tests.service.support import TERMINAL, receive, running_service, send
+from yao_actors.cli.chat import open_service_connection
+from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
+from yao_actors.models.base import Completion, ToolCall
+from yao_actors.runtime import Runtime, open_runtime
+from yao_actors.service import Service
+from yao_actors.testing import FunctionModel
+
+ALICE, BOB = "alice-token-of-16+!", "bob-token-of-16+!!!"
+AS_ALICE, AS_BOB = {"authorization": f"Bearer {ALICE}"}, {"authorization": f"Bearer {BOB}"}
+
+
+def shows(messages: list[dict[str, Any]], tools: Any) -> Any:
+    if messages[-1]["role"] == "user":
+        return Completion(tool_calls=[ToolCall("c1", "apps__show", {"value": 21})])
+    return "shown"
+
+
+def config(**server: Any) -> Config:
+    servers = {
+        "apps": ServerSpec("apps", InMemoryTransport(build_app_server(big=server.pop("big", 0))), **server),
+        "other": ServerSpec("other", InMemoryTransport(build_app_server())),
+    }
+    assistant = AssistantSpec(id="default", model="m", servers=(ServerRef("apps"), ServerRef("other")))
+    service = ServiceSpec(max_frame_bytes=65536)  # what the runtime's results and answers are bounded by
+    return Config(servers=servers, assistants={"default": assistant}, service=service)
+
+
+@asynccontextmanager
+async def shown_app(**server: Any) -> AsyncIterator[tuple[Runtime, Service]]:
+    """A service whose thread ``t1`` (alice's) showed the app of server ``apps``."""
+    async with (
+        open_runtime(config(**server), models={"m": FunctionModel(shows)}) as runtime,
+        running_service(runtime, tokens={"alice": ALICE, "bob": BOB}, max_frame_bytes=65536) as service,
+    ):
+        shown = await post_agui(service.port, run_input("show 21"), headers=AS_ALICE)
+        assert "ACTIVITY_SNAPSHOT" in [event["type"] for event in shown.events]
+        yield runtime, service
+
+
+def proxied(method: str, params: dict[str, Any], *, server: str = "apps", thread: str = "t1") -> dict[str, Any]:
+    request = {"serverId": server, "method": method, "params": params}
+    return run_input(thread_id=thread, run_id="p1", forwardedProps={"__proxiedMCPRequest": request})
+
+
+async def answer(service: Service, body: dict[str, Any], headers: dict[str, str] = AS_ALICE) -> Any:
+    response = await post_agui(service.port, body, headers=headers)
+    assert response.status == 200, response.body
+    started, finished = response.events
+    assert started == {"type": "RUN_STARTED", "threadId": body["threadId"], "runId": "p1"}
+    assert finished["type"] == "RUN_FINISHED"
+    assert (finished["threadId"], finished["runId"]) == (body["threadId"], "p1")
+    return finished["result"]
+
+
+async def test_the_app_reads_its_resource_and_calls_its_tools_and_nothing_joins_the_thread() -> None:
+    with trio.fail_after(20):
+        async with shown_app() as (runtime, service):
+            before = (await runtime.history("t1", principal="alice")).to_wire()
+            read = await answer(service, proxied("resources/read", {"uri": APP_URI}))
+            called = await answer(service, proxied("tools/call", {"name": "app_only", "arguments": {"step": 1}}))
+            shown = await answer(service, proxied("tools/call", {"name": "show", "arguments": {"value": 2}}))
+            pinged = await answer(service, proxied("ping", {}))
+            logged = await answer(service, proxied("notifications/message", {"level": "info", "data": "hi"}))
+            after = (await runtime.history("t1", principal="alice")).to_wire()
+    assert read["contents"] == [{"uri": APP_URI, "mimeType": MIME, "text": APP_HTML}]
+    assert called["structuredContent"] == {"step": 2}
+    assert shown["structuredContent"] == {"value": 2, "double": 4}
+    assert "error" not in pinged
+    assert logged == {"success": True}
+    assert after == before
+
+
+async def test_a_call_with_arguments_its_schema_refuses_is_refused_by_the_schema_gate() -> None:
+    with trio.fail_after(20):
+        async with shown_app() as (_runtime, service):
+            result = await answer(service, proxied("tools/call", {"name": "app_only", "arguments": {"step": "x"}}))
+    assert result["error"].startswith("tools/call 'app_only': invalid_arguments: ")
+    assert "step" in result["error"]
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "refusal"),
+    [
+        pytest.param(
+            proxied("tools/call", {"name": "model_only", "arguments": {}}),
+            AS_ALICE,
+            "tools/call: 'model_only' is not a tool of server 'apps' its app may call",
+            id="model-only-tool",
+        ),
+        pytest.param(
+            proxied("tools/call", {"name": "nope", "arguments": {}}),
+            AS_ALICE,
+            "tools/call: 'nope' is not a tool of server 'apps' its app may call",
+            id="unknown-tool",
+        ),
+        pytest.param(
+            proxied("tools/call", {"name": "app_only", "arguments": {"step": 1}}, server="other"),
+            AS_ALICE,
+            "no app of server 'other' was shown on thread 't1'",
+            id="another-server",
+        ),
+        pytest.param(
+            proxied("ping", {}, server="nowhere"),
+            AS_ALICE,
+            "Unknown server: nowhere (no server with apps)",
+            id="unknown",
+        ),
+        pytest.param(
+            proxied("resources/read", {"uri": APP_URI}),
+            AS_BOB,
+            "no thread 't1' is stored",
+            id="another-principals-thread",
+        ),
+        pytest.param(
+            proxied("resources/read", {"uri": "file:///etc/hostname"}),
+            AS_ALICE,
+            "resources/read: an app reads only ui:// resources of its server, not 'file:///etc/hostname'",
+            id="not-a-ui-resource",
+        ),
+        pytest.param(
+            proxied("tools/list", {}),
+            AS_ALICE,
+            "MCP method not allowed for an app: 'tools/list' (allowed: tools/call, resources/read, "
+            "notifications/message, ping)",
+            id="method-outside-the-list",
+        ),
+        pytest.param(
+            run_input(thread_id="t1", run_id="p1", forwardedProps={"__proxiedMCPRequest": {"method": "ping"}}),
+            AS_ALICE,
+            "forwardedProps.__proxiedMCPRequest: names no server (serverId)",
+            id="no-server",
+        ),
+    ],
+)
+async def test_what_an_app_may_not_ask_is_refused_saying_why(
+    body: dict[str, Any], headers: dict[str, str], refusal: str
+) -> None:
+    with trio.fail_after(20):
+        async with shown_app() as (_runtime, service):
+            result = await answer(service, body, headers)
+    assert result == {"error": refusal}
+
+
+async def test_a_tool_that_needs_approval_is_refused_to_an_app() -> None:
+    with trio.fail_after(20):
+        async with shown_app(approval=frozenset({"app_only"})) as (_runtime, service):
+            result = await answer(service, proxied("tools/call", {"name": "app_only", "arguments": {"step": 1}}))
+    assert result == {"error": "tools/call: 'app_only' needs a person's approval, which an app's call cannot ask"}
+
+
+async def test_a_resource_over_the_size_an_event_carries_is_refused() -> None:
+    with trio.fail_after(20):
+        async with shown_app(big=100_000) as (_runtime, service):
+            result = await answer(service, proxied("resources/read", {"uri": "ui://big/app.html"}))
+    assert result["error"].startswith("the answer to resources/read is ")
+    assert result["error"].endswith(" bytes, over the 65536 allowed")
+
+
+async def test_the_websocket_takes_the_same_request_in_a_run_frame() -> None:
+    with trio.fail_after(20):
+        async with shown_app() as (_runtime, service), open_service_connection(service.url, token=ALICE) as ws:
+            body = proxied("resources/read", {"uri": APP_URI})
+            frame = {"type": "run", "threadId": "t1", "runId": "p1", "messages": []}
+            await send(ws, frame | {"forwardedProps": body["forwardedProps"]})
+            started, finished = await receive(ws), await receive(ws)
+    assert started == {"type": "RUN_STARTED", "threadId": "t1", "runId": "p1", "seq": 1}
+    assert finished["type"] in TERMINAL
+    assert finished["result"]["contents"][0]["text"] == APP_HTML
+    assert json.dumps(finished["result"])
