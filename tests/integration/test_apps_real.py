@@ -4,15 +4,18 @@ call of a tool with an interface emits, stored with the run."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.integration.apps_support import http_app_server, http_app_spec, stdio_app_server
+from tests.apps_support import APP_URI
+from tests.integration.apps_support import app_server_main, http_app_server, http_app_spec, node, stdio_app_server
 from tests.integration.test_dispatch_real import HTTP_SDK_GENERATORS
 from tests.integration.test_results_real import open_results_run
 from tests.support import check_stream
+from yao_actors.cli import main
 from yao_actors.config import ServerSpec
 from yao_actors.testing import FakeToolCall, Reply
 from yao_actors.tools.apps import server_hash
@@ -69,3 +72,36 @@ async def test_get_time_over_streamable_http_emits_its_app_activity() -> None:
 async def test_apps_off_emits_no_activity() -> None:
     _tools, events = await get_time_run(stdio_app_server("r", apps=False))
     assert "ACTIVITY_SNAPSHOT" not in [event["type"] for event in events]
+
+
+def test_tools_says_which_tools_have_an_app_and_who_may_call_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = {
+        "apps": {"module": "tests.apps_support:build_app_server"},
+        "time": {"command": node(), "args": [app_server_main("basic"), "--stdio"], "apps": False},
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    assert main(["tools", "--config", str(path), "--json"]) == 0
+    tools = {(t["server"], t["tool"]): t for t in json.loads(capsys.readouterr().out)["tools"]}
+    assert tools["apps", "show"]["app"] == {"resourceUri": APP_URI, "visibility": ["model", "app"], "shown": True}
+    assert tools["apps", "legacy"]["app"] == {"resourceUri": APP_URI, "visibility": ["model", "app"], "shown": True}
+    assert tools["apps", "app_only"]["app"] == {"resourceUri": APP_URI, "visibility": ["app"], "shown": True}
+    assert tools["apps", "app_only"]["offered"] == {}
+    assert tools["apps", "app_only"]["not_offered"] == {"default": "only its app may call it (_meta.ui.visibility)"}
+    assert tools["apps", "model_only"]["app"] == {"resourceUri": None, "visibility": ["model"], "shown": True}
+    assert tools["apps", "plain"]["app"] is None
+    assert tools["time", "get-time"]["app"] == {"resourceUri": RESOURCE, "visibility": ["model", "app"], "shown": False}
+    assert main(["tools", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"apps.app_only\n  default: not offered: only its app may call it (_meta.ui.visibility)\n  app: {APP_URI}, called by its app only\n"
+        in out
+    )
+    assert f"  app: {APP_URI}, called by the model and its app\n" in out
+    assert (
+        "apps.model_only\n  default: offered as apps__model_only\n  app: no interface, called by the model only\n"
+        in out
+    )
+    assert f"  app: {RESOURCE}, called by the model and its app (not shown: the server's apps is off)\n" in out

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ import trio
 from tests.apps_support import APP_HTML, APP_URI, MIME, build_app_server
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import TERMINAL, receive, running_service, send
-from yao_actors.cli.chat import open_service_connection
+from yao_actors.cli.chat import chat, open_service_connection, page_url
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
@@ -183,3 +184,24 @@ async def test_the_websocket_takes_the_same_request_in_a_run_frame() -> None:
     assert finished["type"] in TERMINAL
     assert finished["result"]["contents"][0]["text"] == APP_HTML
     assert json.dumps(finished["result"])
+
+
+async def test_chat_says_a_result_has_an_interface_and_links_the_thread_in_the_page() -> None:
+    out = io.StringIO()
+    with trio.fail_after(20):
+        async with (
+            open_runtime(config(), models={"m": FunctionModel(shows)}) as runtime,
+            running_service(runtime) as service,
+        ):
+            code = await chat("show 21", url=service.url, thread_id="a thread", out=out)
+    assert code == 0
+    page = service.url.replace("ws://", "http://")
+    line = f"▣ this result has an interface (apps: {APP_URI}); open it in the page: {page}#thread=a%20thread\n"
+    assert line in out.getvalue()
+    assert out.getvalue().index("✓ apps__show") < out.getvalue().index(line)
+
+
+def test_the_page_of_a_websocket_url() -> None:
+    assert page_url("ws://127.0.0.1:8765/") == "http://127.0.0.1:8765/"
+    assert page_url("wss://yao.example/chat") == "https://yao.example/chat"
+    assert page_url("https://yao.example") == "https://yao.example/"
