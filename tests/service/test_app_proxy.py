@@ -7,8 +7,10 @@ import io
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -20,6 +22,7 @@ from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRe
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
+from yao_actors.specs import StoreSpec
 from yao_actors.testing import FunctionModel
 
 ALICE, BOB = "alice-token-of-16+!", "bob-token-of-16+!!!"
@@ -205,3 +208,23 @@ def test_the_page_of_a_websocket_url() -> None:
     assert page_url("ws://127.0.0.1:8765/") == "http://127.0.0.1:8765/"
     assert page_url("wss://yao.example/chat") == "https://yao.example/chat"
     assert page_url("https://yao.example") == "https://yao.example/"
+
+
+async def test_the_activity_is_stored_with_its_run_and_resume_replays_it_after_a_restart(tmp_path: Path) -> None:
+    store = StoreSpec(type="sqlite", path=str(tmp_path / "threads.sqlite3"))
+    with trio.fail_after(20):
+        async with open_runtime(attrs.evolve(config(), store=store), models={"m": FunctionModel(shows)}) as runtime:
+            live = [event async for event in await_run(runtime)]
+        async with open_runtime(attrs.evolve(config(), store=store), models={"m": FunctionModel(shows)}) as runtime:
+            history = (await runtime.history("t1")).to_wire()
+            async with runtime.open_resume(history["runs"][0]["runId"]) as stream:
+                replayed = [dict(event) async for event in stream]
+    [activity] = [event for event in live if event["type"] == "ACTIVITY_SNAPSHOT"]
+    assert [event for event in replayed if event["type"] == "ACTIVITY_SNAPSHOT"] == [activity]
+    assert [event["type"] for event in replayed] == [event["type"] for event in live]
+
+
+async def await_run(runtime: Runtime) -> AsyncIterator[dict[str, Any]]:
+    async with runtime.open_run("default", "show 21", thread_id="t1") as stream:
+        async for event in stream:
+            yield dict(event)
