@@ -1,9 +1,11 @@
 """An MCP server in process with an app (MCP Apps), for the fast tests: a tool with an interface (``show``), one only
 its app may call (``app_only``), one only the model may call (``model_only``), a plain one (``plain``), the app's
-``ui://`` resource and a resource that is not an app's, and ``capabilities`` (what the client declared)."""
+``ui://`` resource and a resource that is not an app's, ``capabilities`` (what the client declared) and ``pid`` (the
+process serving the call). ``python -m tests.apps_support`` serves it over stdio."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -43,6 +45,10 @@ def build_app_server(*, big: int = 0) -> MCPServer:
         extensions = params.capabilities.extensions if params else None
         return {"extensions": extensions or {}}
 
+    @server.tool(description="The id of the process serving the call.")
+    async def pid() -> int:
+        return os.getpid()
+
     @server.resource(APP_URI, mime_type=MIME)
     async def app() -> str:
         return APP_HTML
@@ -56,3 +62,7 @@ def build_app_server(*, big: int = 0) -> MCPServer:
         return "a file"
 
     return server
+
+
+if __name__ == "__main__":
+    build_app_server().run("stdio")

@@ -68,6 +68,7 @@ async def test_the_model_is_never_offered_a_tool_only_its_app_may_call() -> None
             catalog = await build_catalog((ServerRef("apps"),), runtime.servers)
         offered = {entry.tool: entry.interface.resource_uri for entry in catalog}
         expected = {"show": APP_URI, "model_only": None, "legacy": APP_URI, "plain": None, "capabilities": None}
+        expected |= {"pid": None}
         assert offered == (expected if apps else dict.fromkeys(expected))
 
 

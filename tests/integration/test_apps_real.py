@@ -4,6 +4,7 @@ call of a tool with an interface emits, stored with the run."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,14 @@ from tests.apps_support import APP_URI
 from tests.integration.apps_support import app_server_main, http_app_server, http_app_spec, node, stdio_app_server
 from tests.integration.test_dispatch_real import HTTP_SDK_GENERATORS
 from tests.integration.test_results_real import open_results_run
+from tests.service.agui_support import post_agui, run_input
+from tests.service.support import running_service
 from tests.support import check_stream
 from yao_actors.cli import main
-from yao_actors.config import ServerSpec
-from yao_actors.testing import FakeToolCall, Reply
+from yao_actors.config import AssistantSpec, Config, ServerRef, ServerSpec, StdioTransport
+from yao_actors.models.base import Completion, ToolCall
+from yao_actors.runtime import open_runtime
+from yao_actors.testing import FakeToolCall, FunctionModel, Reply
 from yao_actors.tools.apps import server_hash
 
 RESOURCE = "ui://get-time/mcp-app.html"
@@ -105,3 +110,39 @@ def test_tools_says_which_tools_have_an_app_and_who_may_call_them(
         in out
     )
     assert f"  app: {RESOURCE}, called by the model and its app (not shown: the server's apps is off)\n" in out
+
+
+def shows_and_asks_the_pid(messages: list[dict[str, Any]], tools: Any) -> Any:
+    if messages[-1]["role"] == "user":
+        return Completion(tool_calls=[ToolCall("c1", "apps__show", {"value": 1}), ToolCall("c2", "apps__pid", {})])
+    return "shown"
+
+
+async def test_an_apps_call_goes_through_its_principals_own_connection() -> None:
+    """A server with ``identity: "principal"`` over stdio: a process per principal; an app's call on alice's thread
+    is served by alice's process, one on bob's by bob's."""
+    spec = ServerSpec(
+        "apps", StdioTransport(sys.executable, ("-m", "tests.apps_support")), identity="principal", connect_timeout=60
+    )
+    assistant = AssistantSpec(id="default", model="m", servers=(ServerRef("apps"),))
+    config = Config(servers={"apps": spec}, assistants={"default": assistant})
+    tokens = {"alice": "alice-token-of-16+!", "bob": "bob-token-of-16+!!!"}
+    pids: dict[str, tuple[Any, Any]] = {}
+    with trio.fail_after(60):
+        async with (
+            open_runtime(config, models={"m": FunctionModel(shows_and_asks_the_pid)}) as runtime,
+            running_service(runtime, tokens=tokens) as service,
+        ):
+            for who, token in tokens.items():
+                headers = {"authorization": f"Bearer {token}"}
+                shown = await post_agui(
+                    service.port, run_input("show", thread_id=who, run_id=f"r-{who}"), headers=headers
+                )
+                [in_run] = [e["content"] for e in shown.events if e.get("toolCallId") == "c2" and "content" in e]
+                request = {"serverId": "apps", "method": "tools/call", "params": {"name": "pid", "arguments": {}}}
+                body = run_input(thread_id=who, run_id=f"p-{who}", forwardedProps={"__proxiedMCPRequest": request})
+                answered = await post_agui(service.port, body, headers=headers)
+                pids[who] = (json.loads(in_run), answered.events[-1]["result"]["structuredContent"]["result"])
+    assert pids["alice"][0] == pids["alice"][1]
+    assert pids["bob"][0] == pids["bob"][1]
+    assert pids["alice"][0] != pids["bob"][0]

@@ -19,6 +19,7 @@ from tests.service.agui_support import post_agui, run_input
 from tests.service.support import TERMINAL, receive, running_service, send
 from yao_actors.cli.chat import chat, open_service_connection, page_url
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
+from yao_actors.conversation.app_requests import AppRequest, AppRequestRefused
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
@@ -30,7 +31,7 @@ AS_ALICE, AS_BOB = {"authorization": f"Bearer {ALICE}"}, {"authorization": f"Bea
 
 
 def shows(messages: list[dict[str, Any]], tools: Any) -> Any:
-    if messages[-1]["role"] == "user":
+    if messages[-1]["role"] == "user" and messages[-1]["content"].startswith("show"):
         return Completion(tool_calls=[ToolCall("c1", "apps__show", {"value": 21})])
     return "shown"
 
@@ -228,3 +229,16 @@ async def await_run(runtime: Runtime) -> AsyncIterator[dict[str, Any]]:
     async with runtime.open_run("default", "show 21", thread_id="t1") as stream:
         async for event in stream:
             yield dict(event)
+
+
+async def test_a_thread_forgotten_and_made_again_without_the_app_is_refused() -> None:
+    request = AppRequest("t1", "ping", {}, "apps")
+    with trio.fail_after(20):
+        async with shown_app() as (runtime, _service):
+            assert await runtime.app_request(request, principal="alice") == {}
+            assert await runtime.forget("t1", principal="alice")
+            with pytest.raises(AppRequestRefused, match="no thread 't1' is stored"):
+                await runtime.app_request(request, principal="alice")
+            await runtime.run("default", "hello", thread_id="t1", principal="alice")
+            with pytest.raises(AppRequestRefused, match="no app of server 'apps' was shown on thread 't1'"):
+                await runtime.app_request(request, principal="alice")

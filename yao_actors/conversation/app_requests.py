@@ -21,8 +21,10 @@ written to the thread.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -100,15 +102,50 @@ class AppRequest:
         return cls(thread_id, method, dict(params), server_id, hash_)
 
 
+@attrs.define(eq=False)
+class ShownApps:
+    """The threads found to have shown an app of a server, and the assistant of the run that showed it: a bounded
+    memory of what the store said (``size`` entries, the least recently used dropped first), so an app's
+    requests do not read a thread's events each time. Keyed by the thread as stored (its owner and creation
+    time): a thread forgotten and made again is another thread."""
+
+    size: int = 1024
+    _found: OrderedDict[tuple[str, str | None, datetime.datetime, str], str] = attrs.field(
+        factory=OrderedDict, init=False
+    )
+
+    async def assistant(self, store: ConversationStore, thread_id: str, principal: str | None, server_id: str) -> str:
+        """The assistant of the last run of ``principal``'s thread that showed an app of ``server_id``;
+        :class:`AppRequestRefused` when the thread is not theirs, or no such app was shown on it."""
+        info = await store.get_thread(thread_id)
+        if info is None or info.principal != principal:
+            raise AppRequestRefused(f"no thread {thread_id!r} is stored")
+        key = (thread_id, principal, info.created_at, server_id)
+        found = self._found.get(key)
+        if found is None:
+            found = await _shown_on(store, thread_id, server_id)
+            self._found[key] = found
+            while len(self._found) > self.size:
+                self._found.popitem(last=False)
+        self._found.move_to_end(key)
+        return found
+
+
 async def answer_app_request(
-    resources: RunResources, store: ConversationStore, request: AppRequest, principal: str | None
+    resources: RunResources,
+    store: ConversationStore,
+    request: AppRequest,
+    principal: str | None,
+    shown: ShownApps | None = None,
 ) -> dict[str, Any]:
-    """The MCP result of an app's request, or :class:`AppRequestRefused` (see the module docstring)."""
+    """The MCP result of an app's request, or :class:`AppRequestRefused` (see the module docstring); ``shown``
+    remembers which threads showed which apps (a fresh one: none)."""
     if request.method not in APP_METHODS:
         allowed = ", ".join(APP_METHODS)
         raise AppRequestRefused(f"MCP method not allowed for an app: {request.method!r} (allowed: {allowed})")
     spec = _server(resources, request)
-    assistant = resources.assistant(await _shown_on(store, request.thread_id, principal, spec.id))
+    shown = shown if shown is not None else ShownApps()
+    assistant = resources.assistant(await shown.assistant(store, request.thread_id, principal, spec.id))
     bound = await bind_servers(resources.servers, (spec.id,), principal)
     if spec.id in bound.needed or spec.id in bound.problems:
         why = "must be authorized first" if spec.id in bound.needed else bound.problems[spec.id]
@@ -142,11 +179,9 @@ def _server(resources: RunResources, request: AppRequest) -> ServerSpec:
     return spec
 
 
-async def _shown_on(store: ConversationStore, thread_id: str, principal: str | None, server_id: str) -> str:
-    """The assistant of the last run of ``principal``'s thread that showed an app of ``server_id``."""
-    info = await store.get_thread(thread_id)
-    if info is None or info.principal != principal:
-        raise AppRequestRefused(f"no thread {thread_id!r} is stored")
+async def _shown_on(store: ConversationStore, thread_id: str, server_id: str) -> str:
+    """The assistant of the last run of the thread that showed an app of ``server_id`` (its events read, newest
+    run first)."""
     for run in reversed(await store.list_runs(thread_id)):
         for event in await store.read_events(run.run_id):
             if _is_app_activity(event, server_id):
