@@ -92,12 +92,16 @@ async def main(args: argparse.Namespace) -> None:
     async with open_runtime(config, models={"m": FunctionModel(shows, stream=False)}) as runtime:
         samples = await measure(runtime, args.runs, args.repeat, args.calls)
     for index, figure in enumerate(("wall µs/call", "CPU µs/call")):
-        rows = {name: (statistics.median(s[index] for s in got), [s[index] for s in got]) for name, got in samples.items()}
+        rows = {
+            name: (statistics.median(s[index] for s in got), [s[index] for s in got]) for name, got in samples.items()
+        }
         print_medians("row", figure, rows)
         print()
     report = {
         "machine": machine(load, runs=args.runs, repeat=args.repeat, calls=args.calls),
-        "rows": {name: {"wall_us": [s[0] for s in got], "cpu_us": [s[1] for s in got]} for name, got in samples.items()},
+        "rows": {
+            name: {"wall_us": [s[0] for s in got], "cpu_us": [s[1] for s in got]} for name, got in samples.items()
+        },
     }
     write(args.out, report)
 
