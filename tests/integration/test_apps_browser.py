@@ -275,3 +275,59 @@ async def test_a_hostile_app_cannot_reach_the_page_its_token_or_storage_and_its_
     assert "forged message" not in shown["questions"]
     assert shown["pages"] == [shown["url"]]  # no popup, and the page was not navigated away
     assert shown["token"] == TOKEN
+
+
+#: An app that fetches two origins of the service (in ``no-cors`` mode: only the CSP can stop it): its resource
+#: declares the first (``connectDomains``), not the second.
+FETCHING_APP = """<!doctype html><html><body><pre id="fetched">running</pre>
+<script type="application/json" id="targets">TARGETS</script><script>
+const fetched = {};
+const visit = (url) => fetch(url, { mode: "no-cors" }).then(() => "reached", (e) => "blocked: " + e.name);
+(async () => {
+  const [declared, other] = JSON.parse(document.querySelector("#targets").textContent);
+  fetched.declared = await visit(declared);
+  fetched.other = await visit(other);
+  document.getElementById("fetched").textContent = JSON.stringify(fetched);
+})();
+</script></body></html>"""
+
+
+def _fetching_server(declared: dict[str, Any], targets: list[str]) -> MCPServer:
+    """An app whose resource declares ``declared`` (filled in once the service listens) and fetches ``targets``."""
+    server = MCPServer("fetching")
+
+    @server.resource("ui://fetching/app.html", mime_type="text/html;profile=mcp-app", meta={"ui": {"csp": declared}})
+    def app() -> str:
+        return FETCHING_APP.replace("TARGETS", json.dumps(targets))
+
+    @server.tool(meta={"ui": {"resourceUri": "ui://fetching/app.html"}})
+    def show() -> str:
+        """Shows the app."""
+        return "shown"
+
+    return server
+
+
+def fetch_from_the_app(page_url: str) -> dict[str, Any]:
+    with _browser() as context:
+        page, _, _ = _open(context, page_url)
+        ask(page, "show the app")
+        # (this app never calls ui/initialize: its frame is read as soon as it is there)
+        fetched = page.frame_locator("iframe.app-frame").frame_locator("iframe").locator("#fetched")
+        fetched.filter(has_text="other").wait_for(timeout=30_000)
+        return json.loads(fetched.inner_text())
+
+
+async def test_an_app_reaches_the_origins_its_resource_declares_and_no_other_in_chromium() -> None:
+    declared: dict[str, Any] = {"connectDomains": []}
+    targets: list[str] = []
+    server = ServerSpec("fetching", InMemoryTransport(_fetching_server(declared, targets)))
+    with trio.fail_after(90):
+        async with (
+            open_runtime(_config(server), models={"m": _script("fetching__show")}) as runtime,
+            running_service(runtime, token=TOKEN) as service,
+        ):
+            declared["connectDomains"].append(f"http://127.0.0.1:{service.port}")
+            targets.extend([f"http://127.0.0.1:{service.port}/healthz", f"http://localhost:{service.port}/healthz"])
+            fetched = await trio.to_thread.run_sync(fetch_from_the_app, service.page_url)
+    assert fetched == {"declared": "reached", "other": "blocked: TypeError"}
