@@ -129,3 +129,22 @@ async def test_a_call_of_a_tool_with_an_interface_is_followed_by_its_activity() 
 async def test_apps_off_the_call_has_no_activity() -> None:
     events = await run_show(apps=False)
     assert "ACTIVITY_SNAPSHOT" not in [event["type"] for event in events]
+
+
+async def test_an_activity_over_the_size_an_event_carries_is_left_out_saying_so() -> None:
+    assistant = AssistantSpec(id="a", model="m", servers=(ServerRef("apps"),))
+    with trio.fail_after(20):
+        async with (
+            open_runtime(Config(servers={"apps": app_spec()})) as runtime,
+            open_manager(runtime.servers, calls_show(21), assistant, media_bytes=100) as manager,
+        ):
+            result = await manager.run("a", "show 21")
+    events = list(result.events)
+    check_stream(events)
+    kinds = [event["type"] for event in events]
+    assert "ACTIVITY_SNAPSHOT" not in kinds
+    at = kinds.index("TOOL_CALL_RESULT")
+    status = events[at + 1]["value"]
+    assert (status["server"], status["state"]) == ("apps", "app_result_too_large")
+    assert status["detail"].startswith(f"the result for the app of {APP_URI} is ")
+    assert status["detail"].endswith(" bytes, over the 100 an event carries")

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from prometheus_client import REGISTRY
 
 from tests.apps_support import APP_HTML, APP_URI, MIME, build_app_server
 from tests.service.agui_support import post_agui, run_input
@@ -242,3 +243,19 @@ async def test_a_thread_forgotten_and_made_again_without_the_app_is_refused() ->
             await runtime.run("default", "hello", thread_id="t1", principal="alice")
             with pytest.raises(AppRequestRefused, match="no app of server 'apps' was shown on thread 't1'"):
                 await runtime.app_request(request, principal="alice")
+
+
+def counted(server: str, method: str, outcome: str) -> float:
+    labels = {"server": server, "method": method, "outcome": outcome}
+    return REGISTRY.get_sample_value("yao_app_requests_total", labels) or 0.0
+
+
+async def test_app_requests_are_counted_by_server_method_and_outcome() -> None:
+    before = [counted("apps", "ping", "ok"), counted("apps", "other", "refused"), counted("", "ping", "refused")]
+    with trio.fail_after(20):
+        async with shown_app() as (_runtime, service):
+            await answer(service, proxied("ping", {}))
+            await answer(service, proxied("tools/list", {}))
+            await answer(service, proxied("ping", {}, server="a made-up name"))
+    after = [counted("apps", "ping", "ok"), counted("apps", "other", "refused"), counted("", "ping", "refused")]
+    assert [b - a for a, b in zip(before, after, strict=True)] == [1, 1, 1]

@@ -37,6 +37,7 @@ from yao_actors.errors import ErrorKind
 from yao_actors.events import encode_json
 from yao_actors.models.base import ToolCall
 from yao_actors.observability import tracing
+from yao_actors.observability.metrics import APP_REQUESTS, labelled
 from yao_actors.specs import AssistantSpec, ServerRef, ServerSpec
 from yao_actors.store.protocol import ConversationStore
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
@@ -139,18 +140,34 @@ async def answer_app_request(
     shown: ShownApps | None = None,
 ) -> dict[str, Any]:
     """The MCP result of an app's request, or :class:`AppRequestRefused` (see the module docstring); ``shown``
-    remembers which threads showed which apps (a fresh one: none)."""
+    remembers which threads showed which apps (a fresh one: none). Each is counted in ``yao_app_requests_total``
+    (a server not configured counts under ``server=""``, a method outside the list under ``method="other"``)."""
+    server = request.server_id if request.server_id is not None and request.server_id in resources.servers else ""
+    method = request.method if request.method in APP_METHODS else "other"
+    try:
+        answer = await _answer(resources, store, request, principal, shown or ShownApps())
+    except AppRequestRefused:
+        labelled(APP_REQUESTS, server, method, "refused").inc()
+        raise
+    except Exception:
+        labelled(APP_REQUESTS, server, method, "error").inc()
+        raise
+    labelled(APP_REQUESTS, server, method, "ok").inc()
+    return answer
+
+
+async def _answer(
+    resources: RunResources, store: ConversationStore, request: AppRequest, principal: str | None, shown: ShownApps
+) -> dict[str, Any]:
     if request.method not in APP_METHODS:
         allowed = ", ".join(APP_METHODS)
         raise AppRequestRefused(f"MCP method not allowed for an app: {request.method!r} (allowed: {allowed})")
     spec = _server(resources, request)
-    shown = shown if shown is not None else ShownApps()
     assistant = resources.assistant(await shown.assistant(store, request.thread_id, principal, spec.id))
     bound = await bind_servers(resources.servers, (spec.id,), principal)
     if spec.id in bound.needed or spec.id in bound.problems:
         why = "must be authorized first" if spec.id in bound.needed else bound.problems[spec.id]
         raise AppRequestRefused(f"server {spec.id!r} {why}")
-    server = bound.servers[spec.id]
     attributes = {tracing.SERVER: spec.id, "yao.app.method": request.method}
     with tracing.open_span("app_request", attributes, target=request.method):
         if request.method == "notifications/message":
@@ -159,7 +176,7 @@ async def answer_app_request(
         if request.method == "tools/call":
             answer = await _call(resources, assistant, bound.servers, spec, request)
         else:
-            answer = await _request(server, assistant, request)
+            answer = await _request(bound.servers[spec.id], assistant, request)
     size = len(encode_json(answer).encode())
     if size > resources.media_bytes:
         raise AppRequestRefused(
@@ -208,7 +225,7 @@ async def _request(server: ToolServer, assistant: AssistantSpec, request: AppReq
         outcome = await server.call_tool(uri, {}, attrs.evolve(options, keep_result=True))
     except trio.TooSlowError:
         raise AppRequestRefused(f"{request.method} timed out after {assistant.timeouts.turn:g}s") from None
-    return _answer(outcome, f"{request.method} {uri}".strip())
+    return _kept(outcome, f"{request.method} {uri}".strip())
 
 
 async def _call(
@@ -239,7 +256,7 @@ async def _call(
     raise AppRequestRefused(f"tools/call {name!r}: {kind}: {result.error}")
 
 
-def _answer(outcome: ToolOutcome, what: str) -> dict[str, Any]:
+def _kept(outcome: ToolOutcome, what: str) -> dict[str, Any]:
     if outcome.app_result is None:
         raise AppRequestRefused(f"{what}: {outcome.error or 'no answer'}")
     return dict(outcome.app_result)

@@ -35,13 +35,13 @@ import attrs
 import trio
 
 from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
-from yao_actors.models.base import ToolCall
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.apps import app_call
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
+from yao_actors.tools.tool_call import ToolCall
 from yao_actors.tools.tool_server import CallAnswers, CallOptions, ServerState, ToolServer
 
 
