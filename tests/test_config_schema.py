@@ -91,7 +91,7 @@ EVERY_KEY: dict[str, Any] = {
         "allowed_origins": ["null"], "allow_client_roles": ["system"], "max_frame_bytes": 1, "max_connections": 1,
         "max_runs_per_connection": 1, "max_runs": 1, "max_runs_per_principal": 1, "idle_timeout": 1, "shutdown_grace": 1,
         "max_thread_bytes": 1, "max_threads_bytes": 1, "detach_grace": 0,
-        "public_url": "https://agent.example", "required_servers": ["local"],
+        "public_url": "https://agent.example", "apps_origin": "https://apps.agent.example", "required_servers": ["local"],
     },
     "prompts": ["g"],
     "inputs": [],
