@@ -4,36 +4,20 @@ deletes it with the thread's other keys. A run's tasks are found through its thr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
-
 import attrs
 
 from yao_actors.errors import UnknownThread
+from yao_actors.store.redis.access import RedisAccess, lua
 from yao_actors.store.redis.keys import RedisKeys, escape
 from yao_actors.store.tasks import decode_handle, encode_handle, oldest_first
 from yao_actors.tools.task_handle import TaskHandle
 
-_SAVE = """
+_SAVE = lua("""
 -- KEYS: the thread's hash, its tasks' hash; ARGV: field (the escaped task id), the handle's JSON text
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 return 1
-"""
-
-
-class RedisAccess(Protocol):
-    """What :class:`RedisTasks` needs of the Redis store."""
-
-    client: Any
-
-    @property
-    def keys(self) -> RedisKeys: ...
-
-    def reachable(self) -> AbstractContextManager[None]: ...
-
-    async def run_script(self, script: Any, keys: Sequence[str], args: Sequence[str | int | float]) -> Any: ...
+""")
 
 
 def tasks_key(keys: RedisKeys, thread_id: str) -> str:
@@ -41,20 +25,15 @@ def tasks_key(keys: RedisKeys, thread_id: str) -> str:
     return f"{keys.thread(thread_id)}:tasks"
 
 
-@attrs.define(eq=False)
+@attrs.frozen(eq=False)
 class RedisTasks:
     """The :class:`~yao_actors.store.protocol.TaskRecords` of a Redis store."""
 
     store: RedisAccess
-    _save: Any = attrs.field(init=False)
-
-    @_save.default
-    def _register(self) -> Any:
-        return self.store.client.register_script(_SAVE)
 
     async def save(self, handle: TaskHandle) -> None:
         keys = [self.store.keys.thread(handle.thread_id), tasks_key(self.store.keys, handle.thread_id)]
-        saved = await self.store.run_script(self._save, keys, [escape(handle.task_id), encode_handle(handle)])
+        saved = await self.store.run(_SAVE, keys, [escape(handle.task_id), encode_handle(handle)])
         if not saved:
             raise UnknownThread(f"thread {handle.thread_id!r} was not opened")
 

@@ -4,12 +4,11 @@ by run (schema version 7); its thread's row going takes it along (``ON DELETE CA
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
-from typing import Any, Protocol
 
 import attrs
 
 from yao_actors.errors import UnknownThread
+from yao_actors.store.sqlite.access import SqliteAccess
 from yao_actors.store.tasks import decode_handle, encode_handle
 from yao_actors.tools.task_handle import TaskHandle
 
@@ -24,14 +23,6 @@ TASKS_MIGRATION: tuple[str, ...] = (
         PRIMARY KEY (thread_id, task_id)) WITHOUT ROWID""",
     "CREATE INDEX tasks_by_run ON tasks (run_id, created_at)",
 )
-
-
-class SqliteAccess(Protocol):
-    """What :class:`SqliteTasks` needs of the SQLite store."""
-
-    async def transaction(self, work: Callable[[sqlite3.Connection], Any]) -> Any: ...
-
-    async def query(self, query: str, parameters: Any) -> list[Any]: ...
 
 
 @attrs.frozen
