@@ -19,6 +19,7 @@ from tests.test_runtime_runs import demo_config
 from yao_actors.cli.chat import chat
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, parse_config
 from yao_actors.conversation.interrupts.approvals import DECLINED, NOT_APPROVED, RESPONSE_SCHEMA, stored_approvals
+from yao_actors.conversation.interrupts.inputs import PendingInput, stored_pending
 from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import Outcome, parse_event
 from yao_actors.models import Completion, FunctionModel, ToolCall
@@ -26,6 +27,7 @@ from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.store import MemoryStore, StoreSpec, open_store
 from yao_actors.testing.result_servers import build_result_server
 from yao_actors.testing.servers import build_test_server
+from yao_actors.tools.input_requests import InputRequest
 
 QUESTION = "北京今天适合穿什么?"
 
@@ -457,6 +459,30 @@ def test_a_stored_approval_that_cannot_be_read_is_left_out_naming_why(caplog: py
     assert any("stored approval 0" in m and "'expiresAt' must be a number" in m for m in messages)
     assert any("stored approval 2" in m and "'call' must be an object" in m for m in messages)
     assert any("stored approval 3" in m and "'interruptId' must be a string" in m for m in messages)
+
+
+def test_stored_questions_and_approvals_that_cannot_be_read_are_left_out_naming_which(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    approval = {"interruptId": "approval-c1", "call": {"id": "c1", "name": "w__get", "arguments": "{}"}, "expiresAt": 9}
+    question = PendingInput(
+        "input-c2",
+        ToolCall("c2", "w__book", "{}"),
+        "w",
+        "k1",
+        InputRequest("w", "book", "form", "Which day?", {"type": "object", "properties": {}}),
+        {},
+        9.0,
+        request_state="s",
+    ).to_record()
+    unreadable = {**question, "question": {"nonsense": 1}}
+    loaded = stored_pending("t", [unreadable, approval, {**approval, "expiresAt": "soon"}, question])
+    assert [p.interrupt_id for p in loaded] == ["approval-c1", "input-c2"]
+    assert isinstance(loaded[1], PendingInput)
+    assert loaded[1].to_record() == question
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("thread t: stored question 0 left out") and "not a pending question" in m for m in messages)
+    assert any(m.startswith("thread t: stored approval 1 left out") and "'expiresAt'" in m for m in messages)
 
 
 def _docs_untrusted_server_config() -> dict[str, Any]:

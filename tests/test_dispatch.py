@@ -19,6 +19,7 @@ from yao_actors.tools.dispatch import (
     CallStarted,
     DispatchEvent,
     SequentialRetry,
+    collect_tool_calls,
     execute_tool_calls,
 )
 
@@ -49,13 +50,32 @@ class Recorder:
 async def test_no_calls_give_no_results() -> None:
     a = scripted_server("a")
     async with serving(a) as servers:
-        assert await execute_tool_calls([], await catalog_of(servers), servers) == []
+        assert await collect_tool_calls([], await catalog_of(servers), servers) == []
+
+
+@pytest.mark.parametrize("echoes", [1, 3])
+async def test_each_result_comes_back_once_as_its_event(echoes: int) -> None:
+    """One way back: a ``CallFinished`` per call (by position, duplicate ids apart, a refused call too), nothing
+    returned; one call alone takes the batch's short path, several the nursery's."""
+    a = scripted_server("a")
+    batch = [call("same", "a__echo", f'{{"n": {n}}}') for n in range(echoes)]
+    if echoes > 1:
+        batch.append(call("bad", "a__nope"))
+    recorder = Recorder()
+    async with serving(a) as servers:
+        told = await execute_tool_calls(batch, await catalog_of(servers), servers, on_event=recorder)  # type: ignore[func-returns-value]
+    assert told is None
+    finished = sorted(recorder.of(CallFinished), key=lambda e: e.index)
+    assert [e.index for e in finished] == list(range(len(batch)))
+    assert [e.result.call_id for e in finished] == [c.id for c in batch]
+    assert [e.result.result for e in finished[:echoes]] == [{"n": n} for n in range(echoes)]
+    assert [e.result.kind for e in finished[echoes:]] == ([ErrorKind.UNKNOWN_TOOL] if echoes > 1 else [])
 
 
 async def test_a_single_call_runs_and_carries_its_identity() -> None:
     a = scripted_server("a")
     async with serving(a) as servers:
-        (result,) = await execute_tool_calls([call("c1", "a__echo", '{"x": 1}')], await catalog_of(servers), servers)
+        (result,) = await collect_tool_calls([call("c1", "a__echo", '{"x": 1}')], await catalog_of(servers), servers)
         assert (result.call_id, result.name, result.server, result.tool) == ("c1", "a__echo", "a", "echo")
         assert result.arguments == '{"x": 1}'
         assert result.result == {"x": 1}
@@ -66,7 +86,7 @@ async def test_a_single_call_runs_and_carries_its_identity() -> None:
 async def test_empty_arguments_are_sent_as_an_empty_object() -> None:
     a = scripted_server("a")
     async with serving(a) as servers:
-        await execute_tool_calls([call("c1", "a__echo", "")], await catalog_of(servers), servers)
+        await collect_tool_calls([call("c1", "a__echo", "")], await catalog_of(servers), servers)
         assert a.log == [("echo", {})]
 
 
@@ -75,7 +95,7 @@ async def test_a_hallucinated_name_gets_a_retryable_unknown_tool_result(several:
     a = scripted_server("a")
     calls = [call("c1", "zzz__t")] + ([call("c2", "a__echo")] if several else [])
     async with serving(a) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert results[0].kind is ErrorKind.UNKNOWN_TOOL
         assert results[0].retryable
         assert results[0].error is not None
@@ -100,7 +120,7 @@ async def test_bad_arguments_get_their_own_result_in_every_path(arguments: str, 
     a = scripted_server("a", [tool("get", CITY), tool("echo")])
     calls = [call("c1", "a__get", arguments)] + ([call("c2", "a__echo")] if several else [])
     async with serving(a) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert len(results) == len(calls)
         assert results[0].kind is ErrorKind.INVALID_ARGUMENTS
         assert results[0].retryable
@@ -113,7 +133,7 @@ async def test_bad_arguments_get_their_own_result_in_every_path(arguments: str, 
 async def test_repaired_arguments_are_marked() -> None:
     a = scripted_server("a", [tool("get", CITY)])
     async with serving(a) as servers:
-        (result,) = await execute_tool_calls(
+        (result,) = await collect_tool_calls(
             [call("c1", "a__get", '{"city": "Beijing"')], await catalog_of(servers), servers
         )
         assert result.ok
@@ -128,7 +148,7 @@ async def test_a_tool_error_is_a_result_with_retryability_from_its_own_text() ->
         call("c2", "a__fail", '{"message": "upstream timeout"}'),
     ]
     async with serving(a) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers, mode="sequential")
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers, mode="sequential")
         assert [(r.kind, r.retryable) for r in results] == [(ErrorKind.TOOL_ERROR, True), (ErrorKind.TOOL_ERROR, False)]
         assert results[0].error == "bad input"
 
@@ -137,7 +157,7 @@ async def test_a_server_that_is_not_running_gets_server_unavailable() -> None:
     a = scripted_server("a")
     async with serving(a) as servers:
         catalog = await catalog_of(servers)
-        (result,) = await execute_tool_calls([call("c1", "a__echo")], catalog, {})
+        (result,) = await collect_tool_calls([call("c1", "a__echo")], catalog, {})
         assert result.kind is ErrorKind.SERVER_UNAVAILABLE
         assert not result.retryable
 
@@ -155,7 +175,7 @@ async def test_multi_server_batch_runs_all_groups_at_once_in_call_order(
     ]
     start = trio.current_time()
     async with serving(a, b, c) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert trio.current_time() - start == pytest.approx(3)
         assert [r.call_id for r in results] == ["1", "2", "3", "4", "5"]
         assert [r.server for r in results] == ["b", "a", "c", "a", "b"]
@@ -169,7 +189,7 @@ async def test_global_sequential_mode_runs_one_call_after_another(autojump_clock
     recorder = Recorder()
     start = trio.current_time()
     async with serving(a, b) as servers:
-        await execute_tool_calls(calls, await catalog_of(servers), servers, mode="sequential", on_event=recorder)
+        await collect_tool_calls(calls, await catalog_of(servers), servers, mode="sequential", on_event=recorder)
         assert trio.current_time() - start == pytest.approx(4)
         assert [e.call.id for e in recorder.of(CallStarted)] == ["0", "1", "2", "3"]
         assert max(a.max_in_flight, b.max_in_flight) == 1
@@ -180,7 +200,7 @@ async def test_max_concurrency_bounds_a_group(autojump_clock: trio.testing.MockC
     calls = [call(str(i), "a__sleep", '{"seconds": 1}') for i in range(7)]
     start = trio.current_time()
     async with serving(a) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert a.max_in_flight == 3
         assert trio.current_time() - start == pytest.approx(3)
         assert all(r.ok for r in results)
@@ -195,7 +215,7 @@ async def test_a_sequential_server_runs_its_calls_one_by_one_while_others_run_at
     calls += [call(f"b{i}", "b__sleep", '{"seconds": 1}') for i in range(3)]
     start = trio.current_time()
     async with serving(a, b) as servers:
-        await execute_tool_calls(calls, await catalog_of(servers), servers)
+        await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert trio.current_time() - start == pytest.approx(3)
         assert (a.max_in_flight, b.max_in_flight) == (1, 3)
 
@@ -209,7 +229,7 @@ async def test_one_slow_call_times_out_alone(autojump_clock: trio.testing.MockCl
         call("fast2", "b__sleep", '{"seconds": 2}'),
     ]
     async with serving(a, b) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert [r.kind for r in results] == [None, ErrorKind.TIMEOUT, None]
         assert not results[1].retryable
         assert results[1].duration == pytest.approx(5)
@@ -230,7 +250,7 @@ async def test_the_batch_deadline_turns_unfinished_calls_into_timeouts(autojump_
     recorder = Recorder()
     start = trio.current_time()
     async with serving(a, b) as servers:
-        results = await execute_tool_calls(
+        results = await collect_tool_calls(
             calls, await catalog_of(servers), servers, batch_timeout=4, on_event=recorder
         )
         assert trio.current_time() - start == pytest.approx(4)
@@ -265,7 +285,7 @@ async def test_a_single_call_reports_the_deadline_that_expired(
     start = trio.current_time()
     async with serving(a) as servers:
         catalog = await catalog_of(servers)
-        (cut,) = await execute_tool_calls(
+        (cut,) = await collect_tool_calls(
             [call("1", "a__sleep", '{"seconds": 60}')], catalog, servers, batch_timeout=batch_timeout, on_event=recorder
         )
         assert trio.current_time() - start == pytest.approx(min(server_timeout, batch_timeout))
@@ -276,7 +296,7 @@ async def test_a_single_call_reports_the_deadline_that_expired(
         await trio.testing.wait_all_tasks_blocked()  # the server hears of the cancellation
         assert a.cancelled == ["sleep"]
         # and serves the next call
-        (nxt,) = await execute_tool_calls([call("2", "a__echo", '{"n": 2}')], catalog, servers, batch_timeout=5)
+        (nxt,) = await collect_tool_calls([call("2", "a__echo", '{"n": 2}')], catalog, servers, batch_timeout=5)
         assert nxt.result == {"n": 2}
 
 
@@ -285,7 +305,7 @@ async def test_a_cancelled_single_call_tells_the_server_to_cancel(autojump_clock
     async with serving(a) as servers:
         catalog = await catalog_of(servers)
         with trio.move_on_after(3) as caller:
-            await execute_tool_calls([call("1", "a__sleep", '{"seconds": 60}')], catalog, servers, batch_timeout=50)
+            await collect_tool_calls([call("1", "a__sleep", '{"seconds": 60}')], catalog, servers, batch_timeout=50)
         assert caller.cancelled_caught  # the caller's cancellation passes through, it is no result
         await trio.testing.wait_all_tasks_blocked()
         assert a.cancelled == ["sleep"]
@@ -305,7 +325,7 @@ async def test_a_listener_holding_results_past_the_batch_deadline_still_takes_ea
     a, b = scripted_server("a"), scripted_server("b")
     calls = [call("1", "a__echo", '{"n": 1}'), call("2", "b__echo" if servers == 2 else "a__echo", '{"n": 2}')]
     async with serving(a, b) as served:
-        results = await execute_tool_calls(calls, await catalog_of(served), served, batch_timeout=5, on_event=slow)
+        results = await collect_tool_calls(calls, await catalog_of(served), served, batch_timeout=5, on_event=slow)
     assert [r.result for r in results] == [{"n": 1}, {"n": 2}]  # the calls finished before the deadline
     assert sorted(taken) == ["1", "2"]
 
@@ -314,9 +334,9 @@ async def test_after_a_deadline_the_server_answers_the_next_call(autojump_clock:
     a = scripted_server("a")
     async with serving(a) as servers:
         catalog = await catalog_of(servers)
-        (cut,) = await execute_tool_calls([call("1", "a__sleep", '{"seconds": 9}')], catalog, servers, batch_timeout=1)
+        (cut,) = await collect_tool_calls([call("1", "a__sleep", '{"seconds": 9}')], catalog, servers, batch_timeout=1)
         assert cut.kind is ErrorKind.TIMEOUT
-        (nxt,) = await execute_tool_calls([call("2", "a__echo", '{"again": true}')], catalog, servers)
+        (nxt,) = await collect_tool_calls([call("2", "a__echo", '{"again": true}')], catalog, servers)
         assert nxt.result == {"again": True}
 
 
@@ -331,7 +351,7 @@ async def test_the_sequential_retry_reruns_only_the_failed_call() -> None:
     ]
     recorder = Recorder()
     async with serving(a, b) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
         assert a.executions == {"echo": 1, "flaky": 2, "fail": 1}
         assert b.executions == {"flaky": 1}
         assert [r.ok for r in results] == [True, True, False, False]
@@ -346,7 +366,7 @@ async def test_a_retry_that_fails_again_is_final() -> None:
     a = scripted_server("a")
     calls = [call("1", "a__fail"), call("2", "a__fail")]
     async with serving(a) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert a.executions["fail"] == 4
         assert all(r.sequential_retry and r.kind is ErrorKind.TOOL_ERROR for r in results)
 
@@ -356,7 +376,7 @@ async def test_no_retry_for_a_group_that_did_not_run_concurrently() -> None:
     seq = scripted_server("seq", dispatch="sequential")
     calls = [call("1", "solo__flaky"), call("2", "seq__flaky"), call("3", "seq__echo")]
     async with serving(solo, seq) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers)
         assert (solo.executions["flaky"], seq.executions["flaky"]) == (1, 1)
         assert [r.kind for r in results] == [ErrorKind.TOOL_ERROR, ErrorKind.TOOL_ERROR, None]
 
@@ -367,7 +387,7 @@ async def test_duplicate_and_empty_ids_do_not_collapse() -> None:
     calls.append(call("x", "a__echo", '{"n": 4}'))
     recorder = Recorder()
     async with serving(a) as servers:
-        results = await execute_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
+        results = await collect_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
         assert [r.result for r in results] == [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]
         assert [r.arguments for r in results] == [c.arguments for c in calls]
         assert sorted(e.index for e in recorder.of(CallFinished)) == [0, 1, 2, 3]
@@ -380,7 +400,7 @@ async def test_events_report_start_progress_and_finish_as_they_happen(
     calls = [call("p", "a__progress", '{"steps": 2}'), call("s", "a__sleep", '{"seconds": 5}')]
     recorder = Recorder()
     async with serving(a) as servers:
-        await execute_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
+        await collect_tool_calls(calls, await catalog_of(servers), servers, on_event=recorder)
         started = recorder.of(CallStarted)
         assert sorted((e.call.id, e.server, e.tool, e.index) for e in started) == [
             ("p", "a", "progress", 0),
@@ -402,7 +422,7 @@ async def test_a_failing_sibling_never_cancels_the_others(autojump_clock: trio.t
         catalog = await catalog_of(servers)
         await b.go_down()
         calls = [call("1", "b__echo"), call("2", "a__sleep", '{"seconds": 2}'), call("3", "a__fail")]
-        results = await execute_tool_calls(calls, catalog, servers)
+        results = await collect_tool_calls(calls, catalog, servers)
         assert [r.kind for r in results] == [ErrorKind.SERVER_UNAVAILABLE, None, ErrorKind.TOOL_ERROR]
 
 
@@ -413,7 +433,7 @@ async def test_cancelling_the_caller_propagates_and_cancels_the_calls(autojump_c
     async with serving(a) as servers:
         catalog = await catalog_of(servers)
         with trio.move_on_after(1) as scope:
-            await execute_tool_calls(calls, catalog, servers, on_event=recorder)
+            await collect_tool_calls(calls, catalog, servers, on_event=recorder)
         assert scope.cancelled_caught
         await trio.testing.wait_all_tasks_blocked()  # the server hears of the cancellation
         assert a.cancelled == ["sleep"]
@@ -452,7 +472,7 @@ def test_every_call_gets_exactly_one_result_in_order(batch: list[tuple[str, str,
             async def on_event(event: DispatchEvent) -> None:
                 events.append(event)
 
-            results = await execute_tool_calls(calls, catalog, servers, batch_timeout=50, on_event=on_event)
+            results = await collect_tool_calls(calls, catalog, servers, batch_timeout=50, on_event=on_event)
             assert [(r.call_id, r.name, r.arguments) for r in results] == [(c.id, c.name, c.arguments) for c in calls]
             finished = sorted(e.index for e in events if isinstance(e, CallFinished))
             assert finished == list(range(len(calls)))
@@ -474,4 +494,4 @@ async def test_a_failing_listener_ends_the_batch_with_its_own_exception() -> Non
     async with serving(a) as servers:
         catalog = await catalog_of(servers)
         with pytest.raises(ListenerGone):
-            await execute_tool_calls([call("1", "a__echo"), call("2", "a__echo")], catalog, servers, on_event=on_event)
+            await collect_tool_calls([call("1", "a__echo"), call("2", "a__echo")], catalog, servers, on_event=on_event)

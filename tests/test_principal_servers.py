@@ -179,7 +179,7 @@ async def test_past_the_bound_the_least_recently_used_idle_one_goes_and_all_busy
 async def test_no_token_without_a_redirect_address_is_a_down_view_saying_why(autojump_clock: Any) -> None:
     async with trio.open_nursery() as nursery:
         router = await router_in(nursery, await desk_with_tokens(), Actors())
-        bound = await bind_servers({"hub": router}, ("hub",), None)
+        bound = await bind_servers({}, {"hub": router}, ("hub",), None)
         nursery.cancel_scope.cancel()
     assert bound.changed
     assert bound.needed == {}
@@ -299,7 +299,8 @@ async def test_the_router_owns_the_server_up_metric_whatever_its_principals_conn
             assert desk is not None
             grant = Grant(OAuthToken(access_token="at-alice", refresh_token="rt"), None, CLIENT)
             await desk.vault.save("up-hub", principal_identity("alice"), grant)
-            router = runtime.servers["up-hub"]
+            assert "up-hub" not in runtime.servers  # a router is no server: it takes no calls
+            router = runtime.routers["up-hub"]
             view = await router.bind_principal("alice")  # type: ignore[attr-defined]
             assert view.state is ServerState.READY
             assert "echo" in [tool.name for tool in await view.list_tools()]

@@ -34,7 +34,7 @@ from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.tools.arguments import parse_arguments
 from yao_actors.tools.catalog import SAMPLES_HEADER, Catalog, build_catalog, select_servers
-from yao_actors.tools.dispatch import execute_tool_calls
+from yao_actors.tools.dispatch import collect_tool_calls
 from yao_actors.tools.naming import encode_tool_name, parse_tool_name
 from yao_actors.tools.results import ToolCallResult, parse_content
 
@@ -194,7 +194,7 @@ async def dispatch_many(calls: list[ToolCall], *scripted: ScriptedServer) -> lis
     """The calls executed by real server actors over the scripted servers."""
     async with serving(*scripted) as handles:
         catalog = await build_catalog([ServerRef(server.id) for server in scripted], handles)
-        return await execute_tool_calls(calls, catalog, handles)
+        return await collect_tool_calls(calls, catalog, handles)
 
 
 async def test_s13_results_come_back_in_call_order() -> None:

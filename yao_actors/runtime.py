@@ -32,7 +32,7 @@ import trio
 
 from yao_actors.auth.desk import AuthorizationDesk, open_desk
 from yao_actors.auth.flow import authorizing
-from yao_actors.auth.keys import oauth_of, oauth_servers, principal_servers
+from yao_actors.auth.keys import oauth_of, oauth_servers, per_principal, principal_servers
 from yao_actors.auth.principal_routing import principal_routing
 from yao_actors.auth.vault import open_vault
 from yao_actors.config.check import check_config
@@ -59,9 +59,11 @@ from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogCache
+from yao_actors.tools.directory import ServerRouter
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.parked_relay import relay_of
 from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.tools.tool_server import ToolSource
 from yao_actors.transports import Connector, open_client
 
 
@@ -75,9 +77,13 @@ class Runtime(metaclass=NoPublicConstructor):
 
     config: Config
     servers: Mapping[str, ServerHandle]
+    """The server actors' handles, by id: every principal's runs call these."""
     models: Mapping[str, Model]
     conversations: ConversationManager
     _catalogs: CatalogCache = attrs.field(factory=CatalogCache)
+    routers: Mapping[str, ServerRouter] = attrs.field(factory=dict)
+    """The servers connected per principal (``identity: "principal"``), by id: each run gets its principal's own
+    view of one (:mod:`yao_actors.tools.directory`); a router itself takes no calls."""
     authorizations: AuthorizationDesk | None = None
     """Where principals' authorizations of ``identity: "principal"`` servers are kept and finished (the service's
     ``/oauth/callback``); ``None`` when the config has no such server."""
@@ -87,7 +93,14 @@ class Runtime(metaclass=NoPublicConstructor):
 
         Raises :class:`~yao_actors.errors.ConfigError` if two of its tools collide on a flat name.
         """
-        return await self._catalogs.get(self.config.assistants[assistant], self.servers)
+        return await self._catalogs.get(self.config.assistants[assistant], self.sources)
+
+    @property
+    def sources(self) -> dict[str, ServerHandle | ServerRouter]:
+        """Every started server by id, in config order, as a status reader or a catalog for no principal reads it:
+        the handles and the routers."""
+        both: dict[str, ServerHandle | ServerRouter] = {**self.servers, **self.routers}
+        return {server_id: both[server_id] for server_id in self.config.servers if server_id in both}
 
     async def tools_not_offered(self) -> dict[str, dict[str, str]]:
         """By assistant, the servers whose tools its ``max_tools`` cap leaves out, and which (only those with some)."""
@@ -270,12 +283,13 @@ async def open_runtime(
         start: ServeServer = functools.partial(
             serve_mcp_server, connect=connect, input_handler=input_handler, relay=relay
         )
+        route: ServeServer | None = None
         if principals := principal_servers(config):
             if any(oauth_of(config.servers[server_id]) for server_id in principals):
                 desk = open_desk(store, vault, config.service.public_url)
             actor = functools.partial(serve_mcp_server, input_handler=input_handler, relay=relay, publish_up=False)
-            start = principal_routing(start, actor, plain, desk, relay)
-        async with _open_checked_runtime(config, resolved, start, ready_timeout, store) as runtime:
+            route = principal_routing(actor, plain, desk, relay)
+        async with _open_checked_runtime(config, resolved, (start, route), ready_timeout, store) as runtime:
             runtime.authorizations = desk
             yield runtime
 
@@ -284,19 +298,20 @@ async def open_runtime(
 async def _open_checked_runtime(
     config: Config,
     models: Mapping[str, Model],
-    serve: ServeServer,
+    serve: tuple[ServeServer, ServeServer | None],
     ready_timeout: float | None,
     store: ConversationStore,
 ) -> AsyncIterator[Runtime]:
-    """:func:`open_runtime` once its config is checked, its models resolved and its store open."""
+    """:func:`open_runtime` once its config is checked, its models resolved and its store open; ``serve`` starts
+    a server actor, and the router of a server connected per principal (``None``: the config has none)."""
     spec = config.store or StoreSpec()
     leases = LeasePolicy.of(store, ttl=spec.lease_ttl, wait=spec.lease_wait)
     async with open_owned_nursery() as nursery:
         if leases.shared:
             await nursery.start(serve_sweeps, leases)  # closes the runs a dead process left, now and periodically
-        servers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], serve)
+        servers, routers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], *serve)
         catalogs = CatalogCache()
-        await check_tool_names(config.assistants.values(), servers, catalogs)
+        await check_tool_names(config.assistants.values(), {**servers, **routers}, catalogs)
         async with open_conversations(
             config.assistants,
             servers,
@@ -310,8 +325,9 @@ async def _open_checked_runtime(
             media_bytes=config.service.max_frame_bytes,
             approvals=ApprovalPolicy({s.id: s.approval for s in config.servers.values() if s.approval}),
             leases=leases,
+            routers=routers,
         ) as conversations:
-            runtime = Runtime._create(config, servers, models, conversations, catalogs)
+            runtime = Runtime._create(config, servers, models, conversations, catalogs, routers)
             if ready_timeout is not None:
                 await runtime.wait_ready(ready_timeout)
             async with open_owned_nursery() as resumes:  # the body's own error comes out unwrapped
@@ -340,23 +356,30 @@ ServeServer = Callable[..., Awaitable[None]]
 
 
 async def _start_servers(
-    nursery: trio.Nursery, specs: Iterable[ServerSpec], serve: ServeServer
-) -> dict[str, ServerHandle]:
-    """Start one actor per spec, all at once, in ``nursery``; their handles by id, in config order."""
-    started: dict[str, ServerHandle] = {}
+    nursery: trio.Nursery, specs: Iterable[ServerSpec], serve: ServeServer, route: ServeServer | None
+) -> tuple[dict[str, ServerHandle], dict[str, ServerRouter]]:
+    """Start one actor per spec (``route``: a router per spec connected per principal), all at once, in
+    ``nursery``; their handles and their routers by id, in config order."""
+    handles: dict[str, ServerHandle] = {}
+    routers: dict[str, ServerRouter] = {}
 
     async def start(spec: ServerSpec) -> None:
-        started[spec.id] = await nursery.start(serve, spec)
+        if route is not None and per_principal(spec):
+            routers[spec.id] = await nursery.start(route, spec)
+        else:
+            handles[spec.id] = await nursery.start(serve, spec)
 
     ordered = list(specs)
     async with trio.open_nursery() as starters:
         for spec in ordered:
             starters.start_soon(start, spec)
-    return {spec.id: started[spec.id] for spec in ordered}
+    return {s.id: handles[s.id] for s in ordered if s.id in handles}, {
+        s.id: routers[s.id] for s in ordered if s.id in routers
+    }
 
 
 async def check_tool_names(
-    assistants: Iterable[AssistantSpec], servers: Mapping[str, ServerHandle], catalogs: CatalogCache
+    assistants: Iterable[AssistantSpec], servers: Mapping[str, ToolSource], catalogs: CatalogCache
 ) -> None:
     """Refuse, at start, an assistant whose servers' tools collide on a flat name: two tools
     claiming one name would misroute calls, so the configuration is refused instead, naming both.

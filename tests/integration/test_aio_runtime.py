@@ -17,12 +17,13 @@ import pytest
 
 from tests.integration.processes import REPO, descendants, running
 from tests.integration.test_service_readme_example import page_examples, run_example
-from yao_actors.aio import Runtime, open_runtime
+from yao_actors.aio import AioServerHandle, Runtime, open_runtime
 from yao_actors.aio.guest import GUEST_SWITCH_INTERVAL
 from yao_actors.config import AssistantSpec, Config, ServerRef, default_config
 from yao_actors.errors import ConfigError, RunError, RunErrorCode
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.testing import FunctionModel, stdio_test_server
+from yao_actors.tools.tool_server import ServerState, ToolServer, ToolSource
 
 SEED_QUESTION = "北京今天适合穿什么?"
 
@@ -80,6 +81,35 @@ def test_an_asyncio_program_gets_the_seeds_answer_from_the_demo_stdio_servers() 
     assert [r.name for r in result.tool_results] == ["weather__get", "clothing__advise"]
     assert history.to_wire()["messages"][0]["role"] == "user"
     assert [t.thread_id for t in threads] == ["seed"]
+
+
+def test_every_member_of_the_tool_server_protocol_is_forwarded_not_inherited_from_it() -> None:
+    members = [name for protocol in (ToolSource, ToolServer) for name in vars(protocol) if not name.startswith("_")]
+    assert {"call_tool", "wait_state_change", "reaches_parked"} <= set(members)
+    assert [name for name in members if name not in vars(AioServerHandle)] == []
+
+
+def test_an_asyncio_program_uses_a_server_through_the_whole_tool_server_protocol() -> None:
+    async def main() -> Any:
+        async with open_runtime(slow_config(), models={"m": FunctionModel(_slow_model)}, ready_timeout=30) as runtime:
+            server = runtime.servers["s1"]
+            read = (server.id, server.spec.id, server.state, server.statistics().state, server.tools_version)
+            tools = [tool.name for tool in await server.list_tools()]
+            ready = await server.wait_for_state(ServerState.READY, ServerState.DOWN)
+            parked = await server.reaches_parked("no-such-ticket")
+            change = asyncio.create_task(server.wait_state_change())
+            await asyncio.sleep(0)
+            change.cancel()  # no change comes: cancelling the awaiting task cancels the wait in Trio
+            with pytest.raises(asyncio.CancelledError):
+                await change
+            return read, tools, ready, parked
+
+    read, tools, ready, parked = run_program(main)
+    assert read[:4] == ("s1", "s1", ServerState.READY, ServerState.READY)
+    assert read[4] >= 1
+    assert {"sleep", "stats"} <= set(tools)
+    assert ready is ServerState.READY
+    assert parked is False
 
 
 def test_open_run_streams_the_runs_events_and_forget_deletes_the_thread() -> None:

@@ -16,7 +16,7 @@ from yao_actors.runtime import open_runtime
 from yao_actors.testing import open_http_test_server, stdio_test_server
 from yao_actors.testing.servers import build_test_server
 from yao_actors.tools.catalog import build_catalog
-from yao_actors.tools.dispatch import CallFinished, CallProgress, CallStarted, DispatchEvent, execute_tool_calls
+from yao_actors.tools.dispatch import CallFinished, CallProgress, CallStarted, DispatchEvent, collect_tool_calls
 from yao_actors.tools.results import tool_message_content
 from yao_actors.tools.server_actor import ServerHandle
 
@@ -64,7 +64,7 @@ async def test_a_batch_over_three_stdio_servers_and_one_http_server() -> None:
                 async def on_event(event: DispatchEvent) -> None:
                     events.append((trio.current_time(), event))
 
-                results = await execute_tool_calls(calls, catalog, servers, on_event=on_event)
+                results = await collect_tool_calls(calls, catalog, servers, on_event=on_event)
 
                 assert [r.call_id for r in results] == list("abcdefghij")
                 assert [r.server for r in results] == ["web", "s1", "s2", "s3", "s1", "web", "s2", "", "s3", "web"]
@@ -105,10 +105,10 @@ async def test_a_slow_call_times_out_alone_and_the_server_stays_usable(autojump_
             ToolCall("2", "slow__sleep", '{"seconds": 1}'),
             ToolCall("3", "other__sleep", '{"seconds": 2}'),
         ]
-        results = await execute_tool_calls(calls, catalog, runtime.servers)
+        results = await collect_tool_calls(calls, catalog, runtime.servers)
         assert [r.kind for r in results] == [ErrorKind.TIMEOUT, None, None]
         await wait_for_cancelled(runtime.servers["slow"], 1)
-        again = await execute_tool_calls([ToolCall("4", "slow__add", '{"a": 1, "b": 1}')], catalog, runtime.servers)
+        again = await collect_tool_calls([ToolCall("4", "slow__add", '{"a": 1, "b": 1}')], catalog, runtime.servers)
         assert again[0].result == {"sum": 2}
 
 
@@ -117,10 +117,10 @@ async def test_the_batch_deadline_cancels_on_the_server(autojump_clock: trio.tes
     async with open_runtime(Config(servers={"m": spec})) as runtime:
         catalog = await build_catalog([ServerRef("m")], runtime.servers)
         calls = [ToolCall("1", "m__sleep", '{"seconds": 30}'), ToolCall("2", "m__sleep", '{"seconds": 30}')]
-        results = await execute_tool_calls(calls, catalog, runtime.servers, batch_timeout=3)
+        results = await collect_tool_calls(calls, catalog, runtime.servers, batch_timeout=3)
         assert [r.kind for r in results] == [ErrorKind.TIMEOUT, ErrorKind.TIMEOUT]
         await wait_for_cancelled(runtime.servers["m"], 2)
-        (echo,) = await execute_tool_calls([ToolCall("3", "m__echo", '{"text": "up"}')], catalog, runtime.servers)
+        (echo,) = await collect_tool_calls([ToolCall("3", "m__echo", '{"text": "up"}')], catalog, runtime.servers)
         assert echo.result == {"text": "up"}
 
 
@@ -158,7 +158,7 @@ async def test_results_follow_the_parsed_content_rules() -> None:
             catalog = await build_catalog([ServerRef("c")], runtime.servers)
             names = ["json_text", "two_texts", "image", "empty_text"]
             calls = [ToolCall(str(i), f"c__{name}") for i, name in enumerate(names)]
-            results = await execute_tool_calls(calls, catalog, runtime.servers)
+            results = await collect_tool_calls(calls, catalog, runtime.servers)
     assert [r.result for r in results] == [
         {"a": 1},
         ["plain", [1, 2]],

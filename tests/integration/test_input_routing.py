@@ -120,7 +120,7 @@ async def test_with_identity_principal_each_principal_asks_through_a_process_of_
             asking_server("stdio") as where,
             open_runtime(config(where, "legacy", identity="principal"), models={"m": scripted}) as rt,
         ):
-            router = rt.servers["asking"]
+            router = rt.routers["asking"]
             # Ann's batch asks two questions at once while Bob's asks one.
             runs: dict[str, Any] = {}
 

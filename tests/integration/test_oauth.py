@@ -313,7 +313,7 @@ async def test_a_principal_identity_server_is_never_served_the_services_tokens(t
         principal = attrs.evolve(config, servers={"hub": attrs.evolve(spec, transport=transport)})
         with trio.fail_after(GUARD):
             async with open_runtime(principal, models={"m": whoami_model()}) as runtime:
-                stats = runtime.servers["hub"].statistics()
+                stats = runtime.routers["hub"].statistics()
                 result = await runtime.run("a", "who am I?")
         assert (await server.hook("log"))["token_requests"] == ["authorization_code"]  # the login's only
     assert stats.state is ServerState.READY  # the router of the principals' own connections

@@ -135,7 +135,8 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
         config = config_of(server.url, tmp_path)
         with trio.fail_after(GUARD):
             async with serving(config) as (runtime, service):
-                assert runtime.servers["hub"].state is ServerState.READY  # the router; no principal connected
+                assert runtime.routers["hub"].state is ServerState.READY  # the router; no principal connected
+                assert "hub" not in runtime.servers  # a router takes no calls
                 events_a = await ask_all(service, ALICE, run_frame("who am I?", run_id="a1", thread_id="ta"))
                 first_a = the_interrupt(events_a[-1])
                 told = [e["value"] for e in events_a if e.get("name") == "server_status"]

@@ -172,6 +172,17 @@ def test_tools_says_who_offers_each_tool_and_why_not(tmp_path: Path, capsys: pyt
     assert capsys.readouterr().err == "yao-actors: --server nope: no such server (known: weather, test)\n"
 
 
+def test_tools_and_call_name_the_file_a_configuration_problem_is_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, {"mcpServers": {"x": {"command": 5}}}, "bad.json")
+    expected = f"yao-actors: {path}: mcpServers.x.command: expected a non-empty string, got the number 5\n"
+    assert main(["tools", "--config", path]) == 2
+    assert capsys.readouterr().err == expected
+    assert main(["call", "--config", path, "x", "y"]) == 2
+    assert capsys.readouterr().err == expected
+
+
 def test_call_calls_one_tool_and_prints_its_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, {"mcpServers": SERVERS | {"off": {"command": "x", "disabled": True}}})
     assert main(["call", "--config", path, "weather", "get", '{"city": "北京"}']) == 0

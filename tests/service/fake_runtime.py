@@ -68,7 +68,7 @@ class FakeRuntime:
         yield  # pragma: no cover
 
     @property
-    def servers(self) -> dict[str, Any]:
+    def sources(self) -> dict[str, Any]:
         """No MCP server: ``/readyz`` reports none (tests give their own to the service)."""
         return {}
 

@@ -3,92 +3,34 @@
 ``async with open_runtime(config) as runtime:`` (from any asyncio program: ``asyncio.run``, FastAPI, aiohttp)
 starts :func:`yao_actors.open_runtime` in a Trio guest run (:mod:`yao_actors.aio.guest`) and gives a
 :class:`Runtime` with the Trio runtime's methods as asyncio coroutines — ``run``, ``open_run`` (its events as an
-async iterator), ``history``, ``threads``, ``forget``, ``open_resume``, ``wait_ready`` — and the server handles'
-``call_tool`` and ``list_tools``. Each call crosses the bridge once (:meth:`yao_actors.aio.guest.Guest.call`):
-cancelling the asyncio task that awaits it cancels it in Trio (a run ends ``cancelled``, its tool calls get
-``cancelled`` results, the history stays valid) and returns once that close-out is done. Exceptions are the Trio
-API's own (``ConfigError``, ``NotReady``, ``RunError``, ...). Leaving the block stops every actor and child process,
+async iterator), ``history``, ``threads``, ``forget``, ``open_resume``, ``wait_ready`` — and its servers
+(``runtime.servers[id]``: the whole tool server protocol, :mod:`yao_actors.aio.servers`). Each call crosses the
+bridge once (:meth:`yao_actors.aio.guest.Guest.call`): cancelling the asyncio task that awaits it cancels it in
+Trio (a run ends ``cancelled``, its tool calls get ``cancelled`` results, the history stays valid) and returns once
+that close-out is done. Exceptions are the Trio API's own (``ConfigError``, ``NotReady``, ``RunError``, ...). Leaving the block stops every actor and child process,
 however it is left.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
-import attrs
-import mcp.types
 import trio
 
 from yao_actors import runtime as trio_runtime
 from yao_actors.aio.guest import GUEST_SWITCH_INTERVAL, Guest, open_guest
+from yao_actors.aio.servers import AioServerHandle as AioServerHandle  # its public path
 from yao_actors.conversation import MessagesInput, RunRequest, RunResult, ThreadHistory
 from yao_actors.conversation.request import as_request
 from yao_actors.models import Model
-from yao_actors.specs import Config, ServerSpec
+from yao_actors.specs import Config
 from yao_actors.store import ThreadInfo
-from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import ServerHandle
-from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ProgressFn, ServerState, ServerStatistics
 from yao_actors.transports import Connector, open_client
 
 EventDict = dict[str, Any]
-
-
-class AioServerHandle:
-    """An MCP server's handle for asyncio code: what :class:`~yao_actors.tools.server_handle.ServerHandle` reads
-    at once, and its ``list_tools`` and ``call_tool`` as asyncio coroutines run in the guest."""
-
-    def __init__(self, guest: Guest, handle: ServerHandle) -> None:
-        self._guest = guest
-        self._handle = handle
-
-    @property
-    def id(self) -> str:
-        return self._handle.id
-
-    @property
-    def spec(self) -> ServerSpec:
-        return self._handle.spec
-
-    @property
-    def state(self) -> ServerState:
-        return self._handle.state
-
-    @property
-    def tools_version(self) -> int:
-        return self._handle.tools_version
-
-    def statistics(self) -> ServerStatistics:
-        return self._handle.statistics()
-
-    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
-        return await self._guest.call(self._handle.list_tools)
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None = None,
-        options: CallOptions = NO_OPTIONS,
-        *,
-        progress: ProgressFn | None = None,
-    ) -> ToolOutcome:
-        """Call tool ``name`` (see :meth:`yao_actors.tools.server_handle.ServerHandle.call_tool`); ``progress``
-        (or ``options.progress``) may be a plain or an ``async`` (asyncio) function. A failure is an outcome;
-        cancelling the awaiting task cancels the call at the server (``notifications/cancelled``)."""
-        given = progress or options.progress
-        if given is not None and inspect.iscoroutinefunction(given):
-            host_progress = given
-
-            async def relay(done: float, total: float | None, message: str | None) -> None:
-                await self._guest.host(host_progress, done, total, message)
-
-            given = relay
-        if given is not options.progress:
-            options = attrs.evolve(options, progress=given)
-        return await self._guest.call(self._handle.call_tool, name, arguments, options)
 
 
 class AioEventStream:
@@ -183,25 +125,13 @@ class Runtime:
         return await self._guest.call(self.trio_runtime.run_exists, run_id)
 
     async def history(self, thread_id: str, *, principal: str | None = None) -> ThreadHistory:
-        return await self._guest.call(_history, self.trio_runtime, thread_id, principal)
+        return await self._guest.call(partial(self.trio_runtime.history, thread_id, principal=principal))
 
     async def threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
-        return await self._guest.call(_threads, self.trio_runtime, principal, limit)
+        return await self._guest.call(partial(self.trio_runtime.threads, principal=principal, limit=limit))
 
     async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
-        return await self._guest.call(_forget, self.trio_runtime, thread_id, principal)
-
-
-async def _history(runtime: trio_runtime.Runtime, thread_id: str, principal: str | None) -> ThreadHistory:
-    return await runtime.history(thread_id, principal=principal)
-
-
-async def _threads(runtime: trio_runtime.Runtime, principal: str | None, limit: int) -> list[ThreadInfo]:
-    return await runtime.threads(principal=principal, limit=limit)
-
-
-async def _forget(runtime: trio_runtime.Runtime, thread_id: str, principal: str | None) -> bool:
-    return await runtime.forget(thread_id, principal=principal)
+        return await self._guest.call(partial(self.trio_runtime.forget, thread_id, principal=principal))
 
 
 @asynccontextmanager

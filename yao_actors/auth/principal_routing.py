@@ -1,8 +1,8 @@
 """Where ``identity: "principal"`` servers join the runtime: a router serves each in place of a server actor.
 
-:func:`principal_routing` wraps the runtime's way to start a server actor, so that each such server is served by
-:func:`serve_principal_servers` (a :class:`~yao_actors.auth.principals.PrincipalServers` router, whose
-principals' actors live in its nursery) and every other server by its own actor, as before.
+:func:`principal_routing` is the runtime's way to start one: :func:`serve_principal_servers` (a
+:class:`~yao_actors.auth.principals.PrincipalServers` router, whose principals' actors live in its nursery); the
+runtime keeps the routers beside the other servers' handles (``runtime.routers``), never among them.
 """
 
 from __future__ import annotations
@@ -58,21 +58,17 @@ async def serve_principal_servers(
 
 
 def principal_routing(
-    serve: ServeActor,
     serve_actor: ServeActor,
     connect: Connector,
     desk: AuthorizationDesk | None,
     relay: ParkedRelay | None = None,
 ) -> ServeActor:
-    """``serve`` (the runtime's way to start a server actor), with each ``identity: "principal"`` server served by
-    a router instead, whose principals' actors ``serve_actor`` starts on ``connect``, wrapped with their own tokens
-    for a server with OAuth (``desk``: where they authorize, when there is such a server; ``relay``: the store's
-    held calls, as the actors have it)."""
+    """The runtime's way to start the router of an ``identity: "principal"`` server, whose principals' actors
+    ``serve_actor`` starts on ``connect``, wrapped with their own tokens for a server with OAuth (``desk``: where
+    they authorize, when there is such a server; ``relay``: the store's held calls, as the actors have it)."""
 
     async def start(spec: ServerSpec, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        if not per_principal(spec):
-            await serve(spec, task_status=task_status)
-            return
+        assert per_principal(spec)  # the runtime routes only these here
         await serve_principal_servers(
             spec,
             desk=desk if oauth_of(spec) else None,

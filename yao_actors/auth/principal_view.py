@@ -55,8 +55,6 @@ class Router(Protocol):
 
     async def reaches_parked(self, ticket: str) -> bool: ...
 
-    async def bind(self, principal: str | None) -> Binding: ...
-
     async def connection(self, name: str) -> PrincipalConnection: ...
 
     def store_out_of_reach(self, error: StoreUnavailable) -> str: ...
@@ -121,13 +119,6 @@ class PrincipalView:
     def binding(self) -> Binding:
         """This view as its principal's runs use it, and why they cannot yet (module docstring)."""
         return Binding(self, self.needed, self.problem if self.needed is None else None)
-
-    async def bind(self, principal: str | None) -> Binding:
-        """Itself for its own principal; another principal's view for another."""
-        if (principal or "") == self.principal:
-            await trio.lowlevel.checkpoint()
-            return self.binding()
-        return await self.router.bind(principal)
 
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
         """Go on polling a stored task on this principal's connection (opened again if it was closed meanwhile)."""

@@ -1,8 +1,9 @@
 """Servers with ``identity: "principal"`` (``auth.identity`` with OAuth): one connection (a server actor) per
 principal, on demand.
 
-Such a server has no actor of its own: the runtime holds a :class:`PrincipalServers` router in its place. A run
-binds it to the run's principal (:meth:`PrincipalServers.bind_principal`) before building its catalog, and gets a
+Such a server has no actor of its own: the runtime holds a :class:`PrincipalServers` router for it, beside its
+servers (``runtime.routers``; it takes no calls). A run binds it to the run's principal
+(:meth:`PrincipalServers.bind_principal`) before building its catalog, and gets a
 :class:`~yao_actors.auth.principal_view.PrincipalView`: the server actor of *that* principal, connected with that
 principal's tokens only (the vault's record ``(server, "principal:<name>")``), started in the router's nursery the first time and kept for the
 next runs. The tools the run is offered are that connection's; its calls go there. One principal's tokens never
@@ -55,7 +56,7 @@ from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLo
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
+from yao_actors.tools.server_handle import ServerHandle
 from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link
@@ -99,39 +100,24 @@ class PrincipalServers:
 
     @property
     def state(self) -> ServerState:
+        """Its own: ready to connect principals as long as it runs (their connections' states are their runs')."""
         return ServerState.READY
 
     @property
     def tools_version(self) -> int:
+        """Its own list of tools never changes: it has none (each principal's connection has its own)."""
         return 0
 
     async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
+        """None of its own: a catalog built for no principal offers none of this server's tools."""
         await trio.lowlevel.checkpoint()
-        return ()  # each principal's own, through its view
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
-    ) -> ToolOutcome:
-        """A call with no principal bound (not a run's): refused, no principal's tokens serve it."""
-        await trio.lowlevel.checkpoint()
-        reason = "its connections are per principal, and this call names none"
-        return unavailable_outcome(self.spec, reason, started=trio.current_time())
+        return ()
 
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
-        """Go on polling a stored task on the connection of the principal that made it (``handle.principal``)."""
+        """Go on polling a stored task on the connection of the principal that made it (``handle.principal``): a
+        run taken up elsewhere polls its task through here (the router itself takes no calls)."""
         view = await self.bind_principal(handle.principal)
         return await view.poll_task(handle, options)
-
-    async def wait_state_change(self) -> ServerState:
-        """Never returns: the router is ready to connect principals as long as it runs."""
-        await trio.sleep_forever()
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def wait_for_state(self, *states: ServerState) -> ServerState:
-        if ServerState.READY not in states:
-            await trio.sleep_forever()
-        await trio.lowlevel.checkpoint()
-        return ServerState.READY
 
     def statistics(self) -> ServerStatistics:
         """Ready, with the calls of every principal's connection summed (no principal named)."""

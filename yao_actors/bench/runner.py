@@ -29,7 +29,7 @@ from yao_actors.models.base import ToolCall
 from yao_actors.specs import Config, ServerRef, ServerSpec
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogEntry, build_catalog
-from yao_actors.tools.dispatch import execute_tool_calls
+from yao_actors.tools.dispatch import collect_tool_calls
 from yao_actors.tools.results import ToolCallResult, ToolOutcome, call_outcome, tool_message_content
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.transports import Connector, Link, open_client
@@ -210,7 +210,7 @@ async def _dispatched(bench: Bench, mode: str, size: int) -> _Batch:
         ToolCall(f"call-{i}", target.entry.name, target.arguments_json)
         for i, target in enumerate(bench.targets_of(size))
     ]
-    results = await execute_tool_calls(
+    results = await collect_tool_calls(
         calls, bench.catalog, bench.handles, mode="sequential" if mode == "sequential" else "parallel"
     )
     failures: Failures = collections.Counter(r.kind.value for r in results if r.kind is not None)

@@ -20,6 +20,7 @@ import trio
 from yao_actors.auth.keys import oauth_of, oauth_servers, secret_key_problem
 from yao_actors.auth.login import login, oauth_server
 from yao_actors.auth.vault import PRINCIPAL_PREFIX, SERVICE_IDENTITY, TokenVault, open_vault, principal_identity
+from yao_actors.cli.problems import report_config_error
 from yao_actors.config import Config, load_config
 from yao_actors.errors import ConfigError, YaoActorsError
 from yao_actors.store import open_store
@@ -49,10 +50,7 @@ def _with_vault(args: argparse.Namespace, work: Callable[[Config, TokenVault], A
 
         return trio.run(main)
     except ConfigError as error:
-        where = f"{error.source}: " if error.source else ""
-        for problem in error.problems:
-            print(f"yao-actors: {where}{problem}", file=sys.stderr)
-        return 2
+        return report_config_error(error)
     except YaoActorsError as error:
         print(f"yao-actors: {error}", file=sys.stderr)
         return 1

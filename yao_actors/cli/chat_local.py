@@ -20,7 +20,8 @@ from functools import partial
 
 import attrs
 
-from yao_actors.cli.serving import import_from_the_current_directory, report_config_error, run_or_report
+from yao_actors.cli.problems import report_config_error
+from yao_actors.cli.serving import import_from_the_current_directory, run_or_report
 from yao_actors.config import Config, default_config, load_config
 from yao_actors.errors import ConfigError, NotReady
 from yao_actors.runtime import open_runtime

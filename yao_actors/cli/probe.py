@@ -98,10 +98,10 @@ async def server_reports(runtime: Runtime) -> list[Report]:
     reports = []
     for server_id in runtime.config.servers:
         handle = runtime.servers.get(server_id)
-        if handle is None:
-            reports.append(Report(f"server {server_id}", True, "disabled: not started"))
-        elif said := _per_principal(runtime.config, server_id):
+        if said := server_id in runtime.routers and _per_principal(runtime.config, server_id):
             reports.append(Report(f"server {server_id}", True, said))
+        elif handle is None:
+            reports.append(Report(f"server {server_id}", True, "disabled: not started"))
         elif handle.state is ServerState.READY:
             tools = await handle.list_tools()
             notes = tuple(f"tool {tool.name!r}: {note}" for tool in tools for note in tool_schema_notes(tool))

@@ -34,6 +34,7 @@ import trio
 from yao_actors.auth.keys import secret_key_problem
 from yao_actors.cli.call_questions import call_input
 from yao_actors.cli.probe import Report, cap_warnings, open_probe, probe_model, server_reports, tool_offers
+from yao_actors.cli.problems import report_config_error
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
 from yao_actors.errors import ConfigError
@@ -141,9 +142,7 @@ def tools_command(args: argparse.Namespace) -> int:
         listing = partial(_list_tools, config, args.timeout, args.server, args.json, _logins(args, config))
         return _run_quietly(listing)
     except ConfigError as error:
-        for problem in error.problems:
-            print(f"yao-actors: {problem}", file=sys.stderr)
-        return 2
+        return report_config_error(error)
 
 
 async def _list_tools(
@@ -198,9 +197,7 @@ def call_command(args: argparse.Namespace) -> int:
         )
         return _run_quietly(calling)
     except ConfigError as error:
-        for problem in error.problems:
-            print(f"yao-actors: {problem}", file=sys.stderr)
-        return 2
+        return report_config_error(error)
 
 
 def _say_progress(tool: str, _done: float, _total: float | None, message: str | None) -> None:

@@ -26,6 +26,7 @@ import trio
 
 from yao_actors.auth.keys import secret_key_problem
 from yao_actors.cli.chat import DEFAULT_URL
+from yao_actors.cli.problems import report_config_error
 from yao_actors.cli.workers import reserve_port, reuse_port_listener, serve_workers, worker_command
 from yao_actors.config import (
     Config,
@@ -143,13 +144,6 @@ def report_start_error(error: YaoActorsError) -> None:
     if isinstance(error, ListenError) and error.errno == errno.EADDRINUSE:
         hint = " (another process listens there: stop it, or choose another --port; 0 picks a free one)"
     print(f"yao-actors: {error}{hint}", file=sys.stderr)
-
-
-def report_config_error(error: ConfigError) -> None:
-    """One line on standard error per problem, each naming the file it is in (as ``check`` prints them)."""
-    where = f"{error.source}: " if error.source else ""
-    for problem in error.problems:
-        print(f"yao-actors: {where}{problem}", file=sys.stderr)
 
 
 def check_workers(workers: int, store: StoreSpec | None) -> None:

@@ -379,12 +379,8 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     the run ends ``interrupt_expired``.
     """
 
-    async def reaches(server_id: str, ticket: str) -> bool:
-        server = run.resources.servers.get(server_id)
-        return server is not None and await server.reaches_parked(ticket)
-
     with store_trouble_ends_the_run():
-        gone = await gone_calls(answered, reaches)
+        gone = await gone_calls(answered, run.resources.reaches_parked)
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}
@@ -412,8 +408,7 @@ async def _run_answered(
     for answers in calls.values():
         first = answers[0][0]
         given = {first.call.id: call_answers(answers)}
-        results, _ = await run.dispatch([first.call], catalog, assistant.timeouts.turn, answers=given)
-        run.record(results, messages)
+        results = await run.dispatch([first.call], catalog, assistant.timeouts.turn, messages, answers=given)
         asked_again.extend(held_inputs(results, [first.call], run.resources.clock(), run.input_timeout))
     return messages
 
@@ -423,8 +418,7 @@ async def _run_approved(run: Run, assistant: AssistantSpec, resolution: Resoluti
     messages: list[Message] = []
     if resolution.approved:
         catalog = await run.catalog(assistant, ())
-        results, _ = await run.dispatch(resolution.approved, catalog, assistant.timeouts.turn)
-        run.record(results, messages)
+        await run.dispatch(resolution.approved, catalog, assistant.timeouts.turn, messages)
     messages.extend(resolution.refused)
     run.transcript.extend(resolution.refused)
     return messages

@@ -39,6 +39,7 @@ from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadK
 from yao_actors.store.records import RunStatus
 from yao_actors.tasks import open_owned_nursery, patiently
 from yao_actors.tools.catalog import CatalogCache
+from yao_actors.tools.directory import ServerRouter
 from yao_actors.tools.tool_server import ToolServer
 
 logger = logging.getLogger(__name__)
@@ -350,7 +351,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         if not client_tools:
             return
         try:
-            catalog = await self._resources.catalogs.get(spec, self._resources.servers)
+            catalog = await self._resources.catalogs.get(spec, self._resources.sources)
         except ConfigError:
             return
         check_client_tools(client_tools, request_tools(spec, catalog))
@@ -419,6 +420,7 @@ async def open_conversations(
     clock: Callable[[], float] = time.time,
     leases: LeasePolicy | None = None,
     media_bytes: int = DEFAULT_MEDIA_BYTES,
+    routers: Mapping[str, ServerRouter] | None = None,
 ) -> AsyncIterator[ConversationManager]:
     """A conversation manager whose actors live in a nursery of its own; on exit every run is cancelled.
 
@@ -431,7 +433,8 @@ async def open_conversations(
     ``store`` between runs (default: a new :class:`~yao_actors.store.MemoryStore`);
     a run whose consumer detached goes on for ``detach_grace`` seconds unfollowed. ``leases`` say how runs
     hold their thread's lease in a shared store (default: the store's, with the default ttl and wait).
-    ``media_bytes`` is the image and audio data one ``TOOL_CALL_RESULT`` event carries at most.
+    ``media_bytes`` is the image and audio data one ``TOOL_CALL_RESULT`` event carries at most. ``routers``
+    stand for the servers connected per principal: each run gets its principal's views of them.
 
     Resource handling:
 
@@ -456,6 +459,7 @@ async def open_conversations(
         approvals or ApprovalPolicy(),
         clock,
         media_bytes,
+        routers or {},
     )
     store = store if store is not None else MemoryStore()
     async with open_owned_nursery() as nursery:

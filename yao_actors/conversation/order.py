@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import trio
@@ -206,14 +206,8 @@ class _OrderStream(OutletReader):
     def __init__(self, order: RunOrder, after_seq: int = 0, *, consumer: bool = False) -> None:
         super().__init__(order.outlet, after_seq, consumer=consumer)
         self._order = order
-
-    @property
-    def run_id(self) -> str:
-        return self._order.run_id
-
-    @property
-    def thread_id(self) -> str:
-        return self._order.thread_id
+        self.run_id: Final = order.run_id
+        self.thread_id: Final = order.thread_id
 
     def cancel(self) -> None:
         """Cancel the run; it still ends with its terminal event (``RUN_FINISHED``, outcome ``cancelled``)."""

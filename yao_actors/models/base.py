@@ -11,11 +11,12 @@ of :mod:`yao_actors.testing`, or a user's own class.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+
+from yao_actors.tools.tool_call import ToolCall as ToolCall  # defined below the tool core, which runs it
 
 if TYPE_CHECKING:
     from yao_actors.tools.hints import ToolHints
@@ -25,30 +26,6 @@ Message = Mapping[str, Any]
 
 ToolSchema = Mapping[str, Any]
 """An OpenAI tool: ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
-
-
-def _arguments_text(value: str | Mapping[str, Any]) -> str:
-    """Arguments as the model sends them: JSON text; a dict (written by hand in a script) becomes its JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
-
-
-@attrs.frozen
-class ToolCall:
-    """A tool call as the model asked for it; ``arguments`` is the raw JSON text.
-
-    ``arguments`` may be given as a dict too (``ToolCall("c1", "weather__get", {"city": "北京"})``): it is kept as
-    its JSON text, which is what a model sends.
-    """
-
-    id: str
-    name: str
-    arguments: str = attrs.field(default="", converter=_arguments_text)
-
-    def to_message(self) -> dict[str, Any]:
-        """The entry of an assistant message's ``tool_calls`` list."""
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
 
 
 @attrs.frozen

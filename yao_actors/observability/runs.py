@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 from types import TracebackType
+from typing import Protocol
 
 import trio
 from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
 from yao_actors.errors import ModelHTTPError, ModelStreamError, ModelTimeout
-from yao_actors.models.base import Completion, Usage
 from yao_actors.observability import tracing
 from yao_actors.observability.logs import run_fields
 from yao_actors.observability.metrics import (
@@ -29,6 +29,27 @@ from yao_actors.observability.metrics import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+class TokenCounts(Protocol):
+    """What this module reads of a usage (:class:`yao_actors.models.Usage`): it says what it needs rather than
+    import the models, which stand above it."""
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def completion_tokens(self) -> int: ...
+
+
+class ModelAnswer(Protocol):
+    """What this module reads of a model's answer (:class:`yao_actors.models.Completion`)."""
+
+    @property
+    def usage(self) -> TokenCounts | None: ...
+
+    @property
+    def finish_reason(self) -> str | None: ...
 
 
 class RunObservation:
@@ -76,7 +97,7 @@ class RunObservation:
         finally:
             self._fields.__exit__(kind, error, traceback)
 
-    def ended(self, outcome: str, usage: Usage, *, code: str | None = None, error: str | None = None) -> None:
+    def ended(self, outcome: str, usage: TokenCounts, *, code: str | None = None, error: str | None = None) -> None:
         """The run's result is known: count it, log it, and close its span's attributes."""
         self._ended = True
         ACTIVE_RUNS.dec()
@@ -143,7 +164,7 @@ class ModelCallObservation:
             tracing.fail(self.span, error_type, str(error))
         self._span.__exit__(kind, error, traceback)
 
-    def completed(self, completion: Completion) -> None:
+    def completed(self, completion: ModelAnswer) -> None:
         """The call answered: count it and its tokens."""
         labelled(MODEL_CALLS, self.model, "ok").inc()
         usage = completion.usage

@@ -87,8 +87,8 @@ class ServedRuntime(RunOpener, Protocol):
     (:class:`~yao_actors.service.connection.RunOpener`), and what ``/readyz`` reports of it."""
 
     @property
-    def servers(self) -> Mapping[str, Observable]:
-        """The servers whose readiness counts."""
+    def sources(self) -> Mapping[str, Observable]:
+        """The servers whose readiness counts (the routers of those connected per principal too)."""
         ...
 
     def store_problem(self) -> str | None:
@@ -384,7 +384,7 @@ async def open_front(
         share = principal_share(spec, principals)
         budget = RunBudget(limit=spec.max_runs, per_principal=share, nursery=nursery)  # detached runs wait here
         endpoints = Endpoints(
-            runtime.servers if servers is None else servers,
+            runtime.sources if servers is None else servers,
             credentials,
             lambda: budget.closing,
             required=frozenset(spec.required_servers),

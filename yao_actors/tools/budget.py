@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from yao_actors.models.base import Message
 from yao_actors.specs import MIN_RESULT_BUDGET, ResultBudget
+from yao_actors.store.records import Message
 
 #: JSON text up to its last closing bracket, or up to its last comma, outside strings (the greedy repetition
 #: takes everything, then gives back until the next character is one: one C-level match, no Python loop).

@@ -9,14 +9,14 @@ by one for a server configured ``dispatch: "sequential"``. Each call runs under 
 handle applies ``spec.timeout``), and one failure never cancels a sibling. Calls
 of a concurrent group that failed with a retryable server-reported error are run
 again once, alone, one by one (the seed's sequential fallback, narrowed to the
-failed calls). Results come back in ``tool_calls`` order, one per call, by
-position — duplicate or empty call ids never collapse.
+failed calls).
 
-``on_event`` receives :class:`CallStarted`, :class:`CallProgress`,
-:class:`CallFinished` and :class:`SequentialRetry` values as things happen; each
-call gets exactly one ``CallFinished`` (a call that is about to be retried
-reports only its final result). ``index`` in an event is the call's position in
-``calls``. When the caller's scope is cancelled, ``trio.Cancelled`` propagates;
+A call's result comes back once, and one way: as the :class:`CallFinished` event ``on_event`` receives (beside
+:class:`CallStarted`, :class:`CallProgress` and :class:`SequentialRetry`, as things happen). Each call gets
+exactly one ``CallFinished`` (a call that is about to be retried reports only its final result); ``index`` in an
+event is the call's position in ``calls``, so duplicate or empty call ids never collapse. A caller that wants the
+results only at the end, in ``calls`` order (the bench, a test), uses :func:`collect_tool_calls`, which gathers
+them from those events. When the caller's scope is cancelled, ``trio.Cancelled`` propagates;
 ``batch_timeout`` instead turns what is still running into ``timeout`` results.
 The deadline bounds the calls, not the telling of their results: a
 ``CallFinished`` it cut off while the listener held it is given again after.
@@ -35,13 +35,13 @@ import attrs
 import trio
 
 from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
-from yao_actors.models.base import ToolCall
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
 from yao_actors.tools.task_handle import TaskWatch
+from yao_actors.tools.tool_call import ToolCall
 from yao_actors.tools.tool_server import CallAnswers, CallOptions, ServerState, ToolServer
 
 
@@ -106,16 +106,18 @@ class _Planned:
 class _Batch:
     """The state of one ``execute_tool_calls``: a result slot per call, and the start times."""
 
-    on_event: OnEvent | None
+    on_event: OnEvent
     results: list[ToolCallResult | None]
+    """Each call's result once it has one, by position: which calls the deadline left without one."""
+    progress: bool = True
+    """Whether the calls ask their servers for progress (a listener that wants none: the server sends none)."""
     planned: dict[int, _Planned] = attrs.field(factory=dict)
     started: dict[int, float] = attrs.field(factory=dict)
     reported: set[int] = attrs.field(factory=set)
     """The calls whose ``CallFinished`` the listener took in full."""
 
     async def emit(self, event: DispatchEvent) -> None:
-        if self.on_event is not None:
-            await self.on_event(event)
+        await self.on_event(event)
 
     async def finish(self, index: int, result: ToolCallResult) -> None:
         self.results[index] = result
@@ -143,8 +145,8 @@ class _Batch:
             if sequential_retry:
                 span.set_attribute(tracing.SEQUENTIAL_RETRY, True)
             await self.emit(CallStarted(call, entry.server, entry.tool, planned.index))
-            # Without a listener, ask for no progress: the server then sends none.
-            wanted = progress if self.on_event is not None else None
+            # A listener that wants no progress asks for none: the server then sends none.
+            wanted = progress if self.progress else None
             try:
                 options = CallOptions(wanted, deadline, planned.answers, planned.tasks)
                 outcome = await planned.server.call_tool(entry.tool, planned.arguments, options)
@@ -188,13 +190,14 @@ async def execute_tool_calls(
     catalog: Catalog,
     servers: Mapping[str, ToolServer],
     *,
+    on_event: OnEvent,
     mode: Literal["parallel", "sequential"] = "parallel",
     batch_timeout: float | None = None,
-    on_event: OnEvent | None = None,
     answers: Mapping[str, CallAnswers] | None = None,
+    progress: bool = True,
     tasks: Callable[[ToolCall], TaskWatch] | None = None,
-) -> list[ToolCallResult]:
-    """Run ``calls`` against ``servers`` and return one result per call, in ``calls`` order.
+) -> None:
+    """Run ``calls`` against ``servers``, telling ``on_event`` each call's result (one ``CallFinished`` per call).
 
     ``mode="sequential"`` runs every call one after another across servers (a
     baseline for benchmarks). ``batch_timeout`` (seconds) bounds the whole batch:
@@ -202,10 +205,11 @@ async def execute_tool_calls(
     ``notifications/cancelled``) and get ``timeout`` results. A batch of one
     call hands its deadline to the call's handle instead (one cancel scope, not
     two); the batch's deadline then bounds the call, not the listener's events. ``answers`` (by call id) give
-    calls the user's answers to the questions earlier calls of them asked; ``tasks`` gives each call the
+    calls the user's answers to the questions earlier calls of them asked. ``progress=False``: no call asks its
+    server for progress (no ``CallProgress`` is told). ``tasks`` gives each call the
     :class:`~yao_actors.tools.task_handle.TaskWatch` a task it is answered with is kept through.
     """
-    batch = _Batch(on_event, [None] * len(calls))
+    batch = _Batch(on_event, [None] * len(calls), progress=progress)
     groups: dict[str, list[_Planned]] = {}
     for index, call in enumerate(calls):
         planned = await _check(batch, index, call, catalog, servers)
@@ -223,7 +227,7 @@ async def execute_tool_calls(
         # own would cost more than a call to a fast server).
         (planned,) = batch.planned.values()
         await batch.finish(planned.index, await batch.run(planned, deadline=deadline))
-        return [result for result in batch.results if result is not None]
+        return
     if mode == "sequential":
         ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
         runs = [functools.partial(_run_one_by_one, batch, ordered)]
@@ -250,7 +254,42 @@ async def execute_tool_calls(
             await batch.emit(CallFinished(result, index))
             batch.reported.add(index)
     # Every call was either answered by its check or planned, and every planned call finished or timed out.
-    return [result for result in batch.results if result is not None]
+
+
+async def collect_tool_calls(
+    calls: Sequence[ToolCall],
+    catalog: Catalog,
+    servers: Mapping[str, ToolServer],
+    *,
+    on_event: OnEvent | None = None,
+    mode: Literal["parallel", "sequential"] = "parallel",
+    batch_timeout: float | None = None,
+    answers: Mapping[str, CallAnswers] | None = None,
+) -> list[ToolCallResult]:
+    """:func:`execute_tool_calls`, with the results its ``CallFinished`` events tell gathered in ``calls`` order
+    and returned at the end (for a caller that wants them all then: the bench, a test). ``on_event`` still gets
+    every event; without it, no call asks its server for progress."""
+    told: list[ToolCallResult | None] = [None] * len(calls)
+
+    async def gather(event: DispatchEvent) -> None:
+        if isinstance(event, CallFinished):
+            told[event.index] = event.result
+        if on_event is not None:
+            await on_event(event)
+
+    await execute_tool_calls(
+        calls,
+        catalog,
+        servers,
+        on_event=gather,
+        mode=mode,
+        batch_timeout=batch_timeout,
+        answers=answers,
+        progress=on_event is not None,
+    )
+    results = [result for result in told if result is not None]
+    assert len(results) == len(calls)  # execute_tool_calls tells one result per call
+    return results
 
 
 async def _check(

@@ -40,7 +40,6 @@ from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (
     LOST,
     NO_OPTIONS,
-    Binding,
     CallAnswers,
     CallOptions,
     ProgressFn,
@@ -269,11 +268,6 @@ class ServerHandle(metaclass=NoPublicConstructor):
         assert answers.answer is not None  # and carry the user's answer
         outcome = await self.resume_parked(answers.ticket, answers.answer)
         return outcome if outcome is not None else ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
-
-    async def bind(self, principal: str | None) -> Binding:
-        """The same server for every principal (its connection is the service's): no checkpoint, a run binds
-        each of its servers."""
-        return Binding(self)
 
     def statistics(self) -> ServerStatistics:
         status = self._status

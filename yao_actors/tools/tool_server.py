@@ -1,14 +1,15 @@
 """What the conversation actor calls: one protocol for every tool server, and the options of one call.
 
-Every server-like object a run holds implements :class:`ToolServer` whole: a server actor's handle
-(:class:`~yao_actors.tools.server_handle.ServerHandle`), the router of a server connected per principal and a
-principal's view of it (:mod:`yao_actors.auth.principals`). A caller never asks which one it holds: what differs
-between them is in the methods, not in which methods there are.
+Every server a run holds implements :class:`ToolServer` whole: a server actor's handle
+(:class:`~yao_actors.tools.server_handle.ServerHandle`), or a principal's view of a server connected per principal
+(:class:`~yao_actors.auth.principal_view.PrincipalView`). A caller never asks which one it holds: what differs
+between them is in the methods, not in which methods there are. The router of a server connected per principal is
+not one (it takes no calls): :mod:`yao_actors.tools.directory` binds it to a run's principal.
 
 What one call needs besides its tool and arguments travels as one value, :class:`CallOptions`: where its
 progress goes, the caller's deadline, and the user's answers to the questions an earlier call of it asked
 (:class:`CallAnswers`). Whose tokens serve a call is not an option: a run's servers are bound to its principal
-(:meth:`ToolServer.bind`) before it calls them.
+(:func:`~yao_actors.tools.directory.bind_servers`) before it calls them.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ NO_OPTIONS = CallOptions()
 
 @attrs.frozen
 class Binding:
-    """A server as one principal's run sees it, and why that principal cannot use it yet (``needed``: they must
+    """A server connected per principal as one principal's run sees it (its view), and why that principal cannot use it yet (``needed``: they must
     authorize it first; ``problem``: it could not connect)."""
 
     server: ToolServer
@@ -175,8 +176,4 @@ class ToolServer(ToolSource, Protocol):
     async def reaches_parked(self, ticket: str) -> bool:
         """Whether a handshake-era call held open under ``ticket`` is held by a live server actor (here, or in a
         process sharing the store); ``StoreUnavailable`` when the store cannot say."""
-        ...
-
-    async def bind(self, principal: str | None) -> Binding:
-        """This server as ``principal``'s runs use it: itself when it serves everyone alike."""
         ...

@@ -96,14 +96,8 @@ class StoredRunStream(trio.abc.ReceiveChannel[EventDict]):
         self._after = after_seq
         self._pending: list[EventDict] = []
         self._finished = False
-
-    @property
-    def run_id(self) -> str:
-        return self._run.run_id
-
-    @property
-    def thread_id(self) -> str:
-        return self._run.thread_id
+        self.run_id: Final = run.run_id
+        self.thread_id: Final = run.thread_id
 
     def cancel(self) -> None:
         """Nothing to cancel here: the run is not going on in this process."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from yao_actors.conversation.loop.batch import Told
 from yao_actors.errors import ErrorKind, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.store import ConversationStore
@@ -164,7 +165,7 @@ async def take_up_turn(
         sent = await run.events.tool_call_result(run.new_message_id(), result, media_bytes=run.resources.media_bytes)
         results.append(result)
         contents.append(sent["content"])
-    run.record(results, messages, contents)
+    run.record([Told(result, content) for result, content in zip(results, contents, strict=True)], messages)
     run.checkpoint(True)
     return messages
 

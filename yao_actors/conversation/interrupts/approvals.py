@@ -24,8 +24,8 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -36,6 +36,8 @@ from yao_actors.tools.catalog import Catalog
 from yao_actors.tools.hints import ToolHints
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: The ``reason`` of an approval interrupt.
 REASON: Final = "tool_approval"
@@ -120,16 +122,24 @@ class PendingApproval:
         return cls(record["interruptId"], ToolCall(call["id"], call["name"], call["arguments"]), float(expires_at))
 
 
-def stored_approvals(thread_id: str, records: Sequence[Mapping[str, Any]]) -> list[PendingApproval]:
-    """The pending approvals a store kept for a thread; a record that cannot be read is left out and logged
-    (a resume naming it is then ``unknown_interrupt``), so one bad record never keeps the thread from loading."""
-    approvals: list[PendingApproval] = []
+def readable_records(
+    thread_id: str, what: str, records: Sequence[Mapping[str, Any]], read: Callable[[Mapping[str, Any]], T]
+) -> list[T]:
+    """What ``read`` makes of the ``what`` records (approvals, questions) a store kept for a thread; a record it
+    cannot read (``ValueError``) is left out and logged (a resume naming it is then ``unknown_interrupt``), so one
+    bad record never keeps the thread from loading."""
+    kept: list[T] = []
     for index, record in enumerate(records):
         try:
-            approvals.append(PendingApproval.from_record(record))
+            kept.append(read(record))
         except ValueError as error:
-            logger.warning("thread %s: stored approval %d left out, it is unreadable: %s", thread_id, index, error)
-    return approvals
+            logger.warning("thread %s: stored %s %d left out, it is unreadable: %s", thread_id, what, index, error)
+    return kept
+
+
+def stored_approvals(thread_id: str, records: Sequence[Mapping[str, Any]]) -> list[PendingApproval]:
+    """The pending approvals a store kept for a thread (:func:`readable_records`)."""
+    return readable_records(thread_id, "approval", records, PendingApproval.from_record)
 
 
 def hold(call: ToolCall, now: float, timeout: float) -> PendingApproval:

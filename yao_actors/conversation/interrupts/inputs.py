@@ -22,21 +22,18 @@ it could not complete.
 from __future__ import annotations
 
 import datetime
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
-from yao_actors.conversation.interrupts.approvals import PendingApproval, stored_approvals
+from yao_actors.conversation.interrupts.approvals import PendingApproval, readable_records, stored_approvals
 from yao_actors.errors import ErrorKind, RunError, RunErrorCode
 from yao_actors.models.base import ToolCall
 from yao_actors.tools.input_requests import InputAction, InputAnswer, InputRequest, InputRound, elicit_result
 from yao_actors.tools.results import ToolCallResult
 from yao_actors.tools.schema_gate import answer_problem
 from yao_actors.tools.tool_server import CallAnswers
-
-logger = logging.getLogger(__name__)
 
 #: The ``reason`` of a question with a form, and of one with a URL to visit.
 FORM_REASON: Final = "input_required"
@@ -234,14 +231,9 @@ Pending = PendingApproval | PendingInput
 def stored_pending(thread_id: str, records: Sequence[Mapping[str, Any]]) -> list[Pending]:
     """The approvals and questions a store kept for a thread; a record that cannot be read is left out and
     logged (a resume naming it is then ``unknown_interrupt``)."""
+    approvals = stored_approvals(thread_id, [r for r in records if not is_input_record(r)])
     questions = [r for r in records if is_input_record(r)]
-    pending: list[Pending] = [*stored_approvals(thread_id, [r for r in records if not is_input_record(r)])]
-    for index, record in enumerate(questions):
-        try:
-            pending.append(PendingInput.from_record(record))
-        except ValueError as error:
-            logger.warning("thread %s: stored question %d left out, it is unreadable: %s", thread_id, index, error)
-    return pending
+    return [*approvals, *readable_records(thread_id, "question", questions, PendingInput.from_record)]
 
 
 async def gone_calls(answered: Answered, reaches: Callable[[str, str], Awaitable[bool]]) -> list[PendingInput]:

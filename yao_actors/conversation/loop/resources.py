@@ -15,7 +15,8 @@ from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.models.base import Model, with_params
 from yao_actors.specs import AssistantSpec
 from yao_actors.tools.catalog import CatalogCache
-from yao_actors.tools.tool_server import ToolServer
+from yao_actors.tools.directory import ServerRouter
+from yao_actors.tools.tool_server import ToolServer, ToolSource
 
 V = TypeVar("V")
 
@@ -32,7 +33,11 @@ def _lookup(table: Mapping[str, V], key: str, what: str, code: RunErrorCode) -> 
 @attrs.frozen
 class RunResources:
     """What a run may use: the runtime's assistants, servers and models by id, its catalog cache, and the
-    global ``prompts`` put before every assistant's own."""
+    global ``prompts`` put before every assistant's own.
+
+    ``servers`` are those the run calls; ``routers`` stand for the servers connected per principal, which a run
+    binds to its principal (:func:`~yao_actors.tools.directory.bind_servers`): their views then join ``servers``.
+    """
 
     assistants: Mapping[str, AssistantSpec]
     servers: Mapping[str, ToolServer]
@@ -44,6 +49,17 @@ class RunResources:
     """Wall-clock time, for the expiry of approvals (tests pass their own)."""
     media_bytes: int = DEFAULT_MEDIA_BYTES
     """The image and audio data one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""
+    routers: Mapping[str, ServerRouter] = attrs.field(factory=dict)
+
+    @property
+    def sources(self) -> dict[str, ToolSource]:
+        """What a catalog for no principal reads: the servers, and the routers not bound here (no tools of theirs)."""
+        return {**self.routers, **self.servers}
+
+    async def reaches_parked(self, server_id: str, ticket: str) -> bool:
+        """Whether a call held open under ``ticket`` by server ``server_id`` is held by a live server actor."""
+        server = self.servers.get(server_id) or self.routers.get(server_id)
+        return server is not None and await server.reaches_parked(ticket)
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""

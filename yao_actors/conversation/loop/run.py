@@ -24,7 +24,7 @@ from yao_actors.conversation.interrupts.client_tools import CallsPending, split_
 from yao_actors.conversation.interrupts.inputs import held_inputs
 from yao_actors.conversation.interrupts.principal_servers import authorization_interrupt
 from yao_actors.conversation.loop.answer import Answer, MaxTurns, TurnRequest, standard_answer
-from yao_actors.conversation.loop.batch import PendingBatch
+from yao_actors.conversation.loop.batch import PendingBatch, Told
 from yao_actors.conversation.loop.fallback import (
     FALLBACK_ASSISTANT_ID,
     FALLBACK_DESCRIPTION,
@@ -72,7 +72,7 @@ from yao_actors.tools.dispatch import (
 from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
 from yao_actors.tools.task_handle import TaskWatch
-from yao_actors.tools.tool_server import CallAnswers
+from yao_actors.tools.tool_server import Binding, CallAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +120,8 @@ class Run:
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
     task_watch: Callable[[ToolCall], TaskWatch] | None = None
     """Where a call answered with a task keeps it (the run's store: :mod:`~yao_actors.conversation.durable.task_keeping`)."""
+    bindings: dict[str, Binding] = attrs.field(factory=dict)
+    """Its views of the servers connected per principal, by id (bound once a run, at its first catalog of them)."""
 
     @property
     def client_names(self) -> frozenset[str]:
@@ -298,7 +300,9 @@ class Run:
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
         refs = select_servers(assistant, override)
-        bound = await bind_servers(self.resources.servers, (ref.server_id for ref in refs), self.principal)
+        ids = (ref.server_id for ref in refs)
+        bound = await bind_servers(self.resources.servers, self.resources.routers, ids, self.principal, self.bindings)
+        self.bindings.update(bound.bindings)
         if bound.changed:
             self.resources = attrs.evolve(self.resources, servers=bound.servers, catalogs=CatalogCache())
         self.needs_authorization.update(bound.needed)
@@ -381,8 +385,7 @@ class Run:
         self.checkpoint(False)
         ours, theirs = split_calls(completion.tool_calls, self.client_names)
         ours, held = split_held(self.resources.approvals, assistant, ours, catalog, self.resources.clock())
-        results, batch = await self.dispatch(ours, catalog, assistant.timeouts.turn)
-        self.record(results, messages, batch.contents, images_per_turn(request.model))
+        results = await self.dispatch(ours, catalog, assistant.timeouts.turn, messages, images_per_turn(request.model))
         self.checkpoint(True)
         asked = held_inputs(results, ours, self.resources.clock(), self.input_timeout)
         if theirs or held or asked:
@@ -394,12 +397,15 @@ class Run:
         calls: Sequence[ToolCall],
         catalog: Catalog,
         batch_timeout: float,
+        messages: list[Message],
+        images: int = 0,
         answers: Mapping[str, CallAnswers] | None = None,
-    ) -> tuple[list[ToolCallResult], PendingBatch]:
+    ) -> list[ToolCallResult]:
         """Execute a batch of calls on the run's servers within ``batch_timeout`` seconds (dispatch's own
-        deadline), telling each result as an event; the results and the batch (what its events carried).
-        ``answers`` (by call id) give calls the user's answers to what earlier calls of them asked. While it runs
-        the batch is :attr:`batch`: a run cancelled meanwhile settles it."""
+        deadline), telling each result as an event as it comes, then answer each call with a tool message
+        (:meth:`record`, into ``messages`` and the transcript); returns the results, in call order. ``answers``
+        (by call id) give calls the user's answers to what earlier calls of them asked. While it runs the batch is
+        :attr:`batch`: a run cancelled meanwhile settles it."""
         batch = self.batch = PendingBatch(tuple(calls), catalog)
         await execute_tool_calls(
             calls,
@@ -411,7 +417,9 @@ class Run:
             tasks=self.task_watch,
         )
         self.batch = None
-        return batch.finished(), batch
+        told = batch.finished()
+        self.record(told, messages, images)
+        return [each.result for each in told]
 
     def input_timeout(self, server_id: str) -> float:
         """How long a server's question may wait for the user's answer (its ``input_timeout``)."""
@@ -422,14 +430,13 @@ class Run:
         """Tell a dispatch event as AG-UI events (``CallStarted``: nothing, the model's message announced it)."""
         if isinstance(event, CallFinished):
             batch = self.batch
-            if batch is not None:
-                batch.results[event.index] = event.result
+            assert batch is not None  # dispatch's events come while it runs
+            batch.told[event.index] = Told(event.result)
             if event.result.kind is ErrorKind.INPUT_REQUIRED:
                 return  # not a result: the call waits for the user's answer, the run ends with an interrupt
             media_bytes = self.resources.media_bytes
             sent = await self.events.tool_call_result(self.new_message_id(), event.result, media_bytes=media_bytes)
-            if batch is not None:
-                batch.contents[event.index] = sent["content"]
+            batch.told[event.index] = Told(event.result, sent["content"])
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 server_id = event.result.server
                 connection = self.connection_of(server_id)
@@ -440,24 +447,18 @@ class Run:
             await self.events.sequential_retry(event.call_ids)
             tracing.add_event("yao.sequential_retry", {"yao.retry.call_ids": event.call_ids})
 
-    def record(
-        self,
-        results: Sequence[ToolCallResult],
-        messages: list[Message] | None = None,
-        known: Sequence[str | None] = (),
-        images: int = 0,
-    ) -> None:
-        """Keep a batch's results and answer each of its calls with a tool message (content ``known`` by position:
-        what its ``TOOL_CALL_RESULT`` carried, else encoded here). The request (``messages``) of a model taking
-        ``images`` a turn also gets the images, after the tool messages; the transcript keeps the placeholders."""
+    def record(self, told: Sequence[Told], messages: list[Message] | None = None, images: int = 0) -> None:
+        """Keep a batch's results and answer each of its calls with a tool message (the content its
+        ``TOOL_CALL_RESULT`` carried, else encoded here). The request (``messages``) of a model taking ``images``
+        a turn also gets the images, after the tool messages; the transcript keeps the placeholders."""
+        results = [each.result for each in told]
         sent = images_to_send(results, images) if messages is not None else [0] * len(results)
-        for index, result in enumerate(results):
+        for index, each in enumerate(told):
+            result = each.result
             if result.kind is ErrorKind.INPUT_REQUIRED:
                 continue  # the call stays open: its result comes once the user has answered
             self.results.append(result)
-            content = known[index] if known else None
-            if content is None:
-                content = tool_message_content(result)
+            content = each.content if each.content is not None else tool_message_content(result)
             tool_message = {"role": "tool", "tool_call_id": result.call_id, "content": content}
             self.transcript.append(tool_message)
             if messages is not None:
@@ -473,9 +474,9 @@ class Run:
         if self.batch is None:
             return []
         batch, self.batch = self.batch, None
-        results = batch.settled()
-        self.record(results, None, batch.contents)
-        return [result for result, told in zip(results, batch.contents, strict=True) if told is None]
+        told = batch.settled()
+        self.record(told)
+        return [each.result for each in told if each.content is None]
 
     def forget_unseen(self, shown: Sequence[Mapping[str, Any]]) -> None:
         """Forget what the run opened in events nobody saw (its store refused them): the close-out then closes only
