@@ -79,6 +79,10 @@ class CallRequest:
     request_state: str | None = None
     task_op: TaskOp | None = None
     """Not a ``tools/call``: a request about a task of tool ``name`` (:mod:`~yao_actors.tools.task_state`)."""
+    method: str = "tools/call"
+    """``tools/call``, or an app's ``resources/read`` (``name``: the URI) or ``ping``."""
+    keep_result: bool = False
+    """Keep the MCP result as the server sent it (``ToolOutcome.app_result``)."""
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     parked: ParkedQuestion | None = attrs.field(default=None, init=False)
@@ -221,6 +225,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
             tracing.capture(),
             input_responses=None if answers is None else answers.responses,
             request_state=None if answers is None else answers.request_state,
+            method=options.method,
+            keep_result=options.keep_result,
         )
         outcome = await self._call(request, options.progress, options.deadline)
         if outcome.task is not None:  # the server goes on with the call as a task: follow it to its end

@@ -106,12 +106,18 @@ class CallOptions:
     ``tasks``: the call may be answered with a task (the server goes on with it, the client polls): the handle
     is given to ``tasks.stored`` before the call waits on the task, and the call returns once, when the task
     has ended (or ``tasks.timeout`` passed). ``None``: a task answer is still followed to its end, unstored.
+
+    An app's requests (MCP Apps) take the same way: ``method`` ``"resources/read"`` reads the resource whose URI is
+    the call's name, ``"ping"`` pings the server; ``keep_result`` keeps the MCP result as the server sent it
+    (``ToolOutcome.app_result``).
     """
 
     progress: ProgressFn | None = None
     deadline: float = math.inf
     answers: CallAnswers | None = None
     tasks: TaskWatch | None = None
+    method: str = "tools/call"
+    keep_result: bool = False
 
 
 #: A call with no options.

@@ -34,6 +34,13 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
+#: MCP Apps' extension, which a client of a server with ``apps`` on declares, with the MIME type it renders.
+UI_EXTENSION: Final = "io.modelcontextprotocol/ui"
+#: The MIME type of an app's HTML resource.
+APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
+#: What the client declares under :data:`UI_EXTENSION`.
+UI_SETTINGS: Final = {"mimeTypes": [APP_MIME_TYPE]}
+
 #: Seconds ``protocol: "auto"`` waits for the answer to ``server/discover`` before it tries the handshake.
 DISCOVER_TIMEOUT: Final = 2.0
 
@@ -74,16 +81,16 @@ class GatedClient(mcp.Client):
     """``mcp.Client`` on a :class:`GatedSession`, which it builds as the SDK builds its own session.
 
     The SDK takes no session class as an option: its one seam is the client's ``_build_session``, overridden
-    here. The runtime uses no response cache (the actor keeps the catalog): a client asked for one is refused.
-    Its ``extensions`` (ones with no notification bindings) are folded in as the SDK's builder folds them.
+    here. The runtime uses no response cache (the actor keeps the catalog): a client asked for one is refused. Its
+    client extensions are folded in as the SDK's builder folds them — MCP Apps' ``io.modelcontextprotocol/ui``
+    (declared, with its settings) and the tasks extension (declared, and its ``resultType: "task"`` claimed) — but
+    for notification bindings, which it refuses.
     """
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
-        if self.cache is not None:
-            raise ValueError("GatedClient takes no response cache: pass cache=None")
-        extensions = tuple(self.extensions or ())
-        if any(extension.notifications() for extension in extensions):
-            raise ValueError("GatedClient takes no extension that binds notifications")
+        folded = self._folded_extensions
+        if self.cache is not None or folded.bindings:
+            raise ValueError("GatedClient takes neither a response cache nor extension notifications: pass cache=None")
         dispatcher = await self._connect(exit_stack, self.mode, self.raise_exceptions)
         return GatedSession(
             dispatcher=dispatcher,
@@ -96,6 +103,6 @@ class GatedClient(mcp.Client):
             message_handler=self.message_handler,
             client_info=self.client_info,
             elicitation_callback=self.elicitation_callback,
-            extensions={extension.identifier: extension.settings() for extension in extensions} or None,
-            result_claims={e.identifier: tuple(e.claims()) for e in extensions if e.claims()} or None,
+            extensions=folded.ad,
+            result_claims=folded.claims or None,
         )

@@ -26,14 +26,15 @@ return 1
 class RedisAccess(Protocol):
     """What :class:`RedisTasks` needs of the Redis store."""
 
-    client: Any
+    @property
+    def client(self) -> Any: ...
 
     @property
     def keys(self) -> RedisKeys: ...
 
     def reachable(self) -> AbstractContextManager[None]: ...
 
-    async def run_script(self, script: Any, keys: Sequence[str], args: Sequence[str | int | float]) -> Any: ...
+    async def run(self, script: Any, keys: Sequence[str], args: Sequence[str | int | float]) -> Any: ...
 
 
 def tasks_key(keys: RedisKeys, thread_id: str) -> str:
@@ -54,7 +55,7 @@ class RedisTasks:
 
     async def save(self, handle: TaskHandle) -> None:
         keys = [self.store.keys.thread(handle.thread_id), tasks_key(self.store.keys, handle.thread_id)]
-        saved = await self.store.run_script(self._save, keys, [escape(handle.task_id), encode_handle(handle)])
+        saved = await self.store.run(self._save, keys, [escape(handle.task_id), encode_handle(handle)])
         if not saved:
             raise UnknownThread(f"thread {handle.thread_id!r} was not opened")
 
