@@ -29,7 +29,7 @@ from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec, StdioTransport
 from yao_actors.testing.processes import TASK_SERVER_COMMAND, open_http_task_server
 from yao_actors.testing.task_servers import read_task_record
-from yao_actors.tools.input_requests import InputAnswer, InputRound, elicit_result
+from yao_actors.tools.input_requests import InputAnswer, InputRequest, InputRound, elicit_result
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
 from yao_actors.tools.tool_server import CallAnswers, CallOptions
@@ -333,3 +333,25 @@ async def test_extension_task_asks_and_tasks_update_answers_it(transport: str, t
     [resumed] = again.stored  # the same task, stored again for the run that answered it
     assert resumed.task_id == handle.task_id
     assert events(record, handle.task_id) == ["ran", "completed"]  # not cancelled while it waited, ran once
+
+
+async def test_an_input_handler_answers_a_tasks_questions_in_process(tmp_path: Path) -> None:
+    record, asked = tmp_path / "record.jsonl", []
+
+    async def handler(question: InputRequest) -> InputAnswer:
+        await trio.lowlevel.checkpoint()
+        asked.append(question.message)
+        return InputAnswer("accept", {"answer": "dev"})
+
+    spec = task_server_stdio(record)
+    async with trio.open_nursery() as nursery:
+        start = functools.partial(serve_mcp_server, spec, input_handler=handler)
+        server: ServerHandle = await nursery.start(start)
+        watched = Watched()
+        done = await server.call_tool("ask", {"question": "Which branch?"}, watched.options())
+        nursery.cancel_scope.cancel()
+    assert done.ok, done.error
+    assert done.result == "you said: dev"
+    assert asked == ["Which branch?"]
+    [handle] = watched.stored[:1]
+    assert events(record, handle.task_id) == ["ran", "completed"]

@@ -114,7 +114,8 @@ class PrincipalServers:
         return ()
 
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
-        """Go on polling a stored task on the connection of the principal that made it (``handle.principal``)."""
+        """Go on polling a stored task on the connection of the principal that made it (``handle.principal``): a
+        run taken up elsewhere polls its task through here (the router itself takes no calls)."""
         view = await self.bind_principal(handle.principal)
         return await view.poll_task(handle, options)
 

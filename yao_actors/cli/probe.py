@@ -144,13 +144,13 @@ class ToolOffer:
     not_offered: Mapping[str, str]
     schema_notes: tuple[str, ...] = ()
     """What of the tool's schemas is not enforced (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
-    tasks: str = "forbidden"
-    """The tool's ``execution.taskSupport``: whether a call of it may (``"optional"``) or must (``"required"``)
-    run as an MCP task (2025-11-25; a 2026-07-28 server decides per call and says nothing here)."""
     interface: ToolInterface = NO_INTERFACE
     """Its app (MCP Apps: ``_meta.ui``) and who may call it, whether or not its server's ``apps`` is on."""
     apps: bool = True
     """Its server's ``apps``: whether its app is shown."""
+    tasks: str = "forbidden"
+    """The tool's ``execution.taskSupport``: whether a call of it may (``"optional"``) or must (``"required"``)
+    run as an MCP task (2025-11-25; a 2026-07-28 server decides per call and says nothing here)."""
 
 
 async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
@@ -185,9 +185,9 @@ async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
                     offered,
                     refused,
                     tool_schema_notes(tool),
-                    task_support(tool),
                     tool_interface(tool),
                     handle.spec.apps,
+                    task_support(tool),
                 )
             )
     return offers

@@ -166,7 +166,7 @@ async def _list_tools(
         tools = [
             {"server": o.server, "tool": o.tool, "title": o.title, "description": o.description,
              "inputSchema": dict(o.input_schema), "offered": dict(o.offered), "not_offered": dict(o.not_offered),
-             "schema_notes": list(o.schema_notes), "taskSupport": o.tasks, "app": _app(o)}
+             "schema_notes": list(o.schema_notes), "app": _app(o), "taskSupport": o.tasks}
             for o in offers
         ]  # fmt: skip
         print(json.dumps({"servers": servers, "tools": tools}, ensure_ascii=False, indent=2))

@@ -305,9 +305,6 @@ class _Keeping:
         self.kept = outcome.app_result
         return outcome
 
-    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
-        return await self.server.poll_task(handle, options)
-
     def statistics(self) -> ServerStatistics:
         return self.server.statistics()
 
@@ -319,3 +316,8 @@ class _Keeping:
 
     async def reaches_parked(self, ticket: str) -> bool:
         return await self.server.reaches_parked(ticket)
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        outcome = await self.server.poll_task(handle, attrs.evolve(options, keep_result=True))
+        self.kept = outcome.app_result
+        return outcome

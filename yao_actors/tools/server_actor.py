@@ -351,7 +351,7 @@ async def serve_mcp_server(
     """
     send, receive = trio.open_memory_channel[CallRequest](spec.queue_size)
     status = ServerStatus(ask_optional=spec.tasks == "auto")
-    handle = ServerHandle._create(spec, send, status, relay)
+    handle = ServerHandle._create(spec, send, status, relay, input_handler)
     with receive:
         async with trio.open_nursery() as nursery:
             questions = ServerQuestions(spec, status, nursery, input_handler, relay)

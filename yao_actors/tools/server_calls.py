@@ -119,15 +119,24 @@ async def execute_call(
         )
         return unavailable_outcome(spec, f"{type(exc).__name__}: {exc}", started=request.started)
     connection.answered = True
+    outcome = result_outcome(spec, status, request, result)
+    if spec.read_links and outcome.ok and outcome.rich:
+        outcome = await with_links(client, request, outcome)
+    return attrs.evolve(outcome, duration=trio.current_time() - request.started)
+
+
+def result_outcome(
+    spec: ServerSpec, status: ServerStatus, request: CallRequest, result: mcp.types.Result
+) -> ToolOutcome:
+    """The outcome of ``request`` the server answered with ``result``: a task to follow, or the tool's result
+    (read against its ``outputSchema``, and kept as sent for an app)."""
     if isinstance(result, mcp_types.CreateTaskResult):
         return task_created(handshake_state(result.task), request)
     assert isinstance(result, mcp.types.CallToolResult)
     outcome = call_outcome(result, status.output_schemas.get(request.name), 0.0)
     if spec.apps and (request.keep_result or request.name in status.app_tools):
         outcome = attrs.evolve(outcome, app_result=mcp_result(result))
-    if spec.read_links and outcome.ok and outcome.rich:
-        outcome = await with_links(client, request, outcome)
-    return attrs.evolve(outcome, duration=trio.current_time() - request.started)
+    return outcome
 
 
 async def with_links(client: mcp.Client, request: CallRequest, outcome: ToolOutcome) -> ToolOutcome:

@@ -29,13 +29,13 @@ from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.observability import tracing
 from yao_actors.specs import ServerSpec
-from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
+from yao_actors.tools.input_requests import InputAnswer, InputHandler, ParkedQuestion
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
 from yao_actors.tools.task_flow import follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskHandle
-from yao_actors.tools.task_input import task_of_round, wire_responses
+from yao_actors.tools.task_input import answer_in_process, task_of_round, task_round, wire_responses
 from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (
     LOST,
@@ -164,6 +164,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
     _status: ServerStatus
     _relay: ParkedRelay | None = None
     """The way to calls held open by other processes sharing the store (``None``: this process's only)."""
+    _input_handler: InputHandler | None = None
+    """Answers the questions of a 2026-07-28 task in process (the actor's ``input_handler``), as a call's own."""
 
     @property
     def id(self) -> str:
@@ -228,9 +230,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
         )
         outcome = await self._call(request, options.progress, options.deadline)
         if outcome.task is not None:  # the server goes on with the call as a task: follow it to its end
-            outcome = await follow_task(
-                self._task_op, self._ready, self.id, outcome.task, name, request.arguments, options
-            )
+            return await self._follow(outcome.task, name, request.arguments, options)
         self._status.count_call(outcome.ok)
         return outcome
 
@@ -245,19 +245,39 @@ class ServerHandle(metaclass=NoPublicConstructor):
         self._status.count_call(outcome.ok)
         return outcome
 
+    async def _follow(
+        self,
+        task: TaskState,
+        name: str,
+        arguments: dict[str, Any],
+        options: CallOptions,
+        answered: frozenset[str] = frozenset(),
+    ) -> ToolOutcome:
+        """Follow ``task`` to its end; with an input handler, its questions are answered here on the way."""
+        outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
+        while self._input_handler is not None and (asked := task_round(outcome)) is not None:
+            round_, task = asked
+            answers = await answer_in_process(self._input_handler, round_, self.spec.input_timeout)
+            outcome = await self._update_task(task, name, answers)
+            if outcome.task is None:  # refused: the server does not know the task (any more)
+                break
+            answered = frozenset(answers.responses)
+            outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
+        self._status.count_call(outcome.ok)
+        return outcome
+
     async def _answer_task(self, task: TaskState, name: str, answers: CallAnswers, options: CallOptions) -> ToolOutcome:
         """Give a 2026-07-28 task the user's answers (``tasks/update``), then go on following it
         (:mod:`~yao_actors.tools.task_input`)."""
-        update = TaskOp("update", task.design, task.task_id, name, wire_responses(answers.responses))
-        acknowledged = await self._task_op(update)
+        acknowledged = await self._update_task(task, name, answers)
         if acknowledged.task is None:  # refused: the server does not know the task (any more)
             self._status.count_call(False)
             return acknowledged
-        arguments = dict(answers.arguments)
-        answered = frozenset(answers.responses)
-        outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
-        self._status.count_call(outcome.ok)
-        return outcome
+        return await self._follow(task, name, dict(answers.arguments), options, frozenset(answers.responses))
+
+    async def _update_task(self, task: TaskState, name: str, answers: CallAnswers) -> ToolOutcome:
+        update = TaskOp("update", task.design, task.task_id, name, wire_responses(answers.responses))
+        return await self._task_op(update)
 
     async def _ready(self) -> None:
         await self.wait_for_state(ServerState.READY)

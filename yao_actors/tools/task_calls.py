@@ -22,8 +22,15 @@ from mcp.shared.exceptions import MCPError
 
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec
-from yao_actors.tools.results import ToolOutcome, call_outcome
-from yao_actors.tools.server_calls import Connection, first_error, malformed, protocol_error, with_links
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_calls import (
+    Connection,
+    first_error,
+    malformed,
+    protocol_error,
+    result_outcome,
+    with_links,
+)
 from yao_actors.tools.server_handle import CallRequest, unavailable_outcome
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import cancelled_outcome
@@ -128,7 +135,7 @@ async def _final(
     spec: ServerSpec, status: ServerStatus, client: mcp.Client, request: CallRequest, result: mcp.types.CallToolResult
 ) -> ToolOutcome:
     """The task's result, read as the result of its ``tools/call``."""
-    outcome = call_outcome(result, status.output_schemas.get(request.name), 0.0)
+    outcome = result_outcome(spec, status, request, result)
     if spec.read_links and outcome.ok and outcome.rich:
         outcome = await with_links(client, request, outcome)
     return outcome

@@ -16,17 +16,29 @@ server, within the run's own wait (:func:`task_of_round`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
 import mcp.types
 import pydantic
+import trio
 
 from yao_actors.errors import ErrorKind
-from yao_actors.tools.input_requests import ASKS_THE_USER, input_round
+from yao_actors.tools.input_requests import (
+    ASKS_THE_USER,
+    InputAnswer,
+    InputHandler,
+    InputRound,
+    elicit_result,
+    input_round,
+)
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_state import TaskState, poll_interval
+from yao_actors.tools.tool_server import CallAnswers
+
+logger = logging.getLogger(__name__)
 
 #: What starts the ``request_state`` of a task's input round.
 ROUND_PREFIX: Final = "yao-actors-task:"
@@ -81,3 +93,27 @@ def wire_responses(responses: Mapping[str, Any]) -> dict[str, Any]:
         else value
         for key, value in responses.items()
     }
+
+
+def task_round(outcome: ToolOutcome) -> tuple[InputRound, TaskState] | None:
+    """The input round of a 2026-07-28 task ``outcome`` asks, and the task, or ``None`` when it asks none."""
+    round_ = outcome.result if outcome.kind is ErrorKind.INPUT_REQUIRED else None
+    if not isinstance(round_, InputRound):
+        return None
+    task = task_of_round(round_.request_state)
+    return None if task is None else (round_, task)
+
+
+async def answer_in_process(handler: InputHandler, round_: InputRound, patience: float) -> CallAnswers:
+    """The answers ``handler`` gives to a task's questions, one after another (each within ``patience`` seconds,
+    then ``cancel``; a handler that fails cancels the question too), as a resume would give them."""
+    responses: dict[str, Any] = {}
+    for key, question in round_.questions:
+        answer = InputAnswer("cancel")
+        with trio.move_on_after(patience):
+            try:
+                answer = await handler(question)
+            except Exception:
+                logger.exception("server %r: the input handler failed", question.server)
+        responses[key] = elicit_result(answer, question.schema)
+    return CallAnswers(round_.arguments, responses, round_.request_state)

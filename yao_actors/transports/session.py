@@ -81,16 +81,16 @@ class GatedClient(mcp.Client):
     """``mcp.Client`` on a :class:`GatedSession`, which it builds as the SDK builds its own session.
 
     The SDK takes no session class as an option: its one seam is the client's ``_build_session``, overridden
-    here. The runtime uses no response cache (the actor keeps the catalog), and of client extensions only those it
-    declares (MCP Apps' ``io.modelcontextprotocol/ui`` with its settings, the tasks extension with its result
-    claim), folded as the SDK's builder folds them: a client asked for a cache or for notification bindings is
-    refused.
+    here. The runtime uses no response cache (the actor keeps the catalog): a client asked for one is refused. Its
+    client extensions are folded in as the SDK's builder folds them — MCP Apps' ``io.modelcontextprotocol/ui``
+    (declared, with its settings) and the tasks extension (declared, and its ``resultType: "task"`` claimed) — but
+    for notification bindings, which it refuses.
     """
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
         folded = self._folded_extensions
         if self.cache is not None or folded.bindings:
-            raise ValueError("GatedClient takes neither a response cache nor notification bindings: pass cache=None")
+            raise ValueError("GatedClient takes neither a response cache nor extension notifications: pass cache=None")
         dispatcher = await self._connect(exit_stack, self.mode, self.raise_exceptions)
         return GatedSession(
             dispatcher=dispatcher,
@@ -104,5 +104,5 @@ class GatedClient(mcp.Client):
             client_info=self.client_info,
             elicitation_callback=self.elicitation_callback,
             extensions=folded.ad,
-            result_claims=folded.claims,
+            result_claims=folded.claims or None,
         )

@@ -119,10 +119,10 @@ class Run:
     """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.interrupts.principal_servers`)."""
     needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
-    bindings: dict[str, Binding] = attrs.field(factory=dict)
-    """Its views of the servers connected per principal, by id (bound once a run, at its first catalog of them)."""
     task_watch: Callable[[ToolCall], TaskWatch] | None = None
     """Where a call answered with a task keeps it (the run's store: :mod:`~yao_actors.conversation.durable.task_keeping`)."""
+    bindings: dict[str, Binding] = attrs.field(factory=dict)
+    """Its views of the servers connected per principal, by id (bound once a run, at its first catalog of them)."""
 
     @property
     def client_names(self) -> frozenset[str]:
