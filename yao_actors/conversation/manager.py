@@ -17,6 +17,7 @@ import attrs
 import trio
 
 from yao_actors.conversation.actor import CLEANUP_GRACE, new_conversation
+from yao_actors.conversation.app_requests import AppRequest, ShownApps, answer_app_request
 from yao_actors.conversation.durable.leasing import LeasePolicy
 from yao_actors.conversation.durable.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
@@ -82,6 +83,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
     _loading: set[str] = attrs.field(factory=set)
     """Threads being loaded from the store (:meth:`_load_thread`): a memory store keeps them meanwhile."""
     _live: dict[str, RunOrder] = attrs.field(factory=dict)
+    _shown_apps: ShownApps = attrs.field(factory=ShownApps)
+    """Which threads showed which MCP Apps, as found in the store (an app's requests check it)."""
 
     @property
     def store(self) -> ConversationStore:
@@ -223,6 +226,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
             messages = await self._store.load_history(thread_id)
             runs = await self._store.list_runs(thread_id)
         return ThreadHistory(thread_id, tuple(messages), tuple(runs))
+
+    async def app_request(self, request: AppRequest, *, principal: str | None = None) -> dict[str, Any]:
+        """Answer an app's proxied MCP request (:mod:`~yao_actors.conversation.app_requests`); its refusal is
+        ``AppRequestRefused``, the store out of reach ``RunError`` ``store_unavailable``."""
+        with store_trouble_ends_the_run():
+            return await answer_app_request(self._resources, self._store, request, principal, self._shown_apps)
 
     async def list_threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
         """The threads ``principal`` owns, newest first."""

@@ -37,6 +37,7 @@ import trio
 from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
+from yao_actors.tools.apps import app_call
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
@@ -189,6 +190,7 @@ class _Batch:
             title=entry.hints.title,
             reconnected=reconnected,
             rich=outcome.rich,
+            app=app_call(entry, planned.server.spec, planned.arguments, outcome.app_result),
         )
 
 

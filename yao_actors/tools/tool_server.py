@@ -98,11 +98,17 @@ class CallOptions:
     server); ``deadline`` is the caller's own (an absolute ``trio.current_time()``, e.g. a turn's), kept in one
     cancel scope with the server's ``timeout``: when the caller's is the one that expires the call raises
     ``trio.TooSlowError``; ``answers`` make the call again (or resume it) with the user's answers.
+
+    An app's requests (MCP Apps) take the same way: ``method`` ``"resources/read"`` reads the resource whose URI is
+    the call's name, ``"ping"`` pings the server; ``keep_result`` keeps the MCP result as the server sent it
+    (``ToolOutcome.app_result``).
     """
 
     progress: ProgressFn | None = None
     deadline: float = math.inf
     answers: CallAnswers | None = None
+    method: str = "tools/call"
+    keep_result: bool = False
 
 
 #: A call with no options.

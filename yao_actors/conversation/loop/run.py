@@ -23,6 +23,7 @@ from yao_actors.conversation.interrupts.approvals import split_held
 from yao_actors.conversation.interrupts.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.interrupts.inputs import held_inputs
 from yao_actors.conversation.interrupts.principal_servers import authorization_interrupt
+from yao_actors.conversation.loop.activity import emit_activity
 from yao_actors.conversation.loop.answer import Answer, MaxTurns, TurnRequest, standard_answer
 from yao_actors.conversation.loop.batch import PendingBatch, Told
 from yao_actors.conversation.loop.fallback import (
@@ -421,6 +422,8 @@ class Run:
             media_bytes = self.resources.media_bytes
             sent = await self.events.tool_call_result(self.new_message_id(), event.result, media_bytes=media_bytes)
             batch.told[event.index] = Told(event.result, sent["content"])
+            if event.result.app is not None:
+                await emit_activity(self.events, self.new_message_id(), event.result.app, media_bytes)
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 server_id = event.result.server
                 protocol = self.protocol_of(server_id)
