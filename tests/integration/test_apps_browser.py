@@ -331,3 +331,34 @@ async def test_an_app_reaches_the_origins_its_resource_declares_and_no_other_in_
             targets.extend([f"http://127.0.0.1:{service.port}/healthz", f"http://localhost:{service.port}/healthz"])
             fetched = await trio.to_thread.run_sync(fetch_from_the_app, service.page_url)
     assert fetched == {"declared": "reached", "other": "blocked: TypeError"}
+
+
+def lose_the_connection_with_a_request_queued(page_url: str) -> dict[str, Any]:
+    """An app's request queued while the page's websocket closes: it fails at once and is never sent later."""
+    with _browser() as context:
+        page, sent, _ = _open(context, page_url)
+        failed = page.evaluate(
+            """async () => {
+              socket.close();  // closing, not yet closed: the request below waits in the page's queue
+              const asked = requestMcp("hostile", "ping", {}).then(() => "answered", (e) => e.message);
+              // (a bound only so that a regression fails here instead of hanging the test)
+              return Promise.race([asked, new Promise((r) => setTimeout(() => r("still waiting after 20 s"), 20000))]);
+            }"""
+        )
+        page.fill("#token", TOKEN)  # connect again; a queued request would be sent now
+        page.press("#token", "Enter")
+        page.wait_for_function("() => document.querySelector('#state').textContent === 'connected'")
+        return {"failed": failed, "proxied": _proxied(sent, "ping")}
+
+
+async def test_an_apps_request_fails_when_the_connection_closes_and_is_not_sent_after_in_chromium() -> None:
+    server = ServerSpec("hostile", InMemoryTransport(_hostile_server()))
+    with trio.fail_after(90):
+        async with (
+            open_runtime(_config(server), models={"m": _script("hostile__show")}) as runtime,
+            running_service(runtime, token=TOKEN) as service,
+        ):
+            shown = await trio.to_thread.run_sync(lose_the_connection_with_a_request_queued, service.page_url)
+    assert shown["failed"].startswith("the connection to the service closed (")
+    assert shown["failed"].endswith("before the app's request was answered")
+    assert shown["proxied"] == []

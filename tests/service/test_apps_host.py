@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
+from pathlib import Path
 
 import pytest
 import trio
@@ -151,3 +152,15 @@ async def test_a_configured_apps_origin_serves_the_sandbox_and_not_the_page() ->
     assert directives(sandbox.headers["content-security-policy"])["frame-ancestors"] == "'none'"
     assert b'content="http://apps.test:8080"' in page.body
     assert sandbox_here.status == 404
+
+
+def test_the_vendored_host_bridge_is_of_the_ext_apps_version_the_tests_pin() -> None:
+    """The bundle's header and its README name the ``@modelcontextprotocol/ext-apps`` version installed for the
+    tests (tests/node/package-lock.json): a new pin without a rebuilt bundle fails here."""
+    root = Path(__file__).parents[2]
+    lock = json.loads((root / "tests/node/package-lock.json").read_text(encoding="utf-8"))
+    pinned = lock["packages"]["node_modules/@modelcontextprotocol/ext-apps"]["version"]
+    vendor = root / "yao_actors/service/vendor"
+    header = (vendor / "ext-apps-app-bridge.js").read_text(encoding="utf-8")[:200]
+    assert header.startswith(f"/* @modelcontextprotocol/ext-apps {pinned}, dist/src/app-bridge.js")
+    assert f"`@modelcontextprotocol/ext-apps` {pinned}'s own host code" in (vendor / "README.md").read_text("utf-8")
