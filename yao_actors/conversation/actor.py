@@ -188,10 +188,10 @@ class _ConversationActor:
         run = Run(
             self.resources,
             RunEvents(order.run_id, order.thread_id, journal.emit),
+            self.resources.servers.for_run(order.request.principal, self.resources.catalogs),
             transcript=journal.transcript,
             checkpoint=journal.checkpoint,
             client_tools=order.request.client_tools,
-            principal=order.request.principal,
             task_watch=keeper.watch,
         )
         ending: Ending | None = CANCELLED
@@ -380,7 +380,7 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     """
 
     with store_trouble_ends_the_run():
-        gone = await gone_calls(answered, run.resources.reaches_parked)
+        gone = await gone_calls(answered, run.servers.reaches_parked)
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}

@@ -42,7 +42,6 @@ from yao_actors.specs import AssistantSpec, ServerRef, ServerSpec
 from yao_actors.store.protocol import ConversationStore
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
-from yao_actors.tools.directory import bind_servers
 from yao_actors.tools.dispatch import collect_tool_calls
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.results import ToolOutcome
@@ -142,7 +141,8 @@ async def answer_app_request(
     """The MCP result of an app's request, or :class:`AppRequestRefused` (see the module docstring); ``shown``
     remembers which threads showed which apps (a fresh one: none). Each is counted in ``yao_app_requests_total``
     (a server not configured counts under ``server=""``, a method outside the list under ``method="other"``)."""
-    server = request.server_id if request.server_id is not None and request.server_id in resources.sources else ""
+    server = request.server_id or ""
+    server = server if server in resources.servers.sources else ""
     method = request.method if request.method in APP_METHODS else "other"
     try:
         answer = await _answer(resources, store, request, principal, shown or ShownApps())
@@ -164,7 +164,8 @@ async def _answer(
         raise AppRequestRefused(f"MCP method not allowed for an app: {request.method!r} (allowed: {allowed})")
     spec = _server(resources, request)
     assistant = resources.assistant(await shown.assistant(store, request.thread_id, principal, spec.id))
-    bound = await bind_servers(resources.servers, resources.routers, (spec.id,), principal)
+    servers = resources.servers.for_run(principal, resources.catalogs)  # the principal's, as their runs get them
+    bound = await servers.bind((spec.id,))
     if spec.id in bound.needed or spec.id in bound.problems:
         why = "must be authorized first" if spec.id in bound.needed else bound.problems[spec.id]
         raise AppRequestRefused(f"server {spec.id!r} {why}")
@@ -174,9 +175,9 @@ async def _answer(
             _log(spec.id, request.params)
             return {"success": True}
         if request.method == "tools/call":
-            answer = await _call(resources, assistant, bound.servers, spec, request)
+            answer = await _call(resources, assistant, servers.by_id, spec, request)
         else:
-            answer = await _request(bound.servers[spec.id], assistant, request)
+            answer = await _request(servers.by_id[spec.id], assistant, request)
     size = len(encode_json(answer).encode())
     if size > resources.media_bytes:
         raise AppRequestRefused(
@@ -187,7 +188,7 @@ async def _answer(
 
 def _server(resources: RunResources, request: AppRequest) -> ServerSpec:
     """The server the request names, when it is configured with ``apps`` on."""
-    specs = {server_id: server.spec for server_id, server in resources.sources.items()}
+    specs = {server_id: server.spec for server_id, server in resources.servers.sources.items()}
     spec = specs.get(request.server_id or "")
     if spec is None and request.server_id is None:
         spec = next((s for s in specs.values() if server_hash(s) == request.server_hash), None)

@@ -40,7 +40,7 @@ from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadK
 from yao_actors.store.records import RunStatus
 from yao_actors.tasks import open_owned_nursery, patiently
 from yao_actors.tools.catalog import CatalogCache
-from yao_actors.tools.directory import ServerRouter
+from yao_actors.tools.directory import ServerDirectory, ServerRouter
 from yao_actors.tools.tool_server import ToolServer
 
 logger = logging.getLogger(__name__)
@@ -360,7 +360,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         if not client_tools:
             return
         try:
-            catalog = await self._resources.catalogs.get(spec, self._resources.sources)
+            catalog = await self._resources.catalogs.get(spec, self._resources.servers.sources)
         except ConfigError:
             return
         check_client_tools(client_tools, request_tools(spec, catalog))
@@ -461,14 +461,13 @@ async def open_conversations(
     """
     resources = RunResources(
         assistants,
-        servers,
+        ServerDirectory(servers, routers or {}),
         models,
         catalogs or CatalogCache(),
         tuple(prompts),
         approvals or ApprovalPolicy(),
         clock,
         media_bytes,
-        routers or {},
     )
     store = store if store is not None else MemoryStore()
     async with open_owned_nursery() as nursery:

@@ -103,6 +103,16 @@ class _Planned:
     """Where the call keeps a task its server answers it with (its run stores the handle)."""
 
 
+@attrs.frozen
+class _Refused:
+    """A call refused before it reached a server: its result, its catalog entry (if any), and whether it gets a
+    failed ``execute_tool`` span (not a call of a server that is down: it was never meant to run now)."""
+
+    result: ToolCallResult
+    entry: CatalogEntry | None = None
+    traced: bool = True
+
+
 @attrs.define(eq=False)
 class _Batch:
     """The state of one ``execute_tool_calls``: a result slot per call, and the start times."""
@@ -298,38 +308,37 @@ async def _check(
     batch: _Batch, index: int, call: ToolCall, catalog: Catalog, servers: Mapping[str, ToolServer]
 ) -> _Planned | None:
     """Validate one call; a call that fails here gets its result at once and reaches no server."""
+    planned = _plan(index, call, catalog, servers)
+    if isinstance(planned, _Planned):
+        return planned
+    result, entry = planned.result, planned.entry
+    if planned.traced:
+        with tracing.open_span("execute_tool", lambda: _span_attributes(call, entry), target=call.name) as span:
+            tracing.fail(span, result.kind.value if result.kind else "error", result.error or "")
+    await batch.finish(index, result)
+    return None
+
+
+def _plan(index: int, call: ToolCall, catalog: Catalog, servers: Mapping[str, ToolServer]) -> _Planned | _Refused:
+    """The call as it will reach its server, or the result it gets instead."""
     entry = catalog.resolve(call.name)
     if entry is None and (down := catalog.unavailable_server(call.name)) is not None:
         # The model knows the tool from before (or guessed it): its server is down, the name is not wrong.
         message = f"server {down!r} is {catalog.unavailable[down]}; its tools are not available now"
         failed = failed_result(call, None, message, ErrorKind.SERVER_UNAVAILABLE)
-        await batch.finish(index, attrs.evolve(failed, server=down))
-        return None
+        return _Refused(attrs.evolve(failed, server=down), traced=False)
     if entry is None:
         available = ", ".join(e.name for e in catalog.entries) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"
-        await _refuse(batch, index, call, None, failed_result(call, None, message, ErrorKind.UNKNOWN_TOOL))
-        return None
+        return _Refused(failed_result(call, None, message, ErrorKind.UNKNOWN_TOOL))
     if entry.server not in servers:
         message = f"server {entry.server!r} is not running"
-        await _refuse(batch, index, call, entry, failed_result(call, entry, message, ErrorKind.SERVER_UNAVAILABLE))
-        return None
+        return _Refused(failed_result(call, entry, message, ErrorKind.SERVER_UNAVAILABLE), entry)
     arguments = check_arguments(call.arguments, entry.input_schema)
     if arguments.value is None:
-        error = arguments.error or "invalid arguments"
-        failed = failed_result(call, entry, error, ErrorKind.INVALID_ARGUMENTS)
-        await _refuse(batch, index, call, entry, attrs.evolve(failed, repaired=arguments.repaired))
-        return None
+        failed = failed_result(call, entry, arguments.error or "invalid arguments", ErrorKind.INVALID_ARGUMENTS)
+        return _Refused(attrs.evolve(failed, repaired=arguments.repaired), entry)
     return _Planned(index, call, entry, servers[entry.server], arguments.value, arguments.repaired)
-
-
-async def _refuse(
-    batch: _Batch, index: int, call: ToolCall, entry: CatalogEntry | None, result: ToolCallResult
-) -> None:
-    """A call refused before it reached a server: its (failed) ``execute_tool`` span, then its result."""
-    with tracing.open_span("execute_tool", lambda: _span_attributes(call, entry), target=call.name) as span:
-        tracing.fail(span, result.kind.value if result.kind else "error", result.error or "")
-    await batch.finish(index, result)
 
 
 def _span_attributes(call: ToolCall, entry: CatalogEntry | None) -> dict[str, str]:

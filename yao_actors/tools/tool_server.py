@@ -9,7 +9,7 @@ not one (it takes no calls): :mod:`yao_actors.tools.directory` binds it to a run
 What one call needs besides its tool and arguments travels as one value, :class:`CallOptions`: where its
 progress goes, the caller's deadline, and the user's answers to the questions an earlier call of it asked
 (:class:`CallAnswers`). Whose tokens serve a call is not an option: a run's servers are bound to its principal
-(:func:`~yao_actors.tools.directory.bind_servers`) before it calls them.
+(:class:`~yao_actors.tools.directory.RunServers`) before it calls them.
 """
 
 from __future__ import annotations

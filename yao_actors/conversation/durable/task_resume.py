@@ -98,7 +98,8 @@ async def poll_result(run: Run, call: ToolCall, handle: TaskHandle) -> ToolCallR
     async def progress(value: float, total: float | None, message: str | None) -> None:
         await run.events.tool_progress(call.id, value, total, message)
 
-    server = run.resources.servers.get(handle.server)
+    await run.servers.bind([handle.server])  # a server connected per principal: the run's principal's view
+    server = run.servers.get(handle.server)
     if server is None:
         outcome = ToolOutcome(error=f"server {handle.server!r} is not configured here", kind=ErrorKind.TOOL_ERROR)
     else:
