@@ -283,9 +283,18 @@ class ServerHandle(metaclass=NoPublicConstructor):
         await self.wait_for_state(ServerState.READY)
 
     async def _task_op(self, op: TaskOp) -> ToolOutcome:
-        """Send one request about a task through the actor, under the server's ``timeout``."""
+        """Send one request about a task through the actor, under the server's ``timeout``.
+
+        Unlike a call, it waits for room when the actor's queue is full (a thousand tasks polled at once are
+        not in a hurry: turned away, each would wait a whole interval more); the server's ``timeout`` counts
+        from when it is queued."""
         request = CallRequest(op.tool, {}, trio.current_time(), False, tracing.capture(), task_op=op)
-        return await self._call(request, None, math.inf)
+        try:
+            await self._mailbox.send(request)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return unavailable_outcome(self.spec, "the server actor has stopped", started=request.started)
+        request.started = trio.current_time()
+        return await self._call(request, None, math.inf, queued=True)
 
     async def _resume(self, answers: CallAnswers) -> ToolOutcome:
         """The outcome of the held call ``answers`` names, once it has the user's answer; :data:`LOST` when no
@@ -356,14 +365,18 @@ class ServerHandle(metaclass=NoPublicConstructor):
             return await self._status.answer_parked(ticket, answer)
         return await self._relay.answer(ticket, answer)
 
-    async def _call(self, request: CallRequest, progress: ProgressFn | None, deadline: float) -> ToolOutcome:
+    async def _call(
+        self, request: CallRequest, progress: ProgressFn | None, deadline: float, *, queued: bool = False
+    ) -> ToolOutcome:
+        """Send ``request`` to the actor (unless already ``queued``) and wait for its outcome."""
         name, started = request.name, request.started
         own = started + self.spec.timeout
         # One scope for both deadlines: the call's own, and the caller's when it comes first.
         with trio.CancelScope(deadline=min(own, deadline)) as request.deadline_scope:
             try:
                 # A full queue is answered at once: waiting for room would only move the queue into callers.
-                self._mailbox.send_nowait(request)
+                if not queued:
+                    self._mailbox.send_nowait(request)
             except trio.WouldBlock:
                 return unavailable_outcome(self.spec, "queue full", started=started)
             except (trio.BrokenResourceError, trio.ClosedResourceError):

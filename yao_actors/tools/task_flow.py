@@ -18,6 +18,7 @@ task's deadline.
 from __future__ import annotations
 
 import inspect
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -30,7 +31,7 @@ from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import input_outcome
-from yao_actors.tools.task_state import DEFAULT_POLL_INTERVAL, TaskOp, TaskState
+from yao_actors.tools.task_state import DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskOp, TaskState
 from yao_actors.tools.tool_server import CallOptions, ProgressFn
 
 #: The seconds a run waits for a task when no watch says (the assistant's ``task_timeout`` default).
@@ -157,7 +158,9 @@ class _Follower:
             if state is not None:
                 await self.report(state)
                 interval = state.poll_interval or interval
-            await trio.sleep(interval)
+                await trio.sleep(interval)
+            else:
+                await trio.sleep(first_wait(interval))
             outcome = await self.poll()
             if outcome.task is None:  # the task's result or error, or a poll that failed for good
                 return self.finish(outcome)
@@ -194,9 +197,9 @@ class _Follower:
             if outcome.kind is not ErrorKind.SERVER_UNAVAILABLE:
                 return outcome
             await self.ready()
-            # Not at once: a server that is up but whose queue is full (many tasks polled together) answers
-            # ``server_unavailable`` too, and polling again at once would spin.
-            await trio.sleep(self.handle.poll_interval or DEFAULT_POLL_INTERVAL)
+            # Not at once: a server that came back at once (or whose actor answers ``server_unavailable`` for
+            # another reason) would otherwise be polled in a spin; spread, so its tasks do not come back together.
+            await trio.sleep(first_wait(self.handle.poll_interval or DEFAULT_POLL_INTERVAL))
 
     async def report(self, state: TaskState) -> None:
         """Pass a new status message on as the call's progress."""
@@ -217,6 +220,13 @@ class _Follower:
         self.ended = True
         with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
             await self.ops(self.op("cancel"))
+
+
+def first_wait(interval: float) -> float:
+    """The wait before the first poll of a task taken up without a recent answer (a stored handle, or after the
+    server came back): the interval, spread evenly over half of it either side, so that a worker taking up a
+    thousand tasks at once (a restart) does not poll them in one burst and then in lockstep every interval."""
+    return max(MIN_POLL_INTERVAL, interval * (0.5 + random.random()))
 
 
 def _no_result(handle: TaskHandle, state: TaskState) -> ToolOutcome:

@@ -1,0 +1,110 @@
+"""Polling many tasks: the interval a server asks for is honoured within bounds (a server cannot make the client
+spin, nor stall it), a worker taking up many stored tasks at once spreads their first polls, and a poll that
+finds the server actor's queue full waits for room instead of being turned away."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from yao_actors.config import Config, InMemoryTransport, ServerSpec
+from yao_actors.runtime import open_runtime
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_handle import CallRequest, ServerHandle
+from yao_actors.tools.server_status import ServerStatus
+from yao_actors.tools.task_flow import poll_handle
+from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
+from yao_actors.tools.task_state import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskOp, TaskState
+from yao_actors.tools.tool_server import CallOptions, ServerState
+from yao_actors.testing.task_servers import build_task_server
+
+EXT = TaskDesign.EXTENSION
+
+
+def handle(task_id: str, interval: float | None) -> TaskHandle:
+    return TaskHandle("srv", task_id, EXT, f"call-{task_id}", "forever", {}, "r", "t", 0.0, 1e12, interval)
+
+
+async def polls_within(poll_ms: int, seconds: float) -> int:
+    """The ``tasks/get`` a server asking ``poll_ms`` between polls gets while one call waits ``seconds`` on a task."""
+    server, extension = build_task_server(poll_ms=poll_ms)
+    spec = ServerSpec("tasks", InMemoryTransport(server))
+
+    async def stored(_handle: TaskHandle) -> None:
+        await trio.lowlevel.checkpoint()
+
+    watch = TaskWatch("call-1", "run-1", "thread-1", seconds, stored)
+    async with open_runtime(Config(servers={"tasks": spec})) as runtime:
+        outcome = await runtime.servers["tasks"].call_tool("forever", {}, CallOptions(tasks=watch))
+    assert "did not finish within" in (outcome.error or "")
+    return extension.polls
+
+
+async def test_a_server_asking_no_wait_or_a_negative_one_gets_the_floor_not_a_spin(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    for poll_ms in (0, -5000):
+        polls = await polls_within(poll_ms, 10.0)
+        # 10 s at the floor of 50 ms between polls: 200, never more (a spin would never end here)
+        assert 10.0 / MIN_POLL_INTERVAL * 0.9 <= polls <= 10.0 / MIN_POLL_INTERVAL + 1, (poll_ms, polls)
+
+
+async def test_a_server_asking_an_absurd_wait_is_still_polled_at_the_ceiling(autojump_clock: trio.abc.Clock) -> None:
+    polls = await polls_within(10**12, 300.0)  # asks for 31 years between polls
+    assert 300.0 / MAX_POLL_INTERVAL - 1 <= polls <= 300.0 / MAX_POLL_INTERVAL, polls
+
+
+async def test_tasks_taken_up_at_once_spread_their_first_polls_then_keep_the_interval(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    polled: dict[str, list[float]] = {}
+    start = trio.current_time()
+
+    async def ops(op: TaskOp) -> ToolOutcome:
+        await trio.lowlevel.checkpoint()
+        if op.kind == "get":
+            polled.setdefault(op.task_id, []).append(trio.current_time() - start)
+        return ToolOutcome(task=TaskState(op.task_id, op.design, "working", "busy", 10.0))
+
+    async def ready() -> None:
+        await trio.lowlevel.checkpoint()
+
+    with trio.move_on_after(35):
+        async with trio.open_nursery() as nursery:
+            for index in range(100):
+                nursery.start_soon(poll_handle, ops, ready, handle(f"t{index}", 10.0), CallOptions())
+    firsts = [times[0] for times in polled.values()]
+    assert len(firsts) == 100
+    assert all(5.0 <= first <= 15.0 for first in firsts)  # within half an interval of the interval
+    assert len({round(first, 3) for first in firsts}) > 90  # spread, not one burst
+    for times in polled.values():  # after the first answer, the interval the server asks for, exactly
+        assert all(abs(later - earlier - 10.0) < 1e-6 for earlier, later in zip(times, times[1:], strict=False))
+
+
+async def test_a_poll_finding_the_queue_full_waits_for_room_instead_of_being_turned_away(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    spec = ServerSpec("srv", InMemoryTransport(build_task_server()[0]), queue_size=1)
+    send, receive = trio.open_memory_channel[CallRequest](1)
+    status = ServerStatus()
+    status.set_state(ServerState.READY)
+    server = ServerHandle._create(spec, send, status, None, None)
+    filler = CallRequest("other", {}, trio.current_time(), False)
+    send.send_nowait(filler)  # the queue is full
+    async with trio.open_nursery() as nursery:
+        outcomes: list[ToolOutcome] = []
+
+        async def poll() -> None:
+            outcomes.append(await server.poll_task(handle("t1", 1.0), CallOptions()))
+
+        nursery.start_soon(poll)
+        await trio.sleep(10)  # far past the first poll's time: it waits in line, not answered "queue full"
+        assert outcomes == []
+        assert await receive.receive() is filler
+        freed = trio.current_time()
+        request = await receive.receive()  # the poll comes in as soon as there is room
+        assert trio.current_time() == freed
+        assert request.task_op is not None
+        assert (request.task_op.kind, request.task_op.task_id) == ("get", "t1")
+        request.answer(ToolOutcome(result="done"))
+    assert [outcome.result for outcome in outcomes] == ["done"]
