@@ -148,6 +148,13 @@ class _Follower:
     """Keys of the task's input requests already answered: asked again (the server's acknowledgement of the
     answers is eventually consistent), they are not put to the user twice."""
 
+    get: TaskOp = attrs.field(init=False)
+    """The ``tasks/get`` of this task, made once (every poll sends the same)."""
+
+    @get.default
+    def _get(self) -> TaskOp:
+        return self.op("get")
+
     def op(self, kind: Any) -> TaskOp:
         return TaskOp(kind, self.handle.design, self.handle.task_id, self.handle.tool)
 
@@ -193,7 +200,7 @@ class _Follower:
     async def poll(self) -> ToolOutcome:
         """One ``tasks/get``; tried again once the server is back when the network failed it."""
         while True:
-            outcome = await self.ops(self.op("get"))
+            outcome = await self.ops(self.get)
             if outcome.kind is not ErrorKind.SERVER_UNAVAILABLE:
                 return outcome
             await self.ready()
