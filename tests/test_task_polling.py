@@ -4,11 +4,14 @@ finds the server actor's queue full waits for room instead of being turned away.
 
 from __future__ import annotations
 
+import itertools
+
 import trio
 import trio.testing
 
 from yao_actors.config import Config, InMemoryTransport, ServerSpec
 from yao_actors.runtime import open_runtime
+from yao_actors.testing.task_servers import build_task_server
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import CallRequest, ServerHandle
 from yao_actors.tools.server_status import ServerStatus
@@ -16,7 +19,6 @@ from yao_actors.tools.task_flow import poll_handle
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
 from yao_actors.tools.task_state import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskOp, TaskState
 from yao_actors.tools.tool_server import CallOptions, ServerState
-from yao_actors.testing.task_servers import build_task_server
 
 EXT = TaskDesign.EXTENSION
 
@@ -78,7 +80,7 @@ async def test_tasks_taken_up_at_once_spread_their_first_polls_then_keep_the_int
     assert all(5.0 <= first <= 15.0 for first in firsts)  # within half an interval of the interval
     assert len({round(first, 3) for first in firsts}) > 90  # spread, not one burst
     for times in polled.values():  # after the first answer, the interval the server asks for, exactly
-        assert all(abs(later - earlier - 10.0) < 1e-6 for earlier, later in zip(times, times[1:], strict=False))
+        assert all(abs(later - earlier - 10.0) < 1e-6 for earlier, later in itertools.pairwise(times))
 
 
 async def test_a_poll_finding_the_queue_full_waits_for_room_instead_of_being_turned_away(
@@ -108,3 +110,25 @@ async def test_a_poll_finding_the_queue_full_waits_for_room_instead_of_being_tur
         assert (request.task_op.kind, request.task_op.task_id) == ("get", "t1")
         request.answer(ToolOutcome(result="done"))
     assert [outcome.result for outcome in outcomes] == ["done"]
+
+
+async def test_polls_waiting_for_room_leave_the_queue_to_calls(autojump_clock: trio.abc.Clock) -> None:
+    spec = ServerSpec("srv", InMemoryTransport(build_task_server()[0]), max_concurrency=2, queue_size=8)
+    send, receive = trio.open_memory_channel[CallRequest](spec.queue_size)
+    status = ServerStatus()
+    status.set_state(ServerState.READY)
+    server = ServerHandle._create(spec, send, status, None, None)
+    async with trio.open_nursery() as nursery:
+        for index in range(20):
+            nursery.start_soon(server.poll_task, handle(f"t{index}", 1.0), CallOptions())
+        await trio.sleep(10)  # every poll is due; no worker takes any
+        assert send.statistics().current_buffer_used == spec.max_concurrency  # the other six places: for calls
+        call = CallRequest("echo", {}, trio.current_time(), False)
+        send.send_nowait(call)  # a call still finds room
+        polls = [await receive.receive() for _ in range(spec.max_concurrency)]
+        assert await receive.receive() is call
+        for request in polls:
+            request.answer(ToolOutcome(result="done"))
+        await trio.testing.wait_all_tasks_blocked()
+        assert send.statistics().current_buffer_used == spec.max_concurrency  # the next polls took their place
+        nursery.cancel_scope.cancel()
