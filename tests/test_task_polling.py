@@ -15,7 +15,7 @@ from yao_actors.testing.task_servers import build_task_server
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import CallRequest, ServerHandle
 from yao_actors.tools.server_status import ServerStatus
-from yao_actors.tools.task_flow import poll_handle
+from yao_actors.tools.task_flow import TICK, poll_handle
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
 from yao_actors.tools.task_state import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskOp, TaskState
 from yao_actors.tools.tool_server import CallOptions, ServerState
@@ -78,9 +78,10 @@ async def test_tasks_taken_up_at_once_spread_their_first_polls_then_keep_the_int
     firsts = [times[0] for times in polled.values()]
     assert len(firsts) == 100
     assert all(5.0 <= first <= 15.0 for first in firsts)  # within half an interval of the interval
-    assert len({round(first, 3) for first in firsts}) > 90  # spread, not one burst
-    for times in polled.values():  # after the first answer, the interval the server asks for, exactly
-        assert all(abs(later - earlier - 10.0) < 1e-6 for earlier, later in itertools.pairwise(times))
+    # spread over the 40 ticks in between (polls due within one tick go out together), not one burst
+    assert len(set(firsts)) >= 30
+    for times in polled.values():  # after the first answer, the interval the server asks for, at most a tick more
+        assert all(10.0 <= later - earlier < 10.0 + TICK for earlier, later in itertools.pairwise(times))
 
 
 async def test_a_poll_finding_the_queue_full_waits_for_room_instead_of_being_turned_away(
