@@ -202,7 +202,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
         runs in one cancel scope under the earlier of it and ``spec.timeout``, and when the caller's is the one
         that expires it raises ``trio.TooSlowError``, as ``trio.fail_at(deadline)`` around the call would.
         Otherwise it raises only ``trio.Cancelled``. Either way the server then receives
-        ``notifications/cancelled`` for the request.
+        ``notifications/cancelled`` for the request. A call the server answers with a task: both deadlines bound
+        the request that creates it; the wait for the task is bounded by its ``task_timeout`` (and cancelling).
 
         ``options.answers`` give the call the user's answers to the questions an earlier call of it asked: it is
         made again with them (protocol 2026-07-28), or the handshake-era call held open for them gets them

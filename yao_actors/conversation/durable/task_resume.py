@@ -107,7 +107,9 @@ async def poll_result(run: Run, call: ToolCall, handle: TaskHandle) -> ToolCallR
         outcome = ToolOutcome(error=f"server {handle.server!r} is not configured here", kind=ErrorKind.TOOL_ERROR)
     else:
         try:
-            outcome = await server.poll_task(handle, CallOptions(progress=progress))
+            # The call's watch: the run's deadline stands still while it waits on the task, as in the first process.
+            watch = run.task_watch(call) if run.task_watch is not None else None
+            outcome = await server.poll_task(handle, CallOptions(progress=progress, tasks=watch))
         except trio.TooSlowError:
             outcome = ToolOutcome(error=f"the task of {handle.tool!r} did not finish in time", kind=ErrorKind.TIMEOUT)
     return ToolCallResult(
