@@ -120,3 +120,30 @@ async def test_the_run_deadline_still_bounds_the_runs_own_work_after_a_task(auto
     check_stream(result.events)
     assert result.code == "run_timeout"
     assert [e["content"] for e in result.events if e["type"] == "TOOL_CALL_RESULT"] == ['"hello"']
+
+
+async def test_a_client_may_detach_during_a_long_task_and_resume_the_run_later(autojump_clock: trio.abc.Clock) -> None:
+    # detach_grace (30 s by default) does not run while the run waits on its task: the run is still there to
+    # resume ten minutes later, and the resume sees the task's one result and the run's one terminal event.
+    cfg, extension = config(SHORT)
+    assert cfg.service.detach_grace < 600
+    with trio.fail_after(GUARD):
+        async with open_runtime(cfg, models={"m": calling(SLOW_ECHO)}) as runtime:
+            seen: list[dict[str, Any]] = []
+            async with runtime.open_run("a", "echo it in twenty minutes", thread_id="t", run_id="r1") as stream:
+                async for event in stream:
+                    seen.append(event)
+                    if event["type"] == "TOOL_CALL_START":
+                        stream.detach()
+                        break
+            await trio.sleep(600.0)  # the client is away for ten minutes, far past detach_grace
+            assert extension.record.cancelled["slow_echo"] == 0
+            async with runtime.open_resume("r1", after_seq=seen[-1]["seq"]) as resumed:
+                rest = [event async for event in resumed]
+    everything = seen + rest
+    check_stream(everything)
+    assert [e["seq"] for e in everything] == list(range(1, len(everything) + 1))
+    assert [e["content"] for e in everything if e["type"] == "TOOL_CALL_RESULT"] == ['"hello"']
+    assert [e["type"] for e in everything if e["type"] in ("RUN_FINISHED", "RUN_ERROR")] == ["RUN_FINISHED"]
+    assert everything[-1]["result"]["text"] == 'the tools said: "hello"'
+    assert extension.record.ran["slow_echo"] == 1

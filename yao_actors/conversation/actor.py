@@ -184,7 +184,7 @@ class _ConversationActor:
         # The journal follows the run's transcript and is its checkpoint; the journal refers to no part of the
         # run (no closure over it, no cycle), so a finished run is freed at once by reference counting.
         # The run's deadline stands still while it waits on a task (task_timeout bounds that wait).
-        deadline = RunDeadline.after(order.assistant.timeouts.run)
+        deadline = RunDeadline.after(order.assistant.timeouts.run, order.control.wait_on_tasks)
         keeper = TaskKeeper(
             self.store,
             order.thread_id,
