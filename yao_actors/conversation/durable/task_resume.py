@@ -12,8 +12,8 @@ The run goes on where it stopped (:func:`continue_run`): its turn is rebuilt fro
 assistant's text and tool calls, as the model gave them), each open task is polled to its end through
 :meth:`~yao_actors.tools.tool_server.ToolServer.poll_task` on the server's connection of the handle's
 principal, a call that had its result before the process died keeps it, and one that was neither is told it
-could not complete. Each result is one ``TOOL_CALL_RESULT`` event (numbered on from the log) and one tool
-message; the whole turn joins the history in one write, and the model then answers as in any run. A client
+could not complete. Each result is one ``TOOL_CALL_RESULT`` event (numbered on from the log; a tool with an
+interface's ``ACTIVITY_SNAPSHOT`` after it, as in the first process) and one tool message; the whole turn joins the history in one write, and the model then answers as in any run. A client
 that follows the run (``open_resume`` with its run id, on any process) sees those events and the run's one
 terminal event.
 
