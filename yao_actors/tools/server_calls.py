@@ -105,13 +105,13 @@ async def execute_call(
         return unavailable_outcome(spec, f"{type(exc).__name__}: {exc}", started=request.started)
     connection.answered = True
     assert isinstance(result, mcp.types.CallToolResult)
-    outcome = call_outcome(result, status.output_schemas.get(request.name), 0.0)
+    outcome = call_outcome(result, status.output_schemas.get(request.name), trio.current_time() - request.started)
     if spec.read_links and outcome.ok and outcome.rich:
         # The reads end a little before the call's deadline, so the call still answers with what it has.
         margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
         linked = await read_links(client, outcome.result, request.scope.deadline - margin)
-        outcome = attrs.evolve(outcome, result=linked)
-    return attrs.evolve(outcome, duration=trio.current_time() - request.started)
+        outcome = attrs.evolve(outcome, result=linked, duration=trio.current_time() - request.started)
+    return outcome
 
 
 async def protocol_error(spec: ServerSpec, connection: Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:
