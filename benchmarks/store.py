@@ -45,6 +45,7 @@ import attrs
 import trio
 
 from yao_actors.config import AssistantSpec, Config
+from yao_actors.events import stored_events
 from yao_actors.models import FunctionModel
 from yao_actors.runtime import open_runtime
 from yao_actors.store import ConversationStore, RunStatus, StoreSpec, open_store
@@ -88,7 +89,7 @@ class Bench:
         await self.store.start_run("bench", "run", "default", [{"role": "user", "content": "weather?"}])
 
     async def turn(self, way: str, batch: int, *, measured: bool) -> None:
-        events = [event("run", self.seq + i + 1) for i in range(batch)]
+        events = stored_events(event("run", self.seq + i + 1) for i in range(batch))  # as the journal gives them
         self.seq += batch
         started, started_cpu = time.perf_counter(), time.process_time()
         if way == "append_turn":

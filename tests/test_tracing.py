@@ -9,20 +9,23 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from tests.dispatch_support import catalog_of, scripted_server, serving
 from tests.otel_support import is_descendant, named, one, parent_of, spans
 from yao_actors.config import AssistantSpec, Config, Hooks, InMemoryTransport, ServerRef, ServerSpec
-from yao_actors.errors import ModelHTTPError
+from yao_actors.errors import ErrorKind, ModelHTTPError
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall, Usage
 from yao_actors.observability import tracing
 from yao_actors.runtime import open_runtime
 from yao_actors.testing.servers import build_test_server
+from yao_actors.tools.dispatch import collect_tool_calls
 
 __all__ = ["spans"]  # the fixture, used by name
 
@@ -146,6 +149,22 @@ async def test_unknown_tool_and_invalid_arguments_get_error_spans_without_reachi
         assert span.attributes["error.type"] == kind
         assert span.status.status_code is StatusCode.ERROR
     assert not named(finished, "MCP send tools/call add")
+
+
+async def test_a_call_refused_before_its_server_gets_an_error_span_but_a_down_servers_call_none(
+    spans: InMemorySpanExporter,
+) -> None:
+    calls = [ToolCall("c1", "a__nope", "{}"), ToolCall("c2", "a__echo", "{}"), ToolCall("c3", "down__echo", "{}")]
+    async with serving(scripted_server("a")) as servers:
+        catalog = attrs.evolve(await catalog_of(servers), unavailable={"down": "restarting"})
+        results = await collect_tool_calls(calls, catalog, {})  # a's actor is not among the servers called
+    kinds = [(r.kind, r.server) for r in results]
+    unavailable = ErrorKind.SERVER_UNAVAILABLE
+    assert kinds == [(ErrorKind.UNKNOWN_TOOL, ""), (unavailable, "a"), (unavailable, "down")]
+    finished = spans.get_finished_spans()
+    assert one(finished, "execute_tool a__nope").attributes["error.type"] == "unknown_tool"  # type: ignore[index]
+    assert one(finished, "execute_tool a__echo").attributes["error.type"] == "server_unavailable"  # type: ignore[index]
+    assert not named(finished, "execute_tool down__echo")  # its server is down: it was never to run now
 
 
 async def test_a_failing_model_marks_its_chat_span_and_the_fallback_is_an_event(spans: InMemorySpanExporter) -> None:

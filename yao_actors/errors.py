@@ -52,6 +52,7 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── BadRequest             an HTTP request the service cannot parse (yao_actors.service.http)
     ├── ClientGone             an ASGI client left before its request was whole (yao_actors.aio.asgi)
     ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
+    ├── AppRequestRefused      an app's proxied MCP request not answered (yao_actors.conversation.app_requests)
     ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.loop.answer; becomes the fallback)
     ├── NoAnswer               standard input ended at a terminal question (yao_actors.cli.terminal_questions)
     ├── FormAnswered           a form declined or cancelled at one of its fields (yao_actors.cli.terminal_questions)
@@ -315,7 +316,10 @@ class StoreUnavailable(StoreError):
 
     def run_error(self) -> RunError:
         """The ``RunError`` ``store_unavailable`` a client hears: "the conversation store is unavailable", and
-        :attr:`shown`; the message itself, which may name the store's place, is logged here instead."""
+        :attr:`shown`; the message itself, which may name the store's place, is logged here instead.
+
+        How a store out of reach ends a run or a request, and the only one: a block of store calls turns it into
+        this through :func:`store_trouble_ends_the_run`; a run's journal keeps the one its run ends with."""
         logger.warning("the conversation store is unavailable: %s", self)
         said = "the conversation store is unavailable" + (f": {self.shown}" if self.shown else "")
         return RunError(said, code=RunErrorCode.STORE_UNAVAILABLE)

@@ -8,6 +8,7 @@ A run's stream::
         TOOL_CALL_START/ARGS/END        tool-call deltas as the model streams them
       STEP_FINISHED
       TOOL_CALL_RESULT                  as each call finishes, not at the end of the batch
+      ACTIVITY_SNAPSHOT                 right after the result of a tool with an interface (MCP Apps)
       CUSTOM                            tool_progress, tool_retry, sequential_retry, server_status, usage
       SUBAGENT_STARTED ... SUBAGENT_FINISHED | SUBAGENT_ERROR   around the fallback assistant
     RUN_FINISHED | RUN_ERROR            exactly one terminal event
@@ -387,6 +388,11 @@ class RunEvents:
                 "role": "tool",
             }
         )
+
+    async def activity_snapshot(self, message_id: str, activity_type: str, content: dict[str, Any]) -> EventDict:
+        """An activity as a whole (``replace: true``): an app's tool call, for the client to render."""
+        data = {"type": "ACTIVITY_SNAPSHOT", "messageId": message_id, "activityType": activity_type}
+        return await self.emit_dict({**data, "content": content, "replace": True})
 
     async def custom(self, name: CustomName, value: Any) -> EventDict:
         return await self.emit_dict({"type": "CUSTOM", "name": name.value, "value": value})

@@ -48,6 +48,7 @@ from yao_actors.conversation import (
     ThreadHistory,
     open_conversations,
 )
+from yao_actors.conversation.app_requests import AppRequest
 from yao_actors.conversation.durable.leasing import LeasePolicy, serve_sweeps
 from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
 from yao_actors.conversation.request import as_request
@@ -198,6 +199,11 @@ class Runtime(metaclass=NoPublicConstructor):
         """A thread's stored messages and runs (empty for an unknown thread, or another principal's);
         ``.to_wire()`` is the websocket's ``MESSAGES_SNAPSHOT``."""
         return await self.conversations.load_thread(thread_id, principal=principal)
+
+    async def app_request(self, request: AppRequest, *, principal: str | None = None) -> dict[str, Any]:
+        """The MCP result of an app's proxied request (MCP Apps) on ``principal``'s thread: through the path a
+        model's call takes; ``AppRequestRefused`` saying why when it is not one an app may make."""
+        return await self.conversations.app_request(request, principal=principal)
 
     async def threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
         """The threads ``principal`` owns, newest first."""

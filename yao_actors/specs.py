@@ -102,6 +102,10 @@ class ServerSpec:
     """Whose connection serves a call: one for the whole service, or (``"principal"``) a connection of each run's
     principal (a stdio server: a process each), opened on demand, bounded and closed when idle. A server with
     ``auth`` says it in ``auth.identity`` (then each principal also has its own tokens)."""
+    apps: bool = True
+    """Show the interfaces (MCP Apps) of its tools: the client declares the UI extension to the server, a call of a
+    tool with an interface emits an ``ACTIVITY_SNAPSHOT``, and the app's own requests are served. Off, its tools
+    are plain tools (those only an app may call are still never offered to the model)."""
 
 
 def protocol_choices() -> tuple[str, ...]:
@@ -277,6 +281,10 @@ class ServiceSpec:
     #: The service's address as browsers reach it (``https://agent.example``): the OAuth redirect URI is
     #: ``<public_url>/oauth/callback`` and its Client ID Metadata Document ``<public_url>/oauth/client-metadata.json``.
     public_url: str | None = None
+    #: The origin the page hosts MCP Apps on (``https://apps.agent.example``): another name for this service, so
+    #: an app's frame shares nothing with the page. ``None``: a page at ``127.0.0.1:PORT`` hosts its apps on
+    #: ``localhost:PORT`` and the other way round; a page reached by any other name shows no apps.
+    apps_origin: str | None = None
     #: Servers without which a worker is not ready (``/readyz`` 503 while one is not ready); any other server may be
     #: down and the worker still takes runs, without that server's tools.
     required_servers: tuple[str, ...] = ()

@@ -140,9 +140,12 @@ async def read_message(
 async def http_request(
     port: int, path: str, *, method: str = "GET", headers: dict[str, str] | None = None
 ) -> HttpReply:
-    """One plain HTTP/1.1 request to the service on 127.0.0.1:``port`` over a real socket, parsed with h11."""
+    """One plain HTTP/1.1 request to the service on 127.0.0.1:``port`` over a real socket, parsed with h11
+    (``Host: 127.0.0.1:<port>`` unless ``headers`` give another)."""
     client = h11.Connection(h11.CLIENT)
-    sent = [("Host", f"127.0.0.1:{port}"), *(headers or {}).items()]
+    given = headers or {}
+    host = [] if any(name.lower() == "host" for name in given) else [("Host", f"127.0.0.1:{port}")]
+    sent = [*host, *given.items()]
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
         await stream.send_all(client.send(h11.Request(method=method, target=path, headers=sent)) or b"")

@@ -216,10 +216,12 @@ async def test_every_sqlite_error_leaves_the_store_as_store_unavailable(tmp_path
     with trio.fail_after(GUARD):
         async with open_sqlite_store(path) as store:
             with pytest.raises(StoreUnavailable, match="NOT NULL") as failed:
-                await store.transaction(lambda db: db.execute("INSERT INTO threads VALUES ('t', NULL, NULL, NULL)"))
+                await store.access.transaction(
+                    lambda db: db.execute("INSERT INTO threads VALUES ('t', NULL, NULL, NULL)")
+                )
             assert isinstance(failed.value.__cause__, sqlite3.IntegrityError)
             with pytest.raises(StoreUnavailable, match="binding") as failed:
-                await store.query("SELECT ?", ())
+                await store.access.query("SELECT ?", ())
             assert isinstance(failed.value.__cause__, sqlite3.ProgrammingError)
             await store.open_thread("t1", None)  # and it serves on
             assert await store.get_thread("t1") is not None

@@ -39,13 +39,13 @@ async def _many_at_once(store: SqliteStore, works: list[Any]) -> list[Any]:
 
     async def one(index: int, work: Any) -> None:
         try:
-            results[index] = await store.transaction(work)
+            results[index] = await store.access.transaction(work)
         except Exception as error:
             results[index] = error
 
     token = trio.lowlevel.current_trio_token()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(store.transaction, hold)
+        nursery.start_soon(store.access.transaction, hold)
         await held.wait()
         for index, work in enumerate(works):
             nursery.start_soon(one, index, work)

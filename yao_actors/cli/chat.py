@@ -28,7 +28,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final, TextIO
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import attrs
 import trio
@@ -79,6 +79,13 @@ def websocket_address(url: str) -> tuple[str, int, bool, str]:
         raise ValueError(f"bad port in {url!r}") from None
     resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return parts.hostname, port, tls, quote(resource, safe=_URL_PUNCTUATION)
+
+
+def page_url(url: str) -> str:
+    """The page of the service whose websocket (or page) is at ``url``: its ``http(s)://`` address."""
+    parts = urlsplit(url)
+    scheme = "https" if _SCHEMES.get(parts.scheme) else "http"
+    return urlunsplit((scheme, parts.netloc, parts.path or "/", parts.query, ""))
 
 
 @asynccontextmanager
@@ -217,7 +224,7 @@ async def chat(
     lines = reader or LineReader.standard()
 
     async def converse(ws: WebSocketConnection) -> int:
-        renderer = None if raw else Renderer(out=out, live=out.isatty())
+        renderer = None if raw else Renderer(out=out, live=out.isatty(), page=page_url(url))
         thread = thread_id or uuid.uuid4().hex
         conversation = Conversation(ws, thread, out, renderer, ask or lines.ask, assistant, lasting, url)
         code = await conversation.say(question) if isinstance(question, str) else await question(conversation, lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, Final, TextIO
+from urllib.parse import quote
 
 import attrs
 
@@ -21,11 +22,15 @@ class Renderer:
 
     Text is written as it streams. A tool call gets a status line when the model has finished it, which on a
     terminal (``live``) is rewritten in place with its progress and then its result; elsewhere each state is
-    its own line. Retries, server status, the fallback and the final usage get a line each.
+    its own line. Retries, server status, the fallback and the final usage get a line each. A result with an
+    interface (an MCP App's activity) gets a line saying so, with the link to the thread in the service's ``page``
+    (its URL; ``None``: no page to link to).
     """
 
     out: TextIO
     live: bool = False
+    page: str | None = None
+    _thread: str = attrs.field(default="", init=False)
     _calls: dict[str, _Call] = attrs.field(factory=dict, init=False)
     _mid_line: bool = attrs.field(default=False, init=False)
     _status_of: str | None = attrs.field(default=None, init=False)
@@ -45,6 +50,10 @@ class Renderer:
             self._status(event["toolCallId"], "… running")
         elif kind == "TOOL_CALL_RESULT":
             self._result(event)
+        elif kind == "RUN_STARTED":
+            self._thread = str(event.get("threadId") or "")
+        elif kind == "ACTIVITY_SNAPSHOT" and event.get("activityType") == "mcp-apps":
+            self._app(event.get("content") or {})
         elif kind == "CUSTOM":
             self._custom(str(event.get("name")), event.get("value") or {})
         elif kind == "SUBAGENT_STARTED":
@@ -104,6 +113,12 @@ class Renderer:
         mark = "✗" if "kind" in metadata else "✓"
         self._status(call_id, f"→ {shorten(str(event.get('content', '')))}{duration}", mark=mark)
         self._end_status()
+
+    def _app(self, content: Any) -> None:
+        """A result with an interface: which, and where to see it (the thread in the page)."""
+        where = f"{content.get('serverId')}: {content.get('resourceUri')}" if isinstance(content, dict) else "an app"
+        link = f"; open it in the page: {self.page}#thread={quote(self._thread)}" if self.page and self._thread else ""
+        self._line(f"▣ this result has an interface ({where}){link}")
 
     def _custom(self, name: str, value: Any) -> None:
         if name == "tool_progress" and value.get("toolCallId") in self._calls:

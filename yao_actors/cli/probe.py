@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
+import mcp.types
 import trio
 
 from yao_actors.auth.keys import oauth_of, oauth_servers, per_principal, principal_servers
@@ -22,6 +23,7 @@ from yao_actors.config.providers import build_model
 from yao_actors.errors import ConfigError, ModelError
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.specs import Config, ModelSpec, RestartPolicy, StoreSpec
+from yao_actors.tools.apps import NO_INTERFACE, ToolInterface, tool_interface
 from yao_actors.tools.catalog import Catalog
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.naming import ToolRef
@@ -141,6 +143,10 @@ class ToolOffer:
     not_offered: Mapping[str, str]
     schema_notes: tuple[str, ...] = ()
     """What of the tool's schemas is not enforced (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
+    interface: ToolInterface = NO_INTERFACE
+    """Its app (MCP Apps: ``_meta.ui``) and who may call it, whether or not its server's ``apps`` is on."""
+    apps: bool = True
+    """Its server's ``apps``: whether its app is shown."""
 
 
 async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
@@ -163,7 +169,7 @@ async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
                 elif (entry := catalog.entry_of(ToolRef(server_id, tool.name))) is not None:
                     offered[assistant_id] = entry.name
                 else:
-                    refused[assistant_id] = _why_not(runtime.config, assistant_id, catalog, server_id, tool.name)
+                    refused[assistant_id] = _why_not(runtime.config, assistant_id, catalog, server_id, tool)
             title = tool.title or (tool.annotations.title if tool.annotations else None)
             offers.append(
                 ToolOffer(
@@ -175,12 +181,20 @@ async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
                     offered,
                     refused,
                     tool_schema_notes(tool),
+                    tool_interface(tool),
+                    handle.spec.apps,
                 )
             )
     return offers
 
 
-def _why_not(config: Config, assistant_id: str, catalog: Catalog, server_id: str, tool: str) -> str:
+def _why_not(config: Config, assistant_id: str, catalog: Catalog, server_id: str, tool: mcp.types.Tool) -> str:
+    if not tool_interface(tool).for_model:
+        return "only its app may call it (_meta.ui.visibility)"
+    return _why_not_listed(config, assistant_id, catalog, server_id, tool.name)
+
+
+def _why_not_listed(config: Config, assistant_id: str, catalog: Catalog, server_id: str, tool: str) -> str:
     refs = [ref for ref in config.assistants[assistant_id].servers if ref.server_id == server_id]
     if not refs:
         return "its server is not in the assistant's mcp.servers"

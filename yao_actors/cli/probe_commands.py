@@ -10,7 +10,8 @@ failed, 2 otherwise (``--strict``: warnings too).
 
 ``tools [--config FILE] [--server S] [--json]`` lists the tools of the servers (names, titles, servers) and, for each
 assistant, the name its model is offered a tool under or why it is not, and what of a tool's schemas is not enforced
-(a ``$ref`` outside the schema, a pattern the linear-time engine refuses); exit 1 when a server could not be reached.
+(a ``$ref`` outside the schema, a pattern the linear-time engine refuses), and the tool's app (MCP Apps: its ``ui://``
+resource and who may call it); exit 1 when a server could not be reached.
 
 ``call SERVER TOOL ['{json}'] [--accept-defaults]`` starts that one server and calls the tool with the arguments; the
 result is printed as JSON; exit 1 when the call failed. What the tool asks meanwhile is asked on the terminal as
@@ -33,7 +34,15 @@ import trio
 
 from yao_actors.auth.keys import secret_key_problem
 from yao_actors.cli.call_questions import call_input
-from yao_actors.cli.probe import Report, cap_warnings, open_probe, probe_model, server_reports, tool_offers
+from yao_actors.cli.probe import (
+    Report,
+    ToolOffer,
+    cap_warnings,
+    open_probe,
+    probe_model,
+    server_reports,
+    tool_offers,
+)
 from yao_actors.cli.problems import report_config_error
 from yao_actors.config import Config, config_problems, default_config, load_config
 from yao_actors.config.preflight import preflight_problems
@@ -157,7 +166,7 @@ async def _list_tools(
         tools = [
             {"server": o.server, "tool": o.tool, "title": o.title, "description": o.description,
              "inputSchema": dict(o.input_schema), "offered": dict(o.offered), "not_offered": dict(o.not_offered),
-             "schema_notes": list(o.schema_notes)}
+             "schema_notes": list(o.schema_notes), "app": _app(o)}
             for o in offers
         ]  # fmt: skip
         print(json.dumps({"servers": servers, "tools": tools}, ensure_ascii=False, indent=2))
@@ -172,7 +181,26 @@ async def _list_tools(
                 print(f"  {assistant_id}: not offered: {why}")
             for note in offer.schema_notes:
                 print(f"  schema: {note}")
+            if (app := _app(offer)) is not None:
+                print(f"  app: {_app_line(app)}")
     return 0 if all(report.ok for report in reports) else 1
+
+
+def _app(offer: ToolOffer) -> dict[str, Any] | None:
+    """What ``tools --json`` says of a tool's app (``None``: the tool says nothing of one)."""
+    interface = offer.interface
+    if interface.resource_uri is None and interface.for_model and interface.for_app:
+        return None
+    visibility = [who for who in ("model", "app") if who in interface.visibility]
+    return {"resourceUri": interface.resource_uri, "visibility": visibility, "shown": offer.apps}
+
+
+def _app_line(app: dict[str, Any]) -> str:
+    """The ``app:`` line of a tool with an interface, or one only the model or its app may call."""
+    who = " and ".join({"model": "the model", "app": "its app"}[name] for name in app["visibility"])
+    who += " only" if len(app["visibility"]) == 1 else ""
+    text = f"{app['resourceUri']}, called by {who}" if app["resourceUri"] else f"no interface, called by {who}"
+    return text if app["shown"] else f"{text} (not shown: the server's apps is off)"
 
 
 def call_command(args: argparse.Namespace) -> int:

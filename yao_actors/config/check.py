@@ -9,6 +9,7 @@ references are resolved, with both sets known.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -49,6 +50,7 @@ def config_problems(config: Config, *, models: Iterable[str] = ()) -> list[str]:
             known = ", ".join(sorted(config.assistants))
             problems.append(f"{path}.fallback.assistant: unknown assistant {assistant.fallback!r} (known: {known})")
     problems.extend(_public_url_problems(config))
+    problems.extend(_apps_origin_problems(config))
     problems.extend(_required_server_problems(config))
     return problems
 
@@ -93,6 +95,26 @@ def _public_url_problems(config: Config) -> list[str]:
         f"auth.identity 'principal' ({names}): the address users' browsers are sent back to "
         "(<public_url>/oauth/callback)"
     ]
+
+
+def _apps_origin_problems(config: Config) -> list[str]:
+    """``server.apps_origin`` needs the page's origin (``public_url``, or ``allowed_origins``): the sandbox may be
+    embedded only by the page, and must not be the page's own origin (an app would share it)."""
+    service = config.service
+    if not service.apps_origin:
+        return []
+    pages = [o for o in service.allowed_origins if o not in ("*", "null")]
+    if service.public_url:
+        parts = urllib.parse.urlsplit(service.public_url)
+        pages.append(f"{parts.scheme}://{parts.netloc}".lower())
+    if not pages:
+        return [
+            "server.apps_origin: also set server.public_url (the page's address), or allowed_origins: only the page "
+            "may embed an app's sandbox"
+        ]
+    if service.apps_origin in (page.lower() for page in pages):
+        return [f"server.apps_origin: {service.apps_origin} is the page's own origin; apps need another one"]
+    return []
 
 
 def check_config(config: Config, *, models: Iterable[str] = ()) -> None:
@@ -154,6 +176,7 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
         "restart": {"max_restarts": restart.max_restarts, "backoff": backoff},
         "expose_stderr": spec.expose_stderr,
         "read_links": spec.read_links,
+        "apps": spec.apps,
         "disabled": spec.disabled,
         "approval": spec.approval if isinstance(spec.approval, bool) else sorted(spec.approval),
         "protocol": spec.protocol,

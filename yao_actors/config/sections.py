@@ -71,7 +71,7 @@ def other_clients_settings(data: Any) -> list[str]:
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
-    "protocol", "input_timeout", "read_links", "auth", "identity",
+    "protocol", "input_timeout", "read_links", "auth", "identity", "apps",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use (but a stdio server's
 #: ``envFile``, which is read): accepted, one note each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -208,7 +208,7 @@ class ConfigReader(AssistantReader, ServiceReader):
             options["restart"] = self.restart(item["restart"], join_path(path, "restart"))
         if "samples" in item:
             options["samples"] = read_samples(self, item["samples"], join_path(path, "samples"), self.base_dir)
-        for key in ("expose_stderr", "disabled", "read_links"):
+        for key in ("expose_stderr", "disabled", "read_links", "apps"):
             if key in item:
                 options[key] = self.boolean(item[key], join_path(path, key))
         if "protocol" in item:

@@ -56,6 +56,20 @@ class ServiceReader(ValueReader):
             return None
         return text.rstrip("/")
 
+    def apps_origin(self, value: Any, path: str) -> str | None:
+        """``server.apps_origin``: an ``http(s)://`` origin (no path, query or fragment; ``${VAR}`` allowed)."""
+        text = self.expanded_string(value, path)
+        if not text:
+            return None
+        parsed = urllib.parse.urlsplit(text.rstrip("/"))
+        if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.path or parsed.query:
+            self.fail(path, f"must be an http:// or https:// origin (scheme://host[:port]), got {text!r:.120}")
+            return None
+        if parsed.username or parsed.password or parsed.fragment:
+            self.fail(path, f"must be an origin without user, password or fragment, got {text!r:.120}")
+            return None
+        return f"{parsed.scheme}://{parsed.netloc}".lower()
+
     def service(self, value: Any, path: str) -> ServiceSpec:
         allowed = tuple(a.name for a in attrs.fields(ServiceSpec))
         item = self.obj(value, path, allowed)
@@ -81,6 +95,8 @@ class ServiceReader(ValueReader):
                 )
             elif key == "public_url":
                 options[key] = self.public_url(raw, key_path)
+            elif key == "apps_origin":
+                options[key] = self.apps_origin(raw, key_path)
             elif key == "detach_grace":  # 0: a run whose client goes away is cancelled at once
                 options[key] = self.number(raw, key_path, strict=False)
             elif key == "max_runs_per_principal":  # null: the default share (see ServiceSpec)

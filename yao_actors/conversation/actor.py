@@ -44,7 +44,6 @@ from yao_actors.errors import (
     ModelError,
     RunError,
     RunErrorCode,
-    StoreUnavailable,
     exception_leaves,
     store_trouble_ends_the_run,
 )
@@ -127,10 +126,11 @@ class _ConversationActor:
                 journal.kick_started()
             elif taken.stored_messages is not None and taken.stored_messages != self.status.stored_messages:
                 try:  # and the calls it holds for approval, which that process may have changed
-                    stored = await patiently(lambda: self.store.load_history(order.thread_id))
-                    approvals = await patiently(lambda: self.store.load_approvals(order.thread_id))
-                except StoreUnavailable as error:
-                    return error.run_error()
+                    with store_trouble_ends_the_run():
+                        stored = await patiently(lambda: self.store.load_history(order.thread_id))
+                        approvals = await patiently(lambda: self.store.load_approvals(order.thread_id))
+                except RunError as refused:
+                    return refused
                 self.status.reload(stored, stored_pending(order.thread_id, approvals))
         if order.request.history is not None:
             # The client's conversation stands for this run (and the thread's copy in memory); the store
@@ -183,10 +183,10 @@ class _ConversationActor:
         run = Run(
             self.resources,
             RunEvents(order.run_id, order.thread_id, journal.emit),
+            self.resources.servers.for_run(order.request.principal, self.resources.catalogs),
             transcript=journal.transcript,
             checkpoint=journal.checkpoint,
             client_tools=order.request.client_tools,
-            principal=order.request.principal,
         )
         ending: Ending | None = CANCELLED
         try:
@@ -227,7 +227,7 @@ class _ConversationActor:
             run.events.reopen(order.outlet.shown_seq)
             run.forget_unseen(order.outlet.log)
         if standing.failure is not None and result.outcome is not Outcome.ERROR:
-            result = as_failed(result, standing.failure.run_error())
+            result = as_failed(result, standing.failure)
         await emit_ending(run, result, unreported)
         # The lease goes with the close-out (in its write, with the backends: one store call fewer per run).
         folded = self.renewing is not None
@@ -346,7 +346,7 @@ async def _drop_gone(run: Run, status: ThreadStatus, journal: RunJournal, answer
     """
 
     with store_trouble_ends_the_run():
-        gone = await gone_calls(answered, run.resources.reaches_parked)
+        gone = await gone_calls(answered, run.servers.reaches_parked)
     if not gone:
         return
     gone_ids = {p.call.id for p in gone}

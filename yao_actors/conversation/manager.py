@@ -17,6 +17,7 @@ import attrs
 import trio
 
 from yao_actors.conversation.actor import CLEANUP_GRACE, new_conversation
+from yao_actors.conversation.app_requests import AppRequest, ShownApps, answer_app_request
 from yao_actors.conversation.durable.leasing import LeasePolicy
 from yao_actors.conversation.durable.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
@@ -37,7 +38,7 @@ from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
 from yao_actors.tasks import open_owned_nursery, patiently
 from yao_actors.tools.catalog import CatalogCache
-from yao_actors.tools.directory import ServerRouter
+from yao_actors.tools.directory import ServerDirectory, ServerRouter
 from yao_actors.tools.tool_server import ToolServer
 
 EVENT_BUFFER = 16
@@ -82,6 +83,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
     _loading: set[str] = attrs.field(factory=set)
     """Threads being loaded from the store (:meth:`_load_thread`): a memory store keeps them meanwhile."""
     _live: dict[str, RunOrder] = attrs.field(factory=dict)
+    _shown_apps: ShownApps = attrs.field(factory=ShownApps)
+    """Which threads showed which MCP Apps, as found in the store (an app's requests check it)."""
 
     @property
     def store(self) -> ConversationStore:
@@ -224,6 +227,12 @@ class ConversationManager(metaclass=NoPublicConstructor):
             runs = await self._store.list_runs(thread_id)
         return ThreadHistory(thread_id, tuple(messages), tuple(runs))
 
+    async def app_request(self, request: AppRequest, *, principal: str | None = None) -> dict[str, Any]:
+        """Answer an app's proxied MCP request (:mod:`~yao_actors.conversation.app_requests`); its refusal is
+        ``AppRequestRefused``, the store out of reach ``RunError`` ``store_unavailable``."""
+        with store_trouble_ends_the_run():
+            return await answer_app_request(self._resources, self._store, request, principal, self._shown_apps)
+
     async def list_threads(self, *, principal: str | None = None, limit: int = 100) -> list[ThreadInfo]:
         """The threads ``principal`` owns, newest first."""
         with store_trouble_ends_the_run():
@@ -327,7 +336,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         if not client_tools:
             return
         try:
-            catalog = await self._resources.catalogs.get(spec, self._resources.sources)
+            catalog = await self._resources.catalogs.get(spec, self._resources.servers.sources)
         except ConfigError:
             return
         check_client_tools(client_tools, request_tools(spec, catalog))
@@ -428,14 +437,13 @@ async def open_conversations(
     """
     resources = RunResources(
         assistants,
-        servers,
+        ServerDirectory(servers, routers or {}),
         models,
         catalogs or CatalogCache(),
         tuple(prompts),
         approvals or ApprovalPolicy(),
         clock,
         media_bytes,
-        routers or {},
     )
     store = store if store is not None else MemoryStore()
     async with open_owned_nursery() as nursery:

@@ -40,6 +40,11 @@ SERVER_UP = Gauge("yao_mcp_server_up", "1 while the MCP server is ready, else 0.
 SERVER_PROTOCOL = Gauge(
     "yao_mcp_server_protocol", "1 for the MCP protocol version a server's connection speaks.", ["server", "protocol"]
 )
+APP_REQUESTS = Counter(
+    "yao_app_requests",
+    "MCP App requests through the proxy, by server, method and outcome (ok, refused, error).",
+    ["server", "method", "outcome"],
+)
 SERVER_RESTARTS = Counter("yao_mcp_server_restarts", "Reconnections of an MCP server's actor.", ["server"])
 
 

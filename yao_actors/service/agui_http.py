@@ -44,7 +44,8 @@ from yao_actors.config import ServiceSpec
 from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, RunError, RunErrorCode
 from yao_actors.events import EventDict, parse_event
-from yao_actors.service.agui_input import InputError, parse_run_input
+from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
+from yao_actors.service.app_proxy import proxied_answer, proxy_events
 from yao_actors.service.auth import Credential, Handshake
 from yao_actors.service.budget import RunBudget, RunSlot, TooManyRuns
 from yao_actors.service.connection import RunOpener
@@ -148,9 +149,24 @@ class AguiExchange:
             await self._error(503, refused.code, str(refused), cors)
             return
         try:
-            await self._run(run.to_request(admitted), cors, slot)
+            if run.proxied is not None:
+                await self._proxied(run, admitted, cors)
+            else:
+                await self._run(run.to_request(admitted), cors, slot)
         finally:
             slot.release()  # a run that never started (one that did gave it back as it ended)
+
+    async def _proxied(self, run: AguiRun, principal: str | None, cors: list[tuple[str, str]]) -> None:
+        """An app's proxied request: ``RUN_STARTED`` and ``RUN_FINISHED`` with its answer (no run, no history)."""
+        try:
+            result = await proxied_answer(self.runtime, run.thread_id, run.proxied, principal)
+        except RunError as error:
+            await self._error(_STATUS.get(error.code, 500), error.code, str(error), cors)
+            return
+        await self.exchange.start_stream(200, _ENCODER.get_content_type(), cors)
+        for event in proxy_events(run.thread_id, run.run_id, result):
+            await self._send_sse(event)
+        await self.exchange.end()
 
     async def _run(self, request: RunRequest, cors: list[tuple[str, str]], slot: RunSlot) -> None:
         """Start the run and stream its events; the client going away cancels it. The run's slot is given back

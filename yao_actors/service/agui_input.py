@@ -31,7 +31,7 @@ from ag_ui.core import (
 
 from yao_actors.conversation.request import RunRequest
 from yao_actors.service.frame_safety import MAX_DEPTH, hostile_value
-from yao_actors.service.protocol import DEFAULT_ASSISTANT, function_tool
+from yao_actors.service.protocol import DEFAULT_ASSISTANT, function_tool, proxied_request
 
 Message = dict[str, Any]
 
@@ -62,6 +62,8 @@ class AguiRun:
     """The client's tools, as OpenAI-style function tools."""
     resume: tuple[Mapping[str, Any], ...] = ()
     """The ``resume`` entries (``interruptId``, ``status``, ``payload``), as sent."""
+    proxied: Any = None
+    """``forwardedProps.__proxiedMCPRequest``: an app's MCP request (:mod:`yao_actors.service.app_proxy`), not a run."""
 
     def to_request(self, principal: str | None) -> RunRequest:
         """The run this input asks for, as ``principal`` (the bearer token's): its history replaces the thread's."""
@@ -111,6 +113,7 @@ def parse_run_input(body: bytes, *, assistant: str | None, client_roles: Collect
         messages=tuple(conversation[last_assistant + 1 :]),
         tools=tuple(function_tool(tool.name, tool.description, tool.parameters) for tool in run_input.tools or ()),
         resume=tuple(entry.model_dump(by_alias=True, exclude_none=True) for entry in run_input.resume or ()),
+        proxied=proxied_request(run_input.forwarded_props),
     )
 
 

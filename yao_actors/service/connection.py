@@ -44,9 +44,11 @@ import trio
 from trio_websocket import ConnectionClosed
 
 from yao_actors.config import ServiceSpec
+from yao_actors.conversation.app_requests import AppRequest
 from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
 from yao_actors.events import encoded_event
+from yao_actors.service.app_proxy import proxied_answer, proxy_events
 from yao_actors.service.budget import DetachedRun, RunBudget, RunSlot
 from yao_actors.service.protocol import (
     PONG,
@@ -109,6 +111,10 @@ class RunOpener(RunStarter, Protocol):
 
     async def catalog(self, assistant: str) -> Catalog:
         """The tools ``assistant``'s runs are offered now; ``KeyError`` for an assistant not configured."""
+        ...
+
+    async def app_request(self, request: AppRequest, *, principal: str | None = None) -> dict[str, Any]:
+        """An app's proxied MCP request answered; ``AppRequestRefused`` saying why not."""
         ...
 
 
@@ -327,10 +333,27 @@ class Connection:
             slot = admit_run(self.budget, self.principal)
         except RunError as refused:
             raise FrameError(refused.code, str(refused), run_id=frame.run_id) from None
+        if frame.proxied is not None:
+            runs.start_soon(self._proxied, frame, slot)
+            return
         request = frame.to_request(self.principal)
         # A new thread's id is the client's to learn from RUN_STARTED: a run refused before it names none.
         run = self._runs[frame.run_id] = RunRelay(request.run_id, frame.thread_id or "", self._emit)
         runs.start_soon(self._run, request, run, slot)
+
+    async def _proxied(self, frame: RunFrame, slot: RunSlot) -> None:
+        """An app's proxied request: ``RUN_STARTED`` and ``RUN_FINISHED`` with its answer, numbered 1 and 2 (no run,
+        nothing stored); the store out of reach is ``RUN_ERROR`` ``store_unavailable``."""
+        thread_id = frame.thread_id or ""
+        try:
+            result = await proxied_answer(self.runtime, thread_id, frame.proxied, self.principal)
+        except RunError as error:
+            await RunRelay(frame.run_id, thread_id, self._emit).end(str(error), error.code)
+            return
+        finally:
+            slot.release()
+        for seq, event in enumerate(proxy_events(thread_id, frame.run_id, result), start=1):
+            await self._emit({**event, "seq": seq})
 
     async def _run(self, request: RunRequest, run: RunRelay, slot: RunSlot) -> None:
         """Relay one run (its events come straight to the writer's queue), then free its slot.

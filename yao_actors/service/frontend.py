@@ -36,6 +36,7 @@ from yao_actors.config import ServiceSpec
 from yao_actors.errors import ListenError
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
 from yao_actors.service.agui_http import AGUI_PATH, AguiExchange
+from yao_actors.service.apps_host import add_apps_routes, apps_only, page_with_apps_origin
 from yao_actors.service.auth import (
     Credential,
     Handshake,
@@ -185,6 +186,7 @@ class Service:
         self._routes.add("/favicon.ico", self._serve_icon)
         self._endpoints.add_to(self._routes)
         self._routes.add(AGUI_PATH, self._serve_agui, ("POST", "OPTIONS"), prefix=True)
+        add_apps_routes(self._routes, self.spec)
 
     async def serve_exchange(self, exchange: Exchange) -> None:
         """Answer a plain HTTP request read elsewhere (an ASGI server's) through the service's routes."""
@@ -199,7 +201,12 @@ class Service:
             await self._serve_connection(ws, admitted.principal)
 
     async def _serve_page(self, exchange: Exchange) -> None:
-        await exchange.respond(200, self._page, "text/html; charset=utf-8")
+        """The page, told the origin its MCP Apps are hosted on (not served on a configured apps origin)."""
+        host = exchange.request.headers.get("host")
+        if apps_only(self.spec, host):
+            await exchange.respond(404, b"this origin hosts MCP Apps only\n", "text/plain; charset=utf-8")
+            return
+        await exchange.respond(200, page_with_apps_origin(self._page, self.spec, host), "text/html; charset=utf-8")
 
     async def _serve_icon(self, exchange: Exchange) -> None:
         """The page's icon (a browser asks for ``/favicon.ico`` by itself; a 404 there looks like a fault)."""

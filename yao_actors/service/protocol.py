@@ -15,7 +15,9 @@ may be left out (a new thread, a fresh run id). The thread's history lives in th
 the new input of this run only. ``tools`` are the client's own tools (AG-UI frontend tools): the model may call
 them beside the MCP tools, and the client answers such a call with a ``{"role": "tool", "toolCallId",
 "content"}`` message in the next run's ``messages``. ``resume`` entries answer the interrupts of calls held
-for approval (``messages`` may then be empty).
+for approval (``messages`` may then be empty). A ``run`` frame whose ``forwardedProps`` carries
+``__proxiedMCPRequest`` is an app's MCP request (MCP Apps), answered with ``RUN_STARTED`` and ``RUN_FINISHED``
+(its ``result`` the MCP result, or ``{"error"}``) and no run (:mod:`~yao_actors.service.app_proxy`).
 
 Service → client: the run's AG-UI events (camelCase, each with ``runId`` and ``seq``), ``{"type": "pong"}``, and
 ``RUN_ERROR`` events the front end writes itself for frames it refuses (code from :class:`FrameError`, ``seq``
@@ -48,6 +50,7 @@ from typing import Any, Final
 import attrs
 import jsonschema  # type: ignore[import-untyped]
 
+from yao_actors.conversation.app_requests import PROXIED_KEY
 from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, FrameError, RunErrorCode
 from yao_actors.events import encode_json
@@ -133,6 +136,7 @@ FRAME_SCHEMAS: Final[Mapping[str, dict[str, Any]]] = {
         "anyOf": [
             {"properties": {"messages": {"minItems": 1}}},
             {"required": ["resume"], "properties": {"resume": {"minItems": 1}}},
+            {"required": ["forwardedProps"], "properties": {"forwardedProps": {"required": [PROXIED_KEY]}}},
         ],
     },
     "cancel": _small_frame("cancel", {"runId": _ID}),
@@ -165,6 +169,9 @@ class RunFrame:
     """The client's own tools (AG-UI frontend tools), as function tools."""
     resume: tuple[Mapping[str, Any], ...] = ()
     """AG-UI ``resume`` entries answering the thread's calls held for approval."""
+    proxied: Any = None
+    """``forwardedProps.__proxiedMCPRequest``: an app's MCP request, answered instead of a run
+    (:mod:`~yao_actors.service.app_proxy`)."""
 
     def to_request(self, principal: str | None) -> RunRequest:
         """The run this frame asks for, as ``principal`` (the connection's)."""
@@ -313,7 +320,13 @@ def _build(data: dict[str, Any]) -> Frame:
         thread_id=data.get("threadId"),
         tools=tuple(function_tool(t["name"], t["description"], t.get("parameters")) for t in data.get("tools", ())),
         resume=tuple(data.get("resume", ())),
+        proxied=proxied_request(data.get("forwardedProps")),
     )
+
+
+def proxied_request(props: Any) -> Any:
+    """What ``forwardedProps`` carries as an app's proxied request (``None``: nothing, the frame asks for a run)."""
+    return props.get(PROXIED_KEY) if isinstance(props, dict) else None
 
 
 def _message(message: dict[str, Any]) -> dict[str, str]:

@@ -8,7 +8,9 @@
     └── RedisStore        shared by processes and machines (redis/, imported as yao_actors.store.redis;
                           needs the ``redis`` extra: coredis)
 
-Each backend's package holds its store, its thread leases, its held calls and its token records.
+Each backend's package holds its store, its thread leases, its held calls and its token records; what the backends
+share beyond the protocol is in ``backend.py`` (their parts held once, a turn written as one write), the words
+they refuse a write with in ``refusals.py``.
 ``open_store(StoreSpec)`` opens the one a ``store`` configuration section names (``parse_store_spec``). Thread
 leases (``leases.py``) keep one run of a thread at a time across the processes sharing a store, and close the runs
 a dead process left running.

@@ -22,23 +22,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
+import trio
 
+import yao_actors.store.records as records
 from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
-from yao_actors.store.records import (
-    ANY_PRINCIPAL,
-    AnyPrincipal,
-    EncodedEvent,
-    EventDict,
-    Message,
-    RunFinish,
-    RunRecord,
-    RunStart,
-    RunStatus,
-    Taken,
-    ThreadInfo,
-    ThreadKeeper,
-)
 
 POLL_INTERVAL: Final = 0.5
 """Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""
@@ -142,7 +130,7 @@ class ParkedCalls(Protocol):
 class ThreadLeases(Protocol):
     """The leases of one store (see the module docstring). Every method is one atomic step in the store."""
 
-    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
+    async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> records.Taken:
         """Take the thread's lease for ``token`` (or extend it, when ``token`` holds it) for ``ttl`` seconds.
 
         When taken, every run of the thread still ``running`` (and ``also_close``, a run of that thread) is
@@ -180,10 +168,11 @@ class ConversationStore(Protocol):
     process left running are closed through thread leases (:mod:`yao_actors.store.leases`).
 
     Everything a store can do is here, and the runtime calls it without asking what kind of store it holds. The
-    methods after :meth:`load_approvals` have base implementations, which a store of one's own inherits by
-    subclassing this class: :meth:`take_and_start` and :meth:`append_last_turn` do their work in two calls,
-    :meth:`parked_calls` offers none, :meth:`problem` finds none, :meth:`thread_keepers` keeps no list. A
-    backend overrides them where it does better (one write instead of two).
+    methods after :meth:`load_approvals`, and :meth:`wait_events`, have base implementations, which a store of
+    one's own inherits by subclassing this class: :meth:`wait_events` polls, :meth:`take_and_start` and
+    :meth:`append_last_turn` do their work in two calls, :meth:`parked_calls` offers none, :meth:`problem` finds
+    none, :meth:`thread_keepers` keeps no list. A backend overrides them where it does better (one write instead
+    of two, a blocking read).
     """
 
     event_ttl: float
@@ -208,7 +197,7 @@ class ConversationStore(Protocol):
 
     # -- threads
 
-    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+    async def open_thread(self, thread_id: str, principal: str | None) -> records.ThreadInfo:
         """Create the thread owned by ``principal`` (``ThreadInfo.created``), or load it as stored.
 
         An existing thread keeps its owner: the caller compares
@@ -216,21 +205,21 @@ class ConversationStore(Protocol):
         """
         ...
 
-    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+    async def get_thread(self, thread_id: str) -> records.ThreadInfo | None:
         """The thread, or ``None`` when it is not stored."""
         ...
 
     async def list_threads(
-        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
-    ) -> list[ThreadInfo]:
+        self, principal: str | records.AnyPrincipal | None = records.ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[records.ThreadInfo]:
         """Threads, newest first: every thread, or those owned by ``principal``."""
         ...
 
-    async def load_history(self, thread_id: str) -> list[Message]:
+    async def load_history(self, thread_id: str) -> list[records.Message]:
         """The thread's messages in order (``[]`` for an unknown thread)."""
         ...
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def append_messages(self, thread_id: str, messages: Sequence[records.Message]) -> None:
         """Append one turn (or a whole run's new messages) to an opened thread, all or nothing.
 
         Give an assistant message with ``tool_calls`` and all its tool messages
@@ -245,28 +234,28 @@ class ConversationStore(Protocol):
     # -- runs
 
     async def start_run(
-        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
-    ) -> RunRecord:
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[records.Message]
+    ) -> records.RunRecord:
         """Record a run as running on an opened thread, appending its input to the history in the same write."""
         ...
 
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+        self, run_id: str, *, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
         """Close a running run; ``False`` (and nothing written) when it is unknown or no longer running."""
         ...
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
+    async def get_run(self, run_id: str) -> records.RunRecord | None:
         """The run, or ``None`` when it is not stored."""
         ...
 
-    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+    async def list_runs(self, thread_id: str) -> list[records.RunRecord]:
         """The thread's runs in the order they started."""
         ...
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> None:
         """Append a batch of a run's events (each with an integer ``seq`` above every stored one), kept as the
         text given (:class:`~yao_actors.store.records.EncodedEvent`).
 
@@ -279,10 +268,10 @@ class ConversationStore(Protocol):
         self,
         thread_id: str,
         run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
+        messages: Sequence[records.Message],
+        events: Sequence[records.EncodedEvent],
         *,
-        finish: RunFinish | None = None,
+        finish: records.RunFinish | None = None,
     ) -> Sequence[int] | None:
         """Append a turn of a running run's history and a batch of its events in one write, all or nothing;
         with ``finish``, close the run's record in the same write (:meth:`finish_run`).
@@ -299,7 +288,7 @@ class ConversationStore(Protocol):
         """
         ...
 
-    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
         """The run's stored events with ``seq > after_seq``, in order (``[]`` once expired); any integer
         ``after_seq`` is taken (:func:`~yao_actors.store.codec.seq_floor`), anything else is ``InvalidStoreInput``."""
         ...
@@ -308,11 +297,11 @@ class ConversationStore(Protocol):
         """Return once the run's log may hold events past ``after_seq``, or after at most ``timeout`` seconds.
 
         How a process follows a run going on in another one: Redis blocks on the run's stream
-        (``XREAD BLOCK``) and returns as soon as an event is appended; SQLite and memory wait one
+        (``XREAD BLOCK``) and returns as soon as an event is appended; the base (SQLite's and memory's) waits one
         poll interval (:data:`POLL_INTERVAL`, or ``timeout`` if shorter). Nothing is read: call
         :meth:`read_events` after.
         """
-        ...
+        await trio.sleep(min(timeout, POLL_INTERVAL))
 
     # -- pending approvals
 
@@ -330,7 +319,7 @@ class ConversationStore(Protocol):
 
     # -- with base implementations
 
-    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: records.RunStart) -> records.Taken:
         """Take the thread's lease for ``token`` and start the run ``start`` names, as one step:
 
         - the thread not opened: :class:`~yao_actors.errors.UnknownThread`; the run's id stored already:
@@ -360,9 +349,9 @@ class ConversationStore(Protocol):
         self,
         thread_id: str,
         run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
+        messages: Sequence[records.Message],
+        events: Sequence[records.EncodedEvent],
+        finish: records.RunFinish,
         *,
         release: str,
     ) -> Sequence[int] | None:
@@ -384,7 +373,7 @@ class ConversationStore(Protocol):
         store's files deleted, replaced or unwritable), or ``None`` (the base: nothing to look at)."""
         return None
 
-    def thread_keepers(self) -> list[ThreadKeeper]:
+    def thread_keepers(self) -> list[records.ThreadKeeper]:
         """Those asked before the store forgets a thread (:class:`~yao_actors.store.records.ThreadKeeper`), a
         list a conversation manager adds itself to. Only a store that forgets threads asks them (the memory
         store's budget); the base gives a new empty list, which nobody asks."""

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
-import json_repair
 
 from yao_actors.tools.schema_gate import schema_problems
 from yao_actors.untrusted import json as untrusted_json
@@ -69,8 +68,7 @@ def parse_arguments(raw: str) -> Arguments:
         return Arguments(None, (f"not usable JSON ({exc})",))
     except json.JSONDecodeError as exc:
         invalid = f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        value = _repair(raw)
-        # json_repair answers '' for text it cannot make anything of.
+        value = untrusted_json.repair(raw)
         if value == "":
             return Arguments(None, (invalid,))
         if not isinstance(value, dict):
@@ -87,18 +85,6 @@ def parse_arguments(raw: str) -> Arguments:
 def _kind(value: Any) -> str:
     """The JSON type name of a decoded value (``array``, ``string``, ...)."""
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def _repair(raw: str) -> Any:
-    """``json_repair``'s reading of ``raw`` (lone surrogates replaced), or ``""`` when it has none.
-
-    ``raw`` is known to nest no deeper than the limit, but the repair's own
-    recursion may still give up on what it makes of broken text.
-    """
-    try:
-        return untrusted_json.scrub(json_repair.repair_json(raw, return_objects=True, skip_json_loads=True))
-    except RecursionError:
-        return ""
 
 
 def check_arguments(raw: str, schema: Mapping[str, Any] | None) -> Arguments:

@@ -24,6 +24,7 @@ import attrs
 import mcp.types
 
 from yao_actors.specs import MAX_SAMPLES_PER_TOOL, AssistantSpec, Sample, ServerRef
+from yao_actors.tools.apps import MODEL, NO_INTERFACE, ToolInterface, tool_interface
 from yao_actors.tools.hints import NO_HINTS, ToolHints, offered_description
 from yao_actors.tools.naming import ToolNameTable, ToolRef
 from yao_actors.tools.results import compact_json
@@ -50,6 +51,8 @@ class CatalogEntry:
     """The tool's title and annotations (:mod:`yao_actors.tools.hints`)."""
     schema_notes: tuple[str, ...] = ()
     """What of the tool's schemas the gate does not enforce (:func:`~yao_actors.tools.schema_gate.tool_schema_notes`)."""
+    interface: ToolInterface = NO_INTERFACE
+    """Its app (MCP Apps) and who may call it, when its server's ``apps`` is on (:mod:`yao_actors.tools.apps`)."""
 
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI tool schema of this entry (``type: "function"``; the name, description and parameters)."""
@@ -169,9 +172,10 @@ def select_servers(assistant: AssistantSpec, override: Sequence[ServerRef] = ())
 
 
 async def build_catalog(
-    refs: Sequence[ServerRef], servers: Mapping[str, ToolSource], *, max_tools: int = 20
+    refs: Sequence[ServerRef], servers: Mapping[str, ToolSource], *, max_tools: int = 20, audience: str = MODEL
 ) -> Catalog:
-    """Build the catalog of ``refs`` in order from the running ``servers``.
+    """Build the catalog of ``refs`` in order from the running ``servers``: the tools ``audience`` may call (the
+    model's, or with ``"app"`` those their servers' apps may call: ``_meta.ui.visibility``).
 
     Tools past ``max_tools`` are skipped with one warning naming them; once the
     cap is reached the servers after it are not even listed (seed rule), so a
@@ -192,10 +196,12 @@ async def build_catalog(
         if tools is None:
             continue
         wanted = set(ref.tools)
+        apps = servers[ref.server_id].spec.apps
         for tool in tools:
             key = ToolRef(ref.server_id, tool.name)
-            if (wanted and tool.name not in wanted) or key in included:
-                continue
+            interface = tool_interface(tool)
+            if (wanted and tool.name not in wanted) or key in included or audience not in interface.visibility:
+                continue  # a tool only its app may call is never offered to the model
             if len(included) >= max_tools:
                 skipped.setdefault(ref.server_id, []).append(tool.name)
                 continue
@@ -209,6 +215,7 @@ async def build_catalog(
                 samples,
                 ToolHints.of(tool),
                 tool_schema_notes(tool),
+                interface if apps else NO_INTERFACE,
             )
     if skipped or unlisted:
         listed = [f"{server}: {', '.join(names)}" for server, names in skipped.items()]

@@ -37,6 +37,7 @@ import trio
 from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
+from yao_actors.tools.apps import app_call
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
@@ -97,6 +98,16 @@ class _Planned:
     repaired: bool = False
     answers: CallAnswers | None = None
     """The user's answers to the questions an earlier call of it asked (it is made again, or resumed, with them)."""
+
+
+@attrs.frozen
+class _Refused:
+    """A call refused before it reached a server: its result, its catalog entry (if any), and whether it gets a
+    failed ``execute_tool`` span (not a call of a server that is down: it was never meant to run now)."""
+
+    result: ToolCallResult
+    entry: CatalogEntry | None = None
+    traced: bool = True
 
 
 @attrs.define(eq=False)
@@ -179,6 +190,7 @@ class _Batch:
             title=entry.hints.title,
             reconnected=reconnected,
             rich=outcome.rich,
+            app=app_call(entry, planned.server.spec, planned.arguments, outcome.app_result),
         )
 
 
@@ -291,38 +303,37 @@ async def _check(
     batch: _Batch, index: int, call: ToolCall, catalog: Catalog, servers: Mapping[str, ToolServer]
 ) -> _Planned | None:
     """Validate one call; a call that fails here gets its result at once and reaches no server."""
+    planned = _plan(index, call, catalog, servers)
+    if isinstance(planned, _Planned):
+        return planned
+    result, entry = planned.result, planned.entry
+    if planned.traced:
+        with tracing.open_span("execute_tool", lambda: _span_attributes(call, entry), target=call.name) as span:
+            tracing.fail(span, result.kind.value if result.kind else "error", result.error or "")
+    await batch.finish(index, result)
+    return None
+
+
+def _plan(index: int, call: ToolCall, catalog: Catalog, servers: Mapping[str, ToolServer]) -> _Planned | _Refused:
+    """The call as it will reach its server, or the result it gets instead."""
     entry = catalog.resolve(call.name)
     if entry is None and (down := catalog.unavailable_server(call.name)) is not None:
         # The model knows the tool from before (or guessed it): its server is down, the name is not wrong.
         message = f"server {down!r} is {catalog.unavailable[down]}; its tools are not available now"
         failed = failed_result(call, None, message, ErrorKind.SERVER_UNAVAILABLE)
-        await batch.finish(index, attrs.evolve(failed, server=down))
-        return None
+        return _Refused(attrs.evolve(failed, server=down), traced=False)
     if entry is None:
         available = ", ".join(e.name for e in catalog.entries) or "none"
         message = f"unknown tool {call.name!r}; available tools: {available}"
-        await _refuse(batch, index, call, None, failed_result(call, None, message, ErrorKind.UNKNOWN_TOOL))
-        return None
+        return _Refused(failed_result(call, None, message, ErrorKind.UNKNOWN_TOOL))
     if entry.server not in servers:
         message = f"server {entry.server!r} is not running"
-        await _refuse(batch, index, call, entry, failed_result(call, entry, message, ErrorKind.SERVER_UNAVAILABLE))
-        return None
+        return _Refused(failed_result(call, entry, message, ErrorKind.SERVER_UNAVAILABLE), entry)
     arguments = check_arguments(call.arguments, entry.input_schema)
     if arguments.value is None:
-        error = arguments.error or "invalid arguments"
-        failed = failed_result(call, entry, error, ErrorKind.INVALID_ARGUMENTS)
-        await _refuse(batch, index, call, entry, attrs.evolve(failed, repaired=arguments.repaired))
-        return None
+        failed = failed_result(call, entry, arguments.error or "invalid arguments", ErrorKind.INVALID_ARGUMENTS)
+        return _Refused(attrs.evolve(failed, repaired=arguments.repaired), entry)
     return _Planned(index, call, entry, servers[entry.server], arguments.value, arguments.repaired)
-
-
-async def _refuse(
-    batch: _Batch, index: int, call: ToolCall, entry: CatalogEntry | None, result: ToolCallResult
-) -> None:
-    """A call refused before it reached a server: its (failed) ``execute_tool`` span, then its result."""
-    with tracing.open_span("execute_tool", lambda: _span_attributes(call, entry), target=call.name) as span:
-        tracing.fail(span, result.kind.value if result.kind else "error", result.error or "")
-    await batch.finish(index, result)
 
 
 def _span_attributes(call: ToolCall, entry: CatalogEntry | None) -> dict[str, str]:
@@ -357,11 +368,11 @@ class _Retry:
 
 async def _run_concurrently(batch: _Batch, planned: _Planned, retry: _Retry) -> None:
     result = await batch.run(planned)
-    retry.running -= 1
     if result.kind is ErrorKind.TOOL_ERROR and result.retryable:
         retry.failed.append(planned)
     else:
         await batch.finish(planned.index, result)
+    retry.running -= 1  # told in full: the retries come after every other result of the group, as they always did
     if retry.running or not retry.failed:
         return
     failed = sorted(retry.failed, key=lambda p: p.index)

@@ -18,6 +18,7 @@ import attrs
 import mcp.types
 
 from yao_actors.errors import ErrorKind, is_retryable
+from yao_actors.tools.apps import AppCall
 from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
 from yao_actors.tools.schema_gate import schema_problems
@@ -49,6 +50,9 @@ class ToolOutcome:
     rich: bool = False
     """The content had blocks other than text (images, audio, links, resources): only then does
     :func:`tool_message_content` look for them in ``result``."""
+    app_result: Mapping[str, Any] | None = None
+    """The MCP result as the server sent it (JSON-ready), kept for an app: set for a tool with an interface of a
+    server whose ``apps`` is on, and for what an app asked (:mod:`yao_actors.tools.apps`)."""
 
     @property
     def ok(self) -> bool:
@@ -88,6 +92,8 @@ class ToolCallResult:
     """The content had blocks other than text (images, audio, links, resources): see :class:`ToolOutcome`."""
     reconnected: bool = False
     """The call was run again, once, on the server's new connection after the first was lost under it."""
+    app: AppCall | None = None
+    """For a tool with an interface: what its ``ACTIVITY_SNAPSHOT`` says (:mod:`yao_actors.tools.apps`)."""
 
     @property
     def ok(self) -> bool:

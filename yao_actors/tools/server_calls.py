@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.apps import mcp_result
 from yao_actors.tools.askers import Askers
 from yao_actors.tools.links import read_links
 from yao_actors.tools.results import ToolOutcome, call_outcome
@@ -65,6 +66,8 @@ async def execute_call(
     """
     client = connection.client
     assert client is not None
+    if request.method != "tools/call":
+        return await app_request(spec, connection, request)
     progress = progress_forwarder(request) if request.wants_progress else None
     try:
         if keep_rounds and is_modern(client.protocol_version):
@@ -106,6 +109,8 @@ async def execute_call(
     connection.answered = True
     assert isinstance(result, mcp.types.CallToolResult)
     outcome = call_outcome(result, status.output_schemas.get(request.name), trio.current_time() - request.started)
+    if spec.apps and (request.keep_result or request.name in status.app_tools):
+        outcome = attrs.evolve(outcome, app_result=mcp_result(result))
     if spec.read_links and outcome.ok and outcome.rich:
         # The reads end a little before the call's deadline, so the call still answers with what it has.
         margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
@@ -161,3 +166,31 @@ def progress_forwarder(request: CallRequest) -> ProgressFnT:
         request.report(ProgressItem(progress, total, message))
 
     return forward
+
+
+async def app_request(spec: ServerSpec, connection: Connection, request: CallRequest) -> ToolOutcome:
+    """An app's ``resources/read`` (of the URI ``request.name``) or ``ping`` on the connection: the MCP result as
+    the server sent it, in ``app_result`` (and ``result``); a failure is an outcome, as a call's is. A stateless
+    (2026-07-28) connection has no ``ping``: a live connection answers it with an empty result."""
+    client = connection.client
+    assert client is not None
+    try:
+        if request.method == "resources/read":
+            result: mcp.types.Result = await client.read_resource(request.name)
+        elif request.method == "ping" and is_modern(client.protocol_version):
+            result = mcp.types.EmptyResult()  # 2026-07-28 has no ping: the connection serving is the answer
+        elif request.method == "ping":
+            result = await client.send_ping()
+        else:
+            error = f"{request.method} is not a request this runtime makes for an app"
+            return ToolOutcome(error=error, kind=ErrorKind.INVALID_ARGUMENTS)
+    except MCPError as exc:
+        return await protocol_error(spec, connection, request, exc)
+    except pydantic.ValidationError as exc:
+        return malformed(request, first_error(exc))
+    except Exception as exc:
+        logger.warning("server %r: %s failed", spec.id, request.method, exc_info=True, extra={"server": spec.id})
+        return unavailable_outcome(spec, f"{type(exc).__name__}: {exc}", started=request.started)
+    connection.answered = True
+    kept = mcp_result(result)
+    return ToolOutcome(result=kept, app_result=kept, duration=trio.current_time() - request.started)

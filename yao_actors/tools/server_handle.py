@@ -73,6 +73,10 @@ class CallRequest:
     trace_context: Context | None = None
     input_responses: Mapping[str, Any] | None = None
     request_state: str | None = None
+    method: str = "tools/call"
+    """``tools/call``, or an app's ``resources/read`` (``name``: the URI) or ``ping``."""
+    keep_result: bool = False
+    """Keep the MCP result as the server sent it (``ToolOutcome.app_result``)."""
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     parked: ParkedQuestion | None = attrs.field(default=None, init=False)
@@ -231,6 +235,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
             tracing.capture(),
             input_responses=None if answers is None else answers.responses,
             request_state=None if answers is None else answers.request_state,
+            method=options.method,
+            keep_result=options.keep_result,
         )
         outcome = await self._call(request, options.progress, options.deadline)
         self._status.count_call(outcome.ok)

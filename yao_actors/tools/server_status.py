@@ -12,6 +12,7 @@ import attrs
 import mcp.types
 import trio
 
+from yao_actors.tools.apps import interfaces
 from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.tool_server import ServerState
@@ -40,6 +41,8 @@ class ServerStatus:
     catalog: tuple[mcp.types.Tool, ...] = ()
     #: The ``outputSchema`` of each tool of the catalog that declares one.
     output_schemas: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    app_tools: frozenset[str] = frozenset()
+    """The tools with an app's resource (``_meta.ui.resourceUri``): their results are kept as the server sent them."""
     restarts: int = 0
     in_flight: int = 0
     calls: int = 0
@@ -124,6 +127,7 @@ class ServerStatus:
         """Publish a freshly fetched catalog under a new ``tools_version``."""
         self.catalog = tools
         self.output_schemas = {tool.name: tool.output_schema for tool in tools if tool.output_schema is not None}
+        self.app_tools = frozenset(name for name, found in interfaces(tools).items() if found.resource_uri)
         self.tools_version += 1
         self.catalog_changed.set()
         self.catalog_changed = trio.Event()

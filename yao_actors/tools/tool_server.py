@@ -9,7 +9,7 @@ not one (it takes no calls): :mod:`yao_actors.tools.directory` binds it to a run
 What one call needs besides its tool and arguments travels as one value, :class:`CallOptions`: where its
 progress goes, the caller's deadline, and the user's answers to the questions an earlier call of it asked
 (:class:`CallAnswers`). Whose tokens serve a call is not an option: a run's servers are bound to its principal
-(:func:`~yao_actors.tools.directory.bind_servers`) before it calls them.
+(:class:`~yao_actors.tools.directory.RunServers`) before it calls them.
 """
 
 from __future__ import annotations
@@ -98,11 +98,17 @@ class CallOptions:
     server); ``deadline`` is the caller's own (an absolute ``trio.current_time()``, e.g. a turn's), kept in one
     cancel scope with the server's ``timeout``: when the caller's is the one that expires the call raises
     ``trio.TooSlowError``; ``answers`` make the call again (or resume it) with the user's answers.
+
+    An app's requests (MCP Apps) take the same way: ``method`` ``"resources/read"`` reads the resource whose URI is
+    the call's name, ``"ping"`` pings the server; ``keep_result`` keeps the MCP result as the server sent it
+    (``ToolOutcome.app_result``).
     """
 
     progress: ProgressFn | None = None
     deadline: float = math.inf
     answers: CallAnswers | None = None
+    method: str = "tools/call"
+    keep_result: bool = False
 
 
 #: A call with no options.

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import attrs
 import mcp
 import mcp.types
+from mcp.client.extension import advertise
 from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -41,7 +42,7 @@ from yao_actors.transports.http import TRANSPORT_FAILURE, ResilientTransport, op
 from yao_actors.transports.link import Link
 from yao_actors.transports.sdk_errors import install as install_sdk_filter
 from yao_actors.transports.sdk_errors import sdk_errors_in_one_line
-from yao_actors.transports.session import DISCOVER_TIMEOUT, GatedClient
+from yao_actors.transports.session import DISCOVER_TIMEOUT, UI_EXTENSION, UI_SETTINGS, GatedClient
 from yao_actors.transports.sse import open_sse_transport
 from yao_actors.transports.stdio import DEFAULT_LINE_LIMITS, LineLimits, open_stdio_transport
 
@@ -102,6 +103,7 @@ async def open_client(
                 cache=None,
                 message_handler=message_handler,
                 elicitation_callback=elicitation_callback,
+                extensions=[advertise(UI_EXTENSION, UI_SETTINGS)] if spec.apps else None,
             )
             async with client:
                 yield client

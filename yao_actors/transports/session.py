@@ -25,6 +25,13 @@ import trio
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
+#: MCP Apps' extension, which a client of a server with ``apps`` on declares, with the MIME type it renders.
+UI_EXTENSION: Final = "io.modelcontextprotocol/ui"
+#: The MIME type of an app's HTML resource.
+APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
+#: What the client declares under :data:`UI_EXTENSION`.
+UI_SETTINGS: Final = {"mimeTypes": [APP_MIME_TYPE]}
+
 #: Seconds ``protocol: "auto"`` waits for the answer to ``server/discover`` before it tries the handshake.
 DISCOVER_TIMEOUT: Final = 2.0
 
@@ -48,13 +55,15 @@ class GatedClient(mcp.Client):
     """``mcp.Client`` on a :class:`GatedSession`, which it builds as the SDK builds its own session.
 
     The SDK takes no session class as an option: its one seam is the client's ``_build_session``, overridden
-    here. The runtime uses no response cache (the actor keeps the catalog) and no client extensions, the two
-    things the SDK's own builder adds to the session; a client asked for either is refused.
+    here. The runtime uses no response cache (the actor keeps the catalog), and of client extensions only those it
+    declares (MCP Apps' ``io.modelcontextprotocol/ui``, settings and no result claims): a client asked for a
+    cache or for an extension's claims is refused.
     """
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
-        if self.cache is not None or self.extensions:
-            raise ValueError("GatedClient takes neither a response cache nor extensions: pass cache=None")
+        folded = self._folded_extensions
+        if self.cache is not None or folded.claims or folded.bindings:
+            raise ValueError("GatedClient takes neither a response cache nor extension claims: pass cache=None")
         dispatcher = await self._connect(exit_stack, self.mode, self.raise_exceptions)
         return GatedSession(
             dispatcher=dispatcher,
@@ -67,4 +76,5 @@ class GatedClient(mcp.Client):
             message_handler=self.message_handler,
             client_info=self.client_info,
             elicitation_callback=self.elicitation_callback,
+            extensions=folded.ad,
         )

@@ -29,6 +29,8 @@ import re
 from itertools import accumulate
 from typing import Any
 
+import json_repair
+
 MAX_DEPTH = 128
 """Deepest nesting of arrays and objects accepted in untrusted JSON text."""
 
@@ -105,6 +107,19 @@ def loads(text: str, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> Any:
     except RecursionError:  # a deep stack already, even under the limit
         raise JSONTooDeep(limit) from None
     return scrub(value) if _SURROGATE_OR_ESCAPE.search(text) else value
+
+
+def repair(text: str) -> Any:
+    """``json_repair``'s reading of malformed ``text`` (lone surrogates replaced), or ``""`` when it has none
+    (json_repair's own answer for text it can make nothing of).
+
+    ``text`` must be known to nest no deeper than the limit (:func:`loads` refused it as malformed, not as too
+    deep), but the repair's own recursion may still give up on what it makes of broken text.
+    """
+    try:
+        return scrub(json_repair.repair_json(text, return_objects=True, skip_json_loads=True))
+    except RecursionError:
+        return ""
 
 
 def scrub_text(text: str) -> str:

@@ -42,9 +42,9 @@ class Standing:
     dropped: bool
     """The store failed after the run started, and keeps what outlives the process: the events it could not
     store were dropped (nobody saw them), so the run's close-out numbers on from the last event shown."""
-    failure: StoreUnavailable | None
-    """Why the store failed the run (out of reach, or the thread gone), if it did: the run ends
-    ``store_unavailable``."""
+    failure: RunError | None
+    """Why the store failed the run (out of reach, or the thread gone), if it did: the ``RunError``
+    ``store_unavailable`` the run ends with."""
 
 
 @attrs.frozen

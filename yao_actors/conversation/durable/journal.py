@@ -94,7 +94,9 @@ class RunJournal:
     _sizes: list[int] = attrs.field(factory=list)
     """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`_stored`, measured as it was written
     (by the store when it returns them, as the memory store does): the thread's history takes them."""
-    _failure: StoreUnavailable | None = None
+    _failure: RunError | None = None
+    """Why nothing more of the run is written (the store out of reach, or the thread gone from it): the
+    ``store_unavailable`` error the run ends with (:meth:`_failed`)."""
     _closed_elsewhere: RunClosed | None = None
     """The store had the run closed already when the journal wrote to it (another process took it for dead)."""
     _started: bool = False
@@ -160,16 +162,14 @@ class RunJournal:
             with trio.CancelScope(shield=True):
                 await patiently(start_run)
         except StoreUnavailable as error:
-            self._failure = error
-            raise error.run_error() from error
+            raise self._failed(error) from error
         except RunIdTaken:
             if tries == 1 or not await self._started_by_us():
                 raise RunError(
                     f"runId {self.run_id!r} is already used by a stored run", code=RunErrorCode.BAD_REQUEST
                 ) from None
         except (UnknownThread, UnknownRun) as error:
-            self._failure = lost_thread(self.thread_id, error)
-            raise self._failure.run_error() from error
+            raise self._failed(lost_thread(self.thread_id, error)) from error
         self._record_start(messages, given)
         self.kick_started()
 
@@ -215,8 +215,7 @@ class RunJournal:
                 with trio.CancelScope(shield=True):  # as :meth:`start`'s: a start is never left in doubt
                     taken = await patiently(once)
             except StoreUnavailable as error:
-                self._failure = error
-                raise
+                raise self._failed(error) from error
             except RunIdTaken:
                 lost = tries > 1  # an earlier try's answer was lost: it may have started the run
                 if not lost or not await self._started_by_us():
@@ -225,8 +224,7 @@ class RunJournal:
                     ) from None
                 taken = Taken(True, started=True)  # the lost try took the lease and started the run, atomically
             except (UnknownThread, UnknownRun) as error:
-                self._failure = lost_thread(self.thread_id, error)
-                raise self._failure.run_error() from error
+                raise self._failed(lost_thread(self.thread_id, error)) from error
             if taken.started:
                 self._record_start(messages, given)
             return taken
@@ -274,7 +272,7 @@ class RunJournal:
     def turn(self, messages: Sequence[Message]) -> None:
         """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
         if self._failure is not None:
-            raise self._failure.run_error()
+            raise self._failure
         self._turns.extend(messages)
         self._pacing.kick()
 
@@ -404,11 +402,18 @@ class RunJournal:
             if isinstance(error, UnknownThread | UnknownRun):
                 error = lost_thread(self.thread_id, error)
             logger.warning("run %s: the conversation store failed: %s", self.run_id, error)
-            self._failure = error
+            self._failed(error)
         self._turns.clear()
         if self.durable:
             self._events.clear()
         self.on_failure()
+
+    def _failed(self, error: StoreUnavailable) -> RunError:
+        """Keep ``error`` as why nothing more of the run is written, as the one ``RunError`` ``store_unavailable`` the
+        run ends with (:meth:`~yao_actors.errors.StoreUnavailable.run_error`: what the store said goes to the log,
+        not to the client); returned, for the caller to raise."""
+        self._failure = error.run_error()
+        return self._failure
 
     def _took(self, messages: Sequence[Message], sizes: Sequence[int] | None = None) -> None:
         """Messages the store took: kept with their sizes (the store's measures when it gave them)."""
@@ -426,8 +431,7 @@ class RunJournal:
                 await self.store.save_approvals(self.thread_id, [pending.to_record() for pending in approvals])
         except StoreUnavailable as error:
             logger.warning("run %s: could not store the thread's pending approvals: %s", self.run_id, error)
-            self._failure = error
-            raise error.run_error() from error
+            raise self._failed(error) from error
 
     async def close_out(self, finish: RunFinish, *, release: str | None = None) -> CloseOut:
         """The close-out's write: the rest of the history, the events not written yet, the terminal event and the
@@ -447,7 +451,7 @@ class RunJournal:
             closing = closing_error(events)
         return CloseOut(
             events=tuple(events or ()),
-            unstored=None if events is not None else (self._failure or StoreUnavailable("no answer")).run_error(),
+            unstored=None if events is not None else self._failure or self._failed(StoreUnavailable("no answer")),
             closed_elsewhere=closing,
             stored=tuple(self._stored),
             sizes=tuple(self._sizes),
@@ -477,7 +481,7 @@ class RunJournal:
                     if not isinstance(error, StoreUnavailable):
                         error = StoreUnavailable(f"the store refused the run's close: {error}")
                     logger.warning("run %s: the run's close was not stored: %s", self.run_id, error)
-                    self._failure = error
+                    self._failed(error)
                     return None
                 else:
                     self._released = True

@@ -1,9 +1,9 @@
 """The ``authorization_required`` interrupt: a principal must authorize a server before their runs use it.
 
 A server with ``auth.identity: "principal"`` has a router beside the runtime's servers
-(:class:`~yao_actors.auth.principals.PrincipalServers`); before a run builds its catalog, its servers are bound
-to its principal (:func:`~yao_actors.tools.directory.bind_servers`), which gives the run that principal's own
-view of it (its own connection, its own tools), so every catalog, call and resume of the run
+(:class:`~yao_actors.auth.principals.PrincipalServers`). A run is given its servers bound to its principal
+(:class:`~yao_actors.tools.directory.RunServers`): the first catalog naming the server gives the run that principal's
+own view of it (its own connection, its own tools), kept for the run, so every catalog, call and resume of the run
 goes there and nowhere else. A principal that must authorize the server first gets a ``needs_auth`` view (the
 run's ``server_status`` event says so) and is named in :attr:`~yao_actors.tools.directory.Bound.needed`; the run
 then ends with an AG-UI ``Interrupt`` per such server

@@ -15,8 +15,7 @@ from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.models.base import Model, with_params
 from yao_actors.specs import AssistantSpec
 from yao_actors.tools.catalog import CatalogCache
-from yao_actors.tools.directory import ServerRouter
-from yao_actors.tools.tool_server import ToolServer, ToolSource
+from yao_actors.tools.directory import ServerDirectory
 
 V = TypeVar("V")
 
@@ -35,12 +34,12 @@ class RunResources:
     """What a run may use: the runtime's assistants, servers and models by id, its catalog cache, and the
     global ``prompts`` put before every assistant's own.
 
-    ``servers`` are those the run calls; ``routers`` stand for the servers connected per principal, which a run
-    binds to its principal (:func:`~yao_actors.tools.directory.bind_servers`): their views then join ``servers``.
+    A run calls none of ``servers`` directly: it is given its own, bound to its principal
+    (:meth:`~yao_actors.tools.directory.ServerDirectory.for_run`).
     """
 
     assistants: Mapping[str, AssistantSpec]
-    servers: Mapping[str, ToolServer]
+    servers: ServerDirectory
     models: Mapping[str, Model]
     catalogs: CatalogCache = attrs.field(factory=CatalogCache)
     prompts: tuple[str, ...] = ()
@@ -49,17 +48,6 @@ class RunResources:
     """Wall-clock time, for the expiry of approvals (tests pass their own)."""
     media_bytes: int = DEFAULT_MEDIA_BYTES
     """The image and audio data one ``TOOL_CALL_RESULT`` carries at most (the service's ``max_frame_bytes``)."""
-    routers: Mapping[str, ServerRouter] = attrs.field(factory=dict)
-
-    @property
-    def sources(self) -> dict[str, ToolSource]:
-        """What a catalog for no principal reads: the servers, and the routers not bound here (no tools of theirs)."""
-        return {**self.routers, **self.servers}
-
-    async def reaches_parked(self, server_id: str, ticket: str) -> bool:
-        """Whether a call held open under ``ticket`` by server ``server_id`` is held by a live server actor."""
-        server = self.servers.get(server_id) or self.routers.get(server_id)
-        return server is not None and await server.reaches_parked(ticket)
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""

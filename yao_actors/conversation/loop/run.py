@@ -23,6 +23,7 @@ from yao_actors.conversation.interrupts.approvals import split_held
 from yao_actors.conversation.interrupts.client_tools import CallsPending, split_calls, tool_name
 from yao_actors.conversation.interrupts.inputs import held_inputs
 from yao_actors.conversation.interrupts.principal_servers import authorization_interrupt
+from yao_actors.conversation.loop.activity import emit_activity
 from yao_actors.conversation.loop.answer import Answer, MaxTurns, TurnRequest, standard_answer
 from yao_actors.conversation.loop.batch import PendingBatch, Told
 from yao_actors.conversation.loop.fallback import (
@@ -60,8 +61,8 @@ from yao_actors.observability import tracing
 from yao_actors.observability.runs import ModelCallObservation
 from yao_actors.specs import AssistantSpec, ServerRef
 from yao_actors.tools.budget import model_view
-from yao_actors.tools.catalog import Catalog, CatalogCache, select_servers
-from yao_actors.tools.directory import bind_servers
+from yao_actors.tools.catalog import Catalog, select_servers
+from yao_actors.tools.directory import RunServers
 from yao_actors.tools.dispatch import (
     CallFinished,
     CallProgress,
@@ -71,7 +72,7 @@ from yao_actors.tools.dispatch import (
 )
 from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
-from yao_actors.tools.tool_server import Binding, CallAnswers
+from yao_actors.tools.tool_server import CallAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,8 @@ class Run:
 
     resources: RunResources
     events: RunEvents
+    servers: RunServers
+    """The servers it calls, bound to its principal as it names them (a create hook's, a delegate's too)."""
     transcript: list[Message] = attrs.field(factory=list)
     results: list[ToolCallResult] = attrs.field(factory=list)
     usage: Usage = attrs.field(factory=Usage)
@@ -113,12 +116,8 @@ class Run:
     checkpoint: Callable[[bool], None] = attrs.field(default=lambda whole_turn: None)
     client_tools: tuple[Mapping[str, Any], ...] = ()
     """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`~yao_actors.conversation.interrupts.client_tools`)."""
-    principal: str | None = None
-    """Whose run it is: servers with ``auth.identity: "principal"`` are bound to it (:mod:`yao_actors.conversation.interrupts.principal_servers`)."""
     needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
-    bindings: dict[str, Binding] = attrs.field(factory=dict)
-    """Its views of the servers connected per principal, by id (bound once a run, at its first catalog of them)."""
 
     @property
     def client_names(self) -> frozenset[str]:
@@ -288,21 +287,16 @@ class Run:
 
     def protocol_of(self, server_id: str) -> str | None:
         """The MCP protocol version the server's last connection spoke (``None``: never connected, or no server)."""
-        server = self.resources.servers.get(server_id)
+        server = self.servers.get(server_id)
         return None if server is None else server.statistics().protocol
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
-        refs = select_servers(assistant, override)
-        ids = (ref.server_id for ref in refs)
-        bound = await bind_servers(self.resources.servers, self.resources.routers, ids, self.principal, self.bindings)
-        self.bindings.update(bound.bindings)
-        if bound.changed:
-            self.resources = attrs.evolve(self.resources, servers=bound.servers, catalogs=CatalogCache())
+        bound = await self.servers.bind(ref.server_id for ref in select_servers(assistant, override))
         self.needs_authorization.update(bound.needed)
         for server_id, problem in bound.problems.items():
             await self.events.server_status(server_id, "down", problem)
         try:
-            catalog = await self.resources.catalogs.get(assistant, self.resources.servers, override=override)
+            catalog = await self.servers.catalogs.get(assistant, self.servers.by_id, override=override)
         except ConfigError as error:
             raise RunError(str(error), code=RunErrorCode.CONFIG_ERROR) from error
         for warning in catalog.warnings:
@@ -402,7 +396,7 @@ class Run:
         await execute_tool_calls(
             calls,
             catalog,
-            self.resources.servers,
+            self.servers.by_id,
             batch_timeout=batch_timeout,
             on_event=self.on_dispatch,
             answers=answers,
@@ -414,7 +408,7 @@ class Run:
 
     def input_timeout(self, server_id: str) -> float:
         """How long a server's question may wait for the user's answer (its ``input_timeout``)."""
-        server = self.resources.servers.get(server_id)
+        server = self.servers.get(server_id)
         return DEFAULT_INPUT_TIMEOUT if server is None else server.spec.input_timeout
 
     async def on_dispatch(self, event: DispatchEvent) -> None:
@@ -428,6 +422,8 @@ class Run:
             media_bytes = self.resources.media_bytes
             sent = await self.events.tool_call_result(self.new_message_id(), event.result, media_bytes=media_bytes)
             batch.told[event.index] = Told(event.result, sent["content"])
+            if event.result.app is not None:
+                await emit_activity(self.events, self.new_message_id(), event.result.app, media_bytes)
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 server_id = event.result.server
                 protocol = self.protocol_of(server_id)

@@ -24,38 +24,15 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread
+import yao_actors.store.codec as codec
+import yao_actors.store.records as records
 from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
-from yao_actors.store.codec import (
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_message,
-    event_seqs,
-    new_owner_token,
-    purge_interval,
-    seq_floor,
-)
+from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.memory.leases import MemoryLeases
 from yao_actors.store.memory.parked import MemoryParkedCalls
 from yao_actors.store.memory.tokens import MemoryTokens
-from yao_actors.store.protocol import DEFAULT_EVENT_TTL, POLL_INTERVAL, ConversationStore, ThreadLeases, TokenRecords
-from yao_actors.store.records import (
-    ANY_PRINCIPAL,
-    AnyPrincipal,
-    EncodedEvent,
-    EventDict,
-    Message,
-    RunFinish,
-    RunRecord,
-    RunStart,
-    RunStatus,
-    Taken,
-    ThreadInfo,
-    ThreadKeeper,
-    utc,
-)
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL
+from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
 
 
 @attrs.define
@@ -71,7 +48,7 @@ class _EventLog:
 
 
 @attrs.define(eq=False)
-class MemoryStore(ConversationStore):
+class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
     """A :class:`~yao_actors.store.ConversationStore` in dicts.
 
     Events are kept as their JSON text (the text they went on the wire as: a run's events are encoded once,
@@ -83,15 +60,13 @@ class MemoryStore(ConversationStore):
 
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
-    owner: str = attrs.field(factory=new_owner_token)
+    owner: str = attrs.field(factory=codec.new_owner_token)
     max_thread_bytes: int = MAX_THREAD_BYTES
     max_threads_bytes: int = MAX_THREADS_BYTES
-    keepers: list[ThreadKeeper] = attrs.field(factory=list)
+    keepers: list[records.ThreadKeeper] = attrs.field(factory=list)
     """Asked before the budget forgets a thread: any one keeping it keeps it; otherwise each drops its copy."""
-    _leases: MemoryLeases = attrs.field(init=False)
-    _tokens: MemoryTokens = attrs.field(factory=MemoryTokens, init=False)
-    _parked: MemoryParkedCalls = attrs.field(factory=MemoryParkedCalls, init=False)
-    _threads: dict[str, ThreadInfo] = attrs.field(factory=dict, init=False)
+    parts: StoreParts[MemoryLeases, MemoryParkedCalls] = attrs.field(init=False)
+    _threads: dict[str, records.ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
     """When each thread was last written, least recently written first: the order the budget forgets them in."""
@@ -99,9 +74,9 @@ class MemoryStore(ConversationStore):
     """Threads with runs in progress, and how many: in use, so the budget never forgets them."""
     _bytes: dict[str, int] = attrs.field(factory=dict, init=False)
     _total_bytes: int = attrs.field(default=0, init=False)
-    _messages: dict[str, list[Message]] = attrs.field(factory=dict, init=False)
+    _messages: dict[str, list[records.Message]] = attrs.field(factory=dict, init=False)
     _sizes: dict[str, list[int]] = attrs.field(factory=dict, init=False)
-    _runs: dict[str, RunRecord] = attrs.field(factory=dict, init=False)
+    _runs: dict[str, records.RunRecord] = attrs.field(factory=dict, init=False)
     _thread_runs: dict[str, list[str]] = attrs.field(factory=dict, init=False)
     _logs: dict[str, _EventLog] = attrs.field(factory=dict, init=False)
     """Each run's log, in the order the logs were started: the order the log budget drops them in."""
@@ -110,70 +85,61 @@ class MemoryStore(ConversationStore):
     _next_purge: float = attrs.field(default=0.0, init=False)
     _approvals: dict[str, str] = attrs.field(factory=dict, init=False)
 
-    @_leases.default
-    def _make_leases(self) -> MemoryLeases:
-        return MemoryLeases(self)
+    @parts.default
+    def _parts(self) -> StoreParts[MemoryLeases, MemoryParkedCalls]:
+        return StoreParts(MemoryLeases(self), MemoryTokens(), MemoryParkedCalls())
 
     @property
     def durable(self) -> bool:
         return False  # its threads live and die with this process
 
-    def leases(self) -> ThreadLeases:
-        return self._leases
-
-    def oauth_tokens(self) -> TokenRecords:
-        return self._tokens
-
-    def parked_calls(self) -> MemoryParkedCalls:
-        return self._parked
-
-    def thread_keepers(self) -> list[ThreadKeeper]:
+    def thread_keepers(self) -> list[records.ThreadKeeper]:
         return self.keepers
 
     # -- threads
 
-    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+    async def open_thread(self, thread_id: str, principal: str | None) -> records.ThreadInfo:
         await trio.lowlevel.checkpoint()
         if thread_id in self._threads:
             return self._info(thread_id)
         written = self.clock()
-        now = utc(written)
-        self._threads[thread_id] = ThreadInfo(thread_id, principal, now, now)
+        now = records.utc(written)
+        self._threads[thread_id] = records.ThreadInfo(thread_id, principal, now, now)
         self._written[thread_id] = written
         self._messages[thread_id] = []
         self._thread_runs[thread_id] = []
-        return ThreadInfo(thread_id, principal, now, now, created=True)
+        return records.ThreadInfo(thread_id, principal, now, now, created=True)
 
-    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
+    async def get_thread(self, thread_id: str) -> records.ThreadInfo | None:
         await trio.lowlevel.checkpoint()
         return self._info(thread_id) if thread_id in self._threads else None
 
     async def list_threads(
-        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
-    ) -> list[ThreadInfo]:
+        self, principal: str | records.AnyPrincipal | None = records.ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[records.ThreadInfo]:
         await trio.lowlevel.checkpoint()
-        threads = [t for t in self._threads.values() if principal is ANY_PRINCIPAL or t.principal == principal]
+        threads = [t for t in self._threads.values() if principal is records.ANY_PRINCIPAL or t.principal == principal]
         # Creation order breaks ties between threads created within one clock tick.
         threads.sort(key=lambda t: t.created_at)
         return [self._info(t.thread_id) for t in list(reversed(threads))[:limit]]
 
-    def _info(self, thread_id: str) -> ThreadInfo:
+    def _info(self, thread_id: str) -> records.ThreadInfo:
         """A stored thread with its time of last write."""
         info = self._threads[thread_id]
-        return attrs.evolve(info, updated_at=utc(self._written[thread_id]))
+        return attrs.evolve(info, updated_at=records.utc(self._written[thread_id]))
 
-    async def load_history(self, thread_id: str) -> list[Message]:
+    async def load_history(self, thread_id: str) -> list[records.Message]:
         await trio.lowlevel.checkpoint()
-        return [decode_json(encode_message(m)) for m in self._messages.get(thread_id, ())]
+        return [codec.decode_json(codec.encode_message(m)) for m in self._messages.get(thread_id, ())]
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
+    async def append_messages(self, thread_id: str, messages: Sequence[records.Message]) -> None:
         await trio.lowlevel.checkpoint()
         self._append(thread_id, _checked(messages))
 
-    def _append(self, thread_id: str, given: Sequence[Message]) -> list[int]:
+    def _append(self, thread_id: str, given: Sequence[records.Message]) -> list[int]:
         """Append checked messages to a thread's history (within its budget); returns their sizes."""
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         messages = self._messages[thread_id]
         sizes = self._sizes.setdefault(thread_id, [])
         measured = list(map(message_bytes, given))
@@ -227,120 +193,98 @@ class MemoryStore(ConversationStore):
     # -- runs
 
     async def start_run(
-        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
-    ) -> RunRecord:
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[records.Message]
+    ) -> records.RunRecord:
         await trio.lowlevel.checkpoint()
         given = _checked(input_messages)
         if run_id in self._runs:
-            raise RunIdTaken(f"run {run_id!r} is already stored")
+            raise run_id_taken(run_id)
         return self._start(thread_id, run_id, assistant, given)
 
-    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: records.RunStart) -> records.Taken:
         """The lease and the run's start in one step. Its runs live and die with this process: no dead runs to
         close, and nobody else adds to its threads."""
         await trio.lowlevel.checkpoint()
         given = _checked(start.messages)
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if start.run_id in self._runs:
-            raise RunIdTaken(f"run {start.run_id!r} is already stored")
-        if not self._leases.hold(thread_id, token, ttl):
-            return Taken(False)
+            raise run_id_taken(start.run_id)
+        if not self.parts.leases.hold(thread_id, token, ttl):
+            return records.Taken(False)
         stored = len(self._messages.get(thread_id, ()))
         if start.expect_messages is not None and start.expect_messages != stored:
-            return Taken(True, stored_messages=stored)
+            return records.Taken(True, stored_messages=stored)
         self._start(thread_id, start.run_id, start.assistant, given)
-        return Taken(True, stored_messages=stored, started=True)
+        return records.Taken(True, stored_messages=stored, started=True)
 
-    def _start(self, thread_id: str, run_id: str, assistant: str, given: list[Message]) -> RunRecord:
+    def _start(self, thread_id: str, run_id: str, assistant: str, given: list[records.Message]) -> records.RunRecord:
         self._append(thread_id, given)
-        run = RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(self.clock()), self.owner)
+        run = records.RunRecord(
+            run_id, thread_id, assistant, records.RunStatus.RUNNING, records.utc(self.clock()), self.owner
+        )
         self._runs[run_id] = run
         self._thread_runs[thread_id].append(run_id)
         self._running[thread_id] = self._running.get(thread_id, 0) + 1
         return run
 
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+        self, run_id: str, *, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
         await trio.lowlevel.checkpoint()
         run = self._runs.get(run_id)
-        if run is None or run.status is not RunStatus.RUNNING:
+        if run is None or run.status is not records.RunStatus.RUNNING:
             return False
         self._finish(run, status, outcome, usage)
         return True
 
-    def _finish(self, run: RunRecord, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None) -> None:
+    def _finish(
+        self, run: records.RunRecord, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None
+    ) -> None:
         """Close a running run's record."""
         self._runs[run.run_id] = attrs.evolve(
-            run, status=status, outcome=outcome, usage=dict(usage or {}), finished_at=utc(self.clock())
+            run, status=status, outcome=outcome, usage=dict(usage or {}), finished_at=records.utc(self.clock())
         )
         if self._running[run.thread_id] > 1:
             self._running[run.thread_id] -= 1
         else:
             del self._running[run.thread_id]
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
+    async def get_run(self, run_id: str) -> records.RunRecord | None:
         await trio.lowlevel.checkpoint()
         return self._runs.get(run_id)
 
-    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+    async def list_runs(self, thread_id: str) -> list[records.RunRecord]:
         await trio.lowlevel.checkpoint()
         return [self._runs[run_id] for run_id in self._thread_runs.get(thread_id, ())]
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
+    async def append_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> None:
         await trio.lowlevel.checkpoint()
         if run_id not in self._runs:
-            event_seqs(events)  # a malformed batch is refused as such first, as by the other backends
-            raise UnknownRun(f"run {run_id!r} is not stored")
+            codec.event_seqs(events)  # a malformed batch is refused as such first, as by the other backends
+            raise unknown_run(run_id)
         self._add_events(run_id, self._checked_events(run_id, events))
 
-    async def append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        *,
-        finish: RunFinish | None = None,
-    ) -> list[int]:
+    async def write_turn(self, turn: Turn) -> list[int]:
+        """The turn (the run's close and the lease's release with it) in one step."""
         await trio.lowlevel.checkpoint()
-        return self._append_turn(thread_id, run_id, messages, events, finish)
-
-    async def append_last_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
-        *,
-        release: str,
-    ) -> list[int]:
-        """The close-out and the lease's release in one step."""
-        await trio.lowlevel.checkpoint()
-        sizes = self._append_turn(thread_id, run_id, messages, events, finish)
-        self._leases.drop(thread_id, release)
+        sizes = self._append_turn(turn)
+        if turn.release is not None:
+            self.parts.leases.drop(turn.thread_id, turn.release)
         return sizes
 
-    def _append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish | None,
-    ) -> list[int]:
-        given = _checked(messages)
+    def _append_turn(self, turn: Turn) -> list[int]:
+        thread_id, run_id, events, finish = turn.thread_id, turn.run_id, turn.events, turn.finish
+        given = _checked(turn.messages)
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         run = self._runs.get(run_id)
         if run is None or run.thread_id != thread_id:
-            raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
-        if run.status is not RunStatus.RUNNING:
-            raise RunClosed(f"run {run_id!r} is closed already ({run.status.value})")
+            raise unknown_run(run_id, thread_id)
+        if run.status is not records.RunStatus.RUNNING:
+            raise run_closed(run_id, run.status.value)
         batch = self._checked_events(run_id, events)  # everything is checked before anything is written
         sizes = self._append(thread_id, given) if given else []
         if events:
@@ -349,11 +293,11 @@ class MemoryStore(ConversationStore):
             self._finish(run, finish.status, finish.outcome, finish.usage)
         return sizes
 
-    def _checked_events(self, run_id: str, events: Sequence[EncodedEvent]) -> tuple[list[int], list[str]]:
+    def _checked_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> tuple[list[int], list[str]]:
         """A batch's numbers and texts for a stored run's log, checked to rise above it (``SeqConflict`` otherwise)."""
-        seqs = event_seqs(events)
+        seqs = codec.event_seqs(events)
         log = self._live_log(run_id)
-        check_rises(run_id, seqs, log.seqs[-1] if log and log.seqs else 0)
+        codec.check_rises(run_id, seqs, log.seqs[-1] if log and log.seqs else 0)
         return seqs, [text for _, text in events]
 
     def _add_events(self, run_id: str, batch: tuple[list[int], list[str]]) -> None:
@@ -379,12 +323,16 @@ class MemoryStore(ConversationStore):
         for run_id in self._thread_runs[thread_id]:
             if self._thread_log_bytes[thread_id] <= self.max_thread_bytes:
                 break
-            if run_id != writing and run_id in self._logs and self._runs[run_id].status is not RunStatus.RUNNING:
+            if (
+                run_id != writing
+                and run_id in self._logs
+                and self._runs[run_id].status is not records.RunStatus.RUNNING
+            ):
                 self._drop_log(run_id)
         for run_id in list(self._logs):
             if self._log_bytes <= self.max_threads_bytes:
                 break
-            if run_id != writing and self._runs[run_id].status is not RunStatus.RUNNING:
+            if run_id != writing and self._runs[run_id].status is not records.RunStatus.RUNNING:
                 self._drop_log(run_id)
 
     def _drop_log(self, run_id: str) -> None:
@@ -394,15 +342,14 @@ class MemoryStore(ConversationStore):
             self._log_bytes -= log.size
             self._thread_log_bytes[log.thread_id] -= log.size
 
-    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
         await trio.lowlevel.checkpoint()
         log = self._live_log(run_id)
         if log is None:
             return []
-        return [decode_json(text) for text in log.texts[bisect.bisect_right(log.seqs, seq_floor(after_seq)) :]]
-
-    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
-        await trio.sleep(min(timeout, POLL_INTERVAL))
+        return [
+            codec.decode_json(text) for text in log.texts[bisect.bisect_right(log.seqs, codec.seq_floor(after_seq)) :]
+        ]
 
     def _live_log(self, run_id: str) -> _EventLog | None:
         """The run's log, dropping it when it has expired."""
@@ -417,7 +364,7 @@ class MemoryStore(ConversationStore):
         now = self.clock()
         if now < self._next_purge:
             return
-        self._next_purge = now + purge_interval(self.event_ttl)
+        self._next_purge = now + codec.purge_interval(self.event_ttl)
         for run_id in [r for r, log in self._logs.items() if log.expires_at <= now]:
             self._drop_log(run_id)
 
@@ -425,9 +372,9 @@ class MemoryStore(ConversationStore):
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
         await trio.lowlevel.checkpoint()
-        encoded = encode_approvals(approvals)  # kept as JSON text: a caller never shares a stored one
+        encoded = codec.encode_approvals(approvals)  # kept as JSON text: a caller never shares a stored one
         if thread_id not in self._threads:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if approvals:
             self._approvals[thread_id] = encoded
         else:
@@ -435,13 +382,13 @@ class MemoryStore(ConversationStore):
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
         await trio.lowlevel.checkpoint()
-        return decode_approvals(self._approvals.get(thread_id))
+        return codec.decode_approvals(self._approvals.get(thread_id))
 
 
-def _checked(messages: Sequence[Message]) -> list[Message]:
+def _checked(messages: Sequence[records.Message]) -> list[records.Message]:
     """The messages, each checked as a store takes it (:func:`~yao_actors.store.codec.encode_message` refuses
     anything that is not a mapping with a string ``role``) without keeping the encoding."""
     for message in messages:
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
-            encode_message(message)  # raises, naming the message
+            codec.encode_message(message)  # raises, naming the message
     return list(messages)

@@ -10,39 +10,14 @@ is one script: ``SET NX PX`` (or an extension when the token already holds it), 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
 
 import attrs
-import coredis
 
-from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.store.records import INTERRUPTED_CODE, INTERRUPTED_MESSAGE, RunStart, Taken
-from yao_actors.store.redis.keys import ESCAPE_LUA, RedisKeys
+from yao_actors.store.redis.access import RedisAccess, lua, ms
+from yao_actors.store.redis.keys import ESCAPE_LUA
 from yao_actors.store.redis.scripts import LAST_SEQ_LUA
-
-
-class RedisAccess(Protocol):
-    """What the leases use of their :class:`~yao_actors.store.redis.RedisStore` (which makes them, and so is not
-    imported here)."""
-
-    client: coredis.Redis[str]
-    prefix: str
-
-    def clock(self) -> float: ...
-
-    @property
-    def keys(self) -> RedisKeys: ...
-
-    @property
-    def ttl_ms(self) -> int: ...
-
-    def reachable(self) -> AbstractContextManager[None]: ...
-
-    async def run_script(
-        self, script: coredis.commands.Script[str], keys: Sequence[str], args: Sequence[str | int | float]
-    ) -> Any: ...
-
+from yao_actors.store.refusals import run_id_taken, thread_not_opened
 
 _CLOSE_LUA = (
     LAST_SEQ_LUA
@@ -81,7 +56,7 @@ local how = {prefix = ARGV[3], now = ARGV[4], timestamp = ARGV[5], message = ARG
 """
 )
 
-_TAKE = (
+_TAKE = lua(
     _CLOSE_LUA
     + """
 -- KEYS: lease, thread runs, running set, thread messages
@@ -92,7 +67,7 @@ return {1, closed, redis.call('LLEN', KEYS[4])}
 """
 )
 
-_TAKE_AND_START = (
+_TAKE_AND_START = lua(
     _CLOSE_LUA
     + """
 -- KEYS: lease, thread runs, running set, thread messages, thread, run
@@ -117,75 +92,50 @@ return {2, closed, count}
 )
 """The lease taken and the run started in one script (:meth:`~yao_actors.store.ConversationStore.take_and_start`)."""
 
-_RENEW = """
+_RENEW = lua("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
-"""
+""")
 
-_RECLAIM = """
+_RECLAIM = lua("""
 -- KEYS: lease, run; ARGV: token, ttl ms
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return 0 end
 if redis.call('HGET', KEYS[2], 'status') ~= 'running' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
-"""
+""")
 
-_RELEASE = """
+_RELEASE = lua("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
-"""
+""")
 
 
 @attrs.define(eq=False)
 class RedisLeases:
     """The :class:`~yao_actors.store.protocol.ThreadLeases` of a :class:`~yao_actors.store.redis.RedisStore`."""
 
-    store: RedisAccess
-    _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
-
-    @_scripts.default
-    def _register(self) -> dict[str, coredis.commands.Script[str]]:
-        client = self.store.client
-        return {
-            name: client.register_script(source)
-            for name, source in (
-                ("take", _TAKE),
-                ("take_and_start", _TAKE_AND_START),
-                ("renew", _RENEW),
-                ("reclaim", _RECLAIM),
-                ("release", _RELEASE),
-            )
-        }
-
-    async def _script(self, name: str, keys: list[str], args: list[str | int | float]) -> Any:
-        return await self.store.run_script(self._scripts[name], keys, args)
+    access: RedisAccess
 
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
-        store = self.store
-        now = store.clock()
-        keys = [
-            store.keys.lease(thread_id),
-            store.keys.thread_runs(thread_id),
-            store.keys.running,
-            store.keys.messages(thread_id),
-        ]
-        args = self._take_args(token, ttl, now, also_close or "")
-        taken, closed, count = await self._script("take", keys, args)
+        keys = self.access.keys
+        store_keys = [keys.lease(thread_id), keys.thread_runs(thread_id), keys.running, keys.messages(thread_id)]
+        args = self._take_args(token, ttl, self.access.clock(), also_close or "")
+        taken, closed, count = await self.access.run(_TAKE, store_keys, args)
         return Taken(bool(taken), tuple(str(run_id) for run_id in closed), int(count) if taken else None)
 
     def _take_args(self, token: str, ttl: float, now: float, also_close: str) -> list[str | int | float]:
-        store = self.store
         return [
             token,
-            _ms(ttl),
-            store.prefix,
+            ms(ttl),
+            self.access.prefix,
             repr(now),
             int(now * 1000),
             INTERRUPTED_MESSAGE,
             INTERRUPTED_CODE,
             also_close,
-            store.ttl_ms,
+            self.access.ttl_ms,
         ]
 
     async def take_and_start(
@@ -193,45 +143,45 @@ class RedisLeases:
     ) -> Taken:
         """The store's ``take_and_start`` (:meth:`~yao_actors.store.ConversationStore.take_and_start`), one script;
         ``encoded``: the run's input messages as stored."""
-        store = self.store
-        keys = [
-            store.keys.lease(thread_id),
-            store.keys.thread_runs(thread_id),
-            store.keys.running,
-            store.keys.messages(thread_id),
-            store.keys.thread(thread_id),
-            store.keys.run(start.run_id),
+        keys = self.access.keys
+        store_keys = [
+            keys.lease(thread_id),
+            keys.thread_runs(thread_id),
+            keys.running,
+            keys.messages(thread_id),
+            keys.thread(thread_id),
+            keys.run(start.run_id),
         ]
         expect = "" if start.expect_messages is None else str(start.expect_messages)
-        args = self._take_args(token, ttl, store.clock(), "")
+        args = self._take_args(token, ttl, self.access.clock(), "")
         args += [start.run_id, thread_id, start.assistant, owner, expect, *encoded]
-        done, closed, count = await self._script("take_and_start", keys, args)
+        done, closed, count = await self.access.run(_TAKE_AND_START, store_keys, args)
         if done == -2:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if done == -1:
-            raise RunIdTaken(f"run {start.run_id!r} is already stored")
+            raise run_id_taken(start.run_id)
         if done == 0:
             return Taken(False)
         return Taken(True, tuple(str(run_id) for run_id in closed), int(count), started=done == 2)
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
-        return bool(await self._script("renew", [self.store.keys.lease(thread_id)], [token, _ms(ttl)]))
+        return bool(await self.access.run(_RENEW, [self.access.keys.lease(thread_id)], [token, ms(ttl)]))
 
     async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
-        keys = [self.store.keys.lease(thread_id), self.store.keys.run(run_id)]
-        return bool(await self._script("reclaim", keys, [token, _ms(ttl)]))
+        keys = [self.access.keys.lease(thread_id), self.access.keys.run(run_id)]
+        return bool(await self.access.run(_RECLAIM, keys, [token, ms(ttl)]))
 
     async def release(self, thread_id: str, token: str) -> None:
-        await self._script("release", [self.store.keys.lease(thread_id)], [token])
+        await self.access.run(_RELEASE, [self.access.keys.lease(thread_id)], [token])
 
     async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
-        client = self.store.client
-        with self.store.reachable():
-            run_ids = sorted(await client.smembers(self.store.keys.running))
+        client, keys = self.access.client, self.access.keys
+        with self.access.reachable():
+            run_ids = sorted(await client.smembers(keys.running))
             if not run_ids:
                 return []
             async with client.pipeline(transaction=False) as pipe:
-                requests = [pipe.hmget(self.store.keys.run(run_id), ["threadId", "owner"]) for run_id in run_ids]
+                requests = [pipe.hmget(keys.run(run_id), ["threadId", "owner"]) for run_id in run_ids]
             found = [await request for request in requests]
             runs = [
                 (run_id, str(thread))
@@ -239,9 +189,5 @@ class RedisLeases:
                 if thread is not None and started_by != owner
             ]
             async with client.pipeline(transaction=False) as pipe:
-                held = [pipe.exists([self.store.keys.lease(thread_id)]) for _, thread_id in runs]
+                held = [pipe.exists([keys.lease(thread_id)]) for _, thread_id in runs]
             return [run for run, lease in zip(runs, held, strict=True) if not await lease]
-
-
-def _ms(seconds: float) -> int:
-    return max(1, int(seconds * 1000))

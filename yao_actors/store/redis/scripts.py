@@ -1,10 +1,13 @@
-"""The Lua scripts of the Redis store (:mod:`yao_actors.store.redis`): each write is one of them, one round trip,
-applied atomically by the server. Their keys come from :class:`~yao_actors.store.redis.keys.RedisKeys`; the few
-keys a script builds itself from ids it reads use the same escape (:data:`~yao_actors.store.redis.keys.ESCAPE_LUA`).
+"""The Lua scripts of the Redis store's threads, runs and event logs (:mod:`yao_actors.store.redis`; its leases,
+held calls and token records keep theirs beside their code): each write is one of them, one round trip, applied
+atomically by the server, run through :meth:`~yao_actors.store.redis.access.RedisAccess.run`. Their keys come from
+:class:`~yao_actors.store.redis.keys.RedisKeys`; the few keys a script builds itself from ids it reads use the
+same escape (:data:`~yao_actors.store.redis.keys.ESCAPE_LUA`).
 """
 
 from __future__ import annotations
 
+from yao_actors.store.redis.access import lua
 from yao_actors.store.redis.keys import ESCAPE_LUA
 
 # The key of a principal's thread index, built in a script from the principal a thread's hash names
@@ -15,7 +18,7 @@ OWNER_KEY = (
     + "escape(principal) end return prefix .. 'threads:owner:~' end\n"
 )
 
-OPEN_THREAD = """
+OPEN_THREAD = lua("""
 -- KEYS: thread, threads, the principal's threads; ARGV: thread id, now, principal (absent: none)
 -- Returns whether it created the thread (1 or 0), then the thread's fields and values.
 local created = 0
@@ -29,9 +32,9 @@ end
 local answer = redis.call('HGETALL', KEYS[1])
 table.insert(answer, 1, created)
 return answer
-"""
+""")
 
-START_RUN = """
+START_RUN = lua("""
 -- KEYS: thread, messages, thread runs, run, running; ARGV: now, run id, thread id, assistant, owner, messages...
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if KEYS[4] ~= '' then
@@ -44,16 +47,16 @@ end
 redis.call('HSET', KEYS[1], 'updatedAt', ARGV[1])
 if #ARGV > 5 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 6)) end
 return 1
-"""
+""")
 """Appends messages to an opened thread and, given a run key, records the run in the same script."""
 
-FINISH_RUN = """
+FINISH_RUN = lua("""
 -- KEYS: run, running; ARGV: status, outcome, usage, now, run id
 if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'outcome', ARGV[2], 'usage', ARGV[3], 'finishedAt', ARGV[4])
 redis.call('SREM', KEYS[2], ARGV[5])
 return 1
-"""
+""")
 
 # The Lua function both append scripts (and the lease backend's take) use: the last event seq of a run's stream.
 LAST_SEQ_LUA = """
@@ -64,7 +67,7 @@ local function last_seq(stream)
 end
 """
 
-APPEND_EVENTS = (
+APPEND_EVENTS = lua(
     LAST_SEQ_LUA
     + """
 -- KEYS: run, events; ARGV: ttl ms, then seq and JSON of each event
@@ -77,7 +80,7 @@ return {1, last}
 """
 )
 
-APPEND_TURN = (
+APPEND_TURN = lua(
     LAST_SEQ_LUA
     + """
 local function lines(text)
@@ -125,7 +128,7 @@ Compact JSON never holds a raw line feed (one in a string is escaped), so the me
 travel one a line in a single argument each: a handful of arguments for coredis to prepare, however
 long the turn."""
 
-FORGET_THREAD = (
+FORGET_THREAD = lua(
     OWNER_KEY
     + """
 -- KEYS: thread, messages, thread runs, threads, running; ARGV: prefix, thread id
@@ -143,23 +146,11 @@ return 1
 """
 )
 
-SAVE_APPROVALS = """
+SAVE_APPROVALS = lua("""
 -- KEYS: thread; ARGV: the approvals' JSON array ('' clears them)
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'approvals')
 else redis.call('HSET', KEYS[1], 'approvals', ARGV[1]) end
 return 1
-"""
+""")
 """Sets or clears the pending approvals of an opened thread (a field of its hash: forgetting it deletes them)."""
-
-
-SCRIPTS = {
-    "open_thread": OPEN_THREAD,
-    "start_run": START_RUN,
-    "finish_run": FINISH_RUN,
-    "append_events": APPEND_EVENTS,
-    "append_turn": APPEND_TURN,
-    "forget_thread": FORGET_THREAD,
-    "save_approvals": SAVE_APPROVALS,
-}
-"""Every script of the store, by the name the store calls it by."""

@@ -32,46 +32,34 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
 import coredis
 import coredis.exceptions
 
-from yao_actors.errors import RunClosed, RunIdTaken, UnknownRun, UnknownThread, exception_leaves
-from yao_actors.store.codec import (
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_message,
-    encode_usage,
-    event_seqs,
-    new_owner_token,
-    seq_floor,
-)
-from yao_actors.store.protocol import DEFAULT_EVENT_TTL, ConversationStore, ThreadLeases, TokenRecords
-from yao_actors.store.records import (
-    ANY_PRINCIPAL,
-    AnyPrincipal,
-    EncodedEvent,
-    EventDict,
-    Message,
-    RunFinish,
-    RunRecord,
-    RunStart,
-    RunStatus,
-    Taken,
-    ThreadInfo,
-    utc,
-)
+import yao_actors.store.codec as codec
+import yao_actors.store.records as records
+from yao_actors.errors import exception_leaves
+from yao_actors.store.backend import BackendStore, StoreParts, Turn
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL
+from yao_actors.store.redis.access import RedisAccess
 from yao_actors.store.redis.keys import RedisKeys
 from yao_actors.store.redis.leases import RedisLeases
 from yao_actors.store.redis.parked import RedisParkedCalls
 from yao_actors.store.redis.reach import reachable
-from yao_actors.store.redis.scripts import SCRIPTS
+from yao_actors.store.redis.scripts import (
+    APPEND_EVENTS,
+    APPEND_TURN,
+    FINISH_RUN,
+    FORGET_THREAD,
+    OPEN_THREAD,
+    SAVE_APPROVALS,
+    START_RUN,
+)
 from yao_actors.store.redis.tokens import RedisTokens
+from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection to Redis before the store counts as unavailable."""
@@ -103,103 +91,63 @@ async def open_redis_store(
 
 
 @attrs.define(eq=False)
-class RedisStore(ConversationStore):
+class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
     """A :class:`~yao_actors.store.ConversationStore` in Redis (open with :func:`open_redis_store`)."""
 
     client: coredis.Redis[str]
-    """The store's connection (its lease backend shares it)."""
+    """The store's connection (its leases, held calls and token records share it: :attr:`access`)."""
     url: str
     prefix: str = "yao:"
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
-    owner: str = attrs.field(factory=new_owner_token)
-    _keys: RedisKeys = attrs.field(init=False)
-    _scripts: dict[str, coredis.commands.Script[str]] = attrs.field(init=False)
-    _leases: RedisLeases = attrs.field(init=False)
-    _parked: RedisParkedCalls = attrs.field(init=False)
+    owner: str = attrs.field(factory=codec.new_owner_token)
+    access: RedisAccess = attrs.field(init=False)
+    """The way in that the store and each of its parts go through."""
+    parts: StoreParts[RedisLeases, RedisParkedCalls] = attrs.field(init=False)
 
-    @_leases.default
-    def _make_leases(self) -> RedisLeases:
-        return RedisLeases(self)
+    @access.default
+    def _access(self) -> RedisAccess:
+        return RedisAccess(self.client, self.url, RedisKeys(self.prefix), self.clock, self.event_ttl)
 
-    @_parked.default
-    def _make_parked(self) -> RedisParkedCalls:
-        return RedisParkedCalls(self)
-
-    def parked_calls(self) -> RedisParkedCalls:
-        return self._parked
+    @parts.default
+    def _parts(self) -> StoreParts[RedisLeases, RedisParkedCalls]:
+        access = self.access
+        return StoreParts(RedisLeases(access), RedisTokens(access), RedisParkedCalls(access))
 
     @property
     def durable(self) -> bool:
         return True
 
-    def leases(self) -> ThreadLeases:
-        return self._leases
-
-    def oauth_tokens(self) -> TokenRecords:
-        return RedisTokens(self)
-
-    @_keys.default
-    def _keys_under_prefix(self) -> RedisKeys:
-        return RedisKeys(self.prefix)
-
-    @_scripts.default
-    def _register(self) -> dict[str, coredis.commands.Script[str]]:
-        return {name: self.client.register_script(source) for name, source in SCRIPTS.items()}
-
-    async def _script(self, name: str, keys: Sequence[str], args: Sequence[str | int | float]) -> Any:
-        return await self.run_script(self._scripts[name], keys, args)
-
-    async def run_script(
-        self, script: coredis.commands.Script[str], keys: Sequence[str], args: Sequence[str | int | float]
-    ) -> Any:
-        """Run a script by its digest (``EVALSHA``), loading it first when the server does not have it."""
-        with reachable(self.url):
-            try:
-                return await self.client.evalsha(script.sha, keys=keys, args=args)
-            except coredis.exceptions.NoScriptError:  # a new or restarted server
-                await self.client.script_load(script.script)
-                return await self.client.evalsha(script.sha, keys=keys, args=args)
-
-    def reachable(self) -> AbstractContextManager[None]:
-        """A block in which the ways the server can be out of reach raise :class:`StoreUnavailable`."""
-        return reachable(self.url)
-
     @property
     def keys(self) -> RedisKeys:
         """The store's keys (every id in them escaped)."""
-        return self._keys
-
-    @property
-    def ttl_ms(self) -> int:
-        """How long a finished run's events are kept, in milliseconds."""
-        return max(1, int(self.event_ttl * 1000))
+        return self.access.keys
 
     # -- threads
 
-    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+    async def open_thread(self, thread_id: str, principal: str | None) -> records.ThreadInfo:
         args: list[str | float] = [thread_id, repr(self.clock())]
         if principal is not None:
             args.append(principal)
-        keys = self._keys
-        created, *flat = await self._script(
-            "open_thread", [keys.thread(thread_id), keys.threads, keys.owner_index(principal)], args
+        keys = self.keys
+        created, *flat = await self.access.run(
+            OPEN_THREAD, [keys.thread(thread_id), keys.threads, keys.owner_index(principal)], args
         )
         info = _thread(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         return attrs.evolve(info, created=created == 1)
 
-    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
-        with reachable(self.url):
-            fields = await self.client.hgetall(self._keys.thread(thread_id))
+    async def get_thread(self, thread_id: str) -> records.ThreadInfo | None:
+        with self.access.reachable():
+            fields = await self.client.hgetall(self.keys.thread(thread_id))
         return _thread(thread_id, fields) if fields else None
 
     async def list_threads(
-        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
-    ) -> list[ThreadInfo]:
-        index = self._keys.threads if principal is ANY_PRINCIPAL else self._keys.owner_index(principal)
-        with reachable(self.url):
+        self, principal: str | records.AnyPrincipal | None = records.ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[records.ThreadInfo]:
+        index = self.keys.threads if principal is records.ANY_PRINCIPAL else self.keys.owner_index(principal)
+        with self.access.reachable():
             ids = [str(i) for i in await self.client.zrange(index, 0, limit - 1, rev=True)]
-            found = await self._hgetall_each([self._keys.thread(i) for i in ids])
+            found = await self._hgetall_each([self.keys.thread(i) for i in ids])
         return [_thread(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     async def _hgetall_each(self, keys: Sequence[str]) -> list[dict[str, str]]:
@@ -210,205 +158,182 @@ class RedisStore(ConversationStore):
             requests = [pipe.hgetall(key) for key in keys]
         return [dict(await request) for request in requests]
 
-    async def load_history(self, thread_id: str) -> list[Message]:
-        with reachable(self.url):
-            items = await self.client.lrange(self._keys.messages(thread_id), 0, -1)
-        return [decode_json(item) for item in items]
+    async def load_history(self, thread_id: str) -> list[records.Message]:
+        with self.access.reachable():
+            items = await self.client.lrange(self.keys.messages(thread_id), 0, -1)
+        return [codec.decode_json(item) for item in items]
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
-        await self._start_or_append(thread_id, [encode_message(m) for m in messages], self.clock(), None)
+    async def append_messages(self, thread_id: str, messages: Sequence[records.Message]) -> None:
+        await self._start_or_append(thread_id, [codec.encode_message(m) for m in messages], self.clock(), None)
 
     async def _start_or_append(
         self, thread_id: str, encoded: list[str], now: float, run: tuple[str, str] | None
     ) -> None:
         run_id, assistant = run or ("", "")
         keys = [
-            self._keys.thread(thread_id),
-            self._keys.messages(thread_id),
-            self._keys.thread_runs(thread_id),
-            self._keys.run(run_id) if run else "",
-            self._keys.running,
+            self.keys.thread(thread_id),
+            self.keys.messages(thread_id),
+            self.keys.thread_runs(thread_id),
+            self.keys.run(run_id) if run else "",
+            self.keys.running,
         ]
         args = [repr(now), run_id, thread_id, assistant, self.owner, *encoded]
-        answer = await self._script("start_run", keys, args)
+        answer = await self.access.run(START_RUN, keys, args)
         if answer == 0:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if answer == -1:
-            raise RunIdTaken(f"run {run_id!r} is already stored")
+            raise run_id_taken(run_id)
 
     async def forget_thread(self, thread_id: str) -> bool:
         keys = [
-            self._keys.thread(thread_id),
-            self._keys.messages(thread_id),
-            self._keys.thread_runs(thread_id),
-            self._keys.threads,
-            self._keys.running,
+            self.keys.thread(thread_id),
+            self.keys.messages(thread_id),
+            self.keys.thread_runs(thread_id),
+            self.keys.threads,
+            self.keys.running,
         ]
-        return bool(await self._script("forget_thread", keys, [self.prefix, thread_id]))
+        return bool(await self.access.run(FORGET_THREAD, keys, [self.prefix, thread_id]))
 
     # -- runs
 
     async def start_run(
-        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
-    ) -> RunRecord:
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[records.Message]
+    ) -> records.RunRecord:
         started = self.clock()
-        encoded = [encode_message(m) for m in input_messages]
+        encoded = [codec.encode_message(m) for m in input_messages]
         await self._start_or_append(thread_id, encoded, started, (run_id, assistant))
-        return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(started), self.owner)
+        return records.RunRecord(
+            run_id, thread_id, assistant, records.RunStatus.RUNNING, records.utc(started), self.owner
+        )
 
-    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: records.RunStart) -> records.Taken:
         """The lease and the run's start in one script."""
-        encoded = [encode_message(m) for m in start.messages]
-        return await self._leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
+        encoded = [codec.encode_message(m) for m in start.messages]
+        return await self.parts.leases.take_and_start(thread_id, token, ttl, start, self.owner, encoded)
 
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+        self, run_id: str, *, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
-        keys = [self._keys.run(run_id), self._keys.running]
-        args = [status.value, outcome, encode_usage(usage), repr(self.clock()), run_id]
-        return bool(await self._script("finish_run", keys, args))
+        keys = [self.keys.run(run_id), self.keys.running]
+        args = [status.value, outcome, codec.encode_usage(usage), repr(self.clock()), run_id]
+        return bool(await self.access.run(FINISH_RUN, keys, args))
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        with reachable(self.url):
-            fields = await self.client.hgetall(self._keys.run(run_id))
+    async def get_run(self, run_id: str) -> records.RunRecord | None:
+        with self.access.reachable():
+            fields = await self.client.hgetall(self.keys.run(run_id))
         return _run(run_id, fields) if fields else None
 
-    async def list_runs(self, thread_id: str) -> list[RunRecord]:
-        with reachable(self.url):
-            ids = await self.client.lrange(self._keys.thread_runs(thread_id), 0, -1)
-            found = await self._hgetall_each([self._keys.run(i) for i in ids])
+    async def list_runs(self, thread_id: str) -> list[records.RunRecord]:
+        with self.access.reachable():
+            ids = await self.client.lrange(self.keys.thread_runs(thread_id), 0, -1)
+            found = await self._hgetall_each([self.keys.run(i) for i in ids])
         return [_run(i, fields) for i, fields in zip(ids, found, strict=True) if fields]
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
-        seqs = event_seqs(events)
+    async def append_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> None:
+        seqs = codec.event_seqs(events)
         if not seqs:
             return
-        args: list[str | int] = [self.ttl_ms]
+        args: list[str | int] = [self.access.ttl_ms]
         for seq, text in events:
             args += [seq, text]
-        done, last = await self._script("append_events", [self._keys.run(run_id), self._keys.events(run_id)], args)
+        done, last = await self.access.run(APPEND_EVENTS, [self.keys.run(run_id), self.keys.events(run_id)], args)
         if done == -1:
-            raise UnknownRun(f"run {run_id!r} is not stored")
+            raise unknown_run(run_id)
         if done == 0:
-            check_rises(run_id, seqs, int(last))
+            codec.check_rises(run_id, seqs, int(last))
 
-    async def append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        *,
-        finish: RunFinish | None = None,
-    ) -> None:
-        await self._append_turn(thread_id, run_id, messages, events, finish, None)
-
-    async def append_last_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
-        *,
-        release: str,
-    ) -> None:
-        """The close-out and the lease's release in one script."""
-        await self._append_turn(thread_id, run_id, messages, events, finish, release)
-
-    async def _append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish | None,
-        release: str | None,
-    ) -> None:
-        encoded = [encode_message(m) for m in messages]
-        seqs = event_seqs(events)
+    async def write_turn(self, turn: Turn) -> None:
+        """The turn (the run's close and the lease's release with it) in one script."""
+        thread_id, run_id, events, finish = turn.thread_id, turn.run_id, turn.events, turn.finish
+        encoded = [codec.encode_message(m) for m in turn.messages]
+        seqs = codec.event_seqs(events)
         if not encoded and not seqs and finish is None:
             return
         args = [
             repr(self.clock()),
-            str(self.ttl_ms),
+            str(self.access.ttl_ms),
             thread_id,
             "\n".join(encoded),
             "\n".join(map(str, seqs)),
             "\n".join(text for _, text in events),
         ]
         if finish is not None:
-            args += [finish.status.value, finish.outcome, encode_usage(finish.usage), run_id]
+            args += [finish.status.value, finish.outcome, codec.encode_usage(finish.usage), run_id]
         keys = [
-            self._keys.thread(thread_id),
-            self._keys.messages(thread_id),
-            self._keys.run(run_id),
-            self._keys.events(run_id),
-            self._keys.running,
+            self.keys.thread(thread_id),
+            self.keys.messages(thread_id),
+            self.keys.run(run_id),
+            self.keys.events(run_id),
+            self.keys.running,
         ]
-        if release is not None:
-            args.append(release)
-            keys.append(self._keys.lease(thread_id))
-        done, last = await self._script("append_turn", keys, args)
+        if turn.release is not None:
+            args.append(turn.release)
+            keys.append(self.keys.lease(thread_id))
+        done, last = await self.access.run(APPEND_TURN, keys, args)
         if done == -3:
-            raise RunClosed(f"run {run_id!r} is closed already ({last})")
+            raise run_closed(run_id, last)
         if done == -2:
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+            raise thread_not_opened(thread_id)
         if done == -1:
-            raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
+            raise unknown_run(run_id, thread_id)
         if done == 0:
-            check_rises(run_id, seqs, int(last))
+            codec.check_rises(run_id, seqs, int(last))
 
-    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        with reachable(self.url):
-            entries = await self.client.xrange(self._keys.events(run_id), f"(0-{seq_floor(after_seq)}", "+")
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
+        with self.access.reachable():
+            entries = await self.client.xrange(self.keys.events(run_id), f"(0-{codec.seq_floor(after_seq)}", "+")
         return [_event(str(entry.identifier), str(entry.field_values["e"])) for entry in entries]
 
     async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
         # A blocking command: coredis gives it a connection of its own, so the store's other calls go on.
-        with reachable(self.url):
+        with self.access.reachable():
             await self.client.xread(
-                {self._keys.events(run_id): f"0-{seq_floor(after_seq)}"}, count=1, block=max(1, int(timeout * 1000))
+                {self.keys.events(run_id): f"0-{codec.seq_floor(after_seq)}"},
+                count=1,
+                block=max(1, int(timeout * 1000)),
             )
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
-        encoded = encode_approvals(approvals) if approvals else ""
-        if not await self._script("save_approvals", [self._keys.thread(thread_id)], [encoded]):
-            raise UnknownThread(f"thread {thread_id!r} was not opened")
+        encoded = codec.encode_approvals(approvals) if approvals else ""
+        if not await self.access.run(SAVE_APPROVALS, [self.keys.thread(thread_id)], [encoded]):
+            raise thread_not_opened(thread_id)
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
-        with reachable(self.url):
-            text = await self.client.hget(self._keys.thread(thread_id), "approvals")
-        return decode_approvals(text)
+        with self.access.reachable():
+            text = await self.client.hget(self.keys.thread(thread_id), "approvals")
+        return codec.decode_approvals(text)
 
 
-def _event(identifier: str, text: str) -> EventDict:
+def _event(identifier: str, text: str) -> records.EventDict:
     """A stored event with its ``seq`` from the stream entry's id (``0-{seq}``)."""
-    event = decode_json(text)
+    event = codec.decode_json(text)
     event["seq"] = int(identifier.partition("-")[2])
     return event
 
 
-def _thread(thread_id: str, fields: Mapping[str, str]) -> ThreadInfo:
-    return ThreadInfo(
-        thread_id, fields.get("principal"), utc(float(fields["createdAt"])), utc(float(fields["updatedAt"]))
+def _thread(thread_id: str, fields: Mapping[str, str]) -> records.ThreadInfo:
+    return records.ThreadInfo(
+        thread_id,
+        fields.get("principal"),
+        records.utc(float(fields["createdAt"])),
+        records.utc(float(fields["updatedAt"])),
     )
 
 
-def _run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
+def _run(run_id: str, fields: Mapping[str, str]) -> records.RunRecord:
     finished = fields.get("finishedAt")
-    return RunRecord(
+    return records.RunRecord(
         run_id,
         fields["threadId"],
         fields["assistant"],
-        RunStatus(fields["status"]),
-        utc(float(fields["startedAt"])),
+        records.RunStatus(fields["status"]),
+        records.utc(float(fields["startedAt"])),
         fields["owner"],
         outcome=fields.get("outcome"),
         usage=json.loads(fields.get("usage", "{}")),
-        finished_at=None if finished is None else utc(float(finished)),
+        finished_at=None if finished is None else records.utc(float(finished)),
     )

@@ -8,44 +8,28 @@ time), so they must share a clock, which one machine does. The table is the stor
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
 
 import attrs
 
 from yao_actors.store.codec import encoded_interruption
 from yao_actors.store.records import INTERRUPTED_CODE, RunStatus, Taken
-
-T = TypeVar("T")
-
-
-class SqliteAccess(Protocol):
-    """What the leases use of their :class:`~yao_actors.store.sqlite.SqliteStore` (which makes them, and so is
-    not imported here)."""
-
-    event_ttl: float
-
-    def clock(self) -> float: ...
-
-    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
-
-    async def query(self, query: str, parameters: Sequence[Any]) -> list[Any]: ...
+from yao_actors.store.sqlite.access import SqliteAccess
 
 
 @attrs.define(eq=False)
 class SqliteLeases:
     """The :class:`~yao_actors.store.protocol.ThreadLeases` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
 
-    store: SqliteAccess
+    access: SqliteAccess
 
     async def take(self, thread_id: str, token: str, ttl: float, *, also_close: str | None = None) -> Taken:
-        store = self.store
-        now = store.clock()
-        return await store.transaction(lambda db: take_in(db, thread_id, token, now + ttl, now, store.event_ttl))
+        access = self.access
+        now = access.clock()
+        return await access.transaction(lambda db: take_in(db, thread_id, token, now + ttl, now, access.event_ttl))
 
     async def renew(self, thread_id: str, token: str, ttl: float) -> bool:
-        expires = self.store.clock() + ttl
-        cursor = await self.store.transaction(
+        expires = self.access.clock() + ttl
+        cursor = await self.access.transaction(
             lambda db: db.execute(
                 "UPDATE leases SET expires_at = ? WHERE thread_id = ? AND token = ?", (expires, thread_id, token)
             )
@@ -53,7 +37,7 @@ class SqliteLeases:
         return cursor.rowcount == 1
 
     async def reclaim(self, thread_id: str, token: str, ttl: float, run_id: str) -> bool:
-        now = self.store.clock()
+        now = self.access.clock()
 
         def work(db: sqlite3.Connection) -> bool:
             row = db.execute("SELECT token, expires_at FROM leases WHERE thread_id = ?", (thread_id,)).fetchone()
@@ -69,19 +53,19 @@ class SqliteLeases:
             )
             return True
 
-        return await self.store.transaction(work)
+        return await self.access.transaction(work)
 
     async def release(self, thread_id: str, token: str) -> None:
-        await self.store.transaction(
+        await self.access.transaction(
             lambda db: db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (thread_id, token))
         )
 
     async def unleased_running_runs(self, owner: str) -> list[tuple[str, str]]:
-        rows = await self.store.query(
+        rows = await self.access.query(
             "SELECT runs.run_id, runs.thread_id FROM runs LEFT JOIN leases ON leases.thread_id = runs.thread_id"
             " WHERE runs.status = 'running' AND runs.owner != ?"
             " AND (leases.thread_id IS NULL OR leases.expires_at <= ?)",
-            (owner, self.store.clock()),
+            (owner, self.access.clock()),
         )
         return [(str(run_id), str(thread_id)) for run_id, thread_id in rows]
 

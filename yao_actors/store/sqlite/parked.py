@@ -11,42 +11,31 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import attrs
 import trio
 
 from yao_actors.store.codec import decode_json, encode_object
 from yao_actors.store.protocol import OUTCOME_KEEP, POLL_INTERVAL
-
-T = TypeVar("T")
+from yao_actors.store.sqlite.access import SqliteAccess
 
 _HELD = "ticket = ? AND outcome IS NULL AND expires_at > ?"
 """The condition of a row whose call is held now."""
-
-
-class SqliteAccess(Protocol):
-    """What the held calls use of their :class:`~yao_actors.store.sqlite.SqliteStore`."""
-
-    def clock(self) -> float: ...
-
-    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
-
-    async def query(self, query: str, parameters: Sequence[Any]) -> list[Any]: ...
 
 
 @attrs.define(eq=False)
 class SqliteParkedCalls:
     """The :class:`~yao_actors.store.protocol.ParkedCalls` of a :class:`~yao_actors.store.sqlite.SqliteStore`."""
 
-    store: SqliteAccess
+    access: SqliteAccess
 
     async def _update(self, statement: str, parameters: Sequence[Any]) -> bool:
-        cursor = await self.store.transaction(lambda db: db.execute(statement, parameters))
+        cursor = await self.access.transaction(lambda db: db.execute(statement, parameters))
         return cursor.rowcount == 1
 
     async def hold(self, ticket: str, holder: str, ttl: float) -> None:
-        now = self.store.clock()
+        now = self.access.clock()
 
         def work(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM parked_calls WHERE expires_at <= ?", (now,))
@@ -55,30 +44,30 @@ class SqliteParkedCalls:
                 (ticket, holder, now + ttl),
             )
 
-        await self.store.transaction(work)
+        await self.access.transaction(work)
 
     async def renew(self, ticket: str, holder: str, ttl: float) -> bool:
-        now = self.store.clock()
+        now = self.access.clock()
         return await self._update(
             f"UPDATE parked_calls SET expires_at = ? WHERE {_HELD} AND holder = ?", (now + ttl, ticket, now, holder)
         )
 
     async def holder(self, ticket: str) -> str | None:
-        rows = await self.store.query(f"SELECT holder FROM parked_calls WHERE {_HELD}", (ticket, self.store.clock()))
+        rows = await self.access.query(f"SELECT holder FROM parked_calls WHERE {_HELD}", (ticket, self.access.clock()))
         return str(rows[0][0]) if rows else None
 
     async def deliver(self, ticket: str, answer: Mapping[str, Any]) -> bool:
         encoded = encode_object(answer, "answer")
         return await self._update(
             f"UPDATE parked_calls SET answer = ?, answered = 1 WHERE {_HELD} AND answered = 0",
-            (encoded, ticket, self.store.clock()),
+            (encoded, ticket, self.access.clock()),
         )
 
     async def take_answer(self, ticket: str, holder: str, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
         def work(db: sqlite3.Connection) -> str | None:
             row = db.execute(
                 f"SELECT answer FROM parked_calls WHERE {_HELD} AND holder = ? AND answer IS NOT NULL",
-                (ticket, self.store.clock(), holder),
+                (ticket, self.access.clock(), holder),
             ).fetchone()
             if row is not None:
                 db.execute("UPDATE parked_calls SET answer = NULL WHERE ticket = ?", (ticket,))
@@ -88,7 +77,7 @@ class SqliteParkedCalls:
 
     async def finish(self, ticket: str, holder: str, outcome: Mapping[str, Any]) -> bool:
         encoded = encode_object(outcome, "outcome")
-        now = self.store.clock()
+        now = self.access.clock()
         return await self._update(
             f"UPDATE parked_calls SET outcome = ?, answer = NULL, expires_at = ? WHERE {_HELD} AND holder = ?",
             (encoded, now + OUTCOME_KEEP, ticket, now, holder),
@@ -106,7 +95,7 @@ class SqliteParkedCalls:
         return await self._poll("outcome IS NOT NULL", ticket, work, timeout)
 
     async def release(self, ticket: str, holder: str) -> None:
-        now = self.store.clock()
+        now = self.access.clock()
         await self._update(f"DELETE FROM parked_calls WHERE {_HELD} AND holder = ?", (ticket, now, holder))
 
     async def _poll(
@@ -120,8 +109,8 @@ class SqliteParkedCalls:
         take what ``work`` finds, in a transaction."""
         deadline = trio.current_time() + timeout
         while True:
-            if await self.store.query(f"SELECT 1 FROM parked_calls WHERE ticket = ? AND {ready}", (ticket,)):
-                found = await self.store.transaction(work)
+            if await self.access.query(f"SELECT 1 FROM parked_calls WHERE ticket = ? AND {ready}", (ticket,)):
+                found = await self.access.transaction(work)
                 if found is not None:
                     return decode_json(found)
             left = deadline - trio.current_time()

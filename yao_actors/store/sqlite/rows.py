@@ -6,9 +6,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from yao_actors.errors import UnknownThread
 from yao_actors.store.codec import decode_json
 from yao_actors.store.records import RunRecord, RunStatus, ThreadInfo, utc
+from yao_actors.store.refusals import thread_not_opened
 
 RUN_COLUMNS = "run_id, thread_id, assistant, status, started_at, owner, outcome, usage, finished_at"
 """The columns of a run's record, in :class:`~yao_actors.store.records.RunRecord`'s order (what :func:`run` reads)."""
@@ -16,7 +16,7 @@ RUN_COLUMNS = "run_id, thread_id, assistant, status, started_at, owner, outcome,
 
 def append_messages(db: sqlite3.Connection, thread_id: str, encoded: list[str], now: float) -> None:
     if db.execute("UPDATE threads SET updated_at = ? WHERE thread_id = ?", (now, thread_id)).rowcount != 1:
-        raise UnknownThread(f"thread {thread_id!r} was not opened")
+        raise thread_not_opened(thread_id)
     insert_rows(db, "INSERT INTO messages (thread_id, message) VALUES", [(thread_id, m) for m in encoded])
 
 

@@ -14,46 +14,22 @@ to date when it is opened.
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import trio
 
-from yao_actors.errors import RunClosed, RunIdTaken, StoreUnavailable, UnknownRun, UnknownThread
-from yao_actors.store.codec import (
-    check_rises,
-    decode_approvals,
-    decode_json,
-    encode_approvals,
-    encode_message,
-    encode_usage,
-    event_seqs,
-    new_owner_token,
-    purge_interval,
-    seq_floor,
-)
-from yao_actors.store.protocol import DEFAULT_EVENT_TTL, POLL_INTERVAL, ConversationStore, ThreadLeases, TokenRecords
-from yao_actors.store.records import (
-    ANY_PRINCIPAL,
-    AnyPrincipal,
-    EncodedEvent,
-    EventDict,
-    Message,
-    RunFinish,
-    RunRecord,
-    RunStart,
-    RunStatus,
-    Taken,
-    ThreadInfo,
-    utc,
-)
+import yao_actors.store.codec as codec
+import yao_actors.store.records as records
+from yao_actors.store.backend import BackendStore, StoreParts, Turn
+from yao_actors.store.protocol import DEFAULT_EVENT_TTL
+from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
+from yao_actors.store.sqlite.access import SqliteAccess, unavailable
 from yao_actors.store.sqlite.files import WatchedFiles, watch_files
 from yao_actors.store.sqlite.leases import SqliteLeases, take_in
 from yao_actors.store.sqlite.parked import SqliteParkedCalls
@@ -69,22 +45,7 @@ from yao_actors.store.sqlite.rows import (
 )
 from yao_actors.store.sqlite.schema import connect
 from yao_actors.store.sqlite.tokens import SqliteTokens
-from yao_actors.store.sqlite.transactions import run_together
-from yao_actors.store.sqlite.worker import Batch, WorkerThread, open_worker_thread
-
-T = TypeVar("T")
-
-logger = logging.getLogger(__name__)
-
-
-def _unavailable(path: str, error: BaseException | str) -> StoreUnavailable:
-    return StoreUnavailable(f"SQLite store {path}: {error}")
-
-
-def _is_unavailability(error: sqlite3.Error) -> bool:
-    """Locked, read-only, I/O or not-a-database errors: the file's state, not a bug (an integrity or programming
-    error is one, or a file changed under the store; it ends the run ``store_unavailable`` all the same)."""
-    return type(error) in (sqlite3.OperationalError, sqlite3.DatabaseError)
+from yao_actors.store.sqlite.worker import WorkerThread, open_worker_thread
 
 
 @asynccontextmanager
@@ -122,7 +83,7 @@ async def open_sqlite_store(
         try:
             connection, files = await worker.run(opening)
         except (OSError, sqlite3.Error) as error:
-            raise _unavailable(source, error) from error
+            raise unavailable(source, error) from error
         try:
             yield SqliteStore(source, connection, worker, files, event_ttl=event_ttl, clock=clock)
         finally:
@@ -132,7 +93,7 @@ async def open_sqlite_store(
 
 
 @attrs.define(eq=False)
-class SqliteStore(ConversationStore):
+class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
     """A :class:`~yao_actors.store.ConversationStore` in one SQLite file (open with :func:`open_sqlite_store`)."""
 
     path: str
@@ -142,156 +103,110 @@ class SqliteStore(ConversationStore):
     """The store's files, checked before each call."""
     event_ttl: float = DEFAULT_EVENT_TTL
     clock: Callable[[], float] = time.time
-    owner: str = attrs.field(factory=new_owner_token)
+    owner: str = attrs.field(factory=codec.new_owner_token)
+    access: SqliteAccess = attrs.field(init=False)
+    """The way in that the store and each of its parts go through: every statement runs by it."""
     _next_purge: float = attrs.field(default=0.0, init=False)
-    _leases: SqliteLeases = attrs.field(init=False)
-    _parked: SqliteParkedCalls = attrs.field(init=False)
-    _together: Batch = attrs.field(init=False)
-    """How the store's thread runs the transactions that waited for it: in one (:func:`run_together`)."""
+    parts: StoreParts[SqliteLeases, SqliteParkedCalls] = attrs.field(init=False)
 
-    @_together.default
-    def _batch(self) -> Batch:
-        return partial(run_together, self._connection, self.files)
+    @access.default
+    def _access(self) -> SqliteAccess:
+        return SqliteAccess(self.path, self._connection, self._worker, self.files, self.clock, self.event_ttl)
 
-    @_leases.default
-    def _make_leases(self) -> SqliteLeases:
-        return SqliteLeases(self)
-
-    @_parked.default
-    def _make_parked(self) -> SqliteParkedCalls:
-        return SqliteParkedCalls(self)
+    @parts.default
+    def _parts(self) -> StoreParts[SqliteLeases, SqliteParkedCalls]:
+        access = self.access
+        return StoreParts(SqliteLeases(access), SqliteTokens(access), SqliteParkedCalls(access))
 
     @property
     def durable(self) -> bool:
         return True
 
-    def leases(self) -> ThreadLeases:
-        return self._leases
-
-    def oauth_tokens(self) -> TokenRecords:
-        return SqliteTokens(self, self.clock)
-
-    def parked_calls(self) -> SqliteParkedCalls:
-        return self._parked
-
     def problem(self) -> str | None:
         """Its files deleted, replaced or unwritable: a few system calls, no wait for the store's thread."""
         return self.files.problem()
 
-    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)`` in one transaction, in the store's thread (also the lease backend's way in): all
-        of it is committed, or none of it. Transactions that wait for the thread while it is busy are committed
-        together, each under its own savepoint (:func:`run_together`)."""
-        connection = self._connection
-        return await self._call(lambda: work(connection), batch=self._together)
-
-    async def query(self, query: str, parameters: Sequence[Any]) -> list[Any]:
-        """The rows of one read-only statement, in the store's thread."""
-        return await self._call(lambda: self._connection.execute(query, parameters).fetchall())
-
-    async def _call(self, work: Callable[[], T], *, batch: Batch | None = None) -> T:
-        """Run blocking work on the connection in the store's thread: one call at a time, in the order
-        they were made (the thread's queue keeps both; no lock is needed on this side).
-
-        The thread is not abandoned on cancellation: a transaction that started
-        finishes (or rolls back) before the cancellation is delivered. The store's files are checked first
-        (:meth:`WatchedFiles.check`): a call they cannot take is refused before SQLite touches them.
-        """
-        files = self.files
-
-        def checked() -> T:
-            files.check()
-            return work()
-
-        try:
-            return await self._worker.run(work, batch=batch) if batch else await self._worker.run(checked)
-        except sqlite3.Error as error:
-            # Every one of them: a store error never escapes a run or the process. Those the file's state
-            # does not explain are logged with their traceback, to be looked into.
-            if not _is_unavailability(error):
-                logger.error("SQLite store %s: unexpected %s", self.path, type(error).__name__, exc_info=error)
-            explained = files.explain()
-            raise _unavailable(self.path, f"{error} ({explained})" if explained else error) from error
-
     # -- threads
 
-    async def open_thread(self, thread_id: str, principal: str | None) -> ThreadInfo:
+    async def open_thread(self, thread_id: str, principal: str | None) -> records.ThreadInfo:
         now = self.clock()
 
-        def work(db: sqlite3.Connection) -> ThreadInfo:
+        def work(db: sqlite3.Connection) -> records.ThreadInfo:
             inserted = db.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?, ?)", (thread_id, principal, now, now))
             if inserted.rowcount == 1:
-                return ThreadInfo(thread_id, principal, utc(now), utc(now), created=True)
+                return records.ThreadInfo(thread_id, principal, records.utc(now), records.utc(now), created=True)
             return thread_of(db.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)).fetchone())
 
-        return await self.transaction(work)
+        return await self.access.transaction(work)
 
-    async def get_thread(self, thread_id: str) -> ThreadInfo | None:
-        rows = await self.query("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+    async def get_thread(self, thread_id: str) -> records.ThreadInfo | None:
+        rows = await self.access.query("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
         return thread_of(rows[0]) if rows else None
 
     async def list_threads(
-        self, principal: str | AnyPrincipal | None = ANY_PRINCIPAL, *, limit: int = 100
-    ) -> list[ThreadInfo]:
-        if principal is ANY_PRINCIPAL:
+        self, principal: str | records.AnyPrincipal | None = records.ANY_PRINCIPAL, *, limit: int = 100
+    ) -> list[records.ThreadInfo]:
+        if principal is records.ANY_PRINCIPAL:
             query, parameters = "SELECT * FROM threads ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
         else:
             query = "SELECT * FROM threads WHERE principal IS ? ORDER BY created_at DESC, rowid DESC LIMIT ?"
             parameters = (principal, limit)  # type: ignore[assignment]
-        return [thread_of(row) for row in await self.query(query, parameters)]
+        return [thread_of(row) for row in await self.access.query(query, parameters)]
 
-    async def load_history(self, thread_id: str) -> list[Message]:
-        rows = await self.query("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
-        return [decode_json(row[0]) for row in rows]
+    async def load_history(self, thread_id: str) -> list[records.Message]:
+        rows = await self.access.query("SELECT message FROM messages WHERE thread_id = ? ORDER BY id", (thread_id,))
+        return [codec.decode_json(row[0]) for row in rows]
 
-    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> None:
-        encoded = [encode_message(m) for m in messages]
+    async def append_messages(self, thread_id: str, messages: Sequence[records.Message]) -> None:
+        encoded = [codec.encode_message(m) for m in messages]
         now = self.clock()
-        await self.transaction(lambda db: append_messages(db, thread_id, encoded, now))
+        await self.access.transaction(lambda db: append_messages(db, thread_id, encoded, now))
 
     async def forget_thread(self, thread_id: str) -> bool:
-        cursor = await self.transaction(lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)))
+        cursor = await self.access.transaction(
+            lambda db: db.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+        )
         return cursor.rowcount == 1
 
     # -- runs
 
     async def start_run(
-        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[Message]
-    ) -> RunRecord:
-        encoded = [encode_message(m) for m in input_messages]
+        self, thread_id: str, run_id: str, assistant: str, input_messages: Sequence[records.Message]
+    ) -> records.RunRecord:
+        encoded = [codec.encode_message(m) for m in input_messages]
         now = self.clock()
 
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
-                raise RunIdTaken(f"run {run_id!r} is already stored")
+                raise run_id_taken(run_id)
             start_in(db, thread_id, run_id, assistant, self.owner, encoded, now)
 
-        await self.transaction(work)
-        return RunRecord(run_id, thread_id, assistant, RunStatus.RUNNING, utc(now), self.owner)
+        await self.access.transaction(work)
+        return records.RunRecord(run_id, thread_id, assistant, records.RunStatus.RUNNING, records.utc(now), self.owner)
 
-    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: RunStart) -> Taken:
+    async def take_and_start(self, thread_id: str, token: str, ttl: float, start: records.RunStart) -> records.Taken:
         """The lease and the run's start in one transaction."""
-        encoded = [encode_message(m) for m in start.messages]
+        encoded = [codec.encode_message(m) for m in start.messages]
         now = self.clock()
 
-        def work(db: sqlite3.Connection) -> Taken:
+        def work(db: sqlite3.Connection) -> records.Taken:
             if not thread_exists(db, thread_id):
-                raise UnknownThread(f"thread {thread_id!r} was not opened")
+                raise thread_not_opened(thread_id)
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (start.run_id,)).fetchone():
-                raise RunIdTaken(f"run {start.run_id!r} is already stored")
+                raise run_id_taken(start.run_id)
             taken = take_in(db, thread_id, token, now + ttl, now, self.event_ttl)
             if not taken.taken or start.expect_messages not in (None, taken.stored_messages):
                 return taken
             start_in(db, thread_id, start.run_id, start.assistant, self.owner, encoded, now)
             return attrs.evolve(taken, started=True)
 
-        return await self.transaction(work)
+        return await self.access.transaction(work)
 
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
+        self, run_id: str, *, status: records.RunStatus, outcome: str, usage: Mapping[str, Any] | None = None
     ) -> bool:
-        parameters = (status.value, outcome, encode_usage(usage), self.clock(), run_id)
-        cursor = await self.transaction(
+        parameters = (status.value, outcome, codec.encode_usage(usage), self.clock(), run_id)
+        cursor = await self.access.transaction(
             lambda db: db.execute(
                 "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ?"
                 " WHERE run_id = ? AND status = 'running'",
@@ -300,57 +215,32 @@ class SqliteStore(ConversationStore):
         )
         return cursor.rowcount == 1
 
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        rows = await self.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+    async def get_run(self, run_id: str) -> records.RunRecord | None:
+        rows = await self.access.query(f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
         return run_of(rows[0]) if rows else None
 
-    async def list_runs(self, thread_id: str) -> list[RunRecord]:
+    async def list_runs(self, thread_id: str) -> list[records.RunRecord]:
         query = f"SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid"
-        return [run_of(row) for row in await self.query(query, (thread_id,))]
+        return [run_of(row) for row in await self.access.query(query, (thread_id,))]
 
     # -- event logs
 
-    async def append_events(self, run_id: str, events: Sequence[EncodedEvent]) -> None:
-        await self._append_turn(None, run_id, [], events)
+    async def append_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> None:
+        await self._write(run_id, events, None)
 
-    async def append_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        *,
-        finish: RunFinish | None = None,
-    ) -> None:
-        if messages or events or finish is not None:
-            await self._append_turn(thread_id, run_id, messages, events, finish)
+    async def write_turn(self, turn: Turn) -> None:
+        """The turn (the run's close and the lease's release with it) in one transaction."""
+        if turn.messages or turn.events or turn.finish is not None:
+            await self._write(turn.run_id, turn.events, turn)
 
-    async def append_last_turn(
-        self,
-        thread_id: str,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish,
-        *,
-        release: str,
-    ) -> None:
-        """The close-out and the lease's release in one transaction."""
-        await self._append_turn(thread_id, run_id, messages, events, finish, release)
-
-    async def _append_turn(
-        self,
-        thread_id: str | None,
-        run_id: str,
-        messages: Sequence[Message],
-        events: Sequence[EncodedEvent],
-        finish: RunFinish | None = None,
-        release: str | None = None,
-    ) -> None:
-        """Messages and events (and the run's close) in one transaction; ``thread_id`` ``None``: only events, of a
-        run on any thread, whether or not it is still running (what closes a dead run's log)."""
-        encoded = [encode_message(m) for m in messages]
-        seqs = event_seqs(events)
+    async def _write(self, run_id: str, events: Sequence[records.EncodedEvent], turn: Turn | None) -> None:
+        """A run's events, and a turn's messages (and the run's close, and the lease's release) when given, in one
+        transaction; without ``turn``: only events, of a run on any thread, whether or not it is still running
+        (what closes a dead run's log)."""
+        thread_id = turn.thread_id if turn else None
+        finish, release = (turn.finish, turn.release) if turn else (None, None)
+        encoded = [codec.encode_message(m) for m in turn.messages] if turn else []
+        seqs = codec.event_seqs(events)
         rows = [(run_id, seq, text) for seq, text in events]
         now = self.clock()
         purge = now >= self._next_purge
@@ -361,15 +251,15 @@ class SqliteStore(ConversationStore):
                 (run_id, run_id),
             ).fetchone()
             if thread_id is None and found is None:
-                raise UnknownRun(f"run {run_id!r} is not stored")
+                raise unknown_run(run_id)
             if thread_id is not None:
                 if found is None or found[0] != thread_id:
                     if not thread_exists(db, thread_id):
-                        raise UnknownThread(f"thread {thread_id!r} was not opened")
-                    raise UnknownRun(f"run {run_id!r} is not stored on thread {thread_id!r}")
-                if found[2] != RunStatus.RUNNING.value:
-                    raise RunClosed(f"run {run_id!r} is closed already ({found[2]})")
-            check_rises(run_id, seqs, found[1] or 0)
+                        raise thread_not_opened(thread_id)
+                    raise unknown_run(run_id, thread_id)
+                if found[2] != records.RunStatus.RUNNING.value:
+                    raise run_closed(run_id, found[2])
+            codec.check_rises(run_id, seqs, found[1] or 0)
             if encoded:
                 append_messages(db, found[0], encoded, now)
             if rows or thread_id is None:  # append_events refreshes the log's expiry even for an empty batch
@@ -378,43 +268,40 @@ class SqliteStore(ConversationStore):
             if finish is not None:
                 db.execute(
                     "UPDATE runs SET status = ?, outcome = ?, usage = ?, finished_at = ? WHERE run_id = ?",
-                    (finish.status.value, finish.outcome, encode_usage(finish.usage), now, run_id),
+                    (finish.status.value, finish.outcome, codec.encode_usage(finish.usage), now, run_id),
                 )
             if release is not None:
                 db.execute("DELETE FROM leases WHERE thread_id = ? AND token = ?", (found[0], release))
             if purge:
                 purge_expired_events(db, now)
 
-        await self.transaction(work)
+        await self.access.transaction(work)
         if purge:
-            self._next_purge = now + purge_interval(self.event_ttl)
+            self._next_purge = now + codec.purge_interval(self.event_ttl)
 
-    async def read_events(self, run_id: str, after_seq: int = 0) -> list[EventDict]:
-        rows = await self.query(
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
+        rows = await self.access.query(
             "SELECT event FROM events JOIN runs USING (run_id)"
             " WHERE run_id = ? AND seq > ? AND events_expire_at > ? ORDER BY seq",
-            (run_id, seq_floor(after_seq), self.clock()),
+            (run_id, codec.seq_floor(after_seq), self.clock()),
         )
-        return [decode_json(row[0]) for row in rows]
-
-    async def wait_events(self, run_id: str, after_seq: int, timeout: float) -> None:  # noqa: ASYNC109
-        await trio.sleep(min(timeout, POLL_INTERVAL))
+        return [codec.decode_json(row[0]) for row in rows]
 
     # -- pending approvals
 
     async def save_approvals(self, thread_id: str, approvals: Sequence[Mapping[str, Any]]) -> None:
-        encoded = encode_approvals(approvals)
+        encoded = codec.encode_approvals(approvals)
 
         def work(db: sqlite3.Connection) -> None:
             if db.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone() is None:
-                raise UnknownThread(f"thread {thread_id!r} was not opened")
+                raise thread_not_opened(thread_id)
             if approvals:
                 db.execute("INSERT OR REPLACE INTO approvals VALUES (?, ?)", (thread_id, encoded))
             else:
                 db.execute("DELETE FROM approvals WHERE thread_id = ?", (thread_id,))
 
-        await self.transaction(work)
+        await self.access.transaction(work)
 
     async def load_approvals(self, thread_id: str) -> list[dict[str, Any]]:
-        rows = await self.query("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
-        return decode_approvals(rows[0][0]) if rows else []
+        rows = await self.access.query("SELECT approvals FROM approvals WHERE thread_id = ?", (thread_id,))
+        return codec.decode_approvals(rows[0][0]) if rows else []

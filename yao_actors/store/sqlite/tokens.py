@@ -4,39 +4,28 @@
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
-from typing import Any, Protocol
 
 import attrs
 
 from yao_actors.store.protocol import EXPIRE_BATCH
-
-
-class SqliteAccess(Protocol):
-    """What :class:`SqliteTokens` needs of the SQLite store."""
-
-    async def transaction(self, work: Callable[[sqlite3.Connection], Any]) -> Any: ...
-
-    async def query(self, query: str, parameters: Any) -> list[Any]: ...
+from yao_actors.store.sqlite.access import SqliteAccess
 
 
 @attrs.frozen
 class SqliteTokens:
     """Token records in the SQLite store's ``oauth_tokens`` table."""
 
-    store: SqliteAccess
-    clock: Callable[[], float] = time.time
+    access: SqliteAccess
 
     async def load(self, server: str, identity: str) -> str | None:
-        rows = await self.store.query(
+        rows = await self.access.query(
             "SELECT sealed FROM oauth_tokens WHERE server = ? AND identity = ?", (server, identity)
         )
         return str(rows[0][0]) if rows else None
 
     async def save(self, server: str, identity: str, sealed: str, expires_at: float | None = None) -> None:
-        now = self.clock()
-        await self.store.transaction(
+        now = self.access.clock()
+        await self.access.transaction(
             lambda db: db.execute(
                 "INSERT OR REPLACE INTO oauth_tokens (server, identity, sealed, updated_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -49,7 +38,7 @@ class SqliteTokens:
             cursor = db.execute("DELETE FROM oauth_tokens WHERE server = ? AND identity = ?", (server, identity))
             return cursor.rowcount > 0
 
-        return bool(await self.store.transaction(work))
+        return bool(await self.access.transaction(work))
 
     async def expire(self, server: str, now: float, most: int = EXPIRE_BATCH) -> int:
         def work(db: sqlite3.Connection) -> int:
@@ -60,8 +49,8 @@ class SqliteTokens:
             )
             return cursor.rowcount
 
-        return int(await self.store.transaction(work))
+        return int(await self.access.transaction(work))
 
     async def keys(self) -> list[tuple[str, str]]:
-        rows = await self.store.query("SELECT server, identity FROM oauth_tokens ORDER BY server, identity", ())
+        rows = await self.access.query("SELECT server, identity FROM oauth_tokens ORDER BY server, identity", ())
         return [(str(server), str(identity)) for server, identity in rows]
