@@ -80,6 +80,18 @@ def check_stream(events: Sequence[EventDict]) -> None:
     assert not open_spans, f"left open: {open_spans}"
 
 
+def app_activity_after_result(events: Sequence[EventDict]) -> tuple[int, EventDict]:
+    """The event right after the run's first ``TOOL_CALL_RESULT``, checked to be an MCP Apps activity snapshot that
+    replaces: the result's index, and the activity."""
+    kinds = [event["type"] for event in events]
+    at = kinds.index("TOOL_CALL_RESULT")
+    assert kinds[at + 1] == "ACTIVITY_SNAPSHOT"
+    activity = events[at + 1]
+    assert activity["activityType"] == "mcp-apps"
+    assert activity["replace"] is True
+    return at, activity
+
+
 async def server_stats(handle: ServerHandle) -> dict[str, object]:
     """The ``stats`` tool of ``yao_actors.testing.servers``: executions per tool, and how many were cancelled."""
     outcome = await handle.call_tool("stats", {})

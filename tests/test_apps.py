@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from tests.apps_support import APP_URI, build_app_server
-from tests.support import check_stream, open_manager
+from tests.support import app_activity_after_result, check_stream, open_manager
 from yao_actors.config import AssistantSpec, Config, HttpTransport, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
@@ -75,11 +75,13 @@ async def test_the_model_is_never_offered_a_tool_only_its_app_may_call() -> None
 
 @pytest.mark.parametrize("protocol", ["legacy", "2026-07-28"])
 async def test_the_client_declares_the_ui_extension_only_with_apps_on(protocol: str) -> None:
+    # On 2026-07-28 the tasks extension is declared too (the server's tasks: "auto"), whatever apps says.
+    tasks = {"io.modelcontextprotocol/tasks": {}} if protocol == "2026-07-28" else {}
     for apps, declared in ((True, {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}),
                            (False, {})):  # fmt: skip
         async with open_runtime(Config(servers={"apps": app_spec(apps=apps, protocol=protocol)})) as runtime:
             outcome = await runtime.servers["apps"].call_tool("capabilities", {})
-        assert outcome.result == {"extensions": declared}
+        assert outcome.result == {"extensions": {**tasks, **declared}}
 
 
 def calls_show(value: int) -> FunctionModel:
@@ -105,12 +107,7 @@ async def run_show(**options: Any) -> list[dict[str, Any]]:
 
 async def test_a_call_of_a_tool_with_an_interface_is_followed_by_its_activity() -> None:
     events = await run_show()
-    kinds = [event["type"] for event in events]
-    at = kinds.index("TOOL_CALL_RESULT")
-    assert kinds[at + 1] == "ACTIVITY_SNAPSHOT"
-    activity = events[at + 1]
-    assert activity["activityType"] == "mcp-apps"
-    assert activity["replace"] is True
+    _, activity = app_activity_after_result(events)
     content = activity["content"]
     assert content.pop("result") | {"_meta": None} == {
         "content": [{"type": "text", "text": '{\n  "value": 21,\n  "double": 42\n}'}],
@@ -125,7 +122,7 @@ async def test_a_call_of_a_tool_with_an_interface_is_followed_by_its_activity() 
         "serverId": "apps",
         "toolInput": {"value": 21},
     }
-    assert kinds.count("ACTIVITY_SNAPSHOT") == 1
+    assert [event["type"] for event in events].count("ACTIVITY_SNAPSHOT") == 1
 
 
 async def test_apps_off_the_call_has_no_activity() -> None:

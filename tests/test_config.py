@@ -364,6 +364,10 @@ def test_seed_server_entries_with_resources_are_accepted_with_one_warning(caplog
         ),
         (base(mcpServers={"w": {"command": "x", "input_timeout": 0}}), "mcpServers.w.input_timeout: must be > 0"),
         (
+            base(mcpServers={"w": {"command": "x", "tasks": "always"}}),
+            "mcpServers.w.tasks: must be one of 'auto', 'never', got 'always'",
+        ),
+        (
             base(mcpServers={"w": {"command": "x", "restart": {"backoff": {"initial": 2, "max": 1}}}}),
             "mcpServers.w.restart.backoff.max: must be >= backoff.initial",
         ),
@@ -495,3 +499,16 @@ def test_unusable_json_is_a_config_error(tmp_path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match="not usable JSON"):
         load_config(path)
+
+
+def test_tasks_settings_are_read_with_their_defaults() -> None:
+    data = base()
+    data["mcpServers"]["weather"]["tasks"] = "never"
+    data["assistants"]["default"]["task_timeout"] = 600
+    config = parse_config(data, environ=ENV)
+    assert config.servers["weather"].tasks == "never"
+    assert config.servers["clothing"].tasks == "auto"
+    assert config.assistants["default"].task_timeout == 600.0
+    assert parse_config(base(), environ=ENV).assistants["default"].task_timeout == 3600.0
+    data["assistants"]["default"]["task_timeout"] = 0
+    assert problems_of(data) == ["assistants.default.task_timeout: must be > 0, got 0"]

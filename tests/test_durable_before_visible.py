@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -26,7 +26,15 @@ from yao_actors.errors import RunErrorCode, StoreUnavailable
 from yao_actors.events import EventDict, Outcome, stored_events
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.store import ConversationStore, EncodedEvent, MemoryLeases, MemoryStore, RunFinish, RunStatus
+from yao_actors.store import (
+    ConversationStore,
+    EncodedEvent,
+    MemoryLeases,
+    MemoryStore,
+    RunFinish,
+    RunRecord,
+    RunStatus,
+)
 from yao_actors.store.codec import encoded_interruption
 
 
@@ -107,14 +115,33 @@ async def read_run(runtime: Any, store: FaultyDurableStore, run_id: str) -> tupl
     return seen, early
 
 
+async def run_r1(
+    store: FaultyDurableStore, fn: Callable[..., Completion | str] = sleepy
+) -> tuple[list[EventDict], list[EventDict], list[EventDict], RunRecord | None]:
+    """Run ``r1`` on ``store`` (its fault set up by the test) to its end: what the reader got, what of it was not
+    stored yet when shown, and the store's log and record of the run then."""
+    async with open_runtime(config(), models={"m": FunctionModel(fn)}, store=store) as runtime:
+        seen, early = await read_run(runtime, store, "r1")
+        stored = await store.read_events("r1")
+        record = await store.get_run("r1")
+    return seen, early, stored, record
+
+
+async def check_answered_and_stored(store: FaultyDurableStore) -> None:
+    """Run ``r1`` on ``store``: the reader gets the whole answered run, every event stored before it was shown,
+    and the stored log is what it got."""
+    seen, early, stored, _ = await run_r1(store)
+    assert early == []
+    check_stream(seen)
+    assert seen[-1]["result"]["outcome"] == "answered"
+    assert stored == seen
+
+
 async def test_every_event_a_reader_gets_is_stored_first_and_the_stored_log_is_what_it_got() -> None:
     store = FaultyDurableStore()
     with trio.fail_after(30):
-        async with open_runtime(config(), models={"m": FunctionModel(sleepy)}, store=store) as runtime:
-            seen, early = await read_run(runtime, store, "r1")
-            assert early == []
-            stored = await store.read_events("r1")
-            record = await store.get_run("r1")
+        seen, early, stored, record = await run_r1(store)
+    assert early == []
     check_stream(seen)
     assert seen[-1]["type"] == "RUN_FINISHED"
     assert stored == seen
@@ -130,13 +157,7 @@ async def test_a_store_out_of_reach_for_a_moment_loses_no_run(autojump_clock: tr
             store.down_until = trio.current_time() + WRITE_PATIENCE / 2
 
     store.on_write = blip
-    async with open_runtime(config(), models={"m": FunctionModel(sleepy)}, store=store) as runtime:
-        seen, early = await read_run(runtime, store, "r1")
-        assert early == []
-        stored = await store.read_events("r1")
-    check_stream(seen)
-    assert seen[-1]["result"]["outcome"] == "answered"
-    assert stored == seen
+    await check_answered_and_stored(store)
 
 
 async def test_a_write_whose_answer_was_lost_is_not_written_twice(autojump_clock: trio.testing.MockClock) -> None:
@@ -148,13 +169,7 @@ async def test_a_write_whose_answer_was_lost_is_not_written_twice(autojump_clock
             store.lose_replies = 1
 
     store.on_write = lose
-    async with open_runtime(config(), models={"m": FunctionModel(sleepy)}, store=store) as runtime:
-        seen, early = await read_run(runtime, store, "r1")
-        assert early == []
-        stored = await store.read_events("r1")
-    check_stream(seen)
-    assert seen[-1]["result"]["outcome"] == "answered"
-    assert stored == seen
+    await check_answered_and_stored(store)
 
 
 async def test_a_store_down_for_good_ends_the_run_store_unavailable_after_what_was_stored(
@@ -170,10 +185,7 @@ async def test_a_store_down_for_good_ends_the_run_store_unavailable_after_what_w
             store.down_until = trio.current_time() + 1000  # down for good
 
     store.on_write = outage
-    async with open_runtime(config(), models={"m": FunctionModel(twice_sleepy)}, store=store) as runtime:
-        seen, early = await read_run(runtime, store, "r1")
-        stored = await store.read_events("r1")
-        record = await store.get_run("r1")
+    seen, early, stored, record = await run_r1(store, twice_sleepy)
     check_stream(seen)  # the numbers go on from what was shown: nothing the reader saw is missing
     assert seen[-1]["type"] == "RUN_ERROR"
     assert seen[-1]["code"] == RunErrorCode.STORE_UNAVAILABLE
@@ -197,12 +209,9 @@ async def test_a_store_back_for_the_close_out_stores_the_store_unavailable_endin
             store.stored_seq["before"] = store.stored_seq[run_id]
 
     store.on_write = outage
-    async with open_runtime(config(), models={"m": FunctionModel(twice_sleepy)}, store=store) as runtime:
-        seen, early = await read_run(runtime, store, "r1")
-        assert early == []
-        stored = await store.read_events("r1")
-        record = await store.get_run("r1")
-        history = await store.load_history("t")
+    seen, early, stored, record = await run_r1(store, twice_sleepy)
+    assert early == []
+    history = await store.load_history("t")
     check_stream(seen)
     assert seen[-1]["code"] == RunErrorCode.STORE_UNAVAILABLE
     assert stored == seen  # the client and the stored log agree, the ending included
@@ -226,11 +235,9 @@ async def test_a_run_closed_by_another_process_ends_as_the_store_says(autojump_c
             store.stored_seq[run_id] = last + 1
 
     store.on_write = sweep
-    async with open_runtime(config(), models={"m": FunctionModel(sleepy)}, store=store) as runtime:
-        seen, early = await read_run(runtime, store, "r1")
-        assert early == []
-        stored = await store.read_events("r1")
-        history = await store.load_history("t")
+    seen, early, stored, _ = await run_r1(store)
+    assert early == []
+    history = await store.load_history("t")
     check_stream(seen)
     assert seen[-1]["type"] == "RUN_ERROR"
     assert seen[-1]["code"] == RunErrorCode.INTERRUPTED

@@ -411,10 +411,17 @@ class RunEvents:
         return await self.custom(CustomName.SEQUENTIAL_RETRY, {"toolCallIds": list(call_ids)})
 
     async def server_status(
-        self, server: str, state: str, detail: str | None = None, *, protocol: str | None = None
+        self,
+        server: str,
+        state: str,
+        detail: str | None = None,
+        *,
+        protocol: str | None = None,
+        tasks: str | None = None,
     ) -> EventDict:
-        """A server's tools are not offered, or a call found it unavailable; ``protocol`` its MCP version if known."""
-        value = _with({"server": server, "state": state, "detail": detail}, protocol=protocol)
+        """A server's tools are not offered, or a call found it unavailable; ``protocol`` its MCP version if known,
+        ``tasks`` the MCP tasks design it offers (``"2026-07-28"``, ``"2025-11-25"``) if it offers one."""
+        value = _with({"server": server, "state": state, "detail": detail}, protocol=protocol, tasks=tasks)
         return await self.custom(CustomName.SERVER_STATUS, value)
 
     async def usage(self, usage: Usage, *, model: str | None = None) -> EventDict:

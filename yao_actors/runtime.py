@@ -50,6 +50,7 @@ from yao_actors.conversation import (
 )
 from yao_actors.conversation.app_requests import AppRequest
 from yao_actors.conversation.durable.leasing import LeasePolicy, serve_sweeps
+from yao_actors.conversation.durable.task_resume import serve_task_resumes
 from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
 from yao_actors.conversation.request import as_request
 from yao_actors.errors import ConfigError, NotReady, store_trouble_ends_the_run
@@ -335,7 +336,13 @@ async def _open_checked_runtime(
             runtime = Runtime._create(config, servers, models, conversations, catalogs, routers)
             if ready_timeout is not None:
                 await runtime.wait_ready(ready_timeout)
-            yield runtime
+            async with open_owned_nursery() as resumes:  # the body's own error comes out unwrapped
+                records = store.tasks()
+                if leases.shared and records is not None:  # runs a dead process left waiting on tasks go on here
+                    interval = leases.ttl / 2
+                    adopt = conversations.adopt
+                    await resumes.start(serve_task_resumes, leases.leases, records, leases.owner, interval, adopt)
+                yield runtime
 
 
 def _open_config_store(config: Config) -> AbstractAsyncContextManager[ConversationStore]:

@@ -102,6 +102,10 @@ class ServerSpec:
     """Whose connection serves a call: one for the whole service, or (``"principal"``) a connection of each run's
     principal (a stdio server: a process each), opened on demand, bounded and closed when idle. A server with
     ``auth`` says it in ``auth.identity`` (then each principal also has its own tokens)."""
+    tasks: Literal["auto", "never"] = "auto"
+    """Whether calls ask to run as MCP tasks: ``"auto"`` where the server and the tool offer it (the 2026-07-28
+    tasks extension is declared on each request), ``"never"`` (a 2025-11-25 tool that requires a task still gets
+    one)."""
     apps: bool = True
     """Show the interfaces (MCP Apps) of its tools: the client declares the UI extension to the server, a call of a
     tool with an interface emits an ``ACTIVITY_SNAPSHOT``, and the app's own requests are served. Off, its tools
@@ -242,6 +246,9 @@ class AssistantSpec:
     :data:`DESTRUCTIVE` for every tool that may destroy something."""
     approval_timeout: float = 3600.0
     """Seconds a held call waits for its approval (the interrupt's ``expiresAt``)."""
+    task_timeout: float = 3600.0
+    """Seconds a run waits for a call a server answered with an MCP task (then the server is asked to cancel it,
+    and the model is told the task did not finish); the server's ``timeout`` bounds only the request creating it."""
     result_budget: ResultBudget = DEFAULT_RESULT_BUDGET
     """How much of the tool results the model sees (and the fallback brief carries)."""
 

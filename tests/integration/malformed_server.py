@@ -7,6 +7,7 @@ body, or with ``--sse`` as an event stream. Handshake-era only (``initialize``);
 - ``deep``: answers with ``structuredContent`` nested 900 levels deep;
 - ``surrogate``: answers with a text holding a lone surrogate escape (``"\\ud800"``);
 - ``shapeless``: answers with JSON that is not a tool's result (``content`` a number);
+- ``unasked_task``: answers with a 2025-11-25 ``CreateTaskResult`` though the call asked for no task;
 - ``echo``: answers ``{"said": <its text argument>}`` properly.
 """
 
@@ -22,7 +23,7 @@ DEPTH = 900
 
 TOOLS = [
     {"name": name, "description": name, "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
-    for name in ("deep", "surrogate", "shapeless", "echo")
+    for name in ("deep", "surrogate", "shapeless", "unasked_task", "echo")
 ]
 
 
@@ -55,6 +56,10 @@ def answer(message: dict[str, Any]) -> str | None:
             return f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"result":{{"content":[{{"type":"text","text":"\\ud800"}}]}}}}'
         if name == "shapeless":
             return _result(request_id, {"content": 5})
+        if name == "unasked_task":
+            at = "2026-12-06T12:00:00Z"
+            task = {"taskId": "t-1", "status": "working", "createdAt": at, "lastUpdatedAt": at, "ttl": None}
+            return _result(request_id, {"task": task})
         said = {"said": (params.get("arguments") or {}).get("text")}
         return _result(request_id, {"content": [{"type": "text", "text": json.dumps(said)}], "structuredContent": said})
     error = {"code": -32601, "message": f"method not found: {method}"}

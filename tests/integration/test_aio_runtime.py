@@ -237,3 +237,38 @@ def test_the_switch_interval_is_lowered_while_the_guest_runs_and_put_back() -> N
     assert run_program(lowered) == GUEST_SWITCH_INTERVAL < before
     assert sys.getswitchinterval() == before
     assert run_program(left_alone) == before
+
+
+def test_an_asyncio_program_follows_a_task_and_polls_a_stored_one_with_asyncio_progress() -> None:
+    import attrs
+
+    from yao_actors.specs import ServerSpec, StdioTransport
+    from yao_actors.testing import TASK_SERVER_COMMAND
+    from yao_actors.tools.task_handle import TaskHandle, TaskWatch
+    from yao_actors.tools.tool_server import CallOptions
+
+    tasks = ServerSpec("tasks", StdioTransport(TASK_SERVER_COMMAND[0], TASK_SERVER_COMMAND[1:]))
+
+    async def main() -> Any:
+        config = Config(servers={"tasks": tasks}, assistants={})
+        said: list[str | None] = []
+        stored: list[TaskHandle] = []
+
+        async def progress(_done: float, _total: float | None, message: str | None) -> None:
+            await asyncio.sleep(0)  # an asyncio coroutine: run in the host loop
+            said.append(message)
+
+        async def store(handle: TaskHandle) -> None:
+            stored.append(handle)
+
+        async with open_runtime(config, ready_timeout=30) as runtime:
+            server = runtime.servers["tasks"]
+            watch = TaskWatch("c", "r", "t", 60.0, store)
+            done = await server.call_tool("slow_echo", {"text": "hi"}, CallOptions(progress=progress, tasks=watch))
+            again = await server.poll_task(attrs.evolve(stored[0], deadline=stored[0].deadline + 60))
+            return done, said, again
+
+    done, said, again = run_program(main)
+    assert done.result == "hi"
+    assert said == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    assert again.result == "hi"  # the task, polled again from its handle, still answers with its result

@@ -17,7 +17,7 @@ from tests.integration.test_dispatch_real import HTTP_SDK_GENERATORS
 from tests.integration.test_results_real import open_results_run
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import running_service
-from tests.support import check_stream
+from tests.support import app_activity_after_result, check_stream
 from yao_actors.cli import main
 from yao_actors.config import AssistantSpec, Config, ServerRef, ServerSpec, StdioTransport
 from yao_actors.models.base import Completion, ToolCall
@@ -39,12 +39,7 @@ async def get_time_run(server: ServerSpec) -> tuple[list[dict[str, Any]], list[d
 
 
 def check_activity(events: list[dict[str, Any]], spec: ServerSpec) -> dict[str, Any]:
-    kinds = [event["type"] for event in events]
-    at = kinds.index("TOOL_CALL_RESULT")
-    assert kinds[at + 1] == "ACTIVITY_SNAPSHOT"
-    activity = events[at + 1]
-    assert activity["activityType"] == "mcp-apps"
-    assert activity["replace"] is True
+    at, activity = app_activity_after_result(events)
     assert activity["messageId"]
     assert activity["messageId"] != events[at]["messageId"]
     content = activity["content"]

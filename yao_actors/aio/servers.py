@@ -19,6 +19,7 @@ import attrs
 
 from yao_actors.aio.guest import Guest
 from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ProgressFn, ToolServer
 
 P = ParamSpec("P")
@@ -104,7 +105,17 @@ class AioServerHandle(ToolServer):
         """Call tool ``name`` (see :meth:`yao_actors.tools.server_handle.ServerHandle.call_tool`); ``progress``
         (or ``options.progress``) may be a plain or an ``async`` (asyncio) function. A failure is an outcome;
         cancelling the awaiting task cancels the call at the server (``notifications/cancelled``)."""
-        given = progress or options.progress
+        options = self._hosted(options, progress or options.progress)
+        return await self.guest.call(self.trio_server.call_tool, name, arguments, options)
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        """Go on polling a stored task (see :meth:`yao_actors.tools.tool_server.ToolServer.poll_task`);
+        ``options.progress`` may be a plain or an ``async`` (asyncio) function."""
+        options = self._hosted(options, options.progress)
+        return await self.guest.call(self.trio_server.poll_task, handle, options)
+
+    def _hosted(self, options: CallOptions, given: ProgressFn | None) -> CallOptions:
+        """``options`` with ``given`` as its progress, an asyncio coroutine function run in the host loop."""
         if given is not None and inspect.iscoroutinefunction(given):
             host_progress = given
 
@@ -112,6 +123,4 @@ class AioServerHandle(ToolServer):
                 await self.guest.host(host_progress, done, total, message)
 
             given = relay
-        if given is not options.progress:
-            options = attrs.evolve(options, progress=given)
-        return await self.guest.call(self.trio_server.call_tool, name, arguments, options)
+        return options if given is options.progress else attrs.evolve(options, progress=given)

@@ -9,6 +9,7 @@ closed meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import attrs
@@ -19,6 +20,7 @@ from yao_actors.errors import AuthorizationError, AuthorizationRequired, ErrorKi
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
+from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 
 
@@ -118,17 +120,25 @@ class PrincipalView:
         """This view as its principal's runs use it, and why they cannot yet (module docstring)."""
         return Binding(self, self.needed, self.problem if self.needed is None else None)
 
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        """Go on polling a stored task on this principal's connection (opened again if it was closed meanwhile)."""
+        return await self._on_connection(lambda server: server.poll_task(handle, options))
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
     ) -> ToolOutcome:
         """The call, on this principal's connection (opened again if it was closed meanwhile); a call held open
         for the user's answers is answered on the connection that holds it."""
-        started = trio.current_time()
         if options.answers is not None and options.answers.ticket is not None:
             if self.bound is None:
                 await trio.lowlevel.checkpoint()
                 return ToolOutcome(error=LOST, kind=ErrorKind.TOOL_ERROR)
             return await self.bound.handle.call_tool(name, arguments, options)
+        return await self._on_connection(lambda server: server.call_tool(name, arguments, options))
+
+    async def _on_connection(self, work: Callable[[ServerHandle], Awaitable[ToolOutcome]]) -> ToolOutcome:
+        """``work`` on this principal's connection (opened again if it was closed meanwhile)."""
+        started = trio.current_time()
         if self.bound is None:
             await trio.lowlevel.checkpoint()
             return unavailable_outcome(self.spec, self.problem or "no connection", started=started)
@@ -142,7 +152,7 @@ class PrincipalView:
         bound = self.bound
         bound.busy += 1
         try:
-            return await bound.handle.call_tool(name, arguments, options)
+            return await work(bound.handle)
         finally:
             bound.busy -= 1
             bound.last_used = trio.current_time()

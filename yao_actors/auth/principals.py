@@ -55,8 +55,10 @@ from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principa
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
 from yao_actors.specs import OAuthSpec, ServerSpec
 from yao_actors.tools.parked_relay import ParkedRelay
+from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle
-from yao_actors.tools.tool_server import Binding, ServerState, ServerStatistics
+from yao_actors.tools.task_handle import TaskHandle
+from yao_actors.tools.tool_server import NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link
 
 logger = logging.getLogger(__name__)
@@ -110,6 +112,12 @@ class PrincipalServers:
         """None of its own: a catalog built for no principal offers none of this server's tools."""
         await trio.lowlevel.checkpoint()
         return ()
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        """Go on polling a stored task on the connection of the principal that made it (``handle.principal``): a
+        run taken up elsewhere polls its task through here (the router itself takes no calls)."""
+        view = await self.bind_principal(handle.principal)
+        return await view.poll_task(handle, options)
 
     def statistics(self) -> ServerStatistics:
         """Ready, with the calls of every principal's connection summed (no principal named)."""

@@ -28,6 +28,7 @@ from yao_actors.tools.catalog import Catalog
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.schema_gate import tool_schema_notes
+from yao_actors.tools.task_wire import task_support
 from yao_actors.tools.tool_server import ServerState
 
 #: What a model is asked when it is probed.
@@ -147,6 +148,9 @@ class ToolOffer:
     """Its app (MCP Apps: ``_meta.ui``) and who may call it, whether or not its server's ``apps`` is on."""
     apps: bool = True
     """Its server's ``apps``: whether its app is shown."""
+    tasks: str = "forbidden"
+    """The tool's ``execution.taskSupport``: whether a call of it may (``"optional"``) or must (``"required"``)
+    run as an MCP task (2025-11-25; a 2026-07-28 server decides per call and says nothing here)."""
 
 
 async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
@@ -183,6 +187,7 @@ async def tool_offers(runtime: Runtime) -> list[ToolOffer]:
                     tool_schema_notes(tool),
                     tool_interface(tool),
                     handle.spec.apps,
+                    task_support(tool),
                 )
             )
     return offers

@@ -50,7 +50,7 @@ from yao_actors.errors import ConfigError
 from yao_actors.specs import ModelSpec, StoreSpec
 from yao_actors.store.spec import default_store_name, service_store
 from yao_actors.tools.input_requests import InputHandler
-from yao_actors.tools.tool_server import ServerState
+from yao_actors.tools.tool_server import CallOptions, ServerState
 
 T = TypeVar("T")
 
@@ -166,7 +166,7 @@ async def _list_tools(
         tools = [
             {"server": o.server, "tool": o.tool, "title": o.title, "description": o.description,
              "inputSchema": dict(o.input_schema), "offered": dict(o.offered), "not_offered": dict(o.not_offered),
-             "schema_notes": list(o.schema_notes), "app": _app(o)}
+             "schema_notes": list(o.schema_notes), "app": _app(o), "taskSupport": o.tasks}
             for o in offers
         ]  # fmt: skip
         print(json.dumps({"servers": servers, "tools": tools}, ensure_ascii=False, indent=2))
@@ -179,6 +179,8 @@ async def _list_tools(
                 print(f"  {assistant_id}: offered as {name}")
             for assistant_id, why in offer.not_offered.items():
                 print(f"  {assistant_id}: not offered: {why}")
+            if offer.tasks != "forbidden":
+                print(f"  runs as an MCP task: {offer.tasks}")
             for note in offer.schema_notes:
                 print(f"  schema: {note}")
             if (app := _app(offer)) is not None:
@@ -226,6 +228,12 @@ def call_command(args: argparse.Namespace) -> int:
         return report_config_error(error)
 
 
+def _say_progress(tool: str, _done: float, _total: float | None, message: str | None) -> None:
+    """A status line on stderr for each progress message of the call (a task's status messages among them)."""
+    if message:
+        print(f"yao-actors: {tool}: {message}", file=sys.stderr, flush=True)
+
+
 async def _call(
     config: Config,
     server_id: str,
@@ -244,7 +252,7 @@ async def _call(
         names = [t.name for t in await handle.list_tools()]
         if tool not in names:
             raise ConfigError([f"TOOL {tool}: server {server_id!r} has no such tool (its tools: {', '.join(names)})"])
-        outcome = await handle.call_tool(tool, arguments)
+        outcome = await handle.call_tool(tool, arguments, CallOptions(progress=partial(_say_progress, tool)))
     if not outcome.ok:  # its result, if any, is the same text
         print(f"yao-actors: {outcome.kind}: {outcome.error}", file=sys.stderr)
         return 1

@@ -27,7 +27,7 @@ _HOOK_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 #: The keys of ``assistants.<id>``, of its ``mcp`` and of ``mcp.options``.
 ASSISTANT_KEYS = (
     "model", "prompt", "mcp", "timeouts", "hooks", "fallback_model", "max_tools", "history", "options", "fallback",
-    "approval", "approval_timeout", "result_budget",
+    "approval", "approval_timeout", "result_budget", "task_timeout",
 )  # fmt: skip
 MCP_KEYS = ("servers", "options")
 LOOP_KEYS = ("tool_loop", "max_turn")
@@ -84,6 +84,8 @@ class AssistantReader(ValueReader):
             options["approval"] = assistant_approval(self, item["approval"], join_path(path, "approval"))
         if "approval_timeout" in item:
             options["approval_timeout"] = self.number(item["approval_timeout"], join_path(path, "approval_timeout"))
+        if "task_timeout" in item:
+            options["task_timeout"] = self.number(item["task_timeout"], join_path(path, "task_timeout"))
         if "result_budget" in item:
             options["result_budget"] = self.result_budget(item["result_budget"], join_path(path, "result_budget"))
         history_ok, history_max = self.history(item.get("history", {}), join_path(path, "history"))

@@ -181,6 +181,7 @@ def _server_data(spec: ServerSpec) -> dict[str, Any]:
         "approval": spec.approval if isinstance(spec.approval, bool) else sorted(spec.approval),
         "protocol": spec.protocol,
         "input_timeout": spec.input_timeout,
+        "tasks": spec.tasks,
     }
 
 
@@ -206,6 +207,7 @@ def _assistant_data(spec: AssistantSpec) -> dict[str, Any]:
         "fallback": {"assistant": spec.fallback} if isinstance(spec.fallback, str) else spec.fallback,
         "approval": _plain(spec.approval),
         "approval_timeout": spec.approval_timeout,
+        "task_timeout": spec.task_timeout,
         "result_budget": attrs.asdict(spec.result_budget),
     }
     if spec.fallback_model is not None:

@@ -71,7 +71,7 @@ def other_clients_settings(data: Any) -> list[str]:
 SERVER_KEYS = (
     "type", "command", "args", "env", "cwd", "inherit_env", "url", "headers", "module", "timeout", "connect_timeout",
     "max_concurrency", "queue_size", "dispatch", "restart", "samples", "expose_stderr", "disabled", "approval",
-    "protocol", "input_timeout", "read_links", "auth", "identity", "apps",
+    "protocol", "input_timeout", "read_links", "auth", "identity", "tasks", "apps",
 )  # fmt: skip
 #: Keys of ``mcpServers.<id>`` that other MCP clients define and this runtime does not use (but a stdio server's
 #: ``envFile``, which is read): accepted, one note each. Claude Desktop / Cursor / Cline / Roo Code (``autoApprove``, ``alwaysAllow``, ``disabledTools``,
@@ -213,6 +213,8 @@ class ConfigReader(AssistantReader, ServiceReader):
                 options[key] = self.boolean(item[key], join_path(path, key))
         if "protocol" in item:
             options["protocol"] = self.choice(item["protocol"], join_path(path, "protocol"), protocol_choices())
+        if "tasks" in item:
+            options["tasks"] = self.choice(item["tasks"], join_path(path, "tasks"), ("auto", "never"))
         if "approval" in item:
             options["approval"] = server_approval(self, item["approval"], join_path(path, "approval"))
         if transport is None or None in options.values():

@@ -20,6 +20,8 @@ import trio
 from yao_actors.conversation.durable.close_out import CLOSE_PATIENCE
 from yao_actors.conversation.durable.journal import RunJournal
 from yao_actors.conversation.durable.leasing import LeasePolicy, keep_lease, release_lease, take_lease
+from yao_actors.conversation.durable.task_keeping import TaskKeeper, task_timeout
+from yao_actors.conversation.durable.task_resume import cannot_continue, open_tasks, take_up_turn
 from yao_actors.conversation.ending import CANCELLED, Ending, as_failed, conclude, emit_ending, finish_record
 from yao_actors.conversation.interrupts.approvals import PendingApproval, Resolution, resolve
 from yao_actors.conversation.interrupts.client_tools import answer_dangling_calls, check_tool_answers
@@ -53,7 +55,7 @@ from yao_actors.models.base import Message
 from yao_actors.observability.runs import RunObservation
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore
-from yao_actors.store.records import Taken
+from yao_actors.store.records import RunStatus, Taken
 from yao_actors.tasks import patiently
 
 logger = logging.getLogger(__name__)
@@ -143,7 +145,7 @@ class _ConversationActor:
         has it and the run starts plainly: no calls held for approval nor answers to them (those run, or are
         refused, before the run starts), a copy of the history in step with the store's, and an input that
         the history takes (a refused one is refused before anything is written, as it always was)."""
-        if self.leases.starter is None or self.status.approvals or order.request.resume:
+        if self.leases.starter is None or self.status.approvals or order.request.resume or order.request.continues:
             return None
         expect = self.status.stored_messages
         if expect is None:
@@ -180,6 +182,9 @@ class _ConversationActor:
         """
         # The journal follows the run's transcript and is its checkpoint; the journal refers to no part of the
         # run (no closure over it, no cycle), so a finished run is freed at once by reference counting.
+        keeper = TaskKeeper(
+            self.store, order.thread_id, order.run_id, order.request.principal, journal.flush, task_timeout(order)
+        )
         run = Run(
             self.resources,
             RunEvents(order.run_id, order.thread_id, journal.emit),
@@ -187,16 +192,20 @@ class _ConversationActor:
             transcript=journal.transcript,
             checkpoint=journal.checkpoint,
             client_tools=order.request.client_tools,
+            task_watch=keeper.watch,
         )
         ending: Ending | None = CANCELLED
         try:
             with order.control.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
-                await run.events.run_started()
-                history = await self.take_thread(order, journal, helpers)
-                if isinstance(history, RunError):
-                    ending = history
+                if order.request.continues:
+                    ending = await self.continue_run(run, order, journal, helpers, keeper)
                 else:
-                    ending = await _start(run, order, history, self.status, journal)
+                    await run.events.run_started()
+                    history = await self.take_thread(order, journal, helpers)
+                    if isinstance(history, RunError):
+                        ending = history
+                    else:
+                        ending = await _start(run, order, history, self.status, journal)
             if deadline.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
@@ -206,6 +215,34 @@ class _ConversationActor:
             # the events wait in the outlet's log for whoever reads them.
             with trio.CancelScope(shield=True):
                 await self.close_out(run, order, journal, observed, ending or CANCELLED)
+                await keeper.forget()  # the run is over in the store: its tasks need no keeping
+
+    async def continue_run(
+        self, run: Run, order: RunOrder, journal: RunJournal, helpers: trio.Nursery, keeper: TaskKeeper
+    ) -> Ending:
+        """Take up a run a dead process left waiting on a stored task (:mod:`.durable.task_resume`): under the
+        thread's lease, its events numbered on from its log (which its followers here see first), its turn
+        finished from the stored handles, then answered as any run's; its close-out removes those handles."""
+        history = await self.take_thread(order, journal, helpers)
+        if isinstance(history, RunError):
+            return history
+        try:
+            with store_trouble_ends_the_run():
+                stored = await self.store.get_run(order.run_id)
+                events = await self.store.read_events(order.run_id)
+                keeper.kept.extend(await open_tasks(self.store, order.run_id))
+        except RunError as error:
+            return error
+        if stored is None or stored.status is not RunStatus.RUNNING:
+            return cannot_continue(order.run_id, "it is not running any more")
+        journal.continued()
+        order.outlet.show(events)
+        run.events.reopen(events[-1]["seq"] if events else 0)
+        turn = await take_up_turn(run, order.run_id, history, events, self.store)
+        if not isinstance(turn, list):
+            return turn
+        window = window_history(history, order.assistant.history_max_messages)
+        return await _answer(run, order, [*window, *turn])
 
     async def close_out(
         self, run: Run, order: RunOrder, journal: RunJournal, observed: RunObservation, ending: Ending

@@ -45,6 +45,7 @@ from yao_actors.tools.catalog import build_catalog
 from yao_actors.tools.dispatch import collect_tool_calls
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import (
     NO_OPTIONS,
     CallOptions,
@@ -316,3 +317,8 @@ class _Keeping:
 
     async def reaches_parked(self, ticket: str) -> bool:
         return await self.server.reaches_parked(ticket)
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        outcome = await self.server.poll_task(handle, attrs.evolve(options, keep_result=True))
+        self.kept = outcome.app_result
+        return outcome

@@ -8,6 +8,7 @@ channel (:class:`RunStream`); :meth:`ConversationManager.run` returns its
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -36,10 +37,13 @@ from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
+from yao_actors.store.records import RunStatus
 from yao_actors.tasks import open_owned_nursery, patiently
 from yao_actors.tools.catalog import CatalogCache
 from yao_actors.tools.directory import ServerDirectory, ServerRouter
 from yao_actors.tools.tool_server import ToolServer
+
+logger = logging.getLogger(__name__)
 
 EVENT_BUFFER = 16
 """Events a run may get ahead of its consumer before it waits."""
@@ -277,6 +281,26 @@ class ConversationManager(metaclass=NoPublicConstructor):
         if stored is None:
             raise RunError(f"unknown run {run_id!r}", code=RunErrorCode.UNKNOWN_RUN)
         yield stored
+
+    async def adopt(self, run_id: str, thread_id: str) -> None:
+        """Take up run ``run_id`` of thread ``thread_id``, which a dead process left waiting on a stored task
+        (:mod:`~yao_actors.conversation.durable.task_resume`): it goes on here under its own id, on the thread's
+        actor, unfollowed until a client resumes it (``open_resume``). A run already going on here, no longer
+        running, or of an assistant this runtime does not have is left alone."""
+        if run_id in self._live:
+            return
+        with store_trouble_ends_the_run():
+            record = await self._store.get_run(run_id)
+            info = await self._store.get_thread(thread_id)
+        if record is None or info is None or record.status is not RunStatus.RUNNING:
+            return
+        request = RunRequest(record.assistant, (), thread_id, run_id, principal=info.principal, continues=True)
+        try:
+            order = await self._order(request, RunOutlet())
+            await self._submit(order)
+        except RunError as refused:
+            logger.warning("run %s waits on a task, and cannot be taken up here: %s", run_id, refused)
+            return
 
     def statistics(self) -> ConversationStatistics:
         return ConversationStatistics(threads=len(self._threads), actors=len(self._nursery.child_tasks))

@@ -56,7 +56,9 @@ class RunRequest:
     id). ``principal`` is who asks: a thread belongs to the principal that created it. ``history``, when given,
     replaces the thread's history before the run (an AG-UI client sends the whole conversation every time).
     ``client_tools`` are tools the client runs itself (function tools, offered after the assistant's, never
-    dispatched); ``resume`` the AG-UI entries answering the thread's interrupts.
+    dispatched); ``resume`` the AG-UI entries answering the thread's interrupts. ``continues``: the run is not
+    new but one a dead process left waiting on a stored task, taken up here under its own id
+    (:mod:`~yao_actors.conversation.durable.task_resume`).
     """
 
     assistant: str | AssistantSpec
@@ -67,6 +69,7 @@ class RunRequest:
     history: tuple[Message, ...] | None = attrs.field(default=None, converter=_history)
     client_tools: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_entries)
     resume: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_entries)
+    continues: bool = False
 
 
 def as_request(

@@ -46,6 +46,13 @@ APP_REQUESTS = Counter(
     ["server", "method", "outcome"],
 )
 SERVER_RESTARTS = Counter("yao_mcp_server_restarts", "Reconnections of an MCP server's actor.", ["server"])
+TASKS = Counter(
+    "yao_mcp_tasks",
+    "MCP tasks of tool calls, by server and state: created, then how the wait ended (completed, failed, timeout, "
+    "abandoned, input_required).",
+    ["server", "state"],
+)
+OPEN_TASKS = Gauge("yao_mcp_open_tasks", "MCP tasks a run is waiting on now, by server.", ["server"])
 
 
 M = TypeVar("M", Counter, Gauge, Histogram)

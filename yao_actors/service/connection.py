@@ -76,9 +76,10 @@ logger = logging.getLogger(__name__)
 OUTGOING_BUFFER: Final = 16
 #: The most frames the writer sends in one socket write.
 MAX_WRITE_BATCH: Final = 64
-#: Close codes (RFC 6455): normal, and going away (service shutdown, unanswered pings).
+#: Close codes (RFC 6455): normal, going away (service shutdown, unanswered pings), and a failure in the service.
 CLOSE_NORMAL: Final = 1000
 CLOSE_GOING_AWAY: Final = 1001
+CLOSE_INTERNAL_ERROR: Final = 1011
 
 Event = Mapping[str, Any]
 

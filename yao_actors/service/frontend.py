@@ -46,7 +46,7 @@ from yao_actors.service.auth import (
     selected_subprotocol,
 )
 from yao_actors.service.budget import RunBudget, principal_share
-from yao_actors.service.connection import Connection, RunOpener
+from yao_actors.service.connection import CLOSE_INTERNAL_ERROR, Connection, RunOpener
 from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, Exchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
@@ -63,8 +63,6 @@ CLOSE_TIMEOUT: Final = 5.0
 #: Messages this many times larger than ``max_frame_bytes`` close the connection (1009); frames between the two
 #: limits are refused with ``frame_too_large`` and the connection goes on.
 HARD_FRAME_FACTOR: Final = 4
-#: The close code of a connection ended by a failure in the service.
-CLOSE_INTERNAL_ERROR: Final = 1011
 
 
 @attrs.frozen

@@ -19,12 +19,23 @@ _END_OF_HEAD: Final = b"\r\n\r\n"
 
 
 @attrs.frozen
-class RequestHead:
-    """The parsed head of an HTTP request, and every byte read so far (``raw``) for replay."""
+class RequestStart:
+    """What every HTTP request starts with: method, target and headers (names lower-case, first value kept)."""
 
     method: str
     target: str
     headers: Mapping[str, str]
+
+    @property
+    def path(self) -> str:
+        """The target without its query string."""
+        return self.target.split("?", 1)[0]
+
+
+@attrs.frozen
+class RequestHead(RequestStart):
+    """The parsed head of an HTTP request, and every byte read so far (``raw``) for replay."""
+
     raw: bytes
 
     @property

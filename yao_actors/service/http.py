@@ -20,14 +20,14 @@ import http
 import json
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final, Protocol
 
 import attrs
 import h11
 import trio
 
-from yao_actors.service.gate import RequestHead
+from yao_actors.service.gate import RequestHead, RequestStart
 
 logger = logging.getLogger(__name__)
 
@@ -66,18 +66,10 @@ class ClientStalled(trio.BrokenResourceError):
 
 
 @attrs.frozen
-class HttpRequest:
-    """A whole request: method, target, headers (names lower-case, first value kept) and body."""
+class HttpRequest(RequestStart):
+    """A whole request: its method, target and headers, and its body."""
 
-    method: str
-    target: str
-    headers: Mapping[str, str]
     body: bytes
-
-    @property
-    def path(self) -> str:
-        """The target without its query string."""
-        return self.target.split("?", 1)[0]
 
 
 class Exchange(Protocol):

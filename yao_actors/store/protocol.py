@@ -6,8 +6,10 @@
     │                     yao_actors.store.memory, .sqlite, .redis)
     ├── ThreadLeases      leases(): one run of a thread at a time across processes (yao_actors.store.leases)
     ├── TokenRecords      oauth_tokens(): sealed OAuth records and pending authorizations (yao_actors.auth.vault)
-    └── ParkedCalls       parked_calls(): handshake-era calls held open by one process, answered from another
-                          (yao_actors.tools.parked_relay)
+    ├── ParkedCalls       parked_calls(): handshake-era calls held open by one process, answered from another
+    │                     (yao_actors.tools.parked_relay)
+    └── TaskRecords       tasks(): the open tasks of runs (tool calls a server answered with a task), kept with
+                          their thread so that polling goes on after a crash, on any worker
 
 Every method is a Trio checkpoint; a backend that cannot be reached raises
 :class:`~yao_actors.errors.StoreUnavailable` and has then written nothing
@@ -27,6 +29,7 @@ import trio
 import yao_actors.store.records as records
 from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
+from yao_actors.tools.task_handle import TaskHandle
 
 POLL_INTERVAL: Final = 0.5
 """Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""
@@ -124,6 +127,34 @@ class ParkedCalls(Protocol):
 
     async def release(self, ticket: str, holder: str) -> None:
         """End the holding without an outcome (an answer not taken goes with it), if ``holder`` holds it."""
+        ...
+
+
+class TaskRecords(Protocol):
+    """The open tasks of runs: a :class:`~yao_actors.tools.task_handle.TaskHandle` for each tool call a server
+    answered with a task, saved before the run waits on it and removed once its result has reached the model.
+
+    A handle is kept with its thread (``forget_thread`` deletes it) under ``(thread id, task id)``; what a process
+    needs to go on polling the task after the one that made it died is all in it (it holds no secret). Every
+    method is one atomic step and a checkpoint; a store out of reach raises
+    :class:`~yao_actors.errors.StoreUnavailable`. Memory keeps them in a dict, SQLite in a ``tasks`` row each
+    (schema version 7), Redis in a hash per thread."""
+
+    async def save(self, handle: TaskHandle) -> None:
+        """Keep ``handle`` (replacing the one of the same thread and task id); ``UnknownThread`` (nothing written)
+        when its thread was not opened."""
+        ...
+
+    async def remove(self, thread_id: str, task_id: str) -> bool:
+        """Drop the thread's handle of task ``task_id``; whether there was one."""
+        ...
+
+    async def for_thread(self, thread_id: str) -> list[TaskHandle]:
+        """The thread's open tasks, oldest first (``[]`` for none, or for an unknown thread)."""
+        ...
+
+    async def for_run(self, run_id: str) -> list[TaskHandle]:
+        """The open tasks of run ``run_id``, oldest first (``[]`` for none, or for an unknown run)."""
         ...
 
 
@@ -366,6 +397,12 @@ class ConversationStore(Protocol):
         """The store's held calls (:class:`ParkedCalls`: a handshake-era call held open by one process, answered
         from another), the same object at every call; ``None`` (the base): such a call is answered only in the
         process holding it."""
+        return None
+
+    def tasks(self) -> TaskRecords | None:
+        """The store's open tasks of runs (:class:`TaskRecords`), the same object at every call; ``None`` (the
+        base): a task a server answers a call with is followed to its end by the process that made it, and is
+        lost with it."""
         return None
 
     def problem(self) -> str | None:

@@ -1,5 +1,5 @@
 """Test doubles for users' own tests: offline models, a fake OpenAI-compatible endpoint, the test MCP server and its
-launchers (stdio spec, streamable HTTP process), and a real ``redis-server`` on a free loopback port."""
+launchers (stdio spec, streamable HTTP process), the tasks-extension test server's HTTP launcher, and a real ``redis-server`` on a free loopback port."""
 
 from typing import Any
 
@@ -7,8 +7,10 @@ from yao_actors.demo.model import DemoModel
 from yao_actors.models.offline import FunctionModel, RecordedCall, TestModel
 from yao_actors.testing.fake_openai import FakeOpenAI, FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.processes import (
+    TASK_SERVER_COMMAND,
     TEST_SERVER_COMMAND,
     HttpTestServer,
+    open_http_task_server,
     open_http_test_server,
     read_line,
     stdio_test_server,
@@ -27,6 +29,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "TASK_SERVER_COMMAND",
     "TEST_SERVER_COMMAND",
     "DemoModel",
     "FakeOpenAI",
@@ -40,6 +43,7 @@ __all__ = [
     "TestModel",
     "build_test_server",
     "open_fake_openai",
+    "open_http_task_server",
     "open_http_test_server",
     "read_line",
     "stdio_test_server",

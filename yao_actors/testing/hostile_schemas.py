@@ -50,25 +50,19 @@ def build_hostile_server(*, refs: str, silent: str, file: str, name: str = "host
     with keeping_root_logging():
         server = MCPServer(name)
 
-    @server.tool(description="Echoes value; its schema refers to a URL.")
-    async def remote_ref(value: Any = None) -> dict[str, Any]:
+    async def echo(value: Any = None) -> dict[str, Any]:
         return {"echo": value}
 
-    @server.tool(description="Echoes value; its schema refers to a URL that never answers.")
-    async def silent_ref(value: Any = None) -> dict[str, Any]:
-        return {"echo": value}
-
-    @server.tool(description="Echoes value; its schema refers to a local file.")
-    async def file_ref(value: Any = None) -> dict[str, Any]:
-        return {"echo": value}
-
-    @server.tool(description="Echoes value; its schema has a catastrophic pattern.")
-    async def slow_pattern(value: Any = None) -> dict[str, Any]:
-        return {"echo": value}
-
-    @server.tool(description="Echoes value; its schema has a pattern with a backreference.")
-    async def backreference(value: Any = None) -> dict[str, Any]:
-        return {"echo": value}
+    echoes = {  # name: what its schema does, and the schema of its ``value``
+        "remote_ref": ("refers to a URL", {"$ref": f"{refs}/secret.json"}),
+        "silent_ref": ("refers to a URL that never answers", {"$ref": f"{silent}/secret.json"}),
+        "file_ref": ("refers to a local file", {"$ref": f"file://{file}"}),
+        "slow_pattern": ("has a catastrophic pattern", {"type": "string", "pattern": SLOW_PATTERN}),
+        "backreference": ("has a pattern with a backreference", {"type": "string", "pattern": "(a)\\1"}),
+    }
+    for tool_name, (what, value) in echoes.items():
+        server.tool(name=tool_name, description=f"Echoes value; its schema {what}.")(echo)
+        server._tool_manager.get_tool(tool_name).parameters = _value_schema(value)  # type: ignore[union-attr]
 
     @server.tool(description="Returns a text its outputSchema's pattern does not match.", structured_output=False)
     async def slow_output(n: int = 27) -> CallToolResult:
@@ -77,15 +71,6 @@ def build_hostile_server(*, refs: str, silent: str, file: str, name: str = "host
             content=[TextContent(type="text", text=json.dumps(structured))], structured_content=structured
         )
 
-    schemas = {
-        "remote_ref": _value_schema({"$ref": f"{refs}/secret.json"}),
-        "silent_ref": _value_schema({"$ref": f"{silent}/secret.json"}),
-        "file_ref": _value_schema({"$ref": f"file://{file}"}),
-        "slow_pattern": _value_schema({"type": "string", "pattern": SLOW_PATTERN}),
-        "backreference": _value_schema({"type": "string", "pattern": "(a)\\1"}),
-    }
-    for tool_name, schema in schemas.items():
-        server._tool_manager.get_tool(tool_name).parameters = schema  # type: ignore[union-attr]
     output = {"type": "object", "properties": {"text": {"type": "string", "pattern": SLOW_PATTERN}}}
     server._tool_manager.get_tool("slow_output").fn_metadata.output_schema = output  # type: ignore[union-attr]
     _add_questions(server, refs)

@@ -4,12 +4,14 @@
 as a stdio subprocess (a server actor starts and stops it);
 ``open_http_test_server(name)`` starts the same server over streamable HTTP on a
 free loopback port and stops it on exit; ``read_line`` reads one line from a
-process's pipe without consuming anything past it. Used by this project's tests
-and benchmarks, and by ``yao-actors bench``'s own tests; they need no checkout.
+process's pipe without consuming anything past it. ``open_http_task_server(record)``
+does the same for the tasks-extension server (``yao_actors.testing.task_servers``), which outlives any client. Used
+by this project's tests and benchmarks, and by ``yao-actors bench``'s own tests; they need no checkout.
 """
 
 from __future__ import annotations
 
+import pathlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -82,6 +84,26 @@ async def open_http_test_server(name: str = "test", *, sse: bool = False) -> Asy
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+    try:
+        yield HttpTestServer(process)
+    finally:
+        await stop_process(process)
+
+
+#: The command line of the tasks-extension test server over stdio.
+TASK_SERVER_COMMAND = (sys.executable, "-m", "yao_actors.testing.task_servers")
+
+
+@asynccontextmanager
+async def open_http_task_server(
+    record: pathlib.Path | None = None, *, name: str = "tasks", poll_ms: int = 50
+) -> AsyncIterator[HttpTestServer]:
+    """Start the tasks-extension server over streamable HTTP on 127.0.0.1, port 0, as its own process
+    (appending its task events to ``record``, asking for ``poll_ms`` between polls); stop it on exit."""
+    command = [*TASK_SERVER_COMMAND, "--http", "--port", "0", "--name", name, "--poll-ms", str(poll_ms)]
+    if record is not None:
+        command += ["--record", str(record)]
+    process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         yield HttpTestServer(process)
     finally:

@@ -41,6 +41,7 @@ from yao_actors.tools.apps import app_call
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
+from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.tool_call import ToolCall
 from yao_actors.tools.tool_server import CallAnswers, CallOptions, ServerState, ToolServer
 
@@ -98,6 +99,8 @@ class _Planned:
     repaired: bool = False
     answers: CallAnswers | None = None
     """The user's answers to the questions an earlier call of it asked (it is made again, or resumed, with them)."""
+    tasks: TaskWatch | None = None
+    """Where the call keeps a task its server answers it with (its run stores the handle)."""
 
 
 @attrs.frozen
@@ -156,7 +159,7 @@ class _Batch:
             # A listener that wants no progress asks for none: the server then sends none.
             wanted = progress if self.progress else None
             try:
-                options = CallOptions(wanted, deadline, planned.answers)
+                options = CallOptions(wanted, deadline, planned.answers, planned.tasks)
                 outcome = await planned.server.call_tool(entry.tool, planned.arguments, options)
                 reconnected = outcome.connection_lost and entry.hints.safe_to_repeat
                 if reconnected:
@@ -204,6 +207,7 @@ async def execute_tool_calls(
     batch_timeout: float | None = None,
     answers: Mapping[str, CallAnswers] | None = None,
     progress: bool = True,
+    tasks: Callable[[ToolCall], TaskWatch] | None = None,
 ) -> None:
     """Run ``calls`` against ``servers``, telling ``on_event`` each call's result (one ``CallFinished`` per call).
 
@@ -214,7 +218,8 @@ async def execute_tool_calls(
     call hands its deadline to the call's handle instead (one cancel scope, not
     two); the batch's deadline then bounds the call, not the listener's events. ``answers`` (by call id) give
     calls the user's answers to the questions earlier calls of them asked. ``progress=False``: no call asks its
-    server for progress (no ``CallProgress`` is told).
+    server for progress (no ``CallProgress`` is told). ``tasks`` gives each call the
+    :class:`~yao_actors.tools.task_handle.TaskWatch` a task it is answered with is kept through.
     """
     batch = _Batch(on_event, [None] * len(calls), progress=progress)
     groups: dict[str, list[_Planned]] = {}
@@ -222,6 +227,8 @@ async def execute_tool_calls(
         planned = await _check(batch, index, call, catalog, servers)
         if planned is not None and answers:
             planned = attrs.evolve(planned, answers=answers.get(call.id))
+        if planned is not None and tasks is not None:
+            planned = attrs.evolve(planned, tasks=tasks(call))
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)

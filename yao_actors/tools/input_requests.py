@@ -63,6 +63,9 @@ class InputAnswer:
     content: Mapping[str, Any] | None = None
 
 
+#: The error text of an outcome that asks the user (a call's question, or its task's).
+ASKS_THE_USER = "the server asks the user for input"
+
 InputHandler = Callable[[InputRequest], Awaitable[InputAnswer]]
 """Answers a server's input request in process: awaited once per request, while the call waits."""
 
@@ -170,6 +173,7 @@ def input_round(
 
 
 __all__ = [
+    "ASKS_THE_USER",
     "InputAction",
     "InputAnswer",
     "InputHandler",

@@ -22,6 +22,7 @@ from yao_actors.tools.apps import AppCall
 from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
 from yao_actors.tools.schema_gate import schema_problems
+from yao_actors.tools.task_state import TaskState
 from yao_actors.untrusted import json as untrusted_json
 from yao_actors.untrusted.json import compact_json as compact_json  # where events and tools find it
 
@@ -50,6 +51,9 @@ class ToolOutcome:
     rich: bool = False
     """The content had blocks other than text (images, audio, links, resources): only then does
     :func:`tool_message_content` look for them in ``result``."""
+    task: TaskState | None = None
+    """The server answered with a task, or about one (:mod:`~yao_actors.tools.task_state`): the task as it is
+    now. A call's final outcome has none."""
     app_result: Mapping[str, Any] | None = None
     """The MCP result as the server sent it (JSON-ready), kept for an app: set for a tool with an interface of a
     server whose ``apps`` is on, and for what an app asked (:mod:`yao_actors.tools.apps`)."""

@@ -67,6 +67,8 @@ from yao_actors.tools.server_catalog import ServerCatalog
 from yao_actors.tools.server_handle import PROGRESS_BUFFER, CallRequest, ServerHandle, unavailable_outcome
 from yao_actors.tools.server_questions import CALLING, ServerQuestions
 from yao_actors.tools.server_status import ServerStatus
+from yao_actors.tools.task_calls import execute_task_op
+from yao_actors.tools.task_start import client_extensions, offered_design
 from yao_actors.tools.tool_server import ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link, is_modern, open_client
 
@@ -160,9 +162,12 @@ class _ServerActor:
         try:
             with request.scope, tracing.attached(request.trace_context):
                 await connection.askers.enter(request)
-                outcome = await execute_call(
-                    self.spec, self.status, connection, request, keep_rounds=self.questions.handler is None
-                )
+                if request.task_op is None:
+                    outcome = await execute_call(
+                        self.spec, self.status, connection, request, keep_rounds=self.questions.handler is None
+                    )
+                else:
+                    outcome = await execute_task_op(self.spec, self.status, connection, request, request.task_op)
         finally:
             CALLING.reset(calling)
             connection.askers.leave(request, answered=outcome is not None)
@@ -226,6 +231,7 @@ class _ServerActor:
             message_handler=on_message,
             elicitation_callback=self.questions.elicitation_callback(connection.askers),
             prior_discover=prior,
+            extensions=client_extensions(self.spec),
         ) as client:
             connection.client = client
             self.status.connected(link.pid)
@@ -257,6 +263,7 @@ class _ServerActor:
         if self.status.protocol is not None and self.status.protocol != version:
             labelled(SERVER_PROTOCOL, self.id, self.status.protocol).set(0)
         self.status.negotiated(version)
+        self.status.offer_tasks(offered_design(client))
         labelled(SERVER_PROTOCOL, self.id, version).set(1)
         self.discover = client.session.discover_result
         logger.info("server %r: speaking MCP %s", self.id, version, extra={"server": self.id, "protocol": version})
@@ -343,8 +350,8 @@ async def serve_mcp_server(
     and retried in the background.
     """
     send, receive = trio.open_memory_channel[CallRequest](spec.queue_size)
-    status = ServerStatus()
-    handle = ServerHandle._create(spec, send, status, relay)
+    status = ServerStatus(ask_optional=spec.tasks == "auto")
+    handle = ServerHandle._create(spec, send, status, relay, input_handler)
     with receive:
         async with trio.open_nursery() as nursery:
             questions = ServerQuestions(spec, status, nursery, input_handler, relay)

@@ -13,6 +13,7 @@ import logging
 import attrs
 import mcp
 import mcp.types
+import mcp_types
 import pydantic
 import trio
 from mcp.shared.dispatcher import ProgressFnT
@@ -27,6 +28,14 @@ from yao_actors.tools.results import ToolOutcome, call_outcome
 from yao_actors.tools.server_handle import CallRequest, ProgressItem, unavailable_outcome
 from yao_actors.tools.server_questions import input_required_outcome
 from yao_actors.tools.server_status import ServerStatus
+from yao_actors.tools.task_start import (
+    UNASKED_TASK,
+    call_for_task,
+    extension_state,
+    handshake_state,
+    task_created,
+)
+from yao_actors.tools.task_wire import ExtensionTask, TaskAnswered, is_task_answer
 from yao_actors.transports import TRANSPORT_FAILURE, Link, is_modern
 from yao_actors.transports.malformed import MALFORMED
 
@@ -79,12 +88,16 @@ async def execute_call(
                 input_responses=request.input_responses,  # type: ignore[arg-type]
                 request_state=request.request_state,
                 allow_input_required=True,
-                allow_claimed=False,
+                allow_claimed=True,
             )
             if isinstance(answer, mcp.types.InputRequiredResult):
                 connection.answered = True
                 return input_required_outcome(spec.id, request, answer)
+            if isinstance(answer, ExtensionTask):
+                raise TaskAnswered(answer)
             result = answer
+        elif request.name in status.task_tools:
+            result = await call_for_task(client, request)
         else:
             result = await client.call_tool(
                 request.name,
@@ -93,30 +106,45 @@ async def execute_call(
                 input_responses=request.input_responses,  # type: ignore[arg-type]
                 request_state=request.request_state,
             )
+    except TaskAnswered as answered:
+        connection.answered = True
+        return task_created(extension_state(answered.task), request)
     except MCPError as exc:
         return await protocol_error(spec, connection, request, exc)
     except pydantic.ValidationError as exc:  # JSON-RPC, but not the result the SDK expects
-        reason = first_error(exc)
-        logger.warning(
-            "server %r: tools/call %r: %s: %s", spec.id, request.name, MALFORMED, reason, extra={"server": spec.id}
-        )
-        return malformed(request, reason)
+        return unreadable(spec, connection, request, exc)
     except Exception as exc:
         logger.warning(
             "server %r: tools/call %r failed", spec.id, request.name, exc_info=True, extra={"server": spec.id}
         )
         return unavailable_outcome(spec, f"{type(exc).__name__}: {exc}", started=request.started)
     connection.answered = True
+    outcome = result_outcome(spec, status, request, result)
+    if spec.read_links and outcome.ok and outcome.rich:
+        outcome = await with_links(client, request, outcome)
+    return outcome
+
+
+def result_outcome(
+    spec: ServerSpec, status: ServerStatus, request: CallRequest, result: mcp.types.Result
+) -> ToolOutcome:
+    """The outcome of ``request`` the server answered with ``result``: a task to follow, or the tool's result
+    (read against its ``outputSchema``, and kept as sent for an app)."""
+    if isinstance(result, mcp_types.CreateTaskResult):
+        return task_created(handshake_state(result.task), request)
     assert isinstance(result, mcp.types.CallToolResult)
     outcome = call_outcome(result, status.output_schemas.get(request.name), trio.current_time() - request.started)
     if spec.apps and (request.keep_result or request.name in status.app_tools):
         outcome = attrs.evolve(outcome, app_result=mcp_result(result))
-    if spec.read_links and outcome.ok and outcome.rich:
-        # The reads end a little before the call's deadline, so the call still answers with what it has.
-        margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
-        linked = await read_links(client, outcome.result, request.scope.deadline - margin)
-        outcome = attrs.evolve(outcome, result=linked, duration=trio.current_time() - request.started)
     return outcome
+
+
+async def with_links(client: mcp.Client, request: CallRequest, outcome: ToolOutcome) -> ToolOutcome:
+    """``outcome`` with the text of the resources its result links to, read within ``request``'s deadline."""
+    # The reads end a little before the call's deadline, so the call still answers with what it has.
+    margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
+    linked = await read_links(client, outcome.result, request.scope.deadline - margin)
+    return attrs.evolve(outcome, result=linked, duration=trio.current_time() - request.started)
 
 
 async def protocol_error(spec: ServerSpec, connection: Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:
@@ -144,6 +172,24 @@ async def protocol_error(spec: ServerSpec, connection: Connection, request: Call
         kind=ErrorKind.TOOL_ERROR,
         duration=trio.current_time() - request.started,
     )
+
+
+def unreadable(
+    spec: ServerSpec, connection: Connection, request: CallRequest, exc: pydantic.ValidationError
+) -> ToolOutcome:
+    """The outcome of an answer that is not the result asked for: a task nobody asked for, or a malformed one."""
+    connection.answered = True
+    if any(is_task_answer(error.get("input")) for error in exc.errors(include_url=False)):
+        return ToolOutcome(
+            error=UNASKED_TASK.format(server=spec.id, tool=request.name),
+            kind=ErrorKind.TOOL_ERROR,
+            duration=trio.current_time() - request.started,
+        )
+    reason = first_error(exc)
+    logger.warning(
+        "server %r: tools/call %r: %s: %s", spec.id, request.name, MALFORMED, reason, extra={"server": spec.id}
+    )
+    return malformed(request, reason)
 
 
 def malformed(request: CallRequest, reason: str | None) -> ToolOutcome:

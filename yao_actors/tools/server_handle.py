@@ -29,10 +29,14 @@ from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.observability import tracing
 from yao_actors.specs import ServerSpec
-from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
+from yao_actors.tools.input_requests import InputAnswer, InputHandler, ParkedQuestion
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
+from yao_actors.tools.task_flow import follow_task, poll_handle
+from yao_actors.tools.task_handle import TaskHandle
+from yao_actors.tools.task_input import answer_in_process, task_of_round, task_round, wire_responses
+from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (
     LOST,
     NO_OPTIONS,
@@ -73,6 +77,8 @@ class CallRequest:
     trace_context: Context | None = None
     input_responses: Mapping[str, Any] | None = None
     request_state: str | None = None
+    task_op: TaskOp | None = None
+    """Not a ``tools/call``: a request about a task of tool ``name`` (:mod:`~yao_actors.tools.task_state`)."""
     method: str = "tools/call"
     """``tools/call``, or an app's ``resources/read`` (``name``: the URI) or ``ping``."""
     keep_result: bool = False
@@ -178,6 +184,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
     _status: ServerStatus
     _relay: ParkedRelay | None = None
     """The way to calls held open by other processes sharing the store (``None``: this process's only)."""
+    _input_handler: InputHandler | None = None
+    """Answers the questions of a 2026-07-28 task in process (the actor's ``input_handler``), as a call's own."""
 
     @property
     def id(self) -> str:
@@ -225,6 +233,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
         answers = options.answers
         if answers is not None and answers.ticket is not None:
             return await self._resume(answers)
+        if answers is not None and (task := task_of_round(answers.request_state)) is not None:
+            return await self._answer_task(task, name, answers, options)
         if answers is not None:
             arguments = dict(answers.arguments)
         request = CallRequest(
@@ -239,8 +249,63 @@ class ServerHandle(metaclass=NoPublicConstructor):
             keep_result=options.keep_result,
         )
         outcome = await self._call(request, options.progress, options.deadline)
+        if outcome.task is not None:  # the server goes on with the call as a task: follow it to its end
+            return await self._follow(outcome.task, name, request.arguments, options)
         self._status.count_call(outcome.ok)
         return outcome
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        """Go on polling the stored task ``handle`` to its end (:meth:`ToolServer.poll_task`): once the server
+        is ready, through this actor's connection (:mod:`~yao_actors.tools.task_flow`)."""
+        with trio.CancelScope(deadline=options.deadline) as waiting:
+            await self._ready()
+        if waiting.cancelled_caught:
+            raise trio.TooSlowError
+        outcome = await poll_handle(self._task_op, self._ready, handle, options)
+        self._status.count_call(outcome.ok)
+        return outcome
+
+    async def _follow(
+        self,
+        task: TaskState,
+        name: str,
+        arguments: dict[str, Any],
+        options: CallOptions,
+        answered: frozenset[str] = frozenset(),
+    ) -> ToolOutcome:
+        """Follow ``task`` to its end; with an input handler, its questions are answered here on the way."""
+        outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
+        while self._input_handler is not None and (asked := task_round(outcome)) is not None:
+            round_, task = asked
+            answers = await answer_in_process(self._input_handler, round_, self.spec.input_timeout)
+            outcome = await self._update_task(task, name, answers)
+            if outcome.task is None:  # refused: the server does not know the task (any more)
+                break
+            answered = frozenset(answers.responses)
+            outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
+        self._status.count_call(outcome.ok)
+        return outcome
+
+    async def _answer_task(self, task: TaskState, name: str, answers: CallAnswers, options: CallOptions) -> ToolOutcome:
+        """Give a 2026-07-28 task the user's answers (``tasks/update``), then go on following it
+        (:mod:`~yao_actors.tools.task_input`)."""
+        acknowledged = await self._update_task(task, name, answers)
+        if acknowledged.task is None:  # refused: the server does not know the task (any more)
+            self._status.count_call(False)
+            return acknowledged
+        return await self._follow(task, name, dict(answers.arguments), options, frozenset(answers.responses))
+
+    async def _update_task(self, task: TaskState, name: str, answers: CallAnswers) -> ToolOutcome:
+        update = TaskOp("update", task.design, task.task_id, name, wire_responses(answers.responses))
+        return await self._task_op(update)
+
+    async def _ready(self) -> None:
+        await self.wait_for_state(ServerState.READY)
+
+    async def _task_op(self, op: TaskOp) -> ToolOutcome:
+        """Send one request about a task through the actor, under the server's ``timeout``."""
+        request = CallRequest(op.tool, {}, trio.current_time(), False, tracing.capture(), task_op=op)
+        return await self._call(request, None, math.inf)
 
     async def _resume(self, answers: CallAnswers) -> ToolOutcome:
         """The outcome of the held call ``answers`` names, once it has the user's answer; :data:`LOST` when no
@@ -264,6 +329,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
             pid=status.pid,
             last_error_kind=loss_kind(status.last_loss),
             protocol=status.protocol,
+            tasks=None if status.task_design is None else status.task_design.value,
             next_attempt_in=None
             if status.next_attempt is None
             else max(0.0, status.next_attempt - trio.current_time()),

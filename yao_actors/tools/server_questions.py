@@ -24,6 +24,7 @@ from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.askers import Askers
 from yao_actors.tools.input_requests import (
+    ASKS_THE_USER,
     InputAnswer,
     InputHandler,
     InputRound,
@@ -42,8 +43,6 @@ logger = logging.getLogger(__name__)
 
 #: The call a worker task is making: an ``elicitation/create`` that arrives in that task's context belongs to it.
 CALLING: contextvars.ContextVar[CallRequest | None] = contextvars.ContextVar("yao_actors_calling", default=None)
-#: The error text of an ``input_required`` outcome (the run ends with an interrupt; the model never sees it).
-ASKS_THE_USER = "the server asks the user for input"
 
 
 def input_required_outcome(server: str, request: CallRequest, result: mcp.types.InputRequiredResult) -> ToolOutcome:

@@ -15,6 +15,8 @@ import trio
 from yao_actors.tools.apps import interfaces
 from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
 from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.task_handle import TaskDesign
+from yao_actors.tools.task_wire import task_support
 from yao_actors.tools.tool_server import ServerState
 from yao_actors.transports import Link
 
@@ -55,6 +57,14 @@ class ServerStatus:
     next_attempt: float | None = None
     parked: dict[str, ParkedQuestion] = attrs.field(factory=dict)
     """Handshake-era calls held open while the user answers their question, by ticket."""
+    task_design: TaskDesign | None = None
+    """The tasks design the server offers on the current connection (``None``: it offers none)."""
+    task_support: dict[str, str] = attrs.field(factory=dict)
+    """Each tool's ``execution.taskSupport`` where it allows a task (``"optional"``, ``"required"``)."""
+    task_tools: frozenset[str] = frozenset()
+    """Tools whose calls ask a 2025-11-25 server for a task (:meth:`offer_tasks`)."""
+    ask_optional: bool = True
+    """Whether a tool that may run as a task is asked to (the server's ``tasks: "auto"``)."""
     state_changed: trio.Event = attrs.field(factory=trio.Event)
     catalog_changed: trio.Event = attrs.field(factory=trio.Event)
 
@@ -123,10 +133,22 @@ class ServerStatus:
         self.next_attempt = None
         self.restarts += 1
 
+    def offer_tasks(self, design: TaskDesign | None) -> None:
+        """The current connection's server offers ``design``: choose the tools whose calls ask for a task (on
+        2025-11-25; on 2026-07-28 every call declares the extension, and the server chooses)."""
+        self.task_design = design
+        if design is not TaskDesign.HANDSHAKE_ERA:
+            self.task_tools = frozenset()
+            return
+        wanted = ("required", "optional") if self.ask_optional else ("required",)
+        self.task_tools = frozenset(name for name, support in self.task_support.items() if support in wanted)
+
     def set_catalog(self, tools: tuple[mcp.types.Tool, ...]) -> None:
         """Publish a freshly fetched catalog under a new ``tools_version``."""
         self.catalog = tools
         self.output_schemas = {tool.name: tool.output_schema for tool in tools if tool.output_schema is not None}
+        self.task_support = {tool.name: support for tool in tools if (support := task_support(tool)) != "forbidden"}
+        self.offer_tasks(self.task_design)
         self.app_tools = frozenset(name for name, found in interfaces(tools).items() if found.resource_uri)
         self.tools_version += 1
         self.catalog_changed.set()

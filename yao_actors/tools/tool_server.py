@@ -26,6 +26,7 @@ from yao_actors.errors import AuthorizationRequired
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.input_requests import InputAnswer
 from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.task_handle import TaskHandle, TaskWatch
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
 """Receives a running call's progress: ``(progress, total, message)``; a plain or an ``async`` function."""
@@ -68,6 +69,9 @@ class ServerStatistics:
     protocol: str | None = None
     """The MCP protocol version of the current (or last) connection: ``"2026-07-28"``, ``"2025-11-25"``, ..."""
     next_attempt_in: float | None = None
+    tasks: str | None = None
+    """The MCP tasks design the server offers on its current connection (``"2026-07-28"``: the tasks extension,
+    ``"2025-11-25"``), ``None`` when it offers none."""
 
 
 @attrs.frozen
@@ -99,6 +103,10 @@ class CallOptions:
     cancel scope with the server's ``timeout``: when the caller's is the one that expires the call raises
     ``trio.TooSlowError``; ``answers`` make the call again (or resume it) with the user's answers.
 
+    ``tasks``: the call may be answered with a task (the server goes on with it, the client polls): the handle
+    is given to ``tasks.stored`` before the call waits on the task, and the call returns once, when the task
+    has ended (or ``tasks.timeout`` passed). ``None``: a task answer is still followed to its end, unstored.
+
     An app's requests (MCP Apps) take the same way: ``method`` ``"resources/read"`` reads the resource whose URI is
     the call's name, ``"ping"`` pings the server; ``keep_result`` keeps the MCP result as the server sent it
     (``ToolOutcome.app_result``).
@@ -107,6 +115,7 @@ class CallOptions:
     progress: ProgressFn | None = None
     deadline: float = math.inf
     answers: CallAnswers | None = None
+    tasks: TaskWatch | None = None
     method: str = "tools/call"
     keep_result: bool = False
 
@@ -153,6 +162,11 @@ class ToolServer(ToolSource, Protocol):
     ) -> ToolOutcome:
         """Call tool ``name``; a failure is an outcome, never an exception (but ``trio.TooSlowError`` when the
         caller's ``options.deadline`` expires first)."""
+        ...
+
+    async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
+        """Go on polling the stored task ``handle`` (after a restart, or on another worker) until it ends: its
+        outcome, once; ``options.progress`` gets its status messages, ``options.deadline`` bounds the wait."""
         ...
 
     def statistics(self) -> ServerStatistics: ...

@@ -24,14 +24,14 @@ the actor keeps the catalog itself.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
 import mcp
 import mcp.types
-from mcp.client.extension import advertise
+from mcp.client.extension import ClientExtension, advertise
 from mcp.client.session import ElicitationFnT, MessageHandlerFnT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -69,6 +69,7 @@ class Connector(Protocol):
         message_handler: MessageHandlerFnT | None = None,
         elicitation_callback: ElicitationFnT | None = None,
         prior_discover: mcp.types.DiscoverResult | None = None,
+        extensions: Sequence[ClientExtension] = (),
     ) -> AbstractAsyncContextManager[mcp.Client]: ...
 
 
@@ -81,13 +82,15 @@ async def open_client(
     elicitation_callback: ElicitationFnT | None = None,
     prior_discover: mcp.types.DiscoverResult | None = None,
     line_limits: LineLimits = DEFAULT_LINE_LIMITS,
+    extensions: Sequence[ClientExtension] = (),
 ) -> AsyncIterator[mcp.Client]:
     """Connect to ``spec``'s server in its ``protocol``; yield the entered client. Enter and exit in one task.
 
     ``elicitation_callback`` answers a handshake-era server's ``elicitation/create`` (and the input requests
     the SDK's own driver would dispatch); with it the client declares the elicitation capability.
     ``prior_discover`` is a discover result of an earlier connection to the same server, adopted as it is.
-    ``line_limits`` bound the lines of a stdio server (``functools.partial`` it into a connector to change them).
+    ``extensions`` are the client extensions the client declares (the tasks extension, when the server's calls
+    may become tasks). ``line_limits`` bound the lines of a stdio server (``functools.partial`` it into a connector to change them).
     The SDK's own error reports about the connection are said in one line with the server's id
     (:mod:`.sdk_errors`).
     """
@@ -103,7 +106,7 @@ async def open_client(
                 cache=None,
                 message_handler=message_handler,
                 elicitation_callback=elicitation_callback,
-                extensions=[advertise(UI_EXTENSION, UI_SETTINGS)] if spec.apps else None,
+                extensions=[*extensions, *([advertise(UI_EXTENSION, UI_SETTINGS)] if spec.apps else [])] or None,
             )
             async with client:
                 yield client

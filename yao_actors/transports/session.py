@@ -10,6 +10,13 @@ change it, so nothing of the SDK (its classes, its modules, one of its sessions)
 - **The ``server/discover`` probe** of ``protocol: "auto"`` waits :data:`DISCOVER_TIMEOUT` seconds (the SDK's
   fixed 10 s would stall a start): past it, the probe counts as unanswered, and the handshake follows, as the
   SDK does for its own timeout.
+- **A 2025-11-25 task** answers ``tools/call`` with a ``CreateTaskResult``, which the SDK's check of that
+  method's result refuses (it knows the shape, not as an answer to ``tools/call``):
+  :meth:`GatedSession.send_task_call` sends the task-augmented call as the SDK sends any request (stamped the
+  same way, through the same dispatcher) and reads either answer itself.
+
+The client's extensions (the tasks extension, :mod:`~yao_actors.tools.task_wire`) are folded into the session as
+``mcp.Client`` folds them: their capabilities are declared, their result shapes claimed.
 
 :class:`GatedClient` is ``mcp.Client`` whose session is a :class:`GatedSession`.
 """
@@ -21,9 +28,11 @@ from typing import Any, Final
 
 import mcp
 import mcp.types
+import mcp_types
 import trio
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 #: MCP Apps' extension, which a client of a server with ``apps`` on declares, with the MIME type it renders.
 UI_EXTENSION: Final = "io.modelcontextprotocol/ui"
@@ -50,20 +59,38 @@ class GatedSession(ClientSession):
         message = f"server/discover got no answer within {DISCOVER_TIMEOUT:g} s"
         raise MCPError(mcp.types.REQUEST_TIMEOUT, message)
 
+    async def send_task_call(
+        self, request: mcp_types.CallToolRequest
+    ) -> mcp_types.CreateTaskResult | mcp_types.CallToolResult:
+        """Send a 2025-11-25 ``tools/call`` that asks for a task; its answer, a task or (a server may decline)
+        the result. ``MCPError`` for a JSON-RPC error, ``pydantic.ValidationError`` for an answer of neither shape."""
+        data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+        options: Any = {}
+        self._stamp(data, options)
+        raw = await self._dispatcher.send_raw_request(data["method"], data.get("params"), options)
+        return CALL_OR_TASK.validate_python(raw, by_name=False)
+
+
+#: What a 2025-11-25 ``tools/call`` that asked for a task may be answered with.
+CALL_OR_TASK: Final[TypeAdapter[mcp_types.CreateTaskResult | mcp_types.CallToolResult]] = TypeAdapter(
+    mcp_types.CreateTaskResult | mcp_types.CallToolResult
+)
+
 
 class GatedClient(mcp.Client):
     """``mcp.Client`` on a :class:`GatedSession`, which it builds as the SDK builds its own session.
 
     The SDK takes no session class as an option: its one seam is the client's ``_build_session``, overridden
-    here. The runtime uses no response cache (the actor keeps the catalog), and of client extensions only those it
-    declares (MCP Apps' ``io.modelcontextprotocol/ui``, settings and no result claims): a client asked for a
-    cache or for an extension's claims is refused.
+    here. The runtime uses no response cache (the actor keeps the catalog): a client asked for one is refused. Its
+    client extensions are folded in as the SDK's builder folds them — MCP Apps' ``io.modelcontextprotocol/ui``
+    (declared, with its settings) and the tasks extension (declared, and its ``resultType: "task"`` claimed) — but
+    for notification bindings, which it refuses.
     """
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
         folded = self._folded_extensions
-        if self.cache is not None or folded.claims or folded.bindings:
-            raise ValueError("GatedClient takes neither a response cache nor extension claims: pass cache=None")
+        if self.cache is not None or folded.bindings:
+            raise ValueError("GatedClient takes neither a response cache nor extension notifications: pass cache=None")
         dispatcher = await self._connect(exit_stack, self.mode, self.raise_exceptions)
         return GatedSession(
             dispatcher=dispatcher,
@@ -77,4 +104,5 @@ class GatedClient(mcp.Client):
             client_info=self.client_info,
             elicitation_callback=self.elicitation_callback,
             extensions=folded.ad,
+            result_claims=folded.claims or None,
         )

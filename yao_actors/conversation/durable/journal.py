@@ -180,6 +180,10 @@ class RunJournal:
         self.transcript.extend(given)
         self._written = len(self.transcript)
 
+    def continued(self) -> None:
+        """The run was started in the store by a process that died; this one goes on with it (task_resume)."""
+        self._started = True
+
     def kick_started(self) -> None:
         """Once the run is started in the store, and about to go on: have what it emitted before (its
         ``RUN_STARTED``) written. (Kicked earlier, while the run still waits on something, the writer would find

@@ -72,6 +72,7 @@ from yao_actors.tools.dispatch import (
 )
 from yao_actors.tools.media import image_message, images_to_send
 from yao_actors.tools.results import ToolCallResult, tool_message_content
+from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.tool_server import CallAnswers
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ class Run:
     """Tools of the run's client: offered after the assistant's, never dispatched (:mod:`~yao_actors.conversation.interrupts.client_tools`)."""
     needs_authorization: dict[str, AuthorizationRequired] = attrs.field(factory=dict)
     """The servers its principal must authorize first, by id (the run ends with their interrupts)."""
+    task_watch: Callable[[ToolCall], TaskWatch] | None = None
+    """Where a call answered with a task keeps it (the run's store: :mod:`~yao_actors.conversation.durable.task_keeping`)."""
 
     @property
     def client_names(self) -> frozenset[str]:
@@ -285,10 +288,14 @@ class Run:
         self.subagents.append(subagent_id)
         return subagent_id
 
-    def protocol_of(self, server_id: str) -> str | None:
-        """The MCP protocol version the server's last connection spoke (``None``: never connected, or no server)."""
+    def connection_of(self, server_id: str) -> dict[str, str | None]:
+        """The MCP protocol version the server's last connection spoke and the tasks design it offers (``None``:
+        never connected, no server, no tasks)."""
         server = self.servers.get(server_id)
-        return None if server is None else server.statistics().protocol
+        if server is None:
+            return {"protocol": None, "tasks": None}
+        statistics = server.statistics()
+        return {"protocol": statistics.protocol, "tasks": statistics.tasks}
 
     async def catalog(self, assistant: AssistantSpec, override: Sequence[ServerRef]) -> Catalog:
         bound = await self.servers.bind(ref.server_id for ref in select_servers(assistant, override))
@@ -302,8 +309,9 @@ class Run:
         for warning in catalog.warnings:
             logger.warning("assistant %s: %s", assistant.id, warning)
         for server_id, state in catalog.unavailable.items():
-            protocol = self.protocol_of(server_id)
-            await self.events.server_status(server_id, state, "its tools are not offered", protocol=protocol)
+            await self.events.server_status(
+                server_id, state, "its tools are not offered", **self.connection_of(server_id)
+            )
         for server_id, reason in catalog.not_offered().items():
             await self.events.server_status(server_id, "tools_capped", reason)
         for server_id, notes in catalog.schema_notes.items():
@@ -402,6 +410,7 @@ class Run:
             batch_timeout=batch_timeout,
             on_event=self.on_dispatch,
             answers=answers,
+            tasks=self.task_watch,
         )
         self.batch = None
         told = batch.finished()
@@ -428,8 +437,8 @@ class Run:
                 await emit_activity(self.events, self.new_message_id(), event.result.app, media_bytes)
             if event.result.kind is ErrorKind.SERVER_UNAVAILABLE and event.result.server:
                 server_id = event.result.server
-                protocol = self.protocol_of(server_id)
-                await self.events.server_status(server_id, "unavailable", event.result.error, protocol=protocol)
+                connection = self.connection_of(server_id)
+                await self.events.server_status(server_id, "unavailable", event.result.error, **connection)
         elif isinstance(event, CallProgress):
             await self.events.tool_progress(event.call.id, event.progress, event.total, event.message)
         elif isinstance(event, SequentialRetry):

@@ -77,9 +77,13 @@ class MemoryLeases:
 
 
 async def close_running_runs(store: ConversationStore, thread_id: str, also_close: str | None) -> tuple[str, ...]:
-    """Close the thread's running runs as interrupted, through the store's interface (the lease is held)."""
+    """Close the thread's running runs as interrupted, through the store's interface (the lease is held), but those
+    waiting on a stored task."""
     closed: list[str] = []
+    records = store.tasks()
     for run in await store.list_runs(thread_id):
+        if records is not None and await records.for_run(run.run_id):
+            continue  # waiting on a stored task: taken up, not closed (yao_actors.conversation.durable.task_resume)
         if run.status is RunStatus.RUNNING or run.run_id == also_close:
             events = await store.read_events(run.run_id)
             seq = events[-1]["seq"] + 1 if events else 1

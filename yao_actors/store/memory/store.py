@@ -30,6 +30,7 @@ from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE
 from yao_actors.store.backend import BackendStore, StoreParts, Turn
 from yao_actors.store.memory.leases import MemoryLeases
 from yao_actors.store.memory.parked import MemoryParkedCalls
+from yao_actors.store.memory.tasks import MemoryTasks
 from yao_actors.store.memory.tokens import MemoryTokens
 from yao_actors.store.protocol import DEFAULT_EVENT_TTL
 from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
@@ -66,6 +67,7 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
     keepers: list[records.ThreadKeeper] = attrs.field(factory=list)
     """Asked before the budget forgets a thread: any one keeping it keeps it; otherwise each drops its copy."""
     parts: StoreParts[MemoryLeases, MemoryParkedCalls] = attrs.field(init=False)
+    _tasks: MemoryTasks = attrs.field(init=False)
     _threads: dict[str, records.ThreadInfo] = attrs.field(factory=dict, init=False)
     """Each thread as created (its ``updated_at`` is in :attr:`_written`), in the order they were created."""
     _written: dict[str, float] = attrs.field(factory=dict, init=False)
@@ -89,9 +91,16 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
     def _parts(self) -> StoreParts[MemoryLeases, MemoryParkedCalls]:
         return StoreParts(MemoryLeases(self), MemoryTokens(), MemoryParkedCalls())
 
+    @_tasks.default
+    def _make_tasks(self) -> MemoryTasks:
+        return MemoryTasks(lambda thread_id: thread_id in self._threads)
+
     @property
     def durable(self) -> bool:
         return False  # its threads live and die with this process
+
+    def tasks(self) -> MemoryTasks:
+        return self._tasks
 
     def thread_keepers(self) -> list[records.ThreadKeeper]:
         return self.keepers
@@ -185,6 +194,7 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
         self._sizes.pop(thread_id, None)
         self._total_bytes -= self._bytes.pop(thread_id, 0)
         self._approvals.pop(thread_id, None)
+        self._tasks.forget_thread(thread_id)
         for run_id in self._thread_runs.pop(thread_id):
             del self._runs[run_id]
             self._drop_log(run_id)

@@ -139,7 +139,7 @@ for _, run_id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   redis.call('DEL', run, run .. ':events')
   redis.call('SREM', KEYS[5], run_id)
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[1] .. ':tasks')  -- yao_actors.store.redis.tasks.tasks_key
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('ZREM', owner_key(ARGV[1], principal), ARGV[2])
 return 1

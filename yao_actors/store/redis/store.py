@@ -58,6 +58,7 @@ from yao_actors.store.redis.scripts import (
     SAVE_APPROVALS,
     START_RUN,
 )
+from yao_actors.store.redis.tasks import RedisTasks
 from yao_actors.store.redis.tokens import RedisTokens
 from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
 
@@ -104,6 +105,7 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
     access: RedisAccess = attrs.field(init=False)
     """The way in that the store and each of its parts go through."""
     parts: StoreParts[RedisLeases, RedisParkedCalls] = attrs.field(init=False)
+    _tasks: RedisTasks = attrs.field(init=False)
 
     @access.default
     def _access(self) -> RedisAccess:
@@ -113,6 +115,13 @@ class RedisStore(BackendStore[RedisLeases, RedisParkedCalls]):
     def _parts(self) -> StoreParts[RedisLeases, RedisParkedCalls]:
         access = self.access
         return StoreParts(RedisLeases(access), RedisTokens(access), RedisParkedCalls(access))
+
+    @_tasks.default
+    def _make_tasks(self) -> RedisTasks:
+        return RedisTasks(self.access)
+
+    def tasks(self) -> RedisTasks:
+        return self._tasks
 
     @property
     def durable(self) -> bool:

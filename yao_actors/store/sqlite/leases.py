@@ -72,7 +72,8 @@ class SqliteLeases:
 
 def take_in(db: sqlite3.Connection, thread_id: str, token: str, expires: float, now: float, event_ttl: float) -> Taken:
     """:meth:`SqliteLeases.take`'s work in a transaction of the caller's: the lease, unless another holds it, and the
-    thread's runs still running closed as interrupted (``also_close`` among them, when it still runs)."""
+    thread's runs still running closed as interrupted (``also_close`` among them, when it still runs), but those
+    waiting on a stored task: another process takes them up (yao_actors.conversation.durable.task_resume)."""
     row = db.execute("SELECT token, expires_at FROM leases WHERE thread_id = ?", (thread_id,)).fetchone()
     if row is not None and row[0] != token and row[1] > now:
         return Taken(False)
@@ -83,7 +84,8 @@ def take_in(db: sqlite3.Connection, thread_id: str, token: str, expires: float, 
     )
     running = db.execute(
         "SELECT run_id, (SELECT MAX(seq) FROM events WHERE events.run_id = runs.run_id) FROM runs"
-        " WHERE thread_id = ? AND status = 'running'",
+        " WHERE thread_id = ? AND status = 'running'"
+        " AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.run_id = runs.run_id)",  # taken up, not closed: task_resume
         (thread_id,),
     ).fetchall()
     for run_id, last_seq in running:

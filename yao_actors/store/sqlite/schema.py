@@ -8,6 +8,7 @@ import sqlite3
 import time
 
 from yao_actors.store.sqlite.files import check_before_open
+from yao_actors.store.sqlite.tasks import TASKS_MIGRATION
 from yao_actors.store.sqlite.transactions import transaction
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -84,6 +85,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # The pending authorizations kept before: ten minutes from when they were written (yao_actors.auth.states).
         "UPDATE oauth_tokens SET expires_at = updated_at + 600 WHERE server = '(oauth-state)'",
     ),
+    # The open tasks of runs (yao_actors.store.sqlite.tasks).
+    TASKS_MIGRATION,
 )
 """Schema version N is reached by running ``MIGRATIONS[N - 1]``; append, never edit."""
 

@@ -44,6 +44,7 @@ from yao_actors.store.sqlite.rows import (
     thread_of,
 )
 from yao_actors.store.sqlite.schema import connect
+from yao_actors.store.sqlite.tasks import SqliteTasks
 from yao_actors.store.sqlite.tokens import SqliteTokens
 from yao_actors.store.sqlite.worker import WorkerThread, open_worker_thread
 
@@ -121,6 +122,9 @@ class SqliteStore(BackendStore[SqliteLeases, SqliteParkedCalls]):
     @property
     def durable(self) -> bool:
         return True
+
+    def tasks(self) -> SqliteTasks:
+        return SqliteTasks(self.access)
 
     def problem(self) -> str | None:
         """Its files deleted, replaced or unwritable: a few system calls, no wait for the store's thread."""

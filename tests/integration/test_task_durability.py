@@ -1,0 +1,193 @@
+"""A run waiting on an MCP task outlives its worker (issue 41, the durable half), with real parts: the service as
+``server.py`` processes, the 2026-07-28 tasks-extension test server over streamable HTTP as its own process (a
+stdio server would die with the worker), the fake OpenAI endpoint as the model, SQLite (a restart of the killed
+service) and a real redis-server behind a real HAProxy (another worker). The task server's record shows the
+task ran once; a client that resumes the run sees one ``TOOL_CALL_RESULT`` and one terminal event."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.integration.processes import service_process, stop, write_config
+from tests.integration.scale_support import open_haproxy
+from tests.integration.test_input_workers import HAPROXY_CONFIG, port_of
+from tests.service.support import receive, run_frame, send, until_terminal
+from yao_actors.cli.chat import open_service_connection
+from yao_actors.specs import StoreSpec
+from yao_actors.store import open_store
+from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
+from yao_actors.testing.processes import open_http_task_server
+from yao_actors.testing.redis_server import RedisServer
+from yao_actors.testing.task_servers import read_task_record
+
+GUARD = 90
+PREFIX = "tasks:"
+
+
+def researcher(gate: Path) -> Any:
+    """A model that asks for ``slow_echo`` (a task held until ``gate`` exists), then answers with its result."""
+
+    def model(request: RecordedRequest) -> Reply:
+        last = request.body["messages"][-1]
+        if last["role"] == "tool":
+            return Reply(text=f"报告: {last['content']}")
+        arguments = {"text": "北京 3°C", "steps": 1, "gate": str(gate)}
+        return Reply(tool_calls=(FakeToolCall("tasks__slow_echo", json.dumps(arguments), "c1"),))
+
+    return model
+
+
+async def until_task_stored(ws: Any, run_id: str) -> list[dict[str, Any]]:
+    """Read the run's events until its task's first status message: it is shown once stored, and the task's handle
+    was stored before it (durable before visible)."""
+    seen: list[dict[str, Any]] = []
+    while True:
+        event = await receive(ws)
+        if event.get("runId") != run_id:
+            continue
+        seen.append(event)
+        assert event["type"] not in ("RUN_FINISHED", "RUN_ERROR"), seen
+        if event["type"] == "CUSTOM" and event["name"] == "tool_progress":
+            return seen
+
+
+def check_one_result(events: list[dict[str, Any]]) -> None:
+    results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert len(results) == 1, events
+    assert "北京 3°C" in results[0]["content"]
+    terminal = [e for e in events if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
+    assert [e["type"] for e in terminal] == ["RUN_FINISHED"], terminal
+    assert terminal[0]["result"]["text"].startswith("报告: ")
+    assert "北京 3°C" in terminal[0]["result"]["text"]
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(set(seqs))
+
+
+async def test_kill_9_of_the_service_mid_task_and_a_restart_go_on_with_the_task_it_ran_once(tmp_path: Path) -> None:
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
+    with trio.fail_after(GUARD):
+        async with open_http_task_server(record) as tasks, open_fake_openai(researcher(gate)) as fake:
+            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+            async with service_process(config) as (process, url), open_service_connection(url) as ws:
+                await send(ws, run_frame("研究一下北京的天气", run_id="r1", thread_id="t1"))
+                before = await until_task_stored(ws, "r1")
+                process.kill()
+                await process.wait()
+            gate.touch()  # the task may end now: while no service is running
+            async with service_process(config) as (process, url):
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
+                    resumed = await until_terminal(ws, "r1")
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "history", "threadId": "t1"})
+                    snapshot = await receive(ws)
+                assert await stop(process) == 0
+            async with open_store(StoreSpec.sqlite(store["path"])) as kept:
+                left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
+    check_one_result(resumed)
+    assert left == []  # the run is over: its task's handle went with its close-out
+    assert [e["type"] for e in before if e["type"] == "TOOL_CALL_RESULT"] == []
+    ran = read_task_record(record)
+    assert [line["event"] for line in ran] == ["ran", "completed"]  # the task ran once, across the kill -9
+    assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant", "tool", "assistant"]
+    [run] = snapshot["runs"]
+    assert run["outcome"] == "answered"
+    tool_requests = [r for r in fake.requests if r.body["messages"][-1]["role"] == "tool"]
+    assert len(tool_requests) == 1  # the result reached the model once
+
+
+async def test_kill_9_of_one_worker_mid_task_and_the_other_behind_haproxy_finishes_it(tmp_path: Path) -> None:
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        with trio.fail_after(GUARD):
+            store = {"type": "redis", "url": redis.url, "prefix": PREFIX, "lease_ttl": 1.0}
+            async with open_http_task_server(record) as tasks, open_fake_openai(researcher(gate)) as fake:
+                config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+                async with (
+                    service_process(config) as (worker_a, a),
+                    service_process(config) as (_, b),
+                    open_haproxy(tmp_path, HAPROXY_CONFIG, a=port_of(a), b=port_of(b)) as front,
+                ):
+                    async with open_service_connection(f"{front}?worker=a") as ws:
+                        await send(ws, run_frame("研究一下北京的天气", run_id="r1", thread_id="t1"))
+                        before = await until_task_stored(ws, "r1")
+                        worker_a.kill()
+                        await worker_a.wait()
+                    gate.touch()
+                    async with open_service_connection(f"{front}?worker=b") as ws:
+                        await send(ws, {"type": "resume", "runId": "r1", "afterSeq": before[-1]["seq"]})
+                        resumed = await until_terminal(ws, "r1")
+                    async with open_service_connection(f"{front}?worker=b") as ws:
+                        await send(ws, {"type": "history", "threadId": "t1"})
+                        snapshot = await receive(ws)
+            async with open_store(StoreSpec("redis", url=redis.url, prefix=PREFIX)) as kept:
+                left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
+    finally:
+        redis.stop()
+    check_one_result(resumed)
+    assert left == []
+    assert resumed[0]["seq"] == before[-1]["seq"] + 1  # the events after those seen, none twice
+    assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]
+    assert [m["role"] for m in snapshot["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert [r["outcome"] for r in snapshot["runs"]] == ["answered"]
+    assert len([r for r in fake.requests if r.body["messages"][-1]["role"] == "tool"]) == 1
+
+
+def asker(gate: Path) -> Any:
+    """A model that asks for ``ask`` (a task that asks the user once ``gate`` exists), then answers with its result."""
+
+    def model(request: RecordedRequest) -> Reply:
+        last = request.body["messages"][-1]
+        if last["role"] == "tool":
+            return Reply(text=f"报告: {last['content']}")
+        arguments = {"question": "Which branch?", "gate": str(gate)}
+        return Reply(tool_calls=(FakeToolCall("tasks__ask", json.dumps(arguments), "c1"),))
+
+    return model
+
+
+async def test_a_task_taken_up_after_a_restart_that_asks_the_user_ends_the_run_with_the_question(
+    tmp_path: Path,
+) -> None:
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
+    with trio.fail_after(GUARD):
+        async with open_http_task_server(record) as tasks, open_fake_openai(asker(gate)) as fake:
+            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+            async with service_process(config) as (process, url), open_service_connection(url) as ws:
+                await send(ws, run_frame("问我一个问题", run_id="r1", thread_id="t1"))
+                await until_task_stored(ws, "r1")
+                process.kill()
+                await process.wait()
+            gate.touch()  # the task asks the user now, while no service is running
+            async with service_process(config) as (process, url):
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
+                    asked = await until_terminal(ws, "r1")
+                (interrupt,) = asked[-1]["outcome"]["interrupts"]
+                payload = {"action": "accept", "content": {"answer": "main"}}
+                resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "run", "runId": "r2", "threadId": "t1", "messages": [], "resume": resume})
+                    answered = await until_terminal(ws, "r2")
+                assert await stop(process) == 0
+    assert asked[-1]["type"] == "RUN_FINISHED"
+    assert interrupt["message"] == "Which branch?"
+    assert [e for e in asked if e["type"] == "TOOL_CALL_RESULT"] == []
+    check_one_result_text(answered, "you said: main")
+    assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]  # one task, answered
+
+
+def check_one_result_text(events: list[dict[str, Any]], text: str) -> None:
+    results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert len(results) == 1, events
+    assert text in results[0]["content"]
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert text in events[-1]["result"]["text"]

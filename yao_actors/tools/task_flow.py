@@ -1,0 +1,232 @@
+"""Following a task to its end, in the caller's task: store the handle, poll, report, cancel.
+
+A call answered with a task (:func:`follow_task`) first gives the task's
+:class:`~yao_actors.tools.task_handle.TaskHandle` to its :class:`~yao_actors.tools.task_handle.TaskWatch`
+(the run stores it with the thread) and only then waits on it; a stored task is taken up again with
+:func:`poll_handle` (after a restart, on another worker). Either way the task is polled at the interval the
+server asks for (``tasks/get``, bounded by :mod:`~yao_actors.tools.task_state`), each new status message goes
+to the call's progress, and the call returns once: the task's result, its error, or — past the handle's
+deadline (the assistant's ``task_timeout``) — a ``timeout`` saying the task did not finish. Whenever the wait
+ends before the task did (the deadline, the run cancelled, the caller's own deadline) the server is asked to stop
+it with ``tasks/cancel`` (never ``notifications/cancelled``: a task outlives its request).
+
+The polling holds no worker of the server actor: each poll is one short request through the actor
+(``ops``). A poll the network failed (the server restarting) is tried again once the server is back, within the
+task's deadline.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import attrs
+import trio
+
+from yao_actors.errors import ErrorKind
+from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
+from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.task_input import input_outcome
+from yao_actors.tools.task_state import DEFAULT_POLL_INTERVAL, TaskOp, TaskState
+from yao_actors.tools.tool_server import CallOptions, ProgressFn
+
+#: The seconds a run waits for a task when no watch says (the assistant's ``task_timeout`` default).
+DEFAULT_TASK_TIMEOUT: Final = 3600.0
+#: The seconds a ``tasks/cancel`` may take when the wait for a task ends early.
+CANCEL_WAIT: Final = 5.0
+#: The error of a task that did not end within the run's wait for it.
+UNFINISHED: Final = (
+    "the task {task!r} of tool {tool!r} did not finish within {timeout:g}s (task_timeout); "
+    "the server was asked to cancel it"
+)
+
+#: The error of a task the server says was cancelled (by itself, or at the client's asking).
+CANCELLED: Final = "the task {task!r} of tool {tool!r} was cancelled by the server{why}"
+
+Ops = Callable[[TaskOp], Awaitable[ToolOutcome]]
+"""Sends one request about a task through the server actor; its outcome."""
+Waiter = Callable[[], Awaitable[object]]
+"""Returns once the server is ready to serve requests again."""
+
+
+async def follow_task(
+    ops: Ops,
+    ready: Waiter,
+    server: str,
+    start: TaskState,
+    tool: str,
+    arguments: dict[str, Any],
+    options: CallOptions,
+    answered: frozenset[str] = frozenset(),
+) -> ToolOutcome:
+    """Follow the task a call of ``tool`` was answered with (``start``) to its end; store it first. ``answered``:
+    the keys of the task's input requests the user has answered (a call that resumes the task with answers)."""
+    watch = options.tasks
+    now = time.time()
+    timeout = watch.timeout if watch is not None else DEFAULT_TASK_TIMEOUT
+    handle = TaskHandle(
+        server=server,
+        task_id=start.task_id,
+        design=start.design,
+        call_id=watch.call_id if watch is not None else "",
+        tool=tool,
+        arguments=arguments,
+        run_id=watch.run_id if watch is not None else "",
+        thread_id=watch.thread_id if watch is not None else "",
+        created_at=now,
+        deadline=now + timeout,
+        poll_interval=start.poll_interval,
+        session_id=start.session_id,
+    )
+    if not answered:
+        labelled(TASKS, server, "created").inc()
+    if watch is not None:
+        await watch.stored(handle)
+    return await poll_handle(ops, ready, handle, options, start, answered)
+
+
+async def poll_handle(
+    ops: Ops,
+    ready: Waiter,
+    handle: TaskHandle,
+    options: CallOptions,
+    seen: TaskState | None = None,
+    answered: frozenset[str] = frozenset(),
+) -> ToolOutcome:
+    """Poll the task of ``handle`` until it ends or its deadline passes; ``seen``: its state as last known."""
+    started = trio.current_time()
+    own = started + max(0.0, handle.deadline - time.time())
+    follower = _Follower(ops, ready, handle, options.progress, answered=answered)
+    waiting = labelled(OPEN_TASKS, handle.server)
+    waiting.inc()
+    ended = "abandoned"  # until the wait ends otherwise: the run was cancelled, or the caller's deadline passed
+    try:
+        with trio.CancelScope(deadline=min(own, options.deadline)) as scope:
+            try:
+                outcome = await follower.run(seen)
+            finally:
+                if not follower.ended:
+                    await follower.cancel()
+        if not scope.cancelled_caught:
+            ended = _ended(outcome)
+            return attrs.evolve(outcome, task=None, duration=trio.current_time() - started)
+        if options.deadline < own:  # the caller's own deadline came first
+            raise trio.TooSlowError
+        ended = "timeout"
+        timeout = handle.deadline - handle.created_at
+        error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)
+        return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT, duration=trio.current_time() - started)
+    finally:
+        waiting.dec()
+        labelled(TASKS, handle.server, ended).inc()
+
+
+def _ended(outcome: ToolOutcome) -> str:
+    """How a wait that got its answer ended, for the metrics: the task's result (a tool's own ``isError`` result
+    too), the user's input asked for, or an error (the task failed, was cancelled by the server, or was lost)."""
+    if outcome.kind is ErrorKind.INPUT_REQUIRED:
+        return "input_required"
+    return "completed" if outcome.ok or outcome.result is not None else "failed"
+
+
+@attrs.define(eq=False)
+class _Follower:
+    """One wait on one task: its polls, the status messages said so far, whether it ended."""
+
+    ops: Ops
+    ready: Waiter
+    handle: TaskHandle
+    progress: ProgressFn | None
+    ended: bool = False
+    said: str | None = None
+    reports: int = 0
+    answered: frozenset[str] = frozenset()
+    """Keys of the task's input requests already answered: asked again (the server's acknowledgement of the
+    answers is eventually consistent), they are not put to the user twice."""
+
+    def op(self, kind: Any) -> TaskOp:
+        return TaskOp(kind, self.handle.design, self.handle.task_id, self.handle.tool)
+
+    async def run(self, seen: TaskState | None) -> ToolOutcome:
+        interval = self.handle.poll_interval or DEFAULT_POLL_INTERVAL
+        state = seen
+        while state is None or not (state.ended or self.asks(state)):
+            if state is not None:
+                await self.report(state)
+                interval = state.poll_interval or interval
+            await trio.sleep(interval)
+            outcome = await self.poll()
+            if outcome.task is None:  # the task's result or error, or a poll that failed for good
+                return self.finish(outcome)
+            state = outcome.task
+        await self.report(state)
+        if state.status == "cancelled":
+            return self.finish(cancelled_outcome(self.handle.task_id, self.handle.tool, state.message))
+        if self.handshake_era:
+            # A 2025-11-25 task's result (and the questions it asks meanwhile) comes from tasks/result.
+            return self.finish(await self.ops(self.op("result")))
+        if state.status == "input_required":
+            outcome = input_outcome(self.handle, state)
+            # The task waits for the user's answers (unless its questions cannot be put: then it is cancelled).
+            self.ended = outcome.kind is ErrorKind.INPUT_REQUIRED
+            return outcome
+        # Ended, as seen in an answer that does not carry the result (the task's creation): tasks/get has it.
+        outcome = await self.poll()
+        return self.finish(outcome if outcome.task is None else _no_result(self.handle, outcome.task))
+
+    def asks(self, state: TaskState) -> bool:
+        """Whether the task now waits for input not answered yet (2025-11-25: tasks/result carries the asking)."""
+        if state.status != "input_required":
+            return False
+        return self.handshake_era or not set(state.input_requests or {}) <= self.answered
+
+    @property
+    def handshake_era(self) -> bool:
+        return self.handle.design is TaskDesign.HANDSHAKE_ERA
+
+    async def poll(self) -> ToolOutcome:
+        """One ``tasks/get``; tried again once the server is back when the network failed it."""
+        while True:
+            outcome = await self.ops(self.op("get"))
+            if outcome.kind is not ErrorKind.SERVER_UNAVAILABLE:
+                return outcome
+            await self.ready()
+            # Not at once: a server that is up but whose queue is full (many tasks polled together) answers
+            # ``server_unavailable`` too, and polling again at once would spin.
+            await trio.sleep(self.handle.poll_interval or DEFAULT_POLL_INTERVAL)
+
+    async def report(self, state: TaskState) -> None:
+        """Pass a new status message on as the call's progress."""
+        if state.message is None or state.message == self.said or self.progress is None:
+            return
+        self.said = state.message
+        self.reports += 1
+        reported = self.progress(float(self.reports), None, state.message)
+        if inspect.isawaitable(reported):
+            await reported
+
+    def finish(self, outcome: ToolOutcome) -> ToolOutcome:
+        self.ended = outcome.kind is not ErrorKind.INPUT_REQUIRED or self.handshake_era
+        return outcome
+
+    async def cancel(self) -> None:
+        """Ask the server to stop the task (the wait for it ended first); a bounded, shielded request."""
+        self.ended = True
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
+            await self.ops(self.op("cancel"))
+
+
+def _no_result(handle: TaskHandle, state: TaskState) -> ToolOutcome:
+    """A 2026-07-28 task ``tasks/get`` says ended, with neither result nor error."""
+    error = f"the task {handle.task_id!r} of tool {handle.tool!r} ended {state.status!r} without a result"
+    return ToolOutcome(error=error, kind=ErrorKind.TOOL_ERROR)
+
+
+def cancelled_outcome(task_id: str, tool: str, message: str | None, duration: float = 0.0) -> ToolOutcome:
+    """The outcome of a task the server reports cancelled."""
+    why = f": {message}" if message else ""
+    text = CANCELLED.format(task=task_id, tool=tool, why=why)
+    return ToolOutcome(error=text, kind=ErrorKind.TOOL_ERROR, duration=duration)
