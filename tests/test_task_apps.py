@@ -9,20 +9,23 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 import trio
 
 from tests.support import app_activity_after_result, check_stream
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.conversation.app_requests import AppRequest, AppRequestRefused
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
+from yao_actors.specs import RunTimeouts
 from yao_actors.testing.task_servers import SHOW_APP_URI, build_task_server
 from yao_actors.tools.apps import server_hash
 
 GUARD = 60
 
 
-def showing(value: int, gate: pathlib.Path) -> FunctionModel:
-    arguments = json.dumps({"value": value, "gate": str(gate)})
+def showing(value: int, gate: pathlib.Path | None) -> FunctionModel:
+    arguments = json.dumps({"value": value} | ({} if gate is None else {"gate": str(gate)}))
 
     def script(messages: Sequence[dict[str, Any]], tools: object) -> Completion | str:
         if messages[-1]["role"] == "tool":
@@ -66,3 +69,24 @@ async def test_a_task_of_a_tool_with_an_interface_is_followed_by_its_activity(tm
     }
     assert [event["type"] for event in events].count("ACTIVITY_SNAPSHOT") == 1
     assert events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_an_apps_call_that_becomes_a_task_is_bounded_by_the_turn(autojump_clock: trio.abc.Clock) -> None:
+    # A run's call waits for its task up to task_timeout; an app's request is answered within timeouts.turn, so
+    # a task its call is answered with is cancelled at the server past the turn, and the app told so.
+    server, extension = build_task_server()
+    spec = ServerSpec("tasks", InMemoryTransport(server))
+    assistant = AssistantSpec("a", "m", ("Be brief.",), (ServerRef("tasks"),), timeouts=RunTimeouts(turn=10.0))
+    config = Config(servers={"tasks": spec}, assistants={"a": assistant})
+    with trio.fail_after(GUARD):
+        async with open_runtime(config, models={"m": showing(21, None)}) as runtime:
+            shown = await runtime.run("a", "show 21", thread_id="t1")
+            assert "ACTIVITY_SNAPSHOT" in [event["type"] for event in shown.events]
+            request = AppRequest("t1", "tools/call", {"name": "forever", "arguments": {}}, "tasks")
+            started = trio.current_time()
+            with pytest.raises(AppRequestRefused) as refused:
+                await runtime.app_request(request)
+    assert str(refused.value) == "tools/call 'forever': timeout: no answer within 10s"
+    assert trio.current_time() - started < 10.0 + 1.0
+    assert extension.record.ran["forever"] == 1
+    assert extension.record.cancelled["forever"] == 1  # tasks/cancel reached the server

@@ -249,9 +249,13 @@ async def _call(
         raise AppRequestRefused(f"tools/call: {name!r} needs a person's approval, which an app's call cannot ask")
     keeping = _Keeping(servers[spec.id])
     call = ToolCall(f"app-{spec.id}-{name}", entry.name, json.dumps(arguments))
-    [result] = await collect_tool_calls(
-        [call], catalog, {**servers, spec.id: keeping}, batch_timeout=assistant.timeouts.turn
-    )
+    turn = assistant.timeouts.turn
+    # The turn bounds an app's call whole, a task its server answers it with included (a run's call waits for its
+    # task up to task_timeout; an app's request is answered within the turn): past it the task is cancelled.
+    with trio.move_on_after(turn) as waited:
+        [result] = await collect_tool_calls([call], catalog, {**servers, spec.id: keeping}, batch_timeout=turn)
+    if waited.cancelled_caught:
+        raise AppRequestRefused(f"tools/call {name!r}: timeout: no answer within {turn:g}s")
     if keeping.kept is not None:
         return dict(keeping.kept)  # what the server answered, an ``isError`` result too
     kind = result.kind.value if result.kind is not None else ErrorKind.TOOL_ERROR.value
