@@ -12,6 +12,7 @@ import trio
 
 from tests.support import check_stream
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.conversation.run_deadline import RunDeadline
 from yao_actors.errors import ErrorKind
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
@@ -147,3 +148,28 @@ async def test_a_client_may_detach_during_a_long_task_and_resume_the_run_later(a
     assert [e["type"] for e in everything if e["type"] in ("RUN_FINISHED", "RUN_ERROR")] == ["RUN_FINISHED"]
     assert everything[-1]["result"]["text"] == 'the tools said: "hello"'
     assert extension.record.ran["slow_echo"] == 1
+
+
+async def test_the_run_deadline_stands_still_while_any_of_several_task_waits_lasts(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    deadline = RunDeadline.after(20.0)
+    told: list[int] = []
+    deadline.on_wait = told.append
+    with deadline.scope:
+        await trio.sleep(5.0)  # the run's own work: 15 s left
+
+        async def wait_on_task(seconds: float) -> None:
+            with deadline.waiting():
+                await trio.sleep(seconds)
+
+        async with trio.open_nursery() as nursery:  # two tasks, overlapping: 100 s and 300 s
+            nursery.start_soon(wait_on_task, 100.0)
+            nursery.start_soon(wait_on_task, 300.0)
+        assert deadline.scope.deadline == trio.current_time() + 15.0
+        await trio.sleep(14.0)  # still within the run's deadline
+        assert told == [1, 1, -1, -1]
+        await trio.sleep(2.0)
+        raise AssertionError("the run's deadline passes the second after the 15 s it had left")
+    assert deadline.scope.cancelled_caught
+    assert trio.current_time() == 5.0 + 300.0 + 15.0
