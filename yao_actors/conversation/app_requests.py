@@ -7,7 +7,8 @@ taken too). Only these are answered, and only for the principal that owns the re
 activity of that server's app was emitted:
 
 - ``resources/read`` of a ``ui://`` resource of that server;
-- ``tools/call`` of a tool of that server its app may call (``_meta.ui.visibility`` omitted or naming ``app``):
+- ``tools/call`` of a tool of that server its app may call (``_meta.ui.visibility`` omitted or naming ``app``)
+  and the assistant of the run that showed it may call (its ``mcp.servers`` entry for the server, ``tools`` too):
   through dispatch (the principal's own connection, the schema gate on its arguments, the server's and the
   assistant's deadlines, metrics and traces); a tool that needs a person's approval is refused, since an app's
   call has nobody to ask;
@@ -38,7 +39,7 @@ from yao_actors.events import encode_json
 from yao_actors.models.base import ToolCall
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import APP_REQUESTS, labelled
-from yao_actors.specs import AssistantSpec, ServerRef, ServerSpec
+from yao_actors.specs import AssistantSpec, ServerSpec
 from yao_actors.store.protocol import ConversationStore
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
@@ -241,7 +242,11 @@ async def _call(
     name, arguments = request.params.get("name"), request.params.get("arguments", {})
     if not isinstance(name, str) or not isinstance(arguments, Mapping):
         raise AppRequestRefused("tools/call: params must have a tool name and an arguments object")
-    catalog = await build_catalog((ServerRef(spec.id),), servers, max_tools=MAX_APP_TOOLS, audience=APP)
+    # The assistant's own entry for the server, its tool list included: an app reaches only what its assistant may.
+    ref = next((ref for ref in assistant.servers if ref.server_id == spec.id), None)
+    if ref is None:
+        raise AppRequestRefused(f"tools/call: assistant {assistant.id!r} does not use server {spec.id!r}")
+    catalog = await build_catalog((ref,), servers, max_tools=MAX_APP_TOOLS, audience=APP)
     entry = catalog.entry_of(ToolRef(spec.id, name))
     if entry is None:
         raise AppRequestRefused(f"tools/call: {name!r} is not a tool of server {spec.id!r} its app may call")
