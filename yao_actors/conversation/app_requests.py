@@ -41,6 +41,7 @@ from yao_actors.observability import tracing
 from yao_actors.observability.metrics import APP_REQUESTS, labelled
 from yao_actors.specs import AssistantSpec, ServerSpec
 from yao_actors.store.protocol import ConversationStore
+from yao_actors.store.records import RunStatus
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
 from yao_actors.tools.dispatch import collect_tool_calls
@@ -104,16 +105,28 @@ class AppRequest:
 
 
 @attrs.define(eq=False)
+class _Unseen:
+    """What was read of a thread that had shown no app of a server: each run's events up to a ``seq``, and the runs
+    that had ended when read (their events read whole: nothing is added to a closed run)."""
+
+    read_to: dict[str, int] = attrs.field(factory=dict)
+    closed: set[str] = attrs.field(factory=set)
+
+
+_Key = tuple[str, str | None, datetime.datetime, str]
+
+
+@attrs.define(eq=False)
 class ShownApps:
     """The threads found to have shown an app of a server, and the assistant of the run that showed it: a bounded
     memory of what the store said (``size`` entries, the least recently used dropped first), so an app's
-    requests do not read a thread's events each time. Keyed by the thread as stored (its owner and creation
+    requests do not read a thread's events each time. A thread found *not* to have shown one is remembered too,
+    with how far its runs were read: a refused request reads only the events written since (a new run's, a
+    running run's latest), never the whole thread again. Keyed by the thread as stored (its owner and creation
     time): a thread forgotten and made again is another thread."""
 
     size: int = 1024
-    _found: OrderedDict[tuple[str, str | None, datetime.datetime, str], str] = attrs.field(
-        factory=OrderedDict, init=False
-    )
+    _found: OrderedDict[_Key, str | _Unseen] = attrs.field(factory=OrderedDict, init=False)
 
     async def assistant(self, store: ConversationStore, thread_id: str, principal: str | None, server_id: str) -> str:
         """The assistant of the last run of ``principal``'s thread that showed an app of ``server_id``;
@@ -123,12 +136,15 @@ class ShownApps:
             raise AppRequestRefused(f"no thread {thread_id!r} is stored")
         key = (thread_id, principal, info.created_at, server_id)
         found = self._found.get(key)
-        if found is None:
-            found = await _shown_on(store, thread_id, server_id)
-            self._found[key] = found
+        if not isinstance(found, str):
+            unseen = found or _Unseen()
+            found = await _shown_on(store, thread_id, server_id, unseen)
+            self._found[key] = found or unseen
             while len(self._found) > self.size:
                 self._found.popitem(last=False)
         self._found.move_to_end(key)
+        if found is None:
+            raise AppRequestRefused(f"no app of server {server_id!r} was shown on thread {thread_id!r}")
         return found
 
 
@@ -199,14 +215,22 @@ def _server(resources: RunResources, request: AppRequest) -> ServerSpec:
     return spec
 
 
-async def _shown_on(store: ConversationStore, thread_id: str, server_id: str) -> str:
+async def _shown_on(store: ConversationStore, thread_id: str, server_id: str, unseen: _Unseen) -> str | None:
     """The assistant of the last run of the thread that showed an app of ``server_id`` (its events read, newest
-    run first)."""
+    run first, past what ``unseen`` says was read already, which it then records), or ``None``."""
     for run in reversed(await store.list_runs(thread_id)):
-        for event in await store.read_events(run.run_id):
-            if _is_app_activity(event, server_id):
-                return run.assistant
-    raise AppRequestRefused(f"no app of server {server_id!r} was shown on thread {thread_id!r}")
+        if run.run_id in unseen.closed:
+            continue
+        ended = run.status != RunStatus.RUNNING  # (read before its events: all of them are stored by then)
+        events = await store.read_events(run.run_id, unseen.read_to.get(run.run_id, 0))
+        if any(_is_app_activity(event, server_id) for event in events):
+            return run.assistant
+        if events and isinstance(events[-1].get("seq"), int):
+            unseen.read_to[run.run_id] = events[-1]["seq"]
+        if ended:
+            unseen.closed.add(run.run_id)
+            unseen.read_to.pop(run.run_id, None)
+    return None
 
 
 def _is_app_activity(event: Mapping[str, Any], server_id: str) -> bool:
