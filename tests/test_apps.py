@@ -14,8 +14,8 @@ import trio
 from tests.apps_support import APP_URI, build_app_server
 from tests.support import app_activity_after_result, check_stream, open_manager
 from yao_actors.config import AssistantSpec, Config, HttpTransport, InMemoryTransport, ServerRef, ServerSpec
-from yao_actors.models.base import Completion, ToolCall
 from yao_actors.conversation.app_requests import AppRequestRefused, ShownApps
+from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.store.memory.store import MemoryStore
 from yao_actors.store.records import EncodedEvent, RunStatus

@@ -496,4 +496,7 @@ async def test_an_app_that_never_starts_gets_a_note_in_its_box_in_chromium() -> 
             running_service(runtime, token=TOKEN) as service,
         ):
             note = await trio.to_thread.run_sync(wait_for_the_silent_app, service.page_url)
-    assert note == "the app did not start (ui/initialize) within 5 s: it may not work (its tool's result is in the card above)"
+    assert (
+        note
+        == "the app did not start (ui/initialize) within 5 s: it may not work (its tool's result is in the card above)"
+    )
