@@ -240,16 +240,18 @@ async def execute_tool_calls(
         (planned,) = batch.planned.values()
         await batch.finish(planned.index, await batch.run(planned, deadline=deadline))
         return
+    runs: list[Callable[[], Awaitable[None]]]
     if mode == "sequential":
         ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
         runs = [functools.partial(_run_one_by_one, batch, ordered)]
     else:
-        runs = [functools.partial(_run_group, batch, group) for group in groups.values()]
+        runs = [run for group in groups.values() for run in _group_runs(batch, group)]
     try:
         with trio.CancelScope(deadline=deadline):
             if len(runs) == 1:
-                # One server's calls: run them in this task; a nursery and a task of their
-                # own would cost more than a call to a fast server.
+                # One server's calls, one by one: run them in this task; a nursery and a task of their
+                # own would cost more than a call to a fast server. Otherwise a task per call of a concurrent
+                # group and one per group that runs one by one, all in this one nursery.
                 await runs[0]()
             else:
                 async with trio.open_nursery() as nursery:
@@ -348,31 +350,42 @@ def _span_attributes(call: ToolCall, entry: CatalogEntry | None) -> dict[str, st
     return attributes
 
 
-async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
-    """Run one server's calls; concurrently unless the server asks for one at a time."""
+def _group_runs(batch: _Batch, group: list[_Planned]) -> list[Callable[[], Awaitable[None]]]:
+    """What runs one server's calls, each to start in the batch's one nursery: a run per call of a group that runs
+    concurrently (no task of the group's own between them), or one run for a group that runs one call at a time.
+
+    The server's max_concurrency is enforced by its actor (its workers); here it only tells whether the group
+    runs concurrently at all, which decides if a failure gets a sequential retry.
+    """
     spec = group[0].server.spec
-    # The server's max_concurrency is enforced by its actor (its workers); here it only tells
-    # whether the group runs concurrently at all, which decides if a failure gets a sequential retry.
     if spec.dispatch == "sequential" or spec.max_concurrency < 2 or len(group) < 2:
-        await _run_one_by_one(batch, group)
+        return [functools.partial(_run_one_by_one, batch, group)]
+    retry = _Retry(len(group))
+    return [functools.partial(_run_concurrently, batch, planned, retry) for planned in group]
+
+
+@attrs.define(eq=False)
+class _Retry:
+    """A concurrent group's calls that failed retryably; the group's last call to end runs them again, one by
+    one (the group's other calls are all answered by then, as when the group had a task of its own)."""
+
+    running: int
+    failed: list[_Planned] = attrs.field(factory=list)
+
+
+async def _run_concurrently(batch: _Batch, planned: _Planned, retry: _Retry) -> None:
+    result = await batch.run(planned)
+    if result.kind is ErrorKind.TOOL_ERROR and result.retryable:
+        retry.failed.append(planned)
+    else:
+        await batch.finish(planned.index, result)
+    retry.running -= 1  # told in full: the retries come after every other result of the group, as they always did
+    if retry.running or not retry.failed:
         return
-    retry: list[_Planned] = []
-
-    async def run_concurrently(planned: _Planned) -> None:
-        result = await batch.run(planned)
-        if result.kind is ErrorKind.TOOL_ERROR and result.retryable:
-            retry.append(planned)
-        else:
-            await batch.finish(planned.index, result)
-
-    async with trio.open_nursery() as nursery:
-        for planned in group:
-            nursery.start_soon(run_concurrently, planned)
-    if retry:
-        retry.sort(key=lambda p: p.index)
-        await batch.emit(SequentialRetry(tuple(p.call.id for p in retry), tuple(p.index for p in retry)))
-        for planned in retry:
-            await batch.finish(planned.index, await batch.run(planned, sequential_retry=True))
+    failed = sorted(retry.failed, key=lambda p: p.index)
+    await batch.emit(SequentialRetry(tuple(p.call.id for p in failed), tuple(p.index for p in failed)))
+    for again in failed:
+        await batch.finish(again.index, await batch.run(again, sequential_retry=True))
 
 
 async def _run_one_by_one(batch: _Batch, planned: list[_Planned]) -> None:
