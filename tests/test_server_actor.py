@@ -405,9 +405,10 @@ async def test_the_handle_holds_only_the_send_side_and_the_status() -> None:
     async with running(memory_spec()) as handle:
         held = [getattr(handle, field.name) for field in attrs.fields(type(handle))]
     # ... and the way to the store's held calls, when the runtime gives one, and the input handler that answers a
-    # task's questions in process, when given (neither here)
+    # task's questions in process, when given (neither here); and its own limit on the requests about tasks that
+    # take room in the queue at once
     names = [type(value).__name__ for value in held]
-    assert names == ["ServerSpec", "MemorySendChannel", "ServerStatus", "NoneType", "NoneType"]
+    assert names == ["ServerSpec", "MemorySendChannel", "ServerStatus", "NoneType", "NoneType", "Semaphore"]
     assert not any(isinstance(value, trio.Nursery | trio.MemoryReceiveChannel) for value in held)
 
 
