@@ -30,7 +30,7 @@ from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import input_outcome
-from yao_actors.tools.task_state import DEFAULT_POLL_INTERVAL, TaskOp, TaskState
+from yao_actors.tools.task_state import TaskOp, TaskState, stored_poll_interval
 from yao_actors.tools.tool_server import CallOptions, ProgressFn
 
 #: The seconds a run waits for a task when no watch says (the assistant's ``task_timeout`` default).
@@ -98,7 +98,7 @@ async def poll_handle(
 ) -> ToolOutcome:
     """Poll the task of ``handle`` until it ends or its deadline passes; ``seen``: its state as last known."""
     started = trio.current_time()
-    own = started + max(0.0, handle.deadline - time.time())
+    own = own_deadline(handle, options)
     follower = _Follower(ops, ready, handle, options.progress, answered=answered)
     waiting = labelled(OPEN_TASKS, handle.server)
     waiting.inc()
@@ -116,12 +116,23 @@ async def poll_handle(
         if options.deadline < own:  # the caller's own deadline came first
             raise trio.TooSlowError
         ended = "timeout"
-        timeout = handle.deadline - handle.created_at
+        timeout = handle.wait_until(task_timeout(options)) - handle.created_at
         error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)
         return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT, duration=trio.current_time() - started)
     finally:
         waiting.dec()
         labelled(TASKS, handle.server, ended).inc()
+
+
+def task_timeout(options: CallOptions) -> float:
+    """How long the run waits for a task (its watch's ``timeout``, or the default)."""
+    return options.tasks.timeout if options.tasks is not None else DEFAULT_TASK_TIMEOUT
+
+
+def own_deadline(handle: TaskHandle, options: CallOptions) -> float:
+    """The ``trio.current_time()`` past which the wait for ``handle``'s task ends: its deadline, no later than the
+    run's ``task_timeout`` from its creation (:meth:`~yao_actors.tools.task_handle.TaskHandle.wait_until`)."""
+    return trio.current_time() + max(0.0, handle.wait_until(task_timeout(options)) - time.time())
 
 
 def _ended(outcome: ToolOutcome) -> str:
@@ -151,7 +162,7 @@ class _Follower:
         return TaskOp(kind, self.handle.design, self.handle.task_id, self.handle.tool)
 
     async def run(self, seen: TaskState | None) -> ToolOutcome:
-        interval = self.handle.poll_interval or DEFAULT_POLL_INTERVAL
+        interval = stored_poll_interval(self.handle.poll_interval)
         state = seen
         while state is None or not (state.ended or self.asks(state)):
             if state is not None:
@@ -196,7 +207,7 @@ class _Follower:
             await self.ready()
             # Not at once: a server that is up but whose queue is full (many tasks polled together) answers
             # ``server_unavailable`` too, and polling again at once would spin.
-            await trio.sleep(self.handle.poll_interval or DEFAULT_POLL_INTERVAL)
+            await trio.sleep(stored_poll_interval(self.handle.poll_interval))
 
     async def report(self, state: TaskState) -> None:
         """Pass a new status message on as the call's progress."""

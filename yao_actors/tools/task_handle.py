@@ -55,6 +55,13 @@ class TaskHandle:
     principal: str | None = None
     session_id: str | None = None
 
+    def wait_until(self, timeout: float) -> float:
+        """The wall-clock time past which a run stops waiting for the task: its ``deadline``, but never later than
+        ``timeout`` seconds (the assistant's ``task_timeout``) after its creation — a stored deadline is not
+        trusted further (an infinite, far or NaN one is that bound)."""
+        limit = self.created_at + timeout
+        return self.deadline if self.deadline <= limit else limit
+
     def to_record(self) -> dict[str, Any]:
         """The handle as a JSON-ready mapping (what a store keeps)."""
         record = attrs.asdict(self, recurse=False)

@@ -32,6 +32,14 @@ def poll_interval(milliseconds: float | None) -> float | None:
     return min(MAX_POLL_INTERVAL, max(MIN_POLL_INTERVAL, milliseconds / 1000))
 
 
+def stored_poll_interval(seconds: object) -> float:
+    """The interval (seconds) a handle keeps, read as untrusted: within the same bounds as a server's (what is
+    not a number, or NaN, is the default)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return DEFAULT_POLL_INTERVAL
+    return poll_interval(seconds * 1000) or DEFAULT_POLL_INTERVAL
+
+
 @attrs.frozen
 class TaskState:
     """A task as a server last described it: its ``status``, its status ``message``, the ``poll_interval`` it

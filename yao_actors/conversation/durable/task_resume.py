@@ -107,7 +107,8 @@ async def poll_result(run: Run, call: ToolCall, handle: TaskHandle) -> ToolCallR
         outcome = ToolOutcome(error=f"server {handle.server!r} is not configured here", kind=ErrorKind.TOOL_ERROR)
     else:
         try:
-            outcome = await server.poll_task(handle, CallOptions(progress=progress))
+            watch = run.task_watch(call) if run.task_watch is not None else None  # its task_timeout bounds the wait
+            outcome = await server.poll_task(handle, CallOptions(progress=progress, tasks=watch))
         except trio.TooSlowError:
             outcome = ToolOutcome(error=f"the task of {handle.tool!r} did not finish in time", kind=ErrorKind.TIMEOUT)
     return ToolCallResult(

@@ -1,0 +1,79 @@
+"""What a task's wait does with what it cannot trust: a stored handle's values, a server that never comes back."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import pytest
+import trio
+
+from tests.integration.actor_checks import running
+from tests.test_server_actor import FlakyConnect, memory_spec
+from tests.test_task_flow import Server, watch
+from yao_actors.config import RestartPolicy
+from yao_actors.errors import ErrorKind
+from yao_actors.tools.task_flow import poll_handle
+from yao_actors.tools.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.tool_server import CallOptions
+
+EXT = TaskDesign.EXTENSION
+
+
+def stored(**changes: Any) -> TaskHandle:
+    """A handle as a store gave it back, with ``changes``; created now, for a wait of 10 s."""
+    now = time.time()
+    values: dict[str, Any] = {"created_at": now, "deadline": now + 10.0, **changes}
+    return TaskHandle("srv", "t1", EXT, "call-1", "research", {}, "run-1", "thread-1", **values)
+
+
+@pytest.mark.parametrize("interval", [-5, math.nan, "1", 1e-9, 0.0, math.inf])
+async def test_a_stored_poll_interval_is_bounded_as_a_servers_is(autojump_clock: trio.abc.Clock, interval: Any) -> None:
+    server = Server([])  # never ends
+    options = CallOptions(tasks=watch(server, [], timeout=10.0))
+    outcome = await poll_handle(server.ops, server.ready, stored(poll_interval=interval), options)
+    assert outcome.kind is ErrorKind.TIMEOUT
+    polls = server.asked.count("get")
+    assert polls <= 10.0 / 0.05 + 1  # never more often than every 50 ms (nor less than every 60 s)
+    assert server.asked[-1] == "cancel"
+
+
+@pytest.mark.parametrize("deadline", [math.inf, 1e300, math.nan])
+async def test_a_stored_deadline_past_the_task_timeout_is_cut_to_it(
+    autojump_clock: trio.abc.Clock, deadline: float
+) -> None:
+    server = Server([])  # never ends
+    options = CallOptions(tasks=watch(server, [], timeout=30.0))
+    started = trio.current_time()
+    outcome = await poll_handle(server.ops, server.ready, stored(deadline=deadline, poll_interval=1.0), options)
+    assert outcome.kind is ErrorKind.TIMEOUT
+    assert "did not finish within 30s (task_timeout)" in (outcome.error or "")
+    assert trio.current_time() - started <= 31.0
+    assert server.asked[-1] == "cancel"
+
+
+async def test_without_a_watch_a_far_stored_deadline_is_cut_to_the_default_task_timeout(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    server = Server([])
+    with trio.fail_after(7 * 24 * 3600):  # before: polled for ever
+        outcome = await poll_handle(
+            server.ops, server.ready, stored(deadline=math.inf, poll_interval=60.0), CallOptions()
+        )
+    assert outcome.kind is ErrorKind.TIMEOUT
+    assert "did not finish within 3600s (task_timeout)" in (outcome.error or "")
+
+
+async def test_a_taken_up_task_whose_server_never_comes_back_ends_at_its_deadline(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    never = FlakyConnect(failures=10**9)
+    policy = RestartPolicy(max_restarts=None, backoff_initial=1.0, backoff_max=4.0)
+    server = Server([])
+    async with running(memory_spec(restart=policy), connect=never) as actor:
+        with trio.fail_after(7 * 24 * 3600):  # before: waited for the server for ever
+            outcome = await actor.poll_task(stored(deadline=time.time() + 20.0), CallOptions(tasks=watch(server, [])))
+    assert outcome.kind is ErrorKind.TIMEOUT
+    assert "did not finish within 20s (task_timeout)" in (outcome.error or "")
+    assert "'mem' was not ready again" in (outcome.error or "")
