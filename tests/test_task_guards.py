@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from typing import Any
@@ -11,11 +12,13 @@ import trio
 
 from tests.integration.actor_checks import running
 from tests.test_server_actor import FlakyConnect, memory_spec
-from tests.test_task_flow import Server, watch
+from tests.test_task_flow import Server, state, watch
 from yao_actors.config import RestartPolicy
 from yao_actors.errors import ErrorKind
+from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_flow import poll_handle
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.task_state import MAX_STATUS_BYTES, STATUS_EVERY, TaskState
 from yao_actors.tools.tool_server import CallOptions
 
 EXT = TaskDesign.EXTENSION
@@ -77,3 +80,35 @@ async def test_a_taken_up_task_whose_server_never_comes_back_ends_at_its_deadlin
     assert outcome.kind is ErrorKind.TIMEOUT
     assert "did not finish within 20s (task_timeout)" in (outcome.error or "")
     assert "'mem' was not ready again" in (outcome.error or "")
+
+
+async def test_status_messages_are_cut_and_paced_and_the_last_is_never_lost(autojump_clock: trio.abc.Clock) -> None:
+    long = "北" * 5000  # 15000 bytes
+    answers = [state("working", f"{i} {long}", poll_interval=0.05) for i in range(200)]
+    server = Server([*answers, state("working", "almost done", poll_interval=0.05), ToolOutcome(result="done")])
+    said: list[tuple[float, str]] = []
+    options = CallOptions(progress=lambda _p, _t, m: said.append((trio.current_time(), m or "")))
+    start = trio.current_time()
+    outcome = await poll_handle(
+        server.ops, server.ready, stored(deadline=time.time() + 3600, poll_interval=0.05), options
+    )
+    assert outcome.result == "done"
+    took = trio.current_time() - start  # ~10 s of polls every 50 ms, ~200 distinct messages
+    assert len(said) <= took / STATUS_EVERY + 2
+    assert all(len(m.encode()) <= MAX_STATUS_BYTES for _, m in said)
+    assert said[0][1].startswith("0 北")
+    assert said[0][1].endswith("…")
+    assert said[-1][1] == "almost done"  # the last, sent at the end though within a second of the one before
+    times = [t for t, _ in said]
+    assert all(b - a >= STATUS_EVERY - 1e-6 for a, b in itertools.pairwise(times[:-1]))
+
+
+async def test_a_changed_message_waits_for_its_second_not_for_the_next_poll(autojump_clock: trio.abc.Clock) -> None:
+    server = Server([state("working", "b", poll_interval=30.0), ToolOutcome(result="done")])
+    said: list[tuple[float, str]] = []
+    options = CallOptions(progress=lambda _p, _t, m: said.append((trio.current_time(), m or "")))
+    start = trio.current_time()
+    seen = TaskState("t1", EXT, "working", "a", 0.1)
+    await poll_handle(server.ops, server.ready, stored(deadline=time.time() + 3600), options, seen)
+    assert [m for _, m in said] == ["a", "b"]
+    assert said[1][0] - start == pytest.approx(STATUS_EVERY)  # not 30 s later, at the next poll

@@ -18,6 +18,7 @@ task's deadline.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -30,7 +31,7 @@ from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import input_outcome
-from yao_actors.tools.task_state import TaskOp, TaskState, stored_poll_interval
+from yao_actors.tools.task_state import STATUS_EVERY, TaskOp, TaskState, status_text, stored_poll_interval
 from yao_actors.tools.tool_server import CallOptions, ProgressFn
 
 #: The seconds a run waits for a task when no watch says (the assistant's ``task_timeout`` default).
@@ -153,6 +154,9 @@ class _Follower:
     progress: ProgressFn | None
     ended: bool = False
     said: str | None = None
+    """The last status message taken (passed on, or waiting its turn in ``pending``)."""
+    pending: str | None = None
+    sent_at: float = -math.inf
     reports: int = 0
     answered: frozenset[str] = frozenset()
     """Keys of the task's input requests already answered: asked again (the server's acknowledgement of the
@@ -162,13 +166,18 @@ class _Follower:
         return TaskOp(kind, self.handle.design, self.handle.task_id, self.handle.tool)
 
     async def run(self, seen: TaskState | None) -> ToolOutcome:
+        outcome = await self.follow(seen)
+        await self.send()  # the last status message is never lost to the pace
+        return outcome
+
+    async def follow(self, seen: TaskState | None) -> ToolOutcome:
         interval = stored_poll_interval(self.handle.poll_interval)
         state = seen
         while state is None or not (state.ended or self.asks(state)):
             if state is not None:
                 await self.report(state)
                 interval = state.poll_interval or interval
-            await trio.sleep(interval)
+            await self.pause(interval)
             outcome = await self.poll()
             if outcome.task is None:  # the task's result or error, or a poll that failed for good
                 return self.finish(outcome)
@@ -210,12 +219,33 @@ class _Follower:
             await trio.sleep(stored_poll_interval(self.handle.poll_interval))
 
     async def report(self, state: TaskState) -> None:
-        """Pass a new status message on as the call's progress."""
-        if state.message is None or state.message == self.said or self.progress is None:
+        """Pass a new status message on as the call's progress (each becomes an event the run keeps): cut to
+        :data:`~yao_actors.tools.task_state.MAX_STATUS_BYTES`, at most one every
+        :data:`~yao_actors.tools.task_state.STATUS_EVERY` seconds, the latest waiting its turn."""
+        if state.message is None or self.progress is None:
             return
-        self.said = state.message
+        message = status_text(state.message)
+        if message != self.said:
+            self.said = self.pending = message
+        if trio.current_time() >= self.sent_at + STATUS_EVERY:
+            await self.send()
+
+    async def pause(self, interval: float) -> None:
+        """Sleep ``interval`` seconds between polls; a status message waiting its turn is sent when it comes."""
+        end = trio.current_time() + interval
+        if self.pending is not None and self.sent_at + STATUS_EVERY < end:
+            await trio.sleep_until(self.sent_at + STATUS_EVERY)
+            await self.send()
+        await trio.sleep_until(end)
+
+    async def send(self) -> None:
+        """Pass the status message waiting on, if any."""
+        if self.pending is None or self.progress is None:
+            return
+        message, self.pending = self.pending, None
+        self.sent_at = trio.current_time()
         self.reports += 1
-        reported = self.progress(float(self.reports), None, state.message)
+        reported = self.progress(float(self.reports), None, message)
         if inspect.isawaitable(reported):
             await reported
 
