@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -14,10 +15,10 @@ from tests.integration.actor_checks import running
 from tests.test_server_actor import FlakyConnect, memory_spec
 from tests.test_task_flow import Server, state, watch
 from yao_actors.config import RestartPolicy
-from yao_actors.errors import ErrorKind
+from yao_actors.errors import ErrorKind, UnknownThread
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_flow import poll_handle
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.task_flow import follow_task, poll_handle
+from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
 from yao_actors.tools.task_state import MAX_STATUS_BYTES, STATUS_EVERY, TaskState
 from yao_actors.tools.tool_server import CallOptions
 
@@ -112,3 +113,34 @@ async def test_a_changed_message_waits_for_its_second_not_for_the_next_poll(auto
     await poll_handle(server.ops, server.ready, stored(deadline=time.time() + 3600), options, seen)
     assert [m for _, m in said] == ["a", "b"]
     assert said[1][0] - start == pytest.approx(STATUS_EVERY)  # not 30 s later, at the next poll
+
+
+def stored_by(keep: Callable[[TaskHandle], Awaitable[None]]) -> CallOptions:
+    return CallOptions(tasks=TaskWatch("call-1", "run-1", "thread-1", 3600.0, keep))
+
+
+async def test_a_task_whose_handle_cannot_be_kept_is_cancelled_at_the_server(autojump_clock: trio.abc.Clock) -> None:
+    async def gone(handle: TaskHandle) -> None:
+        await trio.lowlevel.checkpoint()
+        raise UnknownThread(f"thread {handle.thread_id!r} was not opened")
+
+    server = Server([])
+    outcome = await follow_task(
+        server.ops, server.ready, "srv", TaskState("t1", EXT, "working"), "research", {}, stored_by(gone)
+    )
+    assert outcome.kind is ErrorKind.TOOL_ERROR
+    assert "could not be kept (thread 'thread-1' was not opened)" in (outcome.error or "")
+    assert server.asked == ["cancel"]
+
+
+async def test_a_wait_that_ends_while_the_handle_is_stored_cancels_the_task(autojump_clock: trio.abc.Clock) -> None:
+    async def slow(handle: TaskHandle) -> None:
+        await trio.sleep_forever()
+
+    server = Server([])
+    with trio.move_on_after(5) as waited:
+        await follow_task(
+            server.ops, server.ready, "srv", TaskState("t1", EXT, "working"), "research", {}, stored_by(slow)
+        )
+    assert waited.cancelled_caught
+    assert server.asked == ["cancel"]  # sent though the wait was cancelled (shielded)

@@ -26,7 +26,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from yao_actors.errors import ErrorKind
+from yao_actors.errors import ErrorKind, StoreError
 from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
@@ -43,6 +43,9 @@ UNFINISHED: Final = (
     "the task {task!r} of tool {tool!r} did not finish within {timeout:g}s (task_timeout); "
     "the server was asked to cancel it"
 )
+
+#: The error of a task whose handle could not be kept with its run (the run's thread is gone).
+NOT_KEPT: Final = "the task {task!r} of tool {tool!r} could not be kept ({why}); the server was asked to cancel it"
 
 #: The error of a task the server says was cancelled (by itself, or at the client's asking).
 CANCELLED: Final = "the task {task!r} of tool {tool!r} was cancelled by the server{why}"
@@ -85,8 +88,26 @@ async def follow_task(
     if not answered:
         labelled(TASKS, server, "created").inc()
     if watch is not None:
-        await watch.stored(handle)
+        try:
+            await watch.stored(handle)
+        except StoreError as error:  # its thread is gone, say: the task is not left running at the server
+            await cancel_task(ops, handle, "abandoned")
+            return ToolOutcome(
+                error=NOT_KEPT.format(task=handle.task_id, tool=tool, why=error), kind=ErrorKind.TOOL_ERROR
+            )
+        except BaseException:  # the wait ended before polling began (the run cancelled): nor is it left then
+            await cancel_task(ops, handle, "abandoned")
+            raise
     return await poll_handle(ops, ready, handle, options, start, answered)
+
+
+async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> None:
+    """Ask the server to stop ``handle``'s task: a shielded request bounded by :data:`CANCEL_WAIT`; ``ended``
+    counts the task as ended so (when the wait never began)."""
+    with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
+        await ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool))
+    if ended is not None:
+        labelled(TASKS, handle.server, ended).inc()
 
 
 async def poll_handle(
@@ -256,8 +277,7 @@ class _Follower:
     async def cancel(self) -> None:
         """Ask the server to stop the task (the wait for it ended first); a bounded, shielded request."""
         self.ended = True
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-            await self.ops(self.op("cancel"))
+        await cancel_task(self.ops, self.handle)
 
 
 def _no_result(handle: TaskHandle, state: TaskState) -> ToolOutcome:
