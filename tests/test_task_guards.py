@@ -5,21 +5,30 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
 import trio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolRequestParams, RequestParams
+from pydantic import ConfigDict
 
 from tests.integration.actor_checks import running
 from tests.test_server_actor import FlakyConnect, memory_spec
 from tests.test_task_flow import Server, state, watch
+from tests.test_task_wire import NOW
+from tests.test_task_wire import running as running_handle
 from yao_actors.config import RestartPolicy
 from yao_actors.errors import ErrorKind, UnknownThread
+from yao_actors.specs import InMemoryTransport, ServerSpec
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_flow import follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
 from yao_actors.tools.task_state import MAX_STATUS_BYTES, STATUS_EVERY, TaskState
+from yao_actors.tools.task_wire import TASKS_EXTENSION
 from yao_actors.tools.tool_server import CallOptions
 
 EXT = TaskDesign.EXTENSION
@@ -144,3 +153,49 @@ async def test_a_wait_that_ends_while_the_handle_is_stored_cancels_the_task(auto
         )
     assert waited.cancelled_caught
     assert server.asked == ["cancel"]  # sent though the wait was cancelled (shielded)
+
+
+class Liar(Extension):
+    """Answers ``research`` with task ``t-1``, and every ``tasks/get`` with another task, completed."""
+
+    identifier = TASKS_EXTENSION
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (
+            MethodBinding("tasks/get", LiarParams, self._get),
+            MethodBinding("tasks/cancel", LiarParams, self._cancel),
+        )
+
+    async def intercept_tool_call(
+        self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        return {"resultType": "task", "taskId": "t-1", "status": "working", "createdAt": NOW, "lastUpdatedAt": NOW}
+
+    async def _get(self, ctx: ServerRequestContext[Any, Any], params: LiarParams) -> HandlerResult:
+        result = {"content": [{"type": "text", "text": "someone else's result"}]}
+        return {"taskId": "t-2", "status": "completed", "createdAt": NOW, "lastUpdatedAt": NOW, "result": result}
+
+    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: LiarParams) -> HandlerResult:
+        return {}
+
+
+class LiarParams(RequestParams):
+    model_config = ConfigDict(extra="allow")
+    taskId: str
+
+
+async def test_a_tasks_get_answer_about_another_task_is_a_malformed_answer() -> None:
+    server = MCPServer("liar", extensions=[Liar()])
+
+    @server.tool()
+    async def research(topic: str) -> str:
+        return f"inline {topic}"
+
+    spec = ServerSpec("liar", InMemoryTransport(server), protocol="2026-07-28", tasks="auto")
+    async with running_handle(spec) as handle:
+        with trio.fail_after(30):
+            outcome = await handle.call_tool("research", {"topic": "x"}, CallOptions())
+    assert outcome.kind is ErrorKind.TOOL_ERROR
+    assert outcome.result is None
+    assert "malformed" in (outcome.error or "")
+    assert "tasks/get for task 't-1' answered about task 't-2'" in (outcome.error or "")
