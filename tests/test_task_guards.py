@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import mcp_types
 import pytest
 import trio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -25,6 +26,9 @@ from yao_actors.config import RestartPolicy
 from yao_actors.errors import ErrorKind, UnknownThread
 from yao_actors.specs import InMemoryTransport, ServerSpec
 from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.server_calls import result_outcome
+from yao_actors.tools.server_handle import CallRequest
+from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
 from yao_actors.tools.task_state import MAX_STATUS_BYTES, STATUS_EVERY, TaskState
@@ -199,3 +203,25 @@ async def test_a_tasks_get_answer_about_another_task_is_a_malformed_answer() -> 
     assert outcome.result is None
     assert "malformed" in (outcome.error or "")
     assert "tasks/get for task 't-1' answered about task 't-2'" in (outcome.error or "")
+
+
+@pytest.mark.parametrize(("task_id", "size"), [("", 0), ("x" * 513, 513)])
+async def test_a_2025_11_25_task_id_out_of_bounds_is_a_clear_tool_error(task_id: str, size: int) -> None:
+    task = {"taskId": task_id, "status": "working", "createdAt": NOW, "lastUpdatedAt": NOW, "ttl": None}
+    answer = mcp_types.CreateTaskResult.model_validate({"task": task})
+    request = CallRequest("research", {}, trio.current_time(), False)
+    spec = ServerSpec("old", InMemoryTransport(MCPServer("old")))
+    outcome = result_outcome(spec, ServerStatus(), request, answer)
+    assert outcome.task is None
+    assert outcome.kind is ErrorKind.TOOL_ERROR
+    assert f"task.taskId: a task's id is 1 to 512 characters, not {size}" in (outcome.error or "")
+
+
+async def test_a_2025_11_25_task_id_within_bounds_is_followed() -> None:
+    task = {"taskId": "x" * 512, "status": "working", "createdAt": NOW, "lastUpdatedAt": NOW, "ttl": None}
+    answer = mcp_types.CreateTaskResult.model_validate({"task": task})
+    request = CallRequest("research", {}, trio.current_time(), False)
+    spec = ServerSpec("old", InMemoryTransport(MCPServer("old")))
+    outcome = result_outcome(spec, ServerStatus(), request, answer)
+    assert outcome.task is not None
+    assert outcome.task.task_id == "x" * 512
