@@ -25,12 +25,14 @@ from tests.test_task_wire import running as running_handle
 from yao_actors.config import RestartPolicy
 from yao_actors.errors import ErrorKind, UnknownThread
 from yao_actors.specs import InMemoryTransport, ServerSpec
+from yao_actors.tools.input_requests import MAX_QUESTIONS, InputRound
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_calls import result_outcome
 from yao_actors.tools.server_handle import CallRequest
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
+from yao_actors.tools.task_input import input_outcome
 from yao_actors.tools.task_state import MAX_STATUS_BYTES, STATUS_EVERY, TaskState
 from yao_actors.tools.task_wire import TASKS_EXTENSION
 from yao_actors.tools.tool_server import CallOptions
@@ -225,3 +227,30 @@ async def test_a_2025_11_25_task_id_within_bounds_is_followed() -> None:
     outcome = result_outcome(spec, ServerStatus(), request, answer)
     assert outcome.task is not None
     assert outcome.task.task_id == "x" * 512
+
+
+def asking(count: int) -> TaskState:
+    form = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    ask = {"method": "elicitation/create", "params": {"message": "Which?", "requestedSchema": form}}
+    return TaskState("t1", EXT, "input_required", input_requests={f"q{i}": ask for i in range(count)})
+
+
+def test_a_task_asking_too_many_questions_at_once_is_declined_saying_why() -> None:
+    crowded = input_outcome(stored(), asking(MAX_QUESTIONS + 1))
+    assert crowded.kind is ErrorKind.TOOL_ERROR
+    assert crowded.error == (
+        f"the client declines the server's {MAX_QUESTIONS + 1} questions at once: at most {MAX_QUESTIONS} are put "
+        "to the user"
+    )
+    most = input_outcome(stored(), asking(MAX_QUESTIONS))
+    assert most.kind is ErrorKind.INPUT_REQUIRED
+    assert isinstance(most.result, InputRound)
+    assert len(most.result.questions) == MAX_QUESTIONS
+
+
+async def test_a_task_asking_too_many_questions_is_cancelled_at_the_server(autojump_clock: trio.abc.Clock) -> None:
+    server = Server([ToolOutcome(task=asking(1000))])
+    outcome = await poll_handle(server.ops, server.ready, stored(poll_interval=0.1), CallOptions())
+    assert outcome.kind is ErrorKind.TOOL_ERROR
+    assert "1000 questions at once" in (outcome.error or "")
+    assert server.asked == ["get", "cancel"]
