@@ -247,7 +247,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
         be ready is bounded by the task's own deadline too: a server that never comes back ends the wait then."""
         own = own_deadline(handle, options)
         with trio.CancelScope(deadline=min(own, options.deadline)) as waiting:
-            await self._ready()
+            if self.state is not ServerState.READY:
+                await self._ready()
         if waiting.cancelled_caught:
             if options.deadline < own:
                 raise trio.TooSlowError
