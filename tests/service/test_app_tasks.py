@@ -35,7 +35,6 @@ class Asking(Extension):
 
     def __init__(self) -> None:
         self.cancelled: list[str] = []
-        self.seen = trio.Event()
 
     def methods(self) -> tuple[MethodBinding, ...]:
         return (
