@@ -4,6 +4,7 @@ activity a call of a tool with an interface emits."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import mcp.types
@@ -13,8 +14,11 @@ import trio
 from tests.apps_support import APP_URI, build_app_server
 from tests.support import app_activity_after_result, check_stream, open_manager
 from yao_actors.config import AssistantSpec, Config, HttpTransport, InMemoryTransport, ServerRef, ServerSpec
+from yao_actors.conversation.app_requests import AppRequestRefused, ShownApps
 from yao_actors.models.base import Completion, ToolCall
 from yao_actors.runtime import open_runtime
+from yao_actors.store.memory.store import MemoryStore
+from yao_actors.store.records import EncodedEvent, RunStatus
 from yao_actors.testing import FunctionModel
 from yao_actors.tools.apps import NO_INTERFACE, ToolInterface, mcp_result, server_hash, tool_interface
 from yao_actors.tools.catalog import build_catalog
@@ -171,3 +175,42 @@ def test_a_result_for_an_app_keeps_what_the_server_sent_and_only_that() -> None:
             }
         ]
     }
+
+
+class _CountingStore(MemoryStore):
+    """A memory store that counts the runs whose events are read."""
+
+    reads: list[str]
+
+    async def read_events(self, run_id: str, after_seq: int = 0) -> list[dict[str, Any]]:
+        self.reads.append(f"{run_id}>{after_seq}")
+        return await super().read_events(run_id, after_seq)
+
+
+async def _run_events(store: MemoryStore, run_id: str, events: list[dict[str, Any]], *, finish: bool) -> None:
+    encoded = [EncodedEvent(event["seq"], json.dumps(event)) for event in events]
+    await store.append_turn("t", run_id, [], encoded)
+    if finish:
+        await store.finish_run(run_id, status=RunStatus.FINISHED, outcome="answered")
+
+
+async def test_a_refused_apps_request_reads_only_what_the_thread_got_since_the_last_one() -> None:
+    store = _CountingStore()
+    store.reads = []
+    shown = ShownApps()
+    activity = {"type": "ACTIVITY_SNAPSHOT", "activityType": "mcp-apps", "content": {"serverId": "apps"}}
+    await store.open_thread("t", "alice")
+    for run_id in ("r1", "r2"):
+        await store.start_run("t", run_id, "default", [])
+        await _run_events(store, run_id, [{"type": "RUN_STARTED", "seq": 1}], finish=True)
+    await store.start_run("t", "r3", "other", [])  # still running
+    await _run_events(store, "r3", [{"type": "RUN_STARTED", "seq": 1}], finish=False)
+    for _ in range(2):
+        with pytest.raises(AppRequestRefused, match="no app of server 'apps' was shown on thread 't'"):
+            await shown.assistant(store, "t", "alice", "apps")
+    assert store.reads == ["r3>0", "r2>0", "r1>0", "r3>1"]  # the second time: only what the running run adds
+    store.reads.clear()
+    await _run_events(store, "r3", [{"seq": 2, **activity}], finish=False)
+    assert await shown.assistant(store, "t", "alice", "apps") == "other"
+    assert await shown.assistant(store, "t", "alice", "apps") == "other"  # found: remembered
+    assert store.reads == ["r3>1"]

@@ -377,6 +377,7 @@ def test_seed_server_entries_with_resources_are_accepted_with_one_warning(caplog
         ),
         (base(mcpServers={"w": {"command": "x", "samples": {"get": {}}}}), "mcpServers.w.samples.get: expected a list"),
         (base(mcpServers={"bad id": {"command": "x"}}), "mcpServers.bad id: a server id must start"),
+        (base(mcpServers={"id\n": {"command": "x"}}), "mcpServers.id\n: a server id must start"),
         (base(models={"m": {"provider": "anthropic"}}), "models.m.provider: must be one of"),
         (base(models={"m": {"provider": "openai"}}), "models.m.model: required for provider 'openai'"),
         (base(models={"m": {"provider": "demo", "api_key": "x"}}), "models.m.api_key: unknown key"),

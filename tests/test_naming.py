@@ -93,7 +93,7 @@ def test_the_same_tool_twice_is_not_a_collision() -> None:
 )
 def test_illegal_names_are_sanitised_deterministically(server: str, tool: str) -> None:
     name = flat_tool_name(server, tool)
-    assert OPENAI_NAME.match(name)
+    assert OPENAI_NAME.fullmatch(name)
     assert name == flat_tool_name(server, tool)
     assert ToolNameTable.build([ToolRef(server, tool)]).resolve(name) == ToolRef(server, tool)
 
@@ -132,7 +132,7 @@ def test_table_names_are_legal_and_unique_or_refused(pairs: list[tuple[str, str]
     table = ToolNameTable.build(refs)
     assert set(table.names.values()) == set(refs)
     for name, ref in table.names.items():
-        assert OPENAI_NAME.match(name)
+        assert OPENAI_NAME.fullmatch(name)
         assert table.resolve(name) == ref
 
 
@@ -141,3 +141,11 @@ def test_distinct_valid_tools_get_distinct_names(pairs: list[tuple[str, str]]) -
     refs = [ToolRef(server, tool) for server, tool in pairs]
     table = ToolNameTable.build(refs)
     assert list(table.names.values()) == refs
+
+
+def test_a_tool_name_ending_in_a_newline_is_made_legal_not_passed_on() -> None:
+    """``$`` matches before a final newline: a server's ``"get\\n"`` must not reach the model as a name."""
+    name = flat_tool_name("srv", "get\n")
+    assert "\n" not in name
+    assert OPENAI_NAME.fullmatch(name)
+    assert name != flat_tool_name("srv", "get")

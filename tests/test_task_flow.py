@@ -1,13 +1,15 @@
 """Following a task (yao_actors.tools.task_flow) against a scripted server: the handle is stored before the
 wait, status messages become progress once each, the result comes back once, and whenever the wait ends
-before the task did (task_timeout, the run cancelled, the caller's deadline) the server is asked to cancel it."""
+before the task did (task_timeout, the run cancelled) the server is asked to cancel it; the caller's own deadline
+bounds only the request that created the task."""
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-import pytest
+import attrs
 import trio
 
 from yao_actors.errors import ErrorKind
@@ -106,12 +108,33 @@ async def test_cancelling_the_run_sends_tasks_cancel(autojump_clock: trio.abc.Cl
     assert server.asked[-1] == "cancel"
 
 
-async def test_the_callers_own_deadline_raises_too_slow_and_cancels(autojump_clock: trio.abc.Clock) -> None:
-    server = Server([])
-    options = CallOptions(deadline=trio.current_time() + 10, tasks=watch(server, [], timeout=60.0))
-    with pytest.raises(trio.TooSlowError):
-        await follow(server, TaskState("t1", OLD, "working"), options)
-    assert server.asked[-1] == "cancel"
+async def test_the_callers_deadline_does_not_cut_the_wait_for_the_task(autojump_clock: trio.abc.Clock) -> None:
+    # The caller's deadline (a turn's, a batch's) bounded the request that created the task; the task then
+    # has its own (task_timeout): a task outliving the caller's deadline still brings its result.
+    server = Server([state("working", "a", OLD)] * 20 + [state("completed", None, OLD), ToolOutcome(result="late")])
+    options = CallOptions(deadline=trio.current_time() + 10, tasks=watch(server, [], timeout=3600.0))
+    outcome = await follow(server, TaskState("t1", OLD, "working", None, 1.0), options)
+    assert outcome.result == "late"
+    assert trio.current_time() > options.deadline
+    assert "cancel" not in server.asked
+
+
+async def test_the_wait_for_a_task_holds_the_watchs_waiting_open(autojump_clock: trio.abc.Clock) -> None:
+    server = Server([state("working"), ToolOutcome(result="done")])
+    inside: list[bool] = []
+
+    @contextlib.contextmanager
+    def waiting() -> Iterator[None]:
+        inside.append(True)
+        try:
+            yield
+        finally:
+            inside.append(False)
+
+    tasks = attrs.evolve(watch(server, []), waiting=waiting)
+    outcome = await follow(server, TaskState("t1", EXT, "working", None, 1.0), CallOptions(tasks=tasks))
+    assert outcome.result == "done"
+    assert inside == [True, False]
 
 
 async def test_a_poll_the_network_failed_is_tried_again_once_the_server_is_back(

@@ -45,7 +45,8 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
     ├── EnvFileError           a stdio server's ``envFile`` cannot be read (yao_actors.config.env_files)
     ├── NoClientFile           no file where a named client keeps its servers (yao_actors.cli.client_files)
-    └── DirectError            a ``direct`` model's line names no tool or has unreadable arguments (yao_actors.models.direct)
+    ├── DirectError            a ``direct`` model's line names no tool or has unreadable arguments (yao_actors.models.direct)
+    └── CspRefused             an app resource's declared CSP the sandbox cannot apply (yao_actors.service.apps_host)
     Exception
     ├── ModuleServerError      a ``module`` server cannot be imported or built (yao_actors.config.module_servers)
     ├── InProcessServerExit    an in-process server's task ended (yao_actors.transports)
@@ -54,6 +55,7 @@ they are (each is caught where its module is used, and said in the terms above):
     ├── ClientGone             an ASGI client left before its request was whole (yao_actors.aio.asgi)
     ├── InputError             a ``POST /agui`` body the service refuses (yao_actors.service.agui_input)
     ├── AppRequestRefused      an app's proxied MCP request not answered (yao_actors.conversation.app_requests)
+    ├── TaskAnswered           a ``tools/call`` answered with a task, which the run follows (yao_actors.tools.task_wire)
     ├── MaxTurns               the tool loop used its turns (yao_actors.conversation.loop.answer; becomes the fallback)
     ├── NoAnswer               standard input ended at a terminal question (yao_actors.cli.terminal_questions)
     ├── FormAnswered           a form declined or cancelled at one of its fields (yao_actors.cli.terminal_questions)

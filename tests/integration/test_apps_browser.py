@@ -88,6 +88,11 @@ def _app(page: Page) -> FrameLocator:
     return page.frame_locator("iframe.app-frame").frame_locator("iframe")
 
 
+def _runs_sent(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run frames the page sent with a message of the user's (not an app's proxied request, not a replay)."""
+    return [frame for frame in sent if frame.get("type") == "run" and frame.get("messages")]
+
+
 def _proxied(sent: list[dict[str, Any]], method: str) -> list[dict[str, Any]]:
     requests = [frame["forwardedProps"]["__proxiedMCPRequest"] for frame in sent if frame.get("forwardedProps")]
     return [request for request in requests if request["method"] == method]
@@ -114,7 +119,12 @@ def use_the_clock_app(page_url: str) -> dict[str, Any]:
             f["result"] for f in received if f.get("type") == "RUN_FINISHED" and "content" in f.get("result", {})
         ]
         app.locator("#message-text").fill("hello from the app")
+        runs_before = len(_runs_sent(sent))
         app.locator("#send-message-btn").click()
+        page.wait_for_function("() => document.querySelector('#question').value === 'hello from the app'")
+        proposed = page.inner_text("#proposed")
+        runs_proposed = len(_runs_sent(sent)) - runs_before
+        page.click("#send")  # the user sends it
         page.wait_for_selector(f".run.done .answer:has-text('{HEARD}hello from the app')", timeout=30_000)
         questions = page.eval_on_selector_all(".run .question", "ns => ns.map(n => n.textContent)")
         app.locator("#link-url").fill(f"{page_url}healthz")  # http: on this machine: within the link rule
@@ -132,6 +142,8 @@ def use_the_clock_app(page_url: str) -> dict[str, Any]:
             "answered": answered,
             "reads": _proxied(sent, "resources/read"),
             "questions": questions,
+            "proposed": proposed,
+            "runs_proposed": runs_proposed,
             "popup": popup,
             "height": height,
             "replayed": _time_shown(_app(again)),
@@ -158,7 +170,12 @@ async def test_the_page_shows_basic_vanillajs_get_time_app_and_its_click_calls_t
     times = [result["structuredContent"]["time"] for result in shown["answered"]]
     assert shown["after"] in times  # what the app shows is the proxied call's result
     assert shown["after"] != shown["first"]
-    assert "hello from the app" in shown["questions"]  # ui/message: a new user message in the thread
+    # ui/message: the app's text waits in the message box, naming the app, until the user sends it
+    assert shown["runs_proposed"] == 0
+    assert shown["proposed"] == (
+        "✎ proposed by the app ui://get-time/mcp-app.html (server clock): send it, edit it or clear it"
+    )
+    assert "hello from the app" in shown["questions"]
     assert shown["popup"] == f"{service.page_url}healthz"  # ui/open-link within the link rule: opened
     assert shown["height"].endswith("px")  # ui/notifications/size-changed resized the frame
     assert shown["height"] != "0px"
@@ -362,3 +379,124 @@ async def test_an_apps_request_fails_when_the_connection_closes_and_is_not_sent_
     assert shown["failed"].startswith("the connection to the service closed (")
     assert shown["failed"].endswith("before the app's request was answered")
     assert shown["proxied"] == []
+
+
+#: An app that asks the page to send a message as soon as it has started (ui/message on load).
+EAGER_APP = """<!doctype html><html><body><p id="eager">asking</p><script>
+let next = 0;
+const pending = new Map();
+const request = (method, params) => new Promise((resolve) => {
+  const id = ++next; pending.set(id, resolve);
+  parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+});
+addEventListener("message", (event) => {
+  const data = event.data;
+  if (data && pending.has(data.id)) { pending.get(data.id)(data.result || { error: data.error }); pending.delete(data.id); }
+});
+(async () => {
+  await request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "eager", version: "1" },
+                                   appCapabilities: {} });
+  parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} }, "*");
+  const answer = await request("ui/message", { role: "user", content: [{ type: "text", text: "show it again" }] });
+  document.getElementById("eager").textContent = "asked: " + JSON.stringify(answer);
+})();
+</script></body></html>"""
+
+#: An app that never starts (never sends ui/initialize).
+SILENT_APP = """<!doctype html><html><body><p>never starts</p></body></html>"""
+
+
+def _one_app_server(html: str) -> MCPServer:
+    server = MCPServer("eager")
+
+    @server.resource("ui://eager/app.html", mime_type="text/html;profile=mcp-app")
+    def app() -> str:
+        return html
+
+    @server.tool(meta={"ui": {"resourceUri": "ui://eager/app.html"}})
+    def show() -> str:
+        """Shows the app."""
+        return "shown"
+
+    return server
+
+
+#: Two messages posted to the page as if from the app's frame, one from another origin: only the second counts.
+FORGED_AND_GENUINE = """() => {
+  const source = document.querySelector("iframe.app-frame").contentWindow;
+  const post = (origin, id, url) => window.dispatchEvent(new MessageEvent("message", {
+    origin, source, data: { jsonrpc: "2.0", id, method: "ui/open-link", params: { url } } }));
+  post("http://evil.example", 901, "data:text/html,forged");
+  post(appsOrigin, 902, "javascript:genuine()");
+}"""
+
+
+def meet_the_eager_app(page_url: str) -> dict[str, Any]:
+    """The eager app live, a message from another origin posted as its frame's, then the thread opened again."""
+    with _browser() as context:
+        page, sent, _ = _open(context, page_url)
+        ask(page, "show the app")
+        _app(page)
+        page.wait_for_selector(".run.done")
+        page.wait_for_function("() => document.querySelector('#question').value === 'show it again'")
+        live = {"runs": len(_runs_sent(sent)), "proposed": page.inner_text("#proposed")}
+        page.evaluate(FORGED_AND_GENUINE)
+        page.wait_for_selector(".app .refused:has-text('javascript:')")
+        live["refusals"] = page.eval_on_selector_all(".app .refused", "ns => ns.map(n => n.textContent)")
+        thread = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('thread')")
+        again, sent_again, _ = _open(context, f"{page_url}#thread={thread}")
+        answered = _app(again).locator("#eager").filter(has_text="asked: ")
+        answered.wait_for(timeout=30_000)
+        replayed = {
+            "app": answered.inner_text(),
+            "note": again.inner_text(".app .message-refused"),
+            "question": again.input_value("#question"),
+            "runs": _runs_sent(sent_again),
+        }
+        return {"live": live, "replayed": replayed}
+
+
+async def test_an_apps_message_waits_for_the_user_and_a_replayed_app_asking_on_load_starts_no_run_in_chromium() -> None:
+    server = ServerSpec("eager", InMemoryTransport(_one_app_server(EAGER_APP)))
+    with trio.fail_after(90):
+        async with (
+            open_runtime(_config(server), models={"m": _script("eager__show")}) as runtime,
+            running_service(runtime, token=TOKEN) as service,
+        ):
+            shown = await trio.to_thread.run_sync(meet_the_eager_app, service.page_url)
+    live, replayed = shown["live"], shown["replayed"]
+    assert live["runs"] == 1  # the user's "show the app" only: the app's message waits in the box
+    assert live["proposed"] == "✎ proposed by the app ui://eager/app.html (server eager): send it, edit it or clear it"
+    # the message from another origin (though posted as the app frame's) was not taken; the genuine one was
+    assert live["refusals"] == [
+        "link not opened: a link must be https: (or http: on this machine), this one has javascript:"
+    ]
+    assert replayed["runs"] == []  # opening the thread again started no run
+    assert replayed["question"] == ""
+    assert replayed["app"] == 'asked: {"isError":true}'
+    assert replayed["note"] == (
+        "message not taken: this app was shown again from the conversation's history; use it first"
+    )
+
+
+def wait_for_the_silent_app(page_url: str) -> str:
+    with _browser() as context:
+        context.add_init_script("window.yaoAppWaitSeconds = 5")  # the page's bound, made short for this test
+        page, _, _ = _open(context, page_url)
+        ask(page, "show the app")
+        page.wait_for_selector('.app[data-app="not-started"] .error', timeout=30_000)
+        return page.inner_text('.app[data-app="not-started"] .error')
+
+
+async def test_an_app_that_never_starts_gets_a_note_in_its_box_in_chromium() -> None:
+    server = ServerSpec("eager", InMemoryTransport(_one_app_server(SILENT_APP)))
+    with trio.fail_after(90):
+        async with (
+            open_runtime(_config(server), models={"m": _script("eager__show")}) as runtime,
+            running_service(runtime, token=TOKEN) as service,
+        ):
+            note = await trio.to_thread.run_sync(wait_for_the_silent_app, service.page_url)
+    assert (
+        note
+        == "the app did not start (ui/initialize) within 5 s: it may not work (its tool's result is in the card above)"
+    )

@@ -18,13 +18,14 @@ from tests.integration.processes import service_process, stop, write_config
 from tests.integration.scale_support import open_haproxy
 from tests.integration.test_input_workers import HAPROXY_CONFIG, port_of
 from tests.service.support import receive, run_frame, send, until_terminal
+from tests.support import app_activity_after_result
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.specs import StoreSpec
 from yao_actors.store import open_store
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.processes import open_http_task_server
 from yao_actors.testing.redis_server import RedisServer
-from yao_actors.testing.task_servers import read_task_record
+from yao_actors.testing.task_servers import SHOW_APP_URI, read_task_record
 
 GUARD = 90
 PREFIX = "tasks:"
@@ -193,6 +194,49 @@ def check_one_result_text(events: list[dict[str, Any]], text: str) -> None:
     assert text in results[0]["content"]
     assert events[-1]["type"] == "RUN_FINISHED"
     assert text in events[-1]["result"]["text"]
+
+
+def shower(gate: Path) -> Any:
+    """A model that asks for ``show_later`` (a task of a tool with an interface, held until ``gate`` exists)."""
+
+    def model(request: RecordedRequest) -> Reply:
+        if request.body["messages"][-1]["role"] == "tool":
+            return Reply(text="shown")
+        arguments = {"value": 21, "gate": str(gate)}
+        return Reply(tool_calls=(FakeToolCall("tasks__show_later", json.dumps(arguments), "c1"),))
+
+    return model
+
+
+async def test_a_task_of_a_tool_with_an_interface_taken_up_after_a_restart_emits_its_activity(
+    tmp_path: Path,
+) -> None:
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
+    with trio.fail_after(GUARD):
+        async with open_http_task_server(record) as tasks, open_fake_openai(shower(gate)) as fake:
+            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+            async with service_process(config) as (process, url), open_service_connection(url) as ws:
+                await send(ws, run_frame("show 21", run_id="r1", thread_id="t1"))
+                before = await until_task_stored(ws, "r1")
+                process.kill()
+                await process.wait()
+            gate.touch()  # the task ends now, while no service is running
+            async with service_process(config) as (process, url):
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": before[-1]["seq"]})
+                    resumed = await until_terminal(ws, "r1")
+                assert await stop(process) == 0
+    kinds = [e["type"] for e in resumed]
+    assert kinds.count("TOOL_CALL_RESULT") == 1
+    assert kinds.count("ACTIVITY_SNAPSHOT") == 1
+    _, activity = app_activity_after_result(resumed)  # right after the result, as in the first process
+    content = activity["content"]
+    assert content["result"]["structuredContent"] == {"value": 21, "double": 42}
+    assert (content["resourceUri"], content["serverId"]) == (SHOW_APP_URI, "tasks")
+    assert content["toolInput"] == {"value": 21, "gate": str(gate)}
+    assert resumed[-1]["type"] == "RUN_FINISHED"
+    assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]  # once, across the kill
 
 
 async def test_a_corrupt_task_record_closes_its_run_as_interrupted_and_the_restarted_service_runs_on(

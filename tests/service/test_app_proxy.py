@@ -41,12 +41,13 @@ def shows(messages: list[dict[str, Any]], tools: Any) -> Any:
     return "shown"
 
 
-def config(**server: Any) -> Config:
+def config(tools: tuple[str, ...] = (), **server: Any) -> Config:
     servers = {
         "apps": ServerSpec("apps", InMemoryTransport(build_app_server(big=server.pop("big", 0))), **server),
         "other": ServerSpec("other", InMemoryTransport(build_app_server())),
     }
-    assistant = AssistantSpec(id="default", model="m", servers=(ServerRef("apps"), ServerRef("other")))
+    refs = (ServerRef("apps", tools=tools), ServerRef("other"))
+    assistant = AssistantSpec(id="default", model="m", servers=refs)
     service = ServiceSpec(max_frame_bytes=65536)  # what the runtime's results and answers are bounded by
     return Config(servers=servers, assistants={"default": assistant}, service=service)
 
@@ -165,6 +166,15 @@ async def test_what_an_app_may_not_ask_is_refused_saying_why(
         async with shown_app() as (_runtime, service):
             result = await answer(service, body, headers)
     assert result == {"error": refusal}
+
+
+async def test_a_tool_the_assistants_tool_list_leaves_out_is_refused_to_its_app() -> None:
+    with trio.fail_after(20):
+        async with shown_app(tools=("show",)) as (_runtime, service):
+            left_out = await answer(service, proxied("tools/call", {"name": "app_only", "arguments": {"step": 1}}))
+            listed = await answer(service, proxied("tools/call", {"name": "show", "arguments": {"value": 2}}))
+    assert left_out == {"error": "tools/call: 'app_only' is not a tool of server 'apps' its app may call"}
+    assert listed["structuredContent"] == {"value": 2, "double": 4}
 
 
 async def test_a_tool_that_needs_approval_is_refused_to_an_app() -> None:

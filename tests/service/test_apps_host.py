@@ -68,6 +68,10 @@ def test_the_sandbox_policy_is_strict_and_adds_only_what_the_resource_declares()
     assert policy["connect-src"] == "https://api.example.com wss://live.example.com:8443"
     assert policy["script-src"] == "'self' 'unsafe-inline' 'wasm-unsafe-eval' https://*.cdn.example"
     assert policy["img-src"].endswith("https://*.cdn.example")
+    # the proxy's own script is the one thing loaded from the apps origin (the service): no image, style, font or
+    # media of the app's comes from it
+    for directive in ("style-src", "img-src", "font-src", "media-src"):
+        assert "'self'" not in policy[directive], directive
 
 
 @pytest.mark.parametrize(
@@ -78,6 +82,8 @@ def test_the_sandbox_policy_is_strict_and_adds_only_what_the_resource_declares()
         ({"frameDomains": ["javascript:alert(1)"]}, "frameDomains[0]"),
         ({"baseUriDomains": "https://a.example"}, "baseUriDomains"),
         ({"connectDomains": ["*"]}, "connectDomains[0]"),
+        ({"connectDomains": ["https://evil.example\n"]}, "connectDomains[0]"),
+        ({"resourceDomains": ["https://ok.example", "https://*.com"]}, "resourceDomains[1]"),
         (["https://a.example"], "_meta.ui.csp"),
     ],
 )
@@ -122,6 +128,9 @@ async def test_the_page_learns_its_apps_origin_and_the_sandbox_is_served_only_th
             elsewhere = await http_request(port, "/apps/sandbox.html", headers={"Host": "agent.example"})
             bad = urllib.parse.quote(json.dumps({"connectDomains": ["https://a.example 'unsafe-eval'"]}))
             refused = await http_request(port, f"/apps/sandbox.html?csp={bad}", headers=apps)
+            newline = urllib.parse.quote(json.dumps({"connectDomains": ["https://evil.example\n"]}))
+            refused_newline = await http_request(port, f"/apps/sandbox.html?csp={newline}", headers=apps)
+            still = await http_request(port, "/page_apps.js")
     assert f'<meta name="yao-apps-origin" content="http://localhost:{port}">'.encode() in page.body
     assert (script.status, script.headers["content-type"]) == (200, "text/javascript; charset=utf-8")
     assert b'from "/vendor/ext-apps-app-bridge.js"' in script.body
@@ -137,6 +146,10 @@ async def test_the_page_learns_its_apps_origin_and_the_sandbox_is_served_only_th
     assert elsewhere.status == 404
     assert refused.status == 400
     assert b"connectDomains[0]" in refused.body
+    # a trailing newline is no origin either: a 400 naming it, not a header that breaks the answer
+    assert refused_newline.status == 400
+    assert b'connectDomains[0]: "https://evil.example\\n" is not an origin' in refused_newline.body
+    assert still.status == 200
 
 
 async def test_a_configured_apps_origin_serves_the_sandbox_and_not_the_page() -> None:

@@ -41,7 +41,7 @@ def assistant_approval(reader: ValueReader, value: Any, path: str) -> tuple[str,
     if not isinstance(value, list) or len(names) != len(value):
         return None
     for index, name in enumerate(names):
-        if name != DESTRUCTIVE and not _PATTERN.match(name):
+        if name != DESTRUCTIVE and not _PATTERN.fullmatch(name):
             reader.fail(join_path(path, index), f"expected 'server__tool', 'server__*' or 'destructive', got {name!r}")
             return None
     return names

@@ -254,7 +254,7 @@ class AssistantReader(ValueReader):
         for key, ref in item.items():
             if key not in ("create", "next"):
                 continue
-            if not isinstance(ref, str) or not _HOOK_REF.match(ref):
+            if not isinstance(ref, str) or not _HOOK_REF.fullmatch(ref):
                 self.fail(
                     join_path(path, key), f'expected "module:function", got {json.dumps(ref, ensure_ascii=False)}'
                 )

@@ -48,7 +48,7 @@ def resolve_module_server(reference: str) -> MCPServer | Server[Any]:
     error of any kind (a missing module, a syntax error, an exception or
     ``sys.exit`` at import) is reported with its type and message.
     """
-    if not _REFERENCE.match(reference):
+    if not _REFERENCE.fullmatch(reference):
         raise ModuleServerError(f'expected "package.module:attribute", got {reference!r}')
     module_name, _, attribute = reference.partition(":")
     with keeping_root_logging():

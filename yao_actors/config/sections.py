@@ -171,7 +171,7 @@ class ConfigReader(AssistantReader, ServiceReader):
         item = self.obj(value, path, SERVER_KEYS + OTHER_CLIENT_KEYS)
         if item is None:
             return None
-        if not _SERVER_ID.match(server_id):
+        if not _SERVER_ID.fullmatch(server_id):
             suggestion = re.sub(r"[^A-Za-z0-9._-]+", "-", server_id).strip("-._") or "server"
             self.fail(
                 path,

@@ -12,7 +12,9 @@ threads go on concurrently. A run goes::
 
 Deadlines are cancel scopes set here, by the caller of each piece: the run's
 (``timeouts.run``), each model call's (``timeouts.model``), and each tool batch's
-(``timeouts.turn``, handed to dispatch). Cancelling a run (the caller left, the
+(``timeouts.turn``, handed to dispatch). A call its server answers with an MCP task waits for it up to the
+assistant's ``task_timeout`` instead: the turn's deadline bounded only the request that created the task, and the
+run's stands still while the run waits (:mod:`.run_deadline`). Cancelling a run (the caller left, the
 consumer of its events is gone, or its deadline fired) cancels every model and
 tool call under it; every tool call without a result then gets a ``cancelled``
 one, so the history the thread keeps stays valid (every ``tool_calls`` entry is
@@ -25,7 +27,7 @@ runtime holds: it keeps the actors by thread id in a nursery of its own and offe
 Its rooms, by idea: the actor and what it is handed here (:mod:`.request`, the run as its caller asked for it;
 :mod:`.order`, a live run by owner and the streams that read it; :mod:`.manager`, threads loaded on demand,
 resume, forget; :mod:`.actor` and :mod:`.thread`, the per-thread actor and what it publishes; :mod:`.ending`,
-how a run ends), :mod:`.loop` (the run's steps), :mod:`.durable` (the store: journal, leases, replay),
+how a run ends; :mod:`.run_deadline`, the run's deadline), :mod:`.loop` (the run's steps), :mod:`.durable` (the store: journal, leases, replay),
 :mod:`.interrupts` (approvals, the user's answers, client tools, authorization) and :mod:`.streaming` (model
 stream → events → readers).
 """

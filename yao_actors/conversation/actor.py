@@ -41,6 +41,7 @@ from yao_actors.conversation.loop.resources import RunResources
 from yao_actors.conversation.loop.run import Run
 from yao_actors.conversation.loop.window import window_history
 from yao_actors.conversation.order import RunOrder
+from yao_actors.conversation.run_deadline import RunDeadline
 from yao_actors.conversation.thread import RUN_QUEUE, ConversationHandle, ThreadStatus
 from yao_actors.errors import (
     ModelError,
@@ -182,8 +183,16 @@ class _ConversationActor:
         """
         # The journal follows the run's transcript and is its checkpoint; the journal refers to no part of the
         # run (no closure over it, no cycle), so a finished run is freed at once by reference counting.
+        # The run's deadline stands still while it waits on a task (task_timeout bounds that wait).
+        deadline = RunDeadline.after(order.assistant.timeouts.run, order.control.wait_on_tasks)
         keeper = TaskKeeper(
-            self.store, order.thread_id, order.run_id, order.request.principal, journal.flush, task_timeout(order)
+            self.store,
+            order.thread_id,
+            order.run_id,
+            order.request.principal,
+            journal.flush,
+            task_timeout(order),
+            deadline.waiting,
         )
         run = Run(
             self.resources,
@@ -196,7 +205,7 @@ class _ConversationActor:
         )
         ending: Ending | None = CANCELLED
         try:
-            with order.control.scope, trio.move_on_after(order.assistant.timeouts.run) as deadline:
+            with order.control.scope, deadline.scope:
                 if order.request.continues:
                     ending = await self.continue_run(run, order, journal, helpers, keeper)
                 else:
@@ -206,7 +215,7 @@ class _ConversationActor:
                         ending = history
                     else:
                         ending = await _start(run, order, history, self.status, journal)
-            if deadline.cancelled_caught:
+            if deadline.scope.cancelled_caught:
                 timeout = order.assistant.timeouts.run
                 ending = RunError(f"the run deadline of {timeout:g} s expired", code=RunErrorCode.RUN_TIMEOUT)
         finally:

@@ -7,7 +7,8 @@ taken too). Only these are answered, and only for the principal that owns the re
 activity of that server's app was emitted:
 
 - ``resources/read`` of a ``ui://`` resource of that server;
-- ``tools/call`` of a tool of that server its app may call (``_meta.ui.visibility`` omitted or naming ``app``):
+- ``tools/call`` of a tool of that server its app may call (``_meta.ui.visibility`` omitted or naming ``app``)
+  and the assistant of the run that showed it may call (its ``mcp.servers`` entry for the server, ``tools`` too):
   through dispatch (the principal's own connection, the schema gate on its arguments, the server's and the
   assistant's deadlines, metrics and traces); a tool that needs a person's approval is refused, since an app's
   call has nobody to ask;
@@ -39,8 +40,9 @@ from yao_actors.events import encode_json
 from yao_actors.models.base import ToolCall
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import APP_REQUESTS, labelled
-from yao_actors.specs import AssistantSpec, ServerRef, ServerSpec
+from yao_actors.specs import AssistantSpec, ServerSpec
 from yao_actors.store.protocol import ConversationStore
+from yao_actors.store.records import RunStatus
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
 from yao_actors.tools.dispatch import collect_tool_calls
@@ -107,16 +109,28 @@ class AppRequest:
 
 
 @attrs.define(eq=False)
+class _Unseen:
+    """What was read of a thread that had shown no app of a server: each run's events up to a ``seq``, and the runs
+    that had ended when read (their events read whole: nothing is added to a closed run)."""
+
+    read_to: dict[str, int] = attrs.field(factory=dict)
+    closed: set[str] = attrs.field(factory=set)
+
+
+_Key = tuple[str, str | None, datetime.datetime, str]
+
+
+@attrs.define(eq=False)
 class ShownApps:
     """The threads found to have shown an app of a server, and the assistant of the run that showed it: a bounded
     memory of what the store said (``size`` entries, the least recently used dropped first), so an app's
-    requests do not read a thread's events each time. Keyed by the thread as stored (its owner and creation
+    requests do not read a thread's events each time. A thread found *not* to have shown one is remembered too,
+    with how far its runs were read: a refused request reads only the events written since (a new run's, a
+    running run's latest), never the whole thread again. Keyed by the thread as stored (its owner and creation
     time): a thread forgotten and made again is another thread."""
 
     size: int = 1024
-    _found: OrderedDict[tuple[str, str | None, datetime.datetime, str], str] = attrs.field(
-        factory=OrderedDict, init=False
-    )
+    _found: OrderedDict[_Key, str | _Unseen] = attrs.field(factory=OrderedDict, init=False)
 
     async def assistant(self, store: ConversationStore, thread_id: str, principal: str | None, server_id: str) -> str:
         """The assistant of the last run of ``principal``'s thread that showed an app of ``server_id``;
@@ -126,12 +140,15 @@ class ShownApps:
             raise AppRequestRefused(f"no thread {thread_id!r} is stored")
         key = (thread_id, principal, info.created_at, server_id)
         found = self._found.get(key)
-        if found is None:
-            found = await _shown_on(store, thread_id, server_id)
-            self._found[key] = found
+        if not isinstance(found, str):
+            unseen = found or _Unseen()
+            found = await _shown_on(store, thread_id, server_id, unseen)
+            self._found[key] = found or unseen
             while len(self._found) > self.size:
                 self._found.popitem(last=False)
         self._found.move_to_end(key)
+        if found is None:
+            raise AppRequestRefused(f"no app of server {server_id!r} was shown on thread {thread_id!r}")
         return found
 
 
@@ -202,14 +219,22 @@ def _server(resources: RunResources, request: AppRequest) -> ServerSpec:
     return spec
 
 
-async def _shown_on(store: ConversationStore, thread_id: str, server_id: str) -> str:
+async def _shown_on(store: ConversationStore, thread_id: str, server_id: str, unseen: _Unseen) -> str | None:
     """The assistant of the last run of the thread that showed an app of ``server_id`` (its events read, newest
-    run first)."""
+    run first, past what ``unseen`` says was read already, which it then records), or ``None``."""
     for run in reversed(await store.list_runs(thread_id)):
-        for event in await store.read_events(run.run_id):
-            if _is_app_activity(event, server_id):
-                return run.assistant
-    raise AppRequestRefused(f"no app of server {server_id!r} was shown on thread {thread_id!r}")
+        if run.run_id in unseen.closed:
+            continue
+        ended = run.status != RunStatus.RUNNING  # (read before its events: all of them are stored by then)
+        events = await store.read_events(run.run_id, unseen.read_to.get(run.run_id, 0))
+        if any(_is_app_activity(event, server_id) for event in events):
+            return run.assistant
+        if events and isinstance(events[-1].get("seq"), int):
+            unseen.read_to[run.run_id] = events[-1]["seq"]
+        if ended:
+            unseen.closed.add(run.run_id)
+            unseen.read_to.pop(run.run_id, None)
+    return None
 
 
 def _is_app_activity(event: Mapping[str, Any], server_id: str) -> bool:
@@ -245,7 +270,11 @@ async def _call(
     name, arguments = request.params.get("name"), request.params.get("arguments", {})
     if not isinstance(name, str) or not isinstance(arguments, Mapping):
         raise AppRequestRefused("tools/call: params must have a tool name and an arguments object")
-    catalog = await build_catalog((ServerRef(spec.id),), servers, max_tools=MAX_APP_TOOLS, audience=APP)
+    # The assistant's own entry for the server, its tool list included: an app reaches only what its assistant may.
+    ref = next((ref for ref in assistant.servers if ref.server_id == spec.id), None)
+    if ref is None:
+        raise AppRequestRefused(f"tools/call: assistant {assistant.id!r} does not use server {spec.id!r}")
+    catalog = await build_catalog((ref,), servers, max_tools=MAX_APP_TOOLS, audience=APP)
     entry = catalog.entry_of(ToolRef(spec.id, name))
     if entry is None:
         raise AppRequestRefused(f"tools/call: {name!r} is not a tool of server {spec.id!r} its app may call")
@@ -253,9 +282,13 @@ async def _call(
         raise AppRequestRefused(f"tools/call: {name!r} needs a person's approval, which an app's call cannot ask")
     keeping = _Keeping(servers[spec.id])
     call = ToolCall(f"app-{spec.id}-{name}", entry.name, json.dumps(arguments))
-    [result] = await collect_tool_calls(
-        [call], catalog, {**servers, spec.id: keeping}, batch_timeout=assistant.timeouts.turn
-    )
+    turn = assistant.timeouts.turn
+    # The turn bounds an app's call whole, a task its server answers it with included (a run's call waits for its
+    # task up to task_timeout; an app's request is answered within the turn): past it the task is cancelled.
+    with trio.move_on_after(turn) as waited:
+        [result] = await collect_tool_calls([call], catalog, {**servers, spec.id: keeping}, batch_timeout=turn)
+    if waited.cancelled_caught:
+        raise AppRequestRefused(f"tools/call {name!r}: timeout: no answer within {turn:g}s")
     if keeping.kept is not None:
         return dict(keeping.kept)  # what the server answered, an ``isError`` result too
     if result.kind is ErrorKind.INPUT_REQUIRED:  # nobody answers an app's call: its task is not left waiting

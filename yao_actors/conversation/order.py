@@ -81,7 +81,8 @@ class RunResult:
 class RunControl:
     """How a live run is steered, owned by the manager that submitted it: its cancel scope, whether it started and
     ended, its result, whether its consumer detached, who follows it. Changed only through its methods (the actor
-    starts and ends the run, its streams cancel, detach and follow it); the rest only read it.
+    starts and ends the run and tells it of its task waits, its streams cancel, detach and follow it); the rest only
+    read it.
 
     ``on_end`` is called once the run is over, before anyone waiting for it goes on (the manager unlists the run).
     """
@@ -93,8 +94,10 @@ class RunControl:
     _result: RunResult | None = None
     _detached: bool = False
     _followers: int = 0
+    _tasks: int = 0
+    """How many of the run's calls wait on a task now (a detached run's grace stands still meanwhile)."""
     _attachment: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot)
-    """Where :meth:`serve_detached` waits for a follower to come or go, or the run to end."""
+    """Where :meth:`serve_detached` waits for a follower or a task wait to come or go, or the run to end."""
 
     @property
     def scope(self) -> trio.CancelScope:
@@ -137,6 +140,11 @@ class RunControl:
         self._followers += change
         self._attachment.unpark_all()
 
+    def wait_on_tasks(self, change: int) -> None:
+        """A call of the run began (``+1``) or ended (``-1``) waiting on a task."""
+        self._tasks += change
+        self._attachment.unpark_all()
+
     def end(self, result: RunResult) -> None:
         """The run is over with ``result``: whoever waits for it may go on."""
         self._result = result
@@ -149,12 +157,16 @@ class RunControl:
         await self._done.wait()
 
     async def serve_detached(self, grace: float) -> None:
-        """Cancel the (detached) run once nobody has followed it for ``grace`` seconds; return when it ends."""
+        """Cancel the (detached) run once nobody has followed it for ``grace`` seconds; return when it ends.
+
+        The time the run waits on a task does not count: a client may leave during an hour-long task and resume
+        the run later (the task is bounded by its ``task_timeout``); the grace starts again when the wait ends."""
         while not self._done.is_set():
-            waited = trio.CancelScope(deadline=math.inf if self._followers else trio.current_time() + grace)
+            held = self._followers or self._tasks
+            waited = trio.CancelScope(deadline=math.inf if held else trio.current_time() + grace)
             with waited:
                 await self._attachment.park()
-            if waited.cancelled_caught and not self._followers:
+            if waited.cancelled_caught and not (self._followers or self._tasks):
                 self._scope.cancel()
                 return
 

@@ -45,8 +45,12 @@ APPS_ORIGIN_MARK: Final = b"__YAO_APPS_ORIGIN__"
 #: The most bytes of a declared CSP the proxy's URL may carry, and domains per directive.
 MAX_CSP_BYTES: Final = 8192
 MAX_DOMAINS: Final = 32
-#: A CSP source a server may declare: a scheme, a host (a leading ``*.`` allowed) and an optional port.
-_SOURCE: Final = re.compile(r"^(https?|wss?)://(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*(:(\d{1,5}|\*))?$", re.IGNORECASE)
+#: A CSP source a server may declare: a scheme, a host and an optional port; a wildcard host (``*.``) needs two
+#: labels after it (``https://*.cdn.example``, not ``https://*.com``). Matched whole (``fullmatch``: a ``$`` would
+#: let a trailing newline through, into the header).
+_SOURCE: Final = re.compile(
+    r"(https?|wss?)://(\*\.[a-z0-9-]+(\.[a-z0-9-]+)+|[a-z0-9-]+(\.[a-z0-9-]+)*)(:(\d{1,5}|\*))?", re.IGNORECASE
+)
 _CSP_KEYS: Final = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
 _JS: Final = "text/javascript; charset=utf-8"
 #: Without ``apps_origin``: the page on one loopback name hosts its apps on the other.
@@ -110,7 +114,7 @@ def _sources(declared: dict[str, Any], key: str) -> list[str]:
     if not isinstance(value, list) or len(value) > MAX_DOMAINS:
         raise CspRefused(f"_meta.ui.csp.{key}: must be a list of at most {MAX_DOMAINS} origins")
     for index, entry in enumerate(value):
-        if not isinstance(entry, str) or not _SOURCE.match(entry):
+        if not isinstance(entry, str) or not _SOURCE.fullmatch(entry):
             shown = json.dumps(entry)[:120]
             raise CspRefused(f"_meta.ui.csp.{key}[{index}]: {shown} is not an origin (scheme://host[:port])")
     return value
@@ -136,13 +140,13 @@ def sandbox_csp(declared_json: str | None, frame_ancestors: Iterable[str]) -> st
     connect, resource, frame, base = (_sources(declared, key) for key in _CSP_KEYS)
     wasm = ["'wasm-unsafe-eval'"] if declared.get("wasmUnsafeEval") is True else []
     res = " ".join(resource)
-    directives = [
+    directives = [  # 'self' (the apps origin: the service) for the proxy's own script only
         "default-src 'none'",
         " ".join(["script-src 'self' 'unsafe-inline'", *wasm, *resource]),
-        f"style-src 'self' 'unsafe-inline' {res}".strip(),
-        f"img-src 'self' data: blob: {res}".strip(),
-        f"font-src 'self' data: {res}".strip(),
-        f"media-src 'self' data: blob: {res}".strip(),
+        f"style-src 'unsafe-inline' {res}".strip(),
+        f"img-src data: blob: {res}".strip(),
+        f"font-src data: {res}".strip(),
+        f"media-src data: blob: {res}".strip(),
         f"connect-src {_or_none(connect)}",
         f"frame-src {_or_none(frame)}",
         f"base-uri {_or_none(base)}",

@@ -23,6 +23,9 @@ Tools (each call a client allows becomes a task):
   with one elicitation (``{"answer": string}``) under the key ``answer``, then completes with
   ``"you said: <answer>"`` (or ``"declined"``).
 - ``forever()``: a task that never ends on its own; cancelling it is all that stops it.
+- ``show_later(value, gate=None)``: a tool with an interface (MCP Apps: ``_meta.ui.resourceUri`` is
+  :data:`SHOW_APP_URI`, served as a ``ui://`` resource) whose task waits for ``gate`` (when given), then completes
+  with ``{"value": value, "double": 2 * value}`` (text and ``structuredContent``).
 - ``task_stats()`` (never a task): how many times each tool's task body ran, how many were cancelled, and how
   many ``tasks/get`` requests the server answered (``polls``).
 
@@ -68,7 +71,9 @@ RECORD_ENV = "YAO_TASK_SERVER_RECORD"
 #: Tools that answer only with a task.
 TASK_ONLY_TOOLS = frozenset({"ask", "forever"})
 #: Tools whose calls become tasks when the client allows.
-TASK_TOOLS = frozenset({"slow_echo", "task_fail", *TASK_ONLY_TOOLS})
+TASK_TOOLS = frozenset({"slow_echo", "task_fail", "show_later", *TASK_ONLY_TOOLS})
+#: The interface (MCP Apps) of ``show_later``.
+SHOW_APP_URI = "ui://tasks/show.html"
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -354,7 +359,24 @@ async def _forever(task: ServerTask, arguments: Mapping[str, Any]) -> dict[str, 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-BODIES: dict[str, Body] = {"slow_echo": _slow_echo, "task_fail": _task_fail, "ask": _ask, "forever": _forever}
+def _shown(value: int) -> dict[str, Any]:
+    shown = {"value": value, "double": 2 * value}
+    return {"content": [{"type": "text", "text": json.dumps(shown)}], "structuredContent": shown, "isError": False}
+
+
+async def _show_later(task: ServerTask, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    task.move("working", "preparing the view")
+    await _wait_for_gate(arguments.get("gate"))
+    return _shown(int(arguments.get("value", 0)))
+
+
+BODIES: dict[str, Body] = {
+    "slow_echo": _slow_echo,
+    "task_fail": _task_fail,
+    "ask": _ask,
+    "forever": _forever,
+    "show_later": _show_later,
+}
 
 
 def build_task_server(
@@ -400,6 +422,15 @@ def _add_tools(server: MCPServer, extension: TasksExtension) -> None:
     @server.tool(description="A task that never ends on its own (needs the tasks extension).")
     async def forever() -> CallToolResult:
         raise _missing_capability("forever")
+
+    @server.tool(description="Show `value` in its app, once `gate` exists.", meta={"ui": {"resourceUri": SHOW_APP_URI}})
+    async def show_later(value: int, gate: str | None = None) -> CallToolResult:
+        await _wait_for_gate(gate)
+        return CallToolResult.model_validate(_shown(value))
+
+    @server.resource(SHOW_APP_URI, mime_type="text/html;profile=mcp-app")
+    async def show_app() -> str:
+        return "<!doctype html><title>show_later</title><p>the value</p>"
 
     @server.tool(description="How many times each tool's task body ran, and how many were cancelled.")
     async def task_stats() -> dict[str, Any]:

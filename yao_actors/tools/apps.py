@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
@@ -122,10 +122,26 @@ def app_call(
 ) -> AppCall | None:
     """The activity of a finished call: for a tool with an interface whose server answered (``app_result``, kept
     by the server actor), else ``None`` (no interface, ``apps`` off, or no answer: a timeout, a lost server)."""
-    uri = entry.interface.resource_uri
+    return interface_call(entry.interface, spec, arguments, app_result)
+
+
+def interface_call(
+    interface: ToolInterface, spec: ServerSpec, arguments: Mapping[str, Any], app_result: Mapping[str, Any] | None
+) -> AppCall | None:
+    """:func:`app_call` for a tool known by its ``interface`` (a stored task's tool, taken up in another process:
+    :func:`listed_interface`)."""
+    uri = interface.resource_uri
     if uri is None or app_result is None or not spec.apps:
         return None
     return AppCall(uri, spec.id, server_hash(spec), dict(arguments), app_result)
+
+
+def listed_interface(tools: Sequence[mcp.types.Tool], name: str) -> ToolInterface:
+    """The interface the tool ``name`` of a server's catalog (``tools``) declares; none when it is not listed."""
+    for tool in tools:
+        if tool.name == name:
+            return tool_interface(tool)
+    return NO_INTERFACE
 
 
 def mcp_result(result: mcp.types.Result) -> dict[str, Any]:

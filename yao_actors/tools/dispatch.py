@@ -17,9 +17,11 @@ exactly one ``CallFinished`` (a call that is about to be retried reports only it
 event is the call's position in ``calls``, so duplicate or empty call ids never collapse. A caller that wants the
 results only at the end, in ``calls`` order (the bench, a test), uses :func:`collect_tool_calls`, which gathers
 them from those events. When the caller's scope is cancelled, ``trio.Cancelled`` propagates;
-``batch_timeout`` instead turns what is still running into ``timeout`` results.
-The deadline bounds the calls, not the telling of their results: a
-``CallFinished`` it cut off while the listener held it is given again after.
+``batch_timeout`` instead turns what is still running into ``timeout`` results: it is handed to each call's
+handle as the call's deadline (one cancel scope per call, the handle's), so it bounds the calls, not the telling
+of their results. A call its server answers with a task is bounded by the batch's deadline only until the task
+is created: the wait for the task is the task's (``task_timeout``, :mod:`~yao_actors.tools.task_flow`), and its
+siblings keep the batch's deadline.
 An exception raised by ``on_event`` ends the batch (cancelling what still runs)
 and propagates as itself, not wrapped in exception groups.
 """
@@ -119,13 +121,13 @@ class _Batch:
 
     on_event: OnEvent
     results: list[ToolCallResult | None]
-    """Each call's result once it has one, by position: which calls the deadline left without one."""
+    """Each call's result once it has one, by position."""
     progress: bool = True
     """Whether the calls ask their servers for progress (a listener that wants none: the server sends none)."""
+    deadline: float = math.inf
+    """The batch's deadline (``trio.current_time()``), each call's caller deadline."""
     planned: dict[int, _Planned] = attrs.field(factory=dict)
     started: dict[int, float] = attrs.field(factory=dict)
-    reported: set[int] = attrs.field(factory=set)
-    """The calls whose ``CallFinished`` the listener took in full."""
 
     async def emit(self, event: DispatchEvent) -> None:
         await self.on_event(event)
@@ -136,17 +138,17 @@ class _Batch:
         if index in self.started and result.server:
             labelled(TOOL_DURATION, result.server).observe(result.duration)
         await self.emit(CallFinished(result, index))
-        self.reported.add(index)
 
-    async def run(
-        self, planned: _Planned, *, sequential_retry: bool = False, deadline: float = math.inf
-    ) -> ToolCallResult:
+    async def run(self, planned: _Planned, *, sequential_retry: bool = False) -> ToolCallResult:
         """Send one call to its server (in its ``execute_tool`` span) and make the result (not yet recorded).
 
-        ``deadline`` is the batch's, handed to the server's handle (one cancel scope for the call's deadline
+        The batch's :attr:`deadline` is handed to the server's handle (one cancel scope for the call's deadline
         and the batch's); when the batch's expires first the result is the batch's ``timeout``.
         """
         call, entry = planned.call, planned.entry
+        deadline = self.deadline
+        if trio.current_time() >= deadline:  # its turn came after the batch's deadline: it is not sent
+            return _timed_out(self, planned)
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
             await self.emit(CallProgress(call, value, total, message, planned.index))
@@ -214,14 +216,15 @@ async def execute_tool_calls(
     ``mode="sequential"`` runs every call one after another across servers (a
     baseline for benchmarks). ``batch_timeout`` (seconds) bounds the whole batch:
     calls still running then are cancelled (their servers get
-    ``notifications/cancelled``) and get ``timeout`` results. A batch of one
-    call hands its deadline to the call's handle instead (one cancel scope, not
-    two); the batch's deadline then bounds the call, not the listener's events. ``answers`` (by call id) give
+    ``notifications/cancelled``) and get ``timeout`` results: the deadline is handed to each call's handle
+    (one cancel scope per call), so it bounds the calls, not the listener's events, and not the wait for a
+    task a server answers a call with (only the request that created it). ``answers`` (by call id) give
     calls the user's answers to the questions earlier calls of them asked. ``progress=False``: no call asks its
     server for progress (no ``CallProgress`` is told). ``tasks`` gives each call the
     :class:`~yao_actors.tools.task_handle.TaskWatch` a task it is answered with is kept through.
     """
-    batch = _Batch(on_event, [None] * len(calls), progress=progress)
+    deadline = math.inf if batch_timeout is None else trio.current_time() + batch_timeout
+    batch = _Batch(on_event, [None] * len(calls), progress=progress, deadline=deadline)
     groups: dict[str, list[_Planned]] = {}
     for index, call in enumerate(calls):
         planned = await _check(batch, index, call, catalog, servers)
@@ -232,39 +235,33 @@ async def execute_tool_calls(
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)
-    deadline = math.inf if batch_timeout is None else trio.current_time() + batch_timeout
     if mode == "parallel" and len(batch.planned) == 1:
-        # One call (the usual turn): in this task, and under one cancel scope, the handle's, which
-        # keeps the call's own deadline and the batch's (a nursery, a task, or a second scope of their
-        # own would cost more than a call to a fast server).
+        # One call (the usual turn): in this task (a nursery and a task of its own would cost more than a
+        # call to a fast server).
         (planned,) = batch.planned.values()
-        await batch.finish(planned.index, await batch.run(planned, deadline=deadline))
+        await batch.finish(planned.index, await batch.run(planned))
         return
+    runs: list[Callable[[], Awaitable[None]]]
     if mode == "sequential":
         ordered = sorted((p for group in groups.values() for p in group), key=lambda p: p.index)
         runs = [functools.partial(_run_one_by_one, batch, ordered)]
     else:
-        runs = [functools.partial(_run_group, batch, group) for group in groups.values()]
+        runs = [run for group in groups.values() for run in _group_runs(batch, group)]
     try:
-        with trio.CancelScope(deadline=deadline):
-            if len(runs) == 1:
-                # One server's calls: run them in this task; a nursery and a task of their
-                # own would cost more than a call to a fast server.
-                await runs[0]()
-            else:
-                async with trio.open_nursery() as nursery:
-                    for run in runs:
-                        nursery.start_soon(run)
+        # No scope of the batch's here: each call's handle keeps the batch's deadline (and a task the server
+        # answers a call with is not cut by it).
+        if len(runs) == 1:
+            # One server's calls, one by one: run them in this task; a nursery and a task of their
+            # own would cost more than a call to a fast server. Otherwise a task per call of a concurrent
+            # group and one per group that runs one by one, all in this one nursery.
+            await runs[0]()
+        else:
+            async with trio.open_nursery() as nursery:
+                for run in runs:
+                    nursery.start_soon(run)
     except* Exception as group:
         # Only a failing on_event gets here: give the caller its exception, not a tree of groups.
         raise exception_leaves(group)[0]  # noqa: B904 - the group is its context
-    for index, planned in batch.planned.items():
-        result = batch.results[index]
-        if result is None:
-            await batch.finish(index, _timed_out(batch, planned))
-        elif index not in batch.reported:  # the deadline cut its CallFinished off while the listener held it
-            await batch.emit(CallFinished(result, index))
-            batch.reported.add(index)
     # Every call was either answered by its check or planned, and every planned call finished or timed out.
 
 
@@ -348,31 +345,42 @@ def _span_attributes(call: ToolCall, entry: CatalogEntry | None) -> dict[str, st
     return attributes
 
 
-async def _run_group(batch: _Batch, group: list[_Planned]) -> None:
-    """Run one server's calls; concurrently unless the server asks for one at a time."""
+def _group_runs(batch: _Batch, group: list[_Planned]) -> list[Callable[[], Awaitable[None]]]:
+    """What runs one server's calls, each to start in the batch's one nursery: a run per call of a group that runs
+    concurrently (no task of the group's own between them), or one run for a group that runs one call at a time.
+
+    The server's max_concurrency is enforced by its actor (its workers); here it only tells whether the group
+    runs concurrently at all, which decides if a failure gets a sequential retry.
+    """
     spec = group[0].server.spec
-    # The server's max_concurrency is enforced by its actor (its workers); here it only tells
-    # whether the group runs concurrently at all, which decides if a failure gets a sequential retry.
     if spec.dispatch == "sequential" or spec.max_concurrency < 2 or len(group) < 2:
-        await _run_one_by_one(batch, group)
+        return [functools.partial(_run_one_by_one, batch, group)]
+    retry = _Retry(len(group))
+    return [functools.partial(_run_concurrently, batch, planned, retry) for planned in group]
+
+
+@attrs.define(eq=False)
+class _Retry:
+    """A concurrent group's calls that failed retryably; the group's last call to end runs them again, one by
+    one (the group's other calls are all answered by then, as when the group had a task of its own)."""
+
+    running: int
+    failed: list[_Planned] = attrs.field(factory=list)
+
+
+async def _run_concurrently(batch: _Batch, planned: _Planned, retry: _Retry) -> None:
+    result = await batch.run(planned)
+    if result.kind is ErrorKind.TOOL_ERROR and result.retryable:
+        retry.failed.append(planned)
+    else:
+        await batch.finish(planned.index, result)
+    retry.running -= 1  # told in full: the retries come after every other result of the group, as they always did
+    if retry.running or not retry.failed:
         return
-    retry: list[_Planned] = []
-
-    async def run_concurrently(planned: _Planned) -> None:
-        result = await batch.run(planned)
-        if result.kind is ErrorKind.TOOL_ERROR and result.retryable:
-            retry.append(planned)
-        else:
-            await batch.finish(planned.index, result)
-
-    async with trio.open_nursery() as nursery:
-        for planned in group:
-            nursery.start_soon(run_concurrently, planned)
-    if retry:
-        retry.sort(key=lambda p: p.index)
-        await batch.emit(SequentialRetry(tuple(p.call.id for p in retry), tuple(p.index for p in retry)))
-        for planned in retry:
-            await batch.finish(planned.index, await batch.run(planned, sequential_retry=True))
+    failed = sorted(retry.failed, key=lambda p: p.index)
+    await batch.emit(SequentialRetry(tuple(p.call.id for p in failed), tuple(p.index for p in failed)))
+    for again in failed:
+        await batch.finish(again.index, await batch.run(again, sequential_retry=True))
 
 
 async def _run_one_by_one(batch: _Batch, planned: list[_Planned]) -> None:

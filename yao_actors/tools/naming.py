@@ -58,7 +58,7 @@ def flat_tool_name(server_id: str, tool: str) -> str:
     pair, so distinct pairs stay distinct and the result is deterministic.
     """
     encoded = encode_tool_name(server_id, tool)
-    if OPENAI_NAME.match(encoded):
+    if OPENAI_NAME.fullmatch(encoded):
         return encoded
     digest = hashlib.sha256(f"{server_id}\x00{tool}".encode()).hexdigest()[:_HASH_LENGTH]
     stem = _ILLEGAL.sub("_", encoded)[: _MAX_LENGTH - _HASH_LENGTH - 1]

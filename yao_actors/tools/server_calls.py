@@ -122,7 +122,7 @@ async def execute_call(
     outcome = result_outcome(spec, status, request, result)
     if spec.read_links and outcome.ok and outcome.rich:
         outcome = await with_links(client, request, outcome)
-    return attrs.evolve(outcome, duration=trio.current_time() - request.started)
+    return outcome
 
 
 def result_outcome(
@@ -136,7 +136,7 @@ def result_outcome(
             return malformed(request, f"task.taskId: a task's id is 1 to {MAX_TASK_ID} characters, not {size}")
         return task_created(handshake_state(result.task), request)
     assert isinstance(result, mcp.types.CallToolResult)
-    outcome = call_outcome(result, status.output_schemas.get(request.name), 0.0)
+    outcome = call_outcome(result, status.output_schemas.get(request.name), trio.current_time() - request.started)
     if spec.apps and (request.keep_result or request.name in status.app_tools):
         outcome = attrs.evolve(outcome, app_result=mcp_result(result))
     return outcome
@@ -147,7 +147,7 @@ async def with_links(client: mcp.Client, request: CallRequest, outcome: ToolOutc
     # The reads end a little before the call's deadline, so the call still answers with what it has.
     margin = min(LINK_READ_MARGIN, (request.scope.deadline - trio.current_time()) / 10)
     linked = await read_links(client, outcome.result, request.scope.deadline - margin)
-    return attrs.evolve(outcome, result=linked)
+    return attrs.evolve(outcome, result=linked, duration=trio.current_time() - request.started)
 
 
 async def protocol_error(spec: ServerSpec, connection: Connection, request: CallRequest, exc: MCPError) -> ToolOutcome:

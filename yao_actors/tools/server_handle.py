@@ -71,10 +71,10 @@ class CallRequest:
     """One ``tools/call`` on its way to the actor, and its way back: progress items, then the outcome.
 
     ``scope`` lets the caller abandon the call; ``trace_context`` is the caller's trace context, which the
-    actor's worker makes current while it runs the call (``None`` while tracing is off). The way back is an event the
-    caller waits on, not a memory channel: a channel per call costs more than the
-    rest of the actor's bookkeeping together. It is bounded all the same: at most
-    ``PROGRESS_BUFFER`` progress items wait, newer ones are dropped.
+    actor's worker makes current while it runs the call (``None`` while tracing is off). The way back is the
+    request itself: the worker that answers wakes the caller's task, parked on the request (no channel, no
+    event of its own: a call costs one wake-up on its way back, and nothing more). It is bounded all the same:
+    at most ``PROGRESS_BUFFER`` progress items wait, newer ones are dropped; a call that gets none has no queue.
     """
 
     name: str
@@ -94,8 +94,12 @@ class CallRequest:
     deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     parked: ParkedQuestion | None = attrs.field(default=None, init=False)
     outcome: ToolOutcome | None = attrs.field(default=None, init=False)
-    progress: collections.deque[ProgressItem] = attrs.field(factory=collections.deque, init=False)
-    _updated: trio.Event = attrs.field(factory=trio.Event, init=False)
+    progress: collections.deque[ProgressItem] | None = attrs.field(default=None, init=False)
+    """The progress items the caller has not taken yet (``None`` until the first)."""
+    _waiter: trio.lowlevel.Task | None = attrs.field(default=None, init=False)
+    """The caller's task while it waits for news of the call."""
+    _news: bool = attrs.field(default=False, init=False)
+    """Something arrived since the caller's last wait."""
 
     def answer(self, outcome: ToolOutcome) -> None:
         """Deliver the outcome (the first one counts); a caller that gave up is not waiting for it.
@@ -105,15 +109,23 @@ class CallRequest:
         """
         if self.outcome is None:
             self.outcome = outcome
-            self._updated.set()
+            self._wake()
         elif self.parked is not None:
             self.parked.finish(outcome)
 
     def report(self, item: ProgressItem) -> None:
         """Pass a progress item on, unless ``PROGRESS_BUFFER`` items already wait for a slow caller."""
+        if self.progress is None:
+            self.progress = collections.deque()
         if len(self.progress) < PROGRESS_BUFFER:
             self.progress.append(item)
-            self._updated.set()
+            self._wake()
+
+    def _wake(self) -> None:
+        self._news = True
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            trio.lowlevel.reschedule(waiter)
 
     @contextlib.contextmanager
     def deadline_paused(self) -> Iterator[None]:
@@ -130,10 +142,18 @@ class CallRequest:
             scope.deadline = deadline + (trio.current_time() - paused)
 
     async def wait_for_update(self) -> None:
-        """Wait until a progress item or the outcome has arrived since the last wait."""
-        await self._updated.wait()
-        if self.outcome is None:  # a progress item: wait again for the next one (the outcome comes only once)
-            self._updated = trio.Event()
+        """Wait until a progress item or the outcome has arrived since the last wait (one caller waits)."""
+        if self._news:
+            await trio.lowlevel.checkpoint()
+        else:
+            self._waiter = trio.lowlevel.current_task()
+
+            def abort(_: Any) -> trio.lowlevel.Abort:
+                self._waiter = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        self._news = False
 
 
 def unavailable_outcome(
@@ -209,7 +229,8 @@ class ServerHandle(metaclass=NoPublicConstructor):
         runs in one cancel scope under the earlier of it and ``spec.timeout``, and when the caller's is the one
         that expires it raises ``trio.TooSlowError``, as ``trio.fail_at(deadline)`` around the call would.
         Otherwise it raises only ``trio.Cancelled``. Either way the server then receives
-        ``notifications/cancelled`` for the request.
+        ``notifications/cancelled`` for the request. A call the server answers with a task: both deadlines bound
+        the request that creates it; the wait for the task is bounded by its ``task_timeout`` (and cancelling).
 
         ``options.answers`` give the call the user's answers to the questions an earlier call of it asked: it is
         made again with them (protocol 2026-07-28), or the handshake-era call held open for them gets them

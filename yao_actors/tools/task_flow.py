@@ -6,9 +6,11 @@ A call answered with a task (:func:`follow_task`) first gives the task's
 :func:`poll_handle` (after a restart, on another worker). Either way the task is polled at the interval the
 server asks for (``tasks/get``, bounded by :mod:`~yao_actors.tools.task_state`), each new status message goes
 to the call's progress, and the call returns once: the task's result, its error, or — past the handle's
-deadline (the assistant's ``task_timeout``) — a ``timeout`` saying the task did not finish. Whenever the wait
-ends before the task did (the deadline, the run cancelled, the caller's own deadline) the server is asked to stop
-it with ``tasks/cancel`` (never ``notifications/cancelled``: a task outlives its request).
+deadline (the assistant's ``task_timeout``) — a ``timeout`` saying the task did not finish. The caller's own
+deadline (``options.deadline``: a turn's, a batch's) bounded the request that created the task, not the wait for
+it, and the watch's ``waiting`` holds the run's deadline still meanwhile: only ``task_timeout`` and cancelling the
+run end the wait early. Whenever the wait ends before the task did the server is asked to stop it with
+``tasks/cancel`` (never ``notifications/cancelled``: a task outlives its request).
 
 The polling holds no worker of the server actor: each poll is one short request through the actor
 (``ops``). A poll the network failed (the server restarting) is tried again once the server is back, within the
@@ -21,6 +23,7 @@ import inspect
 import math
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from typing import Any, Final
 
 import attrs
@@ -124,9 +127,11 @@ async def poll_handle(
     follower = _Follower(ops, ready, handle, options.progress, answered=answered)
     waiting = labelled(OPEN_TASKS, handle.server)
     waiting.inc()
-    ended = "abandoned"  # until the wait ends otherwise: the run was cancelled, or the caller's deadline passed
+    ended = "abandoned"  # until the wait ends otherwise: the run was cancelled
+    pause = options.tasks.waiting() if options.tasks is not None else nullcontext()
     try:
-        with trio.CancelScope(deadline=min(own, options.deadline)) as scope:
+        # The task's own deadline only: the caller's (a turn's, a batch's) bounded the request that created it.
+        with pause, trio.CancelScope(deadline=own) as scope:
             try:
                 outcome = await follower.run(seen)
             finally:
@@ -135,8 +140,6 @@ async def poll_handle(
         if not scope.cancelled_caught:
             ended = _ended(outcome)
             return attrs.evolve(outcome, task=None, duration=trio.current_time() - started)
-        if options.deadline < own:  # the caller's own deadline came first
-            raise trio.TooSlowError
         ended = "timeout"
         timeout = handle.wait_until(task_timeout(options)) - handle.created_at
         error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)

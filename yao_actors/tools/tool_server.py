@@ -105,7 +105,9 @@ class CallOptions:
 
     ``tasks``: the call may be answered with a task (the server goes on with it, the client polls): the handle
     is given to ``tasks.stored`` before the call waits on the task, and the call returns once, when the task
-    has ended (or ``tasks.timeout`` passed). ``None``: a task answer is still followed to its end, unstored.
+    has ended (or ``tasks.timeout`` passed). ``deadline`` bounds only the request that creates the task, not the
+    wait for it (``tasks.waiting`` is entered around that wait). ``None``: a task answer is still followed to its
+    end, unstored, within the default ``task_timeout``.
 
     An app's requests (MCP Apps) take the same way: ``method`` ``"resources/read"`` reads the resource whose URI is
     the call's name, ``"ping"`` pings the server; ``keep_result`` keeps the MCP result as the server sent it
@@ -166,7 +168,8 @@ class ToolServer(ToolSource, Protocol):
 
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
         """Go on polling the stored task ``handle`` (after a restart, or on another worker) until it ends: its
-        outcome, once; ``options.progress`` gets its status messages, ``options.deadline`` bounds the wait."""
+        outcome, once; ``options.progress`` gets its status messages; ``options.deadline`` bounds only the wait for
+        the server to be ready, the task's handle its own (``task_timeout``)."""
         ...
 
     def statistics(self) -> ServerStatistics: ...

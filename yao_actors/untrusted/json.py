@@ -65,6 +65,17 @@ def _refuse_constant(constant: str) -> Any:
     raise JSONNotFinite(constant)
 
 
+#: One decoder made once: ``json.loads`` with an option builds a decoder (and its scanner) at every call.
+_FINITE = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _finite_loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=_refuse_constant)``, its checks included, on the decoder made once."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _FINITE.decode(text)
+
+
 def nesting_depth(text: str) -> int:
     """How deep ``text`` nests ``[`` and ``{`` outside string literals (of valid JSON; an estimate otherwise).
 
@@ -92,7 +103,7 @@ def loads(text: str, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> Any:
     """
     check_depth(text, limit)
     try:
-        value = json.loads(text) if allow_nan else json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text) if allow_nan else _finite_loads(text)
     except RecursionError:  # a deep stack already, even under the limit
         raise JSONTooDeep(limit) from None
     return scrub(value) if _SURROGATE_OR_ESCAPE.search(text) else value

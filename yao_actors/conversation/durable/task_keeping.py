@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 
 import attrs
 import trio
@@ -46,11 +47,14 @@ class TaskKeeper:
     written: Flush
     """Has the run's events so far written (the run journal's ``flush``)."""
     timeout: float = DEFAULT_TASK_TIMEOUT
+    waiting: Callable[[], AbstractContextManager[None]] = nullcontext
+    """Entered around each wait on a task: the run's deadline stands still meanwhile
+    (:meth:`~yao_actors.conversation.run_deadline.RunDeadline.waiting`)."""
     kept: list[TaskHandle] = attrs.field(factory=list)
 
     def watch(self, call: ToolCall) -> TaskWatch:
         """The watch of one call of the run."""
-        return TaskWatch(call.id, self.run_id, self.thread_id, self.timeout, self.stored)
+        return TaskWatch(call.id, self.run_id, self.thread_id, self.timeout, self.stored, self.waiting)
 
     async def stored(self, handle: TaskHandle) -> None:
         """Write the run's events so far, then keep ``handle`` with the thread (before the call polls it)."""

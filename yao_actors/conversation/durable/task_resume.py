@@ -12,8 +12,8 @@ The run goes on where it stopped (:func:`continue_run`): its turn is rebuilt fro
 assistant's text and tool calls, as the model gave them), each open task is polled to its end through
 :meth:`~yao_actors.tools.tool_server.ToolServer.poll_task` on the server's connection of the handle's
 principal, a call that had its result before the process died keeps it, and one that was neither is told it
-could not complete. Each result is one ``TOOL_CALL_RESULT`` event (numbered on from the log) and one tool
-message; the whole turn joins the history in one write, and the model then answers as in any run. A client
+could not complete. Each result is one ``TOOL_CALL_RESULT`` event (numbered on from the log; a tool with an
+interface's ``ACTIVITY_SNAPSHOT`` after it, as in the first process) and one tool message; the whole turn joins the history in one write, and the model then answers as in any run. A client
 that follows the run (``open_resume`` with its run id, on any process) sees those events and the run's one
 terminal event.
 
@@ -31,6 +31,7 @@ import attrs
 import trio
 
 from yao_actors.conversation.interrupts.inputs import held_inputs
+from yao_actors.conversation.loop.activity import emit_activity
 from yao_actors.conversation.loop.answer import Answer
 from yao_actors.conversation.loop.batch import Told
 from yao_actors.errors import CorruptTaskRecord, ErrorKind, RunError, RunErrorCode, StoreUnavailable
@@ -38,6 +39,7 @@ from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.store import ConversationStore
 from yao_actors.store.protocol import TaskRecords, ThreadLeases
+from yao_actors.tools.apps import interface_call, listed_interface
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
 from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import CallOptions
@@ -103,14 +105,20 @@ async def poll_result(run: Run, call: ToolCall, handle: TaskHandle) -> ToolCallR
 
     await run.servers.bind([handle.server])  # a server connected per principal: the run's principal's view
     server = run.servers.get(handle.server)
+    app = None
     if server is None:
         outcome = ToolOutcome(error=f"server {handle.server!r} is not configured here", kind=ErrorKind.TOOL_ERROR)
     else:
         try:
-            watch = run.task_watch(call) if run.task_watch is not None else None  # its task_timeout bounds the wait
+            # The call's watch: the run's deadline stands still while it waits on the task, as in the first process,
+            # and its task_timeout bounds the wait whatever deadline the stored handle says.
+            watch = run.task_watch(call) if run.task_watch is not None else None
             outcome = await server.poll_task(handle, CallOptions(progress=progress, tasks=watch))
         except trio.TooSlowError:
             outcome = ToolOutcome(error=f"the task of {handle.tool!r} did not finish in time", kind=ErrorKind.TIMEOUT)
+        # A tool with an interface (MCP Apps): the result as the server sent it makes the same activity here.
+        interface = listed_interface(await server.list_tools(), handle.tool)
+        app = interface_call(interface, server.spec, handle.arguments, outcome.app_result)
     return ToolCallResult(
         call_id=call.id,
         name=call.name,
@@ -123,6 +131,7 @@ async def poll_result(run: Run, call: ToolCall, handle: TaskHandle) -> ToolCallR
         duration=outcome.duration,
         structured=outcome.structured,
         rich=outcome.rich,
+        app=app,
     )
 
 
@@ -209,8 +218,11 @@ async def take_up_turn(
         if result.kind is ErrorKind.INPUT_REQUIRED:  # the task waits for the user: no result yet
             told.append(Told(result))
             continue
-        sent = await run.events.tool_call_result(run.new_message_id(), result, media_bytes=run.resources.media_bytes)
+        media_bytes = run.resources.media_bytes
+        sent = await run.events.tool_call_result(run.new_message_id(), result, media_bytes=media_bytes)
         told.append(Told(result, sent["content"]))
+        if result.app is not None:  # right after its TOOL_CALL_RESULT, as in the first process
+            await emit_activity(run.events, run.new_message_id(), result.app, media_bytes)
     run.record(told, messages)
     run.checkpoint(True)
     asked = held_inputs([each.result for each in told], turn.calls, run.resources.clock(), run.input_timeout)

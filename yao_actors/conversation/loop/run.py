@@ -401,6 +401,8 @@ class Run:
         (by call id) give calls the user's answers to what earlier calls of them asked. While it runs the batch is
         :attr:`batch`: a run cancelled meanwhile settles it."""
         batch = self.batch = PendingBatch(tuple(calls), catalog)
+        # Every call asks its server for progress (a progress token): the run tells it as tool_progress events,
+        # which go to the run's log and every client of it, and a server may report any time.
         await execute_tool_calls(
             calls,
             catalog,
