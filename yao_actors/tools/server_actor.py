@@ -8,8 +8,9 @@ the status. The actor task alone enters and exits its ``mcp.Client`` (the SDK
 requires enter and exit in one task). ``max_concurrency`` workers in the actor's
 nursery take requests from the inbox, so that many calls run at once (this is
 the one place that limit is enforced); the inbox's buffer (``queue_size``) is
-the queue behind them, and a request finding it full is answered
-``server_unavailable`` ("queue full") at once instead of waiting.
+the queue behind them, and a call finding it full is answered
+``server_unavailable`` ("queue full") at once instead of waiting (a task's poll, which is in no hurry, waits for
+room).
 
 ``connect`` (default :func:`~yao_actors.transports.open_client`) is how the
 actor reaches its server; tests pass their own, as one passes ``transport=`` to

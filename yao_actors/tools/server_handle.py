@@ -193,6 +193,13 @@ class ServerHandle(metaclass=NoPublicConstructor):
     """The way to calls held open by other processes sharing the store (``None``: this process's only)."""
     _input_handler: InputHandler | None = None
     """Answers the questions of a 2026-07-28 task in process (the actor's ``input_handler``), as a call's own."""
+    _task_room: trio.Semaphore = attrs.field(init=False)
+    """Requests about tasks queued or in flight at once: at most ``max_concurrency``, so that polls waiting for
+    room never fill the queue and turn calls away."""
+
+    @_task_room.default
+    def _task_room_default(self) -> trio.Semaphore:
+        return trio.Semaphore(max(1, min(self.spec.max_concurrency, self.spec.queue_size)))
 
     @property
     def id(self) -> str:
@@ -318,9 +325,20 @@ class ServerHandle(metaclass=NoPublicConstructor):
         await self.wait_for_state(ServerState.READY)
 
     async def _task_op(self, op: TaskOp) -> ToolOutcome:
-        """Send one request about a task through the actor, under the server's ``timeout``."""
+        """Send one request about a task through the actor, under the server's ``timeout``.
+
+        Unlike a call, it waits for room when the actor's queue is full (a thousand tasks polled at once are
+        not in a hurry: turned away, each would wait a whole interval more), and no more than
+        ``max_concurrency`` of them take room at once (calls find the rest); the server's ``timeout`` counts
+        from when it is queued."""
         request = CallRequest(op.tool, {}, trio.current_time(), False, tracing.capture(), task_op=op)
-        return await self._call(request, None, math.inf)
+        async with self._task_room:
+            try:
+                await self._mailbox.send(request)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return unavailable_outcome(self.spec, "the server actor has stopped", started=request.started)
+            request.started = trio.current_time()
+            return await self._call(request, None, math.inf, queued=True)
 
     async def _resume(self, answers: CallAnswers) -> ToolOutcome:
         """The outcome of the held call ``answers`` names, once it has the user's answer; :data:`LOST` when no
@@ -391,14 +409,18 @@ class ServerHandle(metaclass=NoPublicConstructor):
             return await self._status.answer_parked(ticket, answer)
         return await self._relay.answer(ticket, answer)
 
-    async def _call(self, request: CallRequest, progress: ProgressFn | None, deadline: float) -> ToolOutcome:
+    async def _call(
+        self, request: CallRequest, progress: ProgressFn | None, deadline: float, *, queued: bool = False
+    ) -> ToolOutcome:
+        """Send ``request`` to the actor (unless already ``queued``) and wait for its outcome."""
         name, started = request.name, request.started
         own = started + self.spec.timeout
         # One scope for both deadlines: the call's own, and the caller's when it comes first.
         with trio.CancelScope(deadline=min(own, deadline)) as request.deadline_scope:
             try:
                 # A full queue is answered at once: waiting for room would only move the queue into callers.
-                self._mailbox.send_nowait(request)
+                if not queued:
+                    self._mailbox.send_nowait(request)
             except trio.WouldBlock:
                 return unavailable_outcome(self.spec, "queue full", started=started)
             except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import random
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
@@ -34,13 +35,22 @@ from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import input_outcome
-from yao_actors.tools.task_state import STATUS_EVERY, TaskOp, TaskState, status_text, stored_poll_interval
+from yao_actors.tools.task_state import (
+    MIN_POLL_INTERVAL,
+    STATUS_EVERY,
+    TaskOp,
+    TaskState,
+    status_text,
+    stored_poll_interval,
+)
 from yao_actors.tools.tool_server import CallOptions, ProgressFn
 
 #: The seconds a run waits for a task when no watch says (the assistant's ``task_timeout`` default).
 DEFAULT_TASK_TIMEOUT: Final = 3600.0
 #: The seconds a ``tasks/cancel`` may take when the wait for a task ends early.
 CANCEL_WAIT: Final = 5.0
+#: The widest grid (seconds) the polls of many tasks are gathered on (:func:`sleep_coalesced`).
+TICK: Final = 0.25
 #: The error of a task that did not end within the run's wait for it.
 UNFINISHED: Final = (
     "the task {task!r} of tool {tool!r} did not finish within {timeout:g}s (task_timeout); "
@@ -186,6 +196,13 @@ class _Follower:
     """Keys of the task's input requests already answered: asked again (the server's acknowledgement of the
     answers is eventually consistent), they are not put to the user twice."""
 
+    get: TaskOp = attrs.field(init=False)
+    """The ``tasks/get`` of this task, made once (every poll sends the same)."""
+
+    @get.default
+    def _get(self) -> TaskOp:
+        return self.op("get")
+
     def op(self, kind: Any) -> TaskOp:
         return TaskOp(kind, self.handle.design, self.handle.task_id, self.handle.tool)
 
@@ -201,7 +218,9 @@ class _Follower:
             if state is not None:
                 await self.report(state)
                 interval = state.poll_interval or interval
-            await self.pause(interval)
+                await self.pause(interval)
+            else:
+                await self.pause(first_wait(interval))
             outcome = await self.poll()
             if outcome.task is None:  # the task's result or error, or a poll that failed for good
                 return self.finish(outcome)
@@ -234,13 +253,13 @@ class _Follower:
     async def poll(self) -> ToolOutcome:
         """One ``tasks/get``; tried again once the server is back when the network failed it."""
         while True:
-            outcome = await self.ops(self.op("get"))
+            outcome = await self.ops(self.get)
             if outcome.kind is not ErrorKind.SERVER_UNAVAILABLE:
                 return outcome
             await self.ready()
-            # Not at once: a server that is up but whose queue is full (many tasks polled together) answers
-            # ``server_unavailable`` too, and polling again at once would spin.
-            await trio.sleep(stored_poll_interval(self.handle.poll_interval))
+            # Not at once: a server that came back at once (or whose actor answers ``server_unavailable`` for
+            # another reason) would otherwise be polled in a spin; spread, so its tasks do not come back together.
+            await sleep_coalesced(first_wait(stored_poll_interval(self.handle.poll_interval)))
 
     async def report(self, state: TaskState) -> None:
         """Pass a new status message on as the call's progress (each becomes an event the run keeps): cut to
@@ -255,12 +274,13 @@ class _Follower:
             await self.send()
 
     async def pause(self, interval: float) -> None:
-        """Sleep ``interval`` seconds between polls; a status message waiting its turn is sent when it comes."""
+        """Sleep ``interval`` seconds between polls (:func:`sleep_coalesced`); a status message waiting its turn is
+        sent when its turn comes meanwhile."""
         end = trio.current_time() + interval
         if self.pending is not None and self.sent_at + STATUS_EVERY < end:
             await trio.sleep_until(self.sent_at + STATUS_EVERY)
             await self.send()
-        await trio.sleep_until(end)
+        await sleep_coalesced(max(0.0, end - trio.current_time()))
 
     async def send(self) -> None:
         """Pass the status message waiting on, if any."""
@@ -281,6 +301,22 @@ class _Follower:
         """Ask the server to stop the task (the wait for it ended first); a bounded, shielded request."""
         self.ended = True
         await cancel_task(self.ops, self.handle)
+
+
+async def sleep_coalesced(seconds: float) -> None:
+    """Sleep at least ``seconds``, waking on the next tick of a grid of a tenth of them (at most ``TICK``): the
+    polls of many tasks that fall due within one tick go out together, in one wake-up of the worker, which costs
+    less CPU per poll than as many wake-ups; never earlier than the server asked."""
+    tick = min(TICK, seconds / 10)
+    due = trio.current_time() + seconds
+    await trio.sleep_until(math.ceil(due / tick) * tick if tick > 0 else due)
+
+
+def first_wait(interval: float) -> float:
+    """The wait before the first poll of a task taken up without a recent answer (a stored handle, or after the
+    server came back): the interval, spread evenly over half of it either side, so that a worker taking up a
+    thousand tasks at once (a restart) does not poll them in one burst and then in lockstep every interval."""
+    return max(MIN_POLL_INTERVAL, interval * (0.5 + random.random()))
 
 
 def _no_result(handle: TaskHandle, state: TaskState) -> ToolOutcome:
