@@ -6,9 +6,11 @@ process serving the call), ``slow`` (its app's, sleeps). ``python -m tests.apps_
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import trio
+from mcp.server.extension import Extension
 from mcp.server.mcpserver import Context, MCPServer
 
 APP_URI = "ui://show/app.html"
@@ -16,9 +18,10 @@ APP_HTML = "<!doctype html><title>show</title><p>the app</p>"
 MIME = "text/html;profile=mcp-app"
 
 
-def build_app_server(*, big: int = 0) -> MCPServer:
-    """A fresh app server; ``big``: characters of a ``ui://big/app.html`` resource (a size gate's test)."""
-    server = MCPServer("apps")
+def build_app_server(*, big: int = 0, extensions: Sequence[Extension] = ()) -> MCPServer:
+    """A fresh app server; ``big``: characters of a ``ui://big/app.html`` resource (a size gate's test);
+    ``extensions``: the server's own (a test's)."""
+    server = MCPServer("apps", extensions=list(extensions))
 
     @server.tool(description="Shows a value in its app.", meta={"ui": {"resourceUri": APP_URI}})
     async def show(value: int) -> dict[str, Any]:

@@ -5,6 +5,7 @@ finds the server actor's queue full waits for room instead of being turned away.
 from __future__ import annotations
 
 import itertools
+import time
 
 import trio
 import trio.testing
@@ -24,7 +25,8 @@ EXT = TaskDesign.EXTENSION
 
 
 def handle(task_id: str, interval: float | None) -> TaskHandle:
-    return TaskHandle("srv", task_id, EXT, f"call-{task_id}", "forever", {}, "r", "t", 0.0, 1e12, interval)
+    now = time.time()  # a stored deadline counts no later than task_timeout (3600 s by default) after creation
+    return TaskHandle("srv", task_id, EXT, f"call-{task_id}", "forever", {}, "r", "t", now, now + 3600, interval)
 
 
 async def polls_within(poll_ms: int, seconds: float) -> int:

@@ -21,7 +21,8 @@ Every exception this package raises on purpose is drawn here::
     │   ├── UnknownRun         a write to a run that is not stored, or not on that thread (also a ``LookupError``)
     │   ├── RunIdTaken         a run was started under an id a stored run has (also a ``ValueError``)
     │   ├── SeqConflict        events whose numbers do not rise above the run's stored log (also a ``ValueError``)
-    │   └── InvalidStoreInput  a message, event or approval the store cannot keep (also a ``ValueError``)
+    │   ├── InvalidStoreInput  a message, event or approval the store cannot keep (also a ``ValueError``)
+    │   └── CorruptTaskRecord  a stored task record that does not read back as a task's handle (also a ``ValueError``)
     ├── AuthorizationError     an OAuth-protected server could not be authorized; the message never holds a token
     │   ├── NeedsLogin         no usable tokens for the server (and identity): someone must log in first
     │   ├── AuthorizationRequired  a principal must authorize a server first (``url``: where)
@@ -360,6 +361,18 @@ class SeqConflict(StoreError, ValueError):
 
 class InvalidStoreInput(StoreError, ValueError):
     """A message, an event or an approval the store cannot keep (not a mapping, not JSON, a bad ``seq``)."""
+
+
+class CorruptTaskRecord(StoreError, ValueError):
+    """A stored task record that does not read back as a task's handle (not JSON, a field missing, of the wrong
+    type or out of range): ``thread_id`` and ``task_id`` say which record (as the store keys it), ``why`` what
+    is wrong with it. Nothing was written."""
+
+    def __init__(self, thread_id: str, task_id: str, why: str) -> None:
+        self.thread_id = thread_id
+        self.task_id = task_id
+        self.why = why
+        super().__init__(f"the stored record of task {task_id!r} of thread {thread_id!r} cannot be read: {why}")
 
 
 class AuthorizationError(YaoActorsError):

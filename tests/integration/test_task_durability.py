@@ -6,7 +6,9 @@ task ran once; a client that resumes the run sees one ``TOOL_CALL_RESULT`` and o
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +237,37 @@ async def test_a_task_of_a_tool_with_an_interface_taken_up_after_a_restart_emits
     assert content["toolInput"] == {"value": 21, "gate": str(gate)}
     assert resumed[-1]["type"] == "RUN_FINISHED"
     assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]  # once, across the kill
+
+
+async def test_a_corrupt_task_record_closes_its_run_as_interrupted_and_the_restarted_service_runs_on(
+    tmp_path: Path,
+) -> None:
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
+    with trio.fail_after(GUARD):
+        async with open_http_task_server(record) as tasks, open_fake_openai(researcher(gate)) as fake:
+            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+            async with service_process(config) as (process, url), open_service_connection(url) as ws:
+                await send(ws, run_frame("研究一下北京的天气", run_id="r1", thread_id="t1"))
+                await until_task_stored(ws, "r1")
+                process.kill()
+                await process.wait()
+            with contextlib.closing(sqlite3.connect(store["path"])) as db, db:  # the record goes bad on disk
+                db.execute('UPDATE tasks SET handle = \'{"design": "x"\'')
+            gate.touch()
+            async with service_process(config) as (process, url):  # twice, and it still starts and serves
+                async with open_service_connection(url) as ws:
+                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
+                    closed = await until_terminal(ws, "r1")
+                async with open_service_connection(url) as ws:
+                    await send(ws, run_frame("再研究一次", run_id="r2", thread_id="t2"))
+                    after = await until_terminal(ws, "r2")
+                assert await stop(process) == 0
+            async with open_store(StoreSpec.sqlite(store["path"])) as kept:
+                left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
+    terminal = closed[-1]
+    assert terminal["type"] == "RUN_ERROR"
+    assert terminal["code"] == "interrupted"
+    assert "stored task record could not be read" in terminal["message"], terminal
+    assert left == []  # set aside: the thread reads again
+    check_one_result(after)

@@ -14,11 +14,16 @@ import trio
 
 from tests.store.conftest import Clock
 from tests.store.test_leases import GUARD
-from yao_actors.errors import UnknownThread
+from yao_actors.errors import CorruptTaskRecord, StoreError, UnknownThread
 from yao_actors.specs import StoreSpec
 from yao_actors.store import ConversationStore, open_store
+from yao_actors.store.memory.tasks import MemoryTasks
 from yao_actors.store.protocol import TaskRecords
+from yao_actors.store.redis.keys import escape
+from yao_actors.store.redis.tasks import RedisTasks, tasks_key
 from yao_actors.store.sqlite.schema import MIGRATIONS
+from yao_actors.store.sqlite.tasks import SqliteTasks
+from yao_actors.store.tasks import encode_handle
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 
 
@@ -165,3 +170,60 @@ async def test_a_lease_taken_leaves_a_run_with_an_open_task_running(store: Conve
         run = await store.get_run("r1")
         assert run is not None
         assert run.status.value == "interrupted"
+
+
+async def write_raw(store: ConversationStore, thread_id: str, task_id: str, run_id: str, text: str) -> None:
+    """Put ``text`` where the store keeps the record of task ``task_id`` (a record gone bad on disk)."""
+    tasks = tasks_of(store)
+    if isinstance(tasks, MemoryTasks):
+        tasks._handles[thread_id, task_id] = text
+    elif isinstance(tasks, SqliteTasks):
+        row = (thread_id, task_id, run_id, 1.0, text)
+        await tasks.store.transaction(lambda db: db.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?)", row))
+    else:
+        assert isinstance(tasks, RedisTasks)
+        with tasks.store.reachable():
+            await tasks.store.client.hset(tasks_key(tasks.store.keys, thread_id), {escape(task_id): text})
+
+
+BAD_RECORDS = {
+    "not JSON": "{oops",
+    "not an object": "[]",
+    "no design": encode_handle(handle("x")).replace('"design":"2026-07-28",', ""),
+    "an unknown design": encode_handle(handle("x")).replace("2026-07-28", "1999-01-01"),
+    "a task id that is a number": encode_handle(handle("x")).replace('"task_id":"x"', '"task_id":7'),
+    "arguments that are text": encode_handle(attrs.evolve(handle("x"), arguments={})).replace("{}", '"x"'),
+    "a deadline past any float": encode_handle(handle("x")).replace("3700.0", "1e400"),
+    "a poll interval that is text": encode_handle(handle("x")).replace('"poll_interval":0.5', '"poll_interval":"1"'),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_RECORDS)
+async def test_a_record_that_does_not_read_back_raises_a_store_error_naming_thread_and_task(
+    store: ConversationStore, bad: str
+) -> None:
+    tasks = tasks_of(store)
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r1", "a", [])
+        await write_raw(store, "t1", "task-x", "r1", BAD_RECORDS[bad])
+        for read in (tasks.for_thread("t1"), tasks.for_run("r1")):
+            with pytest.raises(CorruptTaskRecord) as raised:
+                await read
+            assert isinstance(raised.value, StoreError)
+            assert (raised.value.thread_id, raised.value.task_id) == ("t1", "task-x")
+            assert "'task-x'" in str(raised.value)
+            assert "'t1'" in str(raised.value)
+        assert await tasks.remove("t1", "task-x")  # set aside, the thread's tasks read again
+        assert await tasks.for_thread("t1") == []
+
+
+async def test_a_lease_taken_leaves_a_run_whose_record_is_unreadable_to_its_taking_up(store: ConversationStore) -> None:
+    leases = store.leases()
+    with trio.fail_after(GUARD):
+        await store.open_thread("t1", None)
+        await store.start_run("t1", "r1", "a", [])
+        await write_raw(store, "t1", "task-x", "r1", "{oops")
+        taken = await leases.take("t1", "sweeper", 30, also_close="r1")
+        assert taken.taken
+        assert taken.closed == ()

@@ -21,7 +21,7 @@ from yao_actors.conversation.durable.close_out import CLOSE_PATIENCE
 from yao_actors.conversation.durable.journal import RunJournal
 from yao_actors.conversation.durable.leasing import LeasePolicy, keep_lease, release_lease, take_lease
 from yao_actors.conversation.durable.task_keeping import TaskKeeper, task_timeout
-from yao_actors.conversation.durable.task_resume import cannot_continue, open_tasks, take_up_turn
+from yao_actors.conversation.durable.task_resume import cannot_continue, readable_tasks, take_up_turn
 from yao_actors.conversation.ending import CANCELLED, Ending, as_failed, conclude, emit_ending, finish_record
 from yao_actors.conversation.interrupts.approvals import PendingApproval, Resolution, resolve
 from yao_actors.conversation.interrupts.client_tools import answer_dangling_calls, check_tool_answers
@@ -239,14 +239,17 @@ class _ConversationActor:
             with store_trouble_ends_the_run():
                 stored = await self.store.get_run(order.run_id)
                 events = await self.store.read_events(order.run_id)
-                keeper.kept.extend(await open_tasks(self.store, order.run_id))
+                found, unreadable = await readable_tasks(self.store, order.run_id)
         except RunError as error:
             return error
+        keeper.kept.extend(found)
         if stored is None or stored.status is not RunStatus.RUNNING:
             return cannot_continue(order.run_id, "it is not running any more")
         journal.continued()
         order.outlet.show(events)
         run.events.reopen(events[-1]["seq"] if events else 0)
+        if unreadable is not None:  # a task record set aside: the run closes as interrupted, saying why
+            return unreadable
         turn = await take_up_turn(run, order.run_id, history, events, self.store)
         if not isinstance(turn, list):
             return turn

@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
@@ -45,9 +46,12 @@ from yao_actors.store.records import RunStatus
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
 from yao_actors.tools.dispatch import collect_tool_calls
+from yao_actors.tools.input_requests import InputRound
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.results import ToolOutcome
+from yao_actors.tools.task_flow import CANCEL_WAIT
 from yao_actors.tools.task_handle import TaskHandle
+from yao_actors.tools.task_input import task_of_round
 from yao_actors.tools.tool_server import (
     NO_OPTIONS,
     CallOptions,
@@ -287,8 +291,22 @@ async def _call(
         raise AppRequestRefused(f"tools/call {name!r}: timeout: no answer within {turn:g}s")
     if keeping.kept is not None:
         return dict(keeping.kept)  # what the server answered, an ``isError`` result too
+    if result.kind is ErrorKind.INPUT_REQUIRED:  # nobody answers an app's call: its task is not left waiting
+        await _cancel_asking_task(servers[spec.id], spec.id, request.thread_id, name, result.result)
     kind = result.kind.value if result.kind is not None else ErrorKind.TOOL_ERROR.value
     raise AppRequestRefused(f"tools/call {name!r}: {kind}: {result.error}")
+
+
+async def _cancel_asking_task(server: ToolServer, server_id: str, thread_id: str, tool: str, asked: object) -> None:
+    """Have the server stop the task an app's refused call left waiting for input (``asked``, the call's input
+    round, names it): its wait taken up with a deadline already past, which ends it with ``tasks/cancel``."""
+    task = task_of_round(asked.request_state) if isinstance(asked, InputRound) else None
+    if task is None:
+        return
+    now = time.time()
+    handle = TaskHandle(server_id, task.task_id, task.design, "", tool, {}, "", thread_id, now, now)
+    with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
+        await server.poll_task(handle)
 
 
 def _kept(outcome: ToolOutcome, what: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 import mcp.types
@@ -156,12 +156,25 @@ def elicit_result(answer: InputAnswer, schema: Mapping[str, Any] | None) -> mcp.
     return mcp.types.ElicitResult(action="accept", content=fill_defaults(answer.content or {}, schema))
 
 
+#: The most questions one input round (or one task's ``inputRequests``) puts to the user.
+MAX_QUESTIONS: Final = 16
+
+
+def too_many(count: int) -> str | None:
+    """Why ``count`` questions at once are not put to the user (more than :data:`MAX_QUESTIONS`), or ``None``."""
+    if count <= MAX_QUESTIONS:
+        return None
+    return f"the client declines the server's {count} questions at once: at most {MAX_QUESTIONS} are put to the user"
+
+
 def input_round(
     server: str, tool: str, arguments: Mapping[str, Any], result: mcp.types.InputRequiredResult
 ) -> InputRound | str:
     """The :class:`InputRound` of a 2026-07-28 ``InputRequiredResult``, or why it cannot be one (it asks for
     something other than the user's input: sampling or roots, which this client does not offer; or a question
     is :func:`refusal`-ed)."""
+    if (crowded := too_many(len(result.input_requests or {}))) is not None:
+        return crowded
     questions: list[tuple[str, InputRequest]] = []
     for key, request in (result.input_requests or {}).items():
         if not isinstance(request, mcp.types.ElicitRequest):
@@ -174,6 +187,7 @@ def input_round(
 
 __all__ = [
     "ASKS_THE_USER",
+    "MAX_QUESTIONS",
     "InputAction",
     "InputAnswer",
     "InputHandler",

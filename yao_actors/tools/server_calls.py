@@ -35,7 +35,7 @@ from yao_actors.tools.task_start import (
     handshake_state,
     task_created,
 )
-from yao_actors.tools.task_wire import ExtensionTask, TaskAnswered, is_task_answer
+from yao_actors.tools.task_wire import MAX_TASK_ID, ExtensionTask, TaskAnswered, is_task_answer
 from yao_actors.transports import TRANSPORT_FAILURE, Link, is_modern
 from yao_actors.transports.malformed import MALFORMED
 
@@ -131,6 +131,9 @@ def result_outcome(
     """The outcome of ``request`` the server answered with ``result``: a task to follow, or the tool's result
     (read against its ``outputSchema``, and kept as sent for an app)."""
     if isinstance(result, mcp_types.CreateTaskResult):
+        size = len(result.task.task_id)
+        if not 1 <= size <= MAX_TASK_ID:  # as the 2026-07-28 answer's own check: the id is named on every poll
+            return malformed(request, f"task.taskId: a task's id is 1 to {MAX_TASK_ID} characters, not {size}")
         return task_created(handshake_state(result.task), request)
     assert isinstance(result, mcp.types.CallToolResult)
     outcome = call_outcome(result, status.output_schemas.get(request.name), trio.current_time() - request.started)

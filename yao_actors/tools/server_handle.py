@@ -33,7 +33,7 @@ from yao_actors.tools.input_requests import InputAnswer, InputHandler, ParkedQue
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
-from yao_actors.tools.task_flow import follow_task, poll_handle
+from yao_actors.tools.task_flow import follow_task, own_deadline, poll_handle, task_timeout
 from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.task_input import answer_in_process, task_of_round, task_round, wire_responses
 from yao_actors.tools.task_state import TaskOp, TaskState
@@ -50,6 +50,13 @@ from yao_actors.transports import Link
 
 #: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
 PROGRESS_BUFFER = 16
+
+
+#: The error of a stored task whose server was not ready again within the run's wait for the task.
+NOT_BACK = (
+    "the task {task!r} of tool {tool!r} did not finish within {timeout:g}s (task_timeout): "
+    "its server {server!r} was not ready again in that time"
+)
 
 
 @attrs.frozen
@@ -264,11 +271,18 @@ class ServerHandle(metaclass=NoPublicConstructor):
 
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
         """Go on polling the stored task ``handle`` to its end (:meth:`ToolServer.poll_task`): once the server
-        is ready, through this actor's connection (:mod:`~yao_actors.tools.task_flow`)."""
-        with trio.CancelScope(deadline=options.deadline) as waiting:
-            await self._ready()
+        is ready, through this actor's connection (:mod:`~yao_actors.tools.task_flow`). The wait for the server to
+        be ready is bounded by the task's own deadline too: a server that never comes back ends the wait then."""
+        own = own_deadline(handle, options)
+        with trio.CancelScope(deadline=min(own, options.deadline)) as waiting:
+            if self.state is not ServerState.READY:
+                await self._ready()
         if waiting.cancelled_caught:
-            raise trio.TooSlowError
+            if options.deadline < own:
+                raise trio.TooSlowError
+            timeout = handle.wait_until(task_timeout(options)) - handle.created_at
+            error = NOT_BACK.format(task=handle.task_id, tool=handle.tool, timeout=timeout, server=self.id)
+            return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT)
         outcome = await poll_handle(self._task_op, self._ready, handle, options)
         self._status.count_call(outcome.ok)
         return outcome

@@ -74,6 +74,8 @@ async def _send(
     if op.design is TaskDesign.EXTENSION:
         if op.kind == "get":
             detailed = await session.send_request(GetTask(params=TaskIdParams(task_id=op.task_id)), DetailedTask)
+            if detailed.task_id != op.task_id:
+                return _other_task(spec, request, op, detailed.task_id)
             return await _detailed_outcome(spec, status, client, request, op, detailed)
         if op.kind == "update":
             params = UpdateTaskParams(task_id=op.task_id, input_responses=dict(op.responses or {}))
@@ -86,6 +88,8 @@ async def _send(
     if op.kind == "get":
         get = mcp_types.GetTaskRequest(params=mcp_types.GetTaskRequestParams(task_id=op.task_id))
         task = await session.send_request(get, mcp_types.GetTaskResult)
+        if task.task_id != op.task_id:
+            return _other_task(spec, request, op, task.task_id)
         return ToolOutcome(task=handshake_state(task), duration=trio.current_time() - request.started)
     if op.kind == "result":
         params_r = mcp_types.GetTaskPayloadRequestParams(task_id=op.task_id)
@@ -96,6 +100,14 @@ async def _send(
         await session.send_request(mcp_types.CancelTaskRequest(params=params_c), mcp_types.Result)
         return _acknowledged(request, op)
     raise ValueError(f"a 2025-11-25 task has no {op.kind!r} request")
+
+
+def _other_task(spec: ServerSpec, request: CallRequest, op: TaskOp, said: str) -> ToolOutcome:
+    """A ``tasks/get`` answered about another task than the one asked: a malformed answer, never taken as this
+    task's (its status, let alone its result)."""
+    reason = f"tasks/get for task {op.task_id!r} answered about task {said!r:.80}"
+    logger.warning("server %r: %s", spec.id, reason, extra={"server": spec.id})
+    return malformed(request, reason)
 
 
 def _acknowledged(request: CallRequest, op: TaskOp) -> ToolOutcome:

@@ -30,12 +30,19 @@ from typing import Any, Final
 import attrs
 import trio
 
-from yao_actors.errors import ErrorKind
+from yao_actors.errors import ErrorKind, StoreError
 from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import input_outcome
-from yao_actors.tools.task_state import DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskOp, TaskState
+from yao_actors.tools.task_state import (
+    MIN_POLL_INTERVAL,
+    STATUS_EVERY,
+    TaskOp,
+    TaskState,
+    status_text,
+    stored_poll_interval,
+)
 from yao_actors.tools.tool_server import CallOptions, ProgressFn
 
 #: The seconds a run waits for a task when no watch says (the assistant's ``task_timeout`` default).
@@ -49,6 +56,9 @@ UNFINISHED: Final = (
     "the task {task!r} of tool {tool!r} did not finish within {timeout:g}s (task_timeout); "
     "the server was asked to cancel it"
 )
+
+#: The error of a task whose handle could not be kept with its run (the run's thread is gone).
+NOT_KEPT: Final = "the task {task!r} of tool {tool!r} could not be kept ({why}); the server was asked to cancel it"
 
 #: The error of a task the server says was cancelled (by itself, or at the client's asking).
 CANCELLED: Final = "the task {task!r} of tool {tool!r} was cancelled by the server{why}"
@@ -91,8 +101,26 @@ async def follow_task(
     if not answered:
         labelled(TASKS, server, "created").inc()
     if watch is not None:
-        await watch.stored(handle)
+        try:
+            await watch.stored(handle)
+        except StoreError as error:  # its thread is gone, say: the task is not left running at the server
+            await cancel_task(ops, handle, "abandoned")
+            return ToolOutcome(
+                error=NOT_KEPT.format(task=handle.task_id, tool=tool, why=error), kind=ErrorKind.TOOL_ERROR
+            )
+        except BaseException:  # the wait ended before polling began (the run cancelled): nor is it left then
+            await cancel_task(ops, handle, "abandoned")
+            raise
     return await poll_handle(ops, ready, handle, options, start, answered)
+
+
+async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> None:
+    """Ask the server to stop ``handle``'s task: a shielded request bounded by :data:`CANCEL_WAIT`; ``ended``
+    counts the task as ended so (when the wait never began)."""
+    with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
+        await ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool))
+    if ended is not None:
+        labelled(TASKS, handle.server, ended).inc()
 
 
 async def poll_handle(
@@ -105,7 +133,7 @@ async def poll_handle(
 ) -> ToolOutcome:
     """Poll the task of ``handle`` until it ends or its deadline passes; ``seen``: its state as last known."""
     started = trio.current_time()
-    own = started + max(0.0, handle.deadline - time.time())
+    own = own_deadline(handle, options)
     follower = _Follower(ops, ready, handle, options.progress, answered=answered)
     waiting = labelled(OPEN_TASKS, handle.server)
     waiting.inc()
@@ -123,12 +151,23 @@ async def poll_handle(
             ended = _ended(outcome)
             return attrs.evolve(outcome, task=None, duration=trio.current_time() - started)
         ended = "timeout"
-        timeout = handle.deadline - handle.created_at
+        timeout = handle.wait_until(task_timeout(options)) - handle.created_at
         error = UNFINISHED.format(task=handle.task_id, tool=handle.tool, timeout=timeout)
         return ToolOutcome(error=error, kind=ErrorKind.TIMEOUT, duration=trio.current_time() - started)
     finally:
         waiting.dec()
         labelled(TASKS, handle.server, ended).inc()
+
+
+def task_timeout(options: CallOptions) -> float:
+    """How long the run waits for a task (its watch's ``timeout``, or the default)."""
+    return options.tasks.timeout if options.tasks is not None else DEFAULT_TASK_TIMEOUT
+
+
+def own_deadline(handle: TaskHandle, options: CallOptions) -> float:
+    """The ``trio.current_time()`` past which the wait for ``handle``'s task ends: its deadline, no later than the
+    run's ``task_timeout`` from its creation (:meth:`~yao_actors.tools.task_handle.TaskHandle.wait_until`)."""
+    return trio.current_time() + max(0.0, handle.wait_until(task_timeout(options)) - time.time())
 
 
 def _ended(outcome: ToolOutcome) -> str:
@@ -149,6 +188,9 @@ class _Follower:
     progress: ProgressFn | None
     ended: bool = False
     said: str | None = None
+    """The last status message taken (passed on, or waiting its turn in ``pending``)."""
+    pending: str | None = None
+    sent_at: float = -math.inf
     reports: int = 0
     answered: frozenset[str] = frozenset()
     """Keys of the task's input requests already answered: asked again (the server's acknowledgement of the
@@ -165,15 +207,20 @@ class _Follower:
         return TaskOp(kind, self.handle.design, self.handle.task_id, self.handle.tool)
 
     async def run(self, seen: TaskState | None) -> ToolOutcome:
-        interval = self.handle.poll_interval or DEFAULT_POLL_INTERVAL
+        outcome = await self.follow(seen)
+        await self.send()  # the last status message is never lost to the pace
+        return outcome
+
+    async def follow(self, seen: TaskState | None) -> ToolOutcome:
+        interval = stored_poll_interval(self.handle.poll_interval)
         state = seen
         while state is None or not (state.ended or self.asks(state)):
             if state is not None:
                 await self.report(state)
                 interval = state.poll_interval or interval
-                await sleep_coalesced(interval)
+                await self.pause(interval)
             else:
-                await sleep_coalesced(first_wait(interval))
+                await self.pause(first_wait(interval))
             outcome = await self.poll()
             if outcome.task is None:  # the task's result or error, or a poll that failed for good
                 return self.finish(outcome)
@@ -212,15 +259,37 @@ class _Follower:
             await self.ready()
             # Not at once: a server that came back at once (or whose actor answers ``server_unavailable`` for
             # another reason) would otherwise be polled in a spin; spread, so its tasks do not come back together.
-            await sleep_coalesced(first_wait(self.handle.poll_interval or DEFAULT_POLL_INTERVAL))
+            await sleep_coalesced(first_wait(stored_poll_interval(self.handle.poll_interval)))
 
     async def report(self, state: TaskState) -> None:
-        """Pass a new status message on as the call's progress."""
-        if state.message is None or state.message == self.said or self.progress is None:
+        """Pass a new status message on as the call's progress (each becomes an event the run keeps): cut to
+        :data:`~yao_actors.tools.task_state.MAX_STATUS_BYTES`, at most one every
+        :data:`~yao_actors.tools.task_state.STATUS_EVERY` seconds, the latest waiting its turn."""
+        if state.message is None or self.progress is None:
             return
-        self.said = state.message
+        message = status_text(state.message)
+        if message != self.said:
+            self.said = self.pending = message
+        if trio.current_time() >= self.sent_at + STATUS_EVERY:
+            await self.send()
+
+    async def pause(self, interval: float) -> None:
+        """Sleep ``interval`` seconds between polls (:func:`sleep_coalesced`); a status message waiting its turn is
+        sent when its turn comes meanwhile."""
+        end = trio.current_time() + interval
+        if self.pending is not None and self.sent_at + STATUS_EVERY < end:
+            await trio.sleep_until(self.sent_at + STATUS_EVERY)
+            await self.send()
+        await sleep_coalesced(max(0.0, end - trio.current_time()))
+
+    async def send(self) -> None:
+        """Pass the status message waiting on, if any."""
+        if self.pending is None or self.progress is None:
+            return
+        message, self.pending = self.pending, None
+        self.sent_at = trio.current_time()
         self.reports += 1
-        reported = self.progress(float(self.reports), None, state.message)
+        reported = self.progress(float(self.reports), None, message)
         if inspect.isawaitable(reported):
             await reported
 
@@ -231,8 +300,7 @@ class _Follower:
     async def cancel(self) -> None:
         """Ask the server to stop the task (the wait for it ended first); a bounded, shielded request."""
         self.ended = True
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-            await self.ops(self.op("cancel"))
+        await cancel_task(self.ops, self.handle)
 
 
 async def sleep_coalesced(seconds: float) -> None:

@@ -14,9 +14,10 @@ model. It holds no secret (whose connection made the task is a principal's id, n
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -55,6 +56,13 @@ class TaskHandle:
     principal: str | None = None
     session_id: str | None = None
 
+    def wait_until(self, timeout: float) -> float:
+        """The wall-clock time past which a run stops waiting for the task: its ``deadline``, but never later than
+        ``timeout`` seconds (the assistant's ``task_timeout``) after its creation — a stored deadline is not
+        trusted further (an infinite, far or NaN one is that bound)."""
+        limit = self.created_at + timeout
+        return self.deadline if self.deadline <= limit else limit
+
     def to_record(self) -> dict[str, Any]:
         """The handle as a JSON-ready mapping (what a store keeps)."""
         record = attrs.asdict(self, recurse=False)
@@ -63,12 +71,52 @@ class TaskHandle:
         return record
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> TaskHandle:
-        """The handle a store kept (:meth:`to_record`)."""
-        fields = {field.name for field in attrs.fields(cls)}
-        values = {key: value for key, value in record.items() if key in fields}
-        values["design"] = TaskDesign(values["design"])
-        return cls(**values)
+    def from_record(cls, record: object) -> TaskHandle:
+        """The handle a store kept (:meth:`to_record`). A store's text is read as untrusted: a record that is not
+        a mapping, or whose field is missing, of the wrong type, not a design, or not a finite number raises
+        ``ValueError`` naming the field (unknown fields are ignored)."""
+        if not isinstance(record, Mapping):
+            raise ValueError(f"a task record is a JSON object, not {type(record).__name__}")
+        values: dict[str, Any] = {name: _text(record, name) for name in _TEXTS}
+        values.update({name: _number(record, name) for name in ("created_at", "deadline")})
+        design = record.get("design")
+        if design not in {each.value for each in TaskDesign}:
+            raise ValueError(f"field 'design' is not a task design: {design!r}")
+        arguments = record.get("arguments")
+        if not isinstance(arguments, Mapping):
+            raise ValueError(f"field 'arguments' is not a JSON object: {type(arguments).__name__}")
+        interval = record.get("poll_interval")
+        return cls(
+            **values,
+            design=TaskDesign(design),
+            arguments=arguments,
+            poll_interval=None if interval is None else _number(record, "poll_interval"),
+            principal=_text(record, "principal", optional=True),
+            session_id=_text(record, "session_id", optional=True),
+        )
+
+
+#: The fields of a task record that are text.
+_TEXTS: Final = ("server", "task_id", "call_id", "tool", "run_id", "thread_id")
+
+
+def _text(record: Mapping[str, Any], name: str, *, optional: bool = False) -> Any:
+    """Field ``name`` of a stored record, checked to be text (or, when ``optional``, absent or ``null``)."""
+    value = record.get(name)
+    if isinstance(value, str) or (optional and value is None):
+        return value
+    raise ValueError(f"field {name!r} is not text: {value!r:.80}")
+
+
+def _number(record: Mapping[str, Any], name: str) -> float:
+    """Field ``name`` of a stored record, checked to be a finite number."""
+    value = record.get(name)
+    number = math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value) if isinstance(value, float) or abs(value) < 2**1000 else math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"field {name!r} is not a finite number: {value!r:.80}")
+    return number
 
 
 @attrs.frozen

@@ -32,6 +32,7 @@ from yao_actors.tools.input_requests import (
     InputRound,
     elicit_result,
     input_round,
+    too_many,
 )
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_handle import TaskDesign, TaskHandle
@@ -70,7 +71,9 @@ def task_of_round(request_state: str | None) -> TaskState | None:
 
 def input_outcome(handle: TaskHandle, state: TaskState) -> ToolOutcome:
     """The outcome of a call whose task asks the user: its round, or a ``tool_error`` saying why it cannot be
-    one (a question refused, a request this client does not answer, malformed requests)."""
+    one (a question refused, too many questions, a request this client does not answer, malformed requests)."""
+    if (crowded := too_many(len(state.input_requests or {}))) is not None:  # before reading each of them
+        return ToolOutcome(error=crowded, kind=ErrorKind.TOOL_ERROR)
     try:
         asked = mcp.types.InputRequiredResult.model_validate(
             {"inputRequests": dict(state.input_requests or {}), "requestState": round_state(handle)}, by_name=False

@@ -32,6 +32,28 @@ def poll_interval(milliseconds: float | None) -> float | None:
     return min(MAX_POLL_INTERVAL, max(MIN_POLL_INTERVAL, milliseconds / 1000))
 
 
+#: The most of a task's status message passed on as progress (UTF-8 bytes; the rest is cut, marked ``…``).
+MAX_STATUS_BYTES: Final = 1024
+#: The least time between two status messages of one task passed on (seconds): the latest waits its turn.
+STATUS_EVERY: Final = 1.0
+
+
+def status_text(message: str) -> str:
+    """A server's status message (untrusted, any length) cut to :data:`MAX_STATUS_BYTES`."""
+    encoded = message.encode("utf-8", errors="replace")
+    if len(encoded) <= MAX_STATUS_BYTES:
+        return message
+    return encoded[: MAX_STATUS_BYTES - 3].decode("utf-8", errors="ignore") + "…"
+
+
+def stored_poll_interval(seconds: object) -> float:
+    """The interval (seconds) a handle keeps, read as untrusted: within the same bounds as a server's (what is
+    not a number, or NaN, is the default)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return DEFAULT_POLL_INTERVAL
+    return poll_interval(seconds * 1000) or DEFAULT_POLL_INTERVAL
+
+
 @attrs.frozen
 class TaskState:
     """A task as a server last described it: its ``status``, its status ``message``, the ``poll_interval`` it

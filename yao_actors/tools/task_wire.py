@@ -29,6 +29,9 @@ from pydantic import Field
 #: The extension's identifier, in capabilities and in ``_meta``.
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
+#: The longest task id either design takes (characters; an empty one is refused too).
+MAX_TASK_ID: Final = 512
+
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 
@@ -36,7 +39,7 @@ class ExtensionTask(Result):
     """A 2026-07-28 ``tools/call`` answered with a task (``resultType: "task"``): the task's first state."""
 
     result_type: Literal["task"] = "task"
-    task_id: str = Field(min_length=1, max_length=512)
+    task_id: str = Field(min_length=1, max_length=MAX_TASK_ID)
     status: TaskStatus
     status_message: str | None = None
     poll_interval_ms: float | None = None
@@ -46,7 +49,7 @@ class ExtensionTask(Result):
 class DetailedTask(Result):
     """A 2026-07-28 ``tasks/get`` answer: the task now, with its input requests, result or error."""
 
-    task_id: str = Field(min_length=1, max_length=512)
+    task_id: str = Field(min_length=1, max_length=MAX_TASK_ID)
     status: TaskStatus
     status_message: str | None = None
     poll_interval_ms: float | None = None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -34,7 +34,7 @@ from yao_actors.conversation.interrupts.inputs import held_inputs
 from yao_actors.conversation.loop.activity import emit_activity
 from yao_actors.conversation.loop.answer import Answer
 from yao_actors.conversation.loop.batch import Told
-from yao_actors.errors import ErrorKind, RunError, RunErrorCode, StoreUnavailable
+from yao_actors.errors import CorruptTaskRecord, ErrorKind, RunError, RunErrorCode, StoreUnavailable
 from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.store import ConversationStore
@@ -110,7 +110,8 @@ async def poll_result(run: Run, call: ToolCall, handle: TaskHandle) -> ToolCallR
         outcome = ToolOutcome(error=f"server {handle.server!r} is not configured here", kind=ErrorKind.TOOL_ERROR)
     else:
         try:
-            # The call's watch: the run's deadline stands still while it waits on the task, as in the first process.
+            # The call's watch: the run's deadline stands still while it waits on the task, as in the first process,
+            # and its task_timeout bounds the wait whatever deadline the stored handle says.
             watch = run.task_watch(call) if run.task_watch is not None else None
             outcome = await server.poll_task(handle, CallOptions(progress=progress, tasks=watch))
         except trio.TooSlowError:
@@ -145,9 +146,45 @@ def cannot_continue(run_id: str, why: str) -> RunError:
 
 
 async def open_tasks(store: ConversationStore, run_id: str) -> list[TaskHandle]:
-    """The run's stored open tasks (``[]`` in a store that keeps none)."""
+    """The run's stored open tasks (``[]`` in a store that keeps none); a record that does not read back raises
+    :class:`~yao_actors.errors.CorruptTaskRecord` (:func:`readable_tasks` sets it aside)."""
     records = store.tasks()
     return [] if records is None else await records.for_run(run_id)
+
+
+async def readable_tasks(store: ConversationStore, run_id: str) -> tuple[list[TaskHandle], RunError | None]:
+    """The run's stored open tasks that read back, each record that does not set aside: logged (one line naming
+    its thread, the run and its task) and removed from the store; with the ``RunError`` closing the run as
+    interrupted that says so (``None`` when every record read back)."""
+    unreadable: list[CorruptTaskRecord] = []
+    for _ in range(UNREADABLE_MOST):
+        try:
+            return await open_tasks(store, run_id), _unreadable(run_id, unreadable)
+        except CorruptTaskRecord as bad:
+            logger.warning(
+                "run %s of thread %s: its stored task %s cannot be read, set aside: %s",
+                run_id,
+                bad.thread_id,
+                bad.task_id,
+                bad.why,
+            )
+            unreadable.append(bad)
+            records = store.tasks()
+            if records is None or not await records.remove(bad.thread_id, bad.task_id):
+                break  # not removed (another process did, or it is not where it says): the run closes anyway
+    return [], _unreadable(run_id, unreadable)
+
+
+#: The most unreadable task records of one run set aside in one look.
+UNREADABLE_MOST: Final = 16
+
+
+def _unreadable(run_id: str, unreadable: Sequence[CorruptTaskRecord]) -> RunError | None:
+    """The ``RunError`` (``interrupted``) of a run some of whose task records did not read back."""
+    if not unreadable:
+        return None
+    said = "; ".join(f"task {bad.task_id!r}: {bad.why}" for bad in unreadable)
+    return cannot_continue(run_id, f"its stored task record could not be read ({said})")
 
 
 async def take_up_turn(
@@ -157,7 +194,10 @@ async def take_up_turn(
     ``TOOL_CALL_RESULT`` emitted and its tool message in the run's transcript, the whole turn queued for the store;
     the turn's messages for the model. A run that cannot be taken up gets the ``RunError`` it ends with; one whose
     task now asks the user, the ``Answer`` ending it with that interrupt."""
-    handles = {handle.call_id: handle for handle in await open_tasks(store, run_id)}
+    found, unreadable = await readable_tasks(store, run_id)
+    if unreadable is not None:
+        return unreadable
+    handles = {handle.call_id: handle for handle in found}
     turn = pending_turn(events)
     if not handles:
         return cannot_continue(run_id, "it has no open task")
@@ -207,12 +247,36 @@ async def serve_task_resumes(
     while True:
         try:
             found = await leases.unleased_running_runs(owner)
+        except StoreUnavailable as error:
+            logger.warning("the look for runs waiting on tasks could not reach the store: %s", error)
+        else:
             due = [(r, t) for r, t in found if suspects is None or r in suspects]
             suspects = {r for r, _ in found}
             for run_id, thread_id in due:
-                if await records.for_run(run_id):
-                    logger.warning("run %s waits on a task its process left: taking it up here", run_id)
-                    await adopt(run_id, thread_id)
-        except StoreUnavailable as error:
-            logger.warning("the look for runs waiting on tasks could not reach the store: %s", error)
+                await _take_up(records, adopt, run_id, thread_id)
         await trio.sleep(interval)
+
+
+async def _take_up(records: TaskRecords, adopt: Adopt, run_id: str, thread_id: str) -> None:
+    """Have run ``run_id`` taken up if it waits on a stored task. What goes wrong is logged and ends this run's
+    look only: a task record that does not read back has the run taken up all the same (the taken-up run sets
+    the record aside and closes as ``interrupted`` saying why), nothing stops the look for the other runs."""
+    try:
+        try:
+            waiting = bool(await records.for_run(run_id))
+        except CorruptTaskRecord as bad:
+            logger.warning(
+                "run %s of thread %s: its stored task %s cannot be read (%s): taking it up to close it",
+                run_id,
+                bad.thread_id,
+                bad.task_id,
+                bad.why,
+            )
+            waiting = True
+        if waiting:
+            logger.warning("run %s waits on a task its process left: taking it up here", run_id)
+            await adopt(run_id, thread_id)
+    except StoreUnavailable as error:
+        logger.warning("run %s of thread %s could not be looked at: %s", run_id, thread_id, error)
+    except Exception:  # a run that cannot be taken up must not stop the runtime, nor the others' taking up
+        logger.exception("run %s of thread %s could not be taken up", run_id, thread_id)

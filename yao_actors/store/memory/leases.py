@@ -8,8 +8,9 @@ import time
 import attrs
 import trio
 
+from yao_actors.errors import CorruptTaskRecord
 from yao_actors.store.codec import encoded_interruption
-from yao_actors.store.protocol import ConversationStore
+from yao_actors.store.protocol import ConversationStore, TaskRecords
 from yao_actors.store.records import RunStatus, Taken
 
 
@@ -82,7 +83,7 @@ async def close_running_runs(store: ConversationStore, thread_id: str, also_clos
     closed: list[str] = []
     records = store.tasks()
     for run in await store.list_runs(thread_id):
-        if records is not None and await records.for_run(run.run_id):
+        if records is not None and await _waits_on_task(records, run.run_id):
             continue  # waiting on a stored task: taken up, not closed (yao_actors.conversation.durable.task_resume)
         if run.status is RunStatus.RUNNING or run.run_id == also_close:
             events = await store.read_events(run.run_id)
@@ -91,3 +92,12 @@ async def close_running_runs(store: ConversationStore, thread_id: str, also_clos
                 await store.append_events(run.run_id, [encoded_interruption(run.run_id, seq, time.time())])
                 closed.append(run.run_id)
     return tuple(closed)
+
+
+async def _waits_on_task(records: TaskRecords, run_id: str) -> bool:
+    """Whether run ``run_id`` has a stored task (a record that does not read back counts: taking the run up sets
+    it aside)."""
+    try:
+        return bool(await records.for_run(run_id))
+    except CorruptTaskRecord:
+        return True

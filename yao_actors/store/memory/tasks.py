@@ -33,11 +33,12 @@ class MemoryTasks:
 
     async def for_thread(self, thread_id: str) -> list[TaskHandle]:
         await trio.lowlevel.checkpoint()
-        return oldest_first([decode_handle(text) for (thread, _), text in self._handles.items() if thread == thread_id])
+        handles = self._handles.items()
+        return oldest_first([decode_handle(text, thread_id=t, task_id=k) for (t, k), text in handles if t == thread_id])
 
     async def for_run(self, run_id: str) -> list[TaskHandle]:
         await trio.lowlevel.checkpoint()
-        handles = [decode_handle(text) for text in self._handles.values()]
+        handles = [decode_handle(text, thread_id=t, task_id=k) for (t, k), text in self._handles.items()]
         return oldest_first([handle for handle in handles if handle.run_id == run_id])
 
     def forget_thread(self, thread_id: str) -> None:

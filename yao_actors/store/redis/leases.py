@@ -28,11 +28,13 @@ _CLOSE_LUA = (
 local function close(run_id, how, closed)
   local run = how.prefix .. 'run:' .. escape(run_id)  -- RedisKeys.run, RedisKeys.events
   if redis.call('HGET', run, 'status') ~= 'running' then return end
-  -- A run waiting on a stored task is taken up, not closed (yao_actors.store.redis.tasks, .conversation.durable)
+  -- A run waiting on a stored task is taken up, not closed (yao_actors.store.redis.tasks, .conversation.durable);
+  -- a record that does not decode is the taking up's to set aside: the run is left to it
   local thread = redis.call('HGET', run, 'threadId')
   if thread then
     for _, text in ipairs(redis.call('HVALS', how.prefix .. 'thread:' .. escape(thread) .. ':tasks')) do
-      if cjson.decode(text).run_id == run_id then return end
+      local ok, record = pcall(cjson.decode, text)
+      if not ok or type(record) ~= 'table' or record.run_id == run_id then return end
     end
   end
   local stream = run .. ':events'

@@ -8,7 +8,7 @@ import attrs
 
 from yao_actors.errors import UnknownThread
 from yao_actors.store.redis.access import RedisAccess, lua
-from yao_actors.store.redis.keys import RedisKeys, escape
+from yao_actors.store.redis.keys import RedisKeys, escape, unescape
 from yao_actors.store.tasks import decode_handle, encode_handle, oldest_first
 from yao_actors.tools.task_handle import TaskHandle
 
@@ -43,8 +43,10 @@ class RedisTasks:
 
     async def for_thread(self, thread_id: str) -> list[TaskHandle]:
         with self.store.reachable():
-            texts = await self.store.client.hvals(tasks_key(self.store.keys, thread_id))
-        return oldest_first(decode_handle(text) for text in texts)
+            texts = await self.store.client.hgetall(tasks_key(self.store.keys, thread_id))
+        return oldest_first(
+            decode_handle(text, thread_id=thread_id, task_id=unescape(str(field))) for field, text in texts.items()
+        )
 
     async def for_run(self, run_id: str) -> list[TaskHandle]:
         with self.store.reachable():

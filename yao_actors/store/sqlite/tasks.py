@@ -50,12 +50,13 @@ class SqliteTasks:
 
     async def for_thread(self, thread_id: str) -> list[TaskHandle]:
         rows = await self.store.query(
-            "SELECT handle FROM tasks WHERE thread_id = ? ORDER BY created_at, task_id", (thread_id,)
+            "SELECT thread_id, task_id, handle FROM tasks WHERE thread_id = ? ORDER BY created_at, task_id",
+            (thread_id,),
         )
-        return [decode_handle(str(text)) for (text,) in rows]
+        return [decode_handle(str(text), thread_id=str(t), task_id=str(k)) for t, k, text in rows]
 
     async def for_run(self, run_id: str) -> list[TaskHandle]:
         rows = await self.store.query(
-            "SELECT handle FROM tasks WHERE run_id = ? ORDER BY created_at, task_id", (run_id,)
+            "SELECT thread_id, task_id, handle FROM tasks WHERE run_id = ? ORDER BY created_at, task_id", (run_id,)
         )
-        return [decode_handle(str(text)) for (text,) in rows]
+        return [decode_handle(str(text), thread_id=str(t), task_id=str(k)) for t, k, text in rows]
