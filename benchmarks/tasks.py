@@ -41,8 +41,8 @@ import trio
 
 from yao_actors.config import Config, ServerSpec
 from yao_actors.runtime import open_runtime
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.testing.processes import open_http_task_server
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_wire import DetailedTask, GetTask, TaskIdParams, TasksExtension
 from yao_actors.tools.tool_server import CallOptions
 from yao_actors.transport_specs import HttpTransport

@@ -14,9 +14,10 @@ import trio
 
 from yao_actors.errors import ErrorKind
 from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_flow import follow_task
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
+from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import CallOptions
 

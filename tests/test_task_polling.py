@@ -12,12 +12,13 @@ import trio.testing
 
 from yao_actors.config import Config, InMemoryTransport, ServerSpec
 from yao_actors.runtime import open_runtime
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.testing.task_servers import build_task_server
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import CallRequest, ServerHandle
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import TICK, poll_handle
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle, TaskWatch
+from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.task_state import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskOp, TaskState
 from yao_actors.tools.tool_server import CallOptions, ServerState
 

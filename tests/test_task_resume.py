@@ -11,8 +11,8 @@ import trio
 from yao_actors.conversation.durable.task_resume import answered_in, pending_turn, readable_tasks, serve_task_resumes
 from yao_actors.errors import RunErrorCode
 from yao_actors.models.base import ToolCall
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.store.tasks import decode_handle, encode_handle
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 
 
 def events(*given: dict[str, Any]) -> list[dict[str, Any]]:

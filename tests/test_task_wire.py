@@ -20,10 +20,10 @@ from mcp_types import CallToolRequestParams
 
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import InMemoryTransport, ServerSpec
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.input_requests import InputRound
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.tools.server_status import ServerStatus
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import ROUND_PREFIX, input_outcome, round_state, task_of_round
 from yao_actors.tools.task_state import TaskState
 from yao_actors.tools.task_wire import TASKS_EXTENSION, is_task_answer, task_support

@@ -243,8 +243,9 @@ def test_an_asyncio_program_follows_a_task_and_polls_a_stored_one_with_asyncio_p
     import attrs
 
     from yao_actors.specs import ServerSpec, StdioTransport
+    from yao_actors.store.task_handle import TaskHandle
     from yao_actors.testing import TASK_SERVER_COMMAND
-    from yao_actors.tools.task_handle import TaskHandle, TaskWatch
+    from yao_actors.tools.task_handle import TaskWatch
     from yao_actors.tools.tool_server import CallOptions
 
     tasks = ServerSpec("tasks", StdioTransport(TASK_SERVER_COMMAND[0], TASK_SERVER_COMMAND[1:]))

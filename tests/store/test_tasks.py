@@ -23,8 +23,8 @@ from yao_actors.store.redis.keys import escape
 from yao_actors.store.redis.tasks import RedisTasks, tasks_key
 from yao_actors.store.sqlite.schema import MIGRATIONS
 from yao_actors.store.sqlite.tasks import SqliteTasks
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.store.tasks import encode_handle
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 
 
 def handle(

@@ -18,8 +18,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 import attrs
 
 from yao_actors.aio.guest import Guest
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ProgressFn, ToolServer
 
 P = ParamSpec("P")

@@ -18,9 +18,9 @@ import trio
 
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, ErrorKind, StoreUnavailable
 from yao_actors.specs import ServerSpec
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
-from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 
 

@@ -54,10 +54,10 @@ from yao_actors.auth.principal_view import PrincipalConnection, PrincipalView
 from yao_actors.auth.vault import Grant, StoreTokenStorage, TokenVault, principal_identity
 from yao_actors.errors import AuthorizationError, AuthorizationRequired, NeedsLogin, StoreUnavailable
 from yao_actors.specs import OAuthSpec, ServerSpec
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle
-from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
 from yao_actors.transports import Connector, Link
 

@@ -43,6 +43,7 @@ from yao_actors.observability.metrics import APP_REQUESTS, labelled
 from yao_actors.specs import AssistantSpec, ServerSpec
 from yao_actors.store.protocol import ConversationStore
 from yao_actors.store.records import RunStatus
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
 from yao_actors.tools.dispatch import collect_tool_calls
@@ -50,7 +51,6 @@ from yao_actors.tools.input_requests import InputRound
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.task_flow import CANCEL_WAIT
-from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.task_input import task_of_round
 from yao_actors.tools.tool_server import (
     NO_OPTIONS,

@@ -29,7 +29,7 @@ import trio
 import yao_actors.store.records as records
 from yao_actors.errors import RunIdTaken, UnknownThread
 from yao_actors.specs import DEFAULT_EVENT_TTL as DEFAULT_EVENT_TTL  # a configuration value, re-exported
-from yao_actors.tools.task_handle import TaskHandle
+from yao_actors.store.task_handle import TaskHandle
 
 POLL_INTERVAL: Final = 0.5
 """Seconds a store without a blocking read waits in :meth:`ConversationStore.wait_events`."""
@@ -131,7 +131,7 @@ class ParkedCalls(Protocol):
 
 
 class TaskRecords(Protocol):
-    """The open tasks of runs: a :class:`~yao_actors.tools.task_handle.TaskHandle` for each tool call a server
+    """The open tasks of runs: a :class:`~yao_actors.store.task_handle.TaskHandle` for each tool call a server
     answered with a task, saved before the run waits on it and removed once its result has reached the model.
 
     A handle is kept with its thread (``forget_thread`` deletes it) under ``(thread id, task id)``; what a process

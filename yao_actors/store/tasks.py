@@ -1,5 +1,5 @@
 """How every backend keeps a run's open task (:class:`~yao_actors.store.protocol.TaskRecords`): the handle as the
-JSON text of its record (:meth:`~yao_actors.tools.task_handle.TaskHandle.to_record`), the same in each backend,
+JSON text of its record (:meth:`~yao_actors.store.task_handle.TaskHandle.to_record`), the same in each backend,
 and handles listed oldest first. A record that does not read back as a handle raises
 :class:`~yao_actors.errors.CorruptTaskRecord` naming it by thread and task."""
 
@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable
 
 from yao_actors.errors import CorruptTaskRecord
-from yao_actors.tools.task_handle import TaskHandle
+from yao_actors.store.task_handle import TaskHandle
 
 
 def encode_handle(handle: TaskHandle) -> str:

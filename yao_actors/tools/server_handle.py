@@ -29,12 +29,12 @@ from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.observability import tracing
 from yao_actors.specs import ServerSpec
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.input_requests import InputAnswer, InputHandler, ParkedQuestion
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
 from yao_actors.tools.task_flow import follow_task, own_deadline, poll_handle, task_timeout
-from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.task_input import answer_in_process, task_of_round, task_round, wire_responses
 from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (

@@ -12,10 +12,10 @@ import attrs
 import mcp.types
 import trio
 
+from yao_actors.store.task_handle import TaskDesign
 from yao_actors.tools.apps import interfaces
 from yao_actors.tools.input_requests import InputAnswer, ParkedQuestion
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_handle import TaskDesign
 from yao_actors.tools.task_wire import task_support
 from yao_actors.tools.tool_server import ServerState
 from yao_actors.transports import Link

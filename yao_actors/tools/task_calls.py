@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec
+from yao_actors.store.task_handle import TaskDesign
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_calls import (
     Connection,
@@ -34,7 +35,6 @@ from yao_actors.tools.server_calls import (
 from yao_actors.tools.server_handle import CallRequest, unavailable_outcome
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import cancelled_outcome
-from yao_actors.tools.task_handle import TaskDesign
 from yao_actors.tools.task_start import handshake_state
 from yao_actors.tools.task_state import TaskOp, TaskState, poll_interval
 from yao_actors.tools.task_wire import CancelTask, DetailedTask, GetTask, TaskIdParams, UpdateTask, UpdateTaskParams

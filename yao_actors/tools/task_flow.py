@@ -1,7 +1,7 @@
 """Following a task to its end, in the caller's task: store the handle, poll, report, cancel.
 
 A call answered with a task (:func:`follow_task`) first gives the task's
-:class:`~yao_actors.tools.task_handle.TaskHandle` to its :class:`~yao_actors.tools.task_handle.TaskWatch`
+:class:`~yao_actors.store.task_handle.TaskHandle` to its :class:`~yao_actors.tools.task_handle.TaskWatch`
 (the run stores it with the thread) and only then waits on it; a stored task is taken up again with
 :func:`poll_handle` (after a restart, on another worker). Either way the task is polled at the interval the
 server asks for (``tasks/get``, bounded by :mod:`~yao_actors.tools.task_state`), each new status message goes
@@ -32,8 +32,8 @@ import trio
 
 from yao_actors.errors import ErrorKind, StoreError
 from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_input import input_outcome
 from yao_actors.tools.task_state import (
     MIN_POLL_INTERVAL,
@@ -166,7 +166,7 @@ def task_timeout(options: CallOptions) -> float:
 
 def own_deadline(handle: TaskHandle, options: CallOptions) -> float:
     """The ``trio.current_time()`` past which the wait for ``handle``'s task ends: its deadline, no later than the
-    run's ``task_timeout`` from its creation (:meth:`~yao_actors.tools.task_handle.TaskHandle.wait_until`)."""
+    run's ``task_timeout`` from its creation (:meth:`~yao_actors.store.task_handle.TaskHandle.wait_until`)."""
     return trio.current_time() + max(0.0, handle.wait_until(task_timeout(options)) - time.time())
 
 

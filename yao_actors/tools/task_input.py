@@ -25,6 +25,7 @@ import pydantic
 import trio
 
 from yao_actors.errors import ErrorKind
+from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.input_requests import (
     ASKS_THE_USER,
     InputAnswer,
@@ -35,7 +36,6 @@ from yao_actors.tools.input_requests import (
     too_many,
 )
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.task_state import TaskState, poll_interval
 from yao_actors.tools.tool_server import CallAnswers
 

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from yao_actors.tools.task_handle import TaskDesign
+from yao_actors.store.task_handle import TaskDesign
 
 #: Statuses after which a task changes no more.
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})

@@ -24,9 +24,10 @@ import mcp.types
 
 from yao_actors.errors import AuthorizationRequired
 from yao_actors.specs import ServerSpec
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.input_requests import InputAnswer
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_handle import TaskHandle, TaskWatch
+from yao_actors.tools.task_handle import TaskWatch
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
 """Receives a running call's progress: ``(progress, total, message)``; a plain or an ``async`` function."""

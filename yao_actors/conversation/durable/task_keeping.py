@@ -26,9 +26,10 @@ from yao_actors.conversation.order import RunOrder
 from yao_actors.errors import StoreUnavailable
 from yao_actors.models.base import ToolCall
 from yao_actors.store import ConversationStore
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tasks import patiently
 from yao_actors.tools.task_flow import DEFAULT_TASK_TIMEOUT
-from yao_actors.tools.task_handle import TaskHandle, TaskWatch
+from yao_actors.tools.task_handle import TaskWatch
 
 logger = logging.getLogger(__name__)
 

@@ -39,9 +39,9 @@ from yao_actors.events import Outcome
 from yao_actors.models.base import Completion, Message, ToolCall
 from yao_actors.store import ConversationStore
 from yao_actors.store.protocol import TaskRecords, ThreadLeases
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.apps import interface_call, listed_interface
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
-from yao_actors.tools.task_handle import TaskHandle
 from yao_actors.tools.tool_server import CallOptions
 
 if TYPE_CHECKING:

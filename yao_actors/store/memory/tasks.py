@@ -9,8 +9,8 @@ import attrs
 import trio
 
 from yao_actors.errors import UnknownThread
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.store.tasks import decode_handle, encode_handle, oldest_first
-from yao_actors.tools.task_handle import TaskHandle
 
 
 @attrs.define(eq=False)

@@ -9,8 +9,8 @@ import attrs
 from yao_actors.errors import UnknownThread
 from yao_actors.store.redis.access import RedisAccess, lua
 from yao_actors.store.redis.keys import RedisKeys, escape, unescape
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.store.tasks import decode_handle, encode_handle, oldest_first
-from yao_actors.tools.task_handle import TaskHandle
 
 _SAVE = lua("""
 -- KEYS: the thread's hash, its tasks' hash; ARGV: field (the escaped task id), the handle's JSON text

@@ -9,8 +9,8 @@ import attrs
 
 from yao_actors.errors import UnknownThread
 from yao_actors.store.sqlite.access import SqliteAccess
+from yao_actors.store.task_handle import TaskHandle
 from yao_actors.store.tasks import decode_handle, encode_handle
-from yao_actors.tools.task_handle import TaskHandle
 
 #: The schema version that adds the ``tasks`` table (:data:`yao_actors.store.sqlite.schema.MIGRATIONS`).
 TASKS_MIGRATION: tuple[str, ...] = (
