@@ -120,6 +120,12 @@ def test_no_function_is_longer_than_a_reader_can_hold() -> None:
     assert offenders == {}
 
 
+def test_no_module_is_longer_than_500_lines() -> None:
+    """A module past 500 lines holds more than one idea: split it by idea, not by line count."""
+    long = {module: n for module, path in _modules().items() if (n := len(path.read_text("utf-8").splitlines())) > 500}
+    assert long == {}
+
+
 def test_the_function_measure_leaves_docstrings_out() -> None:
     source = "def f():\n    'doc'\n" + "    x = 1\n" * 60 + "def g():\n" + "    x = 1\n" * 61
     assert _long_functions(source, 60) == [("g", 61)]

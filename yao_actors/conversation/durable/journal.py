@@ -4,26 +4,24 @@ A run hands its journal each finished turn of history (an assistant message with
 its tool messages, or the answer) and every event it emits. A writer task (:meth:`RunJournal.serve`) writes them in
 order while the run goes on, and the close-out waits for the rest (:meth:`RunJournal.flush`). A turn and the events
 queued with it go in one store call (``ConversationStore.append_turn``: one SQLite transaction, one Redis round
-trip). Each store call is atomic, so a crash never leaves half a turn; each runs shielded, so a cancellation never
-leaves one in doubt (written or not?). The writer makes one write per wake; the events emitted meanwhile go with the
-next turn or soon after (:mod:`.pacing`). Writes take turns without a trip through the scheduler when none is going
-on (:class:`~yao_actors.tasks.Turnstile`). The events are the run's :class:`~yao_actors.events.WireEvent` values: a
-store keeps the text they went on the wire as, encoded once.
+trip); each is atomic and shielded, so neither a crash nor a cancellation leaves half a turn or one in doubt. One
+write per wake; events emitted meanwhile go with the next turn or soon after (:mod:`.pacing`), through a
+:class:`~yao_actors.tasks.Turnstile`. A store keeps the text the events (:class:`~yao_actors.events.WireEvent`)
+went on the wire as, encoded once.
 
-**Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`). Every event the run emits goes through the journal
-(:meth:`RunJournal.emit`); with a durable store each write shows the events it appended. The terminal event is held
-apart: the close-out (:meth:`RunJournal.close_out`) writes it with whatever is left and the run's closed record in one
-store call, and it is shown last.
+**Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`): every event the run emits goes through
+the journal (:meth:`RunJournal.emit`); with a durable store each write shows the events it appended. The terminal
+event is held apart: the close-out (:meth:`RunJournal.close_out`) writes it with whatever is left and the run's
+closed record in one store call, and it is shown last.
 
 A write that fails because the store is out of reach is tried again for :data:`WRITE_PATIENCE` seconds (the
-close-out's for :data:`~.close_out.CLOSE_PATIENCE`), so a store that restarts does not end the runs going on. If it stays out of
-reach, or the thread is gone from it, the journal keeps the failure (:meth:`RunJournal.standing`), writes no more
-history, drops the events it could not store (nobody saw them) and cancels the run (``on_failure``), which ends with
-``RUN_ERROR`` ``store_unavailable``: stored too when the store is back for the close-out, else shown without being
-stored (the one event a client may see that its stored log lacks; the store's sweep closes that run as interrupted).
-When the store has the run closed already (:class:`~yao_actors.errors.RunClosed`), the run is cancelled the same
-way (:mod:`.close_out`). :attr:`CloseOut.stored` is the history
-that reached the store; the thread's in-memory copy takes only that, so memory and store never disagree.
+close-out's for :data:`~.close_out.CLOSE_PATIENCE`). If it stays out of reach, or the thread is gone from it, the
+journal keeps the failure (:meth:`RunJournal.standing`), writes no more history, drops the events it could not
+store (nobody saw them) and cancels the run (``on_failure``), which ends with ``RUN_ERROR`` ``store_unavailable``:
+stored too when the store is back for the close-out, else shown without being stored (the store's sweep closes that
+run as interrupted). A run the store has closed already (:class:`~yao_actors.errors.RunClosed`) is cancelled the
+same way (:mod:`.close_out`). :attr:`CloseOut.stored` is the history that reached the store; the thread's
+in-memory copy takes only that, so memory and store never disagree.
 """
 
 from __future__ import annotations
@@ -92,11 +90,9 @@ class RunJournal:
     _stored: list[Message] = attrs.field(factory=list)
     """The run's messages the store has: its input once :meth:`start` succeeded, then each written turn."""
     _sizes: list[int] = attrs.field(factory=list)
-    """The :func:`~yao_actors.history_budget.message_bytes` of each of :attr:`_stored`, measured as it was written
-    (by the store when it returns them, as the memory store does): the thread's history takes them."""
+    """:func:`~yao_actors.history_budget.message_bytes` of each of :attr:`_stored`, as written (the history's)."""
     _failure: RunError | None = None
-    """Why nothing more of the run is written (the store out of reach, or the thread gone from it): the
-    ``store_unavailable`` error the run ends with (:meth:`_failed`)."""
+    """Why nothing more of the run is written: the ``store_unavailable`` error it ends with (:meth:`_failed`)."""
     _closed_elsewhere: RunClosed | None = None
     """The store had the run closed already when the journal wrote to it (another process took it for dead)."""
     _started: bool = False
@@ -108,8 +104,7 @@ class RunJournal:
     """The close-out's write went through (with ``release``, it gave the thread's lease up too)."""
     _turns: list[Message] = attrs.field(factory=list)
     _events: list[EventDict] = attrs.field(factory=list)
-    _pacing: WritePacing = attrs.field(factory=WritePacing)
-    """When the writer writes (:mod:`.pacing`)."""
+    _pacing: WritePacing = attrs.field(factory=WritePacing)  # when the writer writes (:mod:`.pacing`)
     _serving: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     """The writer's scope: :meth:`close` cancels it when the writer is not parked."""
     _writing: Turnstile = attrs.field(factory=Turnstile)
