@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from tests.integration.processes import service_process, stop, write_config
@@ -58,6 +60,40 @@ async def until_task_stored(ws: Any, run_id: str) -> list[dict[str, Any]]:
             return seen
 
 
+@attrs.frozen
+class Restarted:
+    """The service started again after a ``kill -9`` mid-task (:func:`restarted_after_kill`)."""
+
+    process: Any
+    url: str
+    before: list[dict[str, Any]]  #: the run's events the client saw before the kill
+    record: Path  #: the task server's record of what its task bodies did
+    store: str  #: the SQLite file
+    fake: Any  #: the fake OpenAI endpoint (its ``requests``)
+
+
+@contextlib.asynccontextmanager
+async def restarted_after_kill(
+    tmp_path: Path, model: Callable[[Path], Any], text: str, meanwhile: Callable[[str], None] = lambda _: None
+) -> AsyncIterator[Restarted]:
+    """The service (SQLite) takes run r1 on thread t1 (``text``) and is killed with -9 once the run's task is
+    stored; with no service running, ``meanwhile(store path)`` runs and the task's gate opens (``model(gate)``
+    is the model); then the service starts again."""
+    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
+    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
+    async with open_http_task_server(record) as tasks, open_fake_openai(model(gate)) as fake:
+        config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
+        async with service_process(config) as (process, url), open_service_connection(url) as ws:
+            await send(ws, run_frame(text, run_id="r1", thread_id="t1"))
+            before = await until_task_stored(ws, "r1")
+            process.kill()
+            await process.wait()
+        meanwhile(store["path"])
+        gate.touch()  # the task may go on now: while no service is running
+        async with service_process(config) as (process, url):
+            yield Restarted(process, url, before, record, store["path"], fake)
+
+
 def check_one_result(events: list[dict[str, Any]]) -> None:
     results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
     assert len(results) == 1, events
@@ -71,27 +107,18 @@ def check_one_result(events: list[dict[str, Any]]) -> None:
 
 
 async def test_kill_9_of_the_service_mid_task_and_a_restart_go_on_with_the_task_it_ran_once(tmp_path: Path) -> None:
-    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
-    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
     with trio.fail_after(GUARD):
-        async with open_http_task_server(record) as tasks, open_fake_openai(researcher(gate)) as fake:
-            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
-            async with service_process(config) as (process, url), open_service_connection(url) as ws:
-                await send(ws, run_frame("研究一下北京的天气", run_id="r1", thread_id="t1"))
-                before = await until_task_stored(ws, "r1")
-                process.kill()
-                await process.wait()
-            gate.touch()  # the task may end now: while no service is running
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
-                    resumed = await until_terminal(ws, "r1")
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "history", "threadId": "t1"})
-                    snapshot = await receive(ws)
-                assert await stop(process) == 0
-            async with open_store(StoreSpec.sqlite(store["path"])) as kept:
-                left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
+        async with restarted_after_kill(tmp_path, researcher, "研究一下北京的天气") as service:
+            async with open_service_connection(service.url) as ws:
+                await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
+                resumed = await until_terminal(ws, "r1")
+            async with open_service_connection(service.url) as ws:
+                await send(ws, {"type": "history", "threadId": "t1"})
+                snapshot = await receive(ws)
+            assert await stop(service.process) == 0
+        async with open_store(StoreSpec.sqlite(service.store)) as kept:
+            left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
+    before, record, fake = service.before, service.record, service.fake
     check_one_result(resumed)
     assert left == []  # the run is over: its task's handle went with its close-out
     assert [e["type"] for e in before if e["type"] == "TOOL_CALL_RESULT"] == []
@@ -159,28 +186,19 @@ def asker(gate: Path) -> Any:
 async def test_a_task_taken_up_after_a_restart_that_asks_the_user_ends_the_run_with_the_question(
     tmp_path: Path,
 ) -> None:
-    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
-    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
     with trio.fail_after(GUARD):
-        async with open_http_task_server(record) as tasks, open_fake_openai(asker(gate)) as fake:
-            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
-            async with service_process(config) as (process, url), open_service_connection(url) as ws:
-                await send(ws, run_frame("问我一个问题", run_id="r1", thread_id="t1"))
-                await until_task_stored(ws, "r1")
-                process.kill()
-                await process.wait()
-            gate.touch()  # the task asks the user now, while no service is running
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
-                    asked = await until_terminal(ws, "r1")
-                (interrupt,) = asked[-1]["outcome"]["interrupts"]
-                payload = {"action": "accept", "content": {"answer": "main"}}
-                resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "run", "runId": "r2", "threadId": "t1", "messages": [], "resume": resume})
-                    answered = await until_terminal(ws, "r2")
-                assert await stop(process) == 0
+        async with restarted_after_kill(tmp_path, asker, "问我一个问题") as service:  # it asks once restarted
+            async with open_service_connection(service.url) as ws:
+                await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
+                asked = await until_terminal(ws, "r1")
+            (interrupt,) = asked[-1]["outcome"]["interrupts"]
+            payload = {"action": "accept", "content": {"answer": "main"}}
+            resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": payload}]
+            async with open_service_connection(service.url) as ws:
+                await send(ws, {"type": "run", "runId": "r2", "threadId": "t1", "messages": [], "resume": resume})
+                answered = await until_terminal(ws, "r2")
+            assert await stop(service.process) == 0
+    record = service.record
     assert asked[-1]["type"] == "RUN_FINISHED"
     assert interrupt["message"] == "Which branch?"
     assert [e for e in asked if e["type"] == "TOOL_CALL_RESULT"] == []
@@ -211,22 +229,13 @@ def shower(gate: Path) -> Any:
 async def test_a_task_of_a_tool_with_an_interface_taken_up_after_a_restart_emits_its_activity(
     tmp_path: Path,
 ) -> None:
-    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
-    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
     with trio.fail_after(GUARD):
-        async with open_http_task_server(record) as tasks, open_fake_openai(shower(gate)) as fake:
-            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
-            async with service_process(config) as (process, url), open_service_connection(url) as ws:
-                await send(ws, run_frame("show 21", run_id="r1", thread_id="t1"))
-                before = await until_task_stored(ws, "r1")
-                process.kill()
-                await process.wait()
-            gate.touch()  # the task ends now, while no service is running
-            async with service_process(config) as (process, url):
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": before[-1]["seq"]})
-                    resumed = await until_terminal(ws, "r1")
-                assert await stop(process) == 0
+        async with restarted_after_kill(tmp_path, shower, "show 21") as service:
+            async with open_service_connection(service.url) as ws:
+                await send(ws, {"type": "resume", "runId": "r1", "afterSeq": service.before[-1]["seq"]})
+                resumed = await until_terminal(ws, "r1")
+            assert await stop(service.process) == 0
+    record, gate = service.record, tmp_path / "gate"
     kinds = [e["type"] for e in resumed]
     assert kinds.count("TOOL_CALL_RESULT") == 1
     assert kinds.count("ACTIVITY_SNAPSHOT") == 1
@@ -239,32 +248,25 @@ async def test_a_task_of_a_tool_with_an_interface_taken_up_after_a_restart_emits
     assert [line["event"] for line in read_task_record(record)] == ["ran", "completed"]  # once, across the kill
 
 
+def corrupt_the_task_record(path: str) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute('UPDATE tasks SET handle = \'{"design": "x"\'')
+
+
 async def test_a_corrupt_task_record_closes_its_run_as_interrupted_and_the_restarted_service_runs_on(
     tmp_path: Path,
 ) -> None:
-    record, gate = tmp_path / "tasks.jsonl", tmp_path / "gate"
-    store = {"type": "sqlite", "path": str(tmp_path / "conversations.sqlite3"), "lease_ttl": 1.0}
-    with trio.fail_after(GUARD):
-        async with open_http_task_server(record) as tasks, open_fake_openai(researcher(gate)) as fake:
-            config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
-            async with service_process(config) as (process, url), open_service_connection(url) as ws:
-                await send(ws, run_frame("研究一下北京的天气", run_id="r1", thread_id="t1"))
-                await until_task_stored(ws, "r1")
-                process.kill()
-                await process.wait()
-            with contextlib.closing(sqlite3.connect(store["path"])) as db, db:  # the record goes bad on disk
-                db.execute('UPDATE tasks SET handle = \'{"design": "x"\'')
-            gate.touch()
-            async with service_process(config) as (process, url):  # twice, and it still starts and serves
-                async with open_service_connection(url) as ws:
-                    await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
-                    closed = await until_terminal(ws, "r1")
-                async with open_service_connection(url) as ws:
-                    await send(ws, run_frame("再研究一次", run_id="r2", thread_id="t2"))
-                    after = await until_terminal(ws, "r2")
-                assert await stop(process) == 0
-            async with open_store(StoreSpec.sqlite(store["path"])) as kept:
-                left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
+    with trio.fail_after(GUARD):  # the record goes bad on disk; the service still starts and serves
+        async with restarted_after_kill(tmp_path, researcher, "研究一下北京的天气", corrupt_the_task_record) as service:
+            async with open_service_connection(service.url) as ws:
+                await send(ws, {"type": "resume", "runId": "r1", "afterSeq": 0})
+                closed = await until_terminal(ws, "r1")
+            async with open_service_connection(service.url) as ws:
+                await send(ws, run_frame("再研究一次", run_id="r2", thread_id="t2"))
+                after = await until_terminal(ws, "r2")
+            assert await stop(service.process) == 0
+        async with open_store(StoreSpec.sqlite(service.store)) as kept:
+            left = await kept.tasks().for_thread("t1")  # type: ignore[union-attr]
     terminal = closed[-1]
     assert terminal["type"] == "RUN_ERROR"
     assert terminal["code"] == "interrupted"
