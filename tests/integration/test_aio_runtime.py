@@ -271,5 +271,8 @@ def test_an_asyncio_program_follows_a_task_and_polls_a_stored_one_with_asyncio_p
 
     done, said, again = run_program(main)
     assert done.result == "hi"
-    assert said == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    # status messages are paced (at most one a second, the latest kept): the first and the last always arrive, in order
+    assert said[0] == "step 1 of 3"
+    assert said[-1] == "step 3 of 3"
+    assert said in (["step 1 of 3", "step 3 of 3"], ["step 1 of 3", "step 2 of 3", "step 3 of 3"])
     assert again.result == "hi"  # the task, polled again from its handle, still answers with its result
