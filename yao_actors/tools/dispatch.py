@@ -178,24 +178,17 @@ class _Batch:
                         "yao.mcp.server_unavailable",
                         {tracing.SERVER: entry.server, "yao.mcp.server.state": server.state.value},
                     )
-        return ToolCallResult(
-            call_id=call.id,
-            name=call.name,
-            server=entry.server,
-            tool=entry.tool,
-            arguments=call.arguments,
-            result=outcome.result,
-            error=outcome.error,
-            kind=outcome.kind,
-            retryable=outcome.retryable,
-            duration=outcome.duration,
+        app = app_call(entry, planned.server.spec, planned.arguments, outcome.app_result)
+        return ToolCallResult.of(
+            call,
+            entry.server,
+            entry.tool,
+            outcome,
+            title=entry.hints.title,
+            app=app,
             repaired=planned.repaired,
             sequential_retry=sequential_retry,
-            structured=outcome.structured,
-            title=entry.hints.title,
             reconnected=reconnected,
-            rich=outcome.rich,
-            app=app_call(entry, planned.server.spec, planned.arguments, outcome.app_result),
         )
 
 
