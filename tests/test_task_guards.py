@@ -26,10 +26,10 @@ from yao_actors.config import RestartPolicy
 from yao_actors.errors import ErrorKind, UnknownThread
 from yao_actors.specs import InMemoryTransport, ServerSpec
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.call_request import CallRequest
 from yao_actors.tools.input_requests import MAX_QUESTIONS, InputRound
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_calls import result_outcome
-from yao_actors.tools.server_handle import CallRequest
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskWatch
