@@ -30,8 +30,8 @@ from yao_actors.tools.input_requests import InputAnswer, InputHandler
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
-from yao_actors.tools.task_flow import follow_task, own_deadline, poll_handle, task_timeout
-from yao_actors.tools.task_input import answer_in_process, task_of_round, task_round, wire_responses
+from yao_actors.tools.task_flow import TaskLine, follow_task, own_deadline, poll_handle, task_timeout, update_task
+from yao_actors.tools.task_input import task_of_round
 from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (
     LOST,
@@ -160,7 +160,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
         )
         outcome = await self._call(request, options.progress, options.deadline)
         if outcome.task is not None:  # the server goes on with the call as a task: follow it to its end
-            return await self._follow(outcome.task, name, request.arguments, options)
+            outcome = await follow_task(self._tasks, outcome.task, name, request.arguments, options)
         self._status.count_call(outcome.ok)
         return outcome
 
@@ -182,39 +182,22 @@ class ServerHandle(metaclass=NoPublicConstructor):
         self._status.count_call(outcome.ok)
         return outcome
 
-    async def _follow(
-        self,
-        task: TaskState,
-        name: str,
-        arguments: dict[str, Any],
-        options: CallOptions,
-        answered: frozenset[str] = frozenset(),
-    ) -> ToolOutcome:
-        """Follow ``task`` to its end; with an input handler, its questions are answered here on the way."""
-        outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
-        while self._input_handler is not None and (asked := task_round(outcome)) is not None:
-            round_, task = asked
-            answers = await answer_in_process(self._input_handler, round_, self.spec.input_timeout)
-            outcome = await self._update_task(task, name, answers)
-            if outcome.task is None:  # refused: the server does not know the task (any more)
-                break
-            answered = frozenset(answers.responses)
-            outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
-        self._status.count_call(outcome.ok)
-        return outcome
-
     async def _answer_task(self, task: TaskState, name: str, answers: CallAnswers, options: CallOptions) -> ToolOutcome:
         """Give a 2026-07-28 task the user's answers (``tasks/update``), then go on following it
         (:mod:`~yao_actors.tools.task_input`)."""
-        acknowledged = await self._update_task(task, name, answers)
+        acknowledged = await update_task(self._task_op, task, name, answers.responses)
         if acknowledged.task is None:  # refused: the server does not know the task (any more)
             self._status.count_call(False)
             return acknowledged
-        return await self._follow(task, name, dict(answers.arguments), options, frozenset(answers.responses))
+        answered = frozenset(answers.responses)
+        outcome = await follow_task(self._tasks, task, name, dict(answers.arguments), options, answered)
+        self._status.count_call(outcome.ok)
+        return outcome
 
-    async def _update_task(self, task: TaskState, name: str, answers: CallAnswers) -> ToolOutcome:
-        update = TaskOp("update", task.design, task.task_id, name, wire_responses(answers.responses))
-        return await self._task_op(update)
+    @property
+    def _tasks(self) -> TaskLine:
+        """How a call of this handle follows a task; with an input handler, its questions are answered on the way."""
+        return TaskLine(self.id, self._task_op, self._ready, self._input_handler, self.spec.input_timeout)
 
     async def _ready(self) -> None:
         await self.wait_for_state(ServerState.READY)
