@@ -42,51 +42,16 @@ from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.apps import app_call
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
+from yao_actors.tools.dispatch_events import CallFinished as CallFinished  # the batch's events, where callers find them
+from yao_actors.tools.dispatch_events import CallProgress as CallProgress
+from yao_actors.tools.dispatch_events import CallStarted as CallStarted
+from yao_actors.tools.dispatch_events import DispatchEvent as DispatchEvent
+from yao_actors.tools.dispatch_events import OnEvent as OnEvent
+from yao_actors.tools.dispatch_events import SequentialRetry as SequentialRetry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
 from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.tool_call import ToolCall
 from yao_actors.tools.tool_server import CallAnswers, CallOptions, ServerState, ToolServer
-
-
-@attrs.frozen
-class CallStarted:
-    """A call was sent to its server."""
-
-    call: ToolCall
-    server: str
-    tool: str
-    index: int = 0
-
-
-@attrs.frozen
-class CallProgress:
-    """A server reported progress of a running call."""
-
-    call: ToolCall
-    progress: float
-    total: float | None
-    message: str | None
-    index: int = 0
-
-
-@attrs.frozen
-class CallFinished:
-    """A call has its final result (exactly once per call)."""
-
-    result: ToolCallResult
-    index: int = 0
-
-
-@attrs.frozen
-class SequentialRetry:
-    """These calls failed retryably while running concurrently and now run again, one by one."""
-
-    call_ids: tuple[str, ...]
-    indices: tuple[int, ...] = ()
-
-
-DispatchEvent = CallStarted | CallProgress | CallFinished | SequentialRetry
-OnEvent = Callable[[DispatchEvent], Awaitable[None]]
 
 
 @attrs.frozen
