@@ -324,6 +324,7 @@ class _Keeping(ForwardingServer):
     def __init__(self, server: ToolServer) -> None:
         super().__init__(server)
         self.kept: Mapping[str, Any] | None = None
+        """The MCP result of the last call, as the server sent it."""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
