@@ -1,6 +1,7 @@
 """A tool server for asyncio code: the whole :class:`~yao_actors.tools.tool_server.ToolServer` protocol, forwarded.
 
-:class:`AioServerHandle` subclasses the protocol itself, so a member the protocol gains and the handle does not
+:class:`AioServerHandle` subclasses the protocol itself (through
+:class:`~yao_actors.tools.forwarding.ForwardedReads`), so a member the protocol gains and the handle does not
 forward is an abstract member mypy refuses to instantiate; each member is forwarded by a generic helper typed by
 the protocol's own definition: a property is read and a plain method called at once, as every wrapper of a server
 does it (:mod:`yao_actors.tools.forwarding`), and a coroutine method runs in the guest run and is awaited here
@@ -19,7 +20,7 @@ import attrs
 
 from yao_actors.aio.guest import Guest
 from yao_actors.store.task_handle import TaskHandle
-from yao_actors.tools.forwarding import Forwarded, forwarded
+from yao_actors.tools.forwarding import ForwardedReads
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ProgressFn, ToolServer
 
@@ -41,25 +42,16 @@ def _across(
     return across
 
 
-class AioServerHandle(ToolServer):
+class AioServerHandle(ForwardedReads):
     """A tool server (``runtime.servers[id]``) for asyncio code: every method of
     :class:`~yao_actors.tools.tool_server.ToolServer`, its coroutines as asyncio ones run in the guest."""
 
     def __init__(self, guest: Guest, server: ToolServer) -> None:
+        super().__init__(server)
         self.guest = guest
         self.trio_server = server
         """The Trio server behind it (hand it to your own Trio code with ``guest.call``)."""
 
-    @property
-    def server(self) -> ToolServer:
-        """The Trio server behind it, as the forwarding helpers reach it (:attr:`trio_server`)."""
-        return self.trio_server
-
-    id = Forwarded(ToolServer.id)
-    spec = Forwarded(ToolServer.spec)
-    state = Forwarded(ToolServer.state)
-    tools_version = Forwarded(ToolServer.tools_version)
-    statistics = forwarded(ToolServer.statistics)
     list_tools = _across(ToolServer.list_tools)
     wait_state_change = _across(ToolServer.wait_state_change)
     wait_for_state = _across(ToolServer.wait_for_state)

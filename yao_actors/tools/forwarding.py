@@ -6,7 +6,8 @@ on to its ``server``, each by one of two generic helpers typed by the protocol's
 at once (:class:`Forwarded`), a method is called at once (:func:`forwarded`; a coroutine method's coroutine is the
 wrapped server's own). The base subclasses the protocol itself: a member the protocol gains and the base does not
 forward is an abstract member, and mypy refuses to build a wrapper then. The asyncio handle
-(:class:`~yao_actors.aio.servers.AioServerHandle`) passes its properties and plain methods on with the same helpers.
+(:class:`~yao_actors.aio.servers.AioServerHandle`) passes its properties and plain methods on the same way
+(:class:`ForwardedReads`), its coroutines across the bridge.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def forwarded(method: Callable[Concatenate[ToolServer, P], T]) -> Callable[Conca
     return forward
 
 
-class ForwardingServer(ToolServer):
-    """Every member of the protocol, passed on to ``server`` as it is; a subclass overrides what it does otherwise."""
+class ForwardedReads(ToolServer):
+    """What a wrapper passes on to its ``server`` at once, however it passes its coroutines on: the properties of
+    the protocol and its plain methods. The coroutine methods are left to the subclass (abstract until then)."""
 
     def __init__(self, server: ToolServer) -> None:
         self._server = server
@@ -78,10 +80,15 @@ class ForwardingServer(ToolServer):
     spec = Forwarded(ToolServer.spec)
     state = Forwarded(ToolServer.state)
     tools_version = Forwarded(ToolServer.tools_version)
+    statistics = forwarded(ToolServer.statistics)
+
+
+class ForwardingServer(ForwardedReads):
+    """Every member of the protocol, passed on to ``server`` as it is; a subclass overrides what it does otherwise."""
+
     list_tools = forwarded(ToolServer.list_tools)
     call_tool = forwarded(ToolServer.call_tool)
     poll_task = forwarded(ToolServer.poll_task)
-    statistics = forwarded(ToolServer.statistics)
     wait_state_change = forwarded(ToolServer.wait_state_change)
     wait_for_state = forwarded(ToolServer.wait_for_state)
     reaches_parked = forwarded(ToolServer.reaches_parked)
