@@ -56,6 +56,7 @@ class AioServerHandle(ForwardedReads):
     wait_state_change = _across(ToolServer.wait_state_change)
     wait_for_state = _across(ToolServer.wait_for_state)
     reaches_parked = _across(ToolServer.reaches_parked)
+    cancel_task = _across(ToolServer.cancel_task)
 
     async def call_tool(
         self,

@@ -124,6 +124,10 @@ class PrincipalView:
         """Go on polling a stored task on this principal's connection (opened again if it was closed meanwhile)."""
         return await self._on_connection(lambda server: server.poll_task(handle, options))
 
+    async def cancel_task(self, handle: TaskHandle) -> ToolOutcome:
+        """Ask the server to stop a task, on this principal's connection (opened again if it was closed meanwhile)."""
+        return await self._on_connection(lambda server: server.cancel_task(handle))
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
     ) -> ToolOutcome:

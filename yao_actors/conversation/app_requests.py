@@ -50,7 +50,6 @@ from yao_actors.tools.forwarding import ForwardingServer
 from yao_actors.tools.input_requests import InputRound
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_flow import CANCEL_WAIT
 from yao_actors.tools.task_input import task_of_round
 from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ToolServer
 
@@ -293,14 +292,13 @@ async def _call(
 
 async def _cancel_asking_task(server: ToolServer, server_id: str, thread_id: str, tool: str, asked: object) -> None:
     """Have the server stop the task an app's refused call left waiting for input (``asked``, the call's input
-    round, names it): its wait taken up with a deadline already past, which ends it with ``tasks/cancel``."""
+    round, names it) with ``tasks/cancel``."""
     task = task_of_round(asked.request_state) if isinstance(asked, InputRound) else None
     if task is None:
         return
     now = time.time()
     handle = TaskHandle(server_id, task.task_id, task.design, "", tool, {}, "", thread_id, now, now)
-    with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-        await server.poll_task(handle)
+    await server.cancel_task(handle)
 
 
 def _kept(outcome: ToolOutcome, what: str) -> dict[str, Any]:

@@ -89,6 +89,7 @@ class ForwardingServer(ForwardedReads):
     list_tools = forwarded(ToolServer.list_tools)
     call_tool = forwarded(ToolServer.call_tool)
     poll_task = forwarded(ToolServer.poll_task)
+    cancel_task = forwarded(ToolServer.cancel_task)
     wait_state_change = forwarded(ToolServer.wait_state_change)
     wait_for_state = forwarded(ToolServer.wait_for_state)
     reaches_parked = forwarded(ToolServer.reaches_parked)

@@ -30,7 +30,15 @@ from yao_actors.tools.input_requests import InputAnswer, InputHandler
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
-from yao_actors.tools.task_flow import TaskLine, follow_task, own_deadline, poll_handle, task_timeout, update_task
+from yao_actors.tools.task_flow import (
+    TaskLine,
+    cancel_task,
+    follow_task,
+    own_deadline,
+    poll_handle,
+    task_timeout,
+    update_task,
+)
 from yao_actors.tools.task_input import task_of_round
 from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (
@@ -181,6 +189,11 @@ class ServerHandle(metaclass=NoPublicConstructor):
         outcome = await poll_handle(self._task_op, self._ready, handle, options)
         self._status.count_call(outcome.ok)
         return outcome
+
+    async def cancel_task(self, handle: TaskHandle) -> ToolOutcome:
+        """Ask the server to stop the task ``handle`` names (:meth:`ToolServer.cancel_task`), through this actor's
+        connection (:func:`~yao_actors.tools.task_flow.cancel_task`)."""
+        return await cancel_task(self._task_op, handle)
 
     async def _answer_task(self, task: TaskState, name: str, answers: CallAnswers, options: CallOptions) -> ToolOutcome:
         """Give a 2026-07-28 task the user's answers (``tasks/update``), then go on following it

@@ -158,13 +158,16 @@ async def _keep_and_poll(
     return await poll_handle(line.ops, line.ready, handle, options, start, answered)
 
 
-async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> None:
+async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> ToolOutcome:
     """Ask the server to stop ``handle``'s task: a shielded request bounded by :data:`CANCEL_WAIT`; ``ended``
-    counts the task as ended so (when the wait never began)."""
+    counts the task as ended so (when the wait never began). The server's answer (a ``timeout`` past the bound)."""
+    error = f"tasks/cancel of task {handle.task_id!r} got no answer within {CANCEL_WAIT:g}s"
+    outcome = ToolOutcome(error=error, kind=ErrorKind.TIMEOUT)
     with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-        await ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool))
+        outcome = await ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool))
     if ended is not None:
         labelled(TASKS, handle.server, ended).inc()
+    return outcome
 
 
 async def poll_handle(

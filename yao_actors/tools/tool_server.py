@@ -173,6 +173,12 @@ class ToolServer(ToolSource, Protocol):
         the server to be ready, the task's handle its own (``task_timeout``)."""
         ...
 
+    async def cancel_task(self, handle: TaskHandle) -> ToolOutcome:
+        """Ask the server to stop the task ``handle`` names (``tasks/cancel``), when nobody waits for it any more:
+        shielded from the caller's cancelling and bounded in time; the server's answer, or why it could not be
+        asked, as an outcome."""
+        ...
+
     def statistics(self) -> ServerStatistics: ...
 
     async def wait_state_change(self) -> ServerState:
