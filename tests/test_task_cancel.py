@@ -58,7 +58,8 @@ async def test_cancel_task_outlives_its_callers_cancelling_within_its_bound(auto
         caller.cancel()  # the caller is cancelled already: the request still goes out, and is waited for
         outcomes.append(await server.cancel_task(handle_of("t-8")))
     request = inbox.receive_nowait()
-    assert request.task_op is not None and request.task_op.kind == "cancel"
+    assert request.task_op is not None
+    assert request.task_op.kind == "cancel"
     assert trio.current_time() - started == CANCEL_WAIT  # the server never answered: the bound ended the wait
     assert [outcome.kind for outcome in outcomes] == [ErrorKind.TIMEOUT]
     assert "got no answer within" in (outcomes[0].error or "")
