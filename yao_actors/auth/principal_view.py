@@ -21,7 +21,15 @@ from yao_actors.specs import ServerSpec
 from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
-from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
+from yao_actors.tools.tool_server import (
+    LOST,
+    NO_OPTIONS,
+    Binding,
+    CallOptions,
+    ServerState,
+    ServerStatistics,
+    state_reached,
+)
 
 
 @attrs.define(eq=False)
@@ -108,10 +116,7 @@ class PrincipalView:
         return await self.bound.handle.wait_state_change()
 
     async def wait_for_state(self, *states: ServerState) -> ServerState:
-        while self.state not in states:
-            await self.wait_state_change()
-        await trio.lowlevel.checkpoint()
-        return self.state
+        return await state_reached(self, states)
 
     async def reaches_parked(self, ticket: str) -> bool:
         return await self.router.reaches_parked(ticket)

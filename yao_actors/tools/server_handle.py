@@ -49,6 +49,7 @@ from yao_actors.tools.tool_server import (
     ProgressFn,
     ServerState,
     ServerStatistics,
+    state_reached,
 )
 from yao_actors.transports import Link
 
@@ -271,10 +272,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
 
     async def wait_for_state(self, *states: ServerState) -> ServerState:
         """Return as soon as ``state`` is one of ``states`` (at once if it already is)."""
-        while self.state not in states:
-            await self.wait_state_change()
-        await trio.lowlevel.checkpoint()
-        return self.state
+        return await state_reached(self, states)
 
     def holds_parked(self, ticket: str) -> bool:
         """Whether this actor holds a handshake-era call open under ``ticket``, waiting for the user's answer."""
