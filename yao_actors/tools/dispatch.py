@@ -36,7 +36,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
+from yao_actors.errors import ErrorKind, exception_leaves
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.apps import app_call
@@ -364,16 +364,8 @@ async def _on_new_connection(planned: _Planned, lost: ToolOutcome, options: Call
 
 def failed_result(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:
     """The result of a call that failed before or instead of reaching its server."""
-    return ToolCallResult(
-        call_id=call.id,
-        name=call.name,
-        server=entry.server if entry else "",
-        tool=entry.tool if entry else "",
-        arguments=call.arguments,
-        error=error,
-        kind=kind,
-        retryable=is_retryable(kind),
-    )
+    failed = ToolOutcome(error=error, kind=kind)
+    return ToolCallResult.of(call, entry.server if entry else "", entry.tool if entry else "", failed)
 
 
 def _timed_out(batch: _Batch, planned: _Planned) -> ToolCallResult:
