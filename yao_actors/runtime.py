@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from yao_actors.auth.desk import AuthorizationDesk
-from yao_actors.auth.starting import Starters, server_starters, start_servers
+from yao_actors.auth.starters import Starters, server_starters, start_servers
 from yao_actors.config.check import check_config
 from yao_actors.config.providers import build_model
 from yao_actors.conversation import (
