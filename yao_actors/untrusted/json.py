@@ -165,12 +165,11 @@ def compact_json(value: Any) -> str:
 # ``_COMPACT``'s own C encoder, made once: ``JSONEncoder.encode`` makes one per call, which costs about as much as
 # encoding a small event. Without the circular-reference table (``markers``) it keeps no state between calls; a
 # value it cannot encode (a cycle among them) is encoded again by ``_COMPACT``, which raises the usual error.
-_ENCODE_ONCE = (
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped, and absent without the C speedups
+_ENCODE_ONCE: Any = (
     None
-    if json.encoder.c_make_encoder is None
-    else json.encoder.c_make_encoder(
-        None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
-    )
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
 )
 
 
