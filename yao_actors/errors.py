@@ -42,6 +42,7 @@ they are (each is caught where its module is used, and said in the terms above):
     ValueError
     ├── JSONTooDeep            untrusted JSON nested deeper than the limit (yao_actors.untrusted.json)
     ├── JSONNotFinite          untrusted JSON with NaN or Infinity (yao_actors.untrusted.json)
+    ├── JSONNotObject          untrusted JSON that must hold an object holds another value (yao_actors.untrusted.json)
     ├── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
     ├── EnvFileError           a stdio server's ``envFile`` cannot be read (yao_actors.config.env_files)
     ├── NoClientFile           no file where a named client keeps its servers (yao_actors.cli.client_files)
