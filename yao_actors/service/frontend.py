@@ -30,12 +30,7 @@ from yao_actors.config import ServiceSpec
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
 from yao_actors.service.agui_http import AGUI_PATH, AguiExchange
 from yao_actors.service.apps_host import add_apps_routes, apps_only, page_with_apps_origin
-from yao_actors.service.auth import (
-    Credential,
-    Handshake,
-    resolve_credentials,
-    selected_subprotocol,
-)
+from yao_actors.service.auth import Credential, Handshake, resolve_credentials, selected_subprotocol
 from yao_actors.service.budget import RunBudget, principal_share
 from yao_actors.service.connection import CLOSE_INTERNAL_ERROR, Connection
 from yao_actors.service.gate import RequestHead, read_head
