@@ -61,6 +61,22 @@ class JSONNotFinite(ValueError):
         self.constant = constant
 
 
+class JSONNotObject(ValueError):
+    """Untrusted JSON text that must hold one object holds another value (a list, a string, a number...)."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(f"expected a JSON object, got {type_name(value)}")
+        self.value = value
+
+
+def type_name(value: Any) -> str:
+    """How a message names the JSON type of ``value`` (``an object``, ``a list``, ``the number 3``, ``null``...)."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"the number {value}"
+    return names.get(type(value), type(value).__name__)
+
+
 def _refuse_constant(constant: str) -> Any:
     raise JSONNotFinite(constant)
 
@@ -107,6 +123,16 @@ def loads(text: str, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> Any:
     except RecursionError:  # a deep stack already, even under the limit
         raise JSONTooDeep(limit) from None
     return scrub(value) if _SURROGATE_OR_ESCAPE.search(text) else value
+
+
+def loads_object(text: str, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> dict[str, Any]:
+    """:func:`loads` for text that must hold one JSON object (a sample record, a model's stream chunk, a tool's
+    arguments): the ``ValueError`` :func:`loads` raises, or :class:`JSONNotObject` naming what it holds instead.
+    The caller's message says where the text came from."""
+    value = loads(text, limit, allow_nan=allow_nan)
+    if not isinstance(value, dict):
+        raise JSONNotObject(value)
+    return value
 
 
 def repair(text: str) -> Any:
@@ -162,6 +188,17 @@ def compact_json(value: Any) -> str:
     return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
 
 
+# ``_COMPACT``'s own C encoder, made once: ``JSONEncoder.encode`` makes one per call, which costs about as much as
+# encoding a small event. Without the circular-reference table (``markers``) it keeps no state between calls; a
+# value it cannot encode (a cycle among them) is encoded again by ``_COMPACT``, which raises the usual error.
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped, and absent without the C speedups
+_ENCODE_ONCE: Any = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+)
+
+
 def encode_json(value: Any) -> str:
     """``value`` as compact JSON, non-ASCII text kept as is: how events and frames go on the wire and into a store.
 
@@ -169,7 +206,10 @@ def encode_json(value: Any) -> str:
     ``\\u`` escapes instead, so neither a socket write nor a store can fail on it. Raises ``TypeError`` or
     ``ValueError`` for a value that is not JSON.
     """
-    text = _COMPACT.encode(value)
+    try:
+        text = "".join(_ENCODE_ONCE(value, 0)) if _ENCODE_ONCE is not None else _COMPACT.encode(value)
+    except Exception:  # not JSON (or a cycle): the plain encoder says why, as it always did
+        text = _COMPACT.encode(value)
     # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
     if text.isascii():
         return text
