@@ -248,14 +248,23 @@ async def test_chat_serves_a_config_of_its_own_with_the_direct_model(tmp_path: P
     """``yao-actors chat --config FILE --model direct``: no service to start first."""
     config = tmp_path / "mine.json"
     config.write_text(json.dumps({"mcpServers": {"time": TIME}}), encoding="utf-8")
+    commands = {
+        "one": (["--config", str(config), "--model", "direct", "call time.get_current_time timezone=UTC"], []),
+        "talk": (["--config", str(config), "--model", "direct"], ["/tools", "time.get_time"]),
+        "demo": (["--model", "direct", "call weather.get city=Beijing"], []),
+        "unknown": (["--model", "gpt-nope", "hi"], []),
+        "both": (["--model", "direct", "--url", "ws://127.0.0.1:1/", "hi"], []),
+    }
+    done: dict[str, tuple[int, str, str]] = {}
+
+    async def chat(name: str) -> None:
+        done[name] = await run_chat(*commands[name])
+
     with trio.fail_after(90):
-        one = await run_chat(
-            ["--config", str(config), "--model", "direct", "call time.get_current_time timezone=UTC"], []
-        )
-        talk = await run_chat(["--config", str(config), "--model", "direct"], ["/tools", "time.get_time"])
-        demo = await run_chat(["--model", "direct", "call weather.get city=Beijing"], [])
-        unknown = await run_chat(["--model", "gpt-nope", "hi"], [])
-        both = await run_chat(["--model", "direct", "--url", "ws://127.0.0.1:1/", "hi"], [])
+        async with trio.open_nursery() as nursery:  # five separate processes, each serving itself: all at once
+            for name in commands:
+                nursery.start_soon(chat, name)
+    one, talk, demo, unknown, both = (done[name] for name in commands)
     code, out, err = one
     assert code == 0, (out, err)
     assert out.splitlines()[-2].startswith('time__get_current_time: {"timezone":"UTC","datetime":')
