@@ -233,6 +233,10 @@ class FlakyStore(MemoryStore):
 
     down: bool = False
 
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what fails: the run's turns go through it
+
     def _check(self) -> None:
         if self.down:
             raise StoreUnavailable("the test's store is down")
@@ -259,6 +263,10 @@ class CountingStore(MemoryStore):
     """A memory store that notes its writes: ``(method, messages, events)``."""
 
     writes: list[tuple[str, int, int]] = attrs.field(factory=list)
+
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what the test counts: the run's turns go through it
 
     async def append_messages(self, thread_id: str, messages: Sequence[Any]) -> None:
         self.writes.append(("append_messages", len(messages), 0))

@@ -28,6 +28,10 @@ class NotingStore(MemoryStore):
 
     log: list[tuple[str, float]] = attrs.field(factory=list)
 
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what the tests watch: the run's turns go through it, paced
+
     async def append_turn(
         self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any
     ) -> None:
@@ -168,6 +172,10 @@ class MeasuringStore(MemoryStore):
     """A memory store whose ``append_turn`` reports made-up sizes, or none (``None``: as a durable store)."""
 
     reported: list[int] | None = None
+
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what the test watches: the run's turns go through it
 
     async def append_turn(
         self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any
