@@ -6,8 +6,9 @@ order while the run goes on, and the close-out waits for the rest (:meth:`RunJou
 queued with it go in one store call (``ConversationStore.append_turn``: one SQLite transaction, one Redis round
 trip); each is atomic and shielded, so neither a crash nor a cancellation leaves half a turn or one in doubt. One
 write per wake; events emitted meanwhile go with the next turn or soon after (:mod:`.pacing`), through a
-:class:`~yao_actors.tasks.Turnstile`. A store keeps the text the events (:class:`~yao_actors.events.WireEvent`)
-went on the wire as, encoded once.
+:class:`~yao_actors.tasks.Turnstile`; a store that writes in step (the memory store) has each turn written by
+:meth:`RunJournal.turn` itself. A store keeps the text the events (:class:`~yao_actors.events.WireEvent`) went on
+the wire as, encoded once.
 
 **Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`): every event the run emits goes through
 the journal (:meth:`RunJournal.emit`); with a durable store each write shows the events it appended. The terminal
