@@ -63,6 +63,30 @@ def app_server(name: str, html: Callable[[], str], meta: dict[str, Any] | None =
     return server
 
 
+#: An app's side of the bridge, in a test's own app: ``request(method, params)`` (a promise of the page's answer)
+#: and ``start(name)`` (ui/initialize, then the initialized notification).
+APP_BRIDGE = """let next = 0;
+const pending = new Map();
+const request = (method, params) => new Promise((resolve) => {
+  const id = ++next; pending.set(id, resolve);
+  parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+});
+addEventListener("message", (event) => {
+  const data = event.data;
+  if (data && pending.has(data.id)) { pending.get(data.id)(data.result || { error: data.error }); pending.delete(data.id); }
+});
+const start = async (name) => {
+  await request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name, version: "1" }, appCapabilities: {} });
+  parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} }, "*");
+};
+"""
+
+
+def app_page(body: str, script: str) -> str:
+    """An app's HTML: ``body``, then ``script`` run after :data:`APP_BRIDGE`."""
+    return f"<!doctype html><html><body>{body}<script>\n{APP_BRIDGE}{script}\n</script></body></html>"
+
+
 def signed_in(context: BrowserContext, page_url: str) -> tuple[Page, list[dict[str, Any]], list[dict[str, Any]]]:
     """A page at ``page_url`` signed in with the token; the websocket frames it sends and receives, as JSON."""
     page = context.new_page()

@@ -18,7 +18,15 @@ import attrs
 import pytest
 import trio
 
-from tests.integration.oauth_support import OAuthTestServer, approve_in_browser, open_oauth_server
+from tests.integration.oauth_support import (
+    KEY,
+    OAuthTestServer,
+    approve_in_browser,
+    hub_config,
+    oauth_hub,
+    open_oauth_server,
+    whoami_model,
+)
 from tests.integration.test_agui_node import run_http_agent
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import http_request, run_frame, running_service, send, until_terminal
@@ -29,19 +37,11 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
 from yao_actors.specs import (
-    AssistantSpec,
     Config,
-    HttpTransport,
-    OAuthSpec,
-    RestartPolicy,
-    ServerRef,
-    ServerSpec,
-    StoreSpec,
 )
 from yao_actors.tools.tool_server import ServerState
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-KEY = "a test key of enough length"
 GUARD = 60
 CLI = [sys.executable, "-m", "yao_actors.cli"]
 ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789ab"
@@ -54,26 +54,7 @@ async def cli(*args: str) -> tuple[int, str, str]:
 
 
 def config_of(url: str, tmp_path: Path) -> Config:
-    transport = HttpTransport(url, auth=OAuthSpec(scopes=("tools",), identity="principal"))
-    hub = ServerSpec("hub", transport, connect_timeout=20, restart=RestartPolicy(backoff_initial=0.05))
-    return Config(
-        servers={"hub": hub},
-        assistants={"default": AssistantSpec("default", "m", servers=(ServerRef("hub"),))},
-        store=StoreSpec("sqlite", path=str(tmp_path / "s.sqlite3"), secret_key=KEY),
-    )
-
-
-def whoami_model() -> FunctionModel:
-    """Calls ``hub__whoami`` when it is offered and the last message is the user's, then says what it answered."""
-
-    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        names = [tool["function"]["name"] for tool in tools]
-        if messages[-1]["role"] == "user" and "hub__whoami" in names:
-            return Completion(tool_calls=(ToolCall("c1", "hub__whoami", "{}"),))
-        said = [str(m["content"]) for m in messages if m["role"] == "tool"]
-        return said[-1] if said else f"tools: {names}"
-
-    return FunctionModel(answer)
+    return hub_config(oauth_hub(url, identity="principal"), tmp_path, assistant="default")
 
 
 async def ask_all(service: Service, token: str, frame: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,7 +78,7 @@ def resume_frame(run_id: str, thread_id: str, *interrupt_ids: str) -> dict[str, 
 async def serving(config: Config) -> AsyncIterator[tuple[Runtime, Service]]:
     """The runtime of ``config`` with :func:`whoami_model`, served with the principals' :data:`TOKENS`."""
     async with (
-        open_runtime(config, models={"m": whoami_model()}) as runtime,
+        open_runtime(config, models={"m": whoami_model(last_only=True)}) as runtime,
         running_service(runtime, tokens=TOKENS) as service,
     ):
         yield runtime, service
@@ -378,7 +359,7 @@ async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refre
 async def test_an_embedded_run_is_told_why_the_server_is_down(tmp_path: Path) -> None:
     config = config_of("http://127.0.0.1:9/mcp", tmp_path)
     with trio.fail_after(GUARD):
-        async with open_runtime(config, models={"m": whoami_model()}) as runtime:
+        async with open_runtime(config, models={"m": whoami_model(last_only=True)}) as runtime:
             assert isinstance(runtime, Runtime)
             result = await runtime.run("default", "who am I?", principal="alice")
     status = [e["value"] for e in result.events if e.get("name") == "server_status"]
