@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import attrs
 from mcp.server.mcpserver import MCPServer
 from playwright.sync_api import BrowserContext, FrameLocator, Page
 
-from tests.integration.browser_support import STEP_MS, drive_runtime
+from tests.integration.browser_support import STEP_MS, ask, chromium_context, drive_runtime
 from yao_actors.config import AssistantSpec, Config, ServerRef, ServerSpec
 from yao_actors.models import Completion, FunctionModel, ToolCall
 
@@ -85,6 +87,30 @@ const start = async (name) => {
 def app_page(body: str, script: str) -> str:
     """An app's HTML: ``body``, then ``script`` run after :data:`APP_BRIDGE`."""
     return f"<!doctype html><html><body>{body}<script>\n{APP_BRIDGE}{script}\n</script></body></html>"
+
+
+@attrs.frozen
+class SignedIn:
+    """A signed-in page of its own browser (:func:`signed_in_browser`), and the frames it sent and received."""
+
+    context: BrowserContext
+    page: Page
+    sent: list[dict[str, Any]]
+    received: list[dict[str, Any]]
+
+
+@contextmanager
+def signed_in_browser(
+    page_url: str, *, asking: str | None = None, prepare: Callable[[BrowserContext], None] | None = None
+) -> Iterator[SignedIn]:
+    """A fresh browser (``prepare``d first) at ``page_url``, signed in, that has asked ``asking`` (if given)."""
+    with chromium_context() as context:
+        if prepare is not None:
+            prepare(context)
+        page, sent, received = signed_in(context, page_url)
+        if asking is not None:
+            ask(page, asking)
+        yield SignedIn(context, page, sent, received)
 
 
 def signed_in(context: BrowserContext, page_url: str) -> tuple[Page, list[dict[str, Any]], list[dict[str, Any]]]:

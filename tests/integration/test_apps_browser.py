@@ -15,6 +15,7 @@ from typing import Any
 
 import trio
 from mcp.server.mcpserver import MCPServer
+from playwright.sync_api import BrowserContext
 
 from tests.integration.apps_browser_support import (
     HEARD,
@@ -30,12 +31,11 @@ from tests.integration.apps_browser_support import (
     runs_sent,
     sign_in,
     signed_in,
+    signed_in_browser,
     time_shown,
 )
 from tests.integration.browser_support import (
     STEP_MS,
-    ask,
-    chromium_context,
     in_chromium,
     needs_chromium,
     serving_runtime,
@@ -50,9 +50,8 @@ BASIC = Path(__file__).parents[1] / "node/node_modules/@modelcontextprotocol/ser
 
 def use_the_clock_app(page_url: str) -> dict[str, Any]:
     """Show get-time's app, click its button, ask it to send a message and open a link; reload the thread."""
-    with chromium_context() as context:
-        page, sent, received = signed_in(context, page_url)
-        ask(page, "show the time")
+    with signed_in_browser(page_url, asking="show the time") as browser:
+        context, page, sent, received = browser.context, browser.page, browser.sent, browser.received
         app = app_frame(page)
         first = time_shown(app)
         page.wait_for_selector(".run.done")
@@ -158,9 +157,8 @@ def hostile_server() -> MCPServer:
 
 
 def meet_the_hostile_app(page_url: str) -> dict[str, Any]:
-    with chromium_context() as context:
-        page, _, _ = signed_in(context, page_url)
-        ask(page, "show the app")
+    with signed_in_browser(page_url, asking="show the app") as browser:
+        page, context = browser.page, browser.context
         findings = app_frame(page).locator("#findings")
         findings.filter(has_text="httpLink").wait_for(timeout=STEP_MS)
         page.wait_for_selector(".run.done")
@@ -228,9 +226,8 @@ def fetching_server(declared: dict[str, Any], targets: list[str]) -> MCPServer:
 
 
 def fetch_from_the_app(page_url: str) -> dict[str, Any]:
-    with chromium_context() as context:
-        page, _, _ = signed_in(context, page_url)
-        ask(page, "show the app")
+    with signed_in_browser(page_url, asking="show the app") as browser:
+        page = browser.page
         # (this app never calls ui/initialize: its frame is read as soon as it is there)
         fetched = inner_frame(page).locator("#fetched")
         fetched.filter(has_text="other").wait_for(timeout=STEP_MS)
@@ -251,8 +248,8 @@ async def test_an_app_reaches_the_origins_its_resource_declares_and_no_other_in_
 
 def lose_the_connection_with_a_request_queued(page_url: str) -> dict[str, Any]:
     """An app's request queued while the page's websocket closes: it fails at once and is never sent later."""
-    with chromium_context() as context:
-        page, sent, _ = signed_in(context, page_url)
+    with signed_in_browser(page_url) as browser:
+        page, sent = browser.page, browser.sent
         page.evaluate(
             """() => {
               socket.close();  // closing, not yet closed: the request below waits in the page's queue
@@ -304,9 +301,8 @@ FORGED_AND_GENUINE = """() => {
 
 def meet_the_eager_app(page_url: str) -> dict[str, Any]:
     """The eager app live, a message from another origin posted as its frame's, then the thread opened again."""
-    with chromium_context() as context:
-        page, sent, _ = signed_in(context, page_url)
-        ask(page, "show the app")
+    with signed_in_browser(page_url, asking="show the app") as browser:
+        context, page, sent = browser.context, browser.page, browser.sent
         app_frame(page)
         page.wait_for_selector(".run.done")
         page.wait_for_function("() => document.querySelector('#question').value === 'show it again'")
@@ -344,13 +340,17 @@ async def test_an_apps_message_waits_for_the_user_and_a_replayed_app_asking_on_l
     )
 
 
+def short_bound_on_a_moved_clock(context: BrowserContext) -> None:
+    """The page's bound on an app's start made 5 s through its hook, its timers on a clock the test can move (it
+    flows, and the test can jump it ahead)."""
+    context.add_init_script("window.yaoAppWaitSeconds = 5")
+    context.clock.install()
+
+
 def wait_for_the_silent_app(page_url: str) -> str:
-    """The page's bound on an app's start (set to 5 s through its hook) passed on a clock the test moves."""
-    with chromium_context() as context:
-        context.add_init_script("window.yaoAppWaitSeconds = 5")
-        context.clock.install()  # the page's timers run on this clock: it flows, and the test can jump it ahead
-        page, _, _ = signed_in(context, page_url)
-        ask(page, "show the app")
+    """The page's bound on an app's start (5 s here) passed at once on the clock the test moves."""
+    with signed_in_browser(page_url, asking="show the app", prepare=short_bound_on_a_moved_clock) as browser:
+        page = browser.page
         page.wait_for_selector('.app[data-app="starting"]', timeout=STEP_MS)  # its HTML is in, its start awaited
         page.clock.fast_forward(5_000)  # the bound is over at once
         page.wait_for_selector('.app[data-app="not-started"] .error', timeout=STEP_MS)
