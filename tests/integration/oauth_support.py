@@ -96,6 +96,15 @@ def hub_config(hub: ServerSpec, tmp_path: Path, *, assistant: str = "a", **store
     )
 
 
+@asynccontextmanager
+async def hub_behind_oauth(
+    tmp_path: Path, *options: str, assistant: str = "a", **auth: Any
+) -> AsyncIterator[tuple[OAuthTestServer, Config]]:
+    """The OAuth test server (its ``options``) and a config of :func:`hub_config` for its ``hub`` (with ``auth``)."""
+    async with open_oauth_server(*options) as server:
+        yield server, hub_config(oauth_hub(server.url, **auth), tmp_path, assistant=assistant)
+
+
 def whoami_model(*, last_only: bool = False) -> FunctionModel:
     """Calls ``hub__whoami`` when it is offered and the last message is the user's, then says what the tool
     answered (every answer joined by `` | ``, or with ``last_only`` the last one), or with no answer the tools it had."""

@@ -23,6 +23,7 @@ from tests.integration.oauth_support import (
     KEY,
     approve_in_browser,
     authorization_url,
+    hub_behind_oauth,
     hub_config,
     oauth_hub,
     open_oauth_server,
@@ -96,8 +97,7 @@ async def test_a_server_needs_auth_until_the_service_logs_in_then_calls_carry_th
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with hub_behind_oauth(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with (
                 open_runtime(config, models={"m": whoami_model()}) as runtime,
@@ -226,8 +226,7 @@ async def test_a_runtime_with_a_durable_store_and_no_key_refuses_to_start(tmp_pa
 async def test_a_wrong_key_leaves_the_server_needing_auth_with_a_clear_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with hub_behind_oauth(tmp_path) as (server, config):
         async with open_store(config.store) as store:  # type: ignore[arg-type]
             await log_in(hub(server.url), open_vault(store, KEY))
         wrong = attrs.evolve(config, store=attrs.evolve(config.store, secret_key="not the key it was stored with"))
@@ -289,8 +288,7 @@ async def test_the_cli_logs_in_shows_the_status_and_logs_out(tmp_path: Path) -> 
 
 
 async def test_a_principal_identity_server_is_never_served_the_services_tokens(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with hub_behind_oauth(tmp_path) as (server, config):
         async with open_store(config.store) as store:  # type: ignore[arg-type]
             await log_in(hub(server.url), open_vault(store, KEY))  # the service is logged in
         spec = config.servers["hub"]

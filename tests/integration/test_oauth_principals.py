@@ -10,7 +10,7 @@ import logging
 import shutil
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,9 @@ from tests.integration.oauth_support import (
     KEY,
     OAuthTestServer,
     approve_in_browser,
+    hub_behind_oauth,
     hub_config,
     oauth_hub,
-    open_oauth_server,
     whoami_model,
 )
 from tests.integration.test_agui_node import run_http_agent
@@ -55,6 +55,11 @@ async def cli(*args: str) -> tuple[int, str, str]:
 
 def config_of(url: str, tmp_path: Path) -> Config:
     return hub_config(oauth_hub(url, identity="principal"), tmp_path, assistant="default")
+
+
+def principal_hub(tmp_path: Path, *options: str) -> AbstractAsyncContextManager[tuple[OAuthTestServer, Config]]:
+    """The OAuth test server and a config of its ``hub`` with ``identity: "principal"``."""
+    return hub_behind_oauth(tmp_path, *options, assistant="default", identity="principal")
 
 
 async def ask_all(service: Service, token: str, frame: dict[str, Any]) -> list[dict[str, Any]]:
@@ -112,8 +117,7 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (runtime, service):
                 assert runtime.routers["hub"].state is ServerState.READY  # the router; no principal connected
@@ -169,8 +173,7 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
 
 
 async def test_a_principal_authorizes_and_resumes_through_post_agui(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         bearer = {"authorization": f"Bearer {ALICE}"}
         asked_for = {"id": "u1", "role": "user", "content": "who am I?"}
         with trio.fail_after(GUARD):
@@ -190,8 +193,7 @@ async def test_a_principal_authorizes_and_resumes_through_post_agui(tmp_path: Pa
 
 async def test_the_official_http_agent_authorizes_a_principal_and_resumes(tmp_path: Path) -> None:
     require_tool(shutil.which("node"), "node")
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
                 seen = await run_http_agent(
@@ -215,8 +217,7 @@ async def test_the_official_http_agent_authorizes_a_principal_and_resumes(tmp_pa
 
 
 async def test_a_wrong_or_missing_state_is_a_400_page_and_nothing_is_stored(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (_server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (runtime, service):
                 wrong = await http_request(service.port, "/oauth/callback?state=made-up&code=abc")
@@ -231,8 +232,7 @@ async def test_a_wrong_or_missing_state_is_a_400_page_and_nothing_is_stored(tmp_
 
 
 async def test_with_a_public_url_the_service_serves_its_client_metadata_and_redirects_there(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (_server, config):
         public = "http://127.0.0.1:9/agent"  # where a proxy would publish the service (here: nobody listens)
         config = attrs.evolve(config, service=attrs.evolve(config.service, public_url=public))
         with trio.fail_after(GUARD):
@@ -288,8 +288,7 @@ async def test_an_authorization_server_out_of_reach_makes_the_server_unavailable
 
 
 async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
                 first = await alice_logs_in(server, service)
@@ -312,8 +311,7 @@ async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_agai
 ) -> None:
     """Tokens that do not open with ``store.secret_key`` count as absent: the principal authorizes again (and goes
     on), and the operator reads a WARNING naming ``store.secret_key``, once."""
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         other = attrs.evolve(config, store=attrs.evolve(config.store, secret_key="another key, not the first one"))
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
@@ -336,8 +334,7 @@ async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_agai
 async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refresh_asks_in_that_run(
     tmp_path: Path,
 ) -> None:
-    async with open_oauth_server("--lifetime", "2") as server:  # access tokens last 2 s
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path, "--lifetime", "2") as (server, config):  # access tokens last 2 s
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
                 first = await alice_logs_in(server, service)
