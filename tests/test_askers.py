@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from yao_actors.tools.askers import Askers
-from yao_actors.tools.server_handle import CallRequest
+from yao_actors.tools.call_request import CallRequest
 
 
 def call(name: str) -> CallRequest:

@@ -20,7 +20,8 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.specs import RunTimeouts
 from yao_actors.testing.servers import build_test_server
-from yao_actors.testing.task_servers import TasksExtension, build_task_server
+from yao_actors.testing.task_extension import TasksExtension
+from yao_actors.testing.task_servers import build_task_server
 
 #: Short run and turn deadlines, against tasks of many minutes.
 SHORT = RunTimeouts(run=20.0, model=10.0, turn=10.0)

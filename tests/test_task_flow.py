@@ -16,7 +16,7 @@ from yao_actors.errors import ErrorKind
 from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_flow import follow_task
+from yao_actors.tools.task_flow import TaskLine, follow_task
 from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import CallOptions
@@ -63,7 +63,7 @@ def watch(server: Server, stored: list[TaskHandle], timeout: float = 3600.0) -> 
 
 
 async def follow(server: Server, start: TaskState, options: CallOptions, tool: str = "research") -> ToolOutcome:
-    return await follow_task(server.ops, server.ready, "srv", start, tool, {"q": 1}, options)
+    return await follow_task(TaskLine("srv", server.ops, server.ready), start, tool, {"q": 1}, options)
 
 
 async def test_the_handle_is_stored_before_the_wait_and_the_result_comes_once(autojump_clock: trio.abc.Clock) -> None:

@@ -26,12 +26,12 @@ from yao_actors.config import RestartPolicy
 from yao_actors.errors import ErrorKind, UnknownThread
 from yao_actors.specs import InMemoryTransport, ServerSpec
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.call_request import CallRequest
 from yao_actors.tools.input_requests import MAX_QUESTIONS, InputRound
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_calls import result_outcome
-from yao_actors.tools.server_handle import CallRequest
 from yao_actors.tools.server_status import ServerStatus
-from yao_actors.tools.task_flow import follow_task, poll_handle
+from yao_actors.tools.task_flow import TaskLine, follow_task, poll_handle
 from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.task_input import input_outcome
 from yao_actors.tools.task_state import MAX_STATUS_BYTES, STATUS_EVERY, TaskState
@@ -142,7 +142,7 @@ async def test_a_task_whose_handle_cannot_be_kept_is_cancelled_at_the_server(aut
 
     server = Server([])
     outcome = await follow_task(
-        server.ops, server.ready, "srv", TaskState("t1", EXT, "working"), "research", {}, stored_by(gone)
+        TaskLine("srv", server.ops, server.ready), TaskState("t1", EXT, "working"), "research", {}, stored_by(gone)
     )
     assert outcome.kind is ErrorKind.TOOL_ERROR
     assert "could not be kept (thread 'thread-1' was not opened)" in (outcome.error or "")
@@ -156,7 +156,7 @@ async def test_a_wait_that_ends_while_the_handle_is_stored_cancels_the_task(auto
     server = Server([])
     with trio.move_on_after(5) as waited:
         await follow_task(
-            server.ops, server.ready, "srv", TaskState("t1", EXT, "working"), "research", {}, stored_by(slow)
+            TaskLine("srv", server.ops, server.ready), TaskState("t1", EXT, "working"), "research", {}, stored_by(slow)
         )
     assert waited.cancelled_caught
     assert server.asked == ["cancel"]  # sent though the wait was cancelled (shielded)

@@ -14,8 +14,9 @@ from yao_actors.config import Config, InMemoryTransport, ServerSpec
 from yao_actors.runtime import open_runtime
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.testing.task_servers import build_task_server
+from yao_actors.tools.call_request import CallRequest
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import CallRequest, ServerHandle
+from yao_actors.tools.server_handle import ServerHandle
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import TICK, poll_handle
 from yao_actors.tools.task_handle import TaskWatch

@@ -15,7 +15,8 @@ from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRe
 from yao_actors.events import Outcome
 from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
-from yao_actors.testing.task_servers import TasksExtension, build_task_server
+from yao_actors.testing.task_extension import TasksExtension
+from yao_actors.testing.task_servers import build_task_server
 
 GUARD = 60
 

@@ -21,20 +21,16 @@ starts tasks there.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import attrs
 import trio
 
-from yao_actors.auth.desk import AuthorizationDesk, open_desk
-from yao_actors.auth.flow import authorizing
-from yao_actors.auth.keys import oauth_of, oauth_servers, per_principal, principal_servers
-from yao_actors.auth.principal_routing import principal_routing
-from yao_actors.auth.vault import open_vault
+from yao_actors.auth.desk import AuthorizationDesk
+from yao_actors.auth.starters import Starters, server_starters, start_servers
 from yao_actors.config.check import check_config
 from yao_actors.config.providers import build_model
 from yao_actors.conversation import (
@@ -56,14 +52,13 @@ from yao_actors.conversation.request import as_request
 from yao_actors.errors import ConfigError, NotReady, store_trouble_ends_the_run
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.models import Model
-from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, ServerSpec, StoreSpec
+from yao_actors.specs import BUILTIN_MODEL_IDS, AssistantSpec, Config, ModelSpec, StoreSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, open_store
 from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import Catalog, CatalogCache
 from yao_actors.tools.directory import ServerRouter
 from yao_actors.tools.input_requests import InputHandler
-from yao_actors.tools.parked_relay import relay_of
-from yao_actors.tools.server_actor import ServerHandle, ServerState, serve_mcp_server
+from yao_actors.tools.server_actor import ServerHandle, ServerState
 from yao_actors.tools.tool_server import ToolSource
 from yao_actors.transports import Connector, open_client
 
@@ -281,22 +276,9 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         if store is None:
             store = await stack.enter_async_context(_open_config_store(config))
-        plain, desk = connect, None
-        if oauth_servers(config):
-            vault = open_vault(store, (config.store or StoreSpec()).secret_key)
-            connect = authorizing(connect, vault)
-        relay = relay_of(store, (config.store or StoreSpec()).lease_ttl)  # held calls answered from other workers
-        start: ServeServer = functools.partial(
-            serve_mcp_server, connect=connect, input_handler=input_handler, relay=relay
-        )
-        route: ServeServer | None = None
-        if principals := principal_servers(config):
-            if any(oauth_of(config.servers[server_id]) for server_id in principals):
-                desk = open_desk(store, vault, config.service.public_url)
-            actor = functools.partial(serve_mcp_server, input_handler=input_handler, relay=relay, publish_up=False)
-            route = principal_routing(actor, plain, desk, relay)
-        async with _open_checked_runtime(config, resolved, (start, route), ready_timeout, store) as runtime:
-            runtime.authorizations = desk
+        starters = server_starters(config, store, connect, input_handler)
+        async with _open_checked_runtime(config, resolved, starters, ready_timeout, store) as runtime:
+            runtime.authorizations = starters.desk
             yield runtime
 
 
@@ -304,18 +286,20 @@ async def open_runtime(
 async def _open_checked_runtime(
     config: Config,
     models: Mapping[str, Model],
-    serve: tuple[ServeServer, ServeServer | None],
+    starters: Starters,
     ready_timeout: float | None,
     store: ConversationStore,
 ) -> AsyncIterator[Runtime]:
-    """:func:`open_runtime` once its config is checked, its models resolved and its store open; ``serve`` starts
-    a server actor, and the router of a server connected per principal (``None``: the config has none)."""
+    """:func:`open_runtime` once its config is checked, its models resolved and its store open; ``starters`` start
+    its servers."""
     spec = config.store or StoreSpec()
     leases = LeasePolicy.of(store, ttl=spec.lease_ttl, wait=spec.lease_wait)
     async with open_owned_nursery() as nursery:
         if leases.shared:
             await nursery.start(serve_sweeps, leases)  # closes the runs a dead process left, now and periodically
-        servers, routers = await _start_servers(nursery, [s for s in config.servers.values() if not s.disabled], *serve)
+        servers, routers = await start_servers(
+            nursery, [s for s in config.servers.values() if not s.disabled], starters
+        )
         catalogs = CatalogCache()
         await check_tool_names(config.assistants.values(), {**servers, **routers}, catalogs)
         async with open_conversations(
@@ -355,33 +339,6 @@ def _open_config_store(config: Config) -> AbstractAsyncContextManager[Conversati
         spec.event_ttl, max_thread_bytes=budgets.max_thread_bytes, max_threads_bytes=budgets.max_threads_bytes
     )
     return contextlib.nullcontext(memory)
-
-
-ServeServer = Callable[..., Awaitable[None]]
-"""``serve_mcp_server`` with the runtime's connector and input handler: takes the spec and ``task_status``."""
-
-
-async def _start_servers(
-    nursery: trio.Nursery, specs: Iterable[ServerSpec], serve: ServeServer, route: ServeServer | None
-) -> tuple[dict[str, ServerHandle], dict[str, ServerRouter]]:
-    """Start one actor per spec (``route``: a router per spec connected per principal), all at once, in
-    ``nursery``; their handles and their routers by id, in config order."""
-    handles: dict[str, ServerHandle] = {}
-    routers: dict[str, ServerRouter] = {}
-
-    async def start(spec: ServerSpec) -> None:
-        if route is not None and per_principal(spec):
-            routers[spec.id] = await nursery.start(route, spec)
-        else:
-            handles[spec.id] = await nursery.start(serve, spec)
-
-    ordered = list(specs)
-    async with trio.open_nursery() as starters:
-        for spec in ordered:
-            starters.start_soon(start, spec)
-    return {s.id: handles[s.id] for s in ordered if s.id in handles}, {
-        s.id: routers[s.id] for s in ordered if s.id in routers
-    }
 
 
 async def check_tool_names(

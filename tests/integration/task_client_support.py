@@ -18,7 +18,8 @@ from mcp_types import CallToolResult, Request, RequestParams, Result
 from pydantic import ConfigDict
 
 from yao_actors.testing.processes import TASK_SERVER_COMMAND
-from yao_actors.testing.task_servers import RECORD_ENV, TASKS_EXTENSION
+from yao_actors.testing.task_extension import TASKS_EXTENSION
+from yao_actors.testing.task_record import RECORD_ENV
 
 
 class CreatedTask(Result):

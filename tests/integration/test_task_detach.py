@@ -20,7 +20,7 @@ from tests.service.support import run_frame, send, until_terminal, wait_until
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.testing.processes import open_http_task_server
 from yao_actors.testing.redis_server import RedisServer
-from yao_actors.testing.task_servers import read_task_record
+from yao_actors.testing.task_record import read_task_record
 
 GUARD = 90
 STEPS = 20

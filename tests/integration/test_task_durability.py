@@ -26,7 +26,8 @@ from yao_actors.store import open_store
 from yao_actors.testing.fake_openai import open_fake_openai
 from yao_actors.testing.processes import open_http_task_server
 from yao_actors.testing.redis_server import RedisServer
-from yao_actors.testing.task_servers import SHOW_APP_URI, read_task_record
+from yao_actors.testing.task_record import read_task_record
+from yao_actors.testing.task_servers import SHOW_APP_URI
 
 GUARD = 90
 PREFIX = "tasks:"

@@ -13,7 +13,7 @@ from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from tests.integration.task_client_support import open_task_client
 from yao_actors.testing.processes import open_http_task_server
-from yao_actors.testing.task_servers import read_task_record
+from yao_actors.testing.task_record import read_task_record
 
 
 def events(record: Path, task_id: str) -> list[str]:

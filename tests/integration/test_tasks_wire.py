@@ -30,7 +30,7 @@ from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec, StdioTransport
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.testing.processes import TASK_SERVER_COMMAND, open_http_task_server
-from yao_actors.testing.task_servers import read_task_record
+from yao_actors.testing.task_record import read_task_record
 from yao_actors.tools.input_requests import InputAnswer, InputRequest, InputRound, elicit_result
 from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.tools.task_handle import TaskWatch

@@ -21,7 +21,15 @@ from yao_actors.specs import ServerSpec
 from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
-from yao_actors.tools.tool_server import LOST, NO_OPTIONS, Binding, CallOptions, ServerState, ServerStatistics
+from yao_actors.tools.tool_server import (
+    LOST,
+    NO_OPTIONS,
+    Binding,
+    CallOptions,
+    ServerState,
+    ServerStatistics,
+    state_reached,
+)
 
 
 @attrs.define(eq=False)
@@ -108,10 +116,7 @@ class PrincipalView:
         return await self.bound.handle.wait_state_change()
 
     async def wait_for_state(self, *states: ServerState) -> ServerState:
-        while self.state not in states:
-            await self.wait_state_change()
-        await trio.lowlevel.checkpoint()
-        return self.state
+        return await state_reached(self, states)
 
     async def reaches_parked(self, ticket: str) -> bool:
         return await self.router.reaches_parked(ticket)
@@ -123,6 +128,10 @@ class PrincipalView:
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
         """Go on polling a stored task on this principal's connection (opened again if it was closed meanwhile)."""
         return await self._on_connection(lambda server: server.poll_task(handle, options))
+
+    async def cancel_task(self, handle: TaskHandle) -> ToolOutcome:
+        """Ask the server to stop a task, on this principal's connection (opened again if it was closed meanwhile)."""
+        return await self._on_connection(lambda server: server.cancel_task(handle))
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS

@@ -25,9 +25,11 @@ runtime holds: it keeps the actors by thread id in a nursery of its own and offe
 (events as a bounded receive channel) and :meth:`~ConversationManager.run`.
 
 Its rooms, by idea: the actor and what it is handed here (:mod:`.request`, the run as its caller asked for it;
-:mod:`.order`, a live run by owner and the streams that read it; :mod:`.manager`, threads loaded on demand,
-resume, forget; :mod:`.actor` and :mod:`.thread`, the per-thread actor and what it publishes; :mod:`.ending`,
-how a run ends; :mod:`.run_deadline`, the run's deadline), :mod:`.loop` (the run's steps), :mod:`.durable` (the store: journal, leases, replay),
+:mod:`.order`, a live run by owner and the streams that read it; :mod:`.manager`, starting, resuming and forgetting
+runs; :mod:`.kept_threads`, the thread actors kept in memory within their budgets; :mod:`.live_runs`, the runs going
+on by id; :mod:`.actor` and :mod:`.thread`, the per-thread actor and what it publishes; :mod:`.starting` and
+:mod:`.ending`, how a run starts and ends; :mod:`.run_deadline`, the run's deadline), :mod:`.loop` (the run's
+steps), :mod:`.durable` (the store: journal, leases, replay),
 :mod:`.interrupts` (approvals, the user's answers, client tools, authorization) and :mod:`.streaming` (model
 stream → events → readers).
 """

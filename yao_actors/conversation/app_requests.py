@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
-import mcp.types
 import trio
 
 from yao_actors.conversation.loop.resources import RunResources
@@ -47,18 +46,12 @@ from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.apps import ACTIVITY_TYPE, APP, is_app_uri, server_hash
 from yao_actors.tools.catalog import build_catalog
 from yao_actors.tools.dispatch import collect_tool_calls
+from yao_actors.tools.forwarding import ForwardingServer
 from yao_actors.tools.input_requests import InputRound
 from yao_actors.tools.naming import ToolRef
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_flow import CANCEL_WAIT
 from yao_actors.tools.task_input import task_of_round
-from yao_actors.tools.tool_server import (
-    NO_OPTIONS,
-    CallOptions,
-    ServerState,
-    ServerStatistics,
-    ToolServer,
-)
+from yao_actors.tools.tool_server import NO_OPTIONS, CallOptions, ToolServer
 
 logger = logging.getLogger(__name__)
 
@@ -299,14 +292,13 @@ async def _call(
 
 async def _cancel_asking_task(server: ToolServer, server_id: str, thread_id: str, tool: str, asked: object) -> None:
     """Have the server stop the task an app's refused call left waiting for input (``asked``, the call's input
-    round, names it): its wait taken up with a deadline already past, which ends it with ``tasks/cancel``."""
+    round, names it) with ``tasks/cancel``."""
     task = task_of_round(asked.request_state) if isinstance(asked, InputRound) else None
     if task is None:
         return
     now = time.time()
     handle = TaskHandle(server_id, task.task_id, task.design, "", tool, {}, "", thread_id, now, now)
-    with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-        await server.poll_task(handle)
+    await server.cancel_task(handle)
 
 
 def _kept(outcome: ToolOutcome, what: str) -> dict[str, Any]:
@@ -323,32 +315,14 @@ def _log(server_id: str, params: Mapping[str, Any]) -> None:
     logger.info("app of server %r logs (%s): %s", server_id, level, text, extra={"server": server_id, "source": "app"})
 
 
-@attrs.define(eq=False)
-class _Keeping:
+class _Keeping(ForwardingServer):
     """A server whose one call keeps the MCP result as the server sent it (``kept``), for the app; the rest of what
     a run's server does, it passes on."""
 
-    server: ToolServer
-    kept: Mapping[str, Any] | None = None
-
-    @property
-    def id(self) -> str:
-        return self.server.id
-
-    @property
-    def spec(self) -> ServerSpec:
-        return self.server.spec
-
-    @property
-    def state(self) -> ServerState:
-        return self.server.state
-
-    @property
-    def tools_version(self) -> int:
-        return self.server.tools_version
-
-    async def list_tools(self) -> tuple[mcp.types.Tool, ...]:
-        return await self.server.list_tools()
+    def __init__(self, server: ToolServer) -> None:
+        super().__init__(server)
+        self.kept: Mapping[str, Any] | None = None
+        """The MCP result of the last call, as the server sent it."""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS
@@ -356,18 +330,6 @@ class _Keeping:
         outcome = await self.server.call_tool(name, arguments, attrs.evolve(options, keep_result=True))
         self.kept = outcome.app_result
         return outcome
-
-    def statistics(self) -> ServerStatistics:
-        return self.server.statistics()
-
-    async def wait_state_change(self) -> ServerState:
-        return await self.server.wait_state_change()
-
-    async def wait_for_state(self, *states: ServerState) -> ServerState:
-        return await self.server.wait_for_state(*states)
-
-    async def reaches_parked(self, ticket: str) -> bool:
-        return await self.server.reaches_parked(ticket)
 
     async def poll_task(self, handle: TaskHandle, options: CallOptions = NO_OPTIONS) -> ToolOutcome:
         outcome = await self.server.poll_task(handle, attrs.evolve(options, keep_result=True))

@@ -7,7 +7,6 @@ channel (:class:`RunStream`); :meth:`ConversationManager.run` returns its
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -17,28 +16,28 @@ from typing import Any
 import attrs
 import trio
 
-from yao_actors.conversation.actor import CLEANUP_GRACE, new_conversation
 from yao_actors.conversation.app_requests import AppRequest, ShownApps, answer_app_request
 from yao_actors.conversation.durable.leasing import LeasePolicy
 from yao_actors.conversation.durable.replay import StoredRunStream, ThreadHistory, stored_run_stream
 from yao_actors.conversation.interrupts.approvals import ApprovalPolicy
 from yao_actors.conversation.interrupts.client_tools import check_client_tools
-from yao_actors.conversation.interrupts.inputs import stored_pending
+from yao_actors.conversation.kept_threads import KeptThreads
+from yao_actors.conversation.live_runs import LiveRuns
 from yao_actors.conversation.loop.prompt import request_tools
 from yao_actors.conversation.loop.resources import RunResources
-from yao_actors.conversation.order import FollowStream, RunControl, RunOrder, RunResult, RunStream
+from yao_actors.conversation.order import FollowStream, RunOrder, RunResult, RunStream
 from yao_actors.conversation.request import MessagesInput, RunRequest, as_request
 from yao_actors.conversation.streaming.outlet import RunOutlet
 from yao_actors.conversation.thread import ConversationHandle
 from yao_actors.errors import ConfigError, RunError, RunErrorCode, store_trouble_ends_the_run
 from yao_actors.events import DEFAULT_MEDIA_BYTES
 from yao_actors.handles import NoPublicConstructor
-from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, idle_threads_to_forget
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES
 from yao_actors.models.base import Message, Model
 from yao_actors.specs import AssistantSpec
 from yao_actors.store import ConversationStore, MemoryStore, ThreadInfo, ThreadKeeper
 from yao_actors.store.records import RunStatus
-from yao_actors.tasks import open_owned_nursery, patiently
+from yao_actors.tasks import open_owned_nursery
 from yao_actors.tools.catalog import CatalogCache
 from yao_actors.tools.directory import ServerDirectory, ServerRouter
 from yao_actors.tools.tool_server import ToolServer
@@ -73,20 +72,8 @@ class ConversationManager(metaclass=NoPublicConstructor):
     _resources: RunResources
     _nursery: trio.Nursery
     _store: ConversationStore
-    _max_threads: int
-    _max_thread_bytes: int
-    _max_threads_bytes: int
-    _detach_grace: float
-    _leases: LeasePolicy
-    _threads: dict[str, ConversationHandle] = attrs.field(factory=dict)
-    _history_bytes: dict[str, int] = attrs.field(factory=dict)
-    """Each kept thread's history bytes as of its last run's end (or its start): what :attr:`_total_bytes` sums."""
-    _total_bytes: int = 0
-    """The histories of the kept threads together, kept as a running total: the budget check is O(1) per run."""
-    _starting: trio.Lock = attrs.field(factory=trio.Lock)
-    _loading: set[str] = attrs.field(factory=set)
-    """Threads being loaded from the store (:meth:`_load_thread`): a memory store keeps them meanwhile."""
-    _live: dict[str, RunOrder] = attrs.field(factory=dict)
+    _threads: KeptThreads
+    _live: LiveRuns
     _shown_apps: ShownApps = attrs.field(factory=ShownApps)
     """Which threads showed which MCP Apps, as found in the store (an app's requests check it)."""
 
@@ -98,12 +85,17 @@ class ConversationManager(metaclass=NoPublicConstructor):
     @property
     def max_thread_bytes(self) -> int:
         """The most history bytes one thread keeps in memory."""
-        return self._max_thread_bytes
+        return self._threads.max_thread_bytes
 
     @property
     def max_threads_bytes(self) -> int:
         """The most history bytes all threads together keep in memory."""
-        return self._max_threads_bytes
+        return self._threads.max_threads_bytes
+
+    @property
+    def _total_bytes(self) -> int:
+        """The histories of the kept threads together (the running total their budget checks)."""
+        return self._threads.total_bytes
 
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
@@ -125,95 +117,21 @@ class ConversationManager(metaclass=NoPublicConstructor):
 
         At most ``max_threads`` threads are kept: a new one forgets the least
         recently used thread that has no run in progress or waiting, so the
-        actors and histories of a long-running service stay bounded.
+        actors and histories of a long-running service stay bounded (:mod:`.kept_threads`).
         """
-        handle = self._threads.pop(thread_id, None)
-        if handle is None:
-            # One start at a time: two first runs of a thread must not start two actors for it.
-            async with self._starting:
-                handle = self._threads.pop(thread_id, None)
-                if handle is None:
-                    handle = await self._load_thread(thread_id, owner)
-        self._threads[thread_id] = handle  # most recently used last
-        return handle
-
-    async def _load_thread(self, thread_id: str, owner: str | None) -> ConversationHandle:
-        """Open the thread in the store (created for ``owner``, or as stored) and start its actor with its history
-        and its calls waiting for approval."""
-        self._loading.add(thread_id)
-        try:
-            with store_trouble_ends_the_run():
-                info = await patiently(lambda: self._store.open_thread(thread_id, owner))
-                # A thread this call created has nothing stored yet; another principal's is not loaded.
-                stored = info.principal == owner and not info.created
-                history = await patiently(lambda: self._store.load_history(thread_id)) if stored else []
-                approvals = await patiently(lambda: self._store.load_approvals(thread_id)) if stored else []
-        finally:
-            self._loading.discard(thread_id)
-        if len(self._threads) >= self._max_threads:
-            self._forget_an_idle_thread()
-        handle, serve = new_conversation(
-            thread_id,
-            self._resources,
-            self._store,
-            owner=info.principal,
-            history=history,
-            approvals=stored_pending(thread_id, approvals),
-            max_history_bytes=self._max_thread_bytes,
-            on_history_grown=functools.partial(self._fit_memory_budget, thread_id),
-            leases=self._leases,
-        )
-        self._nursery.start_soon(serve)
-        self._history_bytes[thread_id] = size = handle.history_bytes
-        self._total_bytes += size
-        return handle
-
-    def _forget_an_idle_thread(self) -> None:
-        for thread_id, handle in self._threads.items():
-            if handle.pending == 0:
-                self.close_thread(thread_id)
-                return
-
-    def _fit_memory_budget(self, grown: str) -> None:
-        """Thread ``grown``'s run has ended (its history changed): forget least recently used idle threads while
-        the histories together exceed ``max_threads_bytes``.
-
-        The total is kept as it goes (each thread's bytes change only in its own runs, and each run ends
-        here), so a run within the budget costs O(1) here, however many threads are kept; only a run that
-        takes the total over it looks through the threads, oldest first, and only as far as it needs.
-        """
-        handle = self._threads.get(grown)
-        if handle is not None:  # not closed meanwhile
-            size = handle.history_bytes
-            self._total_bytes += size - self._history_bytes.get(grown, 0)
-            self._history_bytes[grown] = size
-        if self._total_bytes <= self._max_threads_bytes:
-            return
-        threads = ((tid, self._history_bytes[tid], kept.pending == 0) for tid, kept in self._threads.items())
-        for thread_id in idle_threads_to_forget(threads, self._max_threads_bytes, total=self._total_bytes):
-            self.close_thread(thread_id)
-
-    def _keeps(self, thread_id: str) -> bool:
-        """Whether the memory store must keep ``thread_id``: runs wait on it, or it is being loaded. (A thread it
-        forgets is closed here too, :meth:`close_thread`: the next run opens it anew.)"""
-        handle = self._threads.get(thread_id)
-        return thread_id in self._loading or (handle is not None and handle.pending > 0)
+        return await self._threads.get(thread_id, owner)
 
     def close_thread(self, thread_id: str) -> None:
         """Forget a thread: its actor finishes the runs already submitted and ends; its history is dropped."""
-        handle = self._threads.pop(thread_id, None)
-        if handle is not None:
-            self._total_bytes -= self._history_bytes.pop(thread_id, 0)
-            handle.close()
+        self._threads.close(thread_id)
 
     def thread_ids(self) -> tuple[str, ...]:
         """The ids of the threads kept, least recently used first."""
-        return tuple(self._threads)
+        return self._threads.ids()
 
     def history(self, thread_id: str) -> tuple[Message, ...]:
         """The messages a thread keeps in memory now (empty for a thread not in memory); see :meth:`load_thread`."""
-        handle = self._threads.get(thread_id)
-        return () if handle is None else handle.history
+        return self._threads.history(thread_id)
 
     async def _owned_info(self, thread_id: str, principal: str | None) -> ThreadInfo | None:
         """The stored thread when ``principal`` owns it, else ``None`` (another's thread is as unknown)."""
@@ -247,12 +165,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         unknown (or another's). Its runs in flight or waiting are cancelled and closed out first."""
         if await self._owned_info(thread_id, principal) is None:
             return False
-        runs = [order.control for order in self._live.values() if order.thread_id == thread_id]
-        for control in runs:
-            control.cancel()
-        with trio.move_on_after(CLEANUP_GRACE):
-            for control in runs:
-                await control.wait_done()
+        await self._live.cancel_thread(thread_id)
         self.close_thread(thread_id)
         with store_trouble_ends_the_run():
             return await self._store.forget_thread(thread_id)
@@ -267,15 +180,10 @@ class ConversationManager(metaclass=NoPublicConstructor):
         from the store. Unknown (or another principal's) runs raise ``RunError`` ``unknown_run``. While
         the block is open a detached run is not cancelled; leaving it starts its ``detach_grace`` again.
         """
-        order = self._live.get(run_id)
-        if order is not None and order.request.principal == principal:
-            stream = FollowStream(order, after_seq)
-            order.control.follow(+1)
-            try:
-                yield stream
-            finally:
-                order.control.follow(-1)
-            return
+        with self._live.following(run_id, after_seq, principal) as live:
+            if live is not None:
+                yield live
+                return
         with store_trouble_ends_the_run():
             stored = await stored_run_stream(self._store, run_id, after_seq, principal)
         if stored is None:
@@ -345,15 +253,13 @@ class ConversationManager(metaclass=NoPublicConstructor):
             await self._submit(order)
             yield stream
         finally:
-            await self._wait_out(order)
+            await self._live.wait_out(order)
 
     async def _order(self, request: RunRequest, outlet: RunOutlet) -> RunOrder:
         """The order for ``request``: its assistant resolved, its client tools checked, its events to ``outlet``."""
         spec = self.assistant(request.assistant)
         await self._check_client_tools(spec, request.client_tools)
-        # Unlisted as the run ends (no task waiting for it to end: a spawn and two scheduler trips per run).
-        unlist = functools.partial(self._live.pop, request.run_id, None)
-        return RunOrder(request, spec, outlet, RunControl(unlist))
+        return self._live.order(request, spec, outlet)
 
     async def _check_client_tools(self, spec: AssistantSpec, client_tools: Sequence[Mapping[str, Any]]) -> None:
         """Refuse client tools named like the assistant's tools (a catalog that cannot be built is the run's error)."""
@@ -378,38 +284,15 @@ class ConversationManager(metaclass=NoPublicConstructor):
             await self._submit(order)
             await order.control.wait_done()
         finally:
-            await self._wait_out(order)
+            await self._live.wait_out(order)
         assert order.control.result is not None
         return attrs.evolve(order.control.result, events=tuple(order.log))
 
     async def _submit(self, order: RunOrder) -> None:
         """Queue the order on its thread (``principal``'s) and list it as live until it ends."""
-        if order.run_id in self._live:
-            raise RunError(f"run {order.run_id!r} is already going on", code=RunErrorCode.BAD_REQUEST)
+        self._live.check_new(order.run_id)
         handle = await self.owned_thread(order.thread_id, order.request.principal)
-        self._live[order.run_id] = order
-        try:
-            await handle.submit(order)
-        except BaseException:  # not queued: it never ends
-            del self._live[order.run_id]
-            raise
-
-    async def _wait_out(self, order: RunOrder) -> None:
-        """The caller leaves: a detached run goes on (see :meth:`RunStream.detach`); any other is cancelled,
-        and waited for until it has recorded its result and ended (if it started). A run that has ended
-        (the usual case: its stream ran to the end) needs neither."""
-        control = order.control
-        if control.ended:
-            return
-        if control.detached and self._detach_grace > 0 and order.run_id in self._live:
-            self._nursery.start_soon(control.serve_detached, self._detach_grace)
-            return
-        control.cancel()
-        if control.started:
-            # Shielded: the caller may be leaving because it was cancelled, and still must not go on before the
-            # run's close-out (its history and record) is done; bounded, so a wedged store cannot hold it forever.
-            with trio.CancelScope(shield=True), trio.move_on_after(CLEANUP_GRACE):
-                await control.wait_done()
+        await self._live.submit(order, handle)
 
 
 @asynccontextmanager
@@ -471,19 +354,13 @@ async def open_conversations(
     )
     store = store if store is not None else MemoryStore()
     async with open_owned_nursery() as nursery:
-        manager = ConversationManager._create(
-            resources,
-            nursery,
-            store,
-            max_threads,
-            max_thread_bytes,
-            max_threads_bytes,
-            detach_grace,
-            leases or LeasePolicy.of(store),
-        )
+        leases = leases or LeasePolicy.of(store)
+        threads = KeptThreads(resources, store, nursery, leases, max_threads, max_thread_bytes, max_threads_bytes)
+        live = LiveRuns(nursery, detach_grace)
+        manager = ConversationManager._create(resources, nursery, store, threads, live)
         # A memory store asks before its budget forgets a thread (a durable store never forgets one).
         keepers = store.thread_keepers()
-        keeper = ThreadKeeper(manager._keeps, manager.close_thread)
+        keeper = ThreadKeeper(threads.keeps, threads.close)
         keepers.append(keeper)
         try:
             yield manager

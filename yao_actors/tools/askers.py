@@ -27,7 +27,7 @@ from __future__ import annotations
 import attrs
 import trio
 
-from yao_actors.tools.server_handle import CallRequest
+from yao_actors.tools.call_request import CallRequest
 
 
 @attrs.define(eq=False)

@@ -36,57 +36,22 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from yao_actors.errors import ErrorKind, exception_leaves, is_retryable
+from yao_actors.errors import ErrorKind, exception_leaves
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import TOOL_CALLS, TOOL_DURATION, labelled
 from yao_actors.tools.apps import app_call
 from yao_actors.tools.arguments import check_arguments
 from yao_actors.tools.catalog import Catalog, CatalogEntry
+from yao_actors.tools.dispatch_events import CallFinished as CallFinished  # the batch's events, where callers find them
+from yao_actors.tools.dispatch_events import CallProgress as CallProgress
+from yao_actors.tools.dispatch_events import CallStarted as CallStarted
+from yao_actors.tools.dispatch_events import DispatchEvent as DispatchEvent
+from yao_actors.tools.dispatch_events import OnEvent as OnEvent
+from yao_actors.tools.dispatch_events import SequentialRetry as SequentialRetry
 from yao_actors.tools.results import ToolCallResult, ToolOutcome
 from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.tool_call import ToolCall
 from yao_actors.tools.tool_server import CallAnswers, CallOptions, ServerState, ToolServer
-
-
-@attrs.frozen
-class CallStarted:
-    """A call was sent to its server."""
-
-    call: ToolCall
-    server: str
-    tool: str
-    index: int = 0
-
-
-@attrs.frozen
-class CallProgress:
-    """A server reported progress of a running call."""
-
-    call: ToolCall
-    progress: float
-    total: float | None
-    message: str | None
-    index: int = 0
-
-
-@attrs.frozen
-class CallFinished:
-    """A call has its final result (exactly once per call)."""
-
-    result: ToolCallResult
-    index: int = 0
-
-
-@attrs.frozen
-class SequentialRetry:
-    """These calls failed retryably while running concurrently and now run again, one by one."""
-
-    call_ids: tuple[str, ...]
-    indices: tuple[int, ...] = ()
-
-
-DispatchEvent = CallStarted | CallProgress | CallFinished | SequentialRetry
-OnEvent = Callable[[DispatchEvent], Awaitable[None]]
 
 
 @attrs.frozen
@@ -178,24 +143,17 @@ class _Batch:
                         "yao.mcp.server_unavailable",
                         {tracing.SERVER: entry.server, "yao.mcp.server.state": server.state.value},
                     )
-        return ToolCallResult(
-            call_id=call.id,
-            name=call.name,
-            server=entry.server,
-            tool=entry.tool,
-            arguments=call.arguments,
-            result=outcome.result,
-            error=outcome.error,
-            kind=outcome.kind,
-            retryable=outcome.retryable,
-            duration=outcome.duration,
+        app = app_call(entry, planned.server.spec, planned.arguments, outcome.app_result)
+        return ToolCallResult.of(
+            call,
+            entry.server,
+            entry.tool,
+            outcome,
+            title=entry.hints.title,
+            app=app,
             repaired=planned.repaired,
             sequential_retry=sequential_retry,
-            structured=outcome.structured,
-            title=entry.hints.title,
             reconnected=reconnected,
-            rich=outcome.rich,
-            app=app_call(entry, planned.server.spec, planned.arguments, outcome.app_result),
         )
 
 
@@ -406,16 +364,8 @@ async def _on_new_connection(planned: _Planned, lost: ToolOutcome, options: Call
 
 def failed_result(call: ToolCall, entry: CatalogEntry | None, error: str, kind: ErrorKind) -> ToolCallResult:
     """The result of a call that failed before or instead of reaching its server."""
-    return ToolCallResult(
-        call_id=call.id,
-        name=call.name,
-        server=entry.server if entry else "",
-        tool=entry.tool if entry else "",
-        arguments=call.arguments,
-        error=error,
-        kind=kind,
-        retryable=is_retryable(kind),
-    )
+    failed = ToolOutcome(error=error, kind=kind)
+    return ToolCallResult.of(call, entry.server if entry else "", entry.tool if entry else "", failed)
 
 
 def _timed_out(batch: _Batch, planned: _Planned) -> ToolCallResult:

@@ -23,6 +23,7 @@ from yao_actors.tools.links import without_links
 from yao_actors.tools.media import without_media
 from yao_actors.tools.schema_gate import schema_problems
 from yao_actors.tools.task_state import TaskState
+from yao_actors.tools.tool_call import ToolCall
 from yao_actors.untrusted import json as untrusted_json
 from yao_actors.untrusted.json import compact_json as compact_json  # where events and tools find it
 
@@ -102,6 +103,42 @@ class ToolCallResult:
     @property
     def ok(self) -> bool:
         return self.kind is None
+
+    @classmethod
+    def of(
+        cls,
+        call: ToolCall,
+        server: str,
+        tool: str,
+        outcome: ToolOutcome,
+        *,
+        title: str = "",
+        app: AppCall | None = None,
+        repaired: bool = False,
+        sequential_retry: bool = False,
+        reconnected: bool = False,
+    ) -> ToolCallResult:
+        """The result of the model's ``call`` that server ``server`` answered with ``outcome`` (tool ``tool``):
+        whatever the call and the outcome say, and what happened on the way (the rest, as the fields say)."""
+        return cls(
+            call_id=call.id,
+            name=call.name,
+            server=server,
+            tool=tool,
+            arguments=call.arguments,
+            result=outcome.result,
+            error=outcome.error,
+            kind=outcome.kind,
+            retryable=outcome.retryable,
+            duration=outcome.duration,
+            repaired=repaired,
+            sequential_retry=sequential_retry,
+            structured=outcome.structured,
+            title=title,
+            reconnected=reconnected,
+            rich=outcome.rich,
+            app=app,
+        )
 
 
 #: What a JSON text can start with after whitespace (``NaN`` and ``Infinity`` too, as ``json.loads`` reads them).

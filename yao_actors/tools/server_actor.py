@@ -60,12 +60,13 @@ from yao_actors.errors import AuthorizationError, exception_leaves, server_unava
 from yao_actors.observability import tracing
 from yao_actors.observability.metrics import SERVER_PROTOCOL, SERVER_RESTARTS, SERVER_UP, labelled
 from yao_actors.specs import ServerSpec
+from yao_actors.tools.call_request import PROGRESS_BUFFER, CallRequest
 from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_calls import Connection, execute_call
 from yao_actors.tools.server_catalog import ServerCatalog
-from yao_actors.tools.server_handle import PROGRESS_BUFFER, CallRequest, ServerHandle, unavailable_outcome
+from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
 from yao_actors.tools.server_questions import CALLING, ServerQuestions
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_calls import execute_task_op

@@ -23,9 +23,10 @@ from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.apps import mcp_result
 from yao_actors.tools.askers import Askers
+from yao_actors.tools.call_request import CallRequest, ProgressItem
 from yao_actors.tools.links import read_links
 from yao_actors.tools.results import ToolOutcome, call_outcome
-from yao_actors.tools.server_handle import CallRequest, ProgressItem, unavailable_outcome
+from yao_actors.tools.server_handle import unavailable_outcome
 from yao_actors.tools.server_questions import input_required_outcome
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_start import (

@@ -3,7 +3,7 @@
 A handle holds the send side of the actor's inbox and a read-only view of the
 actor's :class:`~yao_actors.tools.server_status.ServerStatus`; the actor (:mod:`yao_actors.tools.server_actor`) owns
 the receive side, its nursery, the connection and its supervision. A caller puts
-a :class:`CallRequest` in the inbox and waits on the request itself for progress
+a :class:`~yao_actors.tools.call_request.CallRequest` in the inbox and waits on the request itself for progress
 items, then the outcome. The call's deadline (``spec.timeout``) is a cancel scope
 in the caller's task: when it fires, or the caller is cancelled, the request's
 own scope is cancelled and the actor cancels the MCP request (the server gets
@@ -13,29 +13,33 @@ it to ``call_tool``, which keeps both in that one scope instead of two.
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import inspect
 import math
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 import mcp.types
 import trio
-from opentelemetry.context import Context
 
 from yao_actors.errors import ErrorKind, server_unavailable_message
 from yao_actors.handles import NoPublicConstructor
 from yao_actors.observability import tracing
 from yao_actors.specs import ServerSpec
 from yao_actors.store.task_handle import TaskHandle
-from yao_actors.tools.input_requests import InputAnswer, InputHandler, ParkedQuestion
+from yao_actors.tools.call_request import CallRequest, await_outcome
+from yao_actors.tools.input_requests import InputAnswer, InputHandler
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_status import ServerStatus, loss_kind
-from yao_actors.tools.task_flow import follow_task, own_deadline, poll_handle, task_timeout
-from yao_actors.tools.task_input import answer_in_process, task_of_round, task_round, wire_responses
+from yao_actors.tools.task_flow import (
+    TaskLine,
+    cancel_task,
+    follow_task,
+    own_deadline,
+    poll_handle,
+    task_timeout,
+    update_task,
+)
+from yao_actors.tools.task_input import task_of_round
 from yao_actors.tools.task_state import TaskOp, TaskState
 from yao_actors.tools.tool_server import (
     LOST,
@@ -45,115 +49,15 @@ from yao_actors.tools.tool_server import (
     ProgressFn,
     ServerState,
     ServerStatistics,
+    state_reached,
 )
 from yao_actors.transports import Link
-
-#: Progress items buffered for one slow caller before newer ones are dropped (plus one slot for the outcome).
-PROGRESS_BUFFER = 16
-
 
 #: The error of a stored task whose server was not ready again within the run's wait for the task.
 NOT_BACK = (
     "the task {task!r} of tool {tool!r} did not finish within {timeout:g}s (task_timeout): "
     "its server {server!r} was not ready again in that time"
 )
-
-
-@attrs.frozen
-class ProgressItem:
-    progress: float
-    total: float | None
-    message: str | None
-
-
-@attrs.define(eq=False)
-class CallRequest:
-    """One ``tools/call`` on its way to the actor, and its way back: progress items, then the outcome.
-
-    ``scope`` lets the caller abandon the call; ``trace_context`` is the caller's trace context, which the
-    actor's worker makes current while it runs the call (``None`` while tracing is off). The way back is the
-    request itself: the worker that answers wakes the caller's task, parked on the request (no channel, no
-    event of its own: a call costs one wake-up on its way back, and nothing more). It is bounded all the same:
-    at most ``PROGRESS_BUFFER`` progress items wait, newer ones are dropped; a call that gets none has no queue.
-    """
-
-    name: str
-    arguments: dict[str, Any]
-    started: float
-    wants_progress: bool
-    trace_context: Context | None = None
-    input_responses: Mapping[str, Any] | None = None
-    request_state: str | None = None
-    task_op: TaskOp | None = None
-    """Not a ``tools/call``: a request about a task of tool ``name`` (:mod:`~yao_actors.tools.task_state`)."""
-    method: str = "tools/call"
-    """``tools/call``, or an app's ``resources/read`` (``name``: the URI) or ``ping``."""
-    keep_result: bool = False
-    """Keep the MCP result as the server sent it (``ToolOutcome.app_result``)."""
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    deadline_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
-    parked: ParkedQuestion | None = attrs.field(default=None, init=False)
-    outcome: ToolOutcome | None = attrs.field(default=None, init=False)
-    progress: collections.deque[ProgressItem] | None = attrs.field(default=None, init=False)
-    """The progress items the caller has not taken yet (``None`` until the first)."""
-    _waiter: trio.lowlevel.Task | None = attrs.field(default=None, init=False)
-    """The caller's task while it waits for news of the call."""
-    _news: bool = attrs.field(default=False, init=False)
-    """Something arrived since the caller's last wait."""
-
-    def answer(self, outcome: ToolOutcome) -> None:
-        """Deliver the outcome (the first one counts); a caller that gave up is not waiting for it.
-
-        Once the caller has had an ``input_required`` outcome and the call stays open (``parked``), what comes
-        later goes to whoever answers the question.
-        """
-        if self.outcome is None:
-            self.outcome = outcome
-            self._wake()
-        elif self.parked is not None:
-            self.parked.finish(outcome)
-
-    def report(self, item: ProgressItem) -> None:
-        """Pass a progress item on, unless ``PROGRESS_BUFFER`` items already wait for a slow caller."""
-        if self.progress is None:
-            self.progress = collections.deque()
-        if len(self.progress) < PROGRESS_BUFFER:
-            self.progress.append(item)
-            self._wake()
-
-    def _wake(self) -> None:
-        self._news = True
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            trio.lowlevel.reschedule(waiter)
-
-    @contextlib.contextmanager
-    def deadline_paused(self) -> Iterator[None]:
-        """While the user answers the server's question, the call's deadline stands still (it moves by the wait)."""
-        scope = self.deadline_scope
-        if scope is None:
-            yield
-            return
-        deadline, paused = scope.deadline, trio.current_time()
-        scope.deadline = math.inf
-        try:
-            yield
-        finally:
-            scope.deadline = deadline + (trio.current_time() - paused)
-
-    async def wait_for_update(self) -> None:
-        """Wait until a progress item or the outcome has arrived since the last wait (one caller waits)."""
-        if self._news:
-            await trio.lowlevel.checkpoint()
-        else:
-            self._waiter = trio.lowlevel.current_task()
-
-            def abort(_: Any) -> trio.lowlevel.Abort:
-                self._waiter = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
-        self._news = False
 
 
 def unavailable_outcome(
@@ -265,7 +169,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
         )
         outcome = await self._call(request, options.progress, options.deadline)
         if outcome.task is not None:  # the server goes on with the call as a task: follow it to its end
-            return await self._follow(outcome.task, name, request.arguments, options)
+            outcome = await follow_task(self._tasks, outcome.task, name, request.arguments, options)
         self._status.count_call(outcome.ok)
         return outcome
 
@@ -287,39 +191,27 @@ class ServerHandle(metaclass=NoPublicConstructor):
         self._status.count_call(outcome.ok)
         return outcome
 
-    async def _follow(
-        self,
-        task: TaskState,
-        name: str,
-        arguments: dict[str, Any],
-        options: CallOptions,
-        answered: frozenset[str] = frozenset(),
-    ) -> ToolOutcome:
-        """Follow ``task`` to its end; with an input handler, its questions are answered here on the way."""
-        outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
-        while self._input_handler is not None and (asked := task_round(outcome)) is not None:
-            round_, task = asked
-            answers = await answer_in_process(self._input_handler, round_, self.spec.input_timeout)
-            outcome = await self._update_task(task, name, answers)
-            if outcome.task is None:  # refused: the server does not know the task (any more)
-                break
-            answered = frozenset(answers.responses)
-            outcome = await follow_task(self._task_op, self._ready, self.id, task, name, arguments, options, answered)
-        self._status.count_call(outcome.ok)
-        return outcome
+    async def cancel_task(self, handle: TaskHandle) -> ToolOutcome:
+        """Ask the server to stop the task ``handle`` names (:meth:`ToolServer.cancel_task`), through this actor's
+        connection (:func:`~yao_actors.tools.task_flow.cancel_task`)."""
+        return await cancel_task(self._task_op, handle)
 
     async def _answer_task(self, task: TaskState, name: str, answers: CallAnswers, options: CallOptions) -> ToolOutcome:
         """Give a 2026-07-28 task the user's answers (``tasks/update``), then go on following it
         (:mod:`~yao_actors.tools.task_input`)."""
-        acknowledged = await self._update_task(task, name, answers)
+        acknowledged = await update_task(self._task_op, task, name, answers.responses)
         if acknowledged.task is None:  # refused: the server does not know the task (any more)
             self._status.count_call(False)
             return acknowledged
-        return await self._follow(task, name, dict(answers.arguments), options, frozenset(answers.responses))
+        answered = frozenset(answers.responses)
+        outcome = await follow_task(self._tasks, task, name, dict(answers.arguments), options, answered)
+        self._status.count_call(outcome.ok)
+        return outcome
 
-    async def _update_task(self, task: TaskState, name: str, answers: CallAnswers) -> ToolOutcome:
-        update = TaskOp("update", task.design, task.task_id, name, wire_responses(answers.responses))
-        return await self._task_op(update)
+    @property
+    def _tasks(self) -> TaskLine:
+        """How a call of this handle follows a task; with an input handler, its questions are answered on the way."""
+        return TaskLine(self.id, self._task_op, self._ready, self._input_handler, self.spec.input_timeout)
 
     async def _ready(self) -> None:
         await self.wait_for_state(ServerState.READY)
@@ -380,10 +272,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
 
     async def wait_for_state(self, *states: ServerState) -> ServerState:
         """Return as soon as ``state`` is one of ``states`` (at once if it already is)."""
-        while self.state not in states:
-            await self.wait_state_change()
-        await trio.lowlevel.checkpoint()
-        return self.state
+        return await state_reached(self, states)
 
     def holds_parked(self, ticket: str) -> bool:
         """Whether this actor holds a handshake-era call open under ``ticket``, waiting for the user's answer."""
@@ -426,7 +315,7 @@ class ServerHandle(metaclass=NoPublicConstructor):
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return unavailable_outcome(self.spec, "the server actor has stopped", started=started)
             try:
-                return await _await_outcome(request, progress)
+                return await await_outcome(request, progress)
             finally:
                 if request.outcome is None:  # timed out or cancelled: the server is told to stop
                     request.scope.cancel()
@@ -437,16 +326,3 @@ class ServerHandle(metaclass=NoPublicConstructor):
             kind=ErrorKind.TIMEOUT,
             duration=trio.current_time() - started,
         )
-
-
-async def _await_outcome(request: CallRequest, progress: ProgressFn | None) -> ToolOutcome:
-    """The caller's side of a call: pass progress items to ``progress`` until the outcome arrives."""
-    while request.outcome is None:
-        await request.wait_for_update()
-        while request.progress:
-            item = request.progress.popleft()
-            if progress is not None:
-                reported = progress(item.progress, item.total, item.message)
-                if inspect.isawaitable(reported):
-                    await reported
-    return request.outcome

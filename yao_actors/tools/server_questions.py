@@ -23,6 +23,7 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec
 from yao_actors.tools.askers import Askers
+from yao_actors.tools.call_request import CallRequest
 from yao_actors.tools.input_requests import (
     ASKS_THE_USER,
     InputAnswer,
@@ -36,7 +37,6 @@ from yao_actors.tools.input_requests import (
 )
 from yao_actors.tools.parked_relay import ParkedRelay
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import CallRequest
 from yao_actors.tools.server_status import ServerStatus
 
 logger = logging.getLogger(__name__)

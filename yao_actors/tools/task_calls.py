@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import ServerSpec
 from yao_actors.store.task_handle import TaskDesign
+from yao_actors.tools.call_request import CallRequest
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_calls import (
     Connection,
@@ -32,7 +33,7 @@ from yao_actors.tools.server_calls import (
     result_outcome,
     with_links,
 )
-from yao_actors.tools.server_handle import CallRequest, unavailable_outcome
+from yao_actors.tools.server_handle import unavailable_outcome
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_flow import cancelled_outcome
 from yao_actors.tools.task_start import handshake_state

@@ -10,7 +10,9 @@ deadline (the assistant's ``task_timeout``) — a ``timeout`` saying the task di
 deadline (``options.deadline``: a turn's, a batch's) bounded the request that created the task, not the wait for
 it, and the watch's ``waiting`` holds the run's deadline still meanwhile: only ``task_timeout`` and cancelling the
 run end the wait early. Whenever the wait ends before the task did the server is asked to stop it with
-``tasks/cancel`` (never ``notifications/cancelled``: a task outlives its request).
+``tasks/cancel`` (never ``notifications/cancelled``: a task outlives its request). A server actor with an input
+handler has a 2026-07-28 task's questions answered on the way (``tasks/update``, :class:`TaskLine`), and the task
+followed on.
 
 The polling holds no worker of the server actor: each poll is one short request through the actor
 (``ops``). A poll the network failed (the server restarting) is tried again once the server is back, within the
@@ -23,7 +25,7 @@ import inspect
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext
 from typing import Any, Final
 
@@ -33,8 +35,9 @@ import trio
 from yao_actors.errors import ErrorKind, StoreError
 from yao_actors.observability.metrics import OPEN_TASKS, TASKS, labelled
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
+from yao_actors.tools.input_requests import InputHandler
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.task_input import input_outcome
+from yao_actors.tools.task_input import answer_in_process, input_outcome, task_round, wire_responses
 from yao_actors.tools.task_state import (
     MIN_POLL_INTERVAL,
     STATUS_EVERY,
@@ -69,10 +72,22 @@ Waiter = Callable[[], Awaitable[object]]
 """Returns once the server is ready to serve requests again."""
 
 
+@attrs.frozen
+class TaskLine:
+    """How a caller reaches the tasks of one server: its id, one request about a task through its actor
+    (``ops``), the wait until it is ready again, and who answers a 2026-07-28 task's questions in process, as the
+    call's own (``answer``, each question within ``patience`` seconds; ``None``: the call ends ``input_required``
+    and the run puts them to the user)."""
+
+    server: str
+    ops: Ops
+    ready: Waiter
+    answer: InputHandler | None = None
+    patience: float = math.inf
+
+
 async def follow_task(
-    ops: Ops,
-    ready: Waiter,
-    server: str,
+    line: TaskLine,
     start: TaskState,
     tool: str,
     arguments: dict[str, Any],
@@ -80,11 +95,33 @@ async def follow_task(
     answered: frozenset[str] = frozenset(),
 ) -> ToolOutcome:
     """Follow the task a call of ``tool`` was answered with (``start``) to its end; store it first. ``answered``:
-    the keys of the task's input requests the user has answered (a call that resumes the task with answers)."""
+    the keys of the task's input requests the user has answered (a call that resumes the task with answers).
+    With ``line.answer`` its questions are answered on the way (``tasks/update``), and the task followed on."""
+    while True:
+        handle = _handle(line.server, start, tool, arguments, options)
+        outcome = await _keep_and_poll(line, handle, start, options, answered)
+        if line.answer is None or (asked := task_round(outcome)) is None:
+            return outcome
+        round_, start = asked
+        answers = await answer_in_process(line.answer, round_, line.patience)
+        acknowledged = await update_task(line.ops, start, tool, answers.responses)
+        if acknowledged.task is None:  # refused: the server does not know the task (any more)
+            return acknowledged
+        answered = frozenset(answers.responses)
+
+
+async def update_task(ops: Ops, task: TaskState, tool: str, responses: Mapping[str, Any]) -> ToolOutcome:
+    """Give a 2026-07-28 task the user's answers (``tasks/update``); the server's acknowledgement (its ``task``
+    ``None``: refused, the server does not know the task)."""
+    return await ops(TaskOp("update", task.design, task.task_id, tool, wire_responses(responses)))
+
+
+def _handle(server: str, start: TaskState, tool: str, arguments: dict[str, Any], options: CallOptions) -> TaskHandle:
+    """The handle of the task ``start``, as its watch keeps it (no watch: a handle kept by nobody)."""
     watch = options.tasks
     now = time.time()
     timeout = watch.timeout if watch is not None else DEFAULT_TASK_TIMEOUT
-    handle = TaskHandle(
+    return TaskHandle(
         server=server,
         task_id=start.task_id,
         design=start.design,
@@ -98,29 +135,39 @@ async def follow_task(
         poll_interval=start.poll_interval,
         session_id=start.session_id,
     )
+
+
+async def _keep_and_poll(
+    line: TaskLine, handle: TaskHandle, start: TaskState, options: CallOptions, answered: frozenset[str]
+) -> ToolOutcome:
+    """Store ``handle`` through the call's watch, then poll its task (``start``: as last seen) to its end; a task
+    that cannot be kept is cancelled at the server."""
     if not answered:
-        labelled(TASKS, server, "created").inc()
-    if watch is not None:
+        labelled(TASKS, line.server, "created").inc()
+    if options.tasks is not None:
         try:
-            await watch.stored(handle)
+            await options.tasks.stored(handle)
         except StoreError as error:  # its thread is gone, say: the task is not left running at the server
-            await cancel_task(ops, handle, "abandoned")
+            await cancel_task(line.ops, handle, "abandoned")
             return ToolOutcome(
-                error=NOT_KEPT.format(task=handle.task_id, tool=tool, why=error), kind=ErrorKind.TOOL_ERROR
+                error=NOT_KEPT.format(task=handle.task_id, tool=handle.tool, why=error), kind=ErrorKind.TOOL_ERROR
             )
         except BaseException:  # the wait ended before polling began (the run cancelled): nor is it left then
-            await cancel_task(ops, handle, "abandoned")
+            await cancel_task(line.ops, handle, "abandoned")
             raise
-    return await poll_handle(ops, ready, handle, options, start, answered)
+    return await poll_handle(line.ops, line.ready, handle, options, start, answered)
 
 
-async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> None:
+async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> ToolOutcome:
     """Ask the server to stop ``handle``'s task: a shielded request bounded by :data:`CANCEL_WAIT`; ``ended``
-    counts the task as ended so (when the wait never began)."""
+    counts the task as ended so (when the wait never began). The server's answer (a ``timeout`` past the bound)."""
+    error = f"tasks/cancel of task {handle.task_id!r} got no answer within {CANCEL_WAIT:g}s"
+    outcome = ToolOutcome(error=error, kind=ErrorKind.TIMEOUT)
     with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-        await ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool))
+        outcome = await ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool))
     if ended is not None:
         labelled(TASKS, handle.server, ended).inc()
+    return outcome
 
 
 async def poll_handle(

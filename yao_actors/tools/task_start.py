@@ -19,8 +19,8 @@ from mcp.client.extension import ClientExtension
 
 from yao_actors.specs import ServerSpec
 from yao_actors.store.task_handle import TaskDesign
+from yao_actors.tools.call_request import CallRequest
 from yao_actors.tools.results import ToolOutcome
-from yao_actors.tools.server_handle import CallRequest
 from yao_actors.tools.task_state import TaskState, poll_interval
 from yao_actors.tools.task_wire import TASKS_EXTENSION, ExtensionTask, TasksExtension, handshake_call
 from yao_actors.transports import is_modern

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import attrs
 import mcp.types
+import trio
 
 from yao_actors.errors import AuthorizationRequired
 from yao_actors.specs import ServerSpec
@@ -173,6 +174,12 @@ class ToolServer(ToolSource, Protocol):
         the server to be ready, the task's handle its own (``task_timeout``)."""
         ...
 
+    async def cancel_task(self, handle: TaskHandle) -> ToolOutcome:
+        """Ask the server to stop the task ``handle`` names (``tasks/cancel``), when nobody waits for it any more:
+        shielded from the caller's cancelling and bounded in time; the server's answer, or why it could not be
+        asked, as an outcome."""
+        ...
+
     def statistics(self) -> ServerStatistics: ...
 
     async def wait_state_change(self) -> ServerState:
@@ -187,3 +194,12 @@ class ToolServer(ToolSource, Protocol):
         """Whether a handshake-era call held open under ``ticket`` is held by a live server actor (here, or in a
         process sharing the store); ``StoreUnavailable`` when the store cannot say."""
         ...
+
+
+async def state_reached(server: ToolServer, states: tuple[ServerState, ...]) -> ServerState:
+    """``server``'s state as soon as it is one of ``states`` (at once if it already is), waiting on its changes:
+    :meth:`ToolServer.wait_for_state` for a server whose state changes are :meth:`ToolServer.wait_state_change`."""
+    while server.state not in states:
+        await server.wait_state_change()
+    await trio.lowlevel.checkpoint()
+    return server.state

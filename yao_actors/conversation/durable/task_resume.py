@@ -119,20 +119,7 @@ async def poll_result(run: Run, call: ToolCall, handle: TaskHandle) -> ToolCallR
         # A tool with an interface (MCP Apps): the result as the server sent it makes the same activity here.
         interface = listed_interface(await server.list_tools(), handle.tool)
         app = interface_call(interface, server.spec, handle.arguments, outcome.app_result)
-    return ToolCallResult(
-        call_id=call.id,
-        name=call.name,
-        server=handle.server,
-        tool=handle.tool,
-        arguments=call.arguments,
-        result=outcome.result,
-        error=outcome.error,
-        kind=outcome.kind,
-        duration=outcome.duration,
-        structured=outcome.structured,
-        rich=outcome.rich,
-        app=app,
-    )
+    return ToolCallResult.of(call, handle.server, handle.tool, outcome, app=app)
 
 
 def not_finished(call: ToolCall) -> ToolCallResult:
