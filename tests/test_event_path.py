@@ -63,7 +63,7 @@ async def test_the_wire_and_the_store_get_the_same_text_of_each_event() -> None:
             assert isinstance(store, MemoryStore)
             await runtime.conversations.thread("t1")  # the run is over (its record closed) once the thread is free
             stored = await store.read_events("r1")
-            texts = store._logs["r1"].texts  # what the memory store keeps: the text itself
+            texts = store._logs.by_run["r1"].texts  # what the memory store keeps: the text itself
     events = [json.loads(text) for text in wire]
     check_stream(events)
     assert events[-1]["type"] == "RUN_FINISHED"
@@ -80,7 +80,7 @@ async def test_the_store_keeps_the_very_text_a_runs_consumer_got() -> None:
                 received = [event async for event in stream]
             store = manager.store
             assert isinstance(store, MemoryStore)
-            texts = store._logs["r"].texts
+            texts = store._logs.by_run["r"].texts
     check_stream(received)
     assert all(type(event) is WireEvent for event in received)
     assert len(texts) == len(received)
@@ -94,7 +94,7 @@ async def test_the_memory_store_keeps_text_and_copies_on_read() -> None:
     given = [WireEvent({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "seq": 1})]
     plain = {"type": "STEP_STARTED", "stepName": "s", "seq": 2}
     await store.append_turn("t", "r", [], stored_events([*given, plain]))
-    assert store._logs["r"].texts[0] is given[0].encoded()  # the event's own text, not a copy of it
+    assert store._logs.by_run["r"].texts[0] is given[0].encoded()  # the event's own text, not a copy of it
     plain["stepName"] = "changed"  # the store kept its own text, not the caller's dict
     first = await store.read_events("r")
     assert first == [dict(given[0]), {"type": "STEP_STARTED", "stepName": "s", "seq": 2}]

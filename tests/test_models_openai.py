@@ -36,6 +36,7 @@ from yao_actors.models import (
     ToolCallDelta,
     Usage,
 )
+from yao_actors.models.openai import _Relay
 from yao_actors.models.sse import ServerSentEvent, SSEDecoder
 from yao_actors.testing import FakeToolCall, Reply, open_fake_openai
 
@@ -582,3 +583,13 @@ async def test_a_deeply_nested_error_body_is_quoted_not_parsed() -> None:
     assert isinstance(error, ModelHTTPError)
     assert error.status == 400
     assert error.message.startswith('{"error": [[[')
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_chunk_that_is_not_a_json_object_is_a_stream_error_naming_what_it_holds(stream: bool) -> None:
+    model = OpenAIModel(_spec("http://127.0.0.1:9/v1", stream=stream))
+    response = httpx2.Response(200, content=b"data: [1, 2]\n\n" if stream else b"[1, 2]")
+    read = model._read_stream if stream else model._read_whole
+    expected = r"^malformed JSON from the model endpoint \(expected a JSON object, got a list\): '\[1, 2\]'$"
+    with pytest.raises(ModelStreamError, match=expected):
+        await read(response, _Relay(None))

@@ -81,7 +81,7 @@ def test_a_malformed_line_is_a_warning_naming_file_and_line(tmp_path: Path, capl
     assert warnings == [
         f"samples: {path}:1: not a JSON record: Expecting property name enclosed in double quotes: "
         "line 1 column 2 (char 1) (line skipped)",
-        f"samples: {path}:3: expected a JSON object, got a list (line skipped)",
+        f"samples: {path}:3: not a JSON record: expected a JSON object, got a list (line skipped)",
         f"samples: {path}:4: name: expected a string, got the number 3 (line skipped)",
         f"samples: {path}:5: not UTF-8 text (invalid continuation byte at byte 13) (line skipped)",
         f"samples: {path}:6: description: expected a string, got a list (line skipped)",

@@ -110,3 +110,23 @@ def test_any_text_parses_or_raises_a_value_error(text: str) -> None:
         return
     dumps_utf8(value)
     assert untrusted_json.nesting_depth(text) <= MAX_DEPTH
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [("[1, 2]", "a list"), ('"x"', "a string"), ("3", "the number 3"), ("null", "null"), ("true", "a boolean")],
+)
+def test_loads_object_names_what_the_text_holds_instead_of_an_object(text: str, named: str) -> None:
+    with pytest.raises(untrusted_json.JSONNotObject, match=f"^expected a JSON object, got {named}$"):
+        untrusted_json.loads_object(text)
+
+
+def test_loads_object_reads_an_object_and_refuses_bad_text_as_loads_does() -> None:
+    assert untrusted_json.loads_object('{"a": [1]}') == {"a": [1]}
+    with pytest.raises(ValueError, match="Expecting property name") as refused:
+        untrusted_json.loads_object("{]")
+    assert not isinstance(refused.value, untrusted_json.JSONNotObject)
+    with pytest.raises(JSONTooDeep):
+        untrusted_json.loads_object(_nested(MAX_DEPTH + 1, "{", "}"))
+    with pytest.raises(untrusted_json.JSONNotFinite):
+        untrusted_json.loads_object('{"a": NaN}', allow_nan=False)

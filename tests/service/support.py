@@ -17,8 +17,8 @@ from yao_actors.config import Config, ServiceSpec
 from yao_actors.models.base import Model
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service, open_service
-from yao_actors.service.frontend import ServedRuntime
 from yao_actors.service.http_endpoints import Observable
+from yao_actors.service.served import ServedRuntime
 from yao_actors.testing import read_line
 
 TERMINAL = {"RUN_FINISHED", "RUN_ERROR"}

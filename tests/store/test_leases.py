@@ -205,8 +205,8 @@ async def test_a_run_waits_for_a_thread_leased_elsewhere_and_then_ends_thread_bu
             open_runtime(_config(), models={"m": FunctionModel(slow)}, store=store) as a,
             open_runtime(_config(), models={"m": FunctionModel(quick)}, store=store) as b,
         ):
-            a.conversations._leases = first  # type: ignore[attr-defined]
-            b.conversations._leases = second  # type: ignore[attr-defined]
+            a.conversations._threads._leases = first  # the policy its thread actors are started with
+            b.conversations._threads._leases = second
             async with trio.open_nursery() as nursery:
                 results: dict[str, Any] = {}
 

@@ -25,7 +25,7 @@ from yao_actors.cli.serving import import_from_the_current_directory, run_or_rep
 from yao_actors.config import Config, default_config, load_config
 from yao_actors.errors import ConfigError, NotReady
 from yao_actors.runtime import open_runtime
-from yao_actors.service.frontend import open_service
+from yao_actors.service.listening import open_service
 from yao_actors.specs import StoreSpec
 
 #: Seconds the servers get to be ready before the first message (a server not ready by then is said, and its

@@ -45,8 +45,8 @@ from yao_actors.runtime import open_runtime
 from yao_actors.service import Service, serve_service
 from yao_actors.service.allocator import return_large_blocks
 from yao_actors.service.auth import check_listen, resolve_credentials, resolve_token
-from yao_actors.service.frontend import open_listeners
 from yao_actors.service.heap import keep_heap
+from yao_actors.service.listening import open_listeners
 from yao_actors.service.protocol import DEFAULT_ASSISTANT
 from yao_actors.specs import StoreSpec
 from yao_actors.store.spec import alone, check_shared, default_store_name, service_store

@@ -47,7 +47,7 @@ def reuse_port_listener(host: str, port: int, *, backlog: int = 128) -> trio.Soc
     """A listening socket on ``host:port`` with ``SO_REUSEPORT``: other processes may listen on the same port.
 
     Raises :class:`~yao_actors.errors.ListenError` (or ``ConfigError`` for a port outside 0-65535) as
-    :func:`~yao_actors.service.frontend.open_listeners` does.
+    :func:`~yao_actors.service.listening.open_listeners` does.
     """
     sock = _reuse_port_socket(host, port, v6_only=True)
     try:

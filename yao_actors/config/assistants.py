@@ -15,7 +15,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from yao_actors.config.approval import assistant_approval
@@ -68,30 +68,28 @@ class AssistantReader(ValueReader):
             options.update(self.mcp(item["mcp"], join_path(path, "mcp"), servers))
         if not (isinstance(item.get("mcp"), dict) and "servers" in item["mcp"]):
             self.note_no_servers(path, servers)
-        if "timeouts" in item:
-            options["timeouts"] = self.timeouts(item["timeouts"], join_path(path, "timeouts"))
-        if "hooks" in item:
-            options["hooks"] = self.hooks(item["hooks"], join_path(path, "hooks"))
-        if "fallback_model" in item:
-            options["fallback_model"] = self.string(item["fallback_model"], join_path(path, "fallback_model"))
-        if "max_tools" in item:
-            options["max_tools"] = self.integer(item["max_tools"], join_path(path, "max_tools"), minimum=1)
-        if "options" in item:
-            options["options"] = self.request_options(item["options"], join_path(path, "options"))
-        if "fallback" in item:
-            options["fallback"] = self.fallback(item["fallback"], join_path(path, "fallback"))
-        if "approval" in item:
-            options["approval"] = assistant_approval(self, item["approval"], join_path(path, "approval"))
-        if "approval_timeout" in item:
-            options["approval_timeout"] = self.number(item["approval_timeout"], join_path(path, "approval_timeout"))
-        if "task_timeout" in item:
-            options["task_timeout"] = self.number(item["task_timeout"], join_path(path, "task_timeout"))
-        if "result_budget" in item:
-            options["result_budget"] = self.result_budget(item["result_budget"], join_path(path, "result_budget"))
+        options.update(self.optional_fields(item, path))
         history_ok, history_max = self.history(item.get("history", {}), join_path(path, "history"))
         if model is None or prompt is None or not history_ok or None in options.values():
             return None
         return AssistantSpec(id=assistant_id, model=model, prompt=prompt, history_max_messages=history_max, **options)
+
+    def optional_fields(self, item: Mapping[str, Any], path: str) -> dict[str, Any]:
+        """The optional fields ``item`` (an assistant) gives, each read by its reader (``None`` where refused), in
+        the order their problems are reported."""
+        readers: dict[str, Callable[[Any, str], Any]] = {
+            "timeouts": self.timeouts,
+            "hooks": self.hooks,
+            "fallback_model": self.string,
+            "max_tools": functools.partial(self.integer, minimum=1),
+            "options": self.request_options,
+            "fallback": self.fallback,
+            "approval": functools.partial(assistant_approval, self),
+            "approval_timeout": self.number,
+            "task_timeout": self.number,
+            "result_budget": self.result_budget,
+        }
+        return {key: read(item[key], join_path(path, key)) for key, read in readers.items() if key in item}
 
     def note_no_servers(self, path: str, servers: Mapping[str, ServerSpec]) -> None:
         """An assistant that names no ``mcp.servers`` gets none (as an agent of PydanticAI or the OpenAI Agents SDK

@@ -86,11 +86,9 @@ def _sample_of_line(raw: bytes) -> Sample | None:
     if not text.strip():
         return None
     try:
-        record = untrusted_json.loads(text)
+        record = untrusted_json.loads_object(text)
     except ValueError as error:
         raise ValueError(f"not a JSON record: {error}") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, got {type_name(record)}")
     return sample_from_record(record)
 
 

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from yao_actors.untrusted.json import type_name as type_name  # how a problem message names a JSON type
+
 T = TypeVar("T")
 
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
@@ -40,14 +42,6 @@ def related_paths(a: str, b: str) -> bool:
     """Whether one key path is the other or lies under it (``a.b`` and ``a.b[0].c``)."""
     short, long = sorted((a, b), key=len)
     return long == short or not short or long.startswith((f"{short}.", f"{short}["))
-
-
-def type_name(value: Any) -> str:
-    """How a problem message names the JSON type of ``value``."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return f"the number {value}"
-    return names.get(type(value), type(value).__name__)
 
 
 class ValueReader:

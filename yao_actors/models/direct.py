@@ -136,12 +136,9 @@ def _json_line(line: str) -> tuple[str, dict[str, Any]]:
 
 def _json_object(text: str, line: str) -> dict[str, Any]:
     try:
-        value = untrusted_json.loads(text, allow_nan=False)
+        return untrusted_json.loads_object(text, allow_nan=False)
     except ValueError as error:
         raise DirectError(f"{line!r}: not a JSON object ({error}).") from None
-    if not isinstance(value, dict):
-        raise DirectError(f"{line!r}: the arguments must be a JSON object.")
-    return value
 
 
 def _key_values(text: str, line: str) -> dict[str, Any]:

@@ -327,11 +327,9 @@ def _ssl_context() -> ssl.SSLContext:
 def _parse_chunk(data: str) -> dict[str, Any]:
     """One JSON object of the stream (or the whole answer); an ``error`` object raises."""
     try:
-        chunk = untrusted_json.loads(data)
+        chunk = untrusted_json.loads_object(data)
     except ValueError as exc:
         raise ModelStreamError(f"malformed JSON from the model endpoint ({exc}): {data[:_SNIPPET]!r}") from None
-    if not isinstance(chunk, dict):
-        raise ModelStreamError(f"expected a JSON object from the model endpoint, got {data[:_SNIPPET]!r}")
     if chunk.get("error"):
         raise ModelStreamError(f"the model endpoint reported an error: {_error_message(json.dumps(chunk))}")
     return chunk

@@ -48,10 +48,10 @@ from yao_actors.service.agui_input import AguiRun, InputError, parse_run_input
 from yao_actors.service.app_proxy import proxied_answer, proxy_events
 from yao_actors.service.auth import Credential, Handshake
 from yao_actors.service.budget import RunBudget, RunSlot, TooManyRuns
-from yao_actors.service.connection import RunOpener
 from yao_actors.service.http import Exchange
 from yao_actors.service.protocol import USER_ROLES
 from yao_actors.service.relay import EventStream, Refusal, RunRelay, admit_client, admit_run
+from yao_actors.service.served import RunOpener
 
 logger = logging.getLogger(__name__)
 

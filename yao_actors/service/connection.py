@@ -33,18 +33,15 @@ go on. Anything else that fails in a connection ends that connection only (see t
 
 from __future__ import annotations
 
-import datetime
 import logging
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Any, Final, Protocol
+from collections.abc import Mapping
+from typing import Any, Final
 
 import attrs
 import trio
 from trio_websocket import ConnectionClosed
 
 from yao_actors.config import ServiceSpec
-from yao_actors.conversation.app_requests import AppRequest
 from yao_actors.conversation.request import RunRequest
 from yao_actors.errors import ErrorFrameCode, FrameError, RunError, RunErrorCode
 from yao_actors.events import encoded_event
@@ -64,11 +61,11 @@ from yao_actors.service.protocol import (
     error_frame,
     parse_frame,
 )
-from yao_actors.service.relay import ResumedStream, RunRelay, RunStarter, admit_run
+from yao_actors.service.relay import RunRelay, admit_run
+from yao_actors.service.served import RunOpener, ThreadSummary
 from yao_actors.service.websocket import MessageSocket
 from yao_actors.store.records import iso
 from yao_actors.tasks import receive_now_or_wait, send_now_or_wait
-from yao_actors.tools.catalog import Catalog
 
 logger = logging.getLogger(__name__)
 
@@ -82,60 +79,6 @@ CLOSE_GOING_AWAY: Final = 1001
 CLOSE_INTERNAL_ERROR: Final = 1011
 
 Event = Mapping[str, Any]
-
-
-class RunOpener(RunStarter, Protocol):
-    """What the front end needs of a runtime: ``Runtime.open_run`` with a whole request, resume, and the stored
-    threads."""
-
-    def open_resume(
-        self, run_id: str, *, after_seq: int = 0, principal: str | None = None
-    ) -> AbstractAsyncContextManager[ResumedStream]:
-        """A run's events after ``after_seq``, ending with its terminal one; ``RunError`` ``unknown_run``."""
-        ...
-
-    async def run_exists(self, run_id: str) -> bool:
-        """Whether a run with this id is stored, whoever's; ``RunError`` ``store_unavailable`` when unknowable."""
-        ...
-
-    async def history(self, thread_id: str, *, principal: str | None = None) -> Snapshot:
-        """A thread's stored messages and runs (``.to_wire()``: the ``MESSAGES_SNAPSHOT`` frame)."""
-        ...
-
-    async def forget(self, thread_id: str, *, principal: str | None = None) -> bool:
-        """Delete a thread; ``False`` when it is unknown to ``principal``."""
-        ...
-
-    async def threads(self, *, principal: str | None = None, limit: int = 100) -> Sequence[ThreadSummary]:
-        """``principal``'s threads, newest first."""
-        ...
-
-    async def catalog(self, assistant: str) -> Catalog:
-        """The tools ``assistant``'s runs are offered now; ``KeyError`` for an assistant not configured."""
-        ...
-
-    async def app_request(self, request: AppRequest, *, principal: str | None = None) -> dict[str, Any]:
-        """An app's proxied MCP request answered; ``AppRequestRefused`` saying why not."""
-        ...
-
-
-class Snapshot(Protocol):
-    """A thread's history as ``Runtime.history`` gives it."""
-
-    def to_wire(self) -> dict[str, Any]: ...
-
-
-class ThreadSummary(Protocol):
-    """A stored thread as ``Runtime.threads`` lists it."""
-
-    @property
-    def thread_id(self) -> str: ...
-
-    @property
-    def created_at(self) -> datetime.datetime: ...
-
-    @property
-    def updated_at(self) -> datetime.datetime: ...
 
 
 @attrs.define(eq=False)

@@ -1,14 +1,9 @@
-"""The websocket service: listen, admit connections within the limits, serve the page, shut down gracefully.
+"""The websocket service: admit connections within the limits, serve the page and the routes, shut down gracefully.
 
-Three ownership levels, as in trio's own servers:
-
-- :func:`open_service` — an async context manager that listens and serves until its block ends, then shuts
-  down gracefully (:meth:`Service.shutdown`); leaving by an exception or a cancellation stops at once.
-- :func:`serve_service` — for ``nursery.start``: serves until cancelled, or until someone calls
-  :meth:`Service.shutdown` on the handle it reports.
-- :func:`open_front` — the service without a listener, for connections an ASGI server hands it
-  (:mod:`yao_actors.aio.asgi`).
 - :class:`Service` — the handle: where it listens, :meth:`Service.statistics`, :meth:`Service.shutdown`.
+- :func:`open_front` — the service without a listener, for connections an ASGI server hands it
+  (:mod:`yao_actors.aio.asgi`); listening on TCP (:func:`~yao_actors.service.listening.open_service`,
+  :func:`~yao_actors.service.listening.serve_service`) is :mod:`yao_actors.service.listening`, on top of it.
 
 Each TCP connection first passes :mod:`yao_actors.service.gate`: a plain HTTP request goes to the service's
 routes (:class:`~yao_actors.service.http.Routes`: the page on ``/``, AG-UI's ``POST /agui``, and
@@ -31,27 +26,19 @@ import attrs
 import trio
 from trio_websocket import ConnectionClosed
 
-from yao_actors.auth.desk import AuthorizationDesk
 from yao_actors.config import ServiceSpec
-from yao_actors.errors import ListenError
 from yao_actors.observability.metrics import WEBSOCKET_CONNECTIONS
 from yao_actors.service.agui_http import AGUI_PATH, AguiExchange
 from yao_actors.service.apps_host import add_apps_routes, apps_only, page_with_apps_origin
-from yao_actors.service.auth import (
-    Credential,
-    Handshake,
-    check_listen,
-    check_port,
-    resolve_credentials,
-    selected_subprotocol,
-)
+from yao_actors.service.auth import Credential, Handshake, resolve_credentials, selected_subprotocol
 from yao_actors.service.budget import RunBudget, principal_share
-from yao_actors.service.connection import CLOSE_INTERNAL_ERROR, Connection, RunOpener
+from yao_actors.service.connection import CLOSE_INTERNAL_ERROR, Connection
 from yao_actors.service.gate import RequestHead, read_head
 from yao_actors.service.http import BadRequest, Exchange, Routes, read_request, refuse
 from yao_actors.service.http_endpoints import Endpoints, Observable
 from yao_actors.service.oauth_routes import OAuthRoutes
 from yao_actors.service.relay import Refusal, admit_client
+from yao_actors.service.served import ServedRuntime as ServedRuntime  # the runtime a service serves
 from yao_actors.service.websocket import MessageSocket, ServerWebSocket, UpgradeRequest
 
 logger = logging.getLogger(__name__)
@@ -81,29 +68,6 @@ class Admitted:
     principal: str | None
 
 
-class ServedRuntime(RunOpener, Protocol):
-    """What the service needs of a runtime (a :class:`~yao_actors.runtime.Runtime`): its runs and stored threads
-    (:class:`~yao_actors.service.connection.RunOpener`), and what ``/readyz`` reports of it."""
-
-    @property
-    def sources(self) -> Mapping[str, Observable]:
-        """The servers whose readiness counts (the routers of those connected per principal too)."""
-        ...
-
-    def store_problem(self) -> str | None:
-        """Why its conversation store cannot take calls now (``None``: it can)."""
-        ...
-
-    async def tools_not_offered(self) -> dict[str, dict[str, str]]:
-        """By assistant, the servers whose tools its ``max_tools`` cap leaves out, and why."""
-        ...
-
-    @property
-    def authorizations(self) -> AuthorizationDesk | None:
-        """Where the authorizations of principals' OAuth servers finish (``GET /oauth/callback``), if any."""
-        ...
-
-
 class Stoppable(Protocol):
     """What shutdown needs of a connection (a websocket, or one ``/agui`` request): stop it gracefully."""
 
@@ -112,7 +76,8 @@ class Stoppable(Protocol):
 
 @attrs.define(eq=False)
 class Service:
-    """A listening websocket service (made by :func:`open_service`)."""
+    """A websocket service (made by :func:`open_front`; listening on TCP, by
+    :func:`~yao_actors.service.listening.open_service`)."""
 
     spec: ServiceSpec
     host: str
@@ -336,52 +301,13 @@ def _icon() -> bytes:
 
 
 @asynccontextmanager
-async def open_service(
-    runtime: ServedRuntime,
-    spec: ServiceSpec,
-    *,
-    servers: Mapping[str, Observable] | None = None,
-    listeners: list[trio.SocketListener] | None = None,
-) -> AsyncIterator[Service]:
-    """Listen on ``spec.host:spec.port`` and serve ``runtime`` until the block ends, then shut down gracefully.
-
-    Refuses (:class:`~yao_actors.errors.ConfigError`) to listen beyond loopback without a token. Port 0 picks
-    a free port; read it from :attr:`Service.port`. ``/readyz`` reports ``servers`` (by default the
-    runtime's own). ``listeners``, when given, are listened on instead (a worker's
-    ``SO_REUSEPORT`` socket, :mod:`yao_actors.cli.workers`).
-
-    Resource handling:
-
-      The service's nursery holds the listener and one task per connection (a websocket, or one HTTP
-      request such as ``POST /agui``), and waits there for detached runs to end. Leaving the block normally
-      shuts down gracefully (:meth:`Service.shutdown`: no new run, runs in flight get ``shutdown_grace``
-      seconds, then are cancelled and still send their terminal events, every websocket closes with 1001);
-      leaving by an exception or a cancellation stops everything at once. The runtime is the caller's: the
-      service neither starts nor stops it.
-
-    Error handling:
-
-      :class:`~yao_actors.errors.ConfigError` before listening (beyond loopback without a token, a port out
-      of range), :class:`~yao_actors.errors.ListenError` when the system refuses the address. Once serving,
-      nothing a client sends ends the service: a refused frame or request gets its error, a connection whose
-      handler fails is logged and closed (1011), and a run's failure is that run's ``RUN_ERROR``.
-    """
-    check_listen(spec.host, resolve_credentials(spec))
-    if listeners is None:
-        listeners = await open_listeners(spec.host, spec.port)
-    port = listeners[0].socket.getsockname()[1]
-    async with open_front(runtime, spec, servers=servers, port=port) as service:
-        service._nursery.start_soon(service._serve_listeners, listeners)
-        yield service
-
-
-@asynccontextmanager
 async def open_front(
     runtime: ServedRuntime, spec: ServiceSpec, *, servers: Mapping[str, Observable] | None = None, port: int = 0
 ) -> AsyncIterator[Service]:
     """The service without a listener: connections are handed to it (:meth:`Service.serve_exchange`,
     :meth:`Service.serve_websocket`), as the ASGI application does; shut down gracefully when the block ends.
-    ``servers`` as for :func:`open_service`; ``port`` is only what :attr:`Service.url` shows."""
+    ``servers`` as for :func:`~yao_actors.service.listening.open_service`; ``port`` is only what
+    :attr:`Service.url` shows."""
     credentials = resolve_credentials(spec)
     page = importlib.resources.files("yao_actors.service").joinpath("page.html").read_bytes()
     async with trio.open_nursery() as nursery:
@@ -417,37 +343,6 @@ async def open_front(
             await service.shutdown()
         finally:
             nursery.cancel_scope.cancel()
-
-
-async def open_listeners(host: str, port: int) -> list[trio.SocketListener]:
-    """Listening sockets on ``host:port`` (port 0: a free one).
-
-    Raises :class:`~yao_actors.errors.ConfigError` for a port outside 0-65535 (the system would take it modulo
-    65536 and listen elsewhere without a word) and :class:`~yao_actors.errors.ListenError` when the system refuses
-    (the port is in use, the address is not this machine's, the name does not resolve).
-    """
-    check_port(port)
-    try:
-        return await trio.open_tcp_listeners(port, host=host)
-    except OSError as error:
-        raise ListenError.from_os_error(host, port, error) from None
-
-
-async def serve_service(
-    runtime: ServedRuntime,
-    spec: ServiceSpec,
-    *,
-    servers: Mapping[str, Observable] | None = None,
-    listeners: list[trio.SocketListener] | None = None,
-    task_status: trio.TaskStatus[Service] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Serve until cancelled (stops at once) or until :meth:`Service.shutdown` is called on the reported handle.
-
-    ``servers`` and ``listeners`` as for :func:`open_service`.
-    """
-    async with open_service(runtime, spec, servers=servers, listeners=listeners) as service:
-        task_status.started(service)
-        await service.wait_stopped()
 
 
 def _url_host(host: str) -> str:

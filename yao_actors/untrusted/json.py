@@ -61,6 +61,22 @@ class JSONNotFinite(ValueError):
         self.constant = constant
 
 
+class JSONNotObject(ValueError):
+    """Untrusted JSON text that must hold one object holds another value (a list, a string, a number...)."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(f"expected a JSON object, got {type_name(value)}")
+        self.value = value
+
+
+def type_name(value: Any) -> str:
+    """How a message names the JSON type of ``value`` (``an object``, ``a list``, ``the number 3``, ``null``...)."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"the number {value}"
+    return names.get(type(value), type(value).__name__)
+
+
 def _refuse_constant(constant: str) -> Any:
     raise JSONNotFinite(constant)
 
@@ -107,6 +123,16 @@ def loads(text: str, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> Any:
     except RecursionError:  # a deep stack already, even under the limit
         raise JSONTooDeep(limit) from None
     return scrub(value) if _SURROGATE_OR_ESCAPE.search(text) else value
+
+
+def loads_object(text: str, limit: int = MAX_DEPTH, *, allow_nan: bool = True) -> dict[str, Any]:
+    """:func:`loads` for text that must hold one JSON object (a sample record, a model's stream chunk, a tool's
+    arguments): the ``ValueError`` :func:`loads` raises, or :class:`JSONNotObject` naming what it holds instead.
+    The caller's message says where the text came from."""
+    value = loads(text, limit, allow_nan=allow_nan)
+    if not isinstance(value, dict):
+        raise JSONNotObject(value)
+    return value
 
 
 def repair(text: str) -> Any:

@@ -1,4 +1,4 @@
-"""The memory store: the library's default, gone with the process (its leases, held calls and tokens beside it)."""
+"""The memory store: the library's default, gone with the process (its leases, held calls, tokens and event logs beside it)."""
 
 from yao_actors.store.memory.leases import MemoryLeases
 from yao_actors.store.memory.store import MemoryStore

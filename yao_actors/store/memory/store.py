@@ -7,7 +7,7 @@ runs and logs; never a thread with a run in progress, which its conversation is 
 measured as the runtime's (:func:`~yao_actors.history_budget.message_bytes`). The runs' event logs have budgets of
 the same sizes beside the histories': a thread's logs together at most ``max_thread_bytes``, all logs at most
 ``max_threads_bytes``; over either, the logs of the oldest finished runs are dropped first (as if expired), never
-the log of a run in progress. A durable store keeps everything.
+the log of a run in progress (:mod:`yao_actors.store.memory.event_logs`). A durable store keeps everything.
 
 The conversation managers using the store are asked before a thread is forgotten (:attr:`MemoryStore.keepers`):
 one keeps a thread whose runs are waiting (or that it is loading); otherwise each drops its own copy of the thread
@@ -16,7 +16,6 @@ with the store's, so the next run on the thread starts it anew instead of findin
 
 from __future__ import annotations
 
-import bisect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -26,26 +25,15 @@ import trio
 
 import yao_actors.store.codec as codec
 import yao_actors.store.records as records
-from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, VALUE_OVERHEAD, keep_from, message_bytes
+from yao_actors.history_budget import MAX_THREAD_BYTES, MAX_THREADS_BYTES, keep_from, message_bytes
 from yao_actors.store.backend import BackendStore, StoreParts, Turn
+from yao_actors.store.memory.event_logs import EventLogs
 from yao_actors.store.memory.leases import MemoryLeases
 from yao_actors.store.memory.parked import MemoryParkedCalls
 from yao_actors.store.memory.tasks import MemoryTasks
 from yao_actors.store.memory.tokens import MemoryTokens
 from yao_actors.store.protocol import DEFAULT_EVENT_TTL
 from yao_actors.store.refusals import run_closed, run_id_taken, thread_not_opened, unknown_run
-
-
-@attrs.define
-class _EventLog:
-    """A run's stored events: their ``seq`` numbers and their JSON texts, in order, and their size (the texts'
-    length, and ``VALUE_OVERHEAD`` per event)."""
-
-    expires_at: float
-    thread_id: str
-    seqs: list[int] = attrs.field(factory=list)
-    texts: list[str] = attrs.field(factory=list)
-    size: int = 0
 
 
 @attrs.define(eq=False)
@@ -80,16 +68,18 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
     _sizes: dict[str, list[int]] = attrs.field(factory=dict, init=False)
     _runs: dict[str, records.RunRecord] = attrs.field(factory=dict, init=False)
     _thread_runs: dict[str, list[str]] = attrs.field(factory=dict, init=False)
-    _logs: dict[str, _EventLog] = attrs.field(factory=dict, init=False)
-    """Each run's log, in the order the logs were started: the order the log budget drops them in."""
-    _thread_log_bytes: dict[str, int] = attrs.field(factory=dict, init=False)
-    _log_bytes: int = attrs.field(default=0, init=False)
-    _next_purge: float = attrs.field(default=0.0, init=False)
+    _logs: EventLogs = attrs.field(init=False)
     _approvals: dict[str, str] = attrs.field(factory=dict, init=False)
 
     @parts.default
     def _parts(self) -> StoreParts[MemoryLeases, MemoryParkedCalls]:
         return StoreParts(MemoryLeases(self), MemoryTokens(), MemoryParkedCalls())
+
+    @_logs.default
+    def _make_logs(self) -> EventLogs:
+        return EventLogs(
+            self._runs, self._thread_runs, self.clock, self.event_ttl, self.max_thread_bytes, self.max_threads_bytes
+        )
 
     @_tasks.default
     def _make_tasks(self) -> MemoryTasks:
@@ -195,10 +185,10 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
         self._total_bytes -= self._bytes.pop(thread_id, 0)
         self._approvals.pop(thread_id, None)
         self._tasks.forget_thread(thread_id)
-        for run_id in self._thread_runs.pop(thread_id):
+        run_ids = self._thread_runs.pop(thread_id)
+        for run_id in run_ids:
             del self._runs[run_id]
-            self._drop_log(run_id)
-        self._thread_log_bytes.pop(thread_id, None)
+        self._logs.forget_thread(thread_id, run_ids)
 
     # -- runs
 
@@ -275,7 +265,7 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
         if run_id not in self._runs:
             codec.event_seqs(events)  # a malformed batch is refused as such first, as by the other backends
             raise unknown_run(run_id)
-        self._add_events(run_id, self._checked_events(run_id, events))
+        self._logs.add(run_id, self._logs.checked(run_id, events))
 
     async def write_turn(self, turn: Turn) -> list[int]:
         """The turn (the run's close and the lease's release with it) in one step."""
@@ -295,88 +285,17 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
             raise unknown_run(run_id, thread_id)
         if run.status is not records.RunStatus.RUNNING:
             raise run_closed(run_id, run.status.value)
-        batch = self._checked_events(run_id, events)  # everything is checked before anything is written
+        batch = self._logs.checked(run_id, events)  # everything is checked before anything is written
         sizes = self._append(thread_id, given) if given else []
         if events:
-            self._add_events(run_id, batch)
+            self._logs.add(run_id, batch)
         if finish is not None:
             self._finish(run, finish.status, finish.outcome, finish.usage)
         return sizes
 
-    def _checked_events(self, run_id: str, events: Sequence[records.EncodedEvent]) -> tuple[list[int], list[str]]:
-        """A batch's numbers and texts for a stored run's log, checked to rise above it (``SeqConflict`` otherwise)."""
-        seqs = codec.event_seqs(events)
-        log = self._live_log(run_id)
-        codec.check_rises(run_id, seqs, log.seqs[-1] if log and log.seqs else 0)
-        return seqs, [text for _, text in events]
-
-    def _add_events(self, run_id: str, batch: tuple[list[int], list[str]]) -> None:
-        """Append a checked batch to the run's log, refresh its expiry, and keep the logs within their budgets."""
-        log = self._logs.get(run_id)
-        if log is None:
-            log = self._logs[run_id] = _EventLog(0.0, self._runs[run_id].thread_id)
-        log.seqs.extend(batch[0])
-        log.texts.extend(batch[1])
-        log.expires_at = self.clock() + self.event_ttl
-        added = sum(map(len, batch[1])) + VALUE_OVERHEAD * len(batch[1])
-        log.size += added
-        self._log_bytes += added
-        thread_bytes = self._thread_log_bytes[log.thread_id] = self._thread_log_bytes.get(log.thread_id, 0) + added
-        if thread_bytes > self.max_thread_bytes or self._log_bytes > self.max_threads_bytes:
-            self._fit_log_budgets(run_id)
-        self._purge_expired_logs()
-
-    def _fit_log_budgets(self, writing: str) -> None:
-        """Drop the logs of the oldest finished runs until the thread's logs fit ``max_thread_bytes`` and all logs
-        ``max_threads_bytes``; never the log being written, nor that of a run in progress (still being read)."""
-        thread_id = self._logs[writing].thread_id
-        for run_id in self._thread_runs[thread_id]:
-            if self._thread_log_bytes[thread_id] <= self.max_thread_bytes:
-                break
-            if (
-                run_id != writing
-                and run_id in self._logs
-                and self._runs[run_id].status is not records.RunStatus.RUNNING
-            ):
-                self._drop_log(run_id)
-        for run_id in list(self._logs):
-            if self._log_bytes <= self.max_threads_bytes:
-                break
-            if run_id != writing and self._runs[run_id].status is not records.RunStatus.RUNNING:
-                self._drop_log(run_id)
-
-    def _drop_log(self, run_id: str) -> None:
-        """Forget a run's log (expired, over a budget, or its thread forgotten)."""
-        log = self._logs.pop(run_id, None)
-        if log is not None:
-            self._log_bytes -= log.size
-            self._thread_log_bytes[log.thread_id] -= log.size
-
     async def read_events(self, run_id: str, after_seq: int = 0) -> list[records.EventDict]:
         await trio.lowlevel.checkpoint()
-        log = self._live_log(run_id)
-        if log is None:
-            return []
-        return [
-            codec.decode_json(text) for text in log.texts[bisect.bisect_right(log.seqs, codec.seq_floor(after_seq)) :]
-        ]
-
-    def _live_log(self, run_id: str) -> _EventLog | None:
-        """The run's log, dropping it when it has expired."""
-        log = self._logs.get(run_id)
-        if log is not None and log.expires_at <= self.clock():
-            self._drop_log(run_id)
-            return None
-        return log
-
-    def _purge_expired_logs(self) -> None:
-        """Drop every expired log, at most once per ``purge_interval(event_ttl)``, so unread logs do not pile up."""
-        now = self.clock()
-        if now < self._next_purge:
-            return
-        self._next_purge = now + codec.purge_interval(self.event_ttl)
-        for run_id in [r for r, log in self._logs.items() if log.expires_at <= now]:
-            self._drop_log(run_id)
+        return self._logs.read(run_id, after_seq)
 
     # -- pending approvals
 

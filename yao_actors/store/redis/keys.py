@@ -49,33 +49,38 @@ class RedisKeys:
 
     prefix: str
 
+    def _of(self, kind: str, identifier: str, suffix: str | None = None) -> str:
+        """The key of ``identifier`` (escaped: the rule every key of an id keeps) of ``kind``, or its ``suffix`` part."""
+        key = f"{self.prefix}{kind}:{escape(identifier)}"
+        return key if suffix is None else f"{key}:{suffix}"
+
     def thread(self, thread_id: str) -> str:
         """The thread's hash."""
-        return f"{self.prefix}thread:{escape(thread_id)}"
+        return self._of("thread", thread_id)
 
     def messages(self, thread_id: str) -> str:
         """The thread's history list."""
-        return f"{self.prefix}thread:{escape(thread_id)}:messages"
+        return self._of("thread", thread_id, "messages")
 
     def thread_runs(self, thread_id: str) -> str:
         """The list of the thread's run ids."""
-        return f"{self.prefix}thread:{escape(thread_id)}:runs"
+        return self._of("thread", thread_id, "runs")
 
     def lease(self, thread_id: str) -> str:
         """The thread's lease (:mod:`yao_actors.store.redis.leases`)."""
-        return f"{self.prefix}thread:{escape(thread_id)}:lease"
+        return self._of("thread", thread_id, "lease")
 
     def run(self, run_id: str) -> str:
         """The run's hash."""
-        return f"{self.prefix}run:{escape(run_id)}"
+        return self._of("run", run_id)
 
     def events(self, run_id: str) -> str:
         """The run's event stream."""
-        return f"{self.prefix}run:{escape(run_id)}:events"
+        return self._of("run", run_id, "events")
 
     def parked(self, ticket: str) -> str:
         """A held call's hash (:mod:`yao_actors.store.redis.parked`); ``:answer`` and ``:outcome`` are its lists."""
-        return f"{self.prefix}parked:{escape(ticket)}"
+        return self._of("parked", ticket)
 
     @property
     def threads(self) -> str:
@@ -99,4 +104,4 @@ class RedisKeys:
 
     def oauth_expiry(self, server: str) -> str:
         """The sorted set of the fields of ``server``'s token records that expire, by when (POSIX time)."""
-        return f"{self.prefix}oauth:expiry:{escape(server)}"
+        return self._of("oauth:expiry", server)

@@ -1,4 +1,4 @@
-"""The error tree, the error kinds of tool calls, and the codes of ``RUN_ERROR``.
+"""The error tree; the error kinds of tool calls (:mod:`.tool_failures`) and the codes of ``RUN_ERROR`` (:mod:`.codes`).
 
 Exceptions are for what a caller must handle; a tool call that failed is *not* an
 exception but a value (``ToolOutcome`` / ``ToolCallResult``) carrying an
@@ -42,6 +42,7 @@ they are (each is caught where its module is used, and said in the terms above):
     ValueError
     ├── JSONTooDeep            untrusted JSON nested deeper than the limit (yao_actors.untrusted.json)
     ├── JSONNotFinite          untrusted JSON with NaN or Infinity (yao_actors.untrusted.json)
+    ├── JSONNotObject          untrusted JSON that must hold an object holds another value (yao_actors.untrusted.json)
     ├── SampleFieldError       a ``sample`` file's field cannot be read (yao_actors.config.sample_files)
     ├── EnvFileError           a stdio server's ``envFile`` cannot be read (yao_actors.config.env_files)
     ├── NoClientFile           no file where a named client keeps its servers (yao_actors.cli.client_files)
@@ -75,159 +76,21 @@ never by searching the text of an exception.
 from __future__ import annotations
 
 import contextlib
-import enum
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TypeVar
 
+# The codes and the kinds of a failed tool call have modules of their own (one idea each); imported from here too.
+from yao_actors.errors.codes import ErrorFrameCode as ErrorFrameCode
+from yao_actors.errors.codes import RunErrorCode as RunErrorCode
+from yao_actors.errors.tool_failures import INFRASTRUCTURE_WORDS as INFRASTRUCTURE_WORDS
+from yao_actors.errors.tool_failures import ErrorKind as ErrorKind
+from yao_actors.errors.tool_failures import is_retryable as is_retryable
+from yao_actors.errors.tool_failures import server_unavailable_message as server_unavailable_message
+
 logger = logging.getLogger(__name__)
 
 E = TypeVar("E", bound=BaseException)
-
-
-class ErrorKind(enum.StrEnum):
-    """Why a tool call failed."""
-
-    UNKNOWN_TOOL = "unknown_tool"
-    INVALID_ARGUMENTS = "invalid_arguments"
-    TOOL_ERROR = "tool_error"
-    TIMEOUT = "timeout"
-    SERVER_UNAVAILABLE = "server_unavailable"
-    CANCELLED = "cancelled"
-    INPUT_REQUIRED = "input_required"
-    """Not a failure: the server asks the user for input; the run ends with an interrupt and the call waits."""
-
-
-#: Words that mark a tool's own error text as an infrastructure fault (Yao's
-#: non-retryable list). Matched on the text the tool itself returned, and only for
-#: ``tool_error`` results; never on Python exception messages.
-INFRASTRUCTURE_WORDS: tuple[str, ...] = (
-    "network",
-    "timeout",
-    "timed out",
-    "connection",
-    "unauthorized",
-    "forbidden",
-    "unavailable",
-    "context canceled",
-    "context deadline",
-    "server error",
-    "internal error",
-)
-
-
-def is_retryable(kind: ErrorKind | None, tool_text: str = "") -> bool:
-    """Whether the model may usefully retry a call that failed with ``kind``.
-
-    ``tool_text`` is the text a server returned with ``isError: true``; it is
-    only consulted for :attr:`ErrorKind.TOOL_ERROR`.
-    """
-    if kind in (ErrorKind.UNKNOWN_TOOL, ErrorKind.INVALID_ARGUMENTS):
-        return True
-    if kind is ErrorKind.TOOL_ERROR:
-        lowered = tool_text.lower()
-        return not any(word in lowered for word in INFRASTRUCTURE_WORDS)
-    return False
-
-
-class RunErrorCode(enum.StrEnum):
-    """The ``code`` of a ``RUN_ERROR`` event (and of a ``SUBAGENT_ERROR``): why a run ended in error.
-
-    =====================  ==========================================================================
-    code                   meaning
-    =====================  ==========================================================================
-    ``bad_request``        the client's frame was not valid (field named in the message)
-    ``frame_too_large``    the client's frame is over the service's ``max_frame_bytes``
-    ``too_many_runs``      the connection, the principal or the service is at its limit of concurrent
-                           runs
-    ``shutting_down``      the service is shutting down and takes no new runs
-    ``unknown_assistant``  the run named an assistant the configuration does not have
-    ``unknown_thread``     the run named a thread another principal created (as if it did not exist)
-    ``unknown_model``      an assistant's model (or fallback model) is not configured
-    ``config_error``       the assistant's servers cannot form a catalog (e.g. colliding tool names)
-    ``hook_error``         a ``create`` / ``next`` hook failed, returned a bad value, or delegated
-                           too deep
-    ``model_error``        a model call failed after its own retries (and so did the fallback)
-    ``max_turns``          the tool loop used its ``max_turn`` turns and the assistant has
-                           ``fallback: false``
-    ``run_timeout``        the run's deadline (``timeouts.run``) expired
-    ``internal_error``     a bug: an unexpected exception inside the run (logged with its traceback)
-    ``run_incomplete``     a bug: the run ended without its terminal event; the service wrote one
-    ``interrupted``        the process running the run ended first; a durable store closed the run
-    ``store_unavailable``  the conversation store could not be reached or written (Redis down, file
-                           unwritable)
-    ``thread_busy``        another process ran the thread and still held its lease after
-                           ``store.lease_wait``
-    ``unknown_run``        a ``resume`` named a run that is not stored (or belongs to another
-                           principal)
-    ``run_ended``          (``SUBAGENT_ERROR`` only) the run ended before the subagent finished
-    ``unknown_interrupt``  a ``resume`` entry named an interrupt the thread is not waiting for
-    ``interrupt_expired``  a ``resume`` entry approved a call whose interrupt had expired (it was not
-                           run), or answered a server's question whose open call the process holding
-                           it no longer has
-    ``invalid_resume``     a ``resume`` entry's answer to a server's question does not fit the
-                           question's schema
-    ``run_error``          a run failed for a reason no other code names
-    =====================  ==========================================================================
-    """
-
-    BAD_REQUEST = "bad_request"
-    FRAME_TOO_LARGE = "frame_too_large"
-    TOO_MANY_RUNS = "too_many_runs"
-    SHUTTING_DOWN = "shutting_down"
-    UNKNOWN_ASSISTANT = "unknown_assistant"
-    UNKNOWN_THREAD = "unknown_thread"
-    UNKNOWN_MODEL = "unknown_model"
-    CONFIG_ERROR = "config_error"
-    HOOK_ERROR = "hook_error"
-    MODEL_ERROR = "model_error"
-    MAX_TURNS = "max_turns"
-    RUN_TIMEOUT = "run_timeout"
-    INTERNAL_ERROR = "internal_error"
-    RUN_INCOMPLETE = "run_incomplete"
-    INTERRUPTED = "interrupted"
-    STORE_UNAVAILABLE = "store_unavailable"
-    THREAD_BUSY = "thread_busy"
-    UNKNOWN_RUN = "unknown_run"
-    RUN_ENDED = "run_ended"
-    UNKNOWN_INTERRUPT = "unknown_interrupt"
-    INTERRUPT_EXPIRED = "interrupt_expired"
-    INVALID_RESUME = "invalid_resume"
-    RUN_ERROR = "run_error"
-
-
-class ErrorFrameCode(enum.StrEnum):
-    """The ``code`` of the service's non-terminal ``error`` frame, about a client frame rather than a run.
-
-    =====================  ==========================================================================
-    code                   meaning
-    =====================  ==========================================================================
-    ``duplicate_run_id``   a ``run`` frame reused the ``runId`` of a run still in flight (that run goes on)
-    ``unknown_run``        a ``cancel`` frame named no run in flight on this connection
-    ``unknown_thread``     a ``forget`` frame named a thread that is not stored (or is another principal's)
-    ``store_unavailable``  the conversation store could not be reached for a ``history``, ``forget``, ``threads``
-                           or ``resume`` frame (the resumed run is not over: resume again later)
-    ``unknown_assistant``  a ``tools`` frame named no configured assistant
-    =====================  ==========================================================================
-    """
-
-    DUPLICATE_RUN_ID = "duplicate_run_id"
-    UNKNOWN_RUN = "unknown_run"
-    UNKNOWN_THREAD = "unknown_thread"
-    STORE_UNAVAILABLE = "store_unavailable"
-    UNKNOWN_ASSISTANT = "unknown_assistant"
-
-
-def server_unavailable_message(
-    server_id: str, reason: str, *, exit_code: int | None = None, stderr_tail: str = ""
-) -> str:
-    """Why a server cannot serve, with the exit code and last stderr lines of a stdio server when known."""
-    message = f"server {server_id!r} unavailable: {reason}"
-    if exit_code is not None:
-        message += f" (exit code {exit_code})"
-    if stderr_tail:
-        message += f"; stderr tail:\n{stderr_tail}"
-    return message
 
 
 class YaoActorsError(Exception):
