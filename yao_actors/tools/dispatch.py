@@ -69,6 +69,11 @@ class _Planned:
     tasks: TaskWatch | None = None
     """Where the call keeps a task its server answers it with (its run stores the handle)."""
 
+    def given(self, answers: CallAnswers | None, tasks: TaskWatch | None) -> _Planned:
+        """This call with its ``answers`` and ``tasks`` (made directly: ``attrs.evolve`` costs more than a call's
+        checks, and a run gives every call a ``tasks``)."""
+        return _Planned(self.index, self.call, self.entry, self.server, self.arguments, self.repaired, answers, tasks)
+
 
 @attrs.frozen
 class _Refused:
@@ -186,10 +191,8 @@ async def execute_tool_calls(
     groups: dict[str, list[_Planned]] = {}
     for index, call in enumerate(calls):
         planned = await _check(batch, index, call, catalog, servers)
-        if planned is not None and answers:
-            planned = attrs.evolve(planned, answers=answers.get(call.id))
-        if planned is not None and tasks is not None:
-            planned = attrs.evolve(planned, tasks=tasks(call))
+        if planned is not None and (answers or tasks is not None):
+            planned = planned.given(answers.get(call.id) if answers else None, None if tasks is None else tasks(call))
         if planned is not None:
             batch.planned[index] = planned
             groups.setdefault(planned.entry.server, []).append(planned)

@@ -65,7 +65,7 @@ class ToolOutcome:
 
     @property
     def retryable(self) -> bool:
-        return is_retryable(self.kind, self.error or "")
+        return self.kind is not None and is_retryable(self.kind, self.error or "")  # a success never is
 
 
 @attrs.frozen

@@ -188,6 +188,17 @@ def compact_json(value: Any) -> str:
     return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
 
 
+# ``_COMPACT``'s own C encoder, made once: ``JSONEncoder.encode`` makes one per call, which costs about as much as
+# encoding a small event. Without the circular-reference table (``markers``) it keeps no state between calls; a
+# value it cannot encode (a cycle among them) is encoded again by ``_COMPACT``, which raises the usual error.
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped, and absent without the C speedups
+_ENCODE_ONCE: Any = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+)
+
+
 def encode_json(value: Any) -> str:
     """``value`` as compact JSON, non-ASCII text kept as is: how events and frames go on the wire and into a store.
 
@@ -195,7 +206,10 @@ def encode_json(value: Any) -> str:
     ``\\u`` escapes instead, so neither a socket write nor a store can fail on it. Raises ``TypeError`` or
     ``ValueError`` for a value that is not JSON.
     """
-    text = _COMPACT.encode(value)
+    try:
+        text = "".join(_ENCODE_ONCE(value, 0)) if _ENCODE_ONCE is not None else _COMPACT.encode(value)
+    except Exception:  # not JSON (or a cycle): the plain encoder says why, as it always did
+        text = _COMPACT.encode(value)
     # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
     if text.isascii():
         return text
