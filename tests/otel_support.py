@@ -83,6 +83,13 @@ def parent_of(span: ReadableSpan, finished: Sequence[ReadableSpan]) -> ReadableS
     return next(s for s in finished if s.context is not None and s.context.span_id == span.parent.span_id)
 
 
+def nested(finished: Sequence[ReadableSpan], outer: str, inner: str) -> tuple[ReadableSpan, ReadableSpan]:
+    """The one span named ``outer`` and the one named ``inner``, checked to be its child."""
+    parent, child = one(finished, outer), one(finished, inner)
+    assert parent_of(child, finished) is parent, (outer, inner)
+    return parent, child
+
+
 def is_descendant(span: ReadableSpan, ancestor: ReadableSpan, finished: Sequence[ReadableSpan]) -> bool:
     current: ReadableSpan | None = span
     while current is not None:
@@ -92,4 +99,4 @@ def is_descendant(span: ReadableSpan, ancestor: ReadableSpan, finished: Sequence
     return False
 
 
-__all__ = ["is_descendant", "named", "one", "parent_of", "spans"]
+__all__ = ["is_descendant", "named", "nested", "one", "parent_of", "spans"]

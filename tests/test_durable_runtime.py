@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from tests.detach_support import seen_until_detached
 from tests.support import check_stream
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
 from yao_actors.errors import RunError, RunErrorCode, StoreUnavailable
@@ -163,13 +164,7 @@ async def test_resume_after_detaching_replays_exactly_the_missed_events_then_the
 
     with trio.fail_after(GUARD):
         async with open_runtime(config(), models={"m": FunctionModel(script, chunk_size=2)}) as runtime:
-            seen: list[dict[str, Any]] = []
-            async with runtime.open_run("a", "go", thread_id="t", run_id="r1") as stream:
-                async for event in stream:
-                    seen.append(event)
-                    if event["type"] == "TOOL_CALL_RESULT":
-                        stream.detach()
-                        break
+            seen = await seen_until_detached(runtime, "go", "TOOL_CALL_RESULT", thread_id="t", run_id="r1")
             await trio.testing.wait_all_tasks_blocked()
             async with runtime.open_resume("r1", after_seq=seen[-1]["seq"]) as resumed:  # live
                 release.set()
@@ -233,6 +228,10 @@ class FlakyStore(MemoryStore):
 
     down: bool = False
 
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what fails: the run's turns go through it
+
     def _check(self) -> None:
         if self.down:
             raise StoreUnavailable("the test's store is down")
@@ -259,6 +258,10 @@ class CountingStore(MemoryStore):
     """A memory store that notes its writes: ``(method, messages, events)``."""
 
     writes: list[tuple[str, int, int]] = attrs.field(factory=list)
+
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what the test counts: the run's turns go through it
 
     async def append_messages(self, thread_id: str, messages: Sequence[Any]) -> None:
         self.writes.append(("append_messages", len(messages), 0))

@@ -4,7 +4,8 @@ close-out; a closed writer that waits to be woken returns without being cancelle
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -28,6 +29,10 @@ class NotingStore(MemoryStore):
 
     log: list[tuple[str, float]] = attrs.field(factory=list)
 
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what the tests watch: the run's turns go through it, paced
+
     async def append_turn(
         self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any
     ) -> None:
@@ -43,6 +48,15 @@ async def started_journal() -> tuple[NotingStore, RunJournal]:
     return store, journal
 
 
+@asynccontextmanager
+async def journal_served() -> AsyncIterator[tuple[NotingStore, RunJournal, trio.Nursery]]:
+    """A started journal, its writer serving in the nursery it yields, over its :class:`NotingStore`."""
+    store, journal = await started_journal()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        yield store, journal, nursery
+
+
 async def busy_until(done: Callable[[], bool], clock: trio.testing.MockClock) -> float:
     """Keep the process busy, never idle (time passes only with the work), until ``done()``; how long that took."""
     start = trio.current_time()
@@ -53,9 +67,7 @@ async def busy_until(done: Callable[[], bool], clock: trio.testing.MockClock) ->
 
 
 async def test_a_queued_turn_is_written_once_every_task_waits(autojump_clock: trio.testing.MockClock) -> None:
-    store, journal = await started_journal()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(journal.serve)
+    async with journal_served() as (store, journal, nursery):
         journal.turn([CALL, RESULT])
         for step in range(20):  # the run goes on to its next request: busy, never idle
             store.log.append((f"busy {step}", trio.current_time()))
@@ -69,9 +81,7 @@ async def test_a_queued_turn_is_written_once_every_task_waits(autojump_clock: tr
 
 
 async def test_a_busy_process_has_its_turn_written_within_the_idle_wait(autojump_clock: trio.testing.MockClock) -> None:
-    store, journal = await started_journal()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(journal.serve)
+    async with journal_served() as (store, journal, nursery):
         journal.turn([CALL, RESULT])
         waited = await busy_until(lambda: bool(store.log), autojump_clock)
         nursery.cancel_scope.cancel()
@@ -88,9 +98,7 @@ async def busy_until_written(store: NotingStore, clock: trio.testing.MockClock) 
 async def test_once_a_wait_for_idle_timed_out_the_writes_skip_it_for_a_while(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    store, journal = await started_journal()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(journal.serve)
+    async with journal_served() as (store, journal, nursery):
         journal.turn([CALL])
         assert await busy_until_written(store, autojump_clock) >= IDLE_WAIT  # waited for idle, in vain
         journal.turn([RESULT])
@@ -103,9 +111,7 @@ async def test_once_a_wait_for_idle_timed_out_the_writes_skip_it_for_a_while(
 
 
 async def test_a_closed_writer_returns_without_a_cancellation(autojump_clock: trio.testing.MockClock) -> None:
-    store, journal = await started_journal()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(journal.serve)
+    async with journal_served() as (store, journal, _):
         journal.turn([CALL, RESULT])
         await trio.sleep(1)  # idle: written; the writer waits to be woken again
         await journal.close()
@@ -134,9 +140,7 @@ async def test_a_closed_parked_writer_ends_at_once_on_a_busy_process(autojump_cl
 async def test_a_writer_closed_while_waiting_for_idle_is_cancelled_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    store, journal = await started_journal()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(journal.serve)
+    async with journal_served() as (store, journal, _):
         journal.turn([CALL, RESULT])
         await trio.lowlevel.checkpoint()  # the writer is waiting for the process to be idle
         await journal.flush()  # the close-out writes what is queued itself
@@ -146,9 +150,7 @@ async def test_a_writer_closed_while_waiting_for_idle_is_cancelled_at_once(
 
 
 async def test_the_close_out_writes_what_is_queued_without_waiting(autojump_clock: trio.testing.MockClock) -> None:
-    store, journal = await started_journal()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(journal.serve)
+    async with journal_served() as (store, journal, nursery):
         journal.turn([CALL])
         await trio.lowlevel.checkpoint()  # the writer is waiting for the process to be idle
         journal.turn([RESULT])
@@ -168,6 +170,10 @@ class MeasuringStore(MemoryStore):
     """A memory store whose ``append_turn`` reports made-up sizes, or none (``None``: as a durable store)."""
 
     reported: list[int] | None = None
+
+    @property
+    def writes_in_step(self) -> bool:
+        return False  # its append_turn is what the test watches: the run's turns go through it
 
     async def append_turn(
         self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any

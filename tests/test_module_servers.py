@@ -234,8 +234,7 @@ async def test_a_tool_calling_sys_exit_loses_the_session_and_the_actor_restarts(
         async with open_runtime(tools_config(name)) as runtime:
             handle = runtime.servers["mine"]
             left = await handle.call_tool("leave", {"code": 3})
-            while handle.statistics().state is not ServerState.READY:  # noqa: ASYNC110
-                await trio.sleep(0.01)
+            await handle.wait_for_state(ServerState.READY)
             after = await handle.call_tool("shout", {"text": "back"})
             stats = handle.statistics()
     assert left.kind is ErrorKind.SERVER_UNAVAILABLE
@@ -276,8 +275,7 @@ async def test_a_server_whose_start_fails_is_restarted_with_backoff(
         handle = runtime.servers["mine"]
         first = handle.statistics()
         early = await handle.call_tool("ping", {})
-        while handle.statistics().state is not ServerState.READY:  # noqa: ASYNC110
-            await trio.sleep(0.01)
+        await handle.wait_for_state(ServerState.READY)
         pong = await handle.call_tool("ping", {})
         stats = handle.statistics()
     assert first.state is ServerState.RESTARTING

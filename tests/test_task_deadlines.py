@@ -10,6 +10,7 @@ from typing import Any
 
 import trio
 
+from tests.detach_support import seen_until_detached
 from tests.support import check_stream
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.conversation.run_deadline import RunDeadline
@@ -131,13 +132,9 @@ async def test_a_client_may_detach_during_a_long_task_and_resume_the_run_later(a
     assert cfg.service.detach_grace < 600
     with trio.fail_after(GUARD):
         async with open_runtime(cfg, models={"m": calling(SLOW_ECHO)}) as runtime:
-            seen: list[dict[str, Any]] = []
-            async with runtime.open_run("a", "echo it in twenty minutes", thread_id="t", run_id="r1") as stream:
-                async for event in stream:
-                    seen.append(event)
-                    if event["type"] == "TOOL_CALL_START":
-                        stream.detach()
-                        break
+            seen = await seen_until_detached(
+                runtime, "echo it in twenty minutes", "TOOL_CALL_START", thread_id="t", run_id="r1"
+            )
             await trio.sleep(600.0)  # the client is away for ten minutes, far past detach_grace
             assert extension.record.cancelled["slow_echo"] == 0
             async with runtime.open_resume("r1", after_seq=seen[-1]["seq"]) as resumed:

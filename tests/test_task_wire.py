@@ -4,25 +4,21 @@ goes the way it always went."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
 import mcp.types
 import pytest
-import trio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolRequestParams
 
+from tests.integration.actor_checks import running
 from yao_actors.errors import ErrorKind
 from yao_actors.specs import InMemoryTransport, ServerSpec
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.tools.input_requests import InputRound
-from yao_actors.tools.server_actor import ServerHandle, serve_mcp_server
 from yao_actors.tools.server_status import ServerStatus
 from yao_actors.tools.task_input import ROUND_PREFIX, input_outcome, round_state, task_of_round
 from yao_actors.tools.task_state import TaskState
@@ -64,14 +60,6 @@ def pushy_server() -> tuple[MCPServer, Pushy]:
         return text
 
     return server, extension
-
-
-@asynccontextmanager
-async def running(spec: ServerSpec) -> AsyncIterator[ServerHandle]:
-    async with trio.open_nursery() as nursery:
-        handle: ServerHandle = await nursery.start(functools.partial(serve_mcp_server, spec))
-        yield handle
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_task_the_call_did_not_ask_for_is_a_clear_tool_error() -> None:

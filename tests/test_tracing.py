@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.dispatch_support import catalog_of, scripted_server, serving
-from tests.otel_support import is_descendant, named, one, parent_of, spans
+from tests.otel_support import is_descendant, named, nested, one, parent_of, spans
 from yao_actors.config import AssistantSpec, Config, Hooks, InMemoryTransport, ServerRef, ServerSpec
 from yao_actors.errors import ErrorKind, ModelHTTPError
 from yao_actors.events import Outcome
@@ -227,9 +227,7 @@ async def test_a_delegated_assistant_is_an_invoke_agent_span_inside_the_run(span
             result = await runtime.run("front", "北京今天适合穿什么?")
     assert result.text == "专家说：晴"
     finished = spans.get_finished_spans()
-    run = one(finished, "invoke_agent front")
-    delegated = one(finished, "invoke_agent expert")
-    assert parent_of(delegated, finished) is run
+    _, delegated = nested(finished, "invoke_agent front", "invoke_agent expert")
     assert delegated.attributes is not None
     assert delegated.attributes["gen_ai.agent.name"] == "expert"
     assert parent_of(one(finished, "chat scripted"), finished) is delegated

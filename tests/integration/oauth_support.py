@@ -6,13 +6,28 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
 import httpx2
 import trio
 
+from yao_actors.models import Completion, FunctionModel, ToolCall
+from yao_actors.specs import (
+    AssistantSpec,
+    Config,
+    HttpTransport,
+    OAuthSpec,
+    RestartPolicy,
+    ServerRef,
+    ServerSpec,
+    StoreSpec,
+)
 from yao_actors.testing.processes import read_line, stop_process
+
+#: The store's secret key in these tests (it seals the tokens).
+KEY = "a test key of enough length"
 
 
 @attrs.frozen
@@ -64,6 +79,46 @@ async def approve_in_browser(authorization_url: str, user: str | None = None) ->
         approved = await browser.post(consent, data=form)
         assert approved.status_code == 302, approved.text
         return await browser.get(approved.headers["location"])  # the redirect URI: the client's callback
+
+
+def oauth_hub(url: str, **auth: Any) -> ServerSpec:
+    """The server ``hub`` at ``url``, behind OAuth (scope ``tools``, and ``auth``), restarted soon after a failure."""
+    transport = HttpTransport(url, auth=OAuthSpec(scopes=("tools",), **auth))
+    return ServerSpec("hub", transport, connect_timeout=20, restart=RestartPolicy(backoff_initial=0.05))
+
+
+def hub_config(hub: ServerSpec, tmp_path: Path, *, assistant: str = "a", **store: Any) -> Config:
+    """``hub`` for the one assistant ``assistant``, with an SQLite store sealed with :data:`KEY` (and ``store``)."""
+    return Config(
+        servers={"hub": hub},
+        assistants={assistant: AssistantSpec(assistant, "m", servers=(ServerRef("hub"),))},
+        store=StoreSpec("sqlite", path=str(tmp_path / "s.sqlite3"), secret_key=KEY, **store),
+    )
+
+
+@asynccontextmanager
+async def hub_behind_oauth(
+    tmp_path: Path, *options: str, assistant: str = "a", **auth: Any
+) -> AsyncIterator[tuple[OAuthTestServer, Config]]:
+    """The OAuth test server (its ``options``) and a config of :func:`hub_config` for its ``hub`` (with ``auth``)."""
+    async with open_oauth_server(*options) as server:
+        yield server, hub_config(oauth_hub(server.url, **auth), tmp_path, assistant=assistant)
+
+
+def whoami_model(*, last_only: bool = False) -> FunctionModel:
+    """Calls ``hub__whoami`` when it is offered and the last message is the user's, then says what the tool
+    answered (every answer joined by `` | ``, or with ``last_only`` the last one), or with no answer the tools it had."""
+
+    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        names = [tool["function"]["name"] for tool in tools]
+        if messages[-1]["role"] == "user" and "hub__whoami" in names:
+            return Completion(tool_calls=(ToolCall("c1", "hub__whoami", "{}"),))
+        said = [str(m["content"]) for m in messages if m["role"] == "tool"]
+        if not said:
+            return f"tools: {names}"
+        return said[-1] if last_only else " | ".join(said)
+
+    return FunctionModel(answer)
 
 
 def authorization_url(text: str) -> str:

@@ -54,27 +54,30 @@ def write_config(tmp_path: Path, base_url: str, store: dict[str, Any]) -> Path:
     return path
 
 
-HAPROXY_CONFIG = """
-global
-    maxconn 2000
-defaults
+#: The defaults of every HAProxy of these tests: HTTP, and a websocket's tunnel kept an hour.
+HAPROXY_DEFAULTS = """defaults
     mode http
-    option redispatch
-    retries 3
     timeout connect 2s
     timeout client 60s
     timeout server 60s
     timeout tunnel 1h
-frontend yao
+"""
+HAPROXY_CONFIG = (
+    "global\n    maxconn 2000\n"
+    + HAPROXY_DEFAULTS
+    + """frontend yao
     bind 127.0.0.1:{front}
     default_backend yao_workers
 backend yao_workers
+    option redispatch
+    retries 3
     balance leastconn
     option httpchk GET /readyz
     http-check expect status 200
     default-server inter 500ms fall 2 rise 1
     server workers 127.0.0.1:{back} check
 """
+)
 
 
 @asynccontextmanager

@@ -14,7 +14,6 @@ test's choice; each worker's store object signs the runs it starts (``RunRecord.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,17 +25,16 @@ import trio
 
 from tests.integration.actor_checks import running
 from tests.integration.asking_support import http_asking_server
-from tests.integration.processes import service_process, write_config
-from tests.integration.scale_support import open_haproxy
 from tests.integration.test_input_interrupts import BOOKING
 from tests.integration.test_input_restart import the_question
+from tests.integration.workers_support import two_service_workers
 from tests.service.support import send, until_terminal
 from tests.support import check_stream, needs_redis
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.config import ServerSpec
 from yao_actors.specs import StoreSpec
 from yao_actors.store import open_store
-from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
+from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply
 from yao_actors.testing.redis_server import RedisServer
 
 pytestmark = [
@@ -49,25 +47,6 @@ LEASE_TTL = 3.0
 """A held call's holding lasts this long unless renewed (``store.lease_ttl``): short, so a dead holder is found soon."""
 PREFIX = "workers:"
 QUESTION = "Book the Grand for me"
-
-HAPROXY_CONFIG = """
-global
-    maxconn 200
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    timeout tunnel 1h
-frontend yao
-    bind 127.0.0.1:{front}
-    use_backend worker_b if {{ urlp(worker) -m str b }}
-    default_backend worker_a
-backend worker_a
-    server a 127.0.0.1:{a}
-backend worker_b
-    server b 127.0.0.1:{b}
-"""
 
 
 def model(request: RecordedRequest) -> Reply:
@@ -83,16 +62,11 @@ async def two_workers(tmp_path: Path) -> AsyncIterator[Workers]:
     redis = RedisServer(tmp_path)
     redis.start()
     try:
-        async with http_asking_server() as server, open_fake_openai(model) as fake:
+        async with http_asking_server() as server:
             servers = {"asking": {"url": server.url, "protocol": "legacy"}}
             store = {"type": "redis", "url": redis.url, "prefix": PREFIX, "lease_ttl": LEASE_TTL}
-            config = write_config(tmp_path, fake.base_url, servers, store)
-            async with (
-                service_process(config) as (holder, a),
-                service_process(config) as (_, b),
-                open_haproxy(tmp_path, HAPROXY_CONFIG, a=port_of(a), b=port_of(b)) as front,
-            ):
-                yield Workers(front, holder, server, fake, redis.url)
+            async with two_service_workers(tmp_path, model, servers, store) as workers:
+                yield Workers(workers.front, workers.a, server, workers.fake, redis.url)
     finally:
         redis.stop()
 
@@ -106,12 +80,6 @@ class Workers:
     server: Any
     fake: Any
     redis_url: str
-
-
-def port_of(url: str) -> int:
-    match = re.search(r":(\d+)/", url)
-    assert match, url
-    return int(match.group(1))
 
 
 async def run_on(front: str, worker: str, frame: dict[str, Any]) -> list[dict[str, Any]]:

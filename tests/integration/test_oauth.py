@@ -19,21 +19,26 @@ import httpx2
 import pytest
 import trio
 
-from tests.integration.oauth_support import approve_in_browser, authorization_url, open_oauth_server
+from tests.integration.oauth_support import (
+    KEY,
+    approve_in_browser,
+    authorization_url,
+    hub_behind_oauth,
+    hub_config,
+    oauth_hub,
+    open_oauth_server,
+    whoami_model,
+)
 from tests.service.support import http_request, running_service
 from yao_actors.auth.flow import authorizing
 from yao_actors.auth.login import login
 from yao_actors.auth.vault import SERVICE_IDENTITY, TokenVault, open_vault
 from yao_actors.errors import ConfigError
-from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.specs import (
-    AssistantSpec,
     Config,
     HttpTransport,
     OAuthSpec,
-    RestartPolicy,
-    ServerRef,
     ServerSpec,
     SseTransport,
     StoreSpec,
@@ -44,8 +49,6 @@ from yao_actors.tools.server_actor import serve_mcp_server
 from yao_actors.tools.tool_server import ServerState
 from yao_actors.transports import open_client
 
-KEY = "a test key of enough length"
-
 #: The SDK's streamable HTTP client leaves its GET stream's async generators to the garbage collector when a
 #: client is closed right after a call (as ``login`` does, and as a bare ``open_client`` does with no OAuth):
 #: reported as unraisable ResourceWarnings, not failures of the flow.
@@ -54,8 +57,7 @@ GUARD = 60
 
 
 def hub(url: str) -> ServerSpec:
-    transport = HttpTransport(url, auth=OAuthSpec(scopes=("tools",)))
-    return ServerSpec("hub", transport, connect_timeout=20, restart=RestartPolicy(backoff_initial=0.05))
+    return oauth_hub(url)
 
 
 async def log_in(spec: ServerSpec, vault: TokenVault) -> int:
@@ -88,31 +90,14 @@ async def test_login_stores_sealed_tokens_that_list_the_tools(tmp_path: Path, ca
 
 
 def config_of(server_url: str, tmp_path: Path, **store: Any) -> Config:
-    return Config(
-        servers={"hub": hub(server_url)},
-        assistants={"a": AssistantSpec("a", "m", servers=(ServerRef("hub"),))},
-        store=StoreSpec("sqlite", path=str(tmp_path / "s.sqlite3"), secret_key=KEY, **store),
-    )
-
-
-def whoami_model() -> FunctionModel:
-    """Calls ``hub__whoami`` when it is offered, then answers with what it said (or with the tools it had)."""
-
-    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        names = [tool["function"]["name"] for tool in tools]
-        if messages[-1]["role"] == "user" and "hub__whoami" in names:
-            return Completion(tool_calls=(ToolCall("c1", "hub__whoami", "{}"),))
-        return " | ".join(str(m["content"]) for m in messages if m["role"] == "tool") or f"tools: {names}"
-
-    return FunctionModel(answer)
+    return hub_config(hub(server_url), tmp_path, **store)
 
 
 async def test_a_server_needs_auth_until_the_service_logs_in_then_calls_carry_the_token(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with hub_behind_oauth(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with (
                 open_runtime(config, models={"m": whoami_model()}) as runtime,
@@ -241,8 +226,7 @@ async def test_a_runtime_with_a_durable_store_and_no_key_refuses_to_start(tmp_pa
 async def test_a_wrong_key_leaves_the_server_needing_auth_with_a_clear_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with hub_behind_oauth(tmp_path) as (server, config):
         async with open_store(config.store) as store:  # type: ignore[arg-type]
             await log_in(hub(server.url), open_vault(store, KEY))
         wrong = attrs.evolve(config, store=attrs.evolve(config.store, secret_key="not the key it was stored with"))
@@ -304,8 +288,7 @@ async def test_the_cli_logs_in_shows_the_status_and_logs_out(tmp_path: Path) -> 
 
 
 async def test_a_principal_identity_server_is_never_served_the_services_tokens(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with hub_behind_oauth(tmp_path) as (server, config):
         async with open_store(config.store) as store:  # type: ignore[arg-type]
             await log_in(hub(server.url), open_vault(store, KEY))  # the service is logged in
         spec = config.servers["hub"]

@@ -10,7 +10,7 @@ import logging
 import shutil
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,15 @@ import attrs
 import pytest
 import trio
 
-from tests.integration.oauth_support import OAuthTestServer, approve_in_browser, open_oauth_server
+from tests.integration.oauth_support import (
+    KEY,
+    OAuthTestServer,
+    approve_in_browser,
+    hub_behind_oauth,
+    hub_config,
+    oauth_hub,
+    whoami_model,
+)
 from tests.integration.test_agui_node import run_http_agent
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import http_request, run_frame, running_service, send, until_terminal
@@ -29,19 +37,11 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import Runtime, open_runtime
 from yao_actors.service import Service
 from yao_actors.specs import (
-    AssistantSpec,
     Config,
-    HttpTransport,
-    OAuthSpec,
-    RestartPolicy,
-    ServerRef,
-    ServerSpec,
-    StoreSpec,
 )
 from yao_actors.tools.tool_server import ServerState
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-KEY = "a test key of enough length"
 GUARD = 60
 CLI = [sys.executable, "-m", "yao_actors.cli"]
 ALICE, BOB = "alice-token-0123456789", "bob-token-0123456789ab"
@@ -54,26 +54,12 @@ async def cli(*args: str) -> tuple[int, str, str]:
 
 
 def config_of(url: str, tmp_path: Path) -> Config:
-    transport = HttpTransport(url, auth=OAuthSpec(scopes=("tools",), identity="principal"))
-    hub = ServerSpec("hub", transport, connect_timeout=20, restart=RestartPolicy(backoff_initial=0.05))
-    return Config(
-        servers={"hub": hub},
-        assistants={"default": AssistantSpec("default", "m", servers=(ServerRef("hub"),))},
-        store=StoreSpec("sqlite", path=str(tmp_path / "s.sqlite3"), secret_key=KEY),
-    )
+    return hub_config(oauth_hub(url, identity="principal"), tmp_path, assistant="default")
 
 
-def whoami_model() -> FunctionModel:
-    """Calls ``hub__whoami`` when it is offered and the last message is the user's, then says what it answered."""
-
-    def answer(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
-        names = [tool["function"]["name"] for tool in tools]
-        if messages[-1]["role"] == "user" and "hub__whoami" in names:
-            return Completion(tool_calls=(ToolCall("c1", "hub__whoami", "{}"),))
-        said = [str(m["content"]) for m in messages if m["role"] == "tool"]
-        return said[-1] if said else f"tools: {names}"
-
-    return FunctionModel(answer)
+def principal_hub(tmp_path: Path, *options: str) -> AbstractAsyncContextManager[tuple[OAuthTestServer, Config]]:
+    """The OAuth test server and a config of its ``hub`` with ``identity: "principal"``."""
+    return hub_behind_oauth(tmp_path, *options, assistant="default", identity="principal")
 
 
 async def ask_all(service: Service, token: str, frame: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,7 +83,7 @@ def resume_frame(run_id: str, thread_id: str, *interrupt_ids: str) -> dict[str, 
 async def serving(config: Config) -> AsyncIterator[tuple[Runtime, Service]]:
     """The runtime of ``config`` with :func:`whoami_model`, served with the principals' :data:`TOKENS`."""
     async with (
-        open_runtime(config, models={"m": whoami_model()}) as runtime,
+        open_runtime(config, models={"m": whoami_model(last_only=True)}) as runtime,
         running_service(runtime, tokens=TOKENS) as service,
     ):
         yield runtime, service
@@ -131,8 +117,7 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (runtime, service):
                 assert runtime.routers["hub"].state is ServerState.READY  # the router; no principal connected
@@ -188,8 +173,7 @@ async def test_two_principals_authorize_through_the_service_and_never_share_toke
 
 
 async def test_a_principal_authorizes_and_resumes_through_post_agui(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         bearer = {"authorization": f"Bearer {ALICE}"}
         asked_for = {"id": "u1", "role": "user", "content": "who am I?"}
         with trio.fail_after(GUARD):
@@ -209,8 +193,7 @@ async def test_a_principal_authorizes_and_resumes_through_post_agui(tmp_path: Pa
 
 async def test_the_official_http_agent_authorizes_a_principal_and_resumes(tmp_path: Path) -> None:
     require_tool(shutil.which("node"), "node")
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
                 seen = await run_http_agent(
@@ -234,8 +217,7 @@ async def test_the_official_http_agent_authorizes_a_principal_and_resumes(tmp_pa
 
 
 async def test_a_wrong_or_missing_state_is_a_400_page_and_nothing_is_stored(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (_server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (runtime, service):
                 wrong = await http_request(service.port, "/oauth/callback?state=made-up&code=abc")
@@ -250,8 +232,7 @@ async def test_a_wrong_or_missing_state_is_a_400_page_and_nothing_is_stored(tmp_
 
 
 async def test_with_a_public_url_the_service_serves_its_client_metadata_and_redirects_there(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (_server, config):
         public = "http://127.0.0.1:9/agent"  # where a proxy would publish the service (here: nobody listens)
         config = attrs.evolve(config, service=attrs.evolve(config.service, public_url=public))
         with trio.fail_after(GUARD):
@@ -307,8 +288,7 @@ async def test_an_authorization_server_out_of_reach_makes_the_server_unavailable
 
 
 async def test_a_revoked_principal_is_asked_again_and_goes_on_once_it_authorizes(tmp_path: Path) -> None:
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
                 first = await alice_logs_in(server, service)
@@ -331,8 +311,7 @@ async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_agai
 ) -> None:
     """Tokens that do not open with ``store.secret_key`` count as absent: the principal authorizes again (and goes
     on), and the operator reads a WARNING naming ``store.secret_key``, once."""
-    async with open_oauth_server() as server:
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path) as (server, config):
         other = attrs.evolve(config, store=attrs.evolve(config.store, secret_key="another key, not the first one"))
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
@@ -355,8 +334,7 @@ async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_agai
 async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refresh_asks_in_that_run(
     tmp_path: Path,
 ) -> None:
-    async with open_oauth_server("--lifetime", "2") as server:  # access tokens last 2 s
-        config = config_of(server.url, tmp_path)
+    async with principal_hub(tmp_path, "--lifetime", "2") as (server, config):  # access tokens last 2 s
         with trio.fail_after(GUARD):
             async with serving(config) as (_runtime, service):
                 first = await alice_logs_in(server, service)
@@ -378,7 +356,7 @@ async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refre
 async def test_an_embedded_run_is_told_why_the_server_is_down(tmp_path: Path) -> None:
     config = config_of("http://127.0.0.1:9/mcp", tmp_path)
     with trio.fail_after(GUARD):
-        async with open_runtime(config, models={"m": whoami_model()}) as runtime:
+        async with open_runtime(config, models={"m": whoami_model(last_only=True)}) as runtime:
             assert isinstance(runtime, Runtime)
             result = await runtime.run("default", "who am I?", principal="alice")
     status = [e["value"] for e in result.events if e.get("name") == "server_status"]

@@ -4,16 +4,22 @@ real service: ask the seed's question, see the tool calls and the answer appear.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
+from tests.integration.browser_support import (
+    STEP_MS,
+    ask,
+    chromium_page,
+    drive_runtime,
+    in_chromium,
+    needs_chromium,
+    texts,
+    thread_of,
+)
 from tests.integration.test_service_e2e import SEED_QUESTION, demo_service
 from tests.service.fake_runtime import FakeRuntime
 from tests.service.support import running_service
@@ -24,41 +30,7 @@ from yao_actors.models import Completion, FunctionModel, ToolCall
 from yao_actors.runtime import open_runtime
 from yao_actors.testing.asking import build_asking_server
 
-CHROMIUM = "/usr/bin/chromium"
-
-# CI installs Debian's chromium (.ci/run) and must never skip this test; elsewhere a machine without it skips, saying how.
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
-    reason="needs Debian's chromium: apt-get install chromium (CI installs it and runs this test)",
-)
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@contextmanager
-def chromium_page(page_url: str) -> Iterator[Page]:
-    """A page of a fresh headless Chromium, opened at ``page_url``; the browser is closed at the end."""
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(page_url)
-            yield page
-        finally:
-            browser.close()
-
-
-def ask(page: Page, question: str) -> None:
-    """Type ``question`` into the page and send it."""
-    page.fill("#question", question)
-    page.click("#send")
+pytestmark = needs_chromium
 
 
 def tool_cards(page: Page) -> dict[str, list[str]]:
@@ -73,8 +45,7 @@ def tool_cards(page: Page) -> dict[str, list[str]]:
 def ask_in_browser(page_url: str, question: str) -> dict[str, Any]:
     """Open the page, ask ``question``, wait for the run to end, and read what the page shows."""
     with chromium_page(page_url) as page:
-        ask(page, question)
-        page.wait_for_selector(".run.done", timeout=30_000)
+        ask(page, question, until=".run.done")
         return {
             "answer": page.inner_text(".run .answer"),
             **tool_cards(page),
@@ -86,7 +57,7 @@ def ask_in_browser(page_url: str, question: str) -> dict[str, Any]:
 async def test_the_page_asks_the_seeds_question_in_chromium() -> None:
     with trio.fail_after(90):
         async with demo_service() as service:
-            shown = await trio.to_thread.run_sync(ask_in_browser, service.page_url, SEED_QUESTION)
+            shown = await in_chromium(service, ask_in_browser, SEED_QUESTION)
     assert shown["state"] == "connected"
     assert not shown["failed"]
     assert shown["tools"] == ["weather__get", "clothing__advise"]
@@ -104,7 +75,7 @@ def ask_with_a_token_when_told(page_url: str, token: str) -> dict[str, Any]:
         focused = page.evaluate("document.activeElement.id")
         page.fill("#token", token)
         page.press("#token", "Enter")
-        page.wait_for_selector(".run.done", timeout=30_000)
+        page.wait_for_selector(".run.done", timeout=STEP_MS)
         return {
             "told": told,
             "focused": focused,
@@ -117,7 +88,7 @@ async def test_the_page_tells_the_user_a_token_is_needed_and_takes_one_in_chromi
     token = "browser-test-token-0123"
     with trio.fail_after(90):
         async with running_service(FakeRuntime(), token=token) as service:
-            shown = await trio.to_thread.run_sync(ask_with_a_token_when_told, service.page_url, token)
+            shown = await in_chromium(service, ask_with_a_token_when_told, token)
     assert "may need a token" in shown["told"]
     assert shown["focused"] == "token"
     assert shown["answer"] == "echo: hello"
@@ -127,25 +98,19 @@ async def test_the_page_tells_the_user_a_token_is_needed_and_takes_one_in_chromi
 def approve_in_browser(page_url: str, question: str) -> dict[str, Any]:
     """Ask ``question``, click Approve on the held call, and read the run that follows."""
     with chromium_page(page_url) as page:
-        ask(page, question)
-        page.wait_for_selector(".run.done .approval button.approve", timeout=30_000)
+        ask(page, question, until=".run.done .approval button.approve")
         asked = page.inner_text(".approval")
         page.click(".approval button.approve")
-        page.wait_for_selector(".run.done + .run.done", timeout=30_000)
+        page.wait_for_selector(".run.done + .run.done", timeout=STEP_MS)
         return {
             "asked": asked,
-            "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
+            "answers": texts(page, ".run .answer"),
             **tool_cards(page),
         }
 
 
 async def test_the_page_shows_a_held_call_with_approve_and_deny_in_chromium() -> None:
-    with trio.fail_after(90):
-        async with (
-            open_runtime(_config(), models={"m": _seed_model([])}) as runtime,
-            running_service(runtime) as service,
-        ):
-            shown = await trio.to_thread.run_sync(approve_in_browser, service.page_url, QUESTION)
+    shown = await drive_runtime(_config(), {"m": _seed_model([])}, approve_in_browser, QUESTION)
     assert "weather__get" in shown["asked"]
     assert "Deny" in shown["asked"]
     assert shown["tools"] == ["weather__get", "clothing__advise"]
@@ -159,18 +124,15 @@ async def test_the_page_shows_a_held_call_with_approve_and_deny_in_chromium() ->
 def threads_after_going_back(page_url: str, question: str) -> dict[str, Any]:
     """Ask in a conversation A, start a new one B and ask there, go back to A and ask again; read the list."""
     with chromium_page(page_url) as page:
-        ask(page, question)
-        page.wait_for_selector(".run.done", timeout=30_000)
-        first = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('thread')")
+        ask(page, question, until=".run.done")
+        first = thread_of(page)
         page.click("#new-thread")
-        ask(page, question)
-        page.wait_for_selector(".run.done", timeout=30_000)
+        ask(page, question, until=".run.done")
         page.wait_for_function("() => document.querySelectorAll('#threads button.thread').length === 2")
         created_order = page.eval_on_selector_all("#threads button.thread", "bs => bs.map(b => b.dataset.threadId)")
         page.click(f'#threads button[data-thread-id="{first}"]')
-        page.wait_for_selector(".run", timeout=30_000)  # its history
-        ask(page, question)
-        page.wait_for_selector(".run.done", timeout=30_000)
+        page.wait_for_selector(".run", timeout=STEP_MS)  # its history
+        ask(page, question, until=".run.done")
         page.wait_for_function(
             "first => document.querySelector('#threads button.thread').dataset.threadId === first", arg=first
         )
@@ -185,7 +147,7 @@ async def test_the_page_lists_conversations_by_their_last_update_in_chromium() -
     """Issue 34, item 9: the list is labelled with each thread's last update, and ordered by it."""
     with trio.fail_after(120):
         async with demo_service() as service:
-            shown = await trio.to_thread.run_sync(threads_after_going_back, service.page_url, SEED_QUESTION)
+            shown = await in_chromium(service, threads_after_going_back, SEED_QUESTION)
     second = next(t for t in shown["before"] if t != shown["first"])
     assert shown["before"] == [second, shown["first"]]  # the newer one first
     assert shown["after"] == [shown["first"], second]  # the one just used first, although created first
@@ -194,8 +156,7 @@ async def test_the_page_lists_conversations_by_their_last_update_in_chromium() -
 def fill_the_form_in_browser(page_url: str, question: str) -> dict[str, Any]:
     """Ask ``question``; fill the server's form the page built (a text, a number, an enum, a checkbox), send it."""
     with chromium_page(page_url) as page:
-        ask(page, question)
-        page.wait_for_selector(".run.done .input button.accept", timeout=30_000)
+        ask(page, question, until=".run.done .input button.accept")
         kinds = page.eval_on_selector_all(
             ".input input, .input select", "nodes => nodes.map(n => n.name + ':' + (n.type || n.tagName))"
         )
@@ -204,8 +165,8 @@ def fill_the_form_in_browser(page_url: str, question: str) -> dict[str, Any]:
         page.select_option(".input select[name=seat]", "aisle")
         page.check(".input input[name=breakfast]")
         page.click(".input button.accept")
-        page.wait_for_selector(".run.done + .run.done", timeout=30_000)
-        answers = page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)")
+        page.wait_for_selector(".run.done + .run.done", timeout=STEP_MS)
+        answers = texts(page, ".run .answer")
         return {"kinds": kinds, "answers": answers}
 
 
@@ -218,12 +179,7 @@ async def test_the_page_renders_a_servers_form_and_sends_the_answer_in_chromium(
     spec = ServerSpec("asking", InMemoryTransport(build_asking_server()), protocol="2026-07-28")
     assistant = AssistantSpec("default", "m", prompt="Be brief", servers=(ServerRef("asking"),))
     config = Config(servers={"asking": spec}, assistants={"default": assistant})
-    with trio.fail_after(90):
-        async with (
-            open_runtime(config, models={"m": FunctionModel(script)}) as runtime,
-            running_service(runtime) as service,
-        ):
-            shown = await trio.to_thread.run_sync(fill_the_form_in_browser, service.page_url, "book the Grand")
+    shown = await drive_runtime(config, {"m": FunctionModel(script)}, fill_the_form_in_browser, "book the Grand")
     assert shown["kinds"] == ["date:text", "guests:number", "seat:select-one", "breakfast:checkbox"]
     assert '"seat":"aisle"' in shown["answers"][-1]
     assert '"guests":2' in shown["answers"][-1]
@@ -237,8 +193,7 @@ def answer_every_kind_in_browser(page_url: str) -> dict[str, Any]:
     """Call server-everything's form through the direct model; read the controls the page built and their
     defaults, answer some fields (a multi-select, titled enums by their titles), send it; then decline a second."""
     with chromium_page(page_url) as page:
-        ask(page, "call everything.trigger-elicitation-request")
-        page.wait_for_selector(".run.done .input button.accept", timeout=30_000)
+        ask(page, "call everything.trigger-elicitation-request", until=".run.done .input button.accept")
         form = ".input:last-of-type"
         controls = page.eval_on_selector_all(
             f"{form} input, {form} select",
@@ -260,17 +215,20 @@ def answer_every_kind_in_browser(page_url: str) -> dict[str, Any]:
         page.check(f"{form} input[name=titledMultipleSelectEnum][value=Trout]")
         page.select_option(f"{form} select[name=legacyTitledEnum]", label="Dogs")
         page.click(f"{form} button.accept")
-        page.wait_for_selector(".run.done + .run.done", timeout=30_000)
-        ask(page, "call everything.trigger-elicitation-request")
-        page.wait_for_selector(".run.done + .run.done + .run.done .input button.decline", timeout=30_000)
+        page.wait_for_selector(".run.done + .run.done", timeout=STEP_MS)
+        ask(
+            page,
+            "call everything.trigger-elicitation-request",
+            until=".run.done + .run.done + .run.done .input button.decline",
+        )
         page.click(".run:nth-of-type(3) .input button.decline")
-        page.wait_for_selector(".run.done:nth-of-type(4)", timeout=30_000)
+        page.wait_for_selector(".run.done:nth-of-type(4)", timeout=STEP_MS)
         return {
             "controls": controls,
             "titles": titles,
             "problems": problems,
-            "headings": page.eval_on_selector_all(".run .question", "nodes => nodes.map(n => n.textContent)"),
-            "answers": page.eval_on_selector_all(".run .answer", "nodes => nodes.map(n => n.textContent)"),
+            "headings": texts(page, ".run .question"),
+            "answers": texts(page, ".run .answer"),
         }
 
 
@@ -287,7 +245,7 @@ async def test_the_page_renders_every_kind_of_field_and_sends_choices_as_their_v
     )
     with trio.fail_after(120):
         async with open_runtime(config, ready_timeout=60) as runtime, running_service(runtime) as service:
-            shown = await trio.to_thread.run_sync(answer_every_kind_in_browser, service.page_url)
+            shown = await in_chromium(service, answer_every_kind_in_browser)
     controls = {(name, kind): (state, value) for name, kind, state, value in shown["controls"]}
     assert controls[("name", "text")] == ("", "")
     assert controls[("check", "checkbox")][0] is False
@@ -354,7 +312,7 @@ def refuse_links_in_browser(page_url: str) -> dict[str, Any]:
 async def test_the_page_offers_only_https_links_and_http_ones_on_loopback_in_chromium() -> None:
     with trio.fail_after(90):
         async with running_service(FakeRuntime()) as service:
-            shown = await trio.to_thread.run_sync(refuse_links_in_browser, service.page_url)
+            shown = await in_chromium(service, refuse_links_in_browser)
     assert shown["links"] == ["https://example.com/pay", "http://127.0.0.1:8765/done"]
     rule = "not opened: a link must be https: (or http: on this machine), this one has"
     assert shown["refused"] == [f"{rule} {scheme}" for scheme in ("javascript:", "data:", "file:", "http:")]

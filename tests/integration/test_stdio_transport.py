@@ -112,12 +112,12 @@ async def test_tasks_started_for_messages_that_came_together_run_in_their_order(
 
     with trio.fail_after(30):
         async with open_stdio_transport(script(source), Link()) as (read_stream, _), trio.open_nursery() as nursery:
-            await trio.sleep(0.3)  # all the lines wait in the pipe: one read takes them together
+            # (the child writes all the lines with one write, under the pipe's atomic size: one read takes them)
             for i in range(16):
                 await read_stream.receive()
                 nursery.start_soon(record, i)
                 if i % 2:
-                    await trio.sleep(0.01)  # the pair's tasks run before the next pair
+                    await trio.testing.wait_all_tasks_blocked()  # the pair's tasks have run before the next pair
     assert ran == list(range(16))
 
 

@@ -8,19 +8,16 @@ terminal event."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from tests.integration.processes import service_process, stop, write_config
-from tests.integration.scale_support import open_haproxy
-from tests.integration.test_input_workers import HAPROXY_CONFIG, port_of
-from tests.integration.test_task_durability import until_task_stored
+from tests.integration.processes import stop
+from tests.integration.task_runs_support import task_caller, until_task_stored
+from tests.integration.workers_support import two_service_workers
 from tests.service.support import run_frame, send, until_terminal, wait_until
 from yao_actors.cli.chat import open_service_connection
-from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
 from yao_actors.testing.processes import open_http_task_server
 from yao_actors.testing.redis_server import RedisServer
 from yao_actors.testing.task_record import read_task_record
@@ -30,13 +27,8 @@ STEPS = 20
 GRACE = 0.2
 
 
-def stepper(request: RecordedRequest) -> Reply:
-    """A model that asks for ``slow_echo`` (a task of ``STEPS`` steps, one per poll), then answers with its result."""
-    last = request.body["messages"][-1]
-    if last["role"] == "tool":
-        return Reply(text=f"done: {last['content']}")
-    arguments = {"text": "20 steps later", "steps": STEPS}
-    return Reply(tool_calls=(FakeToolCall("tasks__slow_echo", json.dumps(arguments), "c1"),))
+#: A model that asks for ``slow_echo`` (a task of ``STEPS`` steps, one per poll), then answers with its result.
+stepper = task_caller("slow_echo", {"text": "20 steps later", "steps": STEPS}, lambda said: f"done: {said}")
 
 
 def ended(record: Path) -> list[str]:
@@ -50,15 +42,11 @@ async def test_a_client_detaches_during_a_task_and_resumes_the_run_on_another_wo
     try:
         with trio.fail_after(GUARD):
             store = {"type": "redis", "url": redis.url, "prefix": "detach:"}
-            async with open_http_task_server(record) as tasks, open_fake_openai(stepper) as fake:
-                config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
-                settings = json.loads(config.read_text(encoding="utf-8"))
-                config.write_text(json.dumps(settings | {"server": {"detach_grace": GRACE}}), encoding="utf-8")
-                async with (
-                    service_process(config) as (worker_a, a),
-                    service_process(config) as (worker_b, b),
-                    open_haproxy(tmp_path, HAPROXY_CONFIG, a=port_of(a), b=port_of(b)) as front,
-                ):
+            async with open_http_task_server(record) as tasks:
+                servers = {"tasks": {"url": await tasks.url()}}
+                settings = {"server": {"detach_grace": GRACE}}
+                async with two_service_workers(tmp_path, stepper, servers, store, settings) as workers:
+                    front, worker_a, worker_b, fake = workers.front, workers.a, workers.b, workers.fake
                     async with open_service_connection(f"{front}?worker=a") as ws:
                         await send(ws, run_frame("count to twenty", run_id="r1", thread_id="t1"))
                         before = await until_task_stored(ws, "r1")

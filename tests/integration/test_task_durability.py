@@ -7,7 +7,6 @@ task ran once; a client that resumes the run sees one ``TOOL_CALL_RESULT`` and o
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -17,14 +16,14 @@ import attrs
 import trio
 
 from tests.integration.processes import service_process, stop, write_config
-from tests.integration.scale_support import open_haproxy
-from tests.integration.test_input_workers import HAPROXY_CONFIG, port_of
+from tests.integration.task_runs_support import task_caller, until_task_stored
+from tests.integration.workers_support import two_service_workers
 from tests.service.support import receive, run_frame, send, until_terminal
 from tests.support import app_activity_after_result
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.specs import StoreSpec
 from yao_actors.store import open_store
-from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
+from yao_actors.testing.fake_openai import open_fake_openai
 from yao_actors.testing.processes import open_http_task_server
 from yao_actors.testing.redis_server import RedisServer
 from yao_actors.testing.task_record import read_task_record
@@ -34,31 +33,13 @@ GUARD = 90
 PREFIX = "tasks:"
 
 
+def report(said: str) -> str:
+    return f"报告: {said}"
+
+
 def researcher(gate: Path) -> Any:
     """A model that asks for ``slow_echo`` (a task held until ``gate`` exists), then answers with its result."""
-
-    def model(request: RecordedRequest) -> Reply:
-        last = request.body["messages"][-1]
-        if last["role"] == "tool":
-            return Reply(text=f"报告: {last['content']}")
-        arguments = {"text": "北京 3°C", "steps": 1, "gate": str(gate)}
-        return Reply(tool_calls=(FakeToolCall("tasks__slow_echo", json.dumps(arguments), "c1"),))
-
-    return model
-
-
-async def until_task_stored(ws: Any, run_id: str) -> list[dict[str, Any]]:
-    """Read the run's events until its task's first status message: it is shown once stored, and the task's handle
-    was stored before it (durable before visible)."""
-    seen: list[dict[str, Any]] = []
-    while True:
-        event = await receive(ws)
-        if event.get("runId") != run_id:
-            continue
-        seen.append(event)
-        assert event["type"] not in ("RUN_FINISHED", "RUN_ERROR"), seen
-        if event["type"] == "CUSTOM" and event["name"] == "tool_progress":
-            return seen
+    return task_caller("slow_echo", {"text": "北京 3°C", "steps": 1, "gate": str(gate)}, report)
 
 
 @attrs.frozen
@@ -139,13 +120,10 @@ async def test_kill_9_of_one_worker_mid_task_and_the_other_behind_haproxy_finish
     try:
         with trio.fail_after(GUARD):
             store = {"type": "redis", "url": redis.url, "prefix": PREFIX, "lease_ttl": 1.0}
-            async with open_http_task_server(record) as tasks, open_fake_openai(researcher(gate)) as fake:
-                config = write_config(tmp_path, fake.base_url, {"tasks": {"url": await tasks.url()}}, store)
-                async with (
-                    service_process(config) as (worker_a, a),
-                    service_process(config) as (_, b),
-                    open_haproxy(tmp_path, HAPROXY_CONFIG, a=port_of(a), b=port_of(b)) as front,
-                ):
+            async with open_http_task_server(record) as tasks:
+                servers = {"tasks": {"url": await tasks.url()}}
+                async with two_service_workers(tmp_path, researcher(gate), servers, store) as workers:
+                    front, worker_a, fake = workers.front, workers.a, workers.fake
                     async with open_service_connection(f"{front}?worker=a") as ws:
                         await send(ws, run_frame("研究一下北京的天气", run_id="r1", thread_id="t1"))
                         before = await until_task_stored(ws, "r1")
@@ -173,15 +151,7 @@ async def test_kill_9_of_one_worker_mid_task_and_the_other_behind_haproxy_finish
 
 def asker(gate: Path) -> Any:
     """A model that asks for ``ask`` (a task that asks the user once ``gate`` exists), then answers with its result."""
-
-    def model(request: RecordedRequest) -> Reply:
-        last = request.body["messages"][-1]
-        if last["role"] == "tool":
-            return Reply(text=f"报告: {last['content']}")
-        arguments = {"question": "Which branch?", "gate": str(gate)}
-        return Reply(tool_calls=(FakeToolCall("tasks__ask", json.dumps(arguments), "c1"),))
-
-    return model
+    return task_caller("ask", {"question": "Which branch?", "gate": str(gate)}, report)
 
 
 async def test_a_task_taken_up_after_a_restart_that_asks_the_user_ends_the_run_with_the_question(
@@ -217,14 +187,7 @@ def check_one_result_text(events: list[dict[str, Any]], text: str) -> None:
 
 def shower(gate: Path) -> Any:
     """A model that asks for ``show_later`` (a task of a tool with an interface, held until ``gate`` exists)."""
-
-    def model(request: RecordedRequest) -> Reply:
-        if request.body["messages"][-1]["role"] == "tool":
-            return Reply(text="shown")
-        arguments = {"value": 21, "gate": str(gate)}
-        return Reply(tool_calls=(FakeToolCall("tasks__show_later", json.dumps(arguments), "c1"),))
-
-    return model
+    return task_caller("show_later", {"value": 21, "gate": str(gate)}, lambda _: "shown")
 
 
 async def test_a_task_of_a_tool_with_an_interface_taken_up_after_a_restart_emits_its_activity(

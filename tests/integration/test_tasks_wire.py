@@ -23,6 +23,7 @@ import attrs
 import pytest
 import trio
 
+from tests.integration.actor_checks import running
 from tests.integration.everything_support import everything_stdio, open_everything_http
 from yao_actors.cli import main
 from yao_actors.errors import ErrorKind
@@ -36,14 +37,6 @@ from yao_actors.tools.task_handle import TaskWatch
 from yao_actors.tools.tool_server import CallAnswers, CallOptions
 
 STAGES = ["Gathering sources...", "Analyzing content...", "Synthesizing findings...", "Generating report..."]
-
-
-@asynccontextmanager
-async def running(spec: ServerSpec) -> AsyncIterator[ServerHandle]:
-    async with trio.open_nursery() as nursery:
-        handle: ServerHandle = await nursery.start(functools.partial(serve_mcp_server, spec))
-        yield handle
-        nursery.cancel_scope.cancel()
 
 
 @attrs.define

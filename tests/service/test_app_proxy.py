@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import REGISTRY
 
 from tests.apps_support import APP_HTML, APP_URI, MIME, build_app_server
-from tests.otel_support import one, parent_of, spans
+from tests.otel_support import nested, spans
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import TERMINAL, receive, running_service, send
 from yao_actors.cli.chat import chat, open_service_connection, page_url
@@ -289,9 +289,6 @@ async def test_an_apps_call_is_traced_as_an_app_request_around_its_execute_tool(
     with trio.fail_after(20):
         async with shown_app() as (runtime, _service):
             await runtime.app_request(request, principal="alice")
-    finished = spans.get_finished_spans()
-    outer = one(finished, "app_request tools/call")
-    inner = one(finished, "execute_tool apps__app_only")
-    assert parent_of(inner, finished) is outer
+    outer, _ = nested(spans.get_finished_spans(), "app_request tools/call", "execute_tool apps__app_only")
     assert outer.attributes is not None
     assert outer.attributes["yao.app.method"] == "tools/call"

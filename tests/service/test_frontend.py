@@ -233,11 +233,8 @@ async def test_a_slow_reader_slows_its_run_instead_of_buffering() -> None:
     with trio.fail_after(30):
         async with running_service(runtime) as service, open_service_connection(service.url) as ws:
             await send(ws, run_frame("flood:2000", run_id="r1"))
-            previous = -1
-            while runtime.sent.get("r1", 0) != previous:  # until the run stalls on the full pipe
-                previous = runtime.sent.get("r1", 0)
-                await trio.sleep(0.2)
-            stalled_at = previous
+            await trio.testing.wait_all_tasks_blocked()  # every task waits, no I/O is ready: the run is stalled
+            stalled_at = runtime.sent.get("r1", 0)
             events = await until_terminal(ws, "r1")
     # 2000 deltas of 64 KiB is 128 MiB: the run stalled after what the socket buffers and bounded channels hold.
     assert stalled_at < 500

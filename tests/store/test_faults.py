@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from tests.store.conftest import Clock
+from tests.store.sqlite_files import write_file_of_version
 from tests.support import needs_redis
 from yao_actors.errors import StoreUnavailable
 from yao_actors.events import stored_events
@@ -158,15 +159,12 @@ async def test_sqlite_file_is_wal_and_versioned(tmp_path: Path, clock: Clock) ->
 
 async def test_an_sqlite_file_of_schema_version_1_is_upgraded_and_keeps_its_threads(tmp_path: Path) -> None:
     path = tmp_path / "conversations.sqlite3"
-    db = sqlite3.connect(path)
-    for statement in MIGRATIONS[0]:  # the file as the first release of the store wrote it
-        db.execute(statement)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (1)")
-    db.execute("INSERT INTO threads VALUES ('t1', 'alice', 1.0, 1.0)")
-    db.execute("INSERT INTO messages (thread_id, message) VALUES ('t1', ?)", ('{"role":"user","content":"北京?"}',))
-    db.commit()
-    db.close()
+    write_file_of_version(  # the file as the first release of the store wrote it
+        path,
+        1,
+        "INSERT INTO threads VALUES ('t1', 'alice', 1.0, 1.0)",
+        ("INSERT INTO messages (thread_id, message) VALUES ('t1', ?)", ('{"role":"user","content":"北京?"}',)),
+    )
     approvals = [{"interruptId": "approval-c1", "call": {"id": "c1", "name": "w", "arguments": "{}"}, "expiresAt": 9.0}]
     with trio.fail_after(GUARD):
         async with open_store(StoreSpec.sqlite(path)) as store:
@@ -190,16 +188,11 @@ async def test_an_sqlite_file_of_schema_version_2_gets_its_lease_table_as_versio
     """The leases table was made on first use, outside the versions, by 0.1: a version 2 file may have it (with a
     lease in it) or not; either way it opens at version 3 and its leases work."""
     path = tmp_path / "conversations.sqlite3"
-    db = sqlite3.connect(path)
-    for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
-        db.execute(statement)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (2)")
-    if leases_made_on_first_use:
-        db.execute("CREATE TABLE leases (thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL)")
-        db.execute("INSERT INTO leases VALUES ('t1', 'old:r1', 1e12)")
-    db.commit()
-    db.close()
+    first_use_leases = (
+        "CREATE TABLE leases (thread_id TEXT PRIMARY KEY, token TEXT NOT NULL, expires_at REAL NOT NULL)",
+        "INSERT INTO leases VALUES ('t1', 'old:r1', 1e12)",
+    )
+    write_file_of_version(path, 2, *(first_use_leases if leases_made_on_first_use else ()))
     with trio.fail_after(GUARD):
         async with open_store(StoreSpec.sqlite(path)) as store:
             leases = store.leases()

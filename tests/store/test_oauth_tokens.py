@@ -12,6 +12,7 @@ import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from tests.store.conftest import Clock
+from tests.store.sqlite_files import write_file_of_version
 from yao_actors.auth.cipher import TokenCipher
 from yao_actors.auth.vault import SERVICE_IDENTITY, Grant, StoreTokenStorage, open_vault, principal_identity
 from yao_actors.errors import ConfigError, TokenKeyError
@@ -123,14 +124,7 @@ def test_grant_usable_needs_a_fresh_access_token_or_a_way_to_refresh() -> None:
 
 async def test_an_sqlite_file_of_schema_version_3_gets_the_token_table_and_the_later_versions(tmp_path: Path) -> None:
     path = tmp_path / "conversations.sqlite3"
-    db = sqlite3.connect(path)
-    for statement in (*MIGRATIONS[0], *MIGRATIONS[1], *MIGRATIONS[2]):
-        db.execute(statement)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (3)")
-    db.execute("INSERT INTO threads VALUES ('t1', NULL, 1.0, 1.0)")
-    db.commit()
-    db.close()
+    write_file_of_version(path, 3, "INSERT INTO threads VALUES ('t1', NULL, 1.0, 1.0)")
     async with open_store(StoreSpec.sqlite(path)) as store:
         assert await store.get_thread("t1") is not None
         await open_vault(store, KEY).save("hub", SERVICE_IDENTITY, Grant(OAuthToken(access_token=ACCESS)))
@@ -167,15 +161,12 @@ async def test_pending_states_an_sqlite_file_of_version_5_kept_expire_by_the_ind
     """Version 6 gives each token record an expiry column: the pending authorizations kept before (no expiry of
     their own then) get theirs, ten minutes from when they were written, so they too go by the index; tokens none."""
     path = tmp_path / "conversations.sqlite3"
-    db = sqlite3.connect(path)
-    for statement in (s for version in MIGRATIONS[:5] for s in version):
-        db.execute(statement)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (5)")
-    db.execute("INSERT INTO oauth_tokens VALUES ('(oauth-state)', 'old-state', 'v1.sealed', 1000.0)")
-    db.execute("INSERT INTO oauth_tokens VALUES ('hub', 'service', 'v1.sealed', 1000.0)")
-    db.commit()
-    db.close()
+    write_file_of_version(
+        path,
+        5,
+        "INSERT INTO oauth_tokens VALUES ('(oauth-state)', 'old-state', 'v1.sealed', 1000.0)",
+        "INSERT INTO oauth_tokens VALUES ('hub', 'service', 'v1.sealed', 1000.0)",
+    )
     async with open_store(StoreSpec.sqlite(path)) as store:
         records = store.oauth_tokens()
         assert await records.expire("(oauth-state)", 1599.0) == 0

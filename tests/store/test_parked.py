@@ -105,7 +105,7 @@ async def test_the_takers_wait_for_what_the_other_side_writes(store: Conversatio
         assert await calls.finish("k1", "a", {"echo": answer})
 
     async def requester_side() -> None:
-        await trio.sleep(0.05)
+        await trio.testing.wait_all_tasks_blocked()  # the holder waits for the answer (on the store's socket or clock)
         assert await calls.deliver("k1", ANSWER)
         taken["outcome"] = await calls.take_outcome("k1", GUARD)
 

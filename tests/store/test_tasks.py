@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from tests.store.conftest import Clock
+from tests.store.sqlite_files import write_file_of_version
 from tests.store.test_leases import GUARD
 from yao_actors.errors import CorruptTaskRecord, StoreError, UnknownThread
 from yao_actors.specs import StoreSpec
@@ -21,7 +22,6 @@ from yao_actors.store.memory.tasks import MemoryTasks
 from yao_actors.store.protocol import TaskRecords
 from yao_actors.store.redis.keys import escape
 from yao_actors.store.redis.tasks import RedisTasks, tasks_key
-from yao_actors.store.sqlite.schema import MIGRATIONS
 from yao_actors.store.sqlite.tasks import SqliteTasks
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
 from yao_actors.store.tasks import encode_handle
@@ -128,15 +128,7 @@ async def test_handles_outlive_the_store_object_of_a_durable_store_only(spec: St
 
 async def test_an_sqlite_file_of_schema_version_6_gets_its_tasks_table(tmp_path: Path) -> None:
     path = tmp_path / "conversations.sqlite3"
-    db = sqlite3.connect(path)
-    for statements in MIGRATIONS[:6]:  # the file as the store of schema version 6 wrote it
-        for statement in statements:
-            db.execute(statement)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (6)")
-    db.execute("INSERT INTO threads VALUES ('t1', 'alice', 1.0, 1.0)")
-    db.commit()
-    db.close()
+    write_file_of_version(path, 6, "INSERT INTO threads VALUES ('t1', 'alice', 1.0, 1.0)")
     with trio.fail_after(GUARD):
         async with open_store(StoreSpec.sqlite(path)) as store:
             await tasks_of(store).save(handle())

@@ -82,6 +82,7 @@ export async function showApp(box, content, host) {
     await within(ready, seconds, "the app's sandbox did not load");
     await bridge.connect(new AppsOriginTransport(frame.contentWindow, origin));
     await bridge.sendSandboxResourceReady({ html: resource.html, csp: resource.csp, permissions: resource.permissions });
+    box.dataset.app = "starting";  // the app has its HTML; its ui/initialize is awaited from now on
     await within(initialized, seconds, "the app did not start (ui/initialize)");
   } catch (error) {
     box.dataset.app = "not-started";

@@ -201,8 +201,8 @@ class ConversationStore(Protocol):
     Everything a store can do is here, and the runtime calls it without asking what kind of store it holds. The
     methods after :meth:`load_approvals`, and :meth:`wait_events`, have base implementations, which a store of
     one's own inherits by subclassing this class: :meth:`wait_events` polls, :meth:`take_and_start` and
-    :meth:`append_last_turn` do their work in two calls, :meth:`parked_calls` offers none, :meth:`problem` finds
-    none, :meth:`thread_keepers` keeps no list. A backend overrides them where it does better (one write instead
+    :meth:`append_last_turn` do their work in two calls, :meth:`writes_in_step` says no, :meth:`parked_calls` offers
+    none, :meth:`problem` finds none, :meth:`thread_keepers` keeps no list. A backend overrides them where it does better (one write instead
     of two, a blocking read).
     """
 
@@ -392,6 +392,27 @@ class ConversationStore(Protocol):
         sizes = await self.append_turn(thread_id, run_id, messages, events, finish=finish)
         await self.leases().release(thread_id, release)
         return sizes
+
+    @property
+    def writes_in_step(self) -> bool:
+        """Whether a running run's turn is written at once, in its caller's step (:meth:`append_turn_in_step`):
+        ``False`` (the base), so a run's journal groups its writes while the process is busy and writes once it is
+        idle (a store across a network or a file pays per write). A store whose writes are work in this process and
+        cost nothing to group (the memory store) says ``True``: its runs then write each turn as it ends, with the
+        events queued before it, without waking a writer. A subclass that changes :meth:`append_turn` changes
+        :meth:`append_turn_in_step` too, or says ``False`` here."""
+        return False
+
+    def append_turn_in_step(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[records.Message],
+        events: Sequence[records.EncodedEvent],
+    ) -> Sequence[int] | None:
+        """:meth:`append_turn` without ``finish``, done at once and without a checkpoint (refusing what it refuses),
+        by a store that :attr:`writes_in_step`; the base, for a store that does not, raises ``TypeError``."""
+        raise TypeError(f"{type(self).__name__} does not write in step (its writes_in_step is false)")
 
     def parked_calls(self) -> ParkedCalls | None:
         """The store's held calls (:class:`ParkedCalls`: a handshake-era call held open by one process, answered

@@ -6,8 +6,9 @@ order while the run goes on, and the close-out waits for the rest (:meth:`RunJou
 queued with it go in one store call (``ConversationStore.append_turn``: one SQLite transaction, one Redis round
 trip); each is atomic and shielded, so neither a crash nor a cancellation leaves half a turn or one in doubt. One
 write per wake; events emitted meanwhile go with the next turn or soon after (:mod:`.pacing`), through a
-:class:`~yao_actors.tasks.Turnstile`. A store keeps the text the events (:class:`~yao_actors.events.WireEvent`)
-went on the wire as, encoded once.
+:class:`~yao_actors.tasks.Turnstile`; a store that writes in step (the memory store) has each turn written by
+:meth:`RunJournal.turn` itself. A store keeps the text the events (:class:`~yao_actors.events.WireEvent`) went on
+the wire as, encoded once.
 
 **Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`): every event the run emits goes through
 the journal (:meth:`RunJournal.emit`); with a durable store each write shows the events it appended. The terminal
@@ -32,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 import trio
 
+from yao_actors.conversation.durable.appending import append_patiently
 from yao_actors.conversation.durable.close_out import (
     CLOSE_PATIENCE,
     CloseOut,
@@ -110,6 +112,12 @@ class RunJournal:
     _writing: Turnstile = attrs.field(factory=Turnstile)
     """One write at a time (the writer's, the close-out's), in order; free, it costs no trip through the scheduler."""
     _closed: bool = False
+    _in_step: bool = attrs.field(init=False)
+    """Turns are written as they are queued (:meth:`turn`): the store is this process's and says it writes in step."""
+
+    @_in_step.default
+    def _writes_in_step(self) -> bool:
+        return not self.durable and self.store.writes_in_step  # a durable store outlives the process: never in it
 
     @property
     def failed(self) -> bool:
@@ -269,11 +277,27 @@ class RunJournal:
             self._pacing.kick_soon()
 
     def turn(self, messages: Sequence[Message]) -> None:
-        """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed."""
+        """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed.
+
+        A store that writes in step (``writes_in_step``, a store in this process) has them written here, with the
+        events queued before them, unless a write is going on: nothing is gained by grouping its writes.
+        """
         if self._failure is not None:
             raise self._failure
         self._turns.extend(messages)
-        self._pacing.kick()
+        if self._in_step and self._started and not self.failed and self._writing.pass_free():
+            try:
+                turns, events = self._queued()
+                try:
+                    sizes = self.store.append_turn_in_step(self.thread_id, self.run_id, turns, stored_events(events))
+                except StoreError as error:
+                    self._refused(error)
+                else:
+                    self._wrote(turns, events, sizes)
+            finally:
+                self._writing.leave()
+        else:
+            self._pacing.kick()
 
     def checkpoint(self, whole_turn: bool) -> None:
         """The run's checkpoint (``Run.checkpoint``): after a tool batch (``whole_turn``), queue the transcript's
@@ -333,64 +357,38 @@ class RunJournal:
     async def _write(self) -> None:
         """One store write of everything queued (shielded: a cancellation never leaves it in doubt); a durable
         store's events are shown once written."""
-        turns, self._turns = self._turns, []
-        events, self._events = self._events, []
+        turns, events = self._queued()
         try:
             with trio.CancelScope(shield=True):
-                sizes = await self._append(turns, events, None, WRITE_PATIENCE)
-        except (StoreUnavailable, RunClosed, UnknownThread, UnknownRun) as error:
-            self._fail(error)
-            return
-        except (
-            InvalidStoreInput,
-            SeqConflict,
-        ) as error:  # a batch the store refuses: a bug here, not the store's state
-            logger.error("run %s: events not stored: %s", self.run_id, error)
-            self._fail(StoreUnavailable(f"the store refused the run's events: {error}"))
-            return
+                sizes = await append_patiently(
+                    self.store, self.thread_id, self.run_id, (turns, events, None), WRITE_PATIENCE
+                )
+        except StoreError as error:
+            self._refused(error)
+        else:
+            self._wrote(turns, events, sizes)
+
+    def _queued(self) -> tuple[list[Message], list[EventDict]]:
+        """The turns and events queued, taken for one write."""
+        turns, self._turns = self._turns, []
+        events, self._events = self._events, []
+        return turns, events
+
+    def _wrote(self, turns: Sequence[Message], events: Sequence[EventDict], sizes: Sequence[int] | None) -> None:
+        """A write of ``turns`` and ``events`` went through: the turns are stored, a durable store's events shown."""
         self._took(turns, sizes)
         if self.durable:
             self.outlet.show(events)
 
-    async def _append(
-        self,
-        turns: Sequence[Message],
-        events: Sequence[EventDict],
-        finish: RunFinish | None,
-        patience: float,
-        release: str | None = None,
-    ) -> Sequence[int] | None:
-        """``append_turn``, tried again while the store is out of reach, up to ``patience`` seconds.
-
-        A try whose answer was lost (the store wrote, the reply did not arrive) leaves the next try refused;
-        that refusal is taken as success when the store's log holds this very batch.
-        """
-        tries = 0
-        encoded = stored_events(events)
-
-        async def append() -> Sequence[int] | None:
-            nonlocal tries
-            tries += 1
-            if release is None or finish is None:
-                return await self.store.append_turn(self.thread_id, self.run_id, turns, encoded, finish=finish)
-            return await self.store.append_last_turn(
-                self.thread_id, self.run_id, turns, encoded, finish, release=release
-            )
-
-        try:
-            return await patiently(append, patience)
-        except (RunClosed, SeqConflict):
-            if tries > 1 and events and await self._landed(events):
-                return None
-            raise
-
-    async def _landed(self, events: Sequence[EventDict]) -> bool:
-        """Whether the store's log ends with ``events`` (an earlier try of this write got through)."""
-        try:
-            stored = await self.store.read_events(self.run_id, events[0]["seq"] - 1)
-        except StoreUnavailable:
-            return False
-        return [(e["seq"], e["type"]) for e in stored] == [(e["seq"], e["type"]) for e in events]
+    def _refused(self, error: StoreError) -> None:
+        """A write failed: nothing more of the run is written (:meth:`_fail`)."""
+        if isinstance(error, StoreUnavailable | RunClosed | UnknownThread | UnknownRun):
+            self._fail(error)
+        elif isinstance(error, InvalidStoreInput | SeqConflict):  # a batch refused: a bug here, not the store's state
+            logger.error("run %s: events not stored: %s", self.run_id, error)
+            self._fail(StoreUnavailable(f"the store refused the run's events: {error}"))
+        else:
+            raise error
 
     def _fail(self, error: StoreUnavailable | RunClosed | UnknownThread | UnknownRun) -> None:
         """Nothing more of the run is written: keep why, drop the events not stored, cancel the run."""
@@ -470,8 +468,9 @@ class RunJournal:
                 turns = [] if self._failure is not None else [*self._turns, *self._new_transcript()]
                 try:
                     with trio.CancelScope(shield=True):
-                        sizes = await self._append(
-                            turns, [*self._events, self._terminal], finish, CLOSE_PATIENCE, release
+                        write = (turns, [*self._events, self._terminal], finish)
+                        sizes = await append_patiently(
+                            self.store, self.thread_id, self.run_id, write, CLOSE_PATIENCE, release
                         )
                 except RunClosed as error:
                     logger.error("run %s: %s", self.run_id, error)

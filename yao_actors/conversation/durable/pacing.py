@@ -1,10 +1,10 @@
 """When a run's journal writes: once the process is idle, or when due (:class:`WritePacing`).
 
 A turn is queued as the
-run goes on to its next model call and tool request. Written at once, the
-store's work (for the memory store: encoding the events, measuring the
-messages, ~0.1 ms) would run before that request reaches its server, and a run
-whose tool answers in a millisecond would wait for it. So a woken writer first
+run goes on to its next model call and tool request. Written at once, a
+store's write (a SQLite transaction, a Redis round trip) would run before that
+request reaches its server, and would cost a write per turn where a busy
+process could group several. So a woken writer first
 waits until no task of the process can run
 (``trio.testing.wait_all_tasks_blocked``, trio's public way of waiting for
 that: the scheduler wakes it when nothing is runnable and no I/O is ready,
@@ -21,6 +21,10 @@ each store call atomic and shielded, and the close-out writes everything left
 at once, without waiting, before the run counts as over. (A test's own
 ``wait_all_tasks_blocked()`` wakes in the same moment as a waiting writer, in
 no set order: a test that reads the store waits for the run, not for that.)
+
+A store whose writes are work in this process and cost nothing to group (the memory store: it says so, its
+``writes_in_step``) has its turns written as they are queued, in the run's step (:meth:`RunJournal.turn`): waking
+the writer and waiting for idle cost more than the write itself.
 
 Events the run emits between turns, with the memory store, are written with the next turn or within
 :data:`EVENTS_DELAY` seconds (:meth:`WritePacing.kick_soon`), whichever comes first.

@@ -267,6 +267,19 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
             raise unknown_run(run_id)
         self._logs.add(run_id, self._logs.checked(run_id, events))
 
+    @property
+    def writes_in_step(self) -> bool:
+        return True  # dicts in this process: a turn costs its own work, never a wait, so runs need not group them
+
+    def append_turn_in_step(
+        self,
+        thread_id: str,
+        run_id: str,
+        messages: Sequence[records.Message],
+        events: Sequence[records.EncodedEvent],
+    ) -> list[int]:
+        return self._append_turn(Turn(thread_id, run_id, messages, events))
+
     async def write_turn(self, turn: Turn) -> list[int]:
         """The turn (the run's close and the lease's release with it) in one step."""
         await trio.lowlevel.checkpoint()
