@@ -7,6 +7,7 @@ import time
 
 import trio
 
+from yao_actors.auth.principal_view import PrincipalConnection, PrincipalView
 from yao_actors.config import InMemoryTransport, ServerSpec
 from yao_actors.errors import ErrorKind
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
@@ -61,5 +62,38 @@ async def test_cancel_task_outlives_its_callers_cancelling_within_its_bound(auto
     assert request.task_op is not None
     assert request.task_op.kind == "cancel"
     assert trio.current_time() - started == CANCEL_WAIT  # the server never answered: the bound ended the wait
+    assert [outcome.kind for outcome in outcomes] == [ErrorKind.TIMEOUT]
+    assert "got no answer within" in (outcomes[0].error or "")
+
+
+class _ReopeningRouter:
+    """A router whose principal's connection was closed since the call, and whose opening again never ends."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.id = spec.id
+        self.connections: dict[str, PrincipalConnection] = {}
+        self.opening = 0
+
+    async def connection(self, name: str) -> PrincipalConnection:
+        self.opening += 1
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_a_principals_cancel_task_is_shielded_and_bounded_while_its_connection_opens_again(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    server, _ = server_handle()
+    router = _ReopeningRouter(server.spec)
+    closed = PrincipalConnection(server, trio.CancelScope(), last_used=0.0)  # no longer the router's connection
+    view = PrincipalView(router, "alice", closed)  # type: ignore[arg-type]
+    outcomes: list[ToolOutcome] = []
+    started = trio.current_time()
+    with trio.CancelScope() as caller:
+        caller.cancel()  # the caller is gone already: the cancel still tries, within its bound
+        outcomes.append(await view.cancel_task(handle_of("t-9")))
+    assert router.opening == 1  # the connection was being opened again: the caller's cancel did not drop it
+    assert trio.current_time() - started == CANCEL_WAIT  # and the opening that never ends did not hang the caller
     assert [outcome.kind for outcome in outcomes] == [ErrorKind.TIMEOUT]
     assert "got no answer within" in (outcomes[0].error or "")
