@@ -38,6 +38,10 @@ class SteppingStore(MemoryStore):
     failing: Exception | None = None
     go: trio.Event | None = None
 
+    @property
+    def writes_in_step(self) -> bool:
+        return True  # it changes append_turn, and writes in step the memory store's way too (noting each turn)
+
     def append_turn_in_step(
         self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[EncodedEvent]
     ) -> list[int]:
@@ -161,3 +165,31 @@ async def test_a_run_whose_in_step_write_fails_ends_with_store_unavailable() -> 
     assert failed.error == "the conversation store is unavailable"
     assert failed.events[-1]["code"] == "store_unavailable"
     assert [m["role"] for m in await store.load_history("t")] == ["user", "assistant", "tool", "assistant", "user"]
+
+
+async def test_a_memory_store_subclass_that_changes_how_a_turn_is_written_sees_every_turn() -> None:
+    class Mirroring(MemoryStore):
+        """A store of one's own on the memory store that mirrors each turn (it overrides ``append_turn`` only)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.mirrored: list[list[Any]] = []
+
+        async def append_turn(
+            self, thread_id: str, run_id: str, messages: Sequence[Any], events: Sequence[Any], **finish: Any
+        ) -> Sequence[int] | None:
+            self.mirrored.append(list(messages))
+            return await super().append_turn(thread_id, run_id, messages, events, **finish)
+
+    store = Mirroring()
+    assert store.writes_in_step is False  # its own append_turn must see each turn: the writer calls it
+    await store.open_thread("t", None)
+    journal = RunJournal(store, "t", "r", RunOutlet(), durable=False)
+    await journal.start("a", [QUESTION])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)
+        journal.turn([CALL, RESULT])
+        await journal.flush()
+        nursery.cancel_scope.cancel()
+    assert store.mirrored == [[CALL, RESULT]]
+    assert await store.load_history("t") == [QUESTION, CALL, RESULT]

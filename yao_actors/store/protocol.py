@@ -399,8 +399,8 @@ class ConversationStore(Protocol):
         ``False`` (the base), so a run's journal groups its writes while the process is busy and writes once it is
         idle (a store across a network or a file pays per write). A store whose writes are work in this process and
         cost nothing to group (the memory store) says ``True``: its runs then write each turn as it ends, with the
-        events queued before it, without waking a writer. A subclass that changes :meth:`append_turn` changes
-        :meth:`append_turn_in_step` too, or says ``False`` here."""
+        events queued before it, without waking a writer. (The memory store says ``False`` for a subclass that
+        changes how a turn is written, so that its own methods see every turn.)"""
         return False
 
     def append_turn_in_step(

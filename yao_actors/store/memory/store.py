@@ -269,7 +269,11 @@ class MemoryStore(BackendStore[MemoryLeases, MemoryParkedCalls]):
 
     @property
     def writes_in_step(self) -> bool:
-        return True  # dicts in this process: a turn costs its own work, never a wait, so runs need not group them
+        """Yes: dicts in this process, a turn costs its own work and never a wait, so runs need not group them.
+        A subclass that changes how a turn is written (:meth:`append_turn` or :meth:`write_turn`: a fault injected,
+        a mirror, a meter) is written through its own methods, by the run's writer, unless it says yes itself."""
+        kind = type(self)
+        return kind.append_turn is MemoryStore.append_turn and kind.write_turn is MemoryStore.write_turn
 
     def append_turn_in_step(
         self,
