@@ -157,17 +157,17 @@ async def test_the_memory_budget_keeps_a_running_total_and_forgets_the_least_rec
             await manager.run("a", "y" * 10, thread_id="t5")
             assert len(manager.thread_ids()) == 20  # 20 threads of ~210 bytes each: within the budget
             kept_bytes = [(await manager.thread(t)).history_bytes for t in manager.thread_ids()]
-            assert manager._total_bytes == sum(kept_bytes)
+            assert manager._threads.total_bytes == sum(kept_bytes)
             # Over the budget now: the least recently used idle threads go, oldest first, and no more than needed.
             await manager.run("a", "z" * 1500, thread_id="big")
             kept = manager.thread_ids()
-            assert manager._total_bytes == sum([(await manager.thread(t)).history_bytes for t in kept])
+            assert manager._threads.total_bytes == sum([(await manager.thread(t)).history_bytes for t in kept])
     assert kept[-1] == "big"
     used = [*(f"t{i}" for i in range(20) if i != 5), "t5"]  # least recently used first
     forgotten = [t for t in used if t not in kept]
     assert 0 < len(forgotten) < 20
     assert forgotten == used[: len(forgotten)]  # the least recently used ones, and no more
-    assert manager._total_bytes <= 5000
+    assert manager._threads.total_bytes <= 5000
 
 
 # --------------------------------------------------------------------------- the memory store's budget

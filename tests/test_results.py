@@ -17,6 +17,7 @@ from yao_actors.tools.results import (
     parse_content,
     tool_message_content,
 )
+from yao_actors.tools.tool_call import ToolCall
 
 
 @pytest.mark.parametrize(
@@ -147,3 +148,21 @@ def test_structured_output_keeps_images_and_unwraps_an_sdk_wrapped_value() -> No
     assert with_image.result == [{"temp": 3}, {"type": "image", "data": "QQ==", "mimeType": "image/png"}]
     wrapped = {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]}
     assert call_outcome(call_result({"result": "hi"}), wrapped, 0).result == "hi"
+
+
+@pytest.mark.parametrize(
+    ("outcome", "retryable"),
+    [
+        (ToolOutcome(result="25度"), False),
+        (ToolOutcome(error="no such city: Atlantis", kind=ErrorKind.TOOL_ERROR), True),
+        (ToolOutcome(error="database connection refused", kind=ErrorKind.TOOL_ERROR), False),
+        (ToolOutcome(error="took too long", kind=ErrorKind.TIMEOUT), False),
+    ],
+)
+def test_a_result_made_from_an_outcome_says_whether_a_retry_may_help_as_the_outcome_does(
+    outcome: ToolOutcome, retryable: bool
+) -> None:
+    # Every result made from an outcome is made here: a call dispatch ran, and a task a restarted process took up.
+    result = ToolCallResult.of(ToolCall("c1", "weather__get", '{"city":"北京"}'), "weather", "get", outcome)
+    assert result.retryable is retryable
+    assert (result.call_id, result.server, result.tool, result.error) == ("c1", "weather", "get", outcome.error)

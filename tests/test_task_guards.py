@@ -14,8 +14,7 @@ import trio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolRequestParams, RequestParams
-from pydantic import ConfigDict
+from mcp_types import CallToolRequestParams
 
 from tests.integration.actor_checks import running
 from tests.test_server_actor import FlakyConnect, memory_spec
@@ -26,6 +25,7 @@ from yao_actors.config import RestartPolicy
 from yao_actors.errors import ErrorKind, UnknownThread
 from yao_actors.specs import InMemoryTransport, ServerSpec
 from yao_actors.store.task_handle import TaskDesign, TaskHandle
+from yao_actors.testing.task_extension import TaskIdParams
 from yao_actors.tools.call_request import CallRequest
 from yao_actors.tools.input_requests import MAX_QUESTIONS, InputRound
 from yao_actors.tools.results import ToolOutcome
@@ -169,8 +169,8 @@ class Liar(Extension):
 
     def methods(self) -> Sequence[MethodBinding]:
         return (
-            MethodBinding("tasks/get", LiarParams, self._get),
-            MethodBinding("tasks/cancel", LiarParams, self._cancel),
+            MethodBinding("tasks/get", TaskIdParams, self._get),
+            MethodBinding("tasks/cancel", TaskIdParams, self._cancel),
         )
 
     async def intercept_tool_call(
@@ -178,17 +178,12 @@ class Liar(Extension):
     ) -> HandlerResult:
         return {"resultType": "task", "taskId": "t-1", "status": "working", "createdAt": NOW, "lastUpdatedAt": NOW}
 
-    async def _get(self, ctx: ServerRequestContext[Any, Any], params: LiarParams) -> HandlerResult:
+    async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> HandlerResult:
         result = {"content": [{"type": "text", "text": "someone else's result"}]}
         return {"taskId": "t-2", "status": "completed", "createdAt": NOW, "lastUpdatedAt": NOW, "result": result}
 
-    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: LiarParams) -> HandlerResult:
+    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> HandlerResult:
         return {}
-
-
-class LiarParams(RequestParams):
-    model_config = ConfigDict(extra="allow")
-    taskId: str
 
 
 async def test_a_tasks_get_answer_about_another_task_is_a_malformed_answer() -> None:

@@ -14,11 +14,11 @@ import trio
 from mcp.client import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.stdio import StdioServerParameters
-from mcp_types import CallToolResult, Request, RequestParams, Result
+from mcp_types import CallToolResult, Request, Result
 from pydantic import ConfigDict
 
 from yao_actors.testing.processes import TASK_SERVER_COMMAND
-from yao_actors.testing.task_extension import TASKS_EXTENSION
+from yao_actors.testing.task_extension import TASKS_EXTENSION, TaskIdParams, TaskUpdateParams
 from yao_actors.testing.task_record import RECORD_ENV
 
 
@@ -28,15 +28,6 @@ class CreatedTask(Result):
     model_config = ConfigDict(extra="allow")
     result_type: Literal["task"]
     taskId: str
-
-
-class TaskIdParams(RequestParams):
-    model_config = ConfigDict(extra="allow")
-    taskId: str
-
-
-class UpdateParams(TaskIdParams):
-    inputResponses: dict[str, Any]
 
 
 class GetTask(Request[TaskIdParams, Literal["tasks/get"]]):
@@ -51,9 +42,9 @@ class CancelTask(Request[TaskIdParams, Literal["tasks/cancel"]]):
     name_param: ClassVar[str | None] = "taskId"
 
 
-class UpdateTask(Request[UpdateParams, Literal["tasks/update"]]):
+class UpdateTask(Request[TaskUpdateParams, Literal["tasks/update"]]):
     method: Literal["tasks/update"] = "tasks/update"
-    params: UpdateParams
+    params: TaskUpdateParams
     name_param: ClassVar[str | None] = "taskId"
 
 
@@ -88,7 +79,7 @@ class TaskClient:
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     async def update(self, task_id: str, responses: dict[str, Any]) -> None:
-        params = UpdateParams(taskId=task_id, inputResponses=responses)
+        params = TaskUpdateParams(taskId=task_id, inputResponses=responses)
         await self.client.session.send_request(UpdateTask(params=params), AnyResult)
 
     async def cancel(self, task_id: str) -> None:

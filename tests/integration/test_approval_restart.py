@@ -9,7 +9,6 @@ configured ``approval: ["echo"]``, so its result in the resumed run is the real 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import trio
 
 from tests.integration.processes import interrupted_across_a_restart, service_process, stop, write_config
+from tests.integration.workers_support import port_of
 from tests.service.agui_support import AguiResponse, post_agui, run_input
 from tests.support import check_stream
 from yao_actors.testing.fake_openai import FakeToolCall, RecordedRequest, Reply, open_fake_openai
@@ -42,12 +42,6 @@ def numbered(response: AguiResponse) -> list[dict[str, Any]]:
     """An SSE answer's events with their ``seq`` (each event's SSE ``id``), checked like the websocket's."""
     assert response.status == 200, response.body
     return [{**event, "seq": int(sse_id)} for event, sse_id in zip(response.events, response.ids, strict=True)]
-
-
-def port_of(url: str) -> int:
-    match = re.search(r":(\d+)/", url)
-    assert match, url
-    return int(match.group(1))
 
 
 def the_interrupt(events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -8,8 +8,7 @@ from typing import Any
 import trio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
-from mcp_types import CallToolRequestParams, RequestParams
-from pydantic import ConfigDict
+from mcp_types import CallToolRequestParams
 
 from tests.apps_support import build_app_server
 from tests.service.agui_support import post_agui, run_input
@@ -18,14 +17,10 @@ from tests.service.test_app_proxy import ALICE, AS_ALICE, BOB, proxied, shows
 from yao_actors.config import AssistantSpec, Config, InMemoryTransport, ServerRef, ServerSpec, ServiceSpec
 from yao_actors.runtime import open_runtime
 from yao_actors.testing import FunctionModel
+from yao_actors.testing.task_extension import TaskIdParams
 from yao_actors.tools.task_wire import TASKS_EXTENSION
 
 NOW = "2026-12-06T12:00:00Z"
-
-
-class TaskIdParams(RequestParams):
-    model_config = ConfigDict(extra="allow")
-    taskId: str
 
 
 class Asking(Extension):

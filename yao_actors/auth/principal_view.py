@@ -21,7 +21,7 @@ from yao_actors.specs import ServerSpec
 from yao_actors.store.task_handle import TaskHandle
 from yao_actors.tools.results import ToolOutcome
 from yao_actors.tools.server_handle import ServerHandle, unavailable_outcome
-from yao_actors.tools.task_flow import CANCEL_WAIT
+from yao_actors.tools.task_flow import bounded_cancel
 from yao_actors.tools.tool_server import (
     LOST,
     NO_OPTIONS,
@@ -133,12 +133,8 @@ class PrincipalView:
     async def cancel_task(self, handle: TaskHandle) -> ToolOutcome:
         """Ask the server to stop a task, on this principal's connection (opened again if it was closed meanwhile).
         The whole of it, opening the connection again included, is shielded from the caller's cancelling and
-        bounded by ``CANCEL_WAIT``: a cancel nobody waits for must neither be dropped nor hang its caller."""
-        error = f"tasks/cancel of task {handle.task_id!r} got no answer within {CANCEL_WAIT:g}s"
-        outcome = ToolOutcome(error=error, kind=ErrorKind.TIMEOUT)
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-            outcome = await self._on_connection(lambda server: server.cancel_task(handle))
-        return outcome
+        bounded in time (:func:`~yao_actors.tools.task_flow.bounded_cancel`)."""
+        return await bounded_cancel(handle, lambda: self._on_connection(lambda server: server.cancel_task(handle)))
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None, options: CallOptions = NO_OPTIONS

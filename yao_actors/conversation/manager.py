@@ -92,11 +92,6 @@ class ConversationManager(metaclass=NoPublicConstructor):
         """The most history bytes all threads together keep in memory."""
         return self._threads.max_threads_bytes
 
-    @property
-    def _total_bytes(self) -> int:
-        """The histories of the kept threads together (the running total their budget checks)."""
-        return self._threads.total_bytes
-
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
         return self._resources.assistant(ref)

@@ -38,7 +38,7 @@ from yao_actors.service.http import BadRequest, Exchange, Routes, read_request, 
 from yao_actors.service.http_endpoints import Endpoints, Observable
 from yao_actors.service.oauth_routes import OAuthRoutes
 from yao_actors.service.relay import Refusal, admit_client
-from yao_actors.service.served import ServedRuntime as ServedRuntime  # the runtime a service serves
+from yao_actors.service.served import ServedRuntime
 from yao_actors.service.websocket import MessageSocket, ServerWebSocket, UpgradeRequest
 
 logger = logging.getLogger(__name__)

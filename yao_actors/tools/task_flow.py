@@ -158,13 +158,21 @@ async def _keep_and_poll(
     return await poll_handle(line.ops, line.ready, handle, options, start, answered)
 
 
-async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> ToolOutcome:
-    """Ask the server to stop ``handle``'s task: a shielded request bounded by :data:`CANCEL_WAIT`; ``ended``
-    counts the task as ended so (when the wait never began). The server's answer (a ``timeout`` past the bound)."""
+async def bounded_cancel(handle: TaskHandle, ask: Callable[[], Awaitable[ToolOutcome]]) -> ToolOutcome:
+    """``ask`` the server to stop ``handle``'s task, shielded from the caller's cancelling (a cancel nobody waits
+    for must not be dropped) and bounded by :data:`CANCEL_WAIT` (nor hang its caller): its answer, or a
+    ``timeout`` past the bound."""
     error = f"tasks/cancel of task {handle.task_id!r} got no answer within {CANCEL_WAIT:g}s"
     outcome = ToolOutcome(error=error, kind=ErrorKind.TIMEOUT)
     with trio.CancelScope(shield=True, deadline=trio.current_time() + CANCEL_WAIT):
-        outcome = await ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool))
+        outcome = await ask()
+    return outcome
+
+
+async def cancel_task(ops: Ops, handle: TaskHandle, ended: str | None = None) -> ToolOutcome:
+    """Ask the server to stop ``handle``'s task (:func:`bounded_cancel`); ``ended`` counts the task as ended so
+    (when the wait never began). The server's answer (a ``timeout`` past the bound)."""
+    outcome = await bounded_cancel(handle, lambda: ops(TaskOp("cancel", handle.design, handle.task_id, handle.tool)))
     if ended is not None:
         labelled(TASKS, handle.server, ended).inc()
     return outcome

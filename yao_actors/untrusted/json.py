@@ -183,20 +183,27 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
 
 
-def compact_json(value: Any) -> str:
-    """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping."""
-    return _COMPACT.encode(value)  # one encoder made once: ``json.dumps`` with options builds one per call
-
-
 # ``_COMPACT``'s own C encoder, made once: ``JSONEncoder.encode`` makes one per call, which costs about as much as
 # encoding a small event. Without the circular-reference table (``markers``) it keeps no state between calls; a
 # value it cannot encode (a cycle among them) is encoded again by ``_COMPACT``, which raises the usual error.
-_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped, and absent without the C speedups
-_ENCODE_ONCE: Any = (
-    None
-    if _MAKE_ENCODER is None
-    else _MAKE_ENCODER(None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-)
+def _encoder_made_once() -> Any:
+    """``_COMPACT``'s C encoder, or ``None`` where there is none (no C speedups, or another Python's signature)."""
+    make: Any = getattr(json.encoder, "c_make_encoder", None)  # untyped
+    try:
+        return make(None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    except TypeError:  # absent (None is not callable), or made otherwise in this Python: the plain encoder serves
+        return None
+
+
+_ENCODE_ONCE: Any = _encoder_made_once()
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON with key order preserved, non-ASCII kept, and no HTML escaping."""
+    try:
+        return "".join(_ENCODE_ONCE(value, 0)) if _ENCODE_ONCE is not None else _COMPACT.encode(value)
+    except Exception:  # not JSON (or a cycle): the plain encoder says why, as it always did
+        return _COMPACT.encode(value)
 
 
 def encode_json(value: Any) -> str:
@@ -206,10 +213,7 @@ def encode_json(value: Any) -> str:
     ``\\u`` escapes instead, so neither a socket write nor a store can fail on it. Raises ``TypeError`` or
     ``ValueError`` for a value that is not JSON.
     """
-    try:
-        text = "".join(_ENCODE_ONCE(value, 0)) if _ENCODE_ONCE is not None else _COMPACT.encode(value)
-    except Exception:  # not JSON (or a cycle): the plain encoder says why, as it always did
-        text = _COMPACT.encode(value)
+    text = compact_json(value)
     # ASCII text is UTF-8 by definition: only other text needs the check (which encodes it).
     if text.isascii():
         return text
