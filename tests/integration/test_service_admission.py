@@ -62,18 +62,27 @@ async def _active_runs(port: int, headers: dict[str, str] | None = None) -> floa
     return float(re.search(r"^yao_active_runs (\S+)$", metrics, re.MULTILINE).group(1))  # type: ignore[union-attr]
 
 
+async def _ended_runs(port: int) -> dict[str, float]:
+    """``yao_runs_total`` by outcome, as the process's ``/metrics`` says (runs that ended: an admitted run only)."""
+    metrics = (await http_request(port, "/metrics")).body.decode()
+    found = re.findall(r'^yao_runs_total\{assistant="default",outcome="(\w+)"\} (\S+)$', metrics, re.MULTILINE)
+    return {outcome: float(count) for outcome, count in found}
+
+
 async def test_clients_that_never_read_do_not_keep_the_slots_once_their_runs_ended(tmp_path: Path) -> None:
     with trio.fail_after(90):
         async with _service(tmp_path, {"max_runs": 4, "idle_timeout": 3600}) as port, AsyncExitStack() as stalled:
             for n in range(4):
                 body = run_input("flood", thread_id=f"stalled-{n}", run_id=f"stalled-{n}")
                 await stalled.enter_async_context(stalled_agui(port, body))
-            while await _active_runs(port) < 4:  # noqa: ASYNC110 -- another process
+            # Each run is admitted, fills its client's socket, meets its 2-second deadline and ends, each at its
+            # own time (not necessarily while another is still in flight): waited for as the four runs counted
+            # ended, which only admitted runs are. The four clients have not read a byte, and their connections
+            # stay open (idle_timeout is an hour).
+            while sum((await _ended_runs(port)).values()) < 4:  # noqa: ASYNC110 -- another process
                 await trio.sleep(0.05)
-            # Each run fills its client's socket, meets its 2-second deadline and ends (each at its own time);
-            # the four clients have not read a byte, and their connections stay open (idle_timeout is an hour).
-            while await _active_runs(port) > 0:  # noqa: ASYNC110 -- another process
-                await trio.sleep(0.05)
+            assert await _ended_runs(port) == {"error": 4}
+            assert await _active_runs(port) == 0  # counted ended as it stopped counting active, in one step
             # With every run ended, the slots are free although the four connections are not: admitted at once.
             response = await post_agui(port, run_input("hello", thread_id="fifth", run_id="fifth"))
             assert response.status == 200, response.json()
