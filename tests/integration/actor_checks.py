@@ -52,6 +52,13 @@ async def stats(handle: ServerHandle) -> dict[str, object]:
     return outcome.result
 
 
+async def executions(handle: ServerHandle, tool: str) -> int:
+    """How many executions of ``tool`` the server has begun."""
+    calls = (await stats(handle))["calls"]
+    assert isinstance(calls, dict)
+    return int(calls.get(tool, 0))
+
+
 async def check_list_and_call(handle: ServerHandle) -> None:
     assert handle.state is ServerState.READY
     names = {tool.name for tool in await handle.list_tools()}
@@ -111,8 +118,15 @@ async def check_deadline(handle: ServerHandle) -> None:
 
 
 async def check_caller_cancellation(handle: ServerHandle, already_cancelled: int = 0) -> None:
-    with trio.move_on_after(0.2) as scope:
-        await handle.call_tool("sleep", {"seconds": 30})
+    sleeps = await executions(handle, "sleep")
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(handle.call_tool, "sleep", {"seconds": 30})
+            # The server counts an execution as it starts it: the caller cancels once the call runs there (a
+            # cancel before the request went out, or before the server began it, would leave nothing to cancel).
+            while await executions(handle, "sleep") == sleeps:  # noqa: ASYNC110 -- a counter in another process
+                await trio.sleep(0.01)
+            scope.cancel()
     assert scope.cancelled_caught
     await wait_for_cancellations(handle, already_cancelled + 1)
     assert handle.statistics().in_flight == 0
