@@ -8,6 +8,7 @@ over every sleep and the assertions are about virtual time, never wall time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import socket
@@ -278,11 +279,12 @@ class _Stop(Exception):
     pass
 
 
-async def _stop(delta: Delta) -> None:
+async def _stop(delta: Delta, midway: trio.CancelScope) -> None:
     raise _Stop
 
 
-async def _hang(delta: Delta) -> None:
+async def _hang(delta: Delta, midway: trio.CancelScope) -> None:
+    midway.cancel()  # the consumer is cancelled while it holds a delta of the stream
     await trio.sleep_forever()
 
 
@@ -296,8 +298,8 @@ async def test_leaving_a_stream_midway_unwinds_the_http_stack(on_delta: Any) -> 
     with trio.fail_after(20):
         async with open_fake_openai([Reply(text="Hello there", chunk_size=2)]) as fake:
             model = OpenAIModel(_spec(fake.base_url))
-            with trio.move_on_after(0.2), contextlib.suppress(_Stop):
-                await model.complete(MESSAGES, [], on_delta=on_delta)
+            with trio.CancelScope() as midway, contextlib.suppress(_Stop):
+                await model.complete(MESSAGES, [], on_delta=functools.partial(on_delta, midway=midway))
             gc.collect()
             await trio.lowlevel.checkpoint()
     assert len(fake.requests) == 1
