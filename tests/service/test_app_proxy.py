@@ -275,7 +275,7 @@ async def test_app_requests_are_counted_by_server_method_and_outcome() -> None:
     assert [b - a for a, b in zip(before, after, strict=True)] == [1, 1, 1]
 
 
-async def test_an_apps_call_keeps_its_servers_deadline() -> None:
+async def test_an_apps_call_keeps_its_servers_deadline(autojump_clock: trio.abc.Clock) -> None:
     with trio.fail_after(20):
         async with shown_app(timeout=0.2) as (_runtime, service):
             result = await answer(service, proxied("tools/call", {"name": "slow", "arguments": {"seconds": 30}}))

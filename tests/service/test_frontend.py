@@ -242,7 +242,7 @@ async def test_a_slow_reader_slows_its_run_instead_of_buffering() -> None:
     assert events[-1]["type"] == "RUN_FINISHED"
 
 
-async def test_an_idle_connection_is_closed() -> None:
+async def test_an_idle_connection_is_closed(autojump_clock: trio.abc.Clock) -> None:
     with trio.fail_after(10):
         async with (
             running_service(FakeRuntime(), idle_timeout=0.3) as service,
@@ -254,7 +254,7 @@ async def test_an_idle_connection_is_closed() -> None:
     assert closed.value.reason.reason == "idle timeout"
 
 
-async def test_a_connection_with_a_run_in_flight_is_not_idle() -> None:
+async def test_a_connection_with_a_run_in_flight_is_not_idle(autojump_clock: trio.abc.Clock) -> None:
     runtime = FakeRuntime()
     with trio.fail_after(10):
         async with running_service(runtime, idle_timeout=0.2) as service, open_service_connection(service.url) as ws:
@@ -262,7 +262,9 @@ async def test_a_connection_with_a_run_in_flight_is_not_idle() -> None:
             assert (await receive(ws))["type"] == "RUN_STARTED"
             # Three idle timeouts, released between two keepalive pings (every 0.1 s): a ping reaching the
             # client just as it closes makes trio-websocket's client answer it in the closing state, which
-            # kills that client's reader (a client library bug), so the end is kept off the pings' beat.
+            # kills that client's reader (a client library bug), so the end is kept off the pings' beat. The
+            # autojump clock plays the timeouts: each pong is back before the next ping however loaded the
+            # machine (in real time, a 0.1 s stall of this process between a ping and its pong dropped the client).
             await trio.sleep(0.65)
             runtime.release("x")
             events = await until_terminal(ws, "r1")
@@ -371,7 +373,9 @@ async def test_a_run_that_ends_without_a_terminal_event_still_gets_one() -> None
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
 
 
-async def test_a_client_that_stops_answering_pings_is_dropped_and_its_runs_cancelled() -> None:
+async def test_a_client_that_stops_answering_pings_is_dropped_and_its_runs_cancelled(
+    autojump_clock: trio.abc.Clock,
+) -> None:
     runtime = FakeRuntime()
     client = WSConnection(ConnectionType.CLIENT)
     with trio.fail_after(10):
