@@ -304,9 +304,11 @@ async def test_the_router_owns_the_server_up_metric_whatever_its_principals_conn
             view = await router.bind_principal("alice")  # type: ignore[attr-defined]
             assert view.state is ServerState.READY
             assert "echo" in [tool.name for tool in await view.list_tools()]
+            connection = router.connections["alice"]  # type: ignore[attr-defined]
             router.close("alice")  # type: ignore[attr-defined]  # as the idle close does
-            await trio.sleep(0.5)
             assert not router.connections  # type: ignore[attr-defined]
+            # The connection's actor has ended (stopped is the last state it sets, as it would set the metric).
+            assert await connection.handle.wait_for_state(ServerState.STOPPED) is ServerState.STOPPED
             assert _up("up-hub") == 1
     assert _up("up-hub") == 0
 
