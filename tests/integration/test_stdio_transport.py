@@ -8,6 +8,7 @@ import anyio
 import mcp.types
 import pytest
 import trio
+import trio.testing
 from mcp.shared.message import SessionMessage
 
 from yao_actors.config import StdioTransport
@@ -69,7 +70,8 @@ async def test_a_sender_cancelled_while_the_pipe_is_full_leaves_no_half_message(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(send, 0)
                 nursery.start_soon(send, 100)
-                await trio.sleep(0.05)
+                # Until both wait for the child (the pipe is full; it reads after its 0.3 s), not for a fixed time.
+                await trio.testing.wait_all_tasks_blocked()
                 nursery.cancel_scope.cancel()  # both are waiting for the child, one may be halfway through a message
             await write_stream.send(message(999))
             received = await seen(read_stream, len(sent) + 1)
