@@ -28,9 +28,11 @@ from tests.integration.oauth_support import (
     whoami_model,
 )
 from tests.integration.test_agui_node import run_http_agent
+from tests.integration.test_oauth import Clock
 from tests.service.agui_support import post_agui, run_input
 from tests.service.support import http_request, run_frame, running_service, send, until_terminal
 from tests.support import require_tool
+from yao_actors.auth.principals import PrincipalServers
 from yao_actors.auth.vault import principal_identity
 from yao_actors.cli.chat import open_service_connection
 from yao_actors.models import Completion, FunctionModel, ToolCall
@@ -331,17 +333,36 @@ async def test_after_a_restart_with_another_secret_key_a_principal_is_asked_agai
     ]
 
 
-async def test_a_short_lived_token_is_refreshed_between_runs_and_a_refused_refresh_asks_in_that_run(
+def moved_clock(runtime: Runtime) -> Clock:
+    """The POSIX time by which ``runtime`` reckons when the principals' tokens of ``hub`` expire (its router's, and
+    its authorizations' as the callback stores a login's), from now on moved by the test."""
+    clock = Clock()
+    desk, router = runtime.authorizations, runtime.routers["hub"]
+    assert desk is not None
+    assert isinstance(router, PrincipalServers)
+    desk.states = attrs.evolve(desk.states, clock=clock)
+    router.clock = clock
+    return clock
+
+
+async def test_a_token_due_for_its_refresh_is_refreshed_between_runs_and_a_refused_refresh_asks_in_that_run(
     tmp_path: Path,
 ) -> None:
-    async with principal_hub(tmp_path, "--lifetime", "2") as (server, config):  # access tokens last 2 s
+    """The access tokens last an hour; the service's clock moves on instead of the test waiting (a token that
+    lasted two real seconds was due, or already refused by the server, whenever a loaded machine was slow)."""
+    async with principal_hub(tmp_path) as (server, config):
         with trio.fail_after(GUARD):
-            async with serving(config) as (_runtime, service):
+            async with serving(config) as (runtime, service):
+                clock = moved_clock(runtime)
                 first = await alice_logs_in(server, service)
-                await trio.sleep(2.5)  # the access token is due for its refresh now: refreshed as the run starts
+                # The server ends the access token; the service's clock is 59 minutes on (less than the margin
+                # is left): the token is due for its refresh, refreshed as the run starts.
+                await server.hook("expire")
+                clock.now += 3600 - 59
                 refreshed = await ask(service, ALICE, run_frame("still me?", run_id="a3", thread_id="ta"))
                 await server.hook("revoke")
-                await trio.sleep(2.5)  # due again, and this refresh is refused: asked in this run
+                await server.hook("expire")
+                clock.now += 3600 - 59  # due again, and this refresh is refused: asked in this run
                 again = the_interrupt(await ask(service, ALICE, run_frame("and now?", run_id="a4", thread_id="ta")))
                 await authorize(server, again, "alice-person")
                 back = await ask(service, ALICE, resume_frame("a5", "ta", "authorization-hub"))
