@@ -1,13 +1,16 @@
 """A client may leave during a long task and resume the run later, from any worker (issue 41), with real parts: two
 ``server.py`` processes sharing a real redis-server behind a real HAProxy, the tasks-extension test server over
 streamable HTTP as its own process, the fake OpenAI endpoint as the model. The websocket client that started the run disconnects while the run
-waits on its task; ``detach_grace`` (0.2 s here) does not run while the run waits, so the run keeps polling until
-the task ends on its own (20 steps, each seen by one poll at the server's 50 ms: over a second, five graces); a
+waits on its task; ``detach_grace`` (2 s here) does not run while the run waits, so the run keeps polling until
+the task ends on its own (80 steps, each seen by one poll at the server's 50 ms: over four seconds, two graces); a
 client then resumes the run by its id on the other worker and sees its one ``TOOL_CALL_RESULT`` and its one
-terminal event."""
+terminal event. The grace starts again when the task ends: the run's last steps (the result, the model's answer,
+the close-out in Redis) must end within it, which a grace of a fraction of a second did not leave a loaded
+machine."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +26,13 @@ from yao_actors.testing.redis_server import RedisServer
 from yao_actors.testing.task_record import read_task_record
 
 GUARD = 90
-STEPS = 20
-GRACE = 0.2
+STEPS = 80
+GRACE = 2.0
+SAID = f"{STEPS} steps later"
 
 
 #: A model that asks for ``slow_echo`` (a task of ``STEPS`` steps, one per poll), then answers with its result.
-stepper = task_caller("slow_echo", {"text": "20 steps later", "steps": STEPS}, lambda said: f"done: {said}")
+stepper = task_caller("slow_echo", {"text": SAID, "steps": STEPS}, lambda said: f"done: {said}")
 
 
 def ended(record: Path) -> list[str]:
@@ -62,10 +66,10 @@ async def test_a_client_detaches_during_a_task_and_resumes_the_run_on_another_wo
     assert ended(record) == ["completed"]  # not cancelled when the client left
     events = before + resumed
     results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
-    assert [e["content"] for e in results] == ['"20 steps later"']
+    assert [e["content"] for e in results] == [json.dumps(SAID)]
     terminal: list[dict[str, Any]] = [e for e in events if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
     assert [e["type"] for e in terminal] == ["RUN_FINISHED"]
-    assert terminal[0]["result"]["text"] == 'done: "20 steps later"'
+    assert terminal[0]["result"]["text"] == f"done: {json.dumps(SAID)}"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     progress = [e["value"]["message"] for e in events if e.get("name") == "tool_progress"]
     assert progress[-1] == f"step {STEPS} of {STEPS}"  # the run saw every step, after its client left
