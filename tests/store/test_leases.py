@@ -29,6 +29,10 @@ GUARD = 20.0
 SHORT = 0.05
 """A lease ttl that has passed after :func:`let_expire` (real time for Redis, the test clock for SQLite)."""
 
+HELD = 1.0
+"""A lease ttl that is still running a few store calls after the take, on a loaded machine too (real time for
+Redis), and has passed after ``let_expire(clock, HELD)``."""
+
 
 @pytest.fixture(params=["sqlite", "redis"])
 def durable(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
@@ -40,9 +44,10 @@ def durable(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
     return StoreSpec("redis", url=server.url, prefix=f"lease-{tmp_path.name}:")
 
 
-async def let_expire(clock: Clock) -> None:
-    clock.advance(1)  # SQLite's expiry is the store's clock
-    await trio.sleep(0.15)  # Redis' is its own; the memory backend's is Trio's
+async def let_expire(clock: Clock, ttl: float = SHORT) -> None:
+    """Let a lease of ``ttl`` seconds taken before expire."""
+    clock.advance(max(1, 2 * ttl))  # SQLite's expiry is the store's clock
+    await trio.sleep(ttl + 0.1)  # Redis' is its own; the memory backend's is Trio's
 
 
 async def test_a_lease_is_held_renewed_and_released_by_its_token_only(store: ConversationStore) -> None:
@@ -78,7 +83,8 @@ async def test_taking_the_lease_of_a_dead_run_closes_it_interrupted(durable: Sto
             await dead.open_thread("t1", "alice")
             await dead.start_run("t1", "done", "a", [{"role": "user", "content": "first"}])
             await dead.finish_run("done", status=RunStatus.FINISHED, outcome="answered")
-            assert (await dead.leases().take("t1", "dead:r1", SHORT)).taken
+            # Long enough to be held still at the check below (a 50 ms one could pass first, on Redis' own clock).
+            assert (await dead.leases().take("t1", "dead:r1", HELD)).taken
             await dead.start_run("t1", "r1", "a", [{"role": "user", "content": "北京天气?"}])
             await dead.append_events(
                 "r1", stored_events([{"type": "RUN_STARTED", "threadId": "t1", "runId": "r1", "seq": 1}])
@@ -86,7 +92,7 @@ async def test_taking_the_lease_of_a_dead_run_closes_it_interrupted(durable: Sto
             leases = alive.leases()
             assert not (await leases.take("t1", "alive:r2", 30)).taken  # still leased: r1 is alive
             assert (await alive.get_run("r1")).status is RunStatus.RUNNING  # type: ignore[union-attr]
-            await let_expire(clock)  # the dead process renews nothing
+            await let_expire(clock, HELD)  # the dead process renews nothing
             taken = await leases.take("t1", "alive:r2", 30)
             assert (taken.taken, taken.closed, taken.stored_messages) == (True, ("r1",), 2)
             run = await alive.get_run("r1")
