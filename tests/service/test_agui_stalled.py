@@ -1,6 +1,6 @@
 """``POST /agui`` clients that stop reading: they never keep a run's slot past its run, and are dropped after
 ``server.idle_timeout``. Real loopback sockets whose receive buffers the kernel fills; trio's autojump clock plays
-the deadlines (``tests/integration/test_agui_process.py`` has the same with a real service process)."""
+the deadlines (``tests/integration/test_service_admission.py`` has the same with a real service process)."""
 
 from __future__ import annotations
 
