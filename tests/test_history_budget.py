@@ -208,9 +208,11 @@ async def test_a_finished_run_is_freed_without_the_cycle_collector() -> None:
 async def test_the_runtime_takes_the_budgets_from_the_server_section() -> None:
     service = ServiceSpec(max_thread_bytes=1234, max_threads_bytes=5678)
     async with open_runtime(Config(service=service)) as runtime:
-        assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (1234, 5678)
+        kept = runtime.conversations._threads
+        assert (kept.max_thread_bytes, kept.max_threads_bytes) == (1234, 5678)
     async with open_runtime(Config()) as runtime:  # embedding without a config file: the same defaults
-        assert (runtime.conversations.max_thread_bytes, runtime.conversations.max_threads_bytes) == (4 << 20, 256 << 20)
+        kept = runtime.conversations._threads
+        assert (kept.max_thread_bytes, kept.max_threads_bytes) == (4 << 20, 256 << 20)
 
 
 async def test_a_thread_the_store_forgets_starts_anew_in_its_next_run() -> None:

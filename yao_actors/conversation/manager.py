@@ -82,16 +82,6 @@ class ConversationManager(metaclass=NoPublicConstructor):
         """Where threads live between runs."""
         return self._store
 
-    @property
-    def max_thread_bytes(self) -> int:
-        """The most history bytes one thread keeps in memory."""
-        return self._threads.max_thread_bytes
-
-    @property
-    def max_threads_bytes(self) -> int:
-        """The most history bytes all threads together keep in memory."""
-        return self._threads.max_threads_bytes
-
     def assistant(self, ref: str | AssistantSpec) -> AssistantSpec:
         """An assistant by id (or the spec itself); ``RunError`` code ``unknown_assistant`` if there is none."""
         return self._resources.assistant(ref)
@@ -281,7 +271,7 @@ class ConversationManager(metaclass=NoPublicConstructor):
         finally:
             await self._live.wait_out(order)
         assert order.control.result is not None
-        return attrs.evolve(order.control.result, events=tuple(order.log))
+        return attrs.evolve(order.control.result, events=tuple(order.outlet.log))
 
     async def _submit(self, order: RunOrder) -> None:
         """Queue the order on its thread (``principal``'s) and list it as live until it ends."""

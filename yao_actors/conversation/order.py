@@ -195,11 +195,6 @@ class RunOrder:
     def thread_id(self) -> str:
         return self.request.thread_id
 
-    @property
-    def log(self) -> list[EventDict]:
-        """The run's visible events so far (all of them once it ended)."""
-        return self.outlet.log
-
     def detach(self) -> None:
         """The consumer stops reading; the run goes on, never waiting for it again."""
         self.control.detach()
