@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import secrets
 import socket
 import time
@@ -116,7 +117,7 @@ class MemoryAuthorizationServer:
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None, subject: str) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        expires_at = int(time.time()) + self.lifetime
+        expires_at = math.ceil(time.time()) + self.lifetime  # whole seconds, rounded up: it lasts its lifetime
         self.access[access] = AccessToken(
             token=access, client_id=client_id, scopes=scopes, expires_at=expires_at, resource=resource, subject=subject
         )
