@@ -1,5 +1,6 @@
 """A store that writes in step (``writes_in_step``: the memory store) has a run's turn written as the run queues
-it, in the run's own step, with the events queued before it; a write going on keeps its place (the turn waits
+it, in the run's own step, with the events queued before it (and what the run emitted before it was started, once
+it is); a write going on keeps its place (the turn waits
 for the writer), a durable journal never writes so, and a failing write ends the run with ``store_unavailable``
 as a failing writer's does."""
 
@@ -97,6 +98,34 @@ async def test_a_turn_is_written_in_the_callers_step_with_the_events_queued_befo
     assert [e["seq"] for e in await store.read_events("r")] == [1, 2, 3]
 
 
+async def test_what_a_run_emitted_before_it_started_is_written_in_step_once_it_is_started() -> None:
+    store = SteppingStore()
+    await store.open_thread("t", None)
+    journal = RunJournal(store, "t", "r", RunOutlet(), durable=False)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(journal.serve)  # parked: were it woken, it would write with append_turn
+        await journal.emit(event(1))  # the run's RUN_STARTED, emitted before the store has the run
+        await journal.start("a", [QUESTION])
+        assert store.log == [("in step", 0, 1)]  # written by start itself: no writer woken for it
+        assert [e["seq"] for e in await store.read_events("r")] == [1]
+        await journal.emit(event(2))
+        journal.turn([CALL, RESULT])
+        assert store.log == [("in step", 0, 1), ("in step", 2, 1)]
+        await journal.close()
+    assert store.log == [("in step", 0, 1), ("in step", 2, 1)]  # the writer never wrote
+
+
+async def test_a_durable_journal_has_its_writer_write_what_was_emitted_before_the_start() -> None:
+    store = SteppingStore()
+    await store.open_thread("t", None)
+    journal = RunJournal(store, "t", "r", RunOutlet(), durable=True)
+    await journal.emit(event(1))
+    await journal.start("a", [QUESTION])
+    assert store.log == []  # queued for the writer, which shows it once written
+    await journal.flush()
+    assert store.log == [("append_turn", 0, 1)]
+
+
 async def test_a_turn_queued_while_the_writer_writes_waits_for_it_and_keeps_the_order() -> None:
     store = SteppingStore(go=trio.Event())
     journal, _ = await started(store)
@@ -142,6 +171,21 @@ async def test_a_failing_in_step_write_stops_the_writes_as_a_failing_writer_does
         journal.turn([CALL])
     assert raised.value.code is RunErrorCode.STORE_UNAVAILABLE
     assert store.log == [("in step", 2, 1)]
+
+
+async def test_a_failing_in_step_write_of_what_came_before_the_start_stops_the_writes() -> None:
+    store = SteppingStore(failing=StoreUnavailable("down"))
+    failures: list[int] = []
+    await store.open_thread("t", None)
+    journal = RunJournal(store, "t", "r", RunOutlet(), durable=False, on_failure=lambda: failures.append(1))
+    await journal.emit(event(1))
+    await journal.start("a", [QUESTION])  # the run is stored as started: its RUN_STARTED's write fails
+    assert journal.failed
+    assert failures == [1]
+    assert store.log == [("in step", 0, 1)]
+    with pytest.raises(RunError) as raised:
+        journal.turn([CALL])
+    assert raised.value.code is RunErrorCode.STORE_UNAVAILABLE
 
 
 async def test_a_run_whose_in_step_write_fails_ends_with_store_unavailable() -> None:

@@ -7,7 +7,7 @@ queued with it go in one store call (``ConversationStore.append_turn``: one SQLi
 trip); each is atomic and shielded, so neither a crash nor a cancellation leaves half a turn or one in doubt. One
 write per wake; events emitted meanwhile go with the next turn or soon after (:mod:`.pacing`), through a
 :class:`~yao_actors.tasks.Turnstile`; a store that writes in step (the memory store) has each turn written by
-:meth:`RunJournal.turn` itself. A store keeps the text the events (:class:`~yao_actors.events.WireEvent`) went on
+:meth:`RunJournal.turn` itself (its ``RUN_STARTED`` by :meth:`RunJournal.kick_started`). A store keeps the text the events (:class:`~yao_actors.events.WireEvent`) went on
 the wire as, encoded once.
 
 **Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`): every event the run emits goes through
@@ -188,10 +188,9 @@ class RunJournal:
         self._started = True
 
     def kick_started(self) -> None:
-        """Once the run is started in the store, and about to go on: have what it emitted before (its
-        ``RUN_STARTED``) written. (Kicked earlier, while the run still waits on something, the writer would find
-        the process idle and write that event alone: a store write more.)"""
-        if self._events:
+        """Once the run is started in the store and goes on: have what it emitted before (``RUN_STARTED``) written,
+        here when the store writes in step (as :meth:`turn`), else by the writer (kicked sooner, it writes it alone)."""
+        if self._events and not self._write_in_step():
             self._pacing.kick()
 
     def starting(
@@ -277,27 +276,30 @@ class RunJournal:
             self._pacing.kick_soon()
 
     def turn(self, messages: Sequence[Message]) -> None:
-        """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed.
-
-        A store that writes in step (``writes_in_step``, a store in this process) has them written here, with the
-        events queued before them, unless a write is going on: nothing is gained by grouping its writes.
-        """
+        """Queue whole turns of history for writing; raises ``store_unavailable`` once a write has failed. A store
+        that writes in step (``writes_in_step``, a store in this process) has them written here, with the events
+        queued before them, unless a write is going on: nothing is gained by grouping its writes."""
         if self._failure is not None:
             raise self._failure
         self._turns.extend(messages)
-        if self._in_step and self._started and not self.failed and self._writing.pass_free():
-            try:
-                turns, events = self._queued()
-                try:
-                    sizes = self.store.append_turn_in_step(self.thread_id, self.run_id, turns, stored_events(events))
-                except StoreError as error:
-                    self._refused(error)
-                else:
-                    self._wrote(turns, events, sizes)
-            finally:
-                self._writing.leave()
-        else:
+        if not self._write_in_step():
             self._pacing.kick()
+
+    def _write_in_step(self) -> bool:
+        """Write what is queued now, in the caller's step, when the store writes in step and no write is going on;
+        whether it did (a refused write fails the run as a writer's does)."""
+        if not (self._in_step and self._started and not self.failed and self._writing.pass_free()):
+            return False
+        try:
+            turns, events = self._queued()
+            sizes = self.store.append_turn_in_step(self.thread_id, self.run_id, turns, stored_events(events))
+        except StoreError as error:
+            self._refused(error)
+        else:
+            self._wrote(turns, events, sizes)
+        finally:
+            self._writing.leave()
+        return True
 
     def checkpoint(self, whole_turn: bool) -> None:
         """The run's checkpoint (``Run.checkpoint``): after a tool batch (``whole_turn``), queue the transcript's

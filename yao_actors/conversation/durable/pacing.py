@@ -23,8 +23,9 @@ at once, without waiting, before the run counts as over. (A test's own
 no set order: a test that reads the store waits for the run, not for that.)
 
 A store whose writes are work in this process and cost nothing to group (the memory store: it says so, its
-``writes_in_step``) has its turns written as they are queued, in the run's step (:meth:`RunJournal.turn`): waking
-the writer and waiting for idle cost more than the write itself.
+``writes_in_step``) has its turns written as they are queued, in the run's step (:meth:`RunJournal.turn`), and
+its ``RUN_STARTED`` once the run is started (:meth:`RunJournal.kick_started`): waking the writer and waiting for
+idle cost more than the write itself.
 
 Events the run emits between turns, with the memory store, are written with the next turn or within
 :data:`EVENTS_DELAY` seconds (:meth:`WritePacing.kick_soon`), whichever comes first.
