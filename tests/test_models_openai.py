@@ -7,7 +7,6 @@ over every sleep and the assertions are about virtual time, never wall time.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import json
@@ -298,8 +297,14 @@ async def test_leaving_a_stream_midway_unwinds_the_http_stack(on_delta: Any) -> 
     with trio.fail_after(20):
         async with open_fake_openai([Reply(text="Hello there", chunk_size=2)]) as fake:
             model = OpenAIModel(_spec(fake.base_url))
-            with trio.CancelScope() as midway, contextlib.suppress(_Stop):
-                await model.complete(MESSAGES, [], on_delta=functools.partial(on_delta, midway=midway))
+            stopped = False
+            with trio.CancelScope() as midway:
+                try:
+                    await model.complete(MESSAGES, [], on_delta=functools.partial(on_delta, midway=midway))
+                except _Stop:
+                    stopped = True
+            # Left midway, the consumer's way: its exception, or its cancellation (not the stream's end).
+            assert (stopped, midway.cancelled_caught) == ((True, False) if on_delta is _stop else (False, True))
             gc.collect()
             await trio.lowlevel.checkpoint()
     assert len(fake.requests) == 1
