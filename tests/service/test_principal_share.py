@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+from prometheus_client import REGISTRY
 
 from tests.service.agui_support import post_agui, run_input
 from tests.service.fake_runtime import FakeRuntime
@@ -58,6 +59,25 @@ async def test_the_budget_refuses_a_principal_past_its_share_and_anyone_past_the
     assert (mine.value.code, mine.value.principal_limit) == (RunErrorCode.TOO_MANY_RUNS, True)
     assert "principal 'a' is at its limit of 2 runs in flight (server.max_runs_per_principal;" in str(mine.value)
     assert (full.value.principal_limit, str(full.value)) == (False, "the service is at its limit of 3 runs")
+
+
+async def test_the_slots_held_gauge_counts_each_slot_from_its_taking_to_its_giving_back() -> None:
+    def held() -> float:
+        return REGISTRY.get_sample_value("yao_run_slots_held") or 0.0
+
+    async with trio.open_nursery() as nursery:
+        budget = RunBudget(limit=3, nursery=nursery)
+        before = held()
+        slots = [budget.acquire("a"), budget.acquire(None), budget.acquire("c")]
+        with pytest.raises(TooManyRuns):
+            budget.acquire("d")  # refused: no slot, nothing counted
+        taken = held() - before
+        slots[0].release()
+        slots[0].release()  # once only
+        one_back = held() - before
+        for slot in slots[1:]:
+            slot.release()
+    assert (taken, one_back, held() - before) == (3, 2, 0)
     assert (budget.active, budget.held) == (0, {})
 
 

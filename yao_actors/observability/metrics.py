@@ -23,6 +23,11 @@ RUN_DURATION = Histogram(
     "yao_run_duration_seconds", "How long runs took, start to terminal event.", buckets=RUN_BUCKETS
 )
 ACTIVE_RUNS = Gauge("yao_active_runs", "Runs in progress.")
+RUN_SLOTS = Gauge(
+    "yao_run_slots_held",
+    "Slots of the service's run budget (server.max_runs) taken: runs admitted and not yet given back, detached ones "
+    "included.",
+)
 TOOL_CALLS = Counter(
     "yao_tool_calls", "Tool calls of runs, by server, tool and result kind (ok on success).", ["server", "tool", "kind"]
 )
@@ -79,6 +84,7 @@ __all__ = [
     "MODEL_TOKENS",
     "RUNS",
     "RUN_DURATION",
+    "RUN_SLOTS",
     "SERVER_PROTOCOL",
     "SERVER_RESTARTS",
     "SERVER_UP",

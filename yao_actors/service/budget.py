@@ -9,7 +9,8 @@ drops its runs, can take the last free slots from the others. A run refused for 
 
 A run takes a slot (:class:`RunSlot`) when it is admitted and gives it back when the run ends — when the run is
 over in the runtime, not when the client's socket is: a client that stops reading does not keep its run's slot
-once the run has ended. A run whose client left goes on *detached* (it waits ``server.detach_grace`` seconds
+once the run has ended. ``yao_run_slots_held`` counts the slots taken (a run's a few steps longer than
+``yao_active_runs`` counts it). A run whose client left goes on *detached* (it waits ``server.detach_grace`` seconds
 for a ``resume``): it keeps its slot until it ends, waited for in the service's nursery, so a client that starts
 runs and drops, again and again, cannot hold more than ``max_runs`` of them. Shutdown waits on the budget
 (:meth:`RunBudget.wait_idle`) and, after its grace, cancels the detached runs as any other
@@ -24,6 +25,7 @@ import attrs
 import trio
 
 from yao_actors.errors import RunError, RunErrorCode
+from yao_actors.observability.metrics import RUN_SLOTS
 from yao_actors.specs import ServiceSpec
 
 
@@ -121,11 +123,13 @@ class RunBudget:
         if self.active >= self.limit:
             raise TooManyRuns(f"the service is at its limit of {self.limit} runs", principal_limit=False)
         self.active += 1
+        RUN_SLOTS.inc()
         self.held[principal] = held + 1
         return RunSlot(self, principal)
 
     def _give_back(self, principal: str | None) -> None:
         self.active -= 1
+        RUN_SLOTS.dec()
         left = self.held[principal] - 1
         if left:
             self.held[principal] = left
