@@ -56,15 +56,20 @@ async def _service(tmp_path: Path, server: dict[str, Any], *, run_timeout: float
             yield int(match.group(1))
 
 
+async def _metrics(port: int, headers: dict[str, str] | None = None) -> str:
+    """The process's ``/metrics``."""
+    return (await http_request(port, "/metrics", headers=headers)).body.decode()
+
+
 async def _gauge(port: int, name: str, headers: dict[str, str] | None = None) -> float:
     """Gauge ``name`` (``yao_active_runs``, ``yao_run_slots_held``) as the process's ``/metrics`` says."""
-    metrics = (await http_request(port, "/metrics", headers=headers)).body.decode()
-    return float(re.search(rf"^{name} (\S+)$", metrics, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    found = re.search(rf"^{name} (\S+)$", await _metrics(port, headers), re.MULTILINE)
+    return float(found.group(1))  # type: ignore[union-attr]
 
 
 async def _ended_runs(port: int) -> dict[str, float]:
     """``yao_runs_total`` by outcome, as the process's ``/metrics`` says (runs that ended: an admitted run only)."""
-    metrics = (await http_request(port, "/metrics")).body.decode()
+    metrics = await _metrics(port)
     found = re.findall(r'^yao_runs_total\{assistant="default",outcome="(\w+)"\} (\S+)$', metrics, re.MULTILINE)
     return {outcome: float(count) for outcome, count in found}
 

@@ -7,12 +7,12 @@ streaming, waiting on a tool, or detached and waiting for a ``resume``. So no pr
 drops its runs, can take the last free slots from the others. A run refused for its principal's share is
 ``too_many_runs`` too, with a message that says so (:class:`TooManyRuns`).
 
-A run takes a slot (:class:`RunSlot`) when it is admitted and gives it back when the run ends — when the run is
-over in the runtime, not when the client's socket is: a client that stops reading does not keep its run's slot
-once the run has ended. ``yao_run_slots_held`` counts the slots taken (a run's a few steps longer than
-``yao_active_runs`` counts it). A run whose client left goes on *detached* (it waits ``server.detach_grace`` seconds
-for a ``resume``): it keeps its slot until it ends, waited for in the service's nursery, so a client that starts
-runs and drops, again and again, cannot hold more than ``max_runs`` of them. Shutdown waits on the budget
+A run takes a slot (:class:`RunSlot`) when it is admitted and gives it back when the run ends — when the run is over
+in the runtime, not when the client's socket is: a client that stops reading does not keep its run's slot once the
+run has ended. ``yao_run_slots_held`` counts the slots taken (a run holds its slot a few steps after
+``yao_active_runs`` stops counting it). A run whose client left goes on *detached* (it waits ``server.detach_grace``
+seconds for a ``resume``): it keeps its slot until it ends, waited for in the service's nursery, so a client that
+starts runs and drops, again and again, cannot hold more than ``max_runs`` of them. Shutdown waits on the budget
 (:meth:`RunBudget.wait_idle`) and, after its grace, cancels the detached runs as any other
 (:meth:`RunBudget.cancel_detached`).
 """

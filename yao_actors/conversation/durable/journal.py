@@ -7,8 +7,8 @@ queued with it go in one store call (``ConversationStore.append_turn``: one SQLi
 trip); each is atomic and shielded, so neither a crash nor a cancellation leaves half a turn or one in doubt. One
 write per wake; events emitted meanwhile go with the next turn or soon after (:mod:`.pacing`), through a
 :class:`~yao_actors.tasks.Turnstile`; a store that writes in step (the memory store) has each turn written by
-:meth:`RunJournal.turn` itself (its ``RUN_STARTED`` by :meth:`RunJournal.kick_started`). A store keeps the text the events (:class:`~yao_actors.events.WireEvent`) went on
-the wire as, encoded once.
+:meth:`RunJournal.turn` itself (its ``RUN_STARTED`` by :meth:`RunJournal.kick_started`). A store keeps the text
+the events (:class:`~yao_actors.events.WireEvent`) went on the wire as, encoded once.
 
 **Durable before visible** (:mod:`~yao_actors.conversation.streaming.outlet`): every event the run emits goes through
 the journal (:meth:`RunJournal.emit`); with a durable store each write shows the events it appended. The terminal
